@@ -1,0 +1,29 @@
+"""msglc: msgpack archives with an embedded table of contents, read lazily.
+
+``dump(path, obj)`` writes plain msgpack plus a TOC; ``LazyReader(path)["a/b/3"]`` reads just
+that value. See README.md and docs/format.md.
+"""
+
+from .config import Config, configure
+from .errors import CorruptedError, MsglcError, NotAnArchiveError, TruncatedError, UnsupportedVersionError
+from .lazy import LazyDict, LazyList
+from .reader import LazyReader, LazyStats, to_obj
+from .writer import dump, dumps
+
+__all__ = [
+    "Config",
+    "CorruptedError",
+    "LazyDict",
+    "LazyList",
+    "LazyReader",
+    "LazyStats",
+    "MsglcError",
+    "NotAnArchiveError",
+    "TruncatedError",
+    "UnsupportedVersionError",
+    "configure",
+    "dump",
+    "dumps",
+    "to_obj",
+]
+__version__ = "0.1.0"

@@ -1,0 +1,50 @@
+"""Global defaults for writing and reading, overridable per call with the same names."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Config:
+    """Options that shape an archive.
+
+    ``small_obj_optimization_threshold``: containers whose encoding is at most this many bytes
+    are stored without a TOC entry and read back whole; longer lists are cut into blocks of
+    about this size. Smaller means finer random access and a larger TOC.
+    ``disable_gc``: pause the cyclic garbage collector while encoding or decoding many objects
+    (it otherwise rescans the growing heap again and again).
+    """
+
+    small_obj_optimization_threshold: int = 8192
+    disable_gc: bool = True
+
+
+_NAMES = frozenset(f.name for f in fields(Config))
+_current = Config()
+
+
+def _check(options: dict[str, Any]) -> None:
+    unknown = set(options) - _NAMES
+    if unknown:
+        raise TypeError(f"unknown msglc option(s): {', '.join(sorted(unknown))}; known: {', '.join(sorted(_NAMES))}")
+    threshold = options.get("small_obj_optimization_threshold")
+    if threshold is not None and (not isinstance(threshold, int) or isinstance(threshold, bool) or not 64 <= threshold <= 2**31):
+        raise ValueError(f"small_obj_optimization_threshold must be an int in [64, 2**31], got {threshold!r}")
+
+
+def configure(**options: Any) -> Config:
+    """Set global defaults (see ``Config``); returns the new configuration."""
+    global _current
+    _check(options)
+    _current = replace(_current, **options)
+    return _current
+
+
+def current(**overrides: Any) -> Config:
+    """The global configuration with per-call ``overrides`` applied."""
+    if not overrides:
+        return _current
+    _check(overrides)
+    return replace(_current, **overrides)

@@ -1,0 +1,243 @@
+"""The byte layout of an msglc archive, in one place (spec: docs/format.md).
+
+    header (16 bytes) | data: plain msgpack of the object | TOC | trailer (64 bytes)
+
+The TOC is a run of framed nodes (msgpack payload + CRC-32), children before parents, so a
+writer never seeks back. Offsets inside a node are relative: data offsets to the start of the
+container the node describes, node references as the distance back from the referring node.
+That keeps a subtree's bytes and TOC valid wherever they are copied.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+
+import msgspec
+
+from .errors import CorruptedError, NotAnArchiveError, TruncatedError, UnsupportedVersionError
+
+MAGIC = b"\x89MLC\r\n\x1a\n"
+END_MAGIC = b"\x89MLC-TOC"
+MAJOR = 1
+MINOR = 0
+
+_HEADER = struct.Struct("<8sBB6x")
+HEADER_SIZE = _HEADER.size  # 16
+# data_off, data_len, toc_off, toc_len, root_pos, root_len, data_crc, threshold, crc, end magic
+_TRAILER_BODY = struct.Struct("<QQQQQIII")
+_TRAILER = struct.Struct("<QQQQQIIII8s")
+TRAILER_SIZE = _TRAILER.size  # 64
+_CRC = struct.Struct("<I")
+
+# Hash-index arrays (see HashMapNode): page table entries and records are pairs of u32.
+U32 = struct.Struct("<I")
+PAIR = struct.Struct("<II")
+
+
+def pack_header() -> bytes:
+    return _HEADER.pack(MAGIC, MAJOR, MINOR)
+
+
+def check_header(buf: bytes) -> None:
+    """Raise unless ``buf`` (the first 16 bytes) is a header this reader understands."""
+    if len(buf) < HEADER_SIZE:
+        raise TruncatedError(f"file has {len(buf)} bytes, an msglc archive has at least {HEADER_SIZE + TRAILER_SIZE}")
+    magic, major, minor = _HEADER.unpack_from(buf)
+    if magic != MAGIC:
+        raise NotAnArchiveError(f"not an msglc archive: expected magic {MAGIC!r} at offset 0, found {bytes(magic)!r}")
+    if major != MAJOR:
+        raise UnsupportedVersionError(f"archive format {major}.{minor} is not readable by this msglc (reads {MAJOR}.x)")
+
+
+class Trailer(msgspec.Struct, frozen=True):
+    """Where everything is. Offsets are absolute; ``root_pos`` is relative to ``toc_off``."""
+
+    data_off: int
+    data_len: int
+    toc_off: int
+    toc_len: int
+    root_pos: int
+    root_len: int  # 0: the root has no TOC node (it is small or a scalar)
+    data_crc: int
+    threshold: int
+
+    def pack(self) -> bytes:
+        body = _TRAILER_BODY.pack(*msgspec.structs.astuple(self))
+        return body + _CRC.pack(zlib.crc32(body)) + END_MAGIC
+
+
+def unpack_trailer(buf: bytes, file_size: int) -> Trailer:
+    """Parse and check the last 64 bytes of a file of ``file_size`` bytes."""
+    *fields, crc, end = _TRAILER.unpack(buf)
+    if end != END_MAGIC:
+        raise TruncatedError(f"no msglc trailer at the end of the file (expected {END_MAGIC!r}, found {bytes(end)!r}): truncated or not an archive")
+    if zlib.crc32(buf[: _TRAILER_BODY.size]) != crc:
+        raise CorruptedError(f"trailer checksum mismatch at offset {file_size - TRAILER_SIZE}")
+    t = Trailer(*fields)
+    end_toc = file_size - TRAILER_SIZE
+    if not (t.data_off == HEADER_SIZE and t.data_off + t.data_len == t.toc_off and t.toc_off + t.toc_len == end_toc):
+        raise CorruptedError(f"trailer sections (data {t.data_off}+{t.data_len}, TOC {t.toc_off}+{t.toc_len}) do not tile a file of {file_size} bytes")
+    if t.root_len and not (0 <= t.root_pos and t.root_pos + t.root_len <= t.toc_len):
+        raise CorruptedError(f"root node {t.root_pos}+{t.root_len} lies outside the TOC ({t.toc_len} bytes)")
+    return t
+
+
+# ---- TOC nodes -------------------------------------------------------------------------------
+# A reference to a node is (distance back from the referring node's start, framed length).
+Ref = tuple[int, int]
+
+
+class ListNode(msgspec.Struct, array_like=True, tag=1, frozen=True):
+    """A list cut into spans. Span k holds items starts[k]..starts[k+1]-1 at bytes
+    offs[k]..offs[k+1] (relative to the list's first byte); a span in ``kids`` is one large
+    container item with a node of its own."""
+
+    n: int
+    starts: list[int]
+    offs: list[int]
+    kids: dict[int, Ref]
+
+
+class MapNode(msgspec.Struct, array_like=True, tag=2, frozen=True):
+    """A dict with its keys inline: entry j starts at koffs[j], its value at voffs[j] and it
+    ends at koffs[j + 1]."""
+
+    keys: list[str | int]
+    koffs: list[int]
+    voffs: list[int]
+    kids: dict[int, Ref]
+
+
+class HashMapNode(msgspec.Struct, array_like=True, tag=3, frozen=True):
+    """A dict too large to list its keys in one node. Entries are grouped into spans for
+    ordered iteration (as in ``ListNode``); a hash index answers one key (docs/format.md)."""
+
+    n: int
+    starts: list[int]
+    offs: list[int]
+    kids: dict[int, Ref]
+    kid_keys: dict[str | int, int]  # key of a large value -> its span
+    page_bits: int
+    offs_width: int  # 4 or 8: bytes per entry offset
+    index: Ref  # the raw index region: entry offsets, page table, records
+
+
+class StrideNode(msgspec.Struct, array_like=True, tag=4, frozen=True):
+    """A list whose items all have one encoded size, nested as deep as that holds.
+    dims[d] = (header size, item count, item stride) at depth d; the innermost items are
+    scalars of ``dims[-1][2]`` bytes. Sub-lists of at least ``lazy_min`` bytes are returned
+    lazily."""
+
+    dims: list[tuple[int, int, int]]
+    lazy_min: int
+
+
+Node = ListNode | MapNode | HashMapNode | StrideNode
+_node_encoder = msgspec.msgpack.Encoder()
+_node_decoder = msgspec.msgpack.Decoder(Node)
+
+
+def frame_node(node: Node) -> bytes:
+    payload = _node_encoder.encode(node)
+    return payload + _CRC.pack(zlib.crc32(payload))
+
+
+def unframe_node(buf: bytes | memoryview, where: int) -> Node:
+    """Check the CRC of a framed node read from absolute offset ``where`` and decode it."""
+    if len(buf) < 5:
+        raise CorruptedError(f"TOC node at offset {where} is {len(buf)} bytes, too short")
+    payload = buf[:-4]
+    if zlib.crc32(payload) != _CRC.unpack_from(buf, len(buf) - 4)[0]:
+        raise CorruptedError(f"TOC node checksum mismatch at offset {where}")
+    try:
+        return _node_decoder.decode(payload)
+    except (msgspec.DecodeError, msgspec.ValidationError) as e:
+        raise CorruptedError(f"TOC node at offset {where} is malformed: {e}") from None
+
+
+def node_span(node: Node) -> int:
+    """The encoded length of the container a node describes."""
+    if isinstance(node, StrideNode):
+        h, n, s = node.dims[0]
+        return h + n * s
+    if isinstance(node, MapNode):
+        return node.koffs[-1]
+    return node.offs[-1]
+
+
+# ---- msgpack container headers -----------------------------------------------------------------
+
+
+def array_header(n: int) -> bytes:
+    if n < 16:
+        return bytes((0x90 | n,))
+    if n < 0x10000:
+        return b"\xdc" + n.to_bytes(2, "big")
+    return b"\xdd" + n.to_bytes(4, "big")
+
+
+def map_header(n: int) -> bytes:
+    if n < 16:
+        return bytes((0x80 | n,))
+    if n < 0x10000:
+        return b"\xde" + n.to_bytes(2, "big")
+    return b"\xdf" + n.to_bytes(4, "big")
+
+
+def container_header_size(first: int) -> int:
+    """Header size of an array or map from its first byte; 0 if it is neither."""
+    if 0x80 <= first <= 0x9F:
+        return 1
+    if first in (0xDC, 0xDE):
+        return 3
+    if first in (0xDD, 0xDF):
+        return 5
+    return 0
+
+
+def is_array(first: int) -> bool:
+    return 0x90 <= first <= 0x9F or first in (0xDC, 0xDD)
+
+
+# Scalars whose first byte alone fixes their encoded size (numbers of fixed width).
+FIXED_SCALAR_SIZE = {0xCA: 5, 0xCB: 9, 0xCC: 2, 0xCD: 3, 0xCE: 5, 0xCF: 9, 0xD0: 2, 0xD1: 3, 0xD2: 5, 0xD3: 9}
+# One-byte items: positive and negative fixint, nil, false, true.
+ONE_BYTE_ITEMS = bytes(range(0x80)) + bytes(range(0xE0, 0x100)) + b"\xc0\xc2\xc3"
+
+
+def _increasing(xs: list[int]) -> bool:
+    return all(map(int.__lt__, xs, xs[1:]))
+
+
+def check_node(node: Node, where: int) -> None:
+    """Structural checks, once per decoded node, so that later arithmetic on it stays in bounds
+    (every offset is then also checked against the container's length)."""
+    bad = None
+    if isinstance(node, StrideNode):
+        if not node.dims or node.lazy_min < 0:
+            bad = "empty dims"
+        else:
+            for (h, n, s), inner in zip(node.dims, [*node.dims[1:], None]):
+                if h < 0 or n < 0 or s < 1 or (inner is not None and s != inner[0] + inner[1] * inner[2]):
+                    bad = f"inconsistent dims {node.dims}"
+                    break
+    elif isinstance(node, MapNode):
+        n = len(node.keys)
+        ok = len(node.koffs) == n + 1 and len(node.voffs) == n and n > 0 and node.koffs[0] >= 1
+        ok = ok and all(map(int.__lt__, node.koffs, node.voffs)) and all(map(int.__lt__, node.voffs, node.koffs[1:]))
+        if not ok or not all(0 <= k < n for k in node.kids):
+            bad = "inconsistent key offsets"
+    else:  # ListNode, HashMapNode: spans
+        ok = len(node.offs) == len(node.starts) + 1 and node.starts and node.starts[0] == 0
+        ok = ok and node.starts[-1] < node.n and node.offs[0] >= 1 and _increasing(node.starts) and _increasing(node.offs)
+        spans = len(node.starts)
+        ok = ok and all(0 <= k < spans and node.starts[k] + 1 == (node.starts[k + 1] if k + 1 < spans else node.n) for k in node.kids)
+        if isinstance(node, HashMapNode):
+            ok = ok and node.offs_width in (4, 8) and 0 <= node.page_bits <= 31 and set(node.kid_keys.values()) <= set(node.kids)
+            region = (node.n + 1) * node.offs_width + ((1 << node.page_bits) + 1) * 8 + node.n * 8
+            ok = ok and node.index[1] == region
+        if not ok:
+            bad = "inconsistent spans"
+    if bad:
+        raise CorruptedError(f"TOC node at offset {where} is malformed: {bad}")

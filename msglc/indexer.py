@@ -1,0 +1,326 @@
+"""Build the table of contents from an object and its msgpack encoding.
+
+The object is encoded once, in one msgspec call. This module then looks at the bytes: a
+container whose encoding fits the threshold needs no TOC entry; a larger one is split by
+decoding one level of it into ``msgspec.Raw`` views (item boundaries at C speed), and only the
+large items are visited further. Lists of fixed-size items are proven so from the bytes with
+strided slice comparisons and need no per-item entries at all.
+"""
+
+from __future__ import annotations
+
+import sys
+import zlib
+from array import array
+from bisect import bisect_left, bisect_right
+from itertools import accumulate, compress
+from operator import itemgetter
+from typing import Any
+
+import msgspec
+
+from . import validate
+from .format import (
+    FIXED_SCALAR_SIZE,
+    ONE_BYTE_ITEMS,
+    HashMapNode,
+    ListNode,
+    MapNode,
+    Node,
+    Ref,
+    StrideNode,
+    array_header,
+    container_header_size,
+    frame_node,
+    is_array,
+)
+
+MAP_INLINE_MAX = 1024  # dicts with more entries get a hash index instead of an inline key list
+PAGE_ENTRIES = 32  # average entries per hash-index page
+STRIDE_LAZY_MIN = 4096  # sub-lists of a fixed-stride list at least this long come back lazy
+_NUMERIC_MARKERS = frozenset(FIXED_SCALAR_SIZE)
+_raw_list = msgspec.msgpack.Decoder(list[msgspec.Raw])
+
+
+class TocBuilder:
+    """Accumulates framed TOC nodes for one encoded object ``buf``."""
+
+    def __init__(self, buf: bytes, threshold: int) -> None:
+        self.buf = buf
+        self.threshold = threshold
+        self.toc = bytearray()
+
+    # -- entry point ---------------------------------------------------------------------------
+    def build_root(self, obj: Any) -> tuple[int, int]:
+        """Index the whole object; returns the root node's (position in TOC, length) or (0, 0)."""
+        ref = self.index(obj, 0, len(self.buf))
+        if ref is None:
+            validate.check_value(obj)
+            return 0, 0
+        return ref
+
+    def index(self, obj: Any, a: int, b: int) -> tuple[int, int] | None:
+        """Node for the container encoded at buf[a:b], or None when it needs none."""
+        if b - a <= self.threshold:
+            return None
+        k = validate.kind(type(obj))
+        if k == validate.SEQ:
+            seq = obj if isinstance(obj, (list, tuple)) else list(obj)
+            return self._index_list(seq, a, b)
+        if k == validate.MAP:
+            return self._index_map(obj, a, b)
+        if not k:
+            raise validate._bad_type(type(obj))
+        return None  # a long str or bytes: a scalar, read whole
+
+    def _add(self, node: Node) -> tuple[int, int]:
+        pos = len(self.toc)
+        framed = frame_node(node)
+        self.toc += framed
+        return pos, len(framed)
+
+    def _refs(self, kids: dict[int, tuple[int, int]]) -> dict[int, Ref]:
+        """Child positions as distances back from the node about to be written."""
+        here = len(self.toc)
+        return {k: (here - pos, size) for k, (pos, size) in kids.items()}
+
+    # -- lists ---------------------------------------------------------------------------------
+    def _index_list(self, seq: list | tuple, a: int, b: int) -> tuple[int, int]:
+        n = len(seq)
+        h = container_header_size(self.buf[a])
+        dims = stride_dims(self.buf, a, h, n, b)
+        if dims is not None:
+            self._check_stride_types(seq, dims, a)
+            lazy_min = min(self.threshold, STRIDE_LAZY_MIN)
+            return self._add(StrideNode(dims=dims, lazy_min=lazy_min))
+        offs = list(accumulate(map(len, _raw_list.decode(memoryview(self.buf)[a:b])), initial=h))
+        kids = self._big_items(seq, a, offs)
+        validate.check_items(seq, skip=kids.keys())
+        starts, span_offs, span_kids = self._spans(offs, n, kids)
+        return self._add(ListNode(n=n, starts=starts, offs=span_offs, kids=self._refs(span_kids)))
+
+    def _big_items(self, values, a: int, offs: list[int]) -> dict[int, tuple[int, int]]:
+        """Index the items longer than the threshold that are containers: item -> node."""
+        lens = map(int.__sub__, offs[1:], offs)
+        kids = {}
+        for j in compress(range(len(values)), map(self.threshold.__lt__, lens)):
+            try:
+                ref = self.index(values[j], a + offs[j], a + offs[j + 1])
+            except validate.Unsupported as e:
+                e.path.append(j)
+                raise
+            if ref is not None:
+                kids[j] = ref
+        return kids
+
+    def _spans(self, offs: list[int], n: int, kids) -> tuple[list[int], list[int], dict[int, tuple[int, int]]]:
+        """Cut items 0..n-1 into spans of about the threshold; each kid is a span of its own."""
+        starts: list[int] = []
+        span_kids: dict[int, tuple[int, int]] = {}
+        t = self.threshold
+        i = 0
+        for stop in [*sorted(kids), n]:
+            while i < stop:
+                j = bisect_right(offs, offs[i] + t, i + 1, stop + 1) - 1
+                starts.append(i)
+                i = max(j, i + 1)
+            if stop < n:
+                span_kids[len(starts)] = kids[stop]
+                starts.append(stop)
+                i = stop + 1
+        return starts, [offs[s] for s in starts] + [offs[n]], span_kids
+
+    def _check_stride_types(self, seq, dims, a: int) -> None:
+        """Sub-lists must be sequences; numeric and one-byte leaves are proven by their bytes,
+        others (strings, bytes) are type-checked."""
+        try:
+            level = [seq]
+            for _ in dims[1:]:
+                for row in level:
+                    _check_rows(row)
+                level = [r if isinstance(r, (list, tuple)) else list(r) for row in level for r in row]
+            leaf = self.buf[a + sum(d[0] for d in dims)]
+            if leaf not in _NUMERIC_MARKERS and not _is_one_byte_marker(leaf):
+                for row in level:
+                    validate.check_items(row)
+        except validate.Unsupported:
+            validate.check_items(seq)  # slower, but finds the full path for the message
+            raise
+
+    # -- dicts ---------------------------------------------------------------------------------
+    def _index_map(self, d: dict, a: int, b: int) -> tuple[int, int]:
+        validate.check_keys(d)
+        n = len(d)
+        h = container_header_size(self.buf[a])
+        body = bytes(memoryview(self.buf)[a + h : b])
+        raws = _raw_list.decode(array_header(2 * n) + body)
+        offs = list(accumulate(map(len, raws), initial=h))
+        koffs, voffs = offs[0::2], offs[1::2]
+        values = list(d.values())
+        keys = list(d)
+        # value j occupies voffs[j]..koffs[j+1]
+        kids = self._big_values(keys, values, a, voffs, koffs)
+        validate.check_map(d, skip={keys[j] for j in kids})
+        if n <= MAP_INLINE_MAX:
+            return self._add(MapNode(keys=keys, koffs=koffs, voffs=voffs, kids=self._refs(kids)))
+        starts, span_offs, span_kids = self._spans(koffs, n, kids)
+        kid_keys = {keys[starts[k]]: k for k in span_kids}
+        region = self._hash_index(raws[0::2], koffs)
+        here = len(self.toc)
+        return self._add(
+            HashMapNode(
+                n=n,
+                starts=starts,
+                offs=span_offs,
+                kids=self._refs(span_kids),
+                kid_keys=kid_keys,
+                page_bits=region[2],
+                offs_width=region[3],
+                index=(here - region[0], region[1]),
+            )
+        )
+
+    def _big_values(self, keys, values, a, voffs, koffs) -> dict[int, tuple[int, int]]:
+        t = self.threshold
+        kids = {}
+        for j in compress(range(len(values)), map(t.__lt__, map(int.__sub__, koffs[1:], voffs))):
+            try:
+                ref = self.index(values[j], a + voffs[j], a + koffs[j + 1])
+            except validate.Unsupported as e:
+                e.path.append(keys[j])
+                raise
+            if ref is not None:
+                kids[j] = ref
+        return kids
+
+    def _hash_index(self, key_raws: list, koffs: list[int]) -> tuple[int, int, int, int]:
+        """Write the raw index region; returns (position, length, page_bits, offs_width).
+
+        Region: entry offsets ((n+1) x u32|u64) | page table ((P+1) x (u32 first record,
+        u32 CRC-32 of the page's records)) | records (n x (u32 key hash, u32 entry)).
+        Records are grouped by page = hash & (P - 1), entries in order within a page."""
+        n = len(key_raws)
+        page_bits = max(0, (n // PAGE_ENTRIES).bit_length() - 1)
+        pages = 1 << page_bits
+        hashes = list(map(zlib.crc32, key_raws))
+        page_of = list(map((pages - 1).__and__, hashes))
+        order = sorted(range(n), key=page_of.__getitem__)
+        pick = itemgetter(*order)
+        recs = array("I", bytes(8 * n))
+        recs[0::2] = array("I", pick(hashes))
+        recs[1::2] = array("I", order)
+        sorted_pages = pick(page_of)
+        firsts = [bisect_left(sorted_pages, p) for p in range(pages)] + [n]
+        width = 4 if koffs[-1] < 2**32 else 8
+        entry_offs = array("I" if width == 4 else "Q", koffs)
+        if sys.byteorder == "big":
+            recs.byteswap()
+            entry_offs.byteswap()
+        rec_bytes = memoryview(recs.tobytes())
+        table = array("I", bytes(8 * (pages + 1)))
+        table[0::2] = array("I", firsts)
+        table[1:-1:2] = array("I", [zlib.crc32(rec_bytes[8 * s : 8 * e]) for s, e in zip(firsts, firsts[1:])])
+        if sys.byteorder == "big":
+            table.byteswap()
+        pos = len(self.toc)
+        self.toc += entry_offs.tobytes()
+        self.toc += table.tobytes()
+        self.toc += rec_bytes
+        return pos, len(self.toc) - pos, page_bits, width
+
+
+# ---- type checks that follow the TOC's split -----------------------------------------------------
+
+
+def _check_rows(row) -> None:
+    """Every item of ``row`` must be a sequence (a sub-list of a fixed-stride list)."""
+    for t in set(map(type, row)):
+        if validate.kind(t) != validate.SEQ:
+            i = next(i for i, x in enumerate(row) if type(x) is t)
+            e = validate._bad_type(t)
+            e.path.append(i)
+            raise e
+
+
+def _is_one_byte_marker(m: int) -> bool:
+    return m < 0x80 or m >= 0xE0 or m in (0xC0, 0xC2, 0xC3)
+
+
+def _check_leaves(seq, depth: int) -> None:
+    if depth == 1:
+        validate.check_items(seq)
+        return
+    for i, row in enumerate(seq):
+        try:
+            _check_leaves(row, depth - 1)
+        except validate.Unsupported as e:
+            e.path.append(i)
+            raise
+
+
+# ---- fixed strides -------------------------------------------------------------------------------
+# A template describes one item: ("leaf", header bytes to match, size, one_byte) or
+# ("array", header bytes, count, stride, inner template).
+
+
+def stride_dims(buf: bytes, a: int, h: int, n: int, b: int) -> list[tuple[int, int, int]] | None:
+    """[(header, count, stride), ...] if the list at buf[a:b] is provably fixed-stride."""
+    if n == 0 or (b - a - h) % n:
+        return None
+    s = (b - a - h) // n
+    tmpl = _template(buf, a + h, s)
+    if tmpl is None or not _verify(buf, a + h, tmpl, n, s):
+        return None
+    dims = [(h, n, s)]
+    while tmpl[0] == "array":
+        _, hdr, n1, s1, tmpl = tmpl
+        dims.append((len(hdr), n1, s1))
+    return dims
+
+
+def _template(buf: bytes, p: int, s: int):
+    m = buf[p]
+    if s == 1:
+        return ("leaf", b"", 1, True) if _is_one_byte_marker(m) else None
+    if FIXED_SCALAR_SIZE.get(m) == s:
+        return ("leaf", buf[p : p + 1], s, False)
+    hl = _str_bin_header(m)
+    if hl:
+        length = (m & 0x1F) if hl == 1 else int.from_bytes(buf[p + 1 : p + hl], "big")
+        return ("leaf", buf[p : p + hl], s, False) if hl + length == s else None
+    if is_array(m):
+        h1 = container_header_size(m)
+        n1 = (m & 0x0F) if h1 == 1 else int.from_bytes(buf[p + 1 : p + h1], "big")
+        if n1 == 0:
+            return ("leaf", buf[p : p + h1], s, False) if s == h1 else None
+        if (s - h1) % n1:
+            return None
+        s1 = (s - h1) // n1
+        inner = _template(buf, p + h1, s1)
+        return None if inner is None else ("array", buf[p : p + h1], n1, s1, inner)
+    return None
+
+
+def _str_bin_header(m: int) -> int:
+    """Header length of a str or bin item (whose length is in its header), else 0."""
+    if 0xA0 <= m <= 0xBF:
+        return 1
+    return {0xD9: 2, 0xC4: 2, 0xDA: 3, 0xC5: 3, 0xDB: 5, 0xC6: 5}.get(m, 0)
+
+
+def _verify(buf: bytes, start: int, tmpl, count: int, stride: int) -> bool:
+    """Do ``count`` items at ``start + r * stride`` all match ``tmpl``? (C-speed slices)"""
+    end = start + (count - 1) * stride + 1
+    if tmpl[0] == "leaf" and tmpl[3]:
+        return not buf[start:end:stride].translate(None, ONE_BYTE_ITEMS)
+    hdr = tmpl[1]
+    for q, byte in enumerate(hdr):
+        if buf[start + q : end + q : stride] != bytes((byte,)) * count:
+            return False
+    if tmpl[0] == "leaf":
+        return True
+    _, _, n1, s1, inner = tmpl
+    h1 = len(hdr)
+    if count <= n1:
+        return all(_verify(buf, start + r * stride + h1, inner, n1, s1) for r in range(count))
+    return all(_verify(buf, start + h1 + k * s1, inner, count, stride) for k in range(n1))

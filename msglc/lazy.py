@@ -1,0 +1,370 @@
+"""Lazy views of an archive's large containers: ``LazyList`` and ``LazyDict``.
+
+A view knows where its container starts in the data section and the TOC node describing it;
+indexing reads only the span holding the item. Small containers come back as plain objects.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from array import array
+from bisect import bisect_right
+from collections.abc import ItemsView, Iterator, Mapping, Sequence, ValuesView
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from .errors import CorruptedError
+from .format import HashMapNode, ListNode, MapNode, StrideNode, array_header, map_header
+
+if TYPE_CHECKING:
+    from .reader import Archive
+
+_enc = msgspec.msgpack.Encoder()
+_raw_pair = msgspec.msgpack.Decoder(tuple[msgspec.Raw, msgspec.Raw])
+_NEED_SWAP = array("I", [1]).tobytes() != b"\x01\x00\x00\x00"
+
+
+class LazyNode:
+    """Common base: a container at absolute offset ``_base`` described by a TOC node."""
+
+    __slots__ = ("_a", "_base", "_pos", "_cache")
+
+    def __init__(self, archive: Archive, base: int, pos: int) -> None:
+        self._a = archive
+        self._base = base
+        self._pos = pos
+        self._cache: dict | None = {} if archive.cached else None
+
+    def _span(self) -> int:
+        raise NotImplementedError
+
+    def to_obj(self) -> Any:
+        """The whole container as plain Python objects, decoded in one call."""
+        return self._a.decode_span(self._base, self._span())
+
+    def raw_data(self) -> bytes:
+        """The container's msgpack encoding."""
+        return bytes(self._a.read(self._base, self._span()))
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class LazyList(LazyNode, Sequence):
+    """A read-only ``Sequence`` over a large list in an archive."""
+
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, (list, LazyList)):
+            return NotImplemented
+        return len(self) == len(other) and all(map(_equal, self, other))
+
+    def __repr__(self) -> str:
+        return f"<LazyList of {len(self)} items>"
+
+    def _index(self, i: Any) -> int:
+        n = len(self)
+        try:
+            j = i.__index__()
+        except AttributeError:
+            raise TypeError(f"list indices must be integers or slices, not {type(i).__name__}") from None
+        if j < 0:
+            j += n
+        if not 0 <= j < n:
+            raise IndexError(f"list index {i} out of range for {n} items")
+        return j
+
+    def _slice(self, s: slice) -> list:
+        return [self[i] for i in range(*s.indices(len(self)))]
+
+
+def _equal(a: Any, b: Any) -> bool:
+    return a == b
+
+
+class _BlockList(LazyList):
+    """A list cut into spans of about the threshold (``ListNode``)."""
+
+    __slots__ = ("_node",)
+
+    def __init__(self, archive: Archive, base: int, pos: int, node: ListNode) -> None:
+        super().__init__(archive, base, pos)
+        self._node = node
+
+    def __len__(self) -> int:
+        return self._node.n
+
+    def _span(self) -> int:
+        return self._node.offs[-1]
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return self._slice(i)
+        i = self._index(i)
+        node = self._node
+        k = bisect_right(node.starts, i) - 1
+        if k in node.kids:
+            return self._kid(k)
+        return self._block(k)[i - node.starts[k]]
+
+    def _kid(self, k: int) -> Any:
+        if self._cache is not None and ("k", k) in self._cache:
+            return self._cache["k", k]
+        node = self._node
+        obj = self._a.child(self._base + node.offs[k], node.offs[k + 1] - node.offs[k], self._pos, node.kids[k])
+        if self._cache is not None:
+            self._cache["k", k] = obj
+        return obj
+
+    def _block(self, k: int) -> list:
+        cache = self._cache
+        if cache is not None and k in cache:
+            return cache[k]
+        node = self._node
+        count = (node.starts[k + 1] if k + 1 < len(node.starts) else node.n) - node.starts[k]
+        block = self._a.decode_span(self._base + node.offs[k], node.offs[k + 1] - node.offs[k], array_header(count))
+        if cache is not None:
+            cache[k] = block
+        return block
+
+    def __iter__(self) -> Iterator[Any]:
+        for k in range(len(self._node.starts)):
+            if k in self._node.kids:
+                yield self._kid(k)
+            else:
+                yield from self._block(k)
+
+
+class _StrideList(LazyList):
+    """A list of fixed-size items (``StrideNode``): item i is at base + h + i * stride."""
+
+    __slots__ = ("_dims", "_h", "_n", "_s", "_leaf", "_lazy_min")
+
+    def __init__(self, archive: Archive, base: int, pos: int, dims: list | tuple, lazy_min: int) -> None:
+        super().__init__(archive, base, pos)
+        self._dims = dims
+        self._h, self._n, self._s = dims[0]
+        self._leaf = len(dims) == 1
+        self._lazy_min = lazy_min
+
+    def __len__(self) -> int:
+        return self._n
+
+    def _span(self) -> int:
+        return self._h + self._n * self._s
+
+    def __getitem__(self, i: Any) -> Any:
+        if type(i) is not int or not 0 <= i < self._n:
+            if isinstance(i, slice):
+                return self._slice(i)
+            i = self._index(i)
+        cache = self._cache
+        if cache is not None and i in cache:
+            return cache[i]
+        off = self._base + self._h + i * self._s
+        if self._leaf or self._s < self._lazy_min:
+            value = self._a.decode_span(off, self._s)
+        else:
+            value = _StrideList(self._a, off, self._pos, self._dims[1:], self._lazy_min)
+        if cache is not None:
+            cache[i] = value
+        return value
+
+    def _slice(self, s: slice) -> list:
+        start, stop, step = s.indices(self._n)
+        if step == 1 and (self._leaf or self._s < self._lazy_min):
+            count = max(0, stop - start)
+            off = self._base + self._h + start * self._s
+            return self._a.decode_span(off, count * self._s, array_header(count))
+        return super()._slice(s)
+
+    def __iter__(self) -> Iterator[Any]:
+        if self._leaf or self._s < self._lazy_min:
+            yield from self._slice(slice(None))
+        else:
+            for i in range(self._n):
+                yield self[i]
+
+
+class LazyDict(LazyNode, Mapping):
+    """A read-only ``Mapping`` over a large dict in an archive, in its original key order."""
+
+    __slots__ = ("_node",)
+
+    def __init__(self, archive: Archive, base: int, pos: int, node: Any) -> None:
+        super().__init__(archive, base, pos)
+        self._node = node
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Mapping):
+            return NotImplemented
+        if len(self) != len(other):
+            return False
+        for key, value in self.items():
+            try:
+                if not value == other[key]:
+                    return False
+            except KeyError:
+                return False
+        return True
+
+    def __repr__(self) -> str:
+        return f"<LazyDict of {len(self)} keys>"
+
+    def __getitem__(self, key: Any) -> Any:
+        if type(key) is not str and (not isinstance(key, (str, int)) or isinstance(key, bool)):
+            raise TypeError(f"archive dict keys are str or int, not {type(key).__name__}")
+        cache = self._cache
+        if cache is not None and key in cache:
+            return cache[key]
+        value = self._lookup(key)
+        if cache is not None:
+            cache[key] = value
+        return value
+
+    def __contains__(self, key: object) -> bool:
+        try:
+            self[key]
+        except (KeyError, TypeError):
+            return False
+        return True
+
+    def items(self) -> ItemsView:
+        return _Items(self)
+
+    def values(self) -> ValuesView:
+        return _Values(self)
+
+    def _lookup(self, key: Any) -> Any:
+        raise NotImplementedError
+
+    def _iter_items(self) -> Iterator[tuple[Any, Any]]:
+        for key in self:
+            yield key, self[key]
+
+
+class _Items(ItemsView):
+    def __iter__(self) -> Iterator[tuple[Any, Any]]:
+        return self._mapping._iter_items()
+
+
+class _Values(ValuesView):
+    def __iter__(self) -> Iterator[Any]:
+        return (v for _, v in self._mapping._iter_items())
+
+
+class _InlineDict(LazyDict):
+    """A dict whose keys are listed in its node (``MapNode``)."""
+
+    __slots__ = ()
+
+    def __len__(self) -> int:
+        return len(self._node.keys)
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._node.keys)
+
+    def _span(self) -> int:
+        return self._node.koffs[-1]
+
+    def _lookup(self, key: Any) -> Any:
+        j = self._a.key_map(self._pos, self._node).get(key)
+        if j is None:
+            raise KeyError(key)
+        node = self._node
+        start, end = node.voffs[j], node.koffs[j + 1]
+        if j in node.kids:
+            return self._a.child(self._base + start, end - start, self._pos, node.kids[j])
+        return self._a.decode_span(self._base + start, end - start)
+
+
+class _HashDict(LazyDict):
+    """A dict with a hash index (``HashMapNode``): one key costs one index page and one entry."""
+
+    __slots__ = ()
+
+    def __len__(self) -> int:
+        return self._node.n
+
+    def _span(self) -> int:
+        return self._node.offs[-1]
+
+    def _kid(self, k: int, key: Any) -> Any:
+        """The large value of span ``k``: the span is one entry, the value follows its key."""
+        node = self._node
+        start = node.offs[k] + len(_enc.encode(key))
+        return self._a.child(self._base + start, node.offs[k + 1] - start, self._pos, node.kids[k])
+
+    def _block(self, k: int) -> dict:
+        node = self._node
+        count = (node.starts[k + 1] if k + 1 < len(node.starts) else node.n) - node.starts[k]
+        return self._a.decode_span(self._base + node.offs[k], node.offs[k + 1] - node.offs[k], map_header(count))
+
+    def _iter_items(self) -> Iterator[tuple[Any, Any]]:
+        node = self._node
+        kid_key = {k: key for key, k in node.kid_keys.items()}
+        for k in range(len(node.starts)):
+            if k in node.kids:
+                yield kid_key[k], self._kid(k, kid_key[k])
+            else:
+                yield from self._block(k).items()
+
+    def __iter__(self) -> Iterator[Any]:
+        return (key for key, _ in self._iter_items())
+
+    def _lookup(self, key: Any) -> Any:
+        node = self._node
+        k = node.kid_keys.get(key)
+        if k is not None:
+            return self._kid(k, key)
+        a = self._a
+        kb = _enc.encode(key)
+        h = zlib.crc32(kb)
+        width = node.offs_width
+        region = self._pos - node.index[0]
+        table = region + (node.n + 1) * width
+        records = table + ((1 << node.page_bits) + 1) * 8
+        page = h & ((1 << node.page_bits) - 1)
+        first, page_crc, end = struct.unpack("<III", a.read(table + 8 * page, 12))
+        if not first <= end <= node.n:
+            raise CorruptedError(f"hash index page {page} at offset {table + 8 * page} has bounds {first}..{end} outside 0..{node.n}")
+        recs = a.read(records + 8 * first, 8 * (end - first))
+        if zlib.crc32(recs) != page_crc:
+            raise CorruptedError(f"hash index page {page} at offset {records + 8 * first} fails its checksum")
+        pairs = array("I")
+        pairs.frombytes(recs)
+        if _NEED_SWAP:
+            pairs.byteswap()
+        lo, hi = node.offs[0], node.offs[-1]
+        fmt = "<II" if width == 4 else "<QQ"
+        for r in range(0, len(pairs), 2):
+            if pairs[r] != h:
+                continue
+            entry_at = region + pairs[r + 1] * width
+            start, stop = struct.unpack(fmt, a.read(entry_at, 2 * width)) if pairs[r + 1] < node.n else (0, 0)
+            if not lo <= start < stop <= hi:
+                raise CorruptedError(f"hash index entry at offset {entry_at} points outside its dict")
+            entry = a.read(self._base + start, stop - start)
+            if entry[: len(kb)] == kb:
+                return a.decode_span(self._base + start + len(kb), stop - start - len(kb))
+            try:
+                stored_key = _raw_pair.decode(b"\x92" + entry)[0]
+            except msgspec.DecodeError:
+                stored_key = b""
+            if zlib.crc32(stored_key) != h:
+                raise CorruptedError(f"dict entry at offset {self._base + start} does not match its hash index record")
+        raise KeyError(key)
+
+
+def make_view(archive: Archive, base: int, pos: int, node: Any) -> LazyNode:
+    if isinstance(node, StrideNode):
+        return _StrideList(archive, base, pos, node.dims, node.lazy_min)
+    if isinstance(node, ListNode):
+        return _BlockList(archive, base, pos, node)
+    if isinstance(node, MapNode):
+        return _InlineDict(archive, base, pos, node)
+    if isinstance(node, HashMapNode):
+        return _HashDict(archive, base, pos, node)
+    raise CorruptedError(f"unknown TOC node type at offset {pos}")

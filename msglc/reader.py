@@ -1,0 +1,312 @@
+"""Open an archive and read parts of it: ``LazyReader``, ``LazyStats``, ``to_obj``."""
+
+from __future__ import annotations
+
+import os
+import threading
+import zlib
+from typing import Any, BinaryIO, Iterator
+
+import msgspec
+
+from .errors import CorruptedError, NotAnArchiveError, TruncatedError
+from .format import HEADER_SIZE, MAGIC, TRAILER_SIZE, MapNode, check_header, check_node, node_span, unframe_node, unpack_trailer
+from .lazy import LazyDict, LazyList, LazyNode, make_view
+from .source import open_source
+from .writer import gc_paused
+
+__all__ = ["LazyReader", "LazyStats", "LazyDict", "LazyList", "to_obj"]
+
+_decoder = msgspec.msgpack.Decoder()
+_MAX_NODE_CACHE = 65536
+
+
+class LazyStats:
+    """Counts reads: ``stats()`` is the number of bytes read so far, ``stats.calls`` the reads."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.bytes = 0
+        self._lock = threading.Lock()
+
+    def add(self, size: int) -> None:
+        with self._lock:
+            self.calls += 1
+            self.bytes += size
+
+    def __call__(self) -> int:
+        return self.bytes
+
+    def clear(self) -> None:
+        with self._lock:
+            self.calls = 0
+            self.bytes = 0
+
+    def __str__(self) -> str:
+        return f"{self.calls} reads, {self.bytes} bytes"
+
+    def __repr__(self) -> str:
+        return f"<LazyStats {self}>"
+
+
+def _closed(offset: int, size: int) -> bytes:
+    raise ValueError("I/O operation on a closed LazyReader")
+
+
+class Archive:
+    """State shared by a reader and its lazy views: the source, the trailer, the node cache."""
+
+    def __init__(self, source: Any, cached: bool, counter: LazyStats | None) -> None:
+        self.src = open_source(source)
+        self.cached = cached
+        self.nodes: dict[int, Any] = {}
+        self.key_maps: dict[int, dict] = {}
+        read = self.src.read
+        if counter is not None:
+
+            def read(offset: int, size: int, _read=self.src.read, _add=counter.add) -> bytes | memoryview:
+                _add(size)
+                return _read(offset, size)
+
+        self.read = read
+        try:
+            self.trailer = self._open()
+        except BaseException:
+            self.src.close()
+            raise
+        t = self.trailer
+        self.data_end = t.data_off + t.data_len
+        self.toc_end = t.toc_off + t.toc_len
+
+    def _open(self):
+        size = self.src.size
+        head = self.read(0, min(size, HEADER_SIZE))
+        if size < HEADER_SIZE + TRAILER_SIZE:
+            if bytes(head[: len(MAGIC)]) != MAGIC[: len(head)] or not head:
+                raise NotAnArchiveError(f"not an msglc archive: {size} bytes, no msglc magic at offset 0")
+            raise TruncatedError(f"file has {size} bytes, an msglc archive has at least {HEADER_SIZE + TRAILER_SIZE}")
+        check_header(head)
+        return unpack_trailer(self.read(size - TRAILER_SIZE, TRAILER_SIZE), size)
+
+    def close(self) -> None:
+        if self.read is not _closed:
+            self.read = _closed
+            self.src.close()
+
+    def decode_span(self, offset: int, size: int, prefix: bytes = b"") -> Any:
+        """Decode ``size`` data bytes at ``offset`` (after ``prefix``, a container header)."""
+        if offset < self.trailer.data_off or offset + size > self.data_end or size <= 0:
+            raise CorruptedError(f"data span {offset}+{size} lies outside the data section")
+        data = self.read(offset, size)
+        try:
+            return _decoder.decode(prefix + data if prefix else data)
+        except msgspec.DecodeError as e:
+            raise CorruptedError(f"data at offset {offset} ({size} bytes) is not valid msgpack: {e}") from None
+
+    def node(self, pos: int, size: int) -> Any:
+        node = self.nodes.get(pos)
+        if node is None:
+            if not (self.trailer.toc_off <= pos and pos + size <= self.toc_end):
+                raise CorruptedError(f"TOC node {pos}+{size} lies outside the TOC")
+            node = unframe_node(self.read(pos, size), pos)
+            check_node(node, pos)
+            if len(self.nodes) >= _MAX_NODE_CACHE:
+                self.nodes.clear()
+                self.key_maps.clear()
+            self.nodes[pos] = node
+        return node
+
+    def child(self, base: int, span: int, parent_pos: int, ref: tuple[int, int]) -> LazyNode:
+        """The lazy view of a container at ``base`` (``span`` bytes) whose node the parent
+        node at ``parent_pos`` references with ``ref``."""
+        back, size = ref
+        pos = parent_pos - back
+        if back <= 0 or pos + size > parent_pos:
+            raise CorruptedError(f"TOC node at offset {parent_pos} references a node at {pos} that does not precede it")
+        return self.view(base, span, pos, size)
+
+    def view(self, base: int, span: int, pos: int, size: int) -> LazyNode:
+        node = self.node(pos, size)
+        if node_span(node) != span or base + span > self.data_end:
+            raise CorruptedError(f"TOC node at offset {pos} describes {node_span(node)} bytes where {span} are stored at offset {base}")
+        return make_view(self, base, pos, node)
+
+    def key_map(self, pos: int, node: MapNode) -> dict:
+        keys = self.key_maps.get(pos)
+        if keys is None:
+            keys = self.key_maps[pos] = {k: j for j, k in enumerate(node.keys)}
+        return keys
+
+
+class LazyReader:
+    """Read parts of an archive without loading it.
+
+    ``source``: a path, a bytes-like object, or a readable seekable binary file.
+    ``cached``: keep decoded values in the lazy views so repeated reads are free (TOC nodes are
+    always cached). ``counter``: a ``LazyStats`` that counts the reads.
+    """
+
+    def __init__(self, source: str | os.PathLike | bytes | bytearray | memoryview | BinaryIO, *, cached: bool = True, counter: LazyStats | None = None) -> None:
+        self._a = Archive(source, cached, counter)
+        self._root: Any = None
+
+    # -- lifecycle --
+    def close(self) -> None:
+        self._a.close()
+        self._root = None
+
+    def __enter__(self) -> LazyReader:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<LazyReader {self._a.trailer.data_len} data bytes, TOC {self._a.trailer.toc_len} bytes>"
+
+    # -- the root --
+    def _root_obj(self) -> Any:
+        root = self._root
+        if root is not None:
+            return root
+        a = self._a
+        t = a.trailer
+        if t.root_len:
+            root = a.view(t.data_off, t.data_len, t.toc_off + t.root_pos, t.root_len)
+            self._root = root
+        else:
+            root = self._decode_all()
+            if a.cached:
+                self._root = root
+        return root
+
+    def _decode_all(self) -> Any:
+        a = self._a
+        t = a.trailer
+        data = a.read(t.data_off, t.data_len)
+        if zlib.crc32(data) != t.data_crc:
+            raise CorruptedError(f"data section checksum mismatch ({t.data_len} bytes at offset {t.data_off})")
+        try:
+            return _decoder.decode(data)
+        except msgspec.DecodeError as e:
+            raise CorruptedError(f"data section is not valid msgpack: {e}") from None
+
+    # -- access --
+    def read(self, path: Any = None) -> Any:
+        """The value at ``path`` ("a/b/3" or ["a", "b", 3]); the root when ``path`` is None."""
+        if type(path) is int:
+            return self._root_obj()[path]
+        return resolve(self._root_obj(), split_path(path))
+
+    visit = read
+
+    def __getitem__(self, path: Any) -> Any:
+        if type(path) is int:
+            return self._root_obj()[path]
+        return resolve(self._root_obj(), split_path(path))
+
+    def __len__(self) -> int:
+        return len(self._root_obj())
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._root_obj())
+
+    def __contains__(self, key: Any) -> bool:
+        return key in self._root_obj()
+
+    def keys(self) -> Any:
+        return self._root_obj().keys()
+
+    def values(self) -> Any:
+        return self._root_obj().values()
+
+    def items(self) -> Any:
+        return self._root_obj().items()
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        return self._root_obj().get(key, default)
+
+    def to_obj(self) -> Any:
+        """The whole stored object as plain Python objects (checks the data checksum)."""
+        with gc_paused(True):
+            return self._decode_all()
+
+    def verify(self) -> None:
+        """Check the data section's checksum; raises ``CorruptedError`` on a mismatch."""
+        a = self._a
+        t = a.trailer
+        if zlib.crc32(a.read(t.data_off, t.data_len)) != t.data_crc:
+            raise CorruptedError(f"data section checksum mismatch ({t.data_len} bytes at offset {t.data_off})")
+
+    def raw_data(self) -> bytes:
+        """The archive's own bytes."""
+        return bytes(self._a.read(0, self._a.src.size))
+
+    def protocol_raw_data(self) -> bytes:
+        """The data section alone: plain msgpack of the stored object."""
+        t = self._a.trailer
+        return bytes(self._a.read(t.data_off, t.data_len))
+
+
+# ---- paths -------------------------------------------------------------------------------------
+
+
+def split_path(path: Any) -> list:
+    if path is None:
+        return []
+    if isinstance(path, str):
+        return [seg for seg in path.split("/") if seg != ""]
+    if isinstance(path, (list, tuple)):
+        return list(path)
+    if isinstance(path, int) and not isinstance(path, bool):
+        return [path]
+    raise TypeError(f"a path is a str like 'a/b/3' or a list of keys and indices, not {type(path).__name__}")
+
+
+def resolve(obj: Any, segments: list) -> Any:
+    for depth, seg in enumerate(segments):
+        if isinstance(obj, (list, LazyList)):
+            index = _list_index(seg, segments[: depth + 1])
+            if isinstance(index, slice):
+                return [resolve(x, segments[depth + 1 :]) for x in obj[index]]
+            obj = obj[index]
+        elif isinstance(obj, (dict, LazyDict)):
+            obj = _dict_value(obj, seg, segments[: depth + 1])
+        else:
+            raise TypeError(f"cannot look up {seg!r} in a {type(obj).__name__} (at {'/'.join(map(str, segments[:depth]))})")
+    return obj
+
+
+def _list_index(seg: Any, where: list) -> int | slice:
+    if isinstance(seg, str):
+        try:
+            if ":" in seg:
+                parts = [int(p) if p.strip() else None for p in seg.split(":")]
+                if len(parts) > 3 or parts[2:] == [0]:
+                    raise ValueError
+                return slice(*parts)
+            return int(seg)
+        except ValueError:
+            raise TypeError(f"list index must be an int or a slice like '1:5', not {seg!r} (at {'/'.join(map(str, where))})") from None
+    return seg
+
+
+def _dict_value(d: Any, seg: Any, where: list) -> Any:
+    try:
+        return d[seg]
+    except KeyError:
+        if isinstance(seg, str):
+            try:
+                return d[int(seg)]
+            except (ValueError, KeyError, TypeError):
+                pass
+        raise KeyError(f"{seg!r} not found (at {'/'.join(map(str, where))})") from None
+
+
+def to_obj(x: Any) -> Any:
+    """A fully materialized plain object for a lazy view, a reader, or a list holding views."""
+    if isinstance(x, (LazyNode, LazyReader)):
+        return x.to_obj()
+    if isinstance(x, list) and any(isinstance(v, (LazyNode, list)) for v in x):
+        return [to_obj(v) for v in x]
+    return x

@@ -1,0 +1,131 @@
+"""Refuse values msglc cannot store faithfully, naming the type and where it sits.
+
+msgspec happily encodes datetimes, UUIDs, dataclasses, enums and more, but they would read back
+as different types. The check visits containers with C-level ``set(map(type, ...))`` passes and
+descends only into container items, so runs of scalars cost a few nanoseconds each.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+SCALAR, SEQ, MAP = 1, 2, 3
+_KINDS: dict[type, int] = {
+    type(None): SCALAR, bool: SCALAR, int: SCALAR, float: SCALAR, str: SCALAR,
+    bytes: SCALAR, bytearray: SCALAR, memoryview: SCALAR,
+    list: SEQ, tuple: SEQ, set: SEQ, frozenset: SEQ, dict: MAP,
+}  # fmt: skip
+_BASES = ((int, SCALAR), (float, SCALAR), (str, SCALAR), (bytes, SCALAR), (bytearray, SCALAR),
+          (list, SEQ), (tuple, SEQ), (set, SEQ), (frozenset, SEQ), (dict, MAP))  # fmt: skip
+
+
+class Unsupported(Exception):
+    """Internal: carries the offending type and the path to it, built while unwinding."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        self.path: list[Any] = []
+
+    def error(self) -> TypeError:
+        where = "/".join(str(p) for p in reversed(self.path)) or "the root"
+        return TypeError(f"msglc cannot store {self.what} (at {where}): supported are None, bool, int, float, str, bytes, list, tuple, set and dict with str or int keys")
+
+
+def kind(t: type) -> int:
+    """SCALAR, SEQ or MAP for a storable type, 0 otherwise (subclasses count, plain Enums do not)."""
+    k = _KINDS.get(t)
+    if k is None:
+        k = 0
+        if not (issubclass(t, enum.Enum) and not issubclass(t, (int, str))):
+            k = next((v for base, v in _BASES if issubclass(t, base)), 0)
+        _KINDS[t] = k
+    return k
+
+
+def _bad_type(t: type) -> Unsupported:
+    return Unsupported(f"a value of type {t.__module__}.{t.__qualname__}" if t.__module__ != "builtins" else f"a value of type {t.__name__}")
+
+
+def check_value(x: Any) -> None:
+    k = kind(type(x))
+    if k == SEQ:
+        check_items(x if isinstance(x, (list, tuple)) else list(x))
+    elif k == MAP:
+        check_map(x)
+    elif not k:
+        raise _bad_type(type(x))
+
+
+def check_items(seq: list | tuple, skip: frozenset[int] | set[int] = frozenset()) -> None:
+    """Check every item of ``seq`` except the indices in ``skip`` (checked elsewhere)."""
+    nested = False
+    for t in set(map(type, seq)):
+        k = kind(t)
+        if not k:
+            i = next(i for i, x in enumerate(seq) if type(x) is t)
+            e = _bad_type(t)
+            e.path.append(i)
+            raise e
+        nested = nested or k != SCALAR
+    if nested:
+        for i, x in enumerate(seq):
+            if _KINDS.get(type(x)) != SCALAR and i not in skip:
+                try:
+                    check_value(x)
+                except Unsupported as e:
+                    e.path.append(i)
+                    raise
+
+
+def check_keys(d: dict) -> None:
+    for t in set(map(type, d)):
+        if t is bool or not issubclass(t, (str, int)) or kind(t) != SCALAR:
+            key = next(k for k in d if type(k) is t)
+            raise Unsupported(f"a dict key of type {t.__name__} ({key!r:.40})")
+
+
+def check_map(d: dict, skip: frozenset | set = frozenset()) -> None:
+    check_keys(d)
+    nested = False
+    for t in set(map(type, d.values())):
+        k = kind(t)
+        if not k:
+            key = next(k for k, v in d.items() if type(v) is t)
+            e = _bad_type(t)
+            e.path.append(key)
+            raise e
+        nested = nested or k != SCALAR
+    if nested:
+        for key, x in d.items():
+            if _KINDS.get(type(x)) != SCALAR and key not in skip:
+                try:
+                    check_value(x)
+                except Unsupported as e:
+                    e.path.append(key)
+                    raise
+
+
+def find_int_out_of_range(x: Any, path: tuple = ()) -> tuple | None:
+    """Slow walk used only to explain an encoder OverflowError: the path of the first bad int."""
+    if isinstance(x, int) and not isinstance(x, bool):
+        return path if not -(2**63) <= x < 2**64 else None
+    if isinstance(x, dict):
+        for k, v in x.items():
+            found = find_int_out_of_range(k, (*path, k)) or find_int_out_of_range(v, (*path, k))
+            if found is not None:
+                return found
+    elif isinstance(x, (list, tuple, set, frozenset)):
+        for i, v in enumerate(x):
+            found = find_int_out_of_range(v, (*path, i))
+            if found is not None:
+                return found
+    return None
+
+
+def check_value_or_raise(x: Any) -> None:
+    """Run the full check and raise its ``TypeError`` (used to explain an encoder failure)."""
+    try:
+        check_value(x)
+    except Unsupported as e:
+        raise e.error() from None
