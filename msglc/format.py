@@ -62,22 +62,27 @@ class Trailer(msgspec.Struct, frozen=True):
     data_crc: int
     threshold: int
 
-    def pack(self) -> bytes:
+    def pack(self, header: bytes) -> bytes:
+        """The trailer; its CRC-32 covers the header too, so no header byte goes unchecked."""
         body = _TRAILER_BODY.pack(*msgspec.structs.astuple(self))
-        return body + _CRC.pack(zlib.crc32(body)) + END_MAGIC
+        return body + _CRC.pack(zlib.crc32(body, zlib.crc32(header))) + END_MAGIC
 
 
-def unpack_trailer(buf: bytes, file_size: int) -> Trailer:
+def unpack_trailer(buf: bytes, file_size: int, header: bytes) -> Trailer:
     """Parse and check the last 64 bytes of a file of ``file_size`` bytes."""
     *fields, crc, end = _TRAILER.unpack(buf)
     if end != END_MAGIC:
-        raise TruncatedError(f"no msglc trailer at the end of the file (expected {END_MAGIC!r}, found {bytes(end)!r}): truncated or not an archive")
-    if zlib.crc32(buf[: _TRAILER_BODY.size]) != crc:
-        raise CorruptedError(f"trailer checksum mismatch at offset {file_size - TRAILER_SIZE}")
+        raise TruncatedError(
+            f"no msglc trailer at the end of the file (expected {END_MAGIC!r}, found {bytes(end)!r}): truncated or not an archive"
+        )
+    if zlib.crc32(buf[: _TRAILER_BODY.size], zlib.crc32(header)) != crc:
+        raise CorruptedError(f"header or trailer checksum mismatch (trailer at offset {file_size - TRAILER_SIZE})")
     t = Trailer(*fields)
     end_toc = file_size - TRAILER_SIZE
     if not (t.data_off == HEADER_SIZE and t.data_off + t.data_len == t.toc_off and t.toc_off + t.toc_len == end_toc):
-        raise CorruptedError(f"trailer sections (data {t.data_off}+{t.data_len}, TOC {t.toc_off}+{t.toc_len}) do not tile a file of {file_size} bytes")
+        raise CorruptedError(
+            f"trailer sections (data {t.data_off}+{t.data_len}, TOC {t.toc_off}+{t.toc_len}) do not tile a file of {file_size} bytes"
+        )
     if t.root_len and not (0 <= t.root_pos and t.root_pos + t.root_len <= t.toc_len):
         raise CorruptedError(f"root node {t.root_pos}+{t.root_len} lies outside the TOC ({t.toc_len} bytes)")
     return t
@@ -120,6 +125,7 @@ class HashMapNode(msgspec.Struct, array_like=True, tag=3, frozen=True):
     kid_keys: dict[str | int, int]  # key of a large value -> its span
     page_bits: int
     offs_width: int  # 4 or 8: bytes per entry offset
+    offs_crc: int  # CRC-32 of the entry offset table (checked by verify; lookups check keys)
     index: Ref  # the raw index region: entry offsets, page table, records
 
 
@@ -152,7 +158,7 @@ def unframe_node(buf: bytes | memoryview, where: int) -> Node:
         raise CorruptedError(f"TOC node checksum mismatch at offset {where}")
     try:
         return _node_decoder.decode(payload)
-    except (msgspec.DecodeError, msgspec.ValidationError) as e:
+    except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError) as e:
         raise CorruptedError(f"TOC node at offset {where} is malformed: {e}") from None
 
 
@@ -218,7 +224,7 @@ def check_node(node: Node, where: int) -> None:
         if not node.dims or node.lazy_min < 0:
             bad = "empty dims"
         else:
-            for (h, n, s), inner in zip(node.dims, [*node.dims[1:], None]):
+            for (h, n, s), inner in zip(node.dims, [*node.dims[1:], None], strict=True):
                 if h < 0 or n < 0 or s < 1 or (inner is not None and s != inner[0] + inner[1] * inner[2]):
                     bad = f"inconsistent dims {node.dims}"
                     break

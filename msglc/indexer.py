@@ -13,8 +13,8 @@ import sys
 import zlib
 from array import array
 from bisect import bisect_left, bisect_right
-from itertools import accumulate, compress
-from operator import itemgetter
+from itertools import accumulate, compress, repeat
+from operator import lshift, or_
 from typing import Any
 
 import msgspec
@@ -93,16 +93,18 @@ class TocBuilder:
             self._check_stride_types(seq, dims, a)
             lazy_min = min(self.threshold, STRIDE_LAZY_MIN)
             return self._add(StrideNode(dims=dims, lazy_min=lazy_min))
-        offs = list(accumulate(map(len, _raw_list.decode(memoryview(self.buf)[a:b])), initial=h))
-        kids = self._big_items(seq, a, offs)
+        lens = list(map(len, _raw_list.decode(memoryview(self.buf)[a:b])))
+        offs = list(accumulate(lens, initial=h))
+        kids = self._big_items(seq, a, offs, lens)
         validate.check_items(seq, skip=kids.keys())
         starts, span_offs, span_kids = self._spans(offs, n, kids)
         return self._add(ListNode(n=n, starts=starts, offs=span_offs, kids=self._refs(span_kids)))
 
-    def _big_items(self, values, a: int, offs: list[int]) -> dict[int, tuple[int, int]]:
+    def _big_items(self, values, a: int, offs: list[int], lens: list[int]) -> dict[int, tuple[int, int]]:
         """Index the items longer than the threshold that are containers: item -> node."""
-        lens = map(int.__sub__, offs[1:], offs)
         kids = {}
+        if max(lens) <= self.threshold:
+            return kids
         for j in compress(range(len(values)), map(self.threshold.__lt__, lens)):
             try:
                 ref = self.index(values[j], a + offs[j], a + offs[j + 1])
@@ -152,20 +154,18 @@ class TocBuilder:
         validate.check_keys(d)
         n = len(d)
         h = container_header_size(self.buf[a])
-        body = bytes(memoryview(self.buf)[a + h : b])
-        raws = _raw_list.decode(array_header(2 * n) + body)
-        offs = list(accumulate(map(len, raws), initial=h))
-        koffs, voffs = offs[0::2], offs[1::2]
-        values = list(d.values())
-        keys = list(d)
-        # value j occupies voffs[j]..koffs[j+1]
-        kids = self._big_values(keys, values, a, voffs, koffs)
-        validate.check_map(d, skip={keys[j] for j in kids})
+        raws = _raw_list.decode(array_header(2 * n) + memoryview(self.buf)[a + h : b])
+        lens = list(map(len, raws))
+        offs = list(accumulate(lens, initial=h))
+        koffs, voffs = offs[0::2], offs[1::2]  # entry j: key at koffs[j], value voffs[j]..koffs[j+1]
+        kids = self._big_values(d, a, voffs, koffs, lens[1::2])
+        validate.check_map(d, skip=kids.keys())
         if n <= MAP_INLINE_MAX:
-            return self._add(MapNode(keys=keys, koffs=koffs, voffs=voffs, kids=self._refs(kids)))
-        starts, span_offs, span_kids = self._spans(koffs, n, kids)
-        kid_keys = {keys[starts[k]]: k for k in span_kids}
-        region = self._hash_index(raws[0::2], koffs)
+            kids = {j: kids[k] for j, k in enumerate(d) if k in kids}
+            return self._add(MapNode(keys=list(d), koffs=koffs, voffs=voffs, kids=self._refs(kids)))
+        entry_of = {k: j for j, k in enumerate(d)} if kids else {}
+        starts, span_offs, span_kids = self._spans(koffs, n, {entry_of[k]: ref for k, ref in kids.items()})
+        position, length, page_bits, width, offs_crc = self._hash_index(raws[0::2], koffs)
         here = len(self.toc)
         return self._add(
             HashMapNode(
@@ -173,44 +173,46 @@ class TocBuilder:
                 starts=starts,
                 offs=span_offs,
                 kids=self._refs(span_kids),
-                kid_keys=kid_keys,
-                page_bits=region[2],
-                offs_width=region[3],
-                index=(here - region[0], region[1]),
+                kid_keys=_kid_keys(starts, span_kids, entry_of),
+                page_bits=page_bits,
+                offs_width=width,
+                offs_crc=offs_crc,
+                index=(here - position, length),
             )
         )
 
-    def _big_values(self, keys, values, a, voffs, koffs) -> dict[int, tuple[int, int]]:
+    def _big_values(self, d: dict, a: int, voffs: list[int], koffs: list[int], vlens: list[int]) -> dict[Any, tuple[int, int]]:
+        """Index the values longer than the threshold that are containers: key -> node."""
         t = self.threshold
+        if max(vlens) <= t:
+            return {}
+        big = set(compress(range(len(vlens)), map(t.__lt__, vlens)))
         kids = {}
-        for j in compress(range(len(values)), map(t.__lt__, map(int.__sub__, koffs[1:], voffs))):
-            try:
-                ref = self.index(values[j], a + voffs[j], a + koffs[j + 1])
-            except validate.Unsupported as e:
-                e.path.append(keys[j])
-                raise
-            if ref is not None:
-                kids[j] = ref
+        for j, (key, value) in enumerate(d.items()):
+            if j in big:
+                try:
+                    ref = self.index(value, a + voffs[j], a + koffs[j + 1])
+                except validate.Unsupported as e:
+                    e.path.append(key)
+                    raise
+                if ref is not None:
+                    kids[key] = ref
         return kids
 
-    def _hash_index(self, key_raws: list, koffs: list[int]) -> tuple[int, int, int, int]:
-        """Write the raw index region; returns (position, length, page_bits, offs_width).
+    def _hash_index(self, key_raws: list, koffs: list[int]) -> tuple[int, int, int, int, int]:
+        """Write the raw index region; returns (position, length, page_bits, offs_width, offs_crc).
 
         Region: entry offsets ((n+1) x u32|u64) | page table ((P+1) x (u32 first record,
-        u32 CRC-32 of the page's records)) | records (n x (u32 key hash, u32 entry)).
-        Records are grouped by page = hash & (P - 1), entries in order within a page."""
+        u32 CRC-32 of the page's records)) | records (n x u64: key hash << 32 | entry),
+        sorted, so page p = hash >> (32 - page_bits) holds a contiguous run of records."""
         n = len(key_raws)
         page_bits = max(0, (n // PAGE_ENTRIES).bit_length() - 1)
         pages = 1 << page_bits
-        hashes = list(map(zlib.crc32, key_raws))
-        page_of = list(map((pages - 1).__and__, hashes))
-        order = sorted(range(n), key=page_of.__getitem__)
-        pick = itemgetter(*order)
-        recs = array("I", bytes(8 * n))
-        recs[0::2] = array("I", pick(hashes))
-        recs[1::2] = array("I", order)
-        sorted_pages = pick(page_of)
-        firsts = [bisect_left(sorted_pages, p) for p in range(pages)] + [n]
+        records = list(map(or_, map(lshift, map(zlib.crc32, key_raws), repeat(32)), range(n)))
+        records.sort()
+        shift = 64 - page_bits
+        firsts = [bisect_left(records, p << shift) for p in range(pages)] + [n]
+        recs = array("Q", records)
         width = 4 if koffs[-1] < 2**32 else 8
         entry_offs = array("I" if width == 4 else "Q", koffs)
         if sys.byteorder == "big":
@@ -219,17 +221,28 @@ class TocBuilder:
         rec_bytes = memoryview(recs.tobytes())
         table = array("I", bytes(8 * (pages + 1)))
         table[0::2] = array("I", firsts)
-        table[1:-1:2] = array("I", [zlib.crc32(rec_bytes[8 * s : 8 * e]) for s, e in zip(firsts, firsts[1:])])
+        table[1:-1:2] = array("I", [zlib.crc32(rec_bytes[8 * a : 8 * b]) for a, b in zip(firsts, firsts[1:], strict=False)])
         if sys.byteorder == "big":
             table.byteswap()
+        table_bytes = table.tobytes()
+        table[-1] = zlib.crc32(table_bytes[:-4])  # the last slot checks the table itself
+        if sys.byteorder == "big":
+            table[-1] = int.from_bytes(table[-1].to_bytes(4, "little"), "big")
         pos = len(self.toc)
-        self.toc += entry_offs.tobytes()
+        offs_bytes = entry_offs.tobytes()
+        self.toc += offs_bytes
         self.toc += table.tobytes()
         self.toc += rec_bytes
-        return pos, len(self.toc) - pos, page_bits, width
+        return pos, len(self.toc) - pos, page_bits, width, zlib.crc32(offs_bytes)
 
 
-# ---- type checks that follow the TOC's split -----------------------------------------------------
+# ---- helpers -------------------------------------------------------------------------------------
+
+
+def _kid_keys(starts: list[int], span_kids: dict[int, Any], entry_of: dict[Any, int]) -> dict[Any, int]:
+    """Key of each large value -> its span (a span of one entry)."""
+    span_of_entry = {starts[k]: k for k in span_kids}
+    return {key: span_of_entry[j] for key, j in entry_of.items() if j in span_of_entry}
 
 
 def _check_rows(row) -> None:

@@ -7,9 +7,10 @@ indexing reads only the span holding the item. Small containers come back as pla
 from __future__ import annotations
 
 import struct
+import sys
 import zlib
 from array import array
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import ItemsView, Iterator, Mapping, Sequence, ValuesView
 from typing import TYPE_CHECKING, Any
 
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
 
 _enc = msgspec.msgpack.Encoder()
 _raw_pair = msgspec.msgpack.Decoder(tuple[msgspec.Raw, msgspec.Raw])
-_NEED_SWAP = array("I", [1]).tobytes() != b"\x01\x00\x00\x00"
+_NEED_SWAP = sys.byteorder == "big"
 
 
 class LazyNode:
@@ -326,32 +327,34 @@ class _HashDict(LazyDict):
         region = self._pos - node.index[0]
         table = region + (node.n + 1) * width
         records = table + ((1 << node.page_bits) + 1) * 8
-        page = h & ((1 << node.page_bits) - 1)
+        page = h >> (32 - node.page_bits)
         first, page_crc, end = struct.unpack("<III", a.read(table + 8 * page, 12))
         if not first <= end <= node.n:
             raise CorruptedError(f"hash index page {page} at offset {table + 8 * page} has bounds {first}..{end} outside 0..{node.n}")
         recs = a.read(records + 8 * first, 8 * (end - first))
         if zlib.crc32(recs) != page_crc:
             raise CorruptedError(f"hash index page {page} at offset {records + 8 * first} fails its checksum")
-        pairs = array("I")
-        pairs.frombytes(recs)
+        page_records = array("Q")
+        page_records.frombytes(recs)
         if _NEED_SWAP:
-            pairs.byteswap()
+            page_records.byteswap()
         lo, hi = node.offs[0], node.offs[-1]
         fmt = "<II" if width == 4 else "<QQ"
-        for r in range(0, len(pairs), 2):
-            if pairs[r] != h:
-                continue
-            entry_at = region + pairs[r + 1] * width
-            start, stop = struct.unpack(fmt, a.read(entry_at, 2 * width)) if pairs[r + 1] < node.n else (0, 0)
+        for r in range(bisect_left(page_records, h << 32), len(page_records)):
+            record = page_records[r]
+            if record >> 32 != h:
+                break
+            entry = record & 0xFFFFFFFF
+            entry_at = region + entry * width
+            start, stop = struct.unpack(fmt, a.read(entry_at, 2 * width)) if entry < node.n else (0, 0)
             if not lo <= start < stop <= hi:
                 raise CorruptedError(f"hash index entry at offset {entry_at} points outside its dict")
-            entry = a.read(self._base + start, stop - start)
-            if entry[: len(kb)] == kb:
-                return a.decode_span(self._base + start + len(kb), stop - start - len(kb))
+            data = a.read(self._base + start, stop - start)
+            if data[: len(kb)] == kb:
+                return a.decode(data[len(kb) :], self._base + start + len(kb))
             try:
-                stored_key = _raw_pair.decode(b"\x92" + entry)[0]
-            except msgspec.DecodeError:
+                stored_key = _raw_pair.decode(b"\x92" + data)[0]
+            except (msgspec.DecodeError, UnicodeDecodeError):
                 stored_key = b""
             if zlib.crc32(stored_key) != h:
                 raise CorruptedError(f"dict entry at offset {self._base + start} does not match its hash index record")

@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 import threading
 import zlib
-from typing import Any, BinaryIO, Iterator
+from collections.abc import Iterator
+from typing import Any, BinaryIO
 
 import msgspec
 
@@ -13,6 +14,7 @@ from .errors import CorruptedError, NotAnArchiveError, TruncatedError
 from .format import HEADER_SIZE, MAGIC, TRAILER_SIZE, MapNode, check_header, check_node, node_span, unframe_node, unpack_trailer
 from .lazy import LazyDict, LazyList, LazyNode, make_view
 from .source import open_source
+from .verify import verify_archive
 from .writer import gc_paused
 
 __all__ = ["LazyReader", "LazyStats", "LazyDict", "LazyList", "to_obj"]
@@ -86,7 +88,7 @@ class Archive:
                 raise NotAnArchiveError(f"not an msglc archive: {size} bytes, no msglc magic at offset 0")
             raise TruncatedError(f"file has {size} bytes, an msglc archive has at least {HEADER_SIZE + TRAILER_SIZE}")
         check_header(head)
-        return unpack_trailer(self.read(size - TRAILER_SIZE, TRAILER_SIZE), size)
+        return unpack_trailer(self.read(size - TRAILER_SIZE, TRAILER_SIZE), size, bytes(head))
 
     def close(self) -> None:
         if self.read is not _closed:
@@ -97,11 +99,15 @@ class Archive:
         """Decode ``size`` data bytes at ``offset`` (after ``prefix``, a container header)."""
         if offset < self.trailer.data_off or offset + size > self.data_end or size <= 0:
             raise CorruptedError(f"data span {offset}+{size} lies outside the data section")
-        data = self.read(offset, size)
+        return self.decode(prefix + self.read(offset, size) if prefix else self.read(offset, size), offset)
+
+    @staticmethod
+    def decode(data: bytes | memoryview, offset: int) -> Any:
+        """Decode data bytes read from ``offset``, naming the offset if they are not msgpack."""
         try:
-            return _decoder.decode(prefix + data if prefix else data)
-        except msgspec.DecodeError as e:
-            raise CorruptedError(f"data at offset {offset} ({size} bytes) is not valid msgpack: {e}") from None
+            return _decoder.decode(data)
+        except (msgspec.DecodeError, UnicodeDecodeError) as e:
+            raise CorruptedError(f"data at offset {offset} ({len(data)} bytes) is not valid msgpack: {e}") from None
 
     def node(self, pos: int, size: int) -> Any:
         node = self.nodes.get(pos)
@@ -146,7 +152,13 @@ class LazyReader:
     always cached). ``counter``: a ``LazyStats`` that counts the reads.
     """
 
-    def __init__(self, source: str | os.PathLike | bytes | bytearray | memoryview | BinaryIO, *, cached: bool = True, counter: LazyStats | None = None) -> None:
+    def __init__(
+        self,
+        source: str | os.PathLike | bytes | bytearray | memoryview | BinaryIO,
+        *,
+        cached: bool = True,
+        counter: LazyStats | None = None,
+    ) -> None:
         self._a = Archive(source, cached, counter)
         self._root: Any = None
 
@@ -188,7 +200,7 @@ class LazyReader:
             raise CorruptedError(f"data section checksum mismatch ({t.data_len} bytes at offset {t.data_off})")
         try:
             return _decoder.decode(data)
-        except msgspec.DecodeError as e:
+        except (msgspec.DecodeError, UnicodeDecodeError) as e:
             raise CorruptedError(f"data section is not valid msgpack: {e}") from None
 
     # -- access --
@@ -232,11 +244,9 @@ class LazyReader:
             return self._decode_all()
 
     def verify(self) -> None:
-        """Check the data section's checksum; raises ``CorruptedError`` on a mismatch."""
-        a = self._a
-        t = a.trailer
-        if zlib.crc32(a.read(t.data_off, t.data_len)) != t.data_crc:
-            raise CorruptedError(f"data section checksum mismatch ({t.data_len} bytes at offset {t.data_off})")
+        """Check the whole archive (data checksum, every TOC node and index page); raises an
+        ``MsglcError`` naming the first problem. Lazy reads check only what they touch."""
+        verify_archive(self._a)
 
     def raw_data(self) -> bytes:
         """The archive's own bytes."""

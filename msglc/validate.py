@@ -29,7 +29,9 @@ class Unsupported(Exception):
 
     def error(self) -> TypeError:
         where = "/".join(str(p) for p in reversed(self.path)) or "the root"
-        return TypeError(f"msglc cannot store {self.what} (at {where}): supported are None, bool, int, float, str, bytes, list, tuple, set and dict with str or int keys")
+        return TypeError(
+            f"msglc cannot store {self.what} (at {where}): supported are None, bool, int, float, str, bytes, list, tuple, set and dict with str or int keys"
+        )
 
 
 def kind(t: type) -> int:
@@ -44,7 +46,9 @@ def kind(t: type) -> int:
 
 
 def _bad_type(t: type) -> Unsupported:
-    return Unsupported(f"a value of type {t.__module__}.{t.__qualname__}" if t.__module__ != "builtins" else f"a value of type {t.__name__}")
+    return Unsupported(
+        f"a value of type {t.__module__}.{t.__qualname__}" if t.__module__ != "builtins" else f"a value of type {t.__name__}"
+    )
 
 
 def check_value(x: Any) -> None:

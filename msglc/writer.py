@@ -11,8 +11,9 @@ import gc
 import os
 import tempfile
 import zlib
-from contextlib import contextmanager
-from typing import Any, BinaryIO, Iterator
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from typing import Any, BinaryIO
 
 import msgspec
 
@@ -75,7 +76,8 @@ def encode_parts(obj: Any, **options: Any) -> list[bytes | bytearray]:
         data_crc=zlib.crc32(buf),
         threshold=threshold,
     )
-    return [pack_header(), buf, toc, trailer.pack()]
+    header = pack_header()
+    return [header, buf, toc, trailer.pack(header)]
 
 
 def dumps(obj: Any, **options: Any) -> bytes:
@@ -115,8 +117,6 @@ def _write_atomically(path: str | bytes, parts: list) -> None:
         os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
-        try:
+        with suppress(OSError):
             os.unlink(tmp)
-        except OSError:
-            pass
         raise

@@ -1,0 +1,81 @@
+"""Dicts too large for an inline key list: the hash index, collisions, large values."""
+
+import random
+import zlib
+
+import msgspec
+import pytest
+
+import msglc
+from msglc.reader import LazyStats
+
+N = 5000
+
+
+def _colliding_keys():
+    """Two str keys whose msgpack encodings have the same CRC-32 (found deterministically)."""
+    seen = {}
+    enc = msgspec.msgpack.encode
+    rng = random.Random(0)
+    for _ in range(400_000):
+        key = f"c{rng.getrandbits(48):012x}"
+        h = zlib.crc32(enc(key))
+        if h in seen:
+            return seen[h], key
+        seen[h] = key
+    raise AssertionError("no collision found")
+
+
+@pytest.fixture(scope="module")
+def big(tmp_path_factory):
+    a, b = _colliding_keys()
+    doc = {f"key{i}": f"value {i}" for i in range(N)}
+    doc.update({i: i * i for i in range(N)})  # int keys next to str keys
+    doc[a] = "first of a CRC collision"
+    doc[b] = "second of a CRC collision"
+    doc["large"] = {"nested": list(range(3000))}  # a value with a node of its own
+    doc["rows"] = [[1.5, 2.5]] * 2000
+    path = tmp_path_factory.mktemp("h") / "big.mlc"
+    msglc.dump(path, doc, small_obj_optimization_threshold=1024)
+    return path, doc, (a, b)
+
+
+def test_lookups(big):
+    path, doc, (a, b) = big
+    with msglc.LazyReader(path, cached=False) as r:
+        root = r.read()
+        assert type(root).__name__ == "_HashDict"
+        for k in [*(f"key{i}" for i in range(0, N, 97)), *range(0, N, 89), a, b, "large", "rows"]:
+            assert r[k] == doc[k], k
+        assert r["large/nested/2999"] == 2999
+        assert r["rows/1999/1"] == 2.5
+        assert r[a] != r[b]
+        for missing in ("key-1", N + 1, "c-none", -5):
+            with pytest.raises(KeyError):
+                r[missing]
+            assert missing not in r
+        with pytest.raises(TypeError):
+            r[1.0]
+        with pytest.raises(TypeError):
+            r[True]
+
+
+def test_iteration_order_and_equality(big):
+    path, doc, _ = big
+    with msglc.LazyReader(path) as r:
+        assert list(r.keys()) == list(doc)
+        assert len(r) == len(doc)
+        assert [v for v in r.values()][:5] == list(doc.values())[:5]
+        assert r.read() == doc
+        assert r.to_obj() == doc
+
+
+def test_one_lookup_reads_little(big):
+    path, doc, _ = big
+    stats = LazyStats()
+    with msglc.LazyReader(path, counter=stats, cached=False) as r:
+        r["key1"]  # loads the root node
+        stats.clear()
+        assert r["key4321"] == "value 4321"
+        assert stats.bytes < 600, str(stats)
+        assert stats.calls <= 4

@@ -1,0 +1,179 @@
+"""The reader's public behaviour: paths, lazy containers, sources, stats, errors on misuse."""
+
+import io
+import threading
+
+import pytest
+
+import msglc
+from msglc import LazyDict, LazyList, LazyReader
+from msglc.reader import LazyStats
+
+SMALL = {"small_obj_optimization_threshold": 64}
+DOC = {
+    "runs": [{"id": i, "energy": [float(i + k) for k in range(20)], "tags": ["a", "b"] * i} for i in range(30)],
+    "meta": {"name": "sim", "n": 30, "blob": b"\x00\x01" * 100},
+    7: "int key",
+    "7": "str key",
+}
+
+
+@pytest.fixture(params=["path", "bytes", "file", "bytesio"])
+def reader(request, tmp_path):
+    path = tmp_path / "doc.mlc"
+    msglc.dump(path, DOC, **SMALL)
+    if request.param == "path":
+        r = LazyReader(path)
+    elif request.param == "bytes":
+        r = LazyReader(path.read_bytes())
+    elif request.param == "file":
+        f = open(path, "rb")  # noqa: SIM115 - closed by the finalizer
+        request.addfinalizer(f.close)
+        r = LazyReader(f)
+    else:
+        r = LazyReader(io.BytesIO(path.read_bytes()))
+    yield r
+    r.close()
+
+
+def test_paths(reader):
+    assert reader["runs/3/energy/2"] == 5.0
+    assert reader[["runs", 3, "energy", -1]] == 22.0
+    assert reader.read("runs/-1/id") == 29
+    assert reader.visit("meta/name") == "sim"
+    assert reader.read("/meta/n/") == 30
+    assert reader.read("runs/1:4/id") == [1, 2, 3]
+    assert reader.read("runs/::10/id") == [0, 10, 20]
+    assert reader.read("runs/-2:/id") == [28, 29]
+    assert reader["runs/5/energy/2:5"] == [7.0, 8.0, 9.0]
+    assert reader[7] == "int key" and reader["7"] == "str key"
+    assert reader[[7]] == "int key"
+    assert msglc.to_obj(reader.read()) == DOC
+
+
+def test_lazy_containers(reader):
+    root = reader.read()
+    assert isinstance(root, LazyDict)
+    runs = reader["runs"]
+    assert isinstance(runs, LazyList)
+    assert len(runs) == 30 and len(reader) == 4
+    assert list(reader.keys()) == ["runs", "meta", 7, "7"]
+    assert "meta" in reader and "nope" not in reader and 3.5 not in reader
+    assert reader.get("nope", 1) == 1
+    assert runs[-1]["id"] == 29
+    assert [r["id"] for r in runs[2:5]] == [2, 3, 4]
+    assert runs == DOC["runs"] and runs != DOC["runs"][:-1] and runs != "x"
+    assert root == DOC and root != {**DOC, "x": 1}
+    assert {"x": 1} != root
+    assert runs.index(DOC["runs"][4]) == 4
+    assert DOC["runs"][6] in runs
+    assert dict(reader.items())["meta"]["blob"] == b"\x00\x01" * 100
+    assert runs.to_obj() == DOC["runs"] and msglc.to_obj(runs) == DOC["runs"]
+    assert "LazyList" in repr(runs) and "LazyDict" in repr(root)
+    with pytest.raises(TypeError):
+        hash(runs)
+
+
+def test_misuse_errors(reader):
+    with pytest.raises(KeyError):
+        reader["nope"]
+    with pytest.raises(KeyError):
+        reader["runs/0/nope"]
+    with pytest.raises(IndexError):
+        reader["runs/30"]
+    with pytest.raises(IndexError):
+        reader["runs"][-31]
+    with pytest.raises(TypeError):
+        reader["runs/x"]
+    with pytest.raises(TypeError):
+        reader["runs"][1.5]
+    with pytest.raises(TypeError):
+        reader.read()[1.5]
+    with pytest.raises(TypeError):
+        reader["meta/name/x"]
+    with pytest.raises(TypeError):
+        reader.read(3.5)
+
+
+def test_use_after_close(tmp_path):
+    path = tmp_path / "a.mlc"
+    msglc.dump(path, list(range(1000)), **SMALL)
+    with LazyReader(path) as r:
+        lazy = r.read()
+    with pytest.raises(ValueError):
+        lazy[500]
+    with pytest.raises(ValueError):
+        r[1]
+    r.close()  # closing twice is fine
+
+
+def test_to_obj_survives_close(tmp_path):
+    path = tmp_path / "a.mlc"
+    msglc.dump(path, DOC, **SMALL)
+    with LazyReader(path) as r:
+        obj = r.to_obj()
+        part = msglc.to_obj(r["runs/1:3"])
+    assert obj == DOC and part == DOC["runs"][1:3]
+
+
+def test_stats_count_bytes(tmp_path):
+    path = tmp_path / "m.mlc"
+    msglc.dump(path, [[float(i * j) for j in range(100)] for i in range(100)], **SMALL)
+    stats = LazyStats()
+    with LazyReader(path, counter=stats, cached=False) as r:
+        opened = stats()
+        assert r[40][50] == 2000.0
+        assert stats() - opened < 200  # trailer-sized reads, not the 90 KB matrix
+        assert stats.calls >= 3 and "reads" in str(stats)
+    stats.clear()
+    assert stats() == 0 and stats.calls == 0
+
+
+def test_cached_flag(tmp_path):
+    path = tmp_path / "c.mlc"
+    msglc.dump(path, list(range(5000)), **SMALL)
+    for cached, second_read_costs in ((True, False), (False, True)):
+        stats = LazyStats()
+        with LazyReader(path, cached=cached, counter=stats) as r:
+            r[2500]
+            before = stats()
+            r[2500]
+            assert (stats() > before) == second_read_costs
+
+
+def test_threads_share_one_reader(tmp_path):
+    rows = [[float(i * 1000 + j) for j in range(50)] for i in range(200)]
+    doc = {"m": rows, "d": {f"k{i}": i for i in range(3000)}, "l": [str(i) * (i % 7) for i in range(5000)]}
+    path = tmp_path / "t.mlc"
+    msglc.dump(path, doc, small_obj_optimization_threshold=256)
+    errors = []
+    with open(path, "rb") as f:
+        readers = [LazyReader(path, cached=False), LazyReader(f), LazyReader(io.BytesIO(path.read_bytes()))]
+
+        def work(r, seed):
+            try:
+                for k in range(400):
+                    i = (seed * 7919 + k * 104729) % 200
+                    assert r["m"][i][k % 50] == rows[i][k % 50]
+                    assert r["d"][f"k{(i * 13) % 3000}"] == (i * 13) % 3000
+                    assert r["l"][i * 20] == doc["l"][i * 20]
+            except Exception as e:  # noqa: BLE001 - reported below
+                errors.append(e)
+
+        for r in readers:
+            threads = [threading.Thread(target=work, args=(r, s)) for s in range(6)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            r.close()
+    assert not errors, errors[:3]
+
+
+def test_bad_sources():
+    with pytest.raises(TypeError):
+        LazyReader(12345)
+    with pytest.raises(TypeError):
+        LazyReader(io.StringIO("text"))
+    with pytest.raises(FileNotFoundError):
+        LazyReader("/nonexistent/file.mlc")
