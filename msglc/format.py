@@ -159,7 +159,23 @@ def unframe_node(buf: bytes | memoryview, where: int) -> Node:
     try:
         return _node_decoder.decode(payload)
     except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError) as e:
+        kind = _node_type(payload)
+        if kind is not None and kind not in _NODE_TYPES:
+            raise UnsupportedVersionError(
+                f"TOC node at offset {where} has type {kind}, unknown to this msglc (written by a newer version?)"
+            ) from None
         raise CorruptedError(f"TOC node at offset {where} is malformed: {e}") from None
+
+
+_NODE_TYPES = {cls.__struct_config__.tag for cls in (ListNode, MapNode, HashMapNode, StrideNode)}
+
+
+def _node_type(payload: bytes | memoryview) -> int | None:
+    try:
+        value = msgspec.msgpack.decode(payload)
+    except (msgspec.DecodeError, UnicodeDecodeError):
+        return None
+    return value[0] if isinstance(value, list) and value and type(value[0]) is int else None
 
 
 def node_span(node: Node) -> int:

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 _enc = msgspec.msgpack.Encoder()
 _raw_pair = msgspec.msgpack.Decoder(tuple[msgspec.Raw, msgspec.Raw])
+_decode = msgspec.msgpack.Decoder().decode
 _NEED_SWAP = sys.byteorder == "big"
 
 
@@ -139,15 +140,18 @@ class _BlockList(LazyList):
 
 
 class _StrideList(LazyList):
-    """A list of fixed-size items (``StrideNode``): item i is at base + h + i * stride."""
+    """A list of fixed-size items (``StrideNode``): item i is at base + h + i * stride.
 
-    __slots__ = ("_dims", "_h", "_n", "_s", "_leaf", "_lazy_min")
+    Hot path of matrix reads: the bounds of the whole view were checked when it was made, so
+    an item costs one read and one decode."""
+
+    __slots__ = ("_dims", "_h", "_n", "_s", "_whole", "_lazy_min")
 
     def __init__(self, archive: Archive, base: int, pos: int, dims: list | tuple, lazy_min: int) -> None:
         super().__init__(archive, base, pos)
-        self._dims = dims
+        self._dims = tuple(dims)
         self._h, self._n, self._s = dims[0]
-        self._leaf = len(dims) == 1
+        self._whole = len(dims) == 1 or self._s < lazy_min  # items are decoded, not viewed
         self._lazy_min = lazy_min
 
     def __len__(self) -> int:
@@ -165,24 +169,41 @@ class _StrideList(LazyList):
         if cache is not None and i in cache:
             return cache[i]
         off = self._base + self._h + i * self._s
-        if self._leaf or self._s < self._lazy_min:
-            value = self._a.decode_span(off, self._s)
+        if self._whole:
+            try:
+                value = _decode(self._a.read(off, self._s))
+            except (msgspec.DecodeError, UnicodeDecodeError) as e:
+                raise CorruptedError(f"data at offset {off} ({self._s} bytes) is not valid msgpack: {e}") from None
         else:
-            value = _StrideList(self._a, off, self._pos, self._dims[1:], self._lazy_min)
+            value = self._row(off)
         if cache is not None:
             cache[i] = value
         return value
 
+    def _row(self, off: int) -> _StrideList:
+        row = _StrideList.__new__(_StrideList)
+        row._a = self._a
+        row._base = off
+        row._pos = self._pos
+        row._cache = {} if self._cache is not None else None
+        row._dims = dims = self._dims[1:]
+        row._h, row._n, row._s = dims[0]
+        row._lazy_min = self._lazy_min
+        row._whole = len(dims) == 1 or row._s < self._lazy_min
+        return row
+
     def _slice(self, s: slice) -> list:
         start, stop, step = s.indices(self._n)
-        if step == 1 and (self._leaf or self._s < self._lazy_min):
+        if step == 1 and self._whole:
             count = max(0, stop - start)
+            if not count:
+                return []
             off = self._base + self._h + start * self._s
             return self._a.decode_span(off, count * self._s, array_header(count))
         return super()._slice(s)
 
     def __iter__(self) -> Iterator[Any]:
-        if self._leaf or self._s < self._lazy_min:
+        if self._whole:
             yield from self._slice(slice(None))
         else:
             for i in range(self._n):

@@ -4,18 +4,17 @@ from __future__ import annotations
 
 import os
 import threading
-import zlib
 from collections.abc import Iterator
 from typing import Any, BinaryIO
 
 import msgspec
 
+from .bulk import ParallelCrc, gc_paused
 from .errors import CorruptedError, NotAnArchiveError, TruncatedError
 from .format import HEADER_SIZE, MAGIC, TRAILER_SIZE, MapNode, check_header, check_node, node_span, unframe_node, unpack_trailer
 from .lazy import LazyDict, LazyList, LazyNode, make_view
 from .source import open_source
 from .verify import verify_archive
-from .writer import gc_paused
 
 __all__ = ["LazyReader", "LazyStats", "LazyDict", "LazyList", "to_obj"]
 
@@ -196,12 +195,15 @@ class LazyReader:
         a = self._a
         t = a.trailer
         data = a.read(t.data_off, t.data_len)
-        if zlib.crc32(data) != t.data_crc:
-            raise CorruptedError(f"data section checksum mismatch ({t.data_len} bytes at offset {t.data_off})")
+        crc = ParallelCrc(data)
         try:
-            return _decoder.decode(data)
+            obj = _decoder.decode(data)
         except (msgspec.DecodeError, UnicodeDecodeError) as e:
+            crc.result()
             raise CorruptedError(f"data section is not valid msgpack: {e}") from None
+        if crc.result() != t.data_crc:
+            raise CorruptedError(f"data section checksum mismatch ({t.data_len} bytes at offset {t.data_off})")
+        return obj
 
     # -- access --
     def read(self, path: Any = None) -> Any:

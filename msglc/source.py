@@ -88,6 +88,8 @@ def open_source(source: Any) -> Source:
             fd = source.fileno()
             os.pread(fd, 0, 0)
         except (AttributeError, OSError, io.UnsupportedOperation):
+            if hasattr(source, "seekable") and not source.seekable():
+                raise TypeError("LazyReader needs a seekable file; read a pipe or socket into bytes first") from None
             return StreamSource(source)
         return FileSource(fd, owns=False)
     raise TypeError(f"LazyReader source must be a path, bytes-like object or binary file, not {type(source).__name__}")

@@ -7,35 +7,20 @@ file in the same directory that replaces the target only once it is complete.
 
 from __future__ import annotations
 
-import gc
 import os
 import tempfile
-import zlib
-from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import suppress
 from typing import Any, BinaryIO
 
 import msgspec
 
 from . import validate
+from .bulk import ParallelCrc, gc_paused
 from .config import current
 from .format import HEADER_SIZE, Trailer, pack_header
 from .indexer import TocBuilder
 
 _encoder = msgspec.msgpack.Encoder()
-
-
-@contextmanager
-def gc_paused(pause: bool) -> Iterator[None]:
-    """Pause the cyclic GC: building millions of objects otherwise triggers repeated full scans."""
-    if not pause or not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 def _encode(obj: Any) -> bytes:
@@ -52,37 +37,54 @@ def _encode(obj: Any) -> bytes:
         raise ValueError("object is nested too deeply or contains a reference to itself") from None
 
 
-def encode_parts(obj: Any, **options: Any) -> list[bytes | bytearray]:
-    """The archive for ``obj`` as a list of byte strings to write in order."""
-    cfg = current(**options)
-    threshold = cfg.small_obj_optimization_threshold
-    with gc_paused(cfg.disable_gc):
-        buf = _encode(obj)
-        builder = TocBuilder(buf, threshold)
-        try:
-            root_pos, root_len = builder.build_root(obj)
-        except validate.Unsupported as e:
-            raise e.error() from None
-        except RecursionError:
-            raise ValueError("object is nested too deeply to index") from None
-    toc = builder.toc
-    trailer = Trailer(
-        data_off=HEADER_SIZE,
-        data_len=len(buf),
-        toc_off=HEADER_SIZE + len(buf),
-        toc_len=len(toc),
-        root_pos=root_pos,
-        root_len=root_len,
-        data_crc=zlib.crc32(buf),
-        threshold=threshold,
-    )
-    header = pack_header()
-    return [header, buf, toc, trailer.pack(header)]
+class Encoded:
+    """An archive ready to write: header, data and TOC now, the trailer once the checksum is in."""
+
+    def __init__(self, obj: Any, options: dict[str, Any]) -> None:
+        cfg = current(**options)
+        self.threshold = cfg.small_obj_optimization_threshold
+        with gc_paused(cfg.disable_gc):
+            self.data = _encode(obj)
+            self.checksum = ParallelCrc(self.data)
+            builder = TocBuilder(self.data, self.threshold)
+            try:
+                self.root = builder.build_root(obj)
+            except validate.Unsupported as e:
+                self.checksum.result()
+                raise e.error() from None
+            except RecursionError:
+                self.checksum.result()
+                raise ValueError("object is nested too deeply to index") from None
+        self.toc = builder.toc
+        self.header = pack_header()
+
+    def body(self) -> list[bytes | bytearray]:
+        return [self.header, self.data, self.toc]
+
+    def trailer(self) -> bytes:
+        data_len = len(self.data)
+        trailer = Trailer(
+            data_off=HEADER_SIZE,
+            data_len=data_len,
+            toc_off=HEADER_SIZE + data_len,
+            toc_len=len(self.toc),
+            root_pos=self.root[0],
+            root_len=self.root[1],
+            data_crc=self.checksum.result(),
+            threshold=self.threshold,
+        )
+        return trailer.pack(self.header)
+
+    def write_to(self, f: Any) -> None:
+        for part in self.body():
+            f.write(part)
+        f.write(self.trailer())
 
 
 def dumps(obj: Any, **options: Any) -> bytes:
     """The archive for ``obj`` as bytes. Options: see ``msglc.configure``."""
-    return b"".join(encode_parts(obj, **options))
+    encoded = Encoded(obj, options)
+    return b"".join([*encoded.body(), encoded.trailer()])
 
 
 def dump(target: str | os.PathLike | BinaryIO, obj: Any, **options: Any) -> None:
@@ -90,17 +92,17 @@ def dump(target: str | os.PathLike | BinaryIO, obj: Any, **options: Any) -> None
 
     The file object is written sequentially, never seeked, so pipes and sockets work.
     """
-    parts = encode_parts(obj, **options)
+    encoded = Encoded(obj, options)
     if isinstance(target, (str, os.PathLike)):
-        _write_atomically(os.fspath(target), parts)
+        _write_atomically(os.fspath(target), encoded)
     elif hasattr(target, "write"):
-        for part in parts:
-            target.write(part)
+        encoded.write_to(target)
     else:
+        encoded.checksum.result()
         raise TypeError(f"dump() target must be a path or a writable binary file, not {type(target).__name__}")
 
 
-def _write_atomically(path: str | bytes, parts: list) -> None:
+def _write_atomically(path: str | bytes, encoded: Encoded) -> None:
     """Write to a temporary sibling and rename it over ``path`` only when complete."""
     directory = os.path.dirname(os.path.abspath(path))
     try:
@@ -112,8 +114,7 @@ def _write_atomically(path: str | bytes, parts: list) -> None:
     fd, tmp = tempfile.mkstemp(prefix=".msglc-", suffix=".tmp", dir=directory)
     try:
         with os.fdopen(fd, "wb") as f:
-            for part in parts:
-                f.write(part)
+            encoded.write_to(f)
         os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:

@@ -184,14 +184,12 @@ def test_failed_dump_leaves_target_untouched(tmp_path, monkeypatch):
     assert target.read_bytes() == before
     assert sorted(os.listdir(tmp_path)) == ["keep.mlc"]
 
-    class Interrupted:  # fails halfway through writing
-        def __buffer__(self, flags):
-            raise KeyboardInterrupt
+    def interrupted(self):  # fails halfway through writing
+        raise KeyboardInterrupt
 
-    real = msglc.writer.encode_parts
-    monkeypatch.setattr(msglc.writer, "encode_parts", lambda obj, **kw: [real(obj)[0], Interrupted()])
-    with pytest.raises((KeyboardInterrupt, TypeError)):
-        msglc.dump(target, [1])
+    monkeypatch.setattr(msglc.writer.Encoded, "trailer", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        msglc.dump(target, list(range(100_000)))
     assert target.read_bytes() == before
     assert sorted(os.listdir(tmp_path)) == ["keep.mlc"]
 

@@ -171,6 +171,12 @@ def test_threads_share_one_reader(tmp_path):
 
 
 def test_bad_sources():
+    import os
+
+    read_end, write_end = os.pipe()
+    with open(read_end, "rb") as pipe, pytest.raises(TypeError, match="seekable"):
+        LazyReader(pipe)
+    os.close(write_end)
     with pytest.raises(TypeError):
         LazyReader(12345)
     with pytest.raises(TypeError):

@@ -1,0 +1,265 @@
+"""The core issue's performance targets, each a ratio measured in this run.
+
+    python -m benchmark.targets            # full sizes (5000x5000 matrix, 2M-key dict, 1 GB)
+    python -m benchmark.targets --quick    # small sizes, well under a minute
+
+Prints a Markdown table (figure, measured, target, verdict) and writes results.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import msgspec
+
+import msglc
+
+from .timing import best_of, per_call
+
+
+def fresh(path: Path) -> Path:
+    """Remove ``path`` so the next write creates it: replacing an existing file costs extra on
+    some file systems (ext4 starts writeback on rename-over), for msglc and the floor alike."""
+    path.unlink(missing_ok=True)
+    return path
+
+
+THRESHOLDS = (4096, 65536, 1 << 20)
+
+
+@dataclass
+class Row:
+    figure: str
+    measured: float
+    target: str
+    ok: bool
+    detail: str = ""
+
+
+def _h5_chunk(threshold: int, n: int) -> tuple[int, int]:
+    """A square chunk of about ``threshold`` bytes of float64."""
+    side = max(1, min(n, int((threshold / 8) ** 0.5)))
+    return side, side
+
+
+def matrix_targets(n: int, reads: int, tmp: Path) -> list[Row]:
+    import h5py
+    import numpy as np
+
+    rng = random.Random(42)
+    matrix = [[rng.random() for _ in range(n)] for _ in range(n)]
+    enc = msgspec.msgpack.Encoder()
+    plain = tmp / "matrix.msgpack"
+
+    def floor_write() -> None:
+        with open(plain, "wb") as f:
+            f.write(enc.encode(matrix))
+
+    rows: list[Row] = []
+    floor = best_of(floor_write, setup=lambda: fresh(plain))
+    for t in THRESHOLDS:
+        path = tmp / f"matrix-{t}.mlc"
+        ours = best_of(lambda p=path, t=t: msglc.dump(p, matrix, small_obj_optimization_threshold=t), setup=lambda p=path: fresh(p))
+        rows.append(
+            Row(
+                f"dump {n}x{n} matrix, threshold {t >> 10} KB / (encode + write)",
+                ours / floor,
+                "<= 1.5",
+                ours / floor <= 1.5,
+                f"{ours:.3f}s vs {floor:.3f}s",
+            )
+        )
+
+    points = [(rng.randrange(n), rng.randrange(n)) for _ in range(reads)]
+    fd = os.open(plain, os.O_RDONLY)
+    dec = msgspec.msgpack.Decoder()
+    row_bytes = 3 + 9 * n
+    header = 3 if n < 65536 else 5
+
+    def pread_point(p: tuple[int, int]) -> float:
+        return dec.decode(os.pread(fd, 9, header + p[0] * row_bytes + 3 + 9 * p[1]))
+
+    floor_read = per_call(pread_point, points)
+    os.close(fd)
+    array = np.asarray(matrix)
+    for t in THRESHOLDS:
+        h5path = tmp / f"matrix-{t}.h5"
+        with h5py.File(h5path, "w") as f:
+            f.create_dataset("m", data=array, chunks=_h5_chunk(t, n))
+        with msglc.LazyReader(tmp / f"matrix-{t}.mlc", cached=False) as reader, h5py.File(h5path, "r") as f:
+            ds = f["m"]
+            assert all(reader[i][j] == matrix[i][j] for i, j in points[:50])
+            ours = per_call(lambda p, r=reader: r[p[0]][p[1]], points)
+            h5 = per_call(lambda p, d=ds: d[p[0], p[1]], points[: max(200, reads // 5)])
+        rows.append(
+            Row(
+                f"random read reader[i][j], threshold {t >> 10} KB / h5py ds[i, j]",
+                ours / h5,
+                "<= 0.333",
+                ours / h5 <= 1 / 3,
+                f"{ours * 1e6:.2f}us vs {h5 * 1e6:.2f}us",
+            )
+        )
+        rows.append(
+            Row(
+                f"random read reader[i][j], threshold {t >> 10} KB / pread+decode",
+                ours / floor_read,
+                "<= 5",
+                ours / floor_read <= 5,
+                f"{ours * 1e6:.2f}us vs {floor_read * 1e6:.2f}us",
+            )
+        )
+
+    data = plain.read_bytes()
+    full = best_of(lambda: dec.decode(data))
+    with msglc.LazyReader(tmp / "matrix-65536.mlc") as reader:
+        ours = best_of(reader.to_obj)
+    rows.append(
+        Row("to_obj() of the matrix archive / msgspec decode", ours / full, "<= 1.3", ours / full <= 1.3, f"{ours:.3f}s vs {full:.3f}s")
+    )
+    return rows
+
+
+def dict_targets(n: int, lookups: int, tmp: Path) -> list[Row]:
+    rng = random.Random(7)
+    d = {f"key{i:08d}": f"v{rng.getrandbits(48):x}" for i in range(n)}
+    enc = msgspec.msgpack.Encoder()
+    plain = tmp / "dict.msgpack"
+    path = tmp / "dict.mlc"
+
+    def floor_write() -> None:
+        with open(plain, "wb") as f:
+            f.write(enc.encode(d))
+
+    floor = best_of(floor_write, setup=lambda: fresh(plain))
+    ours = best_of(lambda: msglc.dump(path, d), setup=lambda: fresh(path))
+    rows = [Row(f"dump {n:,}-key str dict / (encode + write)", ours / floor, "<= 5", ours / floor <= 5, f"{ours:.3f}s vs {floor:.3f}s")]
+
+    data = plain.read_bytes()
+    dec = msgspec.msgpack.Decoder()
+    full = best_of(lambda: dec.decode(data), repeat=2)
+    keys = rng.sample(list(d), lookups)
+    # cold figures: each opens a fresh reader (the OS page cache is warm, as for any re-read)
+    opens, firsts = [], []
+    for k in keys[:20]:
+        t0 = time.perf_counter()
+        reader = msglc.LazyReader(path, cached=False)
+        t1 = time.perf_counter()
+        value = reader[k]
+        t2 = time.perf_counter()
+        assert value == d[k]
+        reader.close()
+        opens.append(t1 - t0)
+        firsts.append(t2 - t1)
+    open_s, first_s = sorted(opens)[len(opens) // 2], sorted(firsts)[len(firsts) // 2]
+    rows.append(Row("open the dict archive (ms, median)", open_s * 1e3, "<= 5 ms", open_s <= 0.005))
+    rows.append(
+        Row(
+            "first lookup / decode of the whole plain file",
+            first_s / full,
+            "<= 0.01",
+            first_s / full <= 0.01,
+            f"{first_s * 1e3:.2f}ms vs {full:.3f}s",
+        )
+    )
+    with msglc.LazyReader(path, cached=False) as reader:
+        reader[keys[0]]
+        later = per_call(reader.__getitem__, keys)
+    rows.append(Row("later lookups, cached=False (us each)", later * 1e6, "<= 10 us", later <= 10e-6))
+    size_ratio = path.stat().st_size / plain.stat().st_size
+    rows.append(Row("dict archive size / plain msgpack size", size_ratio, "(reported)", True))
+    return rows
+
+
+def memory_target(size_mb: int, tmp: Path) -> list[Row]:
+    path = tmp / "big.mlc"
+    subprocess.run([sys.executable, "-m", "benchmark.targets", "--make-big", str(path), str(size_mb)], check=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "benchmark.targets", "--read-one", str(path)], check=True, capture_output=True, text=True
+    ).stdout
+    delta_mb = json.loads(out)["delta_mb"]
+    gb = path.stat().st_size / 1e9
+    return [Row(f"peak memory above baseline reading one value of a {gb:.2f} GB archive (MB)", delta_mb, "<= 100 MB", delta_mb <= 100)]
+
+
+def _make_big(path: str, size_mb: int) -> None:
+    """An archive of about ``size_mb`` MB: blobs, records and a float matrix."""
+    rng = random.Random(3)
+    blobs = {f"blob{i}": rng.randbytes(1 << 20) for i in range(size_mb * 3 // 4)}
+    records = [{"id": i, "name": f"item {i}", "x": rng.random()} for i in range(size_mb * 6500)]
+    msglc.dump(path, {"blobs": blobs, "records": records, "meta": {"size_mb": size_mb}})
+
+
+def _read_one(path: str) -> None:
+    import resource
+
+    def rss_mb() -> float:
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KB on Linux
+
+    base = rss_mb()
+    with msglc.LazyReader(path, cached=False) as reader:
+        value = reader["records/123456/name"] if len(reader["records"]) > 123456 else reader["records/-1/name"]
+        assert isinstance(value, str)
+        assert reader["meta/size_mb"] > 0
+    print(json.dumps({"delta_mb": rss_mb() - base}))
+
+
+def machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}, msgspec {msgspec.__version__}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="small sizes (N=1000, 200k keys, 100 MB)")
+    parser.add_argument("--out", type=Path, default=Path("benchmark-out"), help="where results.json goes")
+    parser.add_argument("--make-big", nargs=2, help=argparse.SUPPRESS)
+    parser.add_argument("--read-one", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.make_big:
+        _make_big(args.make_big[0], int(args.make_big[1]))
+        return 0
+    if args.read_one:
+        _read_one(args.read_one)
+        return 0
+    n, reads, keys, lookups, big_mb = (1000, 2000, 200_000, 2000, 100) if args.quick else (5000, 10_000, 2_000_000, 10_000, 1024)
+    rows: list[Row] = []
+    with tempfile.TemporaryDirectory(prefix="msglc-bench-") as tmp:
+        for name, run in (
+            ("matrix", lambda: matrix_targets(n, reads, Path(tmp))),
+            ("dict", lambda: dict_targets(keys, lookups, Path(tmp))),
+            ("memory", lambda: memory_target(big_mb, Path(tmp))),
+        ):
+            print(f"running {name} ...", file=sys.stderr, flush=True)
+            rows += run()
+            for f in Path(tmp).iterdir():
+                f.unlink()
+    print(f"\nmsglc core targets ({'quick' if args.quick else 'full'} run; {machine()})\n")
+    print("| figure | measured | target | ok | detail |\n|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r.figure} | {r.measured:.3g} | {r.target} | {'yes' if r.ok else '**no**'} | {r.detail} |")
+    args.out.mkdir(parents=True, exist_ok=True)
+    report = {"machine": machine(), "quick": args.quick, "date": time.strftime("%Y-%m-%d"), "rows": [asdict(r) for r in rows]}
+    (args.out / "targets.json").write_text(json.dumps(report, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
