@@ -191,20 +191,20 @@ def node_span(node: Node) -> int:
 # ---- msgpack container headers -----------------------------------------------------------------
 
 
-def array_header(n: int) -> bytes:
+def _header(n: int, fix: int, marker16: bytes, marker32: bytes) -> bytes:
     if n < 16:
-        return bytes((0x90 | n,))
+        return bytes((fix | n,))
     if n < 0x10000:
-        return b"\xdc" + n.to_bytes(2, "big")
-    return b"\xdd" + n.to_bytes(4, "big")
+        return marker16 + n.to_bytes(2, "big")
+    return marker32 + n.to_bytes(4, "big")
+
+
+def array_header(n: int) -> bytes:
+    return _header(n, 0x90, b"\xdc", b"\xdd")
 
 
 def map_header(n: int) -> bytes:
-    if n < 16:
-        return bytes((0x80 | n,))
-    if n < 0x10000:
-        return b"\xde" + n.to_bytes(2, "big")
-    return b"\xdf" + n.to_bytes(4, "big")
+    return _header(n, 0x80, b"\xde", b"\xdf")
 
 
 def container_header_size(first: int) -> int:

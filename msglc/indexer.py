@@ -102,17 +102,22 @@ class TocBuilder:
 
     def _big_items(self, values, a: int, offs: list[int], lens: list[int]) -> dict[int, tuple[int, int]]:
         """Index the items longer than the threshold that are containers: item -> node."""
-        kids = {}
         if max(lens) <= self.threshold:
-            return kids
-        for j in compress(range(len(values)), map(self.threshold.__lt__, lens)):
+            return {}
+        big = compress(range(len(values)), map(self.threshold.__lt__, lens))
+        return self._index_children((j, values[j], a + offs[j], a + offs[j + 1]) for j in big)
+
+    def _index_children(self, children) -> dict[Any, tuple[int, int]]:
+        """Nodes for (index or key, value, start, end) children that need one."""
+        kids = {}
+        for label, value, start, end in children:
             try:
-                ref = self.index(values[j], a + offs[j], a + offs[j + 1])
+                ref = self.index(value, start, end)
             except validate.Unsupported as e:
-                e.path.append(j)
+                e.path.append(label)
                 raise
             if ref is not None:
-                kids[j] = ref
+                kids[label] = ref
         return kids
 
     def _spans(self, offs: list[int], n: int, kids) -> tuple[list[int], list[int], dict[int, tuple[int, int]]]:
@@ -183,21 +188,10 @@ class TocBuilder:
 
     def _big_values(self, d: dict, a: int, voffs: list[int], koffs: list[int], vlens: list[int]) -> dict[Any, tuple[int, int]]:
         """Index the values longer than the threshold that are containers: key -> node."""
-        t = self.threshold
-        if max(vlens) <= t:
+        if max(vlens) <= self.threshold:
             return {}
-        big = set(compress(range(len(vlens)), map(t.__lt__, vlens)))
-        kids = {}
-        for j, (key, value) in enumerate(d.items()):
-            if j in big:
-                try:
-                    ref = self.index(value, a + voffs[j], a + koffs[j + 1])
-                except validate.Unsupported as e:
-                    e.path.append(key)
-                    raise
-                if ref is not None:
-                    kids[key] = ref
-        return kids
+        big = set(compress(range(len(vlens)), map(self.threshold.__lt__, vlens)))
+        return self._index_children((key, value, a + voffs[j], a + koffs[j + 1]) for j, (key, value) in enumerate(d.items()) if j in big)
 
     def _hash_index(self, key_raws: list, koffs: list[int]) -> tuple[int, int, int, int, int]:
         """Write the raw index region; returns (position, length, page_bits, offs_width, offs_crc).

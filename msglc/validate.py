@@ -63,22 +63,28 @@ def check_value(x: Any) -> None:
 
 def check_items(seq: list | tuple, skip: frozenset[int] | set[int] = frozenset()) -> None:
     """Check every item of ``seq`` except the indices in ``skip`` (checked elsewhere)."""
+    _check_values(seq, lambda: enumerate(seq), skip)
+
+
+def _check_values(values: Any, labelled: Any, skip: Any) -> None:
+    """One C-level pass over the value types; a per-item walk only when containers are present.
+    ``labelled()`` yields (index or key, value) pairs, for the path in an error."""
     nested = False
-    for t in set(map(type, seq)):
+    for t in set(map(type, values)):
         k = kind(t)
         if not k:
-            i = next(i for i, x in enumerate(seq) if type(x) is t)
+            label = next(label for label, x in labelled() if type(x) is t)
             e = _bad_type(t)
-            e.path.append(i)
+            e.path.append(label)
             raise e
         nested = nested or k != SCALAR
     if nested:
-        for i, x in enumerate(seq):
-            if _KINDS.get(type(x)) != SCALAR and i not in skip:
+        for label, x in labelled():
+            if _KINDS.get(type(x)) != SCALAR and label not in skip:
                 try:
                     check_value(x)
                 except Unsupported as e:
-                    e.path.append(i)
+                    e.path.append(label)
                     raise
 
 
@@ -90,24 +96,9 @@ def check_keys(d: dict) -> None:
 
 
 def check_map(d: dict, skip: frozenset | set = frozenset()) -> None:
+    """Check keys and values of ``d`` except the values of the keys in ``skip``."""
     check_keys(d)
-    nested = False
-    for t in set(map(type, d.values())):
-        k = kind(t)
-        if not k:
-            key = next(k for k, v in d.items() if type(v) is t)
-            e = _bad_type(t)
-            e.path.append(key)
-            raise e
-        nested = nested or k != SCALAR
-    if nested:
-        for key, x in d.items():
-            if _KINDS.get(type(x)) != SCALAR and key not in skip:
-                try:
-                    check_value(x)
-                except Unsupported as e:
-                    e.path.append(key)
-                    raise
+    _check_values(d.values(), d.items, skip)
 
 
 def find_int_out_of_range(x: Any, path: tuple = ()) -> tuple | None:
