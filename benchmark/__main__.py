@@ -1,0 +1,86 @@
+"""``python -m benchmark`` (also ``msglc-bench``): msglc vs h5py on a random float matrix.
+
+Writes write_time, read_time_log_1k, read_time_log_10k and file_size (PNG and PDF) and
+results.json to --out, and prints a Markdown table. ``--quick`` is a small run (under a minute).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+from . import plots, report
+from .experiment import Experiment, Results, Settings, workdir
+from .targets import machine
+
+
+def _ints(text: str) -> tuple[int, ...]:
+    try:
+        values = tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+    if not values or min(values) <= 0:
+        raise argparse.ArgumentTypeError(f"expected positive integers, got {text!r}")
+    return values
+
+
+def parse(argv: list[str] | None) -> tuple[Settings, argparse.Namespace]:
+    parser = argparse.ArgumentParser(prog="python -m benchmark", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--size", type=int, help="matrix side N (default 5000; 1000 with --quick)")
+    parser.add_argument("--repeat", type=_ints, help="numbers of random reads (default 1000,10000)")
+    parser.add_argument("--thresholds", type=_ints, help="powers of two for msglc thresholds and h5py chunks (default 12,14,16,18,20,22)")
+    parser.add_argument("--budget", type=float, help="seconds of reads per configuration before the rest is estimated (default 6)")
+    parser.add_argument("--doc-mb", type=int, help="size of the random-path document in MB (default 100; 5 with --quick)")
+    parser.add_argument("--out", type=Path, default=Path("benchmark-out"), help="folder for figures and results.json")
+    parser.add_argument("--quick", action="store_true", help="small run: N=1000, thresholds 12,16,20, budget 1 s, 5 MB document")
+    parser.add_argument("--keep", action="store_true", help="keep the written archives and HDF5 files")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    args = parser.parse_args(argv)
+    s = Settings(size=1000, thresholds=(12, 16, 20), budget=1.0, doc_mb=5, paths=300) if args.quick else Settings()
+    for name, value in (("size", args.size), ("repeats", args.repeat), ("thresholds", args.thresholds), ("budget", args.budget), ("doc_mb", args.doc_mb)):
+        if value is not None:
+            setattr(s, name, value)
+    if s.size < 2 or any(not 6 <= e <= 30 for e in s.thresholds):
+        parser.error("--size must be at least 2 and thresholds between 6 and 30")
+    return s, args
+
+
+def main(argv: list[str] | None = None) -> int:
+    settings, args = parse(argv)
+    results = Results(settings=asdict(settings), machine=machine(), date=time.strftime("%Y-%m-%d"))
+    steps = ["matrix"] + ["write"] * (2 + 4 * len(settings.thresholds)) + ["read"] * (2 + 4 * len(settings.thresholds)) + ["paths"] * 3
+    try:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(steps), disable=args.no_progress or None, unit="step", file=sys.stderr)
+    except ImportError:
+        bar = None
+
+    def progress(text: str) -> None:
+        if bar is not None:
+            bar.set_description(text[:60])
+            bar.update(1)
+
+    with workdir(args.keep) as tmp:
+        progress("building the matrix")
+        experiment = Experiment(settings, tmp, results, progress)
+        experiment.write_all()
+        experiment.read_all()
+        experiment.paths()
+    if bar is not None:
+        bar.close()
+    args.out.mkdir(parents=True, exist_ok=True)
+    data = asdict(results)
+    (args.out / "results.json").write_text(json.dumps(data, indent=1))
+    written = plots.draw_all(data, args.out)
+    print(report.markdown(data))
+    print(f"\nwrote {len(written)} figures and results.json to {args.out}/")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,269 @@
+"""The comparison msglc vs h5py: write time, random reads, file sizes, and a random-path test.
+
+Data: an N x N matrix of random floats, stored by msglc as nested lists once per threshold,
+and by h5py once per threshold (chunks of about the threshold's bytes) with no compression,
+gzip and lzf, plus one contiguous dataset. Every measured figure lands in a ``Results``.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+import msglc
+
+from .timing import best_of
+
+COMPRESSIONS = (None, "gzip", "lzf")
+
+
+@dataclass
+class Settings:
+    size: int = 5000
+    repeats: tuple[int, ...] = (1000, 10_000)
+    thresholds: tuple[int, ...] = (12, 14, 16, 18, 20, 22)  # powers of two
+    budget: float = 6.0  # seconds of reads per configuration before extrapolating
+    doc_mb: int = 100  # size of the random JSON-like document
+    paths: int = 1000  # random paths read from it
+    seed: int = 2024
+
+
+@dataclass
+class Results:
+    settings: dict
+    machine: str
+    date: str
+    write: list[dict] = field(default_factory=list)  # series, threshold, seconds
+    read: list[dict] = field(default_factory=list)  # series, threshold, reads, seconds, measured_reads
+    size: list[dict] = field(default_factory=list)  # series, threshold, bytes
+    paths: dict = field(default_factory=dict)
+
+
+def h5_series(compression: str | None) -> str:
+    return f"h5py {compression or 'uncompressed'}"
+
+
+def h5_chunk(threshold: int, n: int) -> tuple[int, int]:
+    """A square chunk of about ``threshold`` bytes of float64."""
+    side = max(1, min(n, int((threshold / 8) ** 0.5)))
+    return side, side
+
+
+def timed_reads(read: Callable[[int, int], Any], points: list[tuple[int, int]], repeats: tuple[int, ...], budget: float) -> dict[int, tuple[float, int]]:
+    """Elapsed time at each count in ``repeats`` of one pass of reads over ``points``.
+
+    A pass stops once ``budget`` seconds are spent; a count not reached is then estimated from
+    the mean time per read so far. Returns {count: (seconds, reads actually measured)}."""
+    goal = max(repeats)
+    marks = {}
+    t0 = time.perf_counter()
+    done = 0
+    for i, j in points[:goal]:
+        read(i, j)
+        done += 1
+        if done in repeats:
+            marks[done] = (time.perf_counter() - t0, done)
+        if time.perf_counter() - t0 > budget:
+            break
+    elapsed = time.perf_counter() - t0
+    return {r: marks.get(r, (elapsed / done * r, done)) for r in repeats}
+
+
+class Experiment:
+    def __init__(self, settings: Settings, workdir: Path, results: Results, progress: Callable[[str], None]) -> None:
+        self.s = settings
+        self.dir = workdir
+        self.r = results
+        self.step = progress
+        rng = random.Random(settings.seed)
+        n = settings.size
+        self.matrix = [[rng.random() for _ in range(n)] for _ in range(n)]
+        self.points = [(rng.randrange(n), rng.randrange(n)) for _ in range(max(settings.repeats))]
+
+    # -- writing -------------------------------------------------------------------------------
+    def write_all(self) -> None:
+        import h5py
+        import numpy as np
+
+        n = self.s.size
+        plain = self.dir / "matrix.msgpack"
+        enc = msgspec.msgpack.Encoder()
+
+        def floor() -> None:
+            with open(plain, "wb") as f:
+                f.write(enc.encode(self.matrix))
+
+        self.step("write: msgspec floor")
+        self._write("floor: msgspec encode + write", None, floor, plain)
+        for e in self.s.thresholds:
+            t = 1 << e
+            path = self.dir / f"m-{e}.mlc"
+            self.step(f"write: msglc threshold 2^{e}")
+            self._write("msglc", t, lambda p=path, t=t: msglc.dump(p, self.matrix, small_obj_optimization_threshold=t), path)
+        convert = best_of(lambda: np.asarray(self.matrix), repeat=2)
+        self.r.write.append({"series": "list to numpy array (h5py's input, not in its times)", "threshold": None, "seconds": convert})
+        array = np.asarray(self.matrix)
+        self.step("write: h5py contiguous")
+        path = self.dir / "contiguous.h5"
+        self._write("h5py contiguous", None, lambda: _h5_write(h5py, path, array, None, None), path)
+        for compression in COMPRESSIONS:
+            for e in self.s.thresholds:
+                path = self.dir / f"m-{e}-{compression}.h5"
+                self.step(f"write: {h5_series(compression)} chunk 2^{e}")
+                chunks = h5_chunk(1 << e, n)
+                self._write(h5_series(compression), 1 << e, lambda p=path, c=chunks, z=compression: _h5_write(h5py, p, array, c, z), path)
+
+    def _write(self, series: str, threshold: int | None, write: Callable[[], object], path: Path) -> None:
+        seconds = best_of(write, repeat=2, setup=lambda: path.unlink(missing_ok=True))
+        self.r.write.append({"series": series, "threshold": threshold, "seconds": seconds})
+        self.r.size.append({"series": series, "threshold": threshold, "bytes": path.stat().st_size})
+
+    # -- reading -------------------------------------------------------------------------------
+    def read_all(self) -> None:
+        import h5py
+
+        n = self.s.size
+        self.step("read: pread floor")
+        fd = os.open(self.dir / "matrix.msgpack", os.O_RDONLY)
+        dec = msgspec.msgpack.Decoder()
+        head = 3 if n < 65536 else 5
+        row = (3 if n < 65536 else 5) + 9 * n
+        self._reads("floor: pread + decode", None, lambda i, j: dec.decode(os.pread(fd, 9, head + i * row + row - 9 * n + 9 * j)))
+        os.close(fd)
+        for e in self.s.thresholds:
+            self.step(f"read: msglc threshold 2^{e}")
+            with msglc.LazyReader(self.dir / f"m-{e}.mlc", cached=False) as reader:
+                self._check(lambda i, j, r=reader: r[i][j])
+                self._reads("msglc reader[i][j]", 1 << e, lambda i, j, r=reader: r[i][j])
+        datasets = [("h5py contiguous", None, self.dir / "contiguous.h5")]
+        datasets += [(h5_series(c), 1 << e, self.dir / f"m-{e}-{c}.h5") for c in COMPRESSIONS for e in self.s.thresholds]
+        for series, threshold, path in datasets:
+            self.step(f"read: {series} {'' if threshold is None else f'chunk {threshold >> 10} KB'}")
+            with h5py.File(path, "r") as f:
+                ds = f["m"]
+                self._check(lambda i, j, d=ds: d[i, j])
+                self._reads(f"{series} ds[i, j]", threshold, lambda i, j, d=ds: d[i, j])
+                self._reads(f"{series} ds[i][j]", threshold, lambda i, j, d=ds: d[i][j])
+
+    def _check(self, read: Callable[[int, int], Any]) -> None:
+        for i, j in self.points[:20]:
+            if read(i, j) != self.matrix[i][j]:
+                raise AssertionError(f"wrong value at ({i}, {j})")
+
+    def _reads(self, series: str, threshold: int | None, read: Callable[[int, int], Any]) -> None:
+        for count, (seconds, measured) in timed_reads(read, self.points, self.s.repeats, self.s.budget).items():
+            self.r.read.append({"series": series, "threshold": threshold, "reads": count, "seconds": seconds, "measured_reads": measured})
+
+    # -- random paths in a deep document -------------------------------------------------------
+    def paths(self) -> None:
+        self.step(f"paths: building a {self.s.doc_mb} MB random document")
+        rng = random.Random(self.s.seed + 1)
+        doc = random_document(rng, self.s.doc_mb << 20)
+        paths = [random_path(rng, doc) for _ in range(self.s.paths)]
+        plain = self.dir / "doc.msgpack"
+        archive = self.dir / "doc.mlc"
+        data = msgspec.msgpack.encode(doc)
+        plain.write_bytes(data)
+        self.step("paths: writing the archive")
+        dump_s = best_of(lambda: msglc.dump(archive, doc), repeat=1, setup=lambda: archive.unlink(missing_ok=True))
+        del doc
+        self.step("paths: reading")
+        dec = msgspec.msgpack.Decoder()
+        decode_s = best_of(lambda: dec.decode(plain.read_bytes()), repeat=2)
+        with msglc.LazyReader(archive, cached=False) as reader:
+            t = time.perf_counter()
+            for p in paths:
+                reader[p]
+            per_path = (time.perf_counter() - t) / len(paths)
+        firsts = []
+        for p in paths[:20]:
+            t = time.perf_counter()
+            with msglc.LazyReader(archive, cached=False) as reader:
+                reader[p]
+            firsts.append(time.perf_counter() - t)
+        self.r.paths = {
+            "plain_bytes": plain.stat().st_size,
+            "archive_bytes": archive.stat().st_size,
+            "paths": len(paths),
+            "mean_depth": sum(map(len, paths)) / len(paths),
+            "msglc_dump_seconds": dump_s,
+            "msglc_seconds_per_path": per_path,
+            "msglc_open_and_first_path_seconds": sorted(firsts)[len(firsts) // 2],
+            "plain_decode_seconds": decode_s,
+        }
+
+
+def _h5_write(h5py: Any, path: Path, array: Any, chunks: tuple[int, int] | None, compression: str | None) -> None:
+    with h5py.File(path, "w") as f:
+        f.create_dataset("m", data=array, chunks=chunks, compression=compression)
+
+
+def random_document(rng: random.Random, target_bytes: int) -> dict:
+    """A deep JSON-like document of about ``target_bytes`` encoded: runs holding metadata,
+    frames of mixed values, float series, nested settings, tags."""
+    doc: dict[str, Any] = {"version": 3, "runs": {}}
+    size = 0
+    run = 0
+    while size < target_bytes:
+        frames = [
+            {
+                "t": rng.random() * 100,
+                "step": k,
+                "energy": [rng.gauss(0, 1) for _ in range(rng.randrange(5, 60))],
+                "ok": rng.random() < 0.9,
+                "label": rng.choice(["a", "bb", "ccc", None]),
+                "extra": {"nested": {"deep": [rng.randrange(1000) for _ in range(rng.randrange(0, 8))]}},
+            }
+            for k in range(rng.randrange(50, 400))
+        ]
+        entry = {
+            "meta": {"name": f"run-{run}", "seed": rng.getrandbits(32), "params": {f"p{i}": rng.random() for i in range(20)}},
+            "frames": frames,
+            "series": [rng.random() for _ in range(rng.randrange(1000, 20000))],
+            "tags": [f"tag{rng.randrange(100)}" for _ in range(rng.randrange(1, 10))],
+        }
+        doc["runs"][f"run{run:05d}"] = entry
+        size += len(msgspec.msgpack.encode(entry))
+        run += 1
+    return doc
+
+
+def random_path(rng: random.Random, doc: Any) -> list:
+    """A random path from the root down to a scalar, preferring to go deeper: at each dict a
+    container child is taken with probability 0.9 when there is one."""
+    path: list = []
+    while isinstance(doc, (dict, list)) and doc:
+        if isinstance(doc, dict):
+            keys = list(doc)
+            deeper = [k for k in keys if isinstance(doc[k], (dict, list)) and doc[k]]
+            key = rng.choice(deeper if deeper and rng.random() < 0.9 else keys)
+            path.append(key)
+            doc = doc[key]
+        else:
+            i = rng.randrange(len(doc))
+            path.append(i)
+            doc = doc[i]
+    return path
+
+
+@contextmanager
+def workdir(keep: bool) -> Iterator[Path]:
+    import shutil
+    import tempfile
+
+    path = Path(tempfile.mkdtemp(prefix="msglc-bench-"))
+    try:
+        yield path
+    finally:
+        if keep:
+            print(f"files kept in {path}")
+        else:
+            shutil.rmtree(path, ignore_errors=True)

@@ -1,0 +1,75 @@
+"""Figures from a ``Results``: write time, read time (1k and 10k reads, log scale), file size.
+
+The horizontal axis is the threshold (msglc) or chunk size (h5py); series without one
+(contiguous h5py, the floors) are drawn as horizontal lines. Read times estimated from fewer
+reads than the figure's count (the per-configuration time budget ran out) are hollow markers.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+FIGURES = ("write_time", "read_time_log_1k", "read_time_log_10k", "file_size")
+
+
+def _title(results: dict, what: str) -> str:
+    s = results["settings"]
+    return f"{what}\nN={s['size']}, {results['machine']}"
+
+
+def _draw(ax, rows: list[dict], value: str, xs: list[int]) -> None:
+    by_series: dict[str, list[dict]] = defaultdict(list)
+    for row in rows:
+        by_series[row["series"]].append(row)
+    styles = {"floor": ":", "contiguous": "--"}
+    for series, points in by_series.items():
+        style = next((v for k, v in styles.items() if k in series), "-")
+        width = 2.5 if series.startswith("msglc") else 1.2
+        if points[0]["threshold"] is None:
+            ax.plot([xs[0], xs[-1]], [points[0][value]] * 2, style, label=series, linewidth=width)
+            continue
+        points.sort(key=lambda r: r["threshold"])
+        x = [p["threshold"] for p in points]
+        y = [p[value] for p in points]
+        (line,) = ax.plot(x, y, style, marker="o", label=series, linewidth=width)
+        estimated = [(px, py) for p, px, py in zip(points, x, y, strict=True) if "reads" in p and p["measured_reads"] < p["reads"]]
+        if estimated:
+            ax.plot(*zip(*estimated, strict=True), "o", markerfacecolor="white", color=line.get_color())
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(xs, [f"{x >> 10} KB" if x < 1 << 20 else f"{x >> 20} MB" for x in xs])
+    ax.set_xlabel("msglc threshold / h5py chunk size")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7, ncol=2)
+
+
+def draw_all(results: dict, out: Path) -> list[Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    xs = [1 << e for e in results["settings"]["thresholds"]]
+    written = []
+    panels = {
+        "write_time": (results["write"], "seconds", "time to write the matrix (s)", "linear", "Write time"),
+        "file_size": ([{**r, "MB": r["bytes"] / 1e6} for r in results["size"]], "MB", "file size (MB)", "linear", "File size"),
+    }
+    for count, name in ((1000, "read_time_log_1k"), (10_000, "read_time_log_10k")):
+        rows = [r for r in results["read"] if r["reads"] == count]
+        panels[name] = (rows, "seconds", f"time for {count:,} random reads (s)", "log", f"{count:,} random element reads (hollow: estimated from fewer reads)")
+    for name, (rows, value, ylabel, yscale, title) in panels.items():
+        if not rows:
+            continue
+        fig, ax = plt.subplots(figsize=(9, 6))
+        _draw(ax, rows, value, xs)
+        ax.set_yscale(yscale)
+        ax.set_ylabel(ylabel)
+        ax.set_title(_title(results, title), fontsize=9)
+        fig.tight_layout()
+        for ext in ("png", "pdf"):
+            path = out / f"{name}.{ext}"
+            fig.savefig(path, dpi=120)
+            written.append(path)
+        plt.close(fig)
+    return written

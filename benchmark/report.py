@@ -1,0 +1,48 @@
+"""The Markdown table printed at the end of a run (and pasted into docs/benchmark.md)."""
+
+from __future__ import annotations
+
+
+def _size(threshold: int | None) -> str:
+    if threshold is None:
+        return "-"
+    return f"{threshold >> 10} KB" if threshold < 1 << 20 else f"{threshold >> 20} MB"
+
+
+def markdown(results: dict) -> str:
+    s = results["settings"]
+    lines = [f"N = {s['size']}, {results['machine']}, {results['date']}", ""]
+    counts = sorted({r["reads"] for r in results["read"]})
+    header = "| series | threshold / chunk | write (s) | size (MB) | " + " | ".join(f"{c:,} reads (s)" for c in counts) + " |"
+    lines += [header, "|" + "---|" * (4 + len(counts))]
+    write = {(r["series"], r["threshold"]): r["seconds"] for r in results["write"]}
+    size = {(r["series"], r["threshold"]): r["bytes"] for r in results["size"]}
+    reads: dict[tuple, dict[int, str]] = {}
+    for r in results["read"]:
+        mark = "" if r["measured_reads"] >= r["reads"] else f" (est. from {r['measured_reads']})"
+        reads.setdefault((r["series"], r["threshold"]), {})[r["reads"]] = f"{r['seconds']:.4g}{mark}"
+    keys = list(dict.fromkeys([*write, *reads]))
+    for series, threshold in keys:
+        base = series.split(" ds[")[0]
+        w = write.get((base, threshold))
+        z = size.get((base, threshold))
+        cells = [reads.get((series, threshold), {}).get(c, "") for c in counts]
+        w_cell = f"{w:.3f}" if w is not None and series == base else ""
+        z_cell = f"{z / 1e6:.1f}" if z is not None and series == base else ""
+        lines.append(f"| {series} | {_size(threshold)} | {w_cell} | {z_cell} | " + " | ".join(cells) + " |")
+    p = results.get("paths")
+    if p:
+        lines += [
+            "",
+            f"Random paths in a {p['plain_bytes'] / 1e6:.0f} MB JSON-like document ({p['paths']} paths, mean depth {p['mean_depth']:.1f}):",
+            "",
+            "| figure | value |",
+            "|---|---|",
+            f"| msglc read of one random path, open reader, `cached=False` | {p['msglc_seconds_per_path'] * 1e6:.1f} us |",
+            f"| msglc open + first path (fresh reader) | {p['msglc_open_and_first_path_seconds'] * 1e3:.2f} ms |",
+            f"| plain msgpack: read + decode the whole file (needed for any one value) | {p['plain_decode_seconds'] * 1e3:.0f} ms |",
+            f"| speed-up for one value | {p['plain_decode_seconds'] / p['msglc_open_and_first_path_seconds']:.0f}x |",
+            f"| msglc dump of the document | {p['msglc_dump_seconds']:.2f} s |",
+            f"| file size, archive / plain msgpack | {p['archive_bytes'] / p['plain_bytes']:.3f} |",
+        ]
+    return "\n".join(lines)

@@ -1,0 +1,45 @@
+"""The benchmark suite runs end to end and writes every figure and series it promises."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("h5py")
+pytest.importorskip("matplotlib")
+
+
+def test_quick_run_writes_figures_and_results(tmp_path):
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "benchmark", "--quick", "--size", "60", "--thresholds", "12,14", "--repeat", "50,100", "--doc-mb", "1", "--budget", "0.5", "--out", str(out), "--no-progress"]
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    for name in ("write_time", "file_size"):  # read figures need the default counts: next test
+        for ext in ("png", "pdf"):
+            assert (out / f"{name}.{ext}").stat().st_size > 1000
+    results = json.loads((out / "results.json").read_text())
+    write_series = {r["series"] for r in results["write"]}
+    assert {"msglc", "h5py uncompressed", "h5py gzip", "h5py lzf", "h5py contiguous", "floor: msgspec encode + write"} <= write_series
+    read_series = {r["series"] for r in results["read"]}
+    for system in ("msglc reader[i][j]", "floor: pread + decode", "h5py contiguous ds[i, j]", "h5py gzip ds[i][j]", "h5py lzf ds[i, j]"):
+        assert system in read_series
+    msglc_reads = [r for r in results["read"] if r["series"] == "msglc reader[i][j]"]
+    assert sorted({r["threshold"] for r in msglc_reads}) == [4096, 16384]
+    assert {r["reads"] for r in msglc_reads} == {50, 100}
+    assert all(r["seconds"] > 0 for r in results["read"] + results["write"])
+    assert results["paths"]["paths"] > 0 and results["paths"]["plain_decode_seconds"] > 0
+    assert "| msglc reader[i][j] |" in run.stdout
+
+
+def test_default_counts_give_the_named_read_figures(tmp_path):
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "benchmark", "--quick", "--size", "40", "--thresholds", "12", "--doc-mb", "1", "--budget", "0.2", "--out", str(out), "--no-progress"]
+    subprocess.run(cmd, check=True, capture_output=True, timeout=300)
+    for name in ("write_time", "read_time_log_1k", "read_time_log_10k", "file_size"):
+        assert (out / f"{name}.png").exists() and (out / f"{name}.pdf").exists()
+
+
+def test_bad_arguments_are_refused():
+    run = subprocess.run([sys.executable, "-m", "benchmark", "--thresholds", "12,x"], capture_output=True, text=True)
+    assert run.returncode == 2 and "integers" in run.stderr
