@@ -41,7 +41,13 @@ def parse(argv: list[str] | None) -> tuple[Settings, argparse.Namespace]:
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
     s = Settings(size=1000, thresholds=(12, 16, 20), budget=1.0, doc_mb=5, paths=300) if args.quick else Settings()
-    for name, value in (("size", args.size), ("repeats", args.repeat), ("thresholds", args.thresholds), ("budget", args.budget), ("doc_mb", args.doc_mb)):
+    for name, value in (
+        ("size", args.size),
+        ("repeats", args.repeat),
+        ("thresholds", args.thresholds),
+        ("budget", args.budget),
+        ("doc_mb", args.doc_mb),
+    ):
         if value is not None:
             setattr(s, name, value)
     if s.size < 2 or any(not 6 <= e <= 30 for e in s.thresholds):

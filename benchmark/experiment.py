@@ -57,7 +57,9 @@ def h5_chunk(threshold: int, n: int) -> tuple[int, int]:
     return side, side
 
 
-def timed_reads(read: Callable[[int, int], Any], points: list[tuple[int, int]], repeats: tuple[int, ...], budget: float) -> dict[int, tuple[float, int]]:
+def timed_reads(
+    read: Callable[[int, int], Any], points: list[tuple[int, int]], repeats: tuple[int, ...], budget: float
+) -> dict[int, tuple[float, int]]:
     """Elapsed time at each count in ``repeats`` of one pass of reads over ``points``.
 
     A pass stops once ``budget`` seconds are spent; a count not reached is then estimated from
@@ -173,7 +175,7 @@ class Experiment:
         data = msgspec.msgpack.encode(doc)
         plain.write_bytes(data)
         self.step("paths: writing the archive")
-        dump_s = best_of(lambda: msglc.dump(archive, doc), repeat=1, setup=lambda: archive.unlink(missing_ok=True))
+        dump_s = best_of(lambda d=doc: msglc.dump(archive, d), repeat=1, setup=lambda: archive.unlink(missing_ok=True))
         del doc
         self.step("paths: reading")
         dec = msgspec.msgpack.Decoder()

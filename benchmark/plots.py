@@ -57,7 +57,13 @@ def draw_all(results: dict, out: Path) -> list[Path]:
     }
     for count, name in ((1000, "read_time_log_1k"), (10_000, "read_time_log_10k")):
         rows = [r for r in results["read"] if r["reads"] == count]
-        panels[name] = (rows, "seconds", f"time for {count:,} random reads (s)", "log", f"{count:,} random element reads (hollow: estimated from fewer reads)")
+        panels[name] = (
+            rows,
+            "seconds",
+            f"time for {count:,} random reads (s)",
+            "log",
+            f"{count:,} random element reads (hollow: estimated from fewer reads)",
+        )
     for name, (rows, value, ylabel, yscale, title) in panels.items():
         if not rows:
             continue

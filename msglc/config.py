@@ -15,10 +15,13 @@ class Config:
     about this size. Smaller means finer random access and a larger TOC.
     ``disable_gc``: pause the cyclic garbage collector while encoding or decoding many objects
     (it otherwise rescans the growing heap again and again).
+    ``durable``: ``dump`` to a path flushes the file and the rename to disk (``fsync``) before
+    returning, so the archive survives a power loss too, not only a crash of the process.
     """
 
     small_obj_optimization_threshold: int = 8192
     disable_gc: bool = True
+    durable: bool = False
 
 
 _NAMES = frozenset(f.name for f in fields(Config))

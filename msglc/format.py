@@ -158,13 +158,15 @@ def unframe_node(buf: bytes | memoryview, where: int) -> Node:
         raise CorruptedError(f"TOC node checksum mismatch at offset {where}")
     try:
         return _node_decoder.decode(payload)
-    except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError) as e:
+    except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError, RecursionError) as e:
         kind = _node_type(payload)
         if kind is not None and kind not in _NODE_TYPES:
             raise UnsupportedVersionError(
                 f"TOC node at offset {where} has type {kind}, unknown to this msglc (written by a newer version?)"
             ) from None
-        raise CorruptedError(f"TOC node at offset {where} is malformed: {e}") from None
+        raise CorruptedError(
+            f"TOC node at offset {where} is malformed: {'nested too deeply' if isinstance(e, RecursionError) else e}"
+        ) from None
 
 
 _NODE_TYPES = {cls.__struct_config__.tag for cls in (ListNode, MapNode, HashMapNode, StrideNode)}
@@ -173,7 +175,7 @@ _NODE_TYPES = {cls.__struct_config__.tag for cls in (ListNode, MapNode, HashMapN
 def _node_type(payload: bytes | memoryview) -> int | None:
     try:
         value = msgspec.msgpack.decode(payload)
-    except (msgspec.DecodeError, UnicodeDecodeError):
+    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
         return None
     return value[0] if isinstance(value, list) and value and type(value[0]) is int else None
 
@@ -232,34 +234,56 @@ def _increasing(xs: list[int]) -> bool:
     return all(map(int.__lt__, xs, xs[1:]))
 
 
-def check_node(node: Node, where: int) -> None:
-    """Structural checks, once per decoded node, so that later arithmetic on it stays in bounds
-    (every offset is then also checked against the container's length)."""
+def check_node(node: Node, where: int, toc_off: int) -> None:
+    """Structural checks, once per decoded node at absolute offset ``where``, so that later
+    arithmetic on it stays in bounds (every offset is then also checked against the
+    container's length, and the container's header against the node)."""
     bad = None
     if isinstance(node, StrideNode):
         if not node.dims or node.lazy_min < 0:
             bad = "empty dims"
         else:
             for (h, n, s), inner in zip(node.dims, [*node.dims[1:], None], strict=True):
-                if h < 0 or n < 0 or s < 1 or (inner is not None and s != inner[0] + inner[1] * inner[2]):
+                if not 1 <= h <= 5 or not 0 < n < 2**32 or s < 1 or (inner is not None and s != inner[0] + inner[1] * inner[2]):
                     bad = f"inconsistent dims {node.dims}"
                     break
     elif isinstance(node, MapNode):
         n = len(node.keys)
-        ok = len(node.koffs) == n + 1 and len(node.voffs) == n and n > 0 and node.koffs[0] >= 1
+        ok = len(node.koffs) == n + 1 and len(node.voffs) == n and n > 0 and 1 <= node.koffs[0] <= 5
         ok = ok and all(map(int.__lt__, node.koffs, node.voffs)) and all(map(int.__lt__, node.voffs, node.koffs[1:]))
         if not ok or not all(0 <= k < n for k in node.kids):
             bad = "inconsistent key offsets"
     else:  # ListNode, HashMapNode: spans
-        ok = len(node.offs) == len(node.starts) + 1 and node.starts and node.starts[0] == 0
-        ok = ok and node.starts[-1] < node.n and node.offs[0] >= 1 and _increasing(node.starts) and _increasing(node.offs)
+        ok = len(node.offs) == len(node.starts) + 1 and node.starts and node.starts[0] == 0 and 1 <= node.offs[0] <= 5
+        ok = ok and node.starts[-1] < node.n < 2**32 and node.n <= node.offs[-1] - node.offs[0]
+        ok = ok and _increasing(node.starts) and _increasing(node.offs)
         spans = len(node.starts)
         ok = ok and all(0 <= k < spans and node.starts[k] + 1 == (node.starts[k + 1] if k + 1 < spans else node.n) for k in node.kids)
         if isinstance(node, HashMapNode):
-            ok = ok and node.offs_width in (4, 8) and 0 <= node.page_bits <= 31 and set(node.kid_keys.values()) <= set(node.kids)
-            region = (node.n + 1) * node.offs_width + ((1 << node.page_bits) + 1) * 8 + node.n * 8
-            ok = ok and node.index[1] == region
+            back, size = node.index
+            region = (node.n + 1) * node.offs_width + ((1 << node.page_bits) + 1) * 8 + node.n * 8 if 0 <= node.page_bits <= 31 else -1
+            ok = ok and node.offs_width in (4, 8) and size == region and set(node.kid_keys.values()) == set(node.kids)
+            ok = ok and back > 0 and where - back >= toc_off and where - back + size <= where
         if not ok:
             bad = "inconsistent spans"
     if bad:
         raise CorruptedError(f"TOC node at offset {where} is malformed: {bad}")
+
+
+def container_header(buf: bytes | memoryview) -> tuple[bool, int, int]:
+    """(is_map, item count, header size) of the array or map header at the start of ``buf``."""
+    first = buf[0]
+    size = container_header_size(first)
+    if not size or len(buf) < size:
+        raise CorruptedError(f"expected an array or map header, found byte 0x{first:02x}")
+    count = first & 0x0F if size == 1 else int.from_bytes(buf[1:size], "big")
+    return not is_array(first), count, size
+
+
+def node_header(node: Node) -> tuple[bool, int, int]:
+    """The (is_map, item count, header size) the container of ``node`` must start with."""
+    if isinstance(node, StrideNode):
+        return False, node.dims[0][1], node.dims[0][0]
+    if isinstance(node, MapNode):
+        return True, len(node.keys), node.koffs[0]
+    return isinstance(node, HashMapNode), node.n, node.offs[0]

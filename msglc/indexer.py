@@ -138,19 +138,27 @@ class TocBuilder:
         return starts, [offs[s] for s in starts] + [offs[n]], span_kids
 
     def _check_stride_types(self, seq, dims, a: int) -> None:
-        """Sub-lists must be sequences; numeric and one-byte leaves are proven by their bytes,
-        others (strings, bytes) are type-checked."""
+        """Sub-lists must be sequences. Numeric leaves are checked with ``sum()``: msgspec also
+        writes plain ``Enum``/``Flag`` members as their numeric values, and they alone among
+        such objects have no ``+`` (a C-speed pass, ~5 ns per float); other leaves get the
+        full type check."""
         try:
             level = [seq]
             for _ in dims[1:]:
                 for row in level:
                     _check_rows(row)
                 level = [r if isinstance(r, (list, tuple)) else list(r) for row in level for r in row]
-            leaf = self.buf[a + sum(d[0] for d in dims)]
-            if leaf not in _NUMERIC_MARKERS and not _is_one_byte_marker(leaf):
-                for row in level:
+            numeric = self.buf[a + sum(d[0] for d in dims)] in _NUMERIC_MARKERS
+            for row in level:
+                if numeric:
+                    try:
+                        sum(row)
+                    except TypeError:
+                        validate.check_items(row)
+                        raise
+                else:
                     validate.check_items(row)
-        except validate.Unsupported:
+        except (validate.Unsupported, TypeError):
             validate.check_items(seq)  # slower, but finds the full path for the message
             raise
 

@@ -42,6 +42,11 @@ class LazyNode:
     def _span(self) -> int:
         raise NotImplementedError
 
+    def _check_open(self) -> None:
+        """For answers that need no read (lengths, keys, cached values): still refuse after close."""
+        if self._a.closed:
+            raise ValueError("I/O operation on a closed LazyReader")
+
     def to_obj(self) -> Any:
         """The whole container as plain Python objects, decoded in one call."""
         return self._a.decode_span(self._base, self._span())
@@ -96,12 +101,14 @@ class _BlockList(LazyList):
         self._node = node
 
     def __len__(self) -> int:
+        self._check_open()
         return self._node.n
 
     def _span(self) -> int:
         return self._node.offs[-1]
 
     def __getitem__(self, i: Any) -> Any:
+        self._check_open()
         if isinstance(i, slice):
             return self._slice(i)
         i = self._index(i)
@@ -113,6 +120,7 @@ class _BlockList(LazyList):
 
     def _kid(self, k: int) -> Any:
         if self._cache is not None and ("k", k) in self._cache:
+            self._check_open()
             return self._cache["k", k]
         node = self._node
         obj = self._a.child(self._base + node.offs[k], node.offs[k + 1] - node.offs[k], self._pos, node.kids[k])
@@ -123,6 +131,7 @@ class _BlockList(LazyList):
     def _block(self, k: int) -> list:
         cache = self._cache
         if cache is not None and k in cache:
+            self._check_open()
             return cache[k]
         node = self._node
         count = (node.starts[k + 1] if k + 1 < len(node.starts) else node.n) - node.starts[k]
@@ -155,6 +164,7 @@ class _StrideList(LazyList):
         self._lazy_min = lazy_min
 
     def __len__(self) -> int:
+        self._check_open()
         return self._n
 
     def _span(self) -> int:
@@ -167,12 +177,13 @@ class _StrideList(LazyList):
             i = self._index(i)
         cache = self._cache
         if cache is not None and i in cache:
+            self._check_open()
             return cache[i]
         off = self._base + self._h + i * self._s
         if self._whole:
             try:
                 value = _decode(self._a.read(off, self._s))
-            except (msgspec.DecodeError, UnicodeDecodeError) as e:
+            except (msgspec.DecodeError, UnicodeDecodeError, RecursionError) as e:
                 raise CorruptedError(f"data at offset {off} ({self._s} bytes) is not valid msgpack: {e}") from None
         else:
             value = self._row(off)
@@ -238,6 +249,7 @@ class LazyDict(LazyNode, Mapping):
     def __getitem__(self, key: Any) -> Any:
         if type(key) is not str and (not isinstance(key, (str, int)) or isinstance(key, bool)):
             raise TypeError(f"archive dict keys are str or int, not {type(key).__name__}")
+        self._check_open()
         cache = self._cache
         if cache is not None and key in cache:
             return cache[key]
@@ -283,9 +295,11 @@ class _InlineDict(LazyDict):
     __slots__ = ()
 
     def __len__(self) -> int:
+        self._check_open()
         return len(self._node.keys)
 
     def __iter__(self) -> Iterator[Any]:
+        self._check_open()
         return iter(self._node.keys)
 
     def _span(self) -> int:
@@ -297,9 +311,14 @@ class _InlineDict(LazyDict):
             raise KeyError(key)
         node = self._node
         start, end = node.voffs[j], node.koffs[j + 1]
+        entry_at = self._base + node.koffs[j]
+        kb = _encode_key(key)
         if j in node.kids:
+            _check_key(self._a.read(entry_at, start - node.koffs[j]), kb, entry_at)
             return self._a.child(self._base + start, end - start, self._pos, node.kids[j])
-        return self._a.decode_span(self._base + start, end - start)
+        entry = self._a.read(entry_at, end - node.koffs[j])
+        _check_key(entry[: start - node.koffs[j]], kb, entry_at)
+        return self._a.decode(entry[start - node.koffs[j] :], self._base + start)
 
 
 class _HashDict(LazyDict):
@@ -308,6 +327,7 @@ class _HashDict(LazyDict):
     __slots__ = ()
 
     def __len__(self) -> int:
+        self._check_open()
         return self._node.n
 
     def _span(self) -> int:
@@ -316,7 +336,10 @@ class _HashDict(LazyDict):
     def _kid(self, k: int, key: Any) -> Any:
         """The large value of span ``k``: the span is one entry, the value follows its key."""
         node = self._node
-        start = node.offs[k] + len(_enc.encode(key))
+        kb = _encode_key(key)
+        entry_at = self._base + node.offs[k]
+        _check_key(self._a.read(entry_at, min(len(kb), node.offs[k + 1] - node.offs[k])), kb, entry_at)
+        start = node.offs[k] + len(kb)
         return self._a.child(self._base + start, node.offs[k + 1] - start, self._pos, node.kids[k])
 
     def _block(self, k: int) -> dict:
@@ -342,7 +365,7 @@ class _HashDict(LazyDict):
         if k is not None:
             return self._kid(k, key)
         a = self._a
-        kb = _enc.encode(key)
+        kb = _encode_key(key)
         h = zlib.crc32(kb)
         width = node.offs_width
         region = self._pos - node.index[0]
@@ -380,6 +403,19 @@ class _HashDict(LazyDict):
             if zlib.crc32(stored_key) != h:
                 raise CorruptedError(f"dict entry at offset {self._base + start} does not match its hash index record")
         raise KeyError(key)
+
+
+def _encode_key(key: Any) -> bytes:
+    try:
+        return _enc.encode(key)
+    except (OverflowError, UnicodeEncodeError):
+        raise KeyError(key) from None  # no such key can have been stored
+
+
+def _check_key(stored: bytes | memoryview, expected: bytes, where: int) -> None:
+    """The key bytes in the data must be the key the TOC says is there."""
+    if stored != expected:
+        raise CorruptedError(f"dict entry at offset {where} does not hold the key its TOC node names")
 
 
 def make_view(archive: Archive, base: int, pos: int, node: Any) -> LazyNode:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import threading
 from collections.abc import Iterator
 from typing import Any, BinaryIO
@@ -11,7 +12,19 @@ import msgspec
 
 from .bulk import ParallelCrc, gc_paused
 from .errors import CorruptedError, NotAnArchiveError, TruncatedError
-from .format import HEADER_SIZE, MAGIC, TRAILER_SIZE, MapNode, check_header, check_node, node_span, unframe_node, unpack_trailer
+from .format import (
+    HEADER_SIZE,
+    MAGIC,
+    TRAILER_SIZE,
+    MapNode,
+    check_header,
+    check_node,
+    container_header,
+    node_header,
+    node_span,
+    unframe_node,
+    unpack_trailer,
+)
 from .lazy import LazyDict, LazyList, LazyNode, make_view
 from .source import open_source
 from .verify import verify_archive
@@ -50,6 +63,10 @@ class LazyStats:
         return f"<LazyStats {self}>"
 
 
+def _why(e: BaseException) -> str:
+    return "nested too deeply" if isinstance(e, RecursionError) else str(e)
+
+
 def _closed(offset: int, size: int) -> bytes:
     raise ValueError("I/O operation on a closed LazyReader")
 
@@ -59,6 +76,7 @@ class Archive:
 
     def __init__(self, source: Any, cached: bool, counter: LazyStats | None) -> None:
         self.src = open_source(source)
+        self.closed = False
         self.cached = cached
         self.nodes: dict[int, Any] = {}
         self.key_maps: dict[int, dict] = {}
@@ -90,7 +108,8 @@ class Archive:
         return unpack_trailer(self.read(size - TRAILER_SIZE, TRAILER_SIZE), size, bytes(head))
 
     def close(self) -> None:
-        if self.read is not _closed:
+        if not self.closed:
+            self.closed = True
             self.read = _closed
             self.src.close()
 
@@ -105,16 +124,18 @@ class Archive:
         """Decode data bytes read from ``offset``, naming the offset if they are not msgpack."""
         try:
             return _decoder.decode(data)
-        except (msgspec.DecodeError, UnicodeDecodeError) as e:
-            raise CorruptedError(f"data at offset {offset} ({len(data)} bytes) is not valid msgpack: {e}") from None
+        except (msgspec.DecodeError, UnicodeDecodeError, RecursionError) as e:
+            raise CorruptedError(f"data at offset {offset} ({len(data)} bytes) is not valid msgpack: {_why(e)}") from None
 
     def node(self, pos: int, size: int) -> Any:
         node = self.nodes.get(pos)
         if node is None:
             if not (self.trailer.toc_off <= pos and pos + size <= self.toc_end):
                 raise CorruptedError(f"TOC node {pos}+{size} lies outside the TOC")
+            if size < 5:
+                raise CorruptedError(f"TOC node at offset {pos} is {size} bytes, too short")
             node = unframe_node(self.read(pos, size), pos)
-            check_node(node, pos)
+            check_node(node, pos, self.trailer.toc_off)
             if len(self.nodes) >= _MAX_NODE_CACHE:
                 self.nodes.clear()
                 self.key_maps.clear()
@@ -131,9 +152,13 @@ class Archive:
         return self.view(base, span, pos, size)
 
     def view(self, base: int, span: int, pos: int, size: int) -> LazyNode:
+        """A lazy view of the container at ``base``; its header must match the node."""
         node = self.node(pos, size)
         if node_span(node) != span or base + span > self.data_end:
             raise CorruptedError(f"TOC node at offset {pos} describes {node_span(node)} bytes where {span} are stored at offset {base}")
+        expected = node_header(node)
+        if container_header(self.read(base, min(5, span))) != expected:
+            raise CorruptedError(f"container at offset {base} does not match its TOC node at offset {pos}")
         return make_view(self, base, pos, node)
 
     def key_map(self, pos: int, node: MapNode) -> dict:
@@ -181,6 +206,8 @@ class LazyReader:
         if root is not None:
             return root
         a = self._a
+        if a.closed:
+            raise ValueError("I/O operation on a closed LazyReader")
         t = a.trailer
         if t.root_len:
             root = a.view(t.data_off, t.data_len, t.toc_off + t.root_pos, t.root_len)
@@ -198,9 +225,9 @@ class LazyReader:
         crc = ParallelCrc(data)
         try:
             obj = _decoder.decode(data)
-        except (msgspec.DecodeError, UnicodeDecodeError) as e:
+        except (msgspec.DecodeError, UnicodeDecodeError, RecursionError) as e:
             crc.result()
-            raise CorruptedError(f"data section is not valid msgpack: {e}") from None
+            raise CorruptedError(f"data section is not valid msgpack: {_why(e)}") from None
         if crc.result() != t.data_crc:
             raise CorruptedError(f"data section checksum mismatch ({t.data_len} bytes at offset {t.data_off})")
         return obj
@@ -289,28 +316,29 @@ def resolve(obj: Any, segments: list) -> Any:
     return obj
 
 
+_INT = re.compile(r"-?[0-9]+")
+
+
 def _list_index(seg: Any, where: list) -> int | slice:
-    if isinstance(seg, str):
-        try:
-            if ":" in seg:
-                parts = [int(p) if p.strip() else None for p in seg.split(":")]
-                if len(parts) > 3 or parts[2:] == [0]:
-                    raise ValueError
-                return slice(*parts)
+    if not isinstance(seg, str):
+        return seg
+    parts = seg.split(":")
+    if len(parts) <= 3 and all(p == "" or _INT.fullmatch(p) for p in parts) and (len(parts) > 1 or parts[0]):
+        if len(parts) == 1:
             return int(seg)
-        except ValueError:
-            raise TypeError(f"list index must be an int or a slice like '1:5', not {seg!r} (at {'/'.join(map(str, where))})") from None
-    return seg
+        if parts[2:] != ["0"]:
+            return slice(*(int(p) if p else None for p in parts))
+    raise TypeError(f"list index must be an int or a slice like '1:5', not {seg!r} (at {'/'.join(map(str, where))})")
 
 
 def _dict_value(d: Any, seg: Any, where: list) -> Any:
     try:
         return d[seg]
     except KeyError:
-        if isinstance(seg, str):
+        if isinstance(seg, str) and _INT.fullmatch(seg):
             try:
                 return d[int(seg)]
-            except (ValueError, KeyError, TypeError):
+            except KeyError:
                 pass
         raise KeyError(f"{seg!r} not found (at {'/'.join(map(str, where))})") from None
 

@@ -1,30 +1,40 @@
 """Where an archive's bytes come from, behind one call: ``read(offset, size)``.
 
 Local files are read with ``os.pread`` (no shared seek position, so one reader serves many
-threads); bytes-like objects are sliced as zero-copy memoryviews; other file objects are
-seeked under a lock.
+threads); bytes-like objects are sliced as zero-copy memoryviews; other seekable file objects
+(compressed files, ``io.BytesIO``) are seeked under a lock.
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
+import stat
 import threading
 from typing import Any
 
 from .errors import TruncatedError
 
 
+def _closed_error() -> ValueError:
+    return ValueError("I/O operation on a closed LazyReader")
+
+
 class Source:
     """Random access to ``size`` bytes."""
 
     size: int
+    closed = False
 
     def read(self, offset: int, size: int) -> bytes | memoryview:
         raise NotImplementedError
 
     def close(self) -> None:
-        pass
+        self.closed = True
+
+    def _short(self, offset: int, size: int, got: int) -> TruncatedError:
+        return TruncatedError(f"file ended at {offset + got} while reading {size} bytes at offset {offset} (was it truncated?)")
 
 
 class FileSource(Source):
@@ -36,12 +46,20 @@ class FileSource(Source):
         self.size = os.fstat(fd).st_size
 
     def read(self, offset: int, size: int) -> bytes:
-        data = os.pread(self.fd, size, offset)
+        try:
+            data = os.pread(self.fd, size, offset)
+        except OSError:
+            if self.closed:
+                raise _closed_error() from None
+            raise
+        if self.closed:  # closed by another thread mid-read: the descriptor may be reused
+            raise _closed_error()
         if len(data) != size:
-            raise TruncatedError(f"file ended at {offset + len(data)} while reading {size} bytes at offset {offset} (was it truncated?)")
+            raise self._short(offset, size, len(data))
         return data
 
     def close(self) -> None:
+        super().close()
         if self.owns:
             os.close(self.fd)
 
@@ -52,44 +70,72 @@ class BufferSource(Source):
         self.size = len(self.view)
 
     def read(self, offset: int, size: int) -> memoryview:
+        if offset < 0 or size < 0 or offset + size > self.size:
+            raise self._short(offset, size, max(0, min(size, self.size - offset)))
         return self.view[offset : offset + size]
 
     def close(self) -> None:
-        self.view.release()
+        super().close()
+        with contextlib.suppress(BufferError):  # views handed out keep the buffer alive
+            self.view.release()
 
 
 class StreamSource(Source):
-    """A seekable file object without a usable descriptor (e.g. ``io.BytesIO``)."""
+    """A seekable file object without a usable descriptor (e.g. ``io.BytesIO``, ``gzip``)."""
 
     def __init__(self, f: Any) -> None:
         self.f = f
         self.lock = threading.Lock()
+        position = f.tell()
         self.size = f.seek(0, io.SEEK_END)
+        f.seek(position)
 
     def read(self, offset: int, size: int) -> bytes:
         with self.lock:
+            if self.closed:
+                raise _closed_error()
+            position = self.f.tell()
             self.f.seek(offset)
             data = self.f.read(size)
+            self.f.seek(position)
         if len(data) != size:
-            raise TruncatedError(f"stream ended at {offset + len(data)} while reading {size} bytes at offset {offset}")
+            raise self._short(offset, size, len(data))
         return data
+
+
+def _is_plain_file(f: Any) -> bool:
+    """True for an ``open(path, "rb")`` object, whose descriptor holds the archive's bytes
+    (unlike a gzip or other wrapping file object that also has a ``fileno()``)."""
+    raw = getattr(f, "raw", f)
+    return isinstance(raw, io.FileIO)
+
+
+def _open_path(path: Any) -> FileSource:
+    """Open a path for reading without hanging on a FIFO; refuse what is not a regular file."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise TypeError(f"LazyReader needs a regular file, not {os.fspath(path)!r}")
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return FileSource(fd, owns=True)
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def open_source(source: Any) -> Source:
     """A ``Source`` for a path, a bytes-like object or a readable, seekable binary file."""
     if isinstance(source, (str, os.PathLike)):
-        return FileSource(os.open(source, os.O_RDONLY | getattr(os, "O_BINARY", 0)), owns=True)
+        return _open_path(source)
     if isinstance(source, (bytes, bytearray, memoryview)):
         return BufferSource(source)
     if hasattr(source, "read") and hasattr(source, "seek"):
         if isinstance(source, io.TextIOBase):
             raise TypeError("LazyReader needs a binary file, not a text file (open it with 'rb')")
-        try:
-            fd = source.fileno()
-            os.pread(fd, 0, 0)
-        except (AttributeError, OSError, io.UnsupportedOperation):
-            if hasattr(source, "seekable") and not source.seekable():
-                raise TypeError("LazyReader needs a seekable file; read a pipe or socket into bytes first") from None
-            return StreamSource(source)
-        return FileSource(fd, owns=False)
+        if hasattr(source, "seekable") and not source.seekable():
+            raise TypeError("LazyReader needs a seekable file; read a pipe or socket into bytes first")
+        if _is_plain_file(source):
+            return FileSource(source.fileno(), owns=False)
+        return StreamSource(source)
     raise TypeError(f"LazyReader source must be a path, bytes-like object or binary file, not {type(source).__name__}")

@@ -35,12 +35,20 @@ class Unsupported(Exception):
 
 
 def kind(t: type) -> int:
-    """SCALAR, SEQ or MAP for a storable type, 0 otherwise (subclasses count, plain Enums do not)."""
+    """SCALAR, SEQ or MAP for a storable type, 0 otherwise.
+
+    Mirrors what msgspec writes faithfully: scalars of the exact built-in types, enum members
+    that are also ints, strs or floats (``IntEnum``, ``StrEnum``, ``IntFlag``: they are read
+    back as their plain values, which compare equal), and subclasses of the containers. Other
+    subclasses of scalars msgspec refuses; plain ``Enum`` members it would store as their values,
+    which would read back as a different type."""
     k = _KINDS.get(t)
     if k is None:
         k = 0
-        if not (issubclass(t, enum.Enum) and not issubclass(t, (int, str))):
-            k = next((v for base, v in _BASES if issubclass(t, base)), 0)
+        if issubclass(t, enum.Enum):
+            k = SCALAR if issubclass(t, (int, str, float)) else 0
+        else:
+            k = next((v for base, v in _BASES if issubclass(t, base) and v != SCALAR), 0)
         _KINDS[t] = k
     return k
 
@@ -101,21 +109,37 @@ def check_map(d: dict, skip: frozenset | set = frozenset()) -> None:
     _check_values(d.values(), d.items, skip)
 
 
-def find_int_out_of_range(x: Any, path: tuple = ()) -> tuple | None:
-    """Slow walk used only to explain an encoder OverflowError: the path of the first bad int."""
-    if isinstance(x, int) and not isinstance(x, bool):
-        return path if not -(2**63) <= x < 2**64 else None
+def find_path(x: Any, bad: Any, path: tuple = ()) -> tuple | None:
+    """Slow walk used only to explain an encoder error: the path of the first value (or key)
+    for which ``bad(value)`` is true."""
+    if bad(x):
+        return path
     if isinstance(x, dict):
         for k, v in x.items():
-            found = find_int_out_of_range(k, (*path, k)) or find_int_out_of_range(v, (*path, k))
+            found = find_path(k, bad, (*path, k)) if bad(k) else find_path(v, bad, (*path, k))
             if found is not None:
                 return found
     elif isinstance(x, (list, tuple, set, frozenset)):
         for i, v in enumerate(x):
-            found = find_int_out_of_range(v, (*path, i))
+            found = find_path(v, bad, (*path, i))
             if found is not None:
                 return found
     return None
+
+
+def int_out_of_range(x: Any) -> bool:
+    return type(x) is int and not -(2**63) <= x < 2**64
+
+
+def invalid_str(x: Any) -> bool:
+    """A str with a lone surrogate, which UTF-8 (and so msgpack) cannot hold."""
+    if not isinstance(x, str):
+        return False
+    try:
+        x.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def check_value_or_raise(x: Any) -> None:

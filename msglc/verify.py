@@ -1,84 +1,111 @@
-"""Check a whole archive: the data checksum and every TOC node reachable from the root.
+"""Check a whole archive: the data checksum, and every TOC node against the data it describes.
 
-Lazy reads check only what they touch (node CRCs, bounds, index pages); ``verify`` is the
-thorough pass for archives fetched from cold storage: it reads everything once, in chunks.
+Lazy reads check what they touch (node CRCs, bounds, container headers, keys). ``verify``
+is the thorough pass for archives fetched from cold storage: it reads the data section once
+and rebuilds each node's content from the bytes with the writer's own functions, so a TOC that
+passes its checksums but does not describe its data is reported too.
 """
 
 from __future__ import annotations
 
-import struct
 import zlib
-from typing import TYPE_CHECKING
+from itertools import accumulate
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from .errors import CorruptedError
-from .format import HashMapNode, ListNode, MapNode, StrideNode
+from .format import HashMapNode, ListNode, MapNode, StrideNode, container_header, container_header_size
+from .indexer import MAP_INLINE_MAX, STRIDE_LAZY_MIN, TocBuilder, stride_dims
 
 if TYPE_CHECKING:
     from .reader import Archive
 
-CHUNK = 1 << 24
+_raw_list = msgspec.msgpack.Decoder(list[msgspec.Raw])
+_key_decoder = msgspec.msgpack.Decoder(str | int)
 
 
 def verify_archive(a: Archive) -> None:
     t = a.trailer
-    crc = 0
-    for off in range(t.data_off, t.data_off + t.data_len, CHUNK):
-        crc = zlib.crc32(a.read(off, min(CHUNK, t.data_off + t.data_len - off)), crc)
-    if crc != t.data_crc:
+    data = bytes(a.read(t.data_off, t.data_len))
+    if zlib.crc32(data) != t.data_crc:
         raise CorruptedError(f"data section checksum mismatch ({t.data_len} bytes at offset {t.data_off})")
     if not t.root_len:
+        a.decode(data, t.data_off)
         return
-    root = a.view(t.data_off, t.data_len, t.toc_off + t.root_pos, t.root_len)
-    stack = [(root._base, root._pos)]
+    a.view(t.data_off, t.data_len, t.toc_off + t.root_pos, t.root_len)  # checks header and span
+    builder = TocBuilder(data, t.threshold)
+    stack = [(0, len(data), t.toc_off + t.root_pos, t.root_len)]
     while stack:
-        base, pos = stack.pop()
-        node = a.nodes[pos]
-        if isinstance(node, StrideNode):
-            continue
-        if isinstance(node, MapNode):
-            spans = {j: (node.voffs[j], node.koffs[j + 1]) for j in node.kids}
-        else:
-            spans = {k: (node.offs[k], node.offs[k + 1]) for k in node.kids}
-            if isinstance(node, HashMapNode):
-                _verify_hash_index(a, pos, node)
-                kid_key = {k: key for key, k in node.kid_keys.items()}
-                if set(kid_key) != set(node.kids):
-                    raise CorruptedError(f"TOC node at offset {pos}: large values without keys")
-        for k, (start, end) in spans.items():
-            if isinstance(node, HashMapNode):
-                start += len(_key_bytes(kid_key[k]))
-            child = a.child(base + start, end - start, pos, node.kids[k])
-            stack.append((child._base, child._pos))
-        if isinstance(node, ListNode) and node.offs[-1] > t.data_len:
-            raise CorruptedError(f"TOC node at offset {pos} is longer than the data section")
+        start, end, pos, size = stack.pop()
+        node = a.node(pos, size)
+        children, region = _check(builder, node, start, end, f"TOC node at offset {pos}")
+        if region is not None and bytes(a.read(pos - node.index[0], node.index[1])) != region:
+            raise CorruptedError(f"hash index of the TOC node at offset {pos} does not match its dict")
+        for k, (child_start, child_end) in children.items():
+            child = a.child(t.data_off + child_start, child_end - child_start, pos, node.kids[k])
+            stack.append((child_start, child_end, child._pos, node.kids[k][1]))
 
 
-def _key_bytes(key: object) -> bytes:
-    return msgspec.msgpack.encode(key)
+def _check(b: TocBuilder, node: Any, start: int, end: int, where: str) -> tuple[dict[int, tuple[int, int]], bytes | None]:
+    """Compare ``node`` with what the writer builds for data[start:end]. Returns the data span
+    of each child node (by its key in ``node.kids``) and, for a hash-indexed dict, the index
+    region the writer would write."""
+    data = memoryview(b.buf)
+    is_map, n, h = container_header(data[start : start + 5])
+    if isinstance(node, StrideNode):
+        expected = stride_dims(b.buf, start, h, n, end)
+        if is_map or expected is None or [tuple(d) for d in node.dims] != expected or node.lazy_min != min(b.threshold, STRIDE_LAZY_MIN):
+            raise CorruptedError(f"{where} does not describe the fixed-stride list at data offset {start}")
+        return {}, None
+    if is_map:
+        raws = _raw_list.decode(bytes((0xDD,)) + (2 * n).to_bytes(4, "big") + data[start + h : end])
+        offs = _offsets(raws, h)
+        koffs, voffs = offs[0::2], offs[1::2]
+    else:
+        raws = _raw_list.decode(data[start:end])
+        koffs = voffs = _offsets(raws, h)
+    big = _big(b, data, start, voffs[:n], koffs[1:])
+    if isinstance(node, MapNode):
+        keys = [_key_decoder.decode(r) for r in raws[0::2]]
+        if (
+            not is_map
+            or n > MAP_INLINE_MAX
+            or node.keys != keys
+            or node.koffs != koffs
+            or node.voffs != voffs
+            or set(node.kids) != set(big)
+        ):
+            raise CorruptedError(f"{where} does not describe the dict at data offset {start}")
+        return {j: (start + voffs[j], start + koffs[j + 1]) for j in node.kids}, None
+    starts, offs, span_kids = b._spans(koffs, n, dict.fromkeys(big))
+    if (
+        node.n != n
+        or node.starts != starts
+        or node.offs != offs
+        or set(node.kids) != set(span_kids)
+        or is_map != isinstance(node, HashMapNode)
+    ):
+        raise CorruptedError(f"{where} does not describe the {'dict' if is_map else 'list'} at data offset {start}")
+    children = {k: (start + voffs[starts[k]], start + koffs[starts[k] + 1]) for k in node.kids}
+    if isinstance(node, ListNode):
+        return children, None
+    kid_keys = {_key_decoder.decode(raws[2 * starts[k]]): k for k in span_kids}
+    scratch = TocBuilder(b"", b.threshold)
+    _, length, page_bits, width, offs_crc = scratch._hash_index(raws[0::2], koffs)
+    if (
+        n <= MAP_INLINE_MAX
+        or node.kid_keys != kid_keys
+        or (node.page_bits, node.offs_width, node.offs_crc, node.index[1]) != (page_bits, width, offs_crc, length)
+    ):
+        raise CorruptedError(f"{where} does not describe the dict at data offset {start}")
+    return children, bytes(scratch.toc)
 
 
-def _verify_hash_index(a: Archive, pos: int, node: HashMapNode) -> None:
-    region = pos - node.index[0]
-    if region < a.trailer.toc_off or region + node.index[1] > pos:
-        raise CorruptedError(f"hash index of the TOC node at offset {pos} lies outside the TOC")
-    n, width, pages = node.n, node.offs_width, 1 << node.page_bits
-    offs_bytes = a.read(region, (n + 1) * width)
-    if zlib.crc32(offs_bytes) != node.offs_crc:
-        raise CorruptedError(f"entry offset table at offset {region} fails its checksum")
-    offs = struct.unpack(f"<{n + 1}{'I' if width == 4 else 'Q'}", offs_bytes)
-    if offs[0] != node.offs[0] or offs[-1] != node.offs[-1] or not all(map(int.__lt__, offs, offs[1:])):
-        raise CorruptedError(f"entry offset table at offset {region} is not increasing within its dict")
-    table_at = region + (n + 1) * width
-    table_bytes = a.read(table_at, 8 * (pages + 1))
-    table = struct.unpack(f"<{2 * (pages + 1)}I", table_bytes)
-    firsts, crcs = table[0::2], table[1::2]
-    if zlib.crc32(table_bytes[:-4]) != crcs[-1]:
-        raise CorruptedError(f"hash page table at offset {table_at} fails its checksum")
-    if firsts[0] != 0 or firsts[-1] != n or not all(map(int.__le__, firsts, firsts[1:])):
-        raise CorruptedError(f"hash page table at offset {table_at} is inconsistent")
-    records = memoryview(a.read(table_at + 8 * (pages + 1), 8 * n))
-    for p in range(pages):
-        if zlib.crc32(records[8 * firsts[p] : 8 * firsts[p + 1]]) != crcs[p]:
-            raise CorruptedError(f"hash index page {p} fails its checksum")
+def _offsets(raws: list, h: int) -> list[int]:
+    return list(accumulate(map(len, raws), initial=h))
+
+
+def _big(b: TocBuilder, data: memoryview, start: int, firsts: list[int], ends: list[int]) -> list[int]:
+    """Indices of the values the writer gives a node: longer than the threshold, containers."""
+    return [j for j, (s, e) in enumerate(zip(firsts, ends, strict=True)) if e - s > b.threshold and container_header_size(data[start + s])]

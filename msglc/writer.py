@@ -8,7 +8,7 @@ file in the same directory that replaces the target only once it is complete.
 from __future__ import annotations
 
 import os
-import tempfile
+import secrets
 from contextlib import suppress
 from typing import Any, BinaryIO
 
@@ -23,13 +23,20 @@ from .indexer import TocBuilder
 _encoder = msgspec.msgpack.Encoder()
 
 
+def _where(obj: Any, bad: Any) -> str:
+    path = validate.find_path(obj, bad)
+    return "/".join(map(str, path)) if path else "the root"
+
+
 def _encode(obj: Any) -> bytes:
     try:
         return _encoder.encode(obj)
     except OverflowError:
-        path = validate.find_int_out_of_range(obj)
-        where = "/".join(map(str, path)) if path else "the root"
-        raise OverflowError(f"msglc cannot store an int outside -2**63 .. 2**64-1 (at {where})") from None
+        raise OverflowError(f"msglc cannot store an int outside -2**63 .. 2**64-1 (at {_where(obj, validate.int_out_of_range)})") from None
+    except UnicodeEncodeError:
+        raise ValueError(
+            f"msglc cannot store a str that is not valid Unicode, such as a lone surrogate (at {_where(obj, validate.invalid_str)})"
+        ) from None
     except TypeError:
         validate.check_value_or_raise(obj)
         raise
@@ -43,6 +50,7 @@ class Encoded:
     def __init__(self, obj: Any, options: dict[str, Any]) -> None:
         cfg = current(**options)
         self.threshold = cfg.small_obj_optimization_threshold
+        self.durable = cfg.durable
         with gc_paused(cfg.disable_gc):
             self.data = _encode(obj)
             self.checksum = ParallelCrc(self.data)
@@ -87,14 +95,14 @@ def dumps(obj: Any, **options: Any) -> bytes:
     return b"".join([*encoded.body(), encoded.trailer()])
 
 
-def dump(target: str | os.PathLike | BinaryIO, obj: Any, **options: Any) -> None:
+def dump(target: str | bytes | os.PathLike | BinaryIO, obj: Any, **options: Any) -> None:
     """Write ``obj`` as an archive to a path (atomically) or to a writable binary file object.
 
     The file object is written sequentially, never seeked, so pipes and sockets work.
     """
     encoded = Encoded(obj, options)
-    if isinstance(target, (str, os.PathLike)):
-        _write_atomically(os.fspath(target), encoded)
+    if isinstance(target, (str, bytes, os.PathLike)):
+        _write_atomically(os.fspath(target), encoded, encoded.durable)
     elif hasattr(target, "write"):
         encoded.write_to(target)
     else:
@@ -102,21 +110,39 @@ def dump(target: str | os.PathLike | BinaryIO, obj: Any, **options: Any) -> None
         raise TypeError(f"dump() target must be a path or a writable binary file, not {type(target).__name__}")
 
 
-def _write_atomically(path: str | bytes, encoded: Encoded) -> None:
-    """Write to a temporary sibling and rename it over ``path`` only when complete."""
-    directory = os.path.dirname(os.path.abspath(path))
-    try:
-        mode = os.stat(path).st_mode & 0o7777
-    except FileNotFoundError:
-        umask = os.umask(0)
-        os.umask(umask)
-        mode = 0o666 & ~umask
-    fd, tmp = tempfile.mkstemp(prefix=".msglc-", suffix=".tmp", dir=directory)
+def _write_atomically(path: str | bytes, encoded: Encoded, durable: bool) -> None:
+    """Write to a temporary sibling and rename it over ``path`` only when complete.
+
+    The temporary file is created with mode 0o666 so the process umask applies as for any new
+    file (an existing target's mode is kept). With ``durable`` the data and the rename are
+    flushed to disk before returning."""
+    directory = os.path.dirname(os.path.abspath(path)) or "."
+    name = os.fsdecode(os.path.basename(path))
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
+    for _ in range(100):
+        tmp = os.path.join(os.fsdecode(directory), f".{name}.{secrets.token_hex(4)}.tmp")
+        try:
+            fd = os.open(tmp, flags, 0o666)
+            break
+        except FileExistsError:
+            continue
+    else:
+        raise FileExistsError(f"could not create a temporary file next to {path!r}")
     try:
         with os.fdopen(fd, "wb") as f:
             encoded.write_to(f)
-        os.chmod(tmp, mode)
+            if durable:
+                f.flush()
+                os.fsync(f.fileno())
+        with suppress(FileNotFoundError):
+            os.chmod(tmp, os.stat(path).st_mode & 0o7777)
         os.replace(tmp, path)
+        if durable and hasattr(os, "O_DIRECTORY"):
+            dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+            try:
+                os.fsync(dir_fd)
+            finally:
+                os.close(dir_fd)
     except BaseException:
         with suppress(OSError):
             os.unlink(tmp)

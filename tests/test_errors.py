@@ -158,6 +158,13 @@ def test_int_out_of_range():
         msglc.dumps({"a": [0, 1, 2**64]})
 
 
+def test_invalid_unicode():
+    with pytest.raises(ValueError, match="x/1"):
+        msglc.dumps({"x": ["ok", "bad \ud800"]})
+    with pytest.raises(ValueError, match="surrogate"):
+        msglc.dumps({"\udc00": 1})
+
+
 def test_reference_cycle():
     cyclic = []
     cyclic.append(cyclic)

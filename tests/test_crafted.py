@@ -1,0 +1,140 @@
+"""Archives whose checksums are valid but whose TOC lies about the data (crafted files), and
+sources that are not plain archives: msglc errors, never wrong values, crashes or hangs."""
+
+import gzip
+import io
+import os
+import threading
+
+import msgspec
+import pytest
+
+import msglc
+from msglc import CorruptedError, MsglcError
+from msglc.format import HEADER_SIZE, TRAILER_SIZE, Trailer, frame_node, pack_header, unframe_node, unpack_trailer
+
+
+def rewrite_root(data: bytes, change) -> bytes:
+    """The archive with its root node replaced by ``change(node)``, all checksums valid."""
+    header = data[:HEADER_SIZE]
+    t = unpack_trailer(data[-TRAILER_SIZE:], len(data), header)
+    root_at = t.toc_off + t.root_pos
+    node = unframe_node(data[root_at : root_at + t.root_len], root_at)
+    new = frame_node(change(node))
+    toc = data[t.toc_off : root_at] + new
+    fields = msgspec.structs.astuple(t)[:3] + (len(toc), t.root_pos, len(new)) + msgspec.structs.astuple(t)[6:]
+    return data[: t.toc_off] + toc + Trailer(*fields).pack(pack_header())
+
+
+def errors(data: bytes, *paths) -> None:
+    """Every path, and verify(), must raise an MsglcError."""
+    for path in paths:
+        with msglc.LazyReader(data, cached=False) as r, pytest.raises(MsglcError):
+            r[path]
+    with msglc.LazyReader(data) as r, pytest.raises(MsglcError):
+        r.verify()
+
+
+def test_inline_dict_keys_that_lie():
+    data = msglc.dumps({"a": 1, "b": [2] * 200}, small_obj_optimization_threshold=64)
+    swapped = rewrite_root(data, lambda n: msgspec.structs.replace(n, keys=["b", "a"]))
+    errors(swapped, "a", "b")
+
+
+def test_stride_dims_that_lie():
+    data = msglc.dumps([[1.5, 2.5]] * 100, small_obj_optimization_threshold=64)
+    wrong = rewrite_root(data, lambda n: msgspec.structs.replace(n, dims=[(3, 50, 38), (1, 4, 9)]))
+    errors(wrong, "3/1")
+
+
+def test_list_spans_that_lie():
+    data = msglc.dumps([str(i) * (i % 4) for i in range(400)], small_obj_optimization_threshold=64)
+    r = msglc.LazyReader(data)
+    r.read()
+    # shift one span boundary by one item: lazy reads of that span may misplace items, so
+    # verify() must say so
+    shifted = rewrite_root(data, lambda n: msgspec.structs.replace(n, starts=[n.starts[0], n.starts[1] + 1, *n.starts[2:]]))
+    with msglc.LazyReader(shifted) as r, pytest.raises(CorruptedError):
+        r.verify()
+    more = rewrite_root(data, lambda n: msgspec.structs.replace(n, n=n.n + 1))
+    errors(more, "5")
+
+
+def test_hash_index_pointing_outside_the_toc():
+    data = msglc.dumps({f"k{i}": i for i in range(2000)}, small_obj_optimization_threshold=256)
+    for back in (-86508, 0, 10**9):
+        errors(rewrite_root(data, lambda n, b=back: msgspec.structs.replace(n, index=(b, n.index[1]))), "k5")
+    errors(rewrite_root(data, lambda n: msgspec.structs.replace(n, n=2**32 - 1)), "k5")
+
+
+def test_kid_reference_with_bad_size():
+    data = msglc.dumps({"big": list(range(3000)), "x": 1}, small_obj_optimization_threshold=64)
+    errors(rewrite_root(data, lambda n: msgspec.structs.replace(n, kids={k: (back, -7) for k, (back, _) in n.kids.items()})), "big/5")
+
+
+def test_deep_nesting_in_data():
+    body = b"\x91" * 200_000 + b"\x01"
+    header = pack_header()
+    t = Trailer(HEADER_SIZE, len(body), HEADER_SIZE + len(body), 0, 0, 0, __import__("zlib").crc32(body), 64)
+    with msglc.LazyReader(header + body + t.pack(header)) as r, pytest.raises(CorruptedError, match="deep"):
+        r.to_obj()
+
+
+def test_closed_reader_refuses_everything(tmp_path):
+    path = tmp_path / "a.mlc"
+    msglc.dump(path, {"l": list(range(5000)), "d": {str(i): i for i in range(50)}}, small_obj_optimization_threshold=64)
+    r = msglc.LazyReader(path)
+    lst, d = r["l"], r["d"]
+    lst[10], d["3"]  # cached now
+    r.close()
+    for use in (
+        lambda: len(r),
+        lambda: list(r.keys()),
+        lambda: "l" in r,
+        lambda: len(lst),
+        lambda: lst[10],
+        lambda: list(d),
+        lambda: d["3"],
+    ):
+        with pytest.raises(ValueError):
+            use()
+
+
+def test_close_racing_reads(tmp_path):
+    path = tmp_path / "a.mlc"
+    msglc.dump(path, [[float(i)] * 100 for i in range(2000)], small_obj_optimization_threshold=64)
+    r = msglc.LazyReader(path, cached=False)
+    seen = []
+
+    def work():
+        try:
+            for k in range(100_000):
+                assert r[k % 2000][7] == float(k % 2000)
+        except ValueError as e:
+            seen.append(e)
+
+    threads = [threading.Thread(target=work) for _ in range(3)]
+    for t in threads:
+        t.start()
+    r.close()
+    for t in threads:
+        t.join()
+    assert len(seen) == 3  # every reader stopped with ValueError, none read a wrong value
+
+
+def test_sources_that_are_not_plain_files(tmp_path):
+    data = msglc.dumps({"a": list(range(100))}, small_obj_optimization_threshold=64)
+    gz = tmp_path / "a.mlc.gz"
+    with gzip.open(gz, "wb") as f:
+        f.write(data)
+    with gzip.open(gz, "rb") as f, msglc.LazyReader(f) as r:
+        assert r["a/99"] == 99
+    stream = io.BytesIO(b"junk" + data)
+    stream.seek(4)
+    with pytest.raises(MsglcError):  # reads the whole stream: the junk is part of it
+        msglc.LazyReader(stream)
+    assert stream.tell() == 4  # the caller's position is kept
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(TypeError, match="regular file"):
+        msglc.LazyReader(fifo)  # refused at once, no hang waiting for a writer
