@@ -138,17 +138,21 @@ class TocBuilder:
         return starts, [offs[s] for s in starts] + [offs[n]], span_kids
 
     def _check_stride_types(self, seq, dims, a: int) -> None:
-        """Sub-lists must be sequences. Numeric leaves are checked with ``sum()``: msgspec also
-        writes plain ``Enum``/``Flag`` members as their numeric values, and they alone among
-        such objects have no ``+`` (a C-speed pass, ~5 ns per float); other leaves get the
-        full type check."""
+        """Sub-lists must be sequences. Numeric leaves need no check when no plain
+        ``Enum``/``Flag`` member in this process could encode to their marker (the usual case:
+        see ``validate.enum_markers``); else they are checked with ``sum()``, since such members
+        alone among what encodes to numbers have no ``+`` (~5 ns per float). Other leaves get
+        the full type check."""
         try:
             level = [seq]
             for _ in dims[1:]:
                 for row in level:
                     _check_rows(row)
                 level = [r if isinstance(r, (list, tuple)) else list(r) for row in level for r in row]
-            numeric = self.buf[a + sum(d[0] for d in dims)] in _NUMERIC_MARKERS
+            marker = self.buf[a + sum(d[0] for d in dims)]
+            numeric = marker in _NUMERIC_MARKERS
+            if numeric and marker not in validate.enum_markers():
+                return  # proven: only ints and floats encode to this marker here
             for row in level:
                 if numeric:
                     try:

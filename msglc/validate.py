@@ -148,3 +148,48 @@ def check_value_or_raise(x: Any) -> None:
         check_value(x)
     except Unsupported as e:
         raise e.error() from None
+
+
+def _enum_classes() -> list[type]:
+    stack, seen = [enum.Enum], []
+    while stack:
+        for sub in stack.pop().__subclasses__():
+            if sub not in seen:
+                seen.append(sub)
+                stack.append(sub)
+    return seen
+
+
+def enum_markers() -> frozenset[int]:
+    """First bytes that a plain ``Enum``/``Flag`` member existing in this process could be
+    encoded to (msgspec writes such a member as its value). A member cannot exist without its
+    class, so a fixed-stride list whose every leaf starts with a byte outside this set provably
+    holds no such member. Flag combinations are created on demand, so for a Flag every int up
+    to twice its largest value counts."""
+    markers: set[int] = set()
+    for cls in _enum_classes():
+        if issubclass(cls, (int, str, float)):
+            continue
+        values = [m._value_ for m in cls._value2member_map_.values()] + [m._value_ for m in cls.__members__.values()]
+        if issubclass(cls, enum.Flag):
+            top = max((int(v) for v in values if isinstance(v, int)), default=0)
+            values += [0, 2 * top + 1, -2 * top - 1]  # the widest int encodings combinations can take
+        for value in values:
+            if isinstance(value, float):
+                markers.update((0xCA, 0xCB))
+            elif isinstance(value, int) and not isinstance(value, bool):
+                markers.update(_int_markers(int(value)))
+    return frozenset(markers)
+
+
+def _int_markers(value: int) -> set[int]:
+    """Markers of every int between 0 and ``value``: a Flag combination or a member may have any
+    width up to the value's own."""
+    markers = {0x00, 0xFF}  # positive and negative fixint stand for all one-byte ints
+    for bound, marker in ((0x7F, 0xCC), (0xFF, 0xCD), (0xFFFF, 0xCE), (0xFFFFFFFF, 0xCF)):
+        if value > bound:
+            markers.add(marker)
+    for bound, marker in ((-0x20, 0xD0), (-0x80, 0xD1), (-0x8000, 0xD2), (-0x80000000, 0xD3)):
+        if value < bound:
+            markers.add(marker)
+    return markers

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import threading
 from contextlib import suppress
 from typing import Any, BinaryIO
 
@@ -45,29 +46,37 @@ def _encode(obj: Any) -> bytes:
 
 
 class Encoded:
-    """An archive ready to write: header, data and TOC now, the trailer once the checksum is in."""
+    """An archive in the making: the data section at once, the TOC by ``index()``, the trailer
+    once the data checksum (computed on another core) is in."""
 
     def __init__(self, obj: Any, options: dict[str, Any]) -> None:
         cfg = current(**options)
         self.threshold = cfg.small_obj_optimization_threshold
         self.durable = cfg.durable
-        with gc_paused(cfg.disable_gc):
+        self.disable_gc = cfg.disable_gc
+        self.obj = obj
+        with gc_paused(self.disable_gc):
             self.data = _encode(obj)
-            self.checksum = ParallelCrc(self.data)
-            builder = TocBuilder(self.data, self.threshold)
-            try:
-                self.root = builder.build_root(obj)
-            except validate.Unsupported as e:
-                self.checksum.result()
-                raise e.error() from None
-            except RecursionError:
-                self.checksum.result()
-                raise ValueError("object is nested too deeply to index") from None
-        self.toc = builder.toc
+        self.checksum = ParallelCrc(self.data)
         self.header = pack_header()
+        self.toc = bytearray()
+        self.root = (0, 0)
 
-    def body(self) -> list[bytes | bytearray]:
-        return [self.header, self.data, self.toc]
+    def index(self) -> None:
+        """Build the TOC, checking every value's type on the way (raises before any TOC byte
+        is written)."""
+        builder = TocBuilder(self.data, self.threshold)
+        try:
+            with gc_paused(self.disable_gc):
+                self.root = builder.build_root(self.obj)
+        except validate.Unsupported as e:
+            self.checksum.result()
+            raise e.error() from None
+        except RecursionError:
+            self.checksum.result()
+            raise ValueError("object is nested too deeply to index") from None
+        self.toc = builder.toc
+        self.obj = None
 
     def trailer(self) -> bytes:
         data_len = len(self.data)
@@ -83,16 +92,12 @@ class Encoded:
         )
         return trailer.pack(self.header)
 
-    def write_to(self, f: Any) -> None:
-        for part in self.body():
-            f.write(part)
-        f.write(self.trailer())
-
 
 def dumps(obj: Any, **options: Any) -> bytes:
     """The archive for ``obj`` as bytes. Options: see ``msglc.configure``."""
     encoded = Encoded(obj, options)
-    return b"".join([*encoded.body(), encoded.trailer()])
+    encoded.index()
+    return b"".join([encoded.header, encoded.data, encoded.toc, encoded.trailer()])
 
 
 def dump(target: str | bytes | os.PathLike | BinaryIO, obj: Any, **options: Any) -> None:
@@ -100,44 +105,48 @@ def dump(target: str | bytes | os.PathLike | BinaryIO, obj: Any, **options: Any)
 
     The file object is written sequentially, never seeked, so pipes and sockets work.
     """
-    encoded = Encoded(obj, options)
-    if isinstance(target, (str, bytes, os.PathLike)):
-        _write_atomically(os.fspath(target), encoded, encoded.durable)
-    elif hasattr(target, "write"):
-        encoded.write_to(target)
-    else:
-        encoded.checksum.result()
+    is_path = isinstance(target, (str, bytes, os.PathLike))
+    if not is_path and not hasattr(target, "write"):
         raise TypeError(f"dump() target must be a path or a writable binary file, not {type(target).__name__}")
+    encoded = Encoded(obj, options)
+    if is_path:
+        _write_atomically(os.fspath(target), encoded)
+        return
+    encoded.index()  # every value checked before the first byte reaches the caller's file
+    for part in (encoded.header, encoded.data, encoded.toc, encoded.trailer()):
+        target.write(part)
 
 
-def _write_atomically(path: str | bytes, encoded: Encoded, durable: bool) -> None:
+def _write_atomically(path: str | bytes, encoded: Encoded) -> None:
     """Write to a temporary sibling and rename it over ``path`` only when complete.
 
-    The temporary file is created with mode 0o666 so the process umask applies as for any new
-    file (an existing target's mode is kept). With ``durable`` the data and the rename are
-    flushed to disk before returning."""
+    The data section is written by a second thread while this one builds the TOC (file writes
+    release the GIL); a value refused meanwhile only costs the temporary file, which is
+    removed. The temporary file is created with mode 0o666 so the process umask applies as for
+    any new file (an existing target's mode is kept). With ``durable`` the data and the rename
+    are flushed to disk before returning."""
     directory = os.path.dirname(os.path.abspath(path)) or "."
-    name = os.fsdecode(os.path.basename(path))
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
-    for _ in range(100):
-        tmp = os.path.join(os.fsdecode(directory), f".{name}.{secrets.token_hex(4)}.tmp")
-        try:
-            fd = os.open(tmp, flags, 0o666)
-            break
-        except FileExistsError:
-            continue
-    else:
-        raise FileExistsError(f"could not create a temporary file next to {path!r}")
+    fd, tmp = _create_temporary(directory, os.fsdecode(os.path.basename(path)))
     try:
         with os.fdopen(fd, "wb") as f:
-            encoded.write_to(f)
-            if durable:
+            failed: list[BaseException] = []
+            writer = threading.Thread(target=_write_parts, args=(f, (encoded.header, encoded.data), failed), daemon=True)
+            writer.start()
+            try:
+                encoded.index()
+            finally:
+                writer.join()
+            if failed:
+                raise failed[0]
+            f.write(encoded.toc)
+            f.write(encoded.trailer())
+            if encoded.durable:
                 f.flush()
                 os.fsync(f.fileno())
         with suppress(FileNotFoundError):
             os.chmod(tmp, os.stat(path).st_mode & 0o7777)
         os.replace(tmp, path)
-        if durable and hasattr(os, "O_DIRECTORY"):
+        if encoded.durable and hasattr(os, "O_DIRECTORY"):
             dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
             try:
                 os.fsync(dir_fd)
@@ -147,3 +156,22 @@ def _write_atomically(path: str | bytes, encoded: Encoded, durable: bool) -> Non
         with suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def _write_parts(f: Any, parts: tuple, failed: list[BaseException]) -> None:
+    try:
+        for part in parts:
+            f.write(part)
+    except BaseException as e:  # reported by the caller after join
+        failed.append(e)
+
+
+def _create_temporary(directory: str, name: str) -> tuple[int, str]:
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
+    for _ in range(100):
+        tmp = os.path.join(os.fsdecode(directory), f".{name}.{secrets.token_hex(4)}.tmp")
+        try:
+            return os.open(tmp, flags, 0o666), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"could not create a temporary file in {directory!r}")

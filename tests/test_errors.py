@@ -121,6 +121,15 @@ class Color(enum.Enum):
     RED = 1
 
 
+class Ratio(enum.Enum):
+    HALF = 0.5
+
+
+class Bits(enum.Flag):
+    A = 1
+    B = 256
+
+
 @dataclass
 class Point:
     x: int
@@ -140,6 +149,9 @@ class Point:
         ({True: 1}, "key of type bool", "the root"),
         ({None: 1}, "key of type NoneType", "the root"),
         ([list(range(100))] * 30 + [[1, 2, complex(1, 2)]], "complex", "30/2"),
+        ([[1.5, 2.5]] * 300 + [[1.5, Ratio.HALF]], "Ratio", "300/1"),  # in a fixed-stride matrix
+        ([[300, 400]] * 300 + [[500, Bits.A | Bits.B]], "Bits", "300/1"),  # a Flag combination
+        ([[1, 2]] * 300 + [[1, Color.RED]], "Color", "300/1"),
     ],
 )
 def test_unsupported_values_name_type_and_place(obj, what, where, tmp_path):
