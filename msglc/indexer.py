@@ -9,6 +9,7 @@ strided slice comparisons and need no per-item entries at all.
 
 from __future__ import annotations
 
+import os
 import sys
 import zlib
 from array import array
@@ -23,6 +24,7 @@ from . import validate
 from .format import (
     FIXED_SCALAR_SIZE,
     ONE_BYTE_ITEMS,
+    U32,
     HashMapNode,
     ListNode,
     MapNode,
@@ -40,6 +42,13 @@ PAGE_ENTRIES = 32  # average entries per hash-index page
 STRIDE_LAZY_MIN = 4096  # sub-lists of a fixed-stride list at least this long come back lazy
 _NUMERIC_MARKERS = frozenset(FIXED_SCALAR_SIZE)
 _raw_list = msgspec.msgpack.Decoder(list[msgspec.Raw])
+
+try:  # optional C accelerator for huge dicts; the Python path below writes identical bytes
+    from . import _speedups
+except ImportError:  # pragma: no cover - depends on the build
+    _speedups = None
+if os.environ.get("MSGLC_PURE_PYTHON"):
+    _speedups = None
 
 
 class TocBuilder:
@@ -168,9 +177,10 @@ class TocBuilder:
 
     # -- dicts ---------------------------------------------------------------------------------
     def _index_map(self, d: dict, a: int, b: int) -> tuple[int, int]:
-        validate.check_keys(d)
-        n = len(d)
+        n = len(d)  # keys and values are checked by validate.check_map below
         h = container_header_size(self.buf[a])
+        if n > MAP_INLINE_MAX and _speedups is not None:
+            return self._index_hash_map_fast(d, a, h, n)
         raws = _raw_list.decode(array_header(2 * n) + memoryview(self.buf)[a + h : b])
         lens = list(map(len, raws))
         offs = list(accumulate(lens, initial=h))
@@ -180,9 +190,28 @@ class TocBuilder:
         if n <= MAP_INLINE_MAX:
             kids = {j: kids[k] for j, k in enumerate(d) if k in kids}
             return self._add(MapNode(keys=list(d), koffs=koffs, voffs=voffs, kids=self._refs(kids)))
-        entry_of = {k: j for j, k in enumerate(d)} if kids else {}
-        starts, span_offs, span_kids = self._spans(koffs, n, {entry_of[k]: ref for k, ref in kids.items()})
-        position, length, page_bits, width, offs_crc = self._hash_index(raws[0::2], koffs)
+        entry_kids = {j: (k, kids[k]) for j, k in enumerate(d) if k in kids} if kids else {}
+        return self._hash_node(n, koffs, entry_kids, self._hash_index(raws[0::2], koffs))
+
+    def _index_hash_map_fast(self, d: dict, a: int, h: int, n: int) -> tuple[int, int]:
+        """The hash-indexed dict with the arrays computed in C (``_speedups``)."""
+        page_bits = hash_page_bits(n)
+        offs_bytes, width, rec_bytes, firsts_bytes, big = _speedups.map_index(self.buf, a + h, n, a, self.threshold, page_bits)
+        koffs = _le_array("I" if width == 4 else "Q", offs_bytes)
+        entry_kids = {}
+        if big:
+            items = list(d.items())
+            kids = self._index_children((items[e][0], items[e][1], a + start, a + end) for e, start, end in big)
+            entry_kids = {e: (items[e][0], kids[items[e][0]]) for e, _, _ in big if items[e][0] in kids}
+        validate.check_map(d, skip={key for key, _ in entry_kids.values()})
+        region = self._write_region(offs_bytes, rec_bytes, _le_array("I", firsts_bytes), page_bits, width)
+        return self._hash_node(n, koffs, entry_kids, region)
+
+    def _hash_node(self, n: int, koffs, entry_kids: dict[int, tuple[Any, tuple[int, int]]], region: tuple) -> tuple[int, int]:
+        """Write the node of a hash-indexed dict whose index region is already written."""
+        position, length, page_bits, width, offs_crc = region
+        starts, span_offs, span_kids = self._spans(koffs, n, {e: ref for e, (_, ref) in entry_kids.items()})
+        span_of_entry = {starts[k]: k for k in span_kids}
         here = len(self.toc)
         return self._add(
             HashMapNode(
@@ -190,7 +219,7 @@ class TocBuilder:
                 starts=starts,
                 offs=span_offs,
                 kids=self._refs(span_kids),
-                kid_keys=_kid_keys(starts, span_kids, entry_of),
+                kid_keys={key: span_of_entry[e] for e, (key, _) in entry_kids.items()},
                 page_bits=page_bits,
                 offs_width=width,
                 offs_crc=offs_crc,
@@ -206,49 +235,59 @@ class TocBuilder:
         return self._index_children((key, value, a + voffs[j], a + koffs[j + 1]) for j, (key, value) in enumerate(d.items()) if j in big)
 
     def _hash_index(self, key_raws: list, koffs: list[int]) -> tuple[int, int, int, int, int]:
-        """Write the raw index region; returns (position, length, page_bits, offs_width, offs_crc).
+        """Build and write the index region of a dict (pure Python; ``_speedups.map_index``
+        computes the same arrays in C). Returns (position, length, page_bits, offs_width,
+        offs_crc).
 
         Region: entry offsets ((n+1) x u32|u64) | page table ((P+1) x (u32 first record,
         u32 CRC-32 of the page's records)) | records (n x u64: key hash << 32 | entry),
         sorted, so page p = hash >> (32 - page_bits) holds a contiguous run of records."""
         n = len(key_raws)
-        page_bits = max(0, (n // PAGE_ENTRIES).bit_length() - 1)
-        pages = 1 << page_bits
+        page_bits = hash_page_bits(n)
         records = list(map(or_, map(lshift, map(zlib.crc32, key_raws), repeat(32)), range(n)))
         records.sort()
         shift = 64 - page_bits
-        firsts = [bisect_left(records, p << shift) for p in range(pages)] + [n]
-        recs = array("Q", records)
+        firsts = [bisect_left(records, p << shift) for p in range(1 << page_bits)] + [n]
         width = 4 if koffs[-1] < 2**32 else 8
         entry_offs = array("I" if width == 4 else "Q", koffs)
+        recs = array("Q", records)
         if sys.byteorder == "big":
             recs.byteswap()
             entry_offs.byteswap()
-        rec_bytes = memoryview(recs.tobytes())
+        return self._write_region(entry_offs.tobytes(), recs.tobytes(), firsts, page_bits, width)
+
+    def _write_region(self, offs_bytes: bytes, rec_bytes: bytes, firsts, page_bits: int, width: int) -> tuple[int, int, int, int, int]:
+        """Append the index region (entry offsets, page table, records) to the TOC."""
+        pages = 1 << page_bits
+        rec_view = memoryview(rec_bytes)
         table = array("I", bytes(8 * (pages + 1)))
         table[0::2] = array("I", firsts)
-        table[1:-1:2] = array("I", [zlib.crc32(rec_bytes[8 * a : 8 * b]) for a, b in zip(firsts, firsts[1:], strict=False)])
+        table[1:-1:2] = array("I", [zlib.crc32(rec_view[8 * a : 8 * b]) for a, b in zip(firsts, firsts[1:], strict=False)])
         if sys.byteorder == "big":
             table.byteswap()
         table_bytes = table.tobytes()
-        table[-1] = zlib.crc32(table_bytes[:-4])  # the last slot checks the table itself
-        if sys.byteorder == "big":
-            table[-1] = int.from_bytes(table[-1].to_bytes(4, "little"), "big")
+        table_bytes = table_bytes[:-4] + U32.pack(zlib.crc32(table_bytes[:-4]))  # the last slot checks the table
         pos = len(self.toc)
-        offs_bytes = entry_offs.tobytes()
         self.toc += offs_bytes
-        self.toc += table.tobytes()
+        self.toc += table_bytes
         self.toc += rec_bytes
         return pos, len(self.toc) - pos, page_bits, width, zlib.crc32(offs_bytes)
+
+
+def hash_page_bits(n: int) -> int:
+    """Pages of about ``PAGE_ENTRIES`` records: one lookup reads one small page."""
+    return max(0, (n // PAGE_ENTRIES).bit_length() - 1)
 
 
 # ---- helpers -------------------------------------------------------------------------------------
 
 
-def _kid_keys(starts: list[int], span_kids: dict[int, Any], entry_of: dict[Any, int]) -> dict[Any, int]:
-    """Key of each large value -> its span (a span of one entry)."""
-    span_of_entry = {starts[k]: k for k in span_kids}
-    return {key: span_of_entry[j] for key, j in entry_of.items() if j in span_of_entry}
+def _le_array(code: str, data: bytes) -> array:
+    values = array(code)
+    values.frombytes(data)
+    if sys.byteorder == "big":
+        values.byteswap()
+    return values
 
 
 def _check_rows(row) -> None:

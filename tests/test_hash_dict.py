@@ -7,6 +7,7 @@ import msgspec
 import pytest
 
 import msglc
+from msglc import indexer
 from msglc.reader import LazyStats
 
 N = 5000
@@ -79,3 +80,27 @@ def test_one_lookup_reads_little(big):
         assert r["key4321"] == "value 4321"
         assert stats.bytes < 600, str(stats)
         assert stats.calls <= 4
+
+
+@pytest.mark.skipif(indexer._speedups is None, reason="the C accelerator is not built")
+@pytest.mark.parametrize("threshold", [64, 1024, 8192, 1 << 20])
+def test_c_and_python_paths_write_identical_archives(threshold, monkeypatch):
+    """The optional C accelerator must change speed only, never a byte."""
+    rng = random.Random(threshold)
+    docs = [
+        {f"k{i}": rng.random() for i in range(1025)},
+        {**{i * 7919: str(i) for i in range(3000)}, **{f"s{i}": [i] * (i % 50) for i in range(3000)}},
+        {f"big{i}": {"rows": [[float(j)] * 3 for j in range(20)], "x": list(range(i % 97))} for i in range(1100)},
+        {str(i): {"nested": {f"n{j}": j for j in range(1500)}} if i % 500 == 0 else i for i in range(2500)},
+        {(-1) ** i * i: b"\x00" * (i % 300) for i in range(5000)},
+    ]
+    for doc in docs:
+        fast = msglc.dumps(doc, small_obj_optimization_threshold=threshold)
+        monkeypatch.setattr(indexer, "_speedups", None)
+        slow = msglc.dumps(doc, small_obj_optimization_threshold=threshold)
+        monkeypatch.undo()
+        assert fast == slow
+        with msglc.LazyReader(fast) as r:
+            r.verify()
+            key = list(doc)[len(doc) // 2]
+            assert r[[key]] == doc[key]

@@ -1,0 +1,206 @@
+/* Optional accelerator for indexing huge dicts (msglc/indexer.py has the same logic in Python).
+ *
+ * map_index(buf, start, n, base, threshold, page_bits) walks the n entries of a msgpack map
+ * body that starts at buf[start] and returns
+ *   (entry_offsets: bytes, width: int, records: bytes, firsts: bytes, big: list)
+ * entry_offsets: n + 1 little-endian offsets (relative to base) of width 4 or 8 bytes;
+ * records: n little-endian u64 values crc32(key) << 32 | entry, sorted ascending;
+ * firsts: 2**page_bits + 1 little-endian u32: first record of each page (page = crc >> (32 -
+ * page_bits)), then n;
+ * big: [(entry, value_start, value_end)] for values longer than threshold that are arrays or
+ * maps. The input is msgpack written by msgspec moments before; every length is still checked
+ * against the buffer, and malformed input raises ValueError.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint32_t crc_table[256];
+
+static void crc_init(void) {
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+        crc_table[i] = c;
+    }
+}
+
+static uint32_t crc32_of(const unsigned char *p, size_t n) {
+    uint32_t c = 0xFFFFFFFFu;
+    while (n--) c = crc_table[(c ^ *p++) & 0xFF] ^ (c >> 8);
+    return c ^ 0xFFFFFFFFu;
+}
+
+static uint64_t be(const unsigned char *p, int n) {
+    uint64_t v = 0;
+    for (int i = 0; i < n; i++) v = (v << 8) | p[i];
+    return v;
+}
+
+/* Past the one msgpack object at p, or NULL if it does not fit before end. */
+static const unsigned char *skip(const unsigned char *p, const unsigned char *end) {
+    uint64_t remaining = 1;
+    while (remaining) {
+        if (p >= end) return NULL;
+        unsigned char m = *p++;
+        uint64_t len = 0;
+        int hdr = 0;
+        remaining--;
+        if (m <= 0x7f || m >= 0xe0 || m == 0xc0 || m == 0xc2 || m == 0xc3) continue;
+        if ((m & 0xf0) == 0x80) { remaining += 2u * (m & 0x0f); continue; }
+        if ((m & 0xf0) == 0x90) { remaining += m & 0x0f; continue; }
+        if ((m & 0xe0) == 0xa0) { len = m & 0x1f; }
+        else switch (m) {
+            case 0xc4: case 0xd9: hdr = 1; break;
+            case 0xc5: case 0xda: hdr = 2; break;
+            case 0xc6: case 0xdb: hdr = 4; break;
+            case 0xc7: hdr = 1; len = 1; break; /* ext: one type byte after the length */
+            case 0xc8: hdr = 2; len = 1; break;
+            case 0xc9: hdr = 4; len = 1; break;
+            case 0xca: len = 4; break;
+            case 0xcb: len = 8; break;
+            case 0xcc: case 0xd0: len = 1; break;
+            case 0xcd: case 0xd1: len = 2; break;
+            case 0xce: case 0xd2: len = 4; break;
+            case 0xcf: case 0xd3: len = 8; break;
+            case 0xd4: len = 2; break;
+            case 0xd5: len = 3; break;
+            case 0xd6: len = 5; break;
+            case 0xd7: len = 9; break;
+            case 0xd8: len = 17; break;
+            case 0xdc: case 0xde: case 0xdd: case 0xdf: {
+                int size = (m == 0xdc || m == 0xde) ? 2 : 4;
+                if (end - p < size) return NULL;
+                uint64_t count = be(p, size);
+                remaining += (m == 0xde || m == 0xdf) ? 2 * count : count;
+                p += size;
+                continue;
+            }
+            default: return NULL;
+        }
+        if (hdr) {
+            if (end - p < hdr) return NULL;
+            len += be(p, hdr);
+            p += hdr;
+        }
+        if ((uint64_t)(end - p) < len) return NULL;
+        p += len;
+    }
+    return p;
+}
+
+static void put_le(unsigned char *out, uint64_t v, int width) {
+    for (int i = 0; i < width; i++) out[i] = (unsigned char)(v >> (8 * i));
+}
+
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static PyObject *map_index(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer view;
+    Py_ssize_t start, n, base, threshold;
+    int page_bits;
+    if (!PyArg_ParseTuple(args, "y*nnnni", &view, &start, &n, &base, &threshold, &page_bits)) return NULL;
+    PyObject *result = NULL, *big = NULL;
+    uint64_t *offs = NULL, *recs = NULL;
+    uint32_t *crcs = NULL, *firsts = NULL;
+    const unsigned char *buf = view.buf, *end = buf + view.len, *p;
+    if (start < 0 || start > view.len || base < 0 || base > start || n < 0 || n >= ((Py_ssize_t)1 << 32) || page_bits < 0 || page_bits > 31) {
+        PyErr_SetString(PyExc_ValueError, "map_index: arguments out of range");
+        goto done;
+    }
+    size_t pages = (size_t)1 << page_bits;
+    offs = malloc(sizeof(uint64_t) * (n + 1));
+    recs = malloc(sizeof(uint64_t) * (n ? n : 1));
+    crcs = malloc(sizeof(uint32_t) * (n ? n : 1));
+    firsts = calloc(pages + 1, sizeof(uint32_t));
+    big = PyList_New(0);
+    if (!offs || !recs || !crcs || !firsts || !big) { PyErr_NoMemory(); goto done; }
+    p = buf + start;
+    for (Py_ssize_t e = 0; e < n; e++) {
+        const unsigned char *key = p, *value;
+        offs[e] = (uint64_t)(key - buf - base);
+        if (!(value = skip(key, end)) || !(p = skip(value, end))) {
+            PyErr_SetString(PyExc_ValueError, "map_index: malformed msgpack");
+            goto done;
+        }
+        crcs[e] = crc32_of(key, (size_t)(value - key));
+        unsigned char m = *value;
+        int container = (m & 0xe0) == 0x80 || m == 0xdc || m == 0xdd || m == 0xde || m == 0xdf;
+        if (p - value > threshold && container) {
+            PyObject *item = Py_BuildValue("(nnn)", e, (Py_ssize_t)(value - buf - base), (Py_ssize_t)(p - buf - base));
+            if (!item || PyList_Append(big, item) < 0) { Py_XDECREF(item); goto done; }
+            Py_DECREF(item);
+        }
+    }
+    offs[n] = (uint64_t)(p - buf - base);
+    /* counting sort by page, then each page in ascending (crc, entry) order */
+    for (Py_ssize_t e = 0; e < n; e++) firsts[(page_bits ? crcs[e] >> (32 - page_bits) : 0) + 1]++;
+    for (size_t q = 0; q < pages; q++) firsts[q + 1] += firsts[q];
+    {
+        uint32_t *fill = malloc(sizeof(uint32_t) * pages);
+        if (!fill) { PyErr_NoMemory(); goto done; }
+        memcpy(fill, firsts, sizeof(uint32_t) * pages);
+        for (Py_ssize_t e = 0; e < n; e++) {
+            size_t page = page_bits ? crcs[e] >> (32 - page_bits) : 0;
+            recs[fill[page]++] = ((uint64_t)crcs[e] << 32) | (uint64_t)e;
+        }
+        free(fill);
+    }
+    for (size_t q = 0; q < pages; q++) {
+        uint64_t *seg = recs + firsts[q];
+        size_t count = firsts[q + 1] - firsts[q];
+        if (count <= 64) {
+            for (size_t i = 1; i < count; i++) {
+                uint64_t v = seg[i];
+                size_t j = i;
+                while (j && seg[j - 1] > v) { seg[j] = seg[j - 1]; j--; }
+                seg[j] = v;
+            }
+        } else {
+            qsort(seg, count, sizeof(uint64_t), cmp_u64);
+        }
+    }
+    int width = offs[n] < ((uint64_t)1 << 32) ? 4 : 8;
+    PyObject *offs_b = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(n + 1) * width);
+    PyObject *recs_b = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)n * 8);
+    PyObject *firsts_b = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(pages + 1) * 4);
+    if (offs_b && recs_b && firsts_b) {
+        unsigned char *o = (unsigned char *)PyBytes_AS_STRING(offs_b);
+        unsigned char *r = (unsigned char *)PyBytes_AS_STRING(recs_b);
+        unsigned char *f = (unsigned char *)PyBytes_AS_STRING(firsts_b);
+        for (Py_ssize_t e = 0; e <= n; e++) put_le(o + e * width, offs[e], width);
+        for (Py_ssize_t e = 0; e < n; e++) put_le(r + e * 8, recs[e], 8);
+        for (size_t q = 0; q <= pages; q++) put_le(f + q * 4, firsts[q], 4);
+        result = Py_BuildValue("(NiNNO)", offs_b, width, recs_b, firsts_b, big);
+    } else {
+        Py_XDECREF(offs_b);
+        Py_XDECREF(recs_b);
+        Py_XDECREF(firsts_b);
+    }
+done:
+    free(offs);
+    free(recs);
+    free(crcs);
+    free(firsts);
+    Py_XDECREF(big);
+    PyBuffer_Release(&view);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"map_index", map_index, METH_VARARGS, "Entry offsets, sorted hash records and page starts of a msgpack map body."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_speedups", "Optional accelerator for msglc's writer.", -1, methods, NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__speedups(void) {
+    crc_init();
+    return PyModule_Create(&module);
+}
