@@ -148,20 +148,26 @@ class _BlockList(LazyList):
                 yield from self._block(k)
 
 
+def _stride_levels(dims: list | tuple, lazy_min: int) -> tuple | None:
+    """Per nesting level: (h, n, stride, whole, next level); computed once per node so that
+    making a row view is a single unpack."""
+    if not dims:
+        return None
+    h, n, s = dims[0]
+    return (h, n, s, len(dims) == 1 or s < lazy_min, _stride_levels(dims[1:], lazy_min))
+
+
 class _StrideList(LazyList):
     """A list of fixed-size items (``StrideNode``): item i is at base + h + i * stride.
 
     Hot path of matrix reads: the bounds of the whole view were checked when it was made, so
-    an item costs one read and one decode."""
+    an item costs one read and one decode, and a row view costs one tuple unpack."""
 
-    __slots__ = ("_dims", "_h", "_n", "_s", "_whole", "_lazy_min")
+    __slots__ = ("_h", "_n", "_s", "_whole", "_next")
 
     def __init__(self, archive: Archive, base: int, pos: int, dims: list | tuple, lazy_min: int) -> None:
         super().__init__(archive, base, pos)
-        self._dims = tuple(dims)
-        self._h, self._n, self._s = dims[0]
-        self._whole = len(dims) == 1 or self._s < lazy_min  # items are decoded, not viewed
-        self._lazy_min = lazy_min
+        self._h, self._n, self._s, self._whole, self._next = _stride_levels(dims, lazy_min)
 
     def __len__(self) -> int:
         self._check_open()
@@ -185,23 +191,16 @@ class _StrideList(LazyList):
                 value = _decode(self._a.read(off, self._s))
             except (msgspec.DecodeError, UnicodeDecodeError, RecursionError) as e:
                 raise CorruptedError(f"data at offset {off} ({self._s} bytes) is not valid msgpack: {e}") from None
-        else:
-            value = self._row(off)
+        else:  # a row view, made without I/O
+            value = _StrideList.__new__(_StrideList)
+            value._a = self._a
+            value._base = off
+            value._pos = self._pos
+            value._cache = None if cache is None else {}
+            value._h, value._n, value._s, value._whole, value._next = self._next
         if cache is not None:
             cache[i] = value
         return value
-
-    def _row(self, off: int) -> _StrideList:
-        row = _StrideList.__new__(_StrideList)
-        row._a = self._a
-        row._base = off
-        row._pos = self._pos
-        row._cache = {} if self._cache is not None else None
-        row._dims = dims = self._dims[1:]
-        row._h, row._n, row._s = dims[0]
-        row._lazy_min = self._lazy_min
-        row._whole = len(dims) == 1 or row._s < self._lazy_min
-        return row
 
     def _slice(self, s: slice) -> list:
         start, stop, step = s.indices(self._n)

@@ -242,9 +242,12 @@ class LazyReader:
     visit = read
 
     def __getitem__(self, path: Any) -> Any:
+        root = self._root
+        if root is None:
+            root = self._root_obj()
         if type(path) is int:
-            return self._root_obj()[path]
-        return resolve(self._root_obj(), split_path(path))
+            return root[path]
+        return resolve(root, split_path(path))
 
     def __len__(self) -> int:
         return len(self._root_obj())
