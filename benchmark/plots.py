@@ -15,7 +15,8 @@ FIGURES = ("write_time", "read_time_log_1k", "read_time_log_10k", "file_size")
 
 def _title(results: dict, what: str) -> str:
     s = results["settings"]
-    return f"{what}\nN={s['size']}, {results['machine']}"
+    reads = "/".join(f"{r:,}" for r in s["repeats"])
+    return f"{what}\nN={s['size']}, {reads} random reads, writes best of 2; {results['date']}\n{results['machine']}"
 
 
 def _draw(ax, rows: list[dict], value: str, xs: list[int]) -> None:

@@ -9,6 +9,7 @@ Prints a Markdown table (figure, measured, target, verdict) and writes results.j
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -223,7 +224,11 @@ def machine() -> str:
                 break
     except OSError:
         pass
-    return f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}, msgspec {msgspec.__version__}"
+    versions = [f"msglc {msglc.__version__}", f"msgspec {msgspec.__version__}"]
+    for name in ("numpy", "h5py"):
+        with contextlib.suppress(ImportError):
+            versions.append(f"{name} {__import__(name).__version__}")
+    return f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}, {', '.join(versions)}"
 
 
 def main(argv: list[str] | None = None) -> int:
