@@ -80,7 +80,7 @@ class TocBuilder:
         if k == validate.MAP:
             return self._index_map(obj, a, b)
         if not k:
-            raise validate._bad_type(type(obj))
+            raise validate.unsupported_type(type(obj))
         return None  # a long str or bytes: a scalar, read whole
 
     def _add(self, node: Node) -> tuple[int, int]:
@@ -296,7 +296,7 @@ def _check_rows(row) -> None:
     for t in set(map(type, row)):
         if validate.kind(t) != validate.SEQ:
             i = next(i for i, x in enumerate(row) if type(x) is t)
-            e = validate._bad_type(t)
+            e = validate.unsupported_type(t)
             e.path.append(i)
             raise e
 

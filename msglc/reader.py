@@ -276,8 +276,9 @@ class LazyReader:
             return self._decode_all()
 
     def verify(self) -> None:
-        """Check the whole archive (data checksum, every TOC node and index page); raises an
-        ``MsglcError`` naming the first problem. Lazy reads check only what they touch."""
+        """Check the whole archive: the data checksum, and every TOC node rebuilt from the data
+        and compared. Raises an ``MsglcError`` naming the first problem. Reads the data section
+        into memory once; lazy reads check only what they touch."""
         verify_archive(self._a)
 
     def raw_data(self) -> bytes:

@@ -53,7 +53,7 @@ def kind(t: type) -> int:
     return k
 
 
-def _bad_type(t: type) -> Unsupported:
+def unsupported_type(t: type) -> Unsupported:
     return Unsupported(
         f"a value of type {t.__module__}.{t.__qualname__}" if t.__module__ != "builtins" else f"a value of type {t.__name__}"
     )
@@ -66,7 +66,7 @@ def check_value(x: Any) -> None:
     elif k == MAP:
         check_map(x)
     elif not k:
-        raise _bad_type(type(x))
+        raise unsupported_type(type(x))
 
 
 def check_items(seq: list | tuple, skip: frozenset[int] | set[int] = frozenset()) -> None:
@@ -82,7 +82,7 @@ def _check_values(values: Any, labelled: Any, skip: Any) -> None:
         k = kind(t)
         if not k:
             label = next(label for label, x in labelled() if type(x) is t)
-            e = _bad_type(t)
+            e = unsupported_type(t)
             e.path.append(label)
             raise e
         nested = nested or k != SCALAR

@@ -10,29 +10,17 @@ pytest.importorskip("h5py")
 pytest.importorskip("matplotlib")
 
 
-def test_quick_run_writes_figures_and_results(tmp_path):
-    out = tmp_path / "out"
-    cmd = [
-        sys.executable,
-        "-m",
-        "benchmark",
-        "--quick",
-        "--size",
-        "60",
-        "--thresholds",
-        "12,14",
-        "--repeat",
-        "50,100",
-        "--doc-mb",
-        "1",
-        "--budget",
-        "0.5",
-        "--out",
-        str(out),
-        "--no-progress",
-    ]
+def quick_run(out, *options):
+    """``python -m benchmark --quick`` on a tiny problem, writing to ``out``."""
+    cmd = [sys.executable, "-m", "benchmark", "--quick", "--doc-mb", "1", "--out", str(out), "--no-progress", *options]
     run = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
+    return run
+
+
+def test_quick_run_writes_figures_and_results(tmp_path):
+    out = tmp_path / "out"
+    run = quick_run(out, "--size", "60", "--thresholds", "12,14", "--repeat", "50,100", "--budget", "0.5")
     for name in ("write_time", "file_size"):  # read figures need the default counts: next test
         for ext in ("png", "pdf"):
             assert (out / f"{name}.{ext}").stat().st_size > 1000
@@ -52,24 +40,7 @@ def test_quick_run_writes_figures_and_results(tmp_path):
 
 def test_default_counts_give_the_named_read_figures(tmp_path):
     out = tmp_path / "out"
-    cmd = [
-        sys.executable,
-        "-m",
-        "benchmark",
-        "--quick",
-        "--size",
-        "40",
-        "--thresholds",
-        "12",
-        "--doc-mb",
-        "1",
-        "--budget",
-        "0.2",
-        "--out",
-        str(out),
-        "--no-progress",
-    ]
-    subprocess.run(cmd, check=True, capture_output=True, timeout=300)
+    quick_run(out, "--size", "40", "--thresholds", "12", "--budget", "0.2")
     for name in ("write_time", "read_time_log_1k", "read_time_log_10k", "file_size"):
         assert (out / f"{name}.png").exists() and (out / f"{name}.pdf").exists()
 
