@@ -110,7 +110,10 @@ static PyObject *map_index(PyObject *self, PyObject *args) {
     uint64_t *offs = NULL, *recs = NULL;
     uint32_t *crcs = NULL, *firsts = NULL;
     const unsigned char *buf = view.buf, *end = buf + view.len, *p;
-    if (start < 0 || start > view.len || base < 0 || base > start || n < 0 || n >= ((Py_ssize_t)1 << 32) || page_bits < 0 || page_bits > 31) {
+    /* every entry takes at least two bytes, and pages never outnumber entries: this bounds
+       every allocation below by the buffer's size */
+    if (start < 0 || start > view.len || base < 0 || base > start || n < 0 || (uint64_t)n > 0xFFFFFFFFu ||
+        (uint64_t)n > (uint64_t)(view.len - start) / 2 || page_bits < 0 || page_bits > 31 || ((Py_ssize_t)1 << page_bits) > (n > 1 ? n : 1)) {
         PyErr_SetString(PyExc_ValueError, "map_index: arguments out of range");
         goto done;
     }
@@ -193,8 +196,41 @@ done:
     return result;
 }
 
+/* exact_numbers(seq, depth): True if seq is a list/tuple nested depth levels deep (lists or
+ * tuples at every level) whose leaves are all exactly float or int. False otherwise (the
+ * caller then runs its full type check). Only reads ob_type pointers: a few ns per leaf. */
+static int exact_leaves(PyObject *seq, int depth) {
+    if (!PyList_CheckExact(seq) && !PyTuple_CheckExact(seq)) return 0;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    PyObject **items = PySequence_Fast_ITEMS(seq);
+    if (depth == 1) {
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyTypeObject *t = Py_TYPE(items[i]);
+            if (t != &PyFloat_Type && t != &PyLong_Type) return 0;
+        }
+        return 1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (!exact_leaves(items[i], depth - 1)) return 0;
+    }
+    return 1;
+}
+
+static PyObject *exact_numbers(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *seq;
+    int depth;
+    if (!PyArg_ParseTuple(args, "Oi", &seq, &depth)) return NULL;
+    if (depth < 1 || depth > 64) {
+        PyErr_SetString(PyExc_ValueError, "exact_numbers: depth out of range");
+        return NULL;
+    }
+    return PyBool_FromLong(exact_leaves(seq, depth));
+}
+
 static PyMethodDef methods[] = {
     {"map_index", map_index, METH_VARARGS, "Entry offsets, sorted hash records and page starts of a msgpack map body."},
+    {"exact_numbers", exact_numbers, METH_VARARGS, "Whether every leaf of nested lists is exactly a float or an int."},
     {NULL, NULL, 0, NULL},
 };
 

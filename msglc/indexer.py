@@ -48,7 +48,7 @@ try:  # optional C accelerator for huge dicts; the Python path below writes iden
     from . import _speedups
 except ImportError:  # pragma: no cover - depends on the build
     _speedups = None
-if os.environ.get("MSGLC_PURE_PYTHON"):
+if os.environ.get("MSGLC_PURE_PYTHON", "").lower() in ("1", "true", "yes"):
     _speedups = None
 
 
@@ -115,7 +115,11 @@ class TocBuilder:
         if max(lens) <= self.threshold:
             return {}
         big = compress(range(len(values)), map(self.threshold.__lt__, lens))
-        return self._index_children((j, values[j], a + offs[j], a + offs[j + 1]) for j in big)
+        return self._index_children((j, values[j], a + offs[j], a + offs[j + 1]) for j in big if self._is_container(a + offs[j]))
+
+    def _is_container(self, at: int) -> bool:
+        """Only arrays and maps get nodes (the C path decides the same way)."""
+        return container_header_size(self.buf[at]) > 0
 
     def _index_children(self, children) -> dict[Any, tuple[int, int]]:
         """Nodes for (index or key, value, start, end) children that need one."""
@@ -148,31 +152,23 @@ class TocBuilder:
         return starts, [offs[s] for s in starts] + [offs[n]], span_kids
 
     def _check_stride_types(self, seq, dims, a: int) -> None:
-        """Sub-lists must be sequences. Numeric leaves need no check when no plain
-        ``Enum``/``Flag`` member in this process could encode to their marker (the usual case:
-        see ``validate.enum_markers``); else they are checked with ``sum()``, since such members
-        alone among what encodes to numbers have no ``+`` (~5 ns per float). Other leaves get
-        the full type check."""
+        """Sub-lists must be sequences and leaves storable. Numeric leaves (the usual matrix)
+        are checked by ``_speedups.exact_numbers`` when built: every leaf exactly a float or
+        an int, ~2 ns each. Otherwise, and for other leaves, the full type check runs: bytes
+        alone prove nothing, since msgspec also writes plain ``Enum`` members and ``Raw``
+        values with those markers."""
+        numeric = self.buf[a + sum(d[0] for d in dims)] in _NUMERIC_MARKERS
+        if numeric and _speedups is not None and _speedups.exact_numbers(seq, len(dims)):
+            return
         try:
             level = [seq]
             for _ in dims[1:]:
                 for row in level:
                     _check_rows(row)
                 level = [r if isinstance(r, (list, tuple)) else list(r) for row in level for r in row]
-            marker = self.buf[a + sum(d[0] for d in dims)]
-            numeric = marker in _NUMERIC_MARKERS
-            if numeric and marker not in validate.enum_markers():
-                return  # proven: only ints and floats encode to this marker here
             for row in level:
-                if numeric:
-                    try:
-                        sum(row)
-                    except TypeError:
-                        validate.check_items(row)
-                        raise
-                else:
-                    validate.check_items(row)
-        except (validate.Unsupported, TypeError):
+                validate.check_items(row)
+        except validate.Unsupported:
             validate.check_items(seq)  # slower, but finds the full path for the message
             raise
 
@@ -232,7 +228,7 @@ class TocBuilder:
         """Index the values longer than the threshold that are containers: key -> node."""
         if max(vlens) <= self.threshold:
             return {}
-        big = set(compress(range(len(vlens)), map(self.threshold.__lt__, vlens)))
+        big = {j for j in compress(range(len(vlens)), map(self.threshold.__lt__, vlens)) if self._is_container(a + voffs[j])}
         return self._index_children((key, value, a + voffs[j], a + koffs[j + 1]) for j, (key, value) in enumerate(d.items()) if j in big)
 
     def _hash_index(self, key_raws: list, koffs: list[int]) -> tuple[int, int, int, int, int]:

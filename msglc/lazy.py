@@ -148,13 +148,13 @@ class _BlockList(LazyList):
                 yield from self._block(k)
 
 
-def _stride_levels(dims: list | tuple, lazy_min: int) -> tuple | None:
+def _stride_levels(dims: list | tuple, lazy_min: int) -> tuple:
     """Per nesting level: (h, n, stride, whole, next level); computed once per node so that
-    making a row view is a single unpack."""
-    if not dims:
-        return None
-    h, n, s = dims[0]
-    return (h, n, s, len(dims) == 1 or s < lazy_min, _stride_levels(dims[1:], lazy_min))
+    making a row view is a single unpack. Built in a loop: nesting depth is the file's to set."""
+    level = None
+    for h, n, s in reversed(dims):
+        level = (h, n, s, level is None or s < lazy_min, level)
+    return level
 
 
 class _StrideList(LazyList):
@@ -192,6 +192,7 @@ class _StrideList(LazyList):
             except (msgspec.DecodeError, UnicodeDecodeError, RecursionError) as e:
                 raise CorruptedError(f"data at offset {off} ({self._s} bytes) is not valid msgpack: {e}") from None
         else:  # a row view, made without I/O
+            self._check_open()
             value = _StrideList.__new__(_StrideList)
             value._a = self._a
             value._base = off

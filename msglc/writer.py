@@ -135,7 +135,7 @@ def _write_atomically(path: str | bytes, encoded: Encoded) -> None:
             try:
                 encoded.index()
             finally:
-                writer.join()
+                _join(writer)
             if failed:
                 raise failed[0]
             f.write(encoded.toc)
@@ -153,9 +153,23 @@ def _write_atomically(path: str | bytes, encoded: Encoded) -> None:
             finally:
                 os.close(dir_fd)
     except BaseException:
+        _join(encoded.checksum.thread)
         with suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def _join(thread: threading.Thread | None) -> None:
+    """Wait for a helper thread even through Ctrl-C, so none outlives ``dump`` (the interrupt
+    is raised once the thread is done)."""
+    interrupted = False
+    while thread is not None and thread.is_alive():
+        try:
+            thread.join()
+        except KeyboardInterrupt:
+            interrupted = True
+    if interrupted:
+        raise KeyboardInterrupt
 
 
 def _write_parts(f: Any, parts: tuple, failed: list[BaseException]) -> None:

@@ -9,6 +9,7 @@ import os
 import uuid
 from dataclasses import dataclass
 
+import msgspec
 import pytest
 
 import msglc
@@ -130,6 +131,28 @@ class Bits(enum.Flag):
     B = 256
 
 
+class Code(enum.Enum):
+    """Makes members for unknown values on the fly: listed nowhere in its class."""
+
+    OK = 1
+
+    @classmethod
+    def _missing_(cls, value):
+        member = object.__new__(cls)
+        member._value_ = value
+        member._name_ = f"UNKNOWN_{value}"
+        return member
+
+
+class Addable(enum.Enum):
+    """Supports +, so ``sum()`` over a row would not notice it."""
+
+    A = 2.5
+
+    def __radd__(self, other):
+        return other + self.value
+
+
 @dataclass
 class Point:
     x: int
@@ -152,6 +175,10 @@ class Point:
         ([[1.5, 2.5]] * 300 + [[1.5, Ratio.HALF]], "Ratio", "300/1"),  # in a fixed-stride matrix
         ([[300, 400]] * 300 + [[500, Bits.A | Bits.B]], "Bits", "300/1"),  # a Flag combination
         ([[1, 2]] * 300 + [[1, Color.RED]], "Color", "300/1"),
+        ([[70001] * 20] * 20 + [[70001] * 19 + [Code(70000)]], "Code", "20/19"),
+        ([[1.5] * 20] * 20 + [[1.5] * 19 + [Code(2.5)]], "Code", "20/19"),
+        ([[1.5] * 20] * 20 + [[1.5] * 19 + [Addable.A]], "Addable", "20/19"),
+        ([1.5] * 50 + [msgspec.Raw(b"\xcb" + bytes(8))], "Raw", "50"),
     ],
 )
 def test_unsupported_values_name_type_and_place(obj, what, where, tmp_path):
