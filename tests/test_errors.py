@@ -277,3 +277,12 @@ def test_options_are_checked():
         assert msglc.LazyReader(msglc.dumps(list(range(100))))._a.trailer.threshold == 128
     finally:
         msglc.configure(small_obj_optimization_threshold=8192)
+
+
+def test_durable_dump_writes_the_same_archive(tmp_path):
+    path = tmp_path / "d.mlc"
+    msglc.dump(path, DOC, durable=True, **SMALL)
+    assert path.read_bytes() == msglc.dumps(DOC, **SMALL)
+    assert os.listdir(tmp_path) == ["d.mlc"]
+    with msglc.LazyReader(path) as r:
+        r.verify()
