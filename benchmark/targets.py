@@ -25,6 +25,7 @@ import msgspec
 
 import msglc
 
+from .experiment import h5_chunk
 from .timing import best_of, per_call
 
 
@@ -45,12 +46,6 @@ class Row:
     target: str
     ok: bool
     detail: str = ""
-
-
-def _h5_chunk(threshold: int, n: int) -> tuple[int, int]:
-    """A square chunk of about ``threshold`` bytes of float64."""
-    side = max(1, min(n, int((threshold / 8) ** 0.5)))
-    return side, side
 
 
 def matrix_targets(n: int, reads: int, tmp: Path) -> list[Row]:
@@ -96,7 +91,7 @@ def matrix_targets(n: int, reads: int, tmp: Path) -> list[Row]:
     for t in THRESHOLDS:
         h5path = tmp / f"matrix-{t}.h5"
         with h5py.File(h5path, "w") as f:
-            f.create_dataset("m", data=array, chunks=_h5_chunk(t, n))
+            f.create_dataset("m", data=array, chunks=h5_chunk(t, n))
         with msglc.LazyReader(tmp / f"matrix-{t}.mlc", cached=False) as reader, h5py.File(h5path, "r") as f:
             ds = f["m"]
             assert all(reader[i][j] == matrix[i][j] for i, j in points[:50])

@@ -32,6 +32,7 @@ from .format import (
     Ref,
     StrideNode,
     array_header,
+    container_header,
     container_header_size,
     frame_node,
     is_array,
@@ -103,23 +104,20 @@ class TocBuilder:
             self._check_stride_types(seq, dims, a)
             lazy_min = min(self.threshold, STRIDE_LAZY_MIN)
             return self._add(StrideNode(dims=dims, lazy_min=lazy_min))
-        lens = list(map(len, _raw_list.decode(memoryview(self.buf)[a:b])))
-        offs = list(accumulate(lens, initial=h))
-        kids = self._big_items(seq, a, offs, lens)
+        lens, offs = item_layout(list_raws(self.buf, a, b), h)
+        kids = self._index_children((j, seq[j], a + offs[j], a + offs[j + 1]) for j in self.big_children(a, offs, lens))
         validate.check_items(seq, skip=kids.keys())
         starts, span_offs, span_kids = self._spans(offs, n, kids)
         return self._add(ListNode(n=n, starts=starts, offs=span_offs, kids=self._refs(span_kids)))
 
-    def _big_items(self, values, a: int, offs: list[int], lens: list[int]) -> dict[int, tuple[int, int]]:
-        """Index the items longer than the threshold that are containers: item -> node."""
-        if max(lens) <= self.threshold:
-            return {}
-        big = compress(range(len(values)), map(self.threshold.__lt__, lens))
-        return self._index_children((j, values[j], a + offs[j], a + offs[j + 1]) for j in big if self._is_container(a + offs[j]))
-
-    def _is_container(self, at: int) -> bool:
-        """Only arrays and maps get nodes (the C path decides the same way)."""
-        return container_header_size(self.buf[at]) > 0
+    def big_children(self, a: int, starts: list[int], lens: list[int]) -> list[int]:
+        """Indices of the children that get a node of their own: longer than the threshold,
+        and arrays or maps (the C path decides the same way; ``verify`` asks the same).
+        ``starts[j]`` is child j's offset from ``a``, ``lens[j]`` its length."""
+        if not lens or max(lens) <= self.threshold:
+            return []
+        long = compress(range(len(lens)), map(self.threshold.__lt__, lens))
+        return [j for j in long if container_header_size(self.buf[a + starts[j]])]
 
     def _index_children(self, children) -> dict[Any, tuple[int, int]]:
         """Nodes for (index or key, value, start, end) children that need one."""
@@ -178,9 +176,8 @@ class TocBuilder:
         h = container_header_size(self.buf[a])
         if n > MAP_INLINE_MAX and _speedups is not None:
             return self._index_hash_map_fast(d, a, h, n)
-        raws = _raw_list.decode(array_header(2 * n) + memoryview(self.buf)[a + h : b])
-        lens = list(map(len, raws))
-        offs = list(accumulate(lens, initial=h))
+        raws = map_raws(self.buf, a, h, b, n)
+        lens, offs = item_layout(raws, h)
         koffs, voffs = offs[0::2], offs[1::2]  # entry j: key at koffs[j], value voffs[j]..koffs[j+1]
         kids = self._big_values(d, a, voffs, koffs, lens[1::2])
         validate.check_map(d, skip=kids.keys())
@@ -225,10 +222,10 @@ class TocBuilder:
         )
 
     def _big_values(self, d: dict, a: int, voffs: list[int], koffs: list[int], vlens: list[int]) -> dict[Any, tuple[int, int]]:
-        """Index the values longer than the threshold that are containers: key -> node."""
-        if max(vlens) <= self.threshold:
+        """Index the values that get a node: key -> node."""
+        big = set(self.big_children(a, voffs, vlens))
+        if not big:
             return {}
-        big = {j for j in compress(range(len(vlens)), map(self.threshold.__lt__, vlens)) if self._is_container(a + voffs[j])}
         return self._index_children((key, value, a + voffs[j], a + koffs[j + 1]) for j, (key, value) in enumerate(d.items()) if j in big)
 
     def _hash_index(self, key_raws: list, koffs: list[int]) -> tuple[int, int, int, int, int]:
@@ -279,6 +276,23 @@ def hash_page_bits(n: int) -> int:
 # ---- helpers -------------------------------------------------------------------------------------
 
 
+def list_raws(buf: bytes, a: int, b: int) -> list:
+    """The items of the array encoded at buf[a:b], as ``msgspec.Raw`` views (C speed)."""
+    return _raw_list.decode(memoryview(buf)[a:b])
+
+
+def map_raws(buf: bytes, a: int, h: int, b: int, n: int) -> list:
+    """Keys and values, alternately, of the n-entry map encoded at buf[a:b] with an h-byte
+    header: its body read as an array of 2n items."""
+    return _raw_list.decode(array_header(2 * n) + memoryview(buf)[a + h : b])
+
+
+def item_layout(raws: list, h: int) -> tuple[list[int], list[int]]:
+    """Lengths of the items, and their starts relative to the container plus the end."""
+    lens = list(map(len, raws))
+    return lens, list(accumulate(lens, initial=h))
+
+
 def _le_array(code: str, data: bytes) -> array:
     values = array(code)
     values.frombytes(data)
@@ -299,18 +313,6 @@ def _check_rows(row) -> None:
 
 def _is_one_byte_marker(m: int) -> bool:
     return m < 0x80 or m >= 0xE0 or m in (0xC0, 0xC2, 0xC3)
-
-
-def _check_leaves(seq, depth: int) -> None:
-    if depth == 1:
-        validate.check_items(seq)
-        return
-    for i, row in enumerate(seq):
-        try:
-            _check_leaves(row, depth - 1)
-        except validate.Unsupported as e:
-            e.path.append(i)
-            raise
 
 
 # ---- fixed strides -------------------------------------------------------------------------------
@@ -344,8 +346,7 @@ def _template(buf: bytes, p: int, s: int):
         length = (m & 0x1F) if hl == 1 else int.from_bytes(buf[p + 1 : p + hl], "big")
         return ("leaf", buf[p : p + hl], s, False) if hl + length == s else None
     if is_array(m):
-        h1 = container_header_size(m)
-        n1 = (m & 0x0F) if h1 == 1 else int.from_bytes(buf[p + 1 : p + h1], "big")
+        _, n1, h1 = container_header(buf[p : p + 5])
         if n1 == 0:
             return ("leaf", buf[p : p + h1], s, False) if s == h1 else None
         if (s - h1) % n1:

@@ -133,9 +133,7 @@ class _BlockList(LazyList):
         if cache is not None and k in cache:
             self._check_open()
             return cache[k]
-        node = self._node
-        count = (node.starts[k + 1] if k + 1 < len(node.starts) else node.n) - node.starts[k]
-        block = self._a.decode_span(self._base + node.offs[k], node.offs[k + 1] - node.offs[k], array_header(count))
+        block = _decode_block(self._a, self._base, self._node, k, array_header)
         if cache is not None:
             cache[k] = block
         return block
@@ -146,6 +144,12 @@ class _BlockList(LazyList):
                 yield self._kid(k)
             else:
                 yield from self._block(k)
+
+
+def _decode_block(a: Archive, base: int, node: ListNode | HashMapNode, k: int, header: Any) -> Any:
+    """Span ``k`` of a spanned node, decoded behind an array or map header for its item count."""
+    count = (node.starts[k + 1] if k + 1 < len(node.starts) else node.n) - node.starts[k]
+    return a.decode_span(base + node.offs[k], node.offs[k + 1] - node.offs[k], header(count))
 
 
 def _stride_levels(dims: list | tuple, lazy_min: int) -> tuple:
@@ -343,9 +347,7 @@ class _HashDict(LazyDict):
         return self._a.child(self._base + start, node.offs[k + 1] - start, self._pos, node.kids[k])
 
     def _block(self, k: int) -> dict:
-        node = self._node
-        count = (node.starts[k + 1] if k + 1 < len(node.starts) else node.n) - node.starts[k]
-        return self._a.decode_span(self._base + node.offs[k], node.offs[k + 1] - node.offs[k], map_header(count))
+        return _decode_block(self._a, self._base, self._node, k, map_header)
 
     def _iter_items(self) -> Iterator[tuple[Any, Any]]:
         node = self._node

@@ -224,20 +224,17 @@ class LazyReader:
         data = a.read(t.data_off, t.data_len)
         crc = ParallelCrc(data)
         try:
-            obj = _decoder.decode(data)
-        except (msgspec.DecodeError, UnicodeDecodeError, RecursionError) as e:
-            crc.result()
-            raise CorruptedError(f"data section is not valid msgpack: {_why(e)}") from None
-        if crc.result() != t.data_crc:
+            obj = a.decode(data, t.data_off)
+        finally:
+            crc_value = crc.result()
+        if crc_value != t.data_crc:
             raise CorruptedError(f"data section checksum mismatch ({t.data_len} bytes at offset {t.data_off})")
         return obj
 
     # -- access --
     def read(self, path: Any = None) -> Any:
         """The value at ``path`` ("a/b/3" or ["a", "b", 3]); the root when ``path`` is None."""
-        if type(path) is int:
-            return self._root_obj()[path]
-        return resolve(self._root_obj(), split_path(path))
+        return self[path]
 
     visit = read
 

@@ -16,8 +16,7 @@ _KINDS: dict[type, int] = {
     bytes: SCALAR, bytearray: SCALAR, memoryview: SCALAR,
     list: SEQ, tuple: SEQ, set: SEQ, frozenset: SEQ, dict: MAP,
 }  # fmt: skip
-_BASES = ((int, SCALAR), (float, SCALAR), (str, SCALAR), (bytes, SCALAR), (bytearray, SCALAR),
-          (list, SEQ), (tuple, SEQ), (set, SEQ), (frozenset, SEQ), (dict, MAP))  # fmt: skip
+_CONTAINER_BASES = ((list, SEQ), (tuple, SEQ), (set, SEQ), (frozenset, SEQ), (dict, MAP))
 
 
 class Unsupported(Exception):
@@ -48,7 +47,7 @@ def kind(t: type) -> int:
         if issubclass(t, enum.Enum):
             k = SCALAR if issubclass(t, (int, str, float)) else 0
         else:
-            k = next((v for base, v in _BASES if issubclass(t, base) and v != SCALAR), 0)
+            k = next((v for base, v in _CONTAINER_BASES if issubclass(t, base)), 0)
         _KINDS[t] = k
     return k
 

@@ -9,19 +9,17 @@ passes its checksums but does not describe its data is reported too.
 from __future__ import annotations
 
 import zlib
-from itertools import accumulate
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from .errors import CorruptedError
-from .format import HashMapNode, ListNode, MapNode, StrideNode, container_header, container_header_size
-from .indexer import MAP_INLINE_MAX, STRIDE_LAZY_MIN, TocBuilder, stride_dims
+from .format import HashMapNode, ListNode, MapNode, StrideNode, container_header
+from .indexer import MAP_INLINE_MAX, STRIDE_LAZY_MIN, TocBuilder, item_layout, list_raws, map_raws, stride_dims
 
 if TYPE_CHECKING:
     from .reader import Archive
 
-_raw_list = msgspec.msgpack.Decoder(list[msgspec.Raw])
 _key_decoder = msgspec.msgpack.Decoder(str | int)
 
 
@@ -59,13 +57,14 @@ def _check(b: TocBuilder, node: Any, start: int, end: int, where: str) -> tuple[
             raise CorruptedError(f"{where} does not describe the fixed-stride list at data offset {start}")
         return {}, None
     if is_map:
-        raws = _raw_list.decode(bytes((0xDD,)) + (2 * n).to_bytes(4, "big") + data[start + h : end])
-        offs = _offsets(raws, h)
-        koffs, voffs = offs[0::2], offs[1::2]
+        raws = map_raws(b.buf, start, h, end, n)
+        lens, offs = item_layout(raws, h)
+        koffs, voffs, lens = offs[0::2], offs[1::2], lens[1::2]
     else:
-        raws = _raw_list.decode(data[start:end])
-        koffs = voffs = _offsets(raws, h)
-    big = _big(b, data, start, voffs[:n], koffs[1:])
+        raws = list_raws(b.buf, start, end)
+        lens, koffs = item_layout(raws, h)
+        voffs = koffs
+    big = b.big_children(start, voffs, lens)
     if isinstance(node, MapNode):
         keys = [_key_decoder.decode(r) for r in raws[0::2]]
         if (
@@ -100,12 +99,3 @@ def _check(b: TocBuilder, node: Any, start: int, end: int, where: str) -> tuple[
     ):
         raise CorruptedError(f"{where} does not describe the dict at data offset {start}")
     return children, bytes(scratch.toc)
-
-
-def _offsets(raws: list, h: int) -> list[int]:
-    return list(accumulate(map(len, raws), initial=h))
-
-
-def _big(b: TocBuilder, data: memoryview, start: int, firsts: list[int], ends: list[int]) -> list[int]:
-    """Indices of the values the writer gives a node: longer than the threshold, containers."""
-    return [j for j, (s, e) in enumerate(zip(firsts, ends, strict=True)) if e - s > b.threshold and container_header_size(data[start + s])]

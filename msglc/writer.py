@@ -1,8 +1,9 @@
 """Turn an object into an archive: ``dumps`` to bytes, ``dump`` to a path or a file object.
 
-Everything is encoded and indexed in memory before the first byte is written, so a value that
-cannot be stored fails before any output exists. Writing to a path goes through a temporary
-file in the same directory that replaces the target only once it is complete.
+A value that cannot be stored fails before any output exists: a file object gets its first
+byte only after the whole object is encoded and indexed; a path is written through a temporary
+file in the same directory (the data section while the TOC is built) that replaces the target
+only once it is complete, and is removed on any failure.
 """
 
 from __future__ import annotations
