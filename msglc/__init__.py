@@ -7,12 +7,14 @@ that value. See README.md and docs/format.md.
 from .config import Config, configure
 from .errors import CorruptedError, MsglcError, NotAnArchiveError, TruncatedError, UnsupportedVersionError
 from .lazy import LazyDict, LazyList
+from .lazy_array import LazyArray
 from .reader import LazyReader, LazyStats, to_obj
 from .writer import dump, dumps
 
 __all__ = [
     "Config",
     "CorruptedError",
+    "LazyArray",
     "LazyDict",
     "LazyList",
     "LazyReader",

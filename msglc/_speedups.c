@@ -7,9 +7,10 @@
  * records: n little-endian u64 values crc32(key) << 32 | entry, sorted ascending;
  * firsts: 2**page_bits + 1 little-endian u32: first record of each page (page = crc >> (32 -
  * page_bits)), then n;
- * big: [(entry, value_start, value_end)] for values longer than threshold that are arrays or
- * maps. The input is msgpack written by msgspec moments before; every length is still checked
- * against the buffer, and malformed input raises ValueError.
+ * big: [(entry, value_start, value_end)] for values longer than threshold that are arrays,
+ * maps or NumPy arrays (ext type 78). The input is msgpack written by msgspec moments
+ * before; every length is still checked against the buffer, and malformed input raises
+ * ValueError.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -135,7 +136,9 @@ static PyObject *map_index(PyObject *self, PyObject *args) {
         crcs[e] = crc32_of(key, (size_t)(value - key));
         unsigned char m = *value;
         int container = (m & 0xe0) == 0x80 || m == 0xdc || m == 0xdd || m == 0xde || m == 0xdf;
-        if (p - value > threshold && container) {
+        /* a NumPy array (ext type 78) longer than the threshold (>= 64, so its header is there) */
+        int array = (m == 0xc7 || m == 0xc8 || m == 0xc9) && p - value > 6 && value[m == 0xc7 ? 2 : m == 0xc8 ? 3 : 5] == 78;
+        if (p - value > threshold && (container || array)) {
             PyObject *item = Py_BuildValue("(nnn)", e, (Py_ssize_t)(value - buf - base), (Py_ssize_t)(p - buf - base));
             if (!item || PyList_Append(big, item) < 0) { Py_XDECREF(item); goto done; }
             Py_DECREF(item);

@@ -5,8 +5,9 @@ from __future__ import annotations
 import gc
 import threading
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 
 @contextmanager
@@ -22,26 +23,56 @@ def gc_paused(pause: bool = True) -> Iterator[None]:
         gc.enable()
 
 
+def data_crc32() -> Any:
+    """The CRC-32 function for large buffers: zlib-ng's (SIMD, about 5x zlib's speed, same
+    values) when the optional ``zlib-ng`` package is installed, else the standard library's.
+    Imported on first use, so ``import msglc`` does not load it."""
+    global _crc32
+    if _crc32 is None:
+        try:
+            from zlib_ng.zlib_ng import crc32
+        except ImportError:
+            crc32 = zlib.crc32
+        _crc32 = crc32
+    return _crc32
+
+
+_crc32: Any = None
+
+
 class ParallelCrc:
-    """CRC-32 of a buffer, computed in a thread when the buffer is large: ``zlib.crc32``
-    releases the GIL, so on a second core the checksum overlaps encoding, decoding or I/O."""
+    """CRC-32 of a buffer (or of ``size`` bytes given as an iterable of chunks), computed in a
+    thread when large: CRC functions release the GIL, so on a second core the checksum
+    overlaps encoding, decoding or I/O."""
 
     PARALLEL_MIN = 1 << 20
 
-    def __init__(self, buf: bytes | memoryview) -> None:
+    def __init__(self, buf: bytes | memoryview | Iterable, size: int | None = None) -> None:
         self.value = 0
         self.thread: threading.Thread | None = None
-        if len(buf) < self.PARALLEL_MIN:
-            self.value = zlib.crc32(buf)
+        chunks = (buf,) if size is None else buf
+        if (len(buf) if size is None else size) < self.PARALLEL_MIN:
+            self._run(chunks)
         else:
-            self.thread = threading.Thread(target=self._run, args=(buf,), daemon=True)
+            self.thread = threading.Thread(target=self._run, args=(chunks,), daemon=True)
             self.thread.start()
 
-    def _run(self, buf: bytes | memoryview) -> None:
-        self.value = zlib.crc32(buf)
+    def _run(self, chunks: Iterable) -> None:
+        value = 0
+        crc32 = data_crc32()
+        try:
+            for chunk in chunks:
+                value = crc32(chunk, value)
+        except BaseException as e:  # re-raised by result()
+            self.error = e
+        self.value = value
+
+    error: BaseException | None = None
 
     def result(self) -> int:
         if self.thread is not None:
             self.thread.join()
             self.thread = None
+        if self.error is not None:
+            raise self.error
         return self.value

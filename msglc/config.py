@@ -17,11 +17,14 @@ class Config:
     (it otherwise rescans the growing heap again and again).
     ``durable``: ``dump`` to a path flushes the file and the rename to disk (``fsync``) before
     returning, so the archive survives a power loss too, not only a crash of the process.
+    ``numpy_encoder``: store NumPy arrays as typed binary (read back as arrays, lazily when
+    large); with False they are stored as nested lists and read back as lists.
     """
 
     small_obj_optimization_threshold: int = 8192
     disable_gc: bool = True
     durable: bool = False
+    numpy_encoder: bool = True
 
 
 _NAMES = frozenset(f.name for f in fields(Config))
@@ -35,6 +38,9 @@ def _check(options: dict[str, Any]) -> None:
     threshold = options.get("small_obj_optimization_threshold")
     if threshold is not None and (not isinstance(threshold, int) or isinstance(threshold, bool) or not 64 <= threshold <= 2**31):
         raise ValueError(f"small_obj_optimization_threshold must be an int in [64, 2**31], got {threshold!r}")
+    for name in ("disable_gc", "durable", "numpy_encoder"):
+        if name in options and not isinstance(options[name], bool):
+            raise TypeError(f"{name} must be True or False, got {options[name]!r}")
 
 
 def configure(**options: Any) -> Config:

@@ -20,7 +20,7 @@ from .errors import CorruptedError, NotAnArchiveError, TruncatedError, Unsupport
 MAGIC = b"\x89MLC\r\n\x1a\n"
 END_MAGIC = b"\x89MLC-TOC"
 MAJOR = 1
-MINOR = 0
+MINOR = 1  # 1.1: NumPy arrays (ext type 78 in the data, ArrayNode in the TOC)
 
 _HEADER = struct.Struct("<8sBB6x")
 HEADER_SIZE = _HEADER.size  # 16
@@ -139,7 +139,16 @@ class StrideNode(msgspec.Struct, array_like=True, tag=4, frozen=True):
     lazy_min: int
 
 
-Node = ListNode | MapNode | HashMapNode | StrideNode
+class ArrayNode(msgspec.Struct, array_like=True, tag=5, frozen=True):
+    """A NumPy array stored as an msgpack extension value (type ``ARRAY_EXT``): its element
+    data starts ``head`` bytes after the value's first byte and is ``size`` bytes long. The
+    dtype and shape are in the value's own header, read when the array is opened."""
+
+    head: int
+    size: int
+
+
+Node = ListNode | MapNode | HashMapNode | StrideNode | ArrayNode
 _node_encoder = msgspec.msgpack.Encoder()
 _node_decoder = msgspec.msgpack.Decoder(Node)
 
@@ -169,7 +178,7 @@ def unframe_node(buf: bytes | memoryview, where: int) -> Node:
         ) from None
 
 
-_NODE_TYPES = {cls.__struct_config__.tag for cls in (ListNode, MapNode, HashMapNode, StrideNode)}
+_NODE_TYPES = {cls.__struct_config__.tag for cls in (ListNode, MapNode, HashMapNode, StrideNode, ArrayNode)}
 
 
 def _node_type(payload: bytes | memoryview) -> int | None:
@@ -187,6 +196,8 @@ def node_span(node: Node) -> int:
         return h + n * s
     if isinstance(node, MapNode):
         return node.koffs[-1]
+    if isinstance(node, ArrayNode):
+        return node.head + node.size
     return node.offs[-1]
 
 
@@ -224,6 +235,50 @@ def is_array(first: int) -> bool:
     return 0x90 <= first <= 0x9F or first in (0xDC, 0xDD)
 
 
+# ---- msgpack extension values (NumPy arrays) ------------------------------------------------------
+ARRAY_EXT = 78  # ext type of a NumPy array: ord("N")
+_FIXEXT = {0xD4: 1, 0xD5: 2, 0xD6: 4, 0xD7: 8, 0xD8: 16}
+_EXT_LEN_BYTES = {0xC7: 1, 0xC8: 2, 0xC9: 4}
+
+
+def ext_header(n: int, code: int) -> bytes:
+    """The smallest msgpack header of an extension value with an ``n``-byte payload (as
+    msgspec writes it)."""
+    fix = {1: 0xD4, 2: 0xD5, 4: 0xD6, 8: 0xD7, 16: 0xD8}.get(n)
+    if fix is not None:
+        return bytes((fix, code))
+    if n < 0x100:
+        return bytes((0xC7, n, code))
+    if n < 0x10000:
+        return b"\xc8" + n.to_bytes(2, "big") + bytes((code,))
+    return b"\xc9" + n.to_bytes(4, "big") + bytes((code,))
+
+
+def parse_ext_header(buf: bytes | memoryview) -> tuple[int, int, int] | None:
+    """(type code, header size, payload size) of the extension value at the start of ``buf``,
+    or None if it does not start with a complete extension header."""
+    if not buf:
+        return None
+    first = buf[0]
+    if first in _FIXEXT:
+        return (buf[1], 2, _FIXEXT[first]) if len(buf) >= 2 else None
+    width = _EXT_LEN_BYTES.get(first)
+    if width is None or len(buf) < 2 + width:
+        return None
+    return buf[1 + width], 2 + width, int.from_bytes(buf[1 : 1 + width], "big")
+
+
+def is_array_ext(buf: bytes | memoryview, p: int) -> bool:
+    """Does ``buf[p:]`` start a NumPy array value long enough to have a TOC node (ext8/16/32)?"""
+    width = _EXT_LEN_BYTES.get(buf[p])
+    return width is not None and p + 1 + width < len(buf) and buf[p + 1 + width] == ARRAY_EXT
+
+
+def gets_node(buf: bytes | memoryview, p: int) -> bool:
+    """Can the value at ``buf[p]`` have a node of its own: an array, a map or a NumPy array?"""
+    return bool(container_header_size(buf[p])) or is_array_ext(buf, p)
+
+
 # Scalars whose first byte alone fixes their encoded size (numbers of fixed width).
 FIXED_SCALAR_SIZE = {0xCA: 5, 0xCB: 9, 0xCC: 2, 0xCD: 3, 0xCE: 5, 0xCF: 9, 0xD0: 2, 0xD1: 3, 0xD2: 5, 0xD3: 9}
 # One-byte items: positive and negative fixint, nil, false, true.
@@ -239,7 +294,10 @@ def check_node(node: Node, where: int, toc_off: int) -> None:
     arithmetic on it stays in bounds (every offset is then also checked against the
     container's length, and the container's header against the node)."""
     bad = None
-    if isinstance(node, StrideNode):
+    if isinstance(node, ArrayNode):
+        if not (3 <= node.head and 0 <= node.size):
+            bad = f"array head {node.head}, size {node.size}"
+    elif isinstance(node, StrideNode):
         if not node.dims or node.lazy_min < 0:
             bad = "empty dims"
         else:

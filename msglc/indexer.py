@@ -21,10 +21,12 @@ from typing import Any
 import msgspec
 
 from . import validate
+from .arrays import ArrayEncoder, parse_head
 from .format import (
     FIXED_SCALAR_SIZE,
     ONE_BYTE_ITEMS,
     U32,
+    ArrayNode,
     HashMapNode,
     ListNode,
     MapNode,
@@ -35,6 +37,7 @@ from .format import (
     container_header,
     container_header_size,
     frame_node,
+    gets_node,
     is_array,
 )
 
@@ -54,12 +57,40 @@ if os.environ.get("MSGLC_PURE_PYTHON", "").lower() in ("1", "true", "yes"):
 
 
 class TocBuilder:
-    """Accumulates framed TOC nodes for one encoded object ``buf``."""
+    """Accumulates framed TOC nodes for one encoded object ``buf``.
 
-    def __init__(self, buf: bytes, threshold: int) -> None:
+    ``splices``: (position, head, array) of the large NumPy arrays that the data section holds
+    in place of the placeholders at those positions of ``buf`` (``msglc.arrays``). Navigation
+    uses positions in ``buf``; sizes compared with the threshold and offsets written to nodes
+    are those of the data section."""
+
+    def __init__(self, buf: bytes, threshold: int, splices: list | tuple = ()) -> None:
         self.buf = buf
         self.threshold = threshold
         self.toc = bytearray()
+        self._splice_pos = [pos for pos, _, _ in splices]
+        self._splice_head = {pos: head for pos, head, _ in splices}
+        deltas = (len(head) + arr.nbytes - ArrayEncoder.PLACEHOLDER_SIZE for _, head, arr in splices)
+        self._shift = list(accumulate(deltas, initial=0))  # growth of the data before splice k
+
+    def _real(self, p: int) -> int:
+        """Position ``p`` of ``buf`` in the data section."""
+        return p + self._shift[bisect_left(self._splice_pos, p)] if self._splice_pos else p
+
+    def _spliced(self, a: int, b: int) -> bool:
+        """Does buf[a:b] hold a placeholder?"""
+        k = bisect_left(self._splice_pos, a)
+        return k < len(self._splice_pos) and self._splice_pos[k] < b
+
+    def _real_layout(self, a: int, b: int, lens: list[int], offs: list[int]) -> tuple[list[int], list[int]]:
+        """Item lengths and offsets of the container at buf[a:b] as in the data section."""
+        if not self._spliced(a, b):
+            return lens, offs
+        lens = list(lens)
+        pos = self._splice_pos
+        for k in range(bisect_left(pos, a), bisect_left(pos, b)):
+            lens[bisect_right(offs, pos[k] - a) - 1] += self._shift[k + 1] - self._shift[k]
+        return lens, list(accumulate(lens, initial=offs[0]))
 
     # -- entry point ---------------------------------------------------------------------------
     def build_root(self, obj: Any) -> tuple[int, int]:
@@ -72,7 +103,7 @@ class TocBuilder:
 
     def index(self, obj: Any, a: int, b: int) -> tuple[int, int] | None:
         """Node for the container encoded at buf[a:b], or None when it needs none."""
-        if b - a <= self.threshold:
+        if self._real(b) - self._real(a) <= self.threshold:
             return None
         k = validate.kind(type(obj))
         if k == validate.SEQ:
@@ -82,7 +113,15 @@ class TocBuilder:
             return self._index_map(obj, a, b)
         if not k:
             raise validate.unsupported_type(type(obj))
+        if gets_node(self.buf, a):  # a NumPy array: an extension value, or a list without numpy_encoder
+            return self._index_array(a, b) if not container_header_size(self.buf[a]) else self.index(obj.tolist(), a, b)
         return None  # a long str or bytes: a scalar, read whole
+
+    def _index_array(self, a: int, b: int) -> tuple[int, int]:
+        head = self._splice_head.get(a)
+        total = self._real(b) - self._real(a)
+        _, _, start = parse_head(memoryview(self.buf)[a:b] if head is None else head, a, total)
+        return self._add(ArrayNode(head=start, size=total - start))
 
     def _add(self, node: Node) -> tuple[int, int]:
         pos = len(self.toc)
@@ -99,25 +138,26 @@ class TocBuilder:
     def _index_list(self, seq: list | tuple, a: int, b: int) -> tuple[int, int]:
         n = len(seq)
         h = container_header_size(self.buf[a])
-        dims = stride_dims(self.buf, a, h, n, b)
+        dims = None if self._spliced(a, b) else stride_dims(self.buf, a, h, n, b)
         if dims is not None:
             self._check_stride_types(seq, dims, a)
             lazy_min = min(self.threshold, STRIDE_LAZY_MIN)
             return self._add(StrideNode(dims=dims, lazy_min=lazy_min))
         lens, offs = item_layout(list_raws(self.buf, a, b), h)
-        kids = self._index_children((j, seq[j], a + offs[j], a + offs[j + 1]) for j in self.big_children(a, offs, lens))
+        real_lens, real_offs = self._real_layout(a, b, lens, offs)
+        kids = self._index_children((j, seq[j], a + offs[j], a + offs[j + 1]) for j in self.big_children(a, offs, real_lens))
         validate.check_items(seq, skip=kids.keys())
-        starts, span_offs, span_kids = self._spans(offs, n, kids)
+        starts, span_offs, span_kids = self._spans(real_offs, n, kids)
         return self._add(ListNode(n=n, starts=starts, offs=span_offs, kids=self._refs(span_kids)))
 
     def big_children(self, a: int, starts: list[int], lens: list[int]) -> list[int]:
         """Indices of the children that get a node of their own: longer than the threshold,
-        and arrays or maps (the C path decides the same way; ``verify`` asks the same).
-        ``starts[j]`` is child j's offset from ``a``, ``lens[j]`` its length."""
+        and arrays, maps or NumPy arrays (the C path decides the same way; ``verify`` asks the
+        same). ``starts[j]`` is child j's offset from ``a``, ``lens[j]`` its length."""
         if not lens or max(lens) <= self.threshold:
             return []
         long = compress(range(len(lens)), map(self.threshold.__lt__, lens))
-        return [j for j in long if container_header_size(self.buf[a + starts[j]])]
+        return [j for j in long if gets_node(self.buf, a + starts[j])]
 
     def _index_children(self, children) -> dict[Any, tuple[int, int]]:
         """Nodes for (index or key, value, start, end) children that need one."""
@@ -174,13 +214,14 @@ class TocBuilder:
     def _index_map(self, d: dict, a: int, b: int) -> tuple[int, int]:
         n = len(d)  # keys and values are checked by validate.check_map below
         h = container_header_size(self.buf[a])
-        if n > MAP_INLINE_MAX and _speedups is not None:
+        if n > MAP_INLINE_MAX and _speedups is not None and not self._spliced(a, b):
             return self._index_hash_map_fast(d, a, h, n)
         raws = map_raws(self.buf, a, h, b, n)
         lens, offs = item_layout(raws, h)
-        koffs, voffs = offs[0::2], offs[1::2]  # entry j: key at koffs[j], value voffs[j]..koffs[j+1]
-        kids = self._big_values(d, a, voffs, koffs, lens[1::2])
+        real_lens, real_offs = self._real_layout(a, b, lens, offs)
+        kids = self._big_values(d, a, offs[1::2], offs[0::2], real_lens[1::2])
         validate.check_map(d, skip=kids.keys())
+        koffs, voffs = real_offs[0::2], real_offs[1::2]  # entry j: key at koffs[j], value voffs[j]..koffs[j+1]
         if n <= MAP_INLINE_MAX:
             kids = {j: kids[k] for j, k in enumerate(d) if k in kids}
             return self._add(MapNode(keys=list(d), koffs=koffs, voffs=voffs, kids=self._refs(kids)))

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from .arrays import ext_hook
 from .errors import CorruptedError
 from .format import HashMapNode, ListNode, MapNode, StrideNode, array_header, map_header
 
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
 
 _enc = msgspec.msgpack.Encoder()
 _raw_pair = msgspec.msgpack.Decoder(tuple[msgspec.Raw, msgspec.Raw])
-_decode = msgspec.msgpack.Decoder().decode
+_decode = msgspec.msgpack.Decoder(ext_hook=ext_hook).decode
 _NEED_SWAP = sys.byteorder == "big"
 
 

@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import threading
 from collections.abc import Iterator
 from typing import Any, BinaryIO
 
 import msgspec
 
+from .arrays import ext_hook, parse_head
 from .bulk import ParallelCrc, gc_paused
-from .errors import CorruptedError, NotAnArchiveError, TruncatedError
+from .errors import CorruptedError, NotAnArchiveError, TruncatedError, UnsupportedVersionError
 from .format import (
     HEADER_SIZE,
     MAGIC,
     TRAILER_SIZE,
+    ArrayNode,
     MapNode,
     check_header,
     check_node,
@@ -26,12 +29,13 @@ from .format import (
     unpack_trailer,
 )
 from .lazy import LazyDict, LazyList, LazyNode, make_view
+from .lazy_array import LazyArray
 from .source import open_source
 from .verify import verify_archive
 
-__all__ = ["LazyReader", "LazyStats", "LazyDict", "LazyList", "to_obj"]
+__all__ = ["LazyArray", "LazyReader", "LazyStats", "LazyDict", "LazyList", "to_obj"]
 
-_decoder = msgspec.msgpack.Decoder()
+_decoder = msgspec.msgpack.Decoder(ext_hook=ext_hook)
 _MAX_NODE_CACHE = 65536
 
 
@@ -78,6 +82,7 @@ class Archive:
         self.src = open_source(source)
         self.closed = False
         self.cached = cached
+        self.counter = counter
         self.nodes: dict[int, Any] = {}
         self.key_maps: dict[int, dict] = {}
         read = self.src.read
@@ -126,6 +131,19 @@ class Archive:
             return _decoder.decode(data)
         except (msgspec.DecodeError, UnicodeDecodeError, RecursionError) as e:
             raise CorruptedError(f"data at offset {offset} ({len(data)} bytes) is not valid msgpack: {_why(e)}") from None
+        except (CorruptedError, UnsupportedVersionError) as e:  # from the NumPy array hook
+            raise type(e)(f"data at offset {offset} ({len(data)} bytes): {e}") from None
+
+    def read_into(self, offset: int, out: Any) -> None:
+        """Fill the fresh C-contiguous NumPy array ``out`` with data bytes from ``offset``."""
+        if self.closed:
+            raise ValueError("I/O operation on a closed LazyReader")
+        buf = memoryview(out.reshape(-1).view("u1"))
+        if offset < self.trailer.data_off or offset + len(buf) > self.data_end:
+            raise CorruptedError(f"data span {offset}+{len(buf)} lies outside the data section")
+        if self.counter is not None:
+            self.counter.add(len(buf))
+        self.src.read_into(offset, buf)
 
     def node(self, pos: int, size: int) -> Any:
         node = self.nodes.get(pos)
@@ -156,6 +174,11 @@ class Archive:
         node = self.node(pos, size)
         if node_span(node) != span or base + span > self.data_end:
             raise CorruptedError(f"TOC node at offset {pos} describes {node_span(node)} bytes where {span} are stored at offset {base}")
+        if isinstance(node, ArrayNode):
+            dtype, shape, start = parse_head(self.read(base, node.head), base, span)
+            if start != node.head:
+                raise CorruptedError(f"NumPy array at offset {base} does not match its TOC node at offset {pos}")
+            return LazyArray(self, base, pos, span, dtype, shape, start)
         expected = node_header(node)
         if container_header(self.read(base, min(5, span))) != expected:
             raise CorruptedError(f"container at offset {base} does not match its TOC node at offset {pos}")
@@ -305,6 +328,11 @@ def split_path(path: Any) -> list:
 
 def resolve(obj: Any, segments: list) -> Any:
     for depth, seg in enumerate(segments):
+        if isinstance(obj, LazyArray) or _is_ndarray(obj):
+            # the next ndim segments index the array at once: "m/3/4" is m[3, 4]
+            take = segments[depth : depth + max(obj.ndim, 1)]
+            index = tuple(_list_index(s, segments[: depth + k + 1]) for k, s in enumerate(take))
+            return resolve(obj[index], segments[depth + len(take) :])
         if isinstance(obj, (list, LazyList)):
             index = _list_index(seg, segments[: depth + 1])
             if isinstance(index, slice):
@@ -318,6 +346,11 @@ def resolve(obj: Any, segments: list) -> Any:
 
 
 _INT = re.compile(r"-?[0-9]+")
+
+
+def _is_ndarray(obj: Any) -> bool:
+    np = sys.modules.get("numpy")
+    return np is not None and isinstance(obj, np.ndarray)
 
 
 def _list_index(seg: Any, where: list) -> int | slice:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import mmap
 import os
 import stat
 import threading
@@ -26,9 +27,14 @@ class Source:
 
     size: int
     closed = False
+    zero_copy = False  # read() returns views of memory that stays valid (arrays may keep them)
 
     def read(self, offset: int, size: int) -> bytes | memoryview:
         raise NotImplementedError
+
+    def read_into(self, offset: int, out: memoryview) -> None:
+        """Fill the byte buffer ``out`` from ``offset`` (large array reads: one copy)."""
+        out[:] = self.read(offset, len(out))
 
     def close(self) -> None:
         self.closed = True
@@ -58,6 +64,23 @@ class FileSource(Source):
             raise self._short(offset, size, len(data))
         return data
 
+    if hasattr(os, "preadv"):
+
+        def read_into(self, offset: int, out: memoryview) -> None:
+            done = 0
+            while done < len(out):  # a single call reads at most ~2 GiB on Linux
+                try:
+                    got = os.preadv(self.fd, [out[done:]], offset + done)
+                except OSError:
+                    if self.closed:
+                        raise _closed_error() from None
+                    raise
+                if not got:
+                    raise self._short(offset, len(out), done)
+                done += got
+            if self.closed:
+                raise _closed_error()
+
     def close(self) -> None:
         super().close()
         if self.owns:
@@ -65,6 +88,8 @@ class FileSource(Source):
 
 
 class BufferSource(Source):
+    zero_copy = True
+
     def __init__(self, data: Any) -> None:
         self.view = memoryview(data).cast("B")
         self.size = len(self.view)
@@ -125,10 +150,11 @@ def _open_path(path: Any) -> FileSource:
 
 
 def open_source(source: Any) -> Source:
-    """A ``Source`` for a path, a bytes-like object or a readable, seekable binary file."""
+    """A ``Source`` for a path, a bytes-like object, a memory map or a readable, seekable
+    binary file."""
     if isinstance(source, (str, os.PathLike)):
         return _open_path(source)
-    if isinstance(source, (bytes, bytearray, memoryview)):
+    if isinstance(source, (bytes, bytearray, memoryview, mmap.mmap)):
         return BufferSource(source)
     if hasattr(source, "read") and hasattr(source, "seek"):
         if isinstance(source, io.TextIOBase):

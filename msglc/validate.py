@@ -8,6 +8,7 @@ descends only into container items, so runs of scalars cost a few nanoseconds ea
 from __future__ import annotations
 
 import enum
+import sys
 from typing import Any
 
 SCALAR, SEQ, MAP = 1, 2, 3
@@ -29,7 +30,8 @@ class Unsupported(Exception):
     def error(self) -> TypeError:
         where = "/".join(str(p) for p in reversed(self.path)) or "the root"
         return TypeError(
-            f"msglc cannot store {self.what} (at {where}): supported are None, bool, int, float, str, bytes, list, tuple, set and dict with str or int keys"
+            f"msglc cannot store {self.what} (at {where}): supported are None, bool, int, float, str, bytes, list, tuple, set, "
+            "dict with str or int keys, and NumPy arrays and scalars"
         )
 
 
@@ -40,11 +42,15 @@ def kind(t: type) -> int:
     that are also ints, strs or floats (``IntEnum``, ``StrEnum``, ``IntFlag``: they are read
     back as their plain values, which compare equal), and subclasses of the containers. Other
     subclasses of scalars msgspec refuses; plain ``Enum`` members it would store as their values,
-    which would read back as a different type."""
+    which would read back as a different type. NumPy arrays and scalars are leaves here:
+    the encoder's hook (``msglc.arrays``) has checked them by the time the TOC is built."""
     k = _KINDS.get(t)
     if k is None:
         k = 0
-        if issubclass(t, enum.Enum):
+        np = sys.modules.get("numpy")
+        if np is not None and issubclass(t, (np.ndarray, np.generic)):
+            k = SCALAR
+        elif issubclass(t, enum.Enum):
             k = SCALAR if issubclass(t, (int, str, float)) else 0
         else:
             k = next((v for base, v in _CONTAINER_BASES if issubclass(t, base)), 0)

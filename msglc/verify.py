@@ -8,13 +8,14 @@ passes its checksums but does not describe its data is reported too.
 
 from __future__ import annotations
 
-import zlib
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from .arrays import parse_head
+from .bulk import data_crc32
 from .errors import CorruptedError
-from .format import HashMapNode, ListNode, MapNode, StrideNode, container_header
+from .format import ArrayNode, HashMapNode, ListNode, MapNode, StrideNode, container_header
 from .indexer import MAP_INLINE_MAX, STRIDE_LAZY_MIN, TocBuilder, item_layout, list_raws, map_raws, stride_dims
 
 if TYPE_CHECKING:
@@ -26,7 +27,7 @@ _key_decoder = msgspec.msgpack.Decoder(str | int)
 def verify_archive(a: Archive) -> None:
     t = a.trailer
     data = bytes(a.read(t.data_off, t.data_len))
-    if zlib.crc32(data) != t.data_crc:
+    if data_crc32()(data) != t.data_crc:
         raise CorruptedError(f"data section checksum mismatch ({t.data_len} bytes at offset {t.data_off})")
     if not t.root_len:
         a.decode(data, t.data_off)
@@ -50,6 +51,11 @@ def _check(b: TocBuilder, node: Any, start: int, end: int, where: str) -> tuple[
     of each child node (by its key in ``node.kids``) and, for a hash-indexed dict, the index
     region the writer would write."""
     data = memoryview(b.buf)
+    if isinstance(node, ArrayNode):
+        _, _, head = parse_head(data[start:end], start, end - start)
+        if (node.head, node.size) != (head, end - start - head):
+            raise CorruptedError(f"{where} does not describe the NumPy array at data offset {start}")
+        return {}, None
     is_map, n, h = container_header(data[start : start + 5])
     if isinstance(node, StrideNode):
         expected = stride_dims(b.buf, start, h, n, end)

@@ -4,6 +4,7 @@ import random
 import zlib
 
 import msgspec
+import numpy as np
 import pytest
 
 import msglc
@@ -93,6 +94,7 @@ def test_c_and_python_paths_write_identical_archives(threshold, monkeypatch):
         {f"big{i}": {"rows": [[float(j)] * 3 for j in range(20)], "x": list(range(i % 97))} for i in range(1100)},
         {str(i): {"nested": {f"n{j}": j for j in range(1500)}} if i % 500 == 0 else i for i in range(2500)},
         {(-1) ** i * i: b"\x00" * (i % 300) for i in range(5000)},
+        {f"arr{i}": np.arange(i % 300, dtype="<f8").reshape(-1, 1) for i in range(1500)} | {"big": np.ones((300, 300))},
     ]
     for doc in docs:
         fast = msglc.dumps(doc, small_obj_optimization_threshold=threshold)
@@ -103,4 +105,4 @@ def test_c_and_python_paths_write_identical_archives(threshold, monkeypatch):
         with msglc.LazyReader(fast) as r:
             r.verify()
             key = list(doc)[len(doc) // 2]
-            assert r[[key]] == doc[key]
+            assert np.array_equal(msglc.to_obj(r[[key]]), doc[key])

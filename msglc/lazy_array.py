@@ -1,0 +1,218 @@
+"""``LazyArray``: a NumPy array in an archive, read by NumPy-style basic indexing.
+
+A selection is read as a few byte ranges of the C-ordered elements: one read per index of
+the outer axes, each covering the selection of the inner axes. Which axes are "outer" is
+chosen per selection by a simple cost model (a read costs as much as ``READ_COST`` bytes),
+so a 100 x 100 block of a large matrix is 100 row pieces, a column of a narrow table is one
+read, and a single element is one read of its bytes.
+"""
+
+from __future__ import annotations
+
+import sys
+from math import prod
+from typing import TYPE_CHECKING, Any
+
+from .lazy import LazyNode
+
+if TYPE_CHECKING:
+    from .reader import Archive
+
+READ_COST = 4096  # bytes that could be read in the time one more read call costs (local files)
+
+
+class LazyArray(LazyNode):
+    """A read-only view of a NumPy array in an archive: ``shape``, ``dtype``, ``a[i, j]``,
+    ``a[i:j, ::2]``, ``np.asarray(a)``. Selections return fresh arrays (or NumPy scalars)."""
+
+    __slots__ = ("shape", "dtype", "_np", "_data", "_strides", "_ndim", "_size", "_total")
+
+    def __init__(self, archive: Archive, base: int, pos: int, total: int, dtype: Any, shape: tuple[int, ...], start: int) -> None:
+        super().__init__(archive, base, pos)
+        self._np = sys.modules["numpy"]
+        self.shape = shape
+        self.dtype = dtype
+        self._data = base + start  # absolute offset of the first element
+        self._total = total  # bytes of the whole extension value
+        self._ndim = len(shape)
+        self._size = prod(shape)
+        strides = []
+        step = dtype.itemsize
+        for n in reversed(shape):
+            strides.append(step)
+            step *= n
+        self._strides = tuple(reversed(strides))
+
+    # -- what NumPy users look for --
+    @property
+    def ndim(self) -> int:
+        return self._ndim
+
+    @property
+    def size(self) -> int:
+        return self._size
+
+    @property
+    def nbytes(self) -> int:
+        return self._size * self.dtype.itemsize
+
+    def __len__(self) -> int:
+        self._check_open()
+        if not self._ndim:
+            raise TypeError("len() of unsized object")
+        return self.shape[0]
+
+    def __repr__(self) -> str:
+        return f"<LazyArray shape={self.shape} dtype={self.dtype}>"
+
+    def __iter__(self) -> Any:
+        for i in range(len(self)):
+            yield self[i]
+
+    def _span(self) -> int:
+        return self._total
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
+        arr = self.to_obj()
+        return arr if dtype is None else arr.astype(dtype, copy=False)
+
+    def to_obj(self) -> Any:
+        """The whole array, read with one copy into a fresh array; from an in-memory or
+        memory-mapped source, a zero-copy view of it (read-only if the source is)."""
+        np = self._np
+        a = self._a
+        if a.src.zero_copy:
+            return np.frombuffer(a.read(self._data, self.nbytes), self.dtype, count=self._size).reshape(self.shape)
+        out = np.empty(self.shape, self.dtype)
+        a.read_into(self._data, out)
+        return out
+
+    # -- indexing --
+    def __getitem__(self, key: Any) -> Any:
+        if type(key) is tuple and len(key) == self._ndim:
+            off = self._data
+            for i, n, s in zip(key, self.shape, self._strides, strict=True):
+                if type(i) is not int or not -n <= i < n:
+                    break
+                off += (i + n if i < 0 else i) * s
+            else:
+                return self._np.frombuffer(self._a.read(off, self.dtype.itemsize), self.dtype)[0]
+        elif type(key) is int and self._ndim == 1 and -self._size <= key < self._size:
+            off = self._data + (key + self._size if key < 0 else key) * self.dtype.itemsize
+            return self._np.frombuffer(self._a.read(off, self.dtype.itemsize), self.dtype)[0]
+        return self._select(key)
+
+    def _select(self, key: Any) -> Any:
+        self._check_open()
+        sel, out_shape, flips, scalar = _selection(key if isinstance(key, tuple) else (key,), self.shape)
+        np = self._np
+        counts = [c for _, c, _ in sel]
+        if not all(counts):
+            return np.empty(out_shape, self.dtype)
+        out = self._read(sel, counts)
+        if flips:
+            out = out[tuple(slice(None, None, -1) if f else slice(None) for f in flips)]
+        out = out.reshape(out_shape)
+        return out[()] if scalar else out
+
+    def _read(self, sel: list[tuple[int, int, int]], counts: list[int]) -> Any:
+        """Read the elements sel = [(first, count, step >= 1) per axis] into a new array."""
+        np = self._np
+        itemsize = self.dtype.itemsize
+        first = self._data + sum(f * s for (f, _, _), s in zip(sel, self._strides, strict=True))
+        steps = [step * s for (_, _, step), s in zip(sel, self._strides, strict=True)]
+        d = _outer_axes(counts, steps, itemsize)
+        extent = itemsize + sum((c - 1) * st for c, st in zip(counts[d:], steps[d:], strict=True))
+        inner_shape = counts[d:]
+        contiguous = extent == prod(inner_shape) * itemsize
+        out = np.empty(counts, self.dtype)
+        rows = out.reshape(-1, *inner_shape)
+        offsets = np.zeros((), np.int64) + first
+        for c, st in zip(counts[:d], steps[:d], strict=True):
+            offsets = np.add.outer(offsets, np.arange(c, dtype=np.int64) * st)
+        a = self._a
+        for r, off in enumerate(offsets.reshape(-1).tolist()):
+            if contiguous:
+                a.read_into(off, rows[r])
+            else:
+                rows[r] = np.ndarray(inner_shape, self.dtype, buffer=a.read(off, extent), strides=steps[d:])
+        return out
+
+
+def _outer_axes(counts: list[int], steps: list[int], itemsize: int) -> int:
+    """How many leading axes to loop over: each read then covers the selection of the rest.
+    Minimizes reads * READ_COST + bytes read; ties go to fewer reads."""
+    best, best_cost = 0, None
+    extent = itemsize
+    exts = [itemsize]
+    for c, st in zip(reversed(counts), reversed(steps), strict=True):
+        extent += (c - 1) * st
+        exts.append(extent)
+    exts.reverse()  # exts[d]: bytes one read covers when looping over the first d axes
+    reads = 1
+    for d in range(len(counts) + 1):
+        cost = reads * (READ_COST + exts[d])
+        if best_cost is None or cost < best_cost:
+            best, best_cost = d, cost
+        if d < len(counts):
+            reads *= counts[d]
+    return best
+
+
+def _selection(key: tuple, shape: tuple[int, ...]) -> tuple[list[tuple[int, int, int]], list[int], list[bool], bool]:
+    """NumPy basic indexing of an array of ``shape`` by ``key``: per axis (lowest index, count,
+    positive step); the result's shape; which axes to reverse; whether the result is a scalar."""
+    if sum(k is Ellipsis for k in key) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    used = sum(k is not None and k is not Ellipsis for k in key)
+    if used > len(shape):
+        raise IndexError(f"too many indices for array: array is {len(shape)}-dimensional, but {used} were indexed")
+    scalar = not any(k is Ellipsis for k in key)  # all integers, no slice, None or ...
+    if scalar:
+        key = (*key, Ellipsis)
+    sel: list[tuple[int, int, int]] = []
+    out_shape: list[int] = []
+    flips: list[bool] = []
+    axis = 0
+    for k in key:
+        if k is None:
+            out_shape.append(1)
+            scalar = False
+            continue
+        if k is Ellipsis:
+            for n in shape[axis : axis + len(shape) - used]:
+                sel.append((0, n, 1))
+                out_shape.append(n)
+                flips.append(False)
+            axis += len(shape) - used
+            scalar = scalar and len(shape) == used
+            continue
+        n = shape[axis]
+        if isinstance(k, slice):
+            start, stop, step = k.indices(n)
+            count = len(range(start, stop, step))
+            low = start if step > 0 or not count else start + (count - 1) * step
+            sel.append((low, count, abs(step)))
+            out_shape.append(count)
+            flips.append(step < 0)
+            scalar = False
+        else:
+            i = _integer(k)
+            if not -n <= i < n:
+                raise IndexError(f"index {i} is out of bounds for axis {axis} with size {n}")
+            sel.append((i + n if i < 0 else i, 1, 1))
+            flips.append(False)
+        axis += 1
+    return sel, out_shape, flips if any(flips) else [], scalar
+
+
+def _integer(k: Any) -> int:
+    if isinstance(k, bool) or type(k).__name__ == "bool_":
+        raise IndexError("boolean indices are not supported by LazyArray; read the array first (np.asarray(a)[mask])")
+    try:
+        return k.__index__()
+    except (AttributeError, TypeError):
+        raise IndexError(
+            f"LazyArray supports integers, slices, ... and None as indices, not {type(k).__name__}; "
+            "for fancy indexing read a slice first (a[i:j][[...]])"
+        ) from None
