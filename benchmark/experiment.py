@@ -1,8 +1,9 @@
 """The comparison msglc vs h5py: write time, random reads, file sizes, and a random-path test.
 
-Data: an N x N matrix of random floats, stored by msglc as nested lists once per threshold,
-and by h5py once per threshold (chunks of about the threshold's bytes) with no compression,
-gzip and lzf, plus one contiguous dataset. Every measured figure lands in a ``Results``.
+Data: an N x N matrix of random floats, stored by msglc as nested lists once per threshold
+and once as a NumPy array (typed binary, ``numpy_encoder``), and by h5py once per threshold
+(chunks of about the threshold's bytes) with no compression, gzip and lzf, plus one
+contiguous dataset. Every measured figure lands in a ``Results``.
 """
 
 from __future__ import annotations
@@ -113,6 +114,11 @@ class Experiment:
         convert = best_of(lambda: np.asarray(self.matrix), repeat=2)
         self.r.write.append({"series": "list to numpy array (h5py's input, not in its times)", "threshold": None, "seconds": convert})
         array = np.asarray(self.matrix)
+        self.step("write: msglc NumPy array")
+        path = self.dir / "array.mlc"
+        self._write("msglc NumPy array", None, lambda: msglc.dump(path, array), path)
+        npy = self.dir / "array.npy"
+        self._write("floor: numpy.save", None, lambda: np.save(npy, array), npy)
         self.step("write: h5py contiguous")
         path = self.dir / "contiguous.h5"
         self._write("h5py contiguous", None, lambda: _h5_write(h5py, path, array, None, None), path)
@@ -147,6 +153,12 @@ class Experiment:
             with msglc.LazyReader(self.dir / f"m-{e}.mlc", cached=False) as reader:
                 self._check(lambda i, j, r=reader: r[i][j])
                 self._reads("msglc reader[i][j]", 1 << e, lambda i, j, r=reader: r[i][j])
+        self.step("read: msglc NumPy array")
+        self.warm(self.dir / "array.mlc")
+        with msglc.LazyReader(self.dir / "array.mlc", cached=False) as reader:
+            lazy = reader.read()
+            self._check(lambda i, j: lazy[i, j])
+            self._reads("msglc NumPy array a[i, j]", None, lambda i, j: lazy[i, j])
         datasets = [("h5py contiguous", None, self.dir / "contiguous.h5")]
         datasets += [(h5_series(c), 1 << e, self.dir / f"m-{e}-{c}.h5") for c in COMPRESSIONS for e in self.s.thresholds]
         for series, threshold, path in datasets:

@@ -1,7 +1,8 @@
-"""The core issue's performance targets, each a ratio measured in this run.
+"""The performance targets of the core and NumPy issues, each a ratio measured in this run.
 
-    python -m benchmark.targets            # full sizes (5000x5000 matrix, 2M-key dict, 1 GB)
-    python -m benchmark.targets --quick    # small sizes, well under a minute
+    python -m benchmark.targets                 # full sizes (5000x5000 matrix, 2M-key dict, 1 GB)
+    python -m benchmark.targets --quick         # small sizes, well under a minute
+    python -m benchmark.targets --only arrays   # one section: matrix, dict, memory or arrays
 
 Prints a Markdown table (figure, measured, target, verdict) and writes results.json.
 """
@@ -126,6 +127,62 @@ def matrix_targets(n: int, reads: int, tmp: Path) -> list[Row]:
     return rows
 
 
+def array_targets(n: int, reads: int, tmp: Path) -> list[Row]:
+    """A float64 NumPy array stored as typed binary, against numpy.save and h5py."""
+    import h5py
+    import numpy as np
+
+    a = np.random.default_rng(5).random((n, n))
+    npy, path = tmp / "array.npy", tmp / "array.mlc"
+    floor = best_of(lambda: np.save(npy, a), setup=lambda: fresh(npy), repeat=5)
+    ours = best_of(lambda: msglc.dump(path, a), setup=lambda: fresh(path), repeat=5)
+    rows = [Row(f"dump {n}x{n} float64 array / numpy.save", ours / floor, "<= 1.3", ours / floor <= 1.3, f"{ours:.3f}s vs {floor:.3f}s")]
+
+    rng = random.Random(9)
+    points = [(rng.randrange(n), rng.randrange(n)) for _ in range(reads)]
+    with msglc.LazyReader(path, cached=False) as reader:
+        lazy = reader.read()
+        assert all(lazy[i, j] == a[i, j] for i, j in points[:50])
+        ours = per_call(lambda p: lazy[p], points)
+        for label, chunks in (("auto chunks", True), ("64 KB chunks", h5_chunk(65536, n))):
+            h5path = tmp / "array.h5"
+            with h5py.File(fresh(h5path), "w") as f:
+                f.create_dataset("a", data=a, chunks=chunks)
+            with h5py.File(h5path, "r") as f:
+                ds = f["a"]
+                h5 = per_call(lambda p, d=ds: d[p], points[: max(200, reads // 5)])
+                shape = ds.chunks
+            rows.append(
+                Row(
+                    f"random element a[i, j] / h5py ds[i, j] ({label} {shape[0]}x{shape[1]})",
+                    ours / h5,
+                    "<= 0.2",
+                    ours / h5 <= 0.2,
+                    f"{ours * 1e6:.2f}us vs {h5 * 1e6:.2f}us",
+                )
+            )
+    stats = msglc.LazyStats()
+    with msglc.LazyReader(path, counter=stats) as reader:
+        lazy = reader.read()
+        stats.clear()
+        i, j = n // 3, n // 2
+        block = lazy[i : i + 100, j : j + 100]
+        assert np.array_equal(block, a[i : i + 100, j : j + 100])
+        rows.append(
+            Row(
+                "bytes read for a 100x100 block / the block's bytes",
+                stats() / block.nbytes,
+                "<= 2",
+                stats() <= 2 * block.nbytes,
+                str(stats),
+            )
+        )
+        whole = best_of(lambda: np.asarray(lazy), repeat=3)
+    load = best_of(lambda: np.load(npy), repeat=3)
+    rows.append(Row("read the whole array np.asarray(lazy) / numpy.load", whole / load, "(reported)", True, f"{whole:.3f}s vs {load:.3f}s"))
+    return rows
+
+
 def dict_targets(n: int, lookups: int, tmp: Path) -> list[Row]:
     rng = random.Random(7)
     d = {f"key{i:08d}": f"v{rng.getrandbits(48):x}" for i in range(n)}
@@ -229,7 +286,8 @@ def machine() -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="small sizes (N=1000, 200k keys, 100 MB)")
-    parser.add_argument("--out", type=Path, default=Path("benchmark-out"), help="where results.json goes")
+    parser.add_argument("--out", type=Path, default=Path("benchmark-out"), help="where targets.json goes")
+    parser.add_argument("--only", choices=("matrix", "dict", "memory", "arrays"), action="append", help="run only these sections")
     parser.add_argument("--make-big", nargs=2, help=argparse.SUPPRESS)
     parser.add_argument("--read-one", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -246,12 +304,15 @@ def main(argv: list[str] | None = None) -> int:
             ("matrix", lambda: matrix_targets(n, reads, Path(tmp))),
             ("dict", lambda: dict_targets(keys, lookups, Path(tmp))),
             ("memory", lambda: memory_target(big_mb, Path(tmp))),
+            ("arrays", lambda: array_targets(n, reads, Path(tmp))),
         ):
+            if args.only and name not in args.only:
+                continue
             print(f"running {name} ...", file=sys.stderr, flush=True)
             rows += run()
             for f in Path(tmp).iterdir():
                 f.unlink()
-    print(f"\nmsglc core targets ({'quick' if args.quick else 'full'} run; {machine()})\n")
+    print(f"\nmsglc targets ({'quick' if args.quick else 'full'} run; {machine()})\n")
     print("| figure | measured | target | ok | detail |\n|---|---|---|---|---|")
     for r in rows:
         print(f"| {r.figure} | {r.measured:.3g} | {r.target} | {'yes' if r.ok else '**no**'} | {r.detail} |")

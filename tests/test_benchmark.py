@@ -26,9 +26,26 @@ def test_quick_run_writes_figures_and_results(tmp_path):
             assert (out / f"{name}.{ext}").stat().st_size > 1000
     results = json.loads((out / "results.json").read_text())
     write_series = {r["series"] for r in results["write"]}
-    assert {"msglc", "h5py uncompressed", "h5py gzip", "h5py lzf", "h5py contiguous", "floor: msgspec encode + write"} <= write_series
+    expected = {
+        "msglc",
+        "msglc NumPy array",
+        "h5py uncompressed",
+        "h5py gzip",
+        "h5py lzf",
+        "h5py contiguous",
+        "floor: msgspec encode + write",
+        "floor: numpy.save",
+    }
+    assert expected <= write_series
     read_series = {r["series"] for r in results["read"]}
-    for system in ("msglc reader[i][j]", "floor: pread + decode", "h5py contiguous ds[i, j]", "h5py gzip ds[i][j]", "h5py lzf ds[i, j]"):
+    for system in (
+        "msglc reader[i][j]",
+        "msglc NumPy array a[i, j]",
+        "floor: pread + decode",
+        "h5py contiguous ds[i, j]",
+        "h5py gzip ds[i][j]",
+        "h5py lzf ds[i, j]",
+    ):
         assert system in read_series
     msglc_reads = [r for r in results["read"] if r["series"] == "msglc reader[i][j]"]
     assert sorted({r["threshold"] for r in msglc_reads}) == [4096, 16384]
