@@ -32,6 +32,7 @@ SPLICE_MIN = 1 << 16  # arrays of at least this many bytes are streamed from the
 CHUNK = 1 << 24  # bytes per write of an array's own memory
 SLAB = 1 << 22  # bytes per C-order copy of a non-contiguous array (the CRC and the writer each hold two)
 MAX_NDIM = 64
+MAX_HEADER = 1 << 20  # bytes of an array header: bounds what a reader reads to open an array
 _ALLOWED_KINDS = frozenset("biufcSUVMm")
 _U32 = struct.Struct("<I")
 _header_encoder = msgspec.msgpack.Encoder()
@@ -76,6 +77,10 @@ def check_dtype(dt: Any) -> str | None:
         return f"a NumPy array of dtype {dt} (supported: bool, int, uint, float, complex, bytes, str, datetime, void and structured dtypes of these)"
     if dt.itemsize == 0:
         return f"a NumPy array of dtype {dt} (items of size 0)"
+    try:
+        sys.modules["numpy"].lib.format.dtype_to_descr(dt)
+    except ValueError as e:  # e.g. overlapping or out-of-order structured fields
+        return f"a NumPy array of dtype {dt} ({e})"
     return None
 
 
@@ -83,6 +88,8 @@ def array_head(arr: Any) -> bytes:
     """Everything before the elements: the extension header, H and the [descr, shape] header."""
     np = sys.modules["numpy"]
     header = _header_encoder.encode([np.lib.format.dtype_to_descr(arr.dtype), list(arr.shape)])
+    if len(header) > MAX_HEADER:
+        raise ValueError(f"msglc stores NumPy dtypes whose description takes at most {MAX_HEADER} bytes; this one takes {len(header)}")
     payload = 4 + len(header) + arr.nbytes
     if payload >= 2**32:
         raise ValueError(f"msglc stores NumPy arrays of up to 4 GiB (an msgpack extension's limit); this one has {arr.nbytes} bytes")
@@ -106,6 +113,10 @@ def _descr_tuples(descr: Any) -> Any:
     return fields
 
 
+def _max_ndim(np: Any) -> int:
+    return 64 if int(np.__version__.split(".")[0]) >= 2 else 32
+
+
 def _label(where: int | None) -> str:
     return "NumPy array" if where is None else f"NumPy array at offset {where}"
 
@@ -116,7 +127,7 @@ def parse_payload_header(payload: bytes | memoryview, length: int, where: int | 
     malformed header raises ``CorruptedError``, never a huge allocation."""
     np = _numpy()
     h = _U32.unpack_from(payload)[0] if len(payload) >= 4 else -1
-    if not 0 <= h <= len(payload) - 4:
+    if not 0 <= h <= min(len(payload) - 4, MAX_HEADER):
         raise CorruptedError(f"{_label(where)}: its header does not fit its {length}-byte value")
     try:
         header = _header_decoder.decode(payload[4 : 4 + h])
@@ -136,6 +147,8 @@ def parse_payload_header(payload: bytes | memoryview, length: int, where: int | 
     why = check_dtype(dtype)
     if why is not None:
         raise CorruptedError(f"{_label(where)}: holds {why}")
+    if len(shape) > _max_ndim(np) or prod(d for d in shape if d) * dtype.itemsize >= 2**63:
+        raise CorruptedError(f"{_label(where)}: shape {tuple(shape)} of {dtype} is not an array NumPy can make")
     need = prod(shape) * dtype.itemsize
     if need != length - 4 - h:
         raise CorruptedError(f"{_label(where)}: shape {tuple(shape)} of {dtype} needs {need} bytes, the value has {length - 4 - h}")
@@ -162,7 +175,7 @@ def ext_hook(code: int, data: memoryview) -> Any:
         raise UnsupportedVersionError(f"data holds an msgpack extension value of type {code}, unknown to this msglc")
     dtype, shape, start = parse_payload_header(data, len(data), None)
     np = sys.modules["numpy"]
-    out = np.empty(shape, dtype)
+    out = np.empty(shape, dtype)  # no larger than the payload: parse_payload_header checked
     out.reshape(-1).view(np.uint8)[:] = np.frombuffer(data, np.uint8, offset=start)
     return out
 
@@ -199,17 +212,16 @@ class ArrayEncoder:
         self.refused = obj
         return TypeError(f"msglc cannot store {what}")
 
-    def _array(self, np: Any, arr: Any) -> Any:
-        if isinstance(arr, np.ma.MaskedArray):
-            raise self._refuse(arr, "a NumPy masked array (store its .data and .mask as two arrays)")
-        why = check_dtype(arr.dtype)
+    def _array(self, np: Any, given: Any) -> Any:
+        if isinstance(given, np.ma.MaskedArray):
+            raise self._refuse(given, "a NumPy masked array (store its .data and .mask as two arrays)")
+        why = check_dtype(given.dtype)
+        if why is None and not self.numpy_encoder and not _leaves_all(given.dtype, _as_list_item):
+            why = f"a NumPy array of dtype {given.dtype} as lists (its items have no plain equivalent; use numpy_encoder=True)"
         if why is not None:
-            raise self._refuse(arr, why)
+            raise self._refuse(given, why)
+        arr = np.asarray(given)  # subclasses (np.matrix, np.memmap) as the plain array they hold
         if not self.numpy_encoder:
-            if not _leaves_all(arr.dtype, _as_list_item):
-                raise self._refuse(
-                    arr, f"a NumPy array of dtype {arr.dtype} as lists (its items have no plain equivalent; use numpy_encoder=True)"
-                )
             return arr.tolist()
         head = array_head(arr)
         if arr.nbytes < SPLICE_MIN:
@@ -264,9 +276,6 @@ class DataSection:
             yield from c_order_chunks(arr)
             done = pos + ArrayEncoder.PLACEHOLDER_SIZE
         yield view[done:]
-
-    def tobytes(self) -> bytes:
-        return self.buf if not self.splices else b"".join(self.chunks())
 
 
 def c_order_chunks(arr: Any, limit: int = SLAB) -> Iterator[memoryview]:

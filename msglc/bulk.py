@@ -40,6 +40,19 @@ def data_crc32() -> Any:
 _crc32: Any = None
 
 
+def join(thread: threading.Thread | None) -> None:
+    """Wait for a helper thread even through Ctrl-C, so none outlives the call that started it
+    (the interrupt is raised once the thread is done)."""
+    interrupted = False
+    while thread is not None and thread.is_alive():
+        try:
+            thread.join()
+        except KeyboardInterrupt:
+            interrupted = True
+    if interrupted:
+        raise KeyboardInterrupt
+
+
 class ParallelCrc:
     """CRC-32 of a buffer (or of ``size`` bytes given as an iterable of chunks), computed in a
     thread when large: CRC functions release the GIL, so on a second core the checksum
@@ -68,6 +81,10 @@ class ParallelCrc:
         self.value = value
 
     error: BaseException | None = None
+
+    def wait(self) -> None:
+        """Wait for the thread (errors are left for ``result``)."""
+        join(self.thread)
 
     def result(self) -> int:
         if self.thread is not None:

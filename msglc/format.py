@@ -295,7 +295,7 @@ def check_node(node: Node, where: int, toc_off: int) -> None:
     container's length, and the container's header against the node)."""
     bad = None
     if isinstance(node, ArrayNode):
-        if not (3 <= node.head and 0 <= node.size):
+        if not (3 <= node.head <= 6 + 4 + (1 << 20) and 0 <= node.size):  # ext header, H, header of at most 1 MiB
             bad = f"array head {node.head}, size {node.size}"
     elif isinstance(node, StrideNode):
         if not node.dims or node.lazy_min < 0:

@@ -203,7 +203,8 @@ class TocBuilder:
             for _ in dims[1:]:
                 for row in level:
                     _check_rows(row)
-                level = [r if isinstance(r, (list, tuple)) else list(r) for row in level for r in row]
+                # NumPy arrays (stored as lists without numpy_encoder) were checked by the encoder
+                level = [r if isinstance(r, (list, tuple)) else list(r) for row in level for r in row if not _is_ndarray(r)]
             for row in level:
                 validate.check_items(row)
         except validate.Unsupported:
@@ -342,10 +343,17 @@ def _le_array(code: str, data: bytes) -> array:
     return values
 
 
+def _is_ndarray(x: Any) -> bool:
+    np = sys.modules.get("numpy")
+    return np is not None and isinstance(x, np.ndarray)
+
+
 def _check_rows(row) -> None:
-    """Every item of ``row`` must be a sequence (a sub-list of a fixed-stride list)."""
+    """Every item of ``row`` must be a sequence (a sub-list of a fixed-stride list): a
+    sequence type, or a NumPy array that the encoder wrote as a list."""
+    np = sys.modules.get("numpy")
     for t in set(map(type, row)):
-        if validate.kind(t) != validate.SEQ:
+        if validate.kind(t) != validate.SEQ and not (np is not None and issubclass(t, np.ndarray)):
             i = next(i for i, x in enumerate(row) if type(x) is t)
             e = validate.unsupported_type(t)
             e.path.append(i)

@@ -89,7 +89,15 @@ class LazyList(LazyNode, Sequence):
 
 
 def _equal(a: Any, b: Any) -> bool:
-    return a == b
+    """``a == b`` as one bool; NumPy arrays (and lazy ones) compare whole, not elementwise."""
+    np = sys.modules.get("numpy")
+    if np is not None and (_is_array(a, np) or _is_array(b, np)):
+        return bool(np.array_equal(a, b))
+    return bool(a == b)
+
+
+def _is_array(x: Any, np: Any) -> bool:
+    return isinstance(x, np.ndarray) or (isinstance(x, LazyNode) and hasattr(x, "__array__"))
 
 
 class _BlockList(LazyList):
@@ -242,7 +250,7 @@ class LazyDict(LazyNode, Mapping):
             return False
         for key, value in self.items():
             try:
-                if not value == other[key]:
+                if not _equal(value, other[key]):
                     return False
             except KeyError:
                 return False

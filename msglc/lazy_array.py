@@ -19,13 +19,14 @@ if TYPE_CHECKING:
     from .reader import Archive
 
 READ_COST = 4096  # bytes that could be read in the time one more read call costs (local files)
+MAX_SPAN = 1 << 24  # largest read through a temporary buffer (a gappy selection's covering range)
 
 
 class LazyArray(LazyNode):
     """A read-only view of a NumPy array in an archive: ``shape``, ``dtype``, ``a[i, j]``,
     ``a[i:j, ::2]``, ``np.asarray(a)``. Selections return fresh arrays (or NumPy scalars)."""
 
-    __slots__ = ("shape", "dtype", "_np", "_data", "_strides", "_ndim", "_size", "_total")
+    __slots__ = ("shape", "dtype", "_np", "_data", "_strides", "_ndim", "_size", "_total", "_void")
 
     def __init__(self, archive: Archive, base: int, pos: int, total: int, dtype: Any, shape: tuple[int, ...], start: int) -> None:
         super().__init__(archive, base, pos)
@@ -36,6 +37,7 @@ class LazyArray(LazyNode):
         self._total = total  # bytes of the whole extension value
         self._ndim = len(shape)
         self._size = prod(shape)
+        self._void = dtype.kind == "V"  # structured items are views: copy them out of the read buffer
         strides = []
         step = dtype.itemsize
         for n in reversed(shape):
@@ -73,8 +75,15 @@ class LazyArray(LazyNode):
         return self._total
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
+        """NumPy's conversion protocol: ``copy=True`` always gives an array of its own,
+        ``copy=False`` only succeeds for a zero-copy source and the stored dtype."""
         arr = self.to_obj()
-        return arr if dtype is None else arr.astype(dtype, copy=False)
+        fresh = not self._a.src.zero_copy
+        if dtype is not None and self._np.dtype(dtype) != arr.dtype:
+            arr, fresh = arr.astype(dtype), True
+        if copy is False and fresh:
+            raise ValueError("a LazyArray read from a file (or converted) is always a copy; use copy=None")
+        return arr.copy() if copy and not fresh else arr
 
     def to_obj(self) -> Any:
         """The whole array, read with one copy into a fresh array; from an in-memory or
@@ -96,11 +105,15 @@ class LazyArray(LazyNode):
                     break
                 off += (i + n if i < 0 else i) * s
             else:
-                return self._np.frombuffer(self._a.read(off, self.dtype.itemsize), self.dtype)[0]
+                return self._item(off)
         elif type(key) is int and self._ndim == 1 and -self._size <= key < self._size:
-            off = self._data + (key + self._size if key < 0 else key) * self.dtype.itemsize
-            return self._np.frombuffer(self._a.read(off, self.dtype.itemsize), self.dtype)[0]
+            return self._item(self._data + (key + self._size if key < 0 else key) * self.dtype.itemsize)
         return self._select(key)
+
+    def _item(self, off: int) -> Any:
+        """The NumPy scalar at ``off``: one read of its bytes."""
+        items = self._np.frombuffer(self._a.read(off, self.dtype.itemsize), self.dtype)
+        return items.copy()[0] if self._void else items[0]
 
     def _select(self, key: Any) -> Any:
         self._check_open()
@@ -126,7 +139,7 @@ class LazyArray(LazyNode):
         inner_shape = counts[d:]
         contiguous = extent == prod(inner_shape) * itemsize
         out = np.empty(counts, self.dtype)
-        rows = out.reshape(-1, *inner_shape)
+        rows = out.reshape(-1, *inner_shape, 1)  # rows[r] is a view (not a scalar copy) even for 1-element rows
         offsets = np.zeros((), np.int64) + first
         for c, st in zip(counts[:d], steps[:d], strict=True):
             offsets = np.add.outer(offsets, np.arange(c, dtype=np.int64) * st)
@@ -135,24 +148,26 @@ class LazyArray(LazyNode):
             if contiguous:
                 a.read_into(off, rows[r])
             else:
-                rows[r] = np.ndarray(inner_shape, self.dtype, buffer=a.read(off, extent), strides=steps[d:])
+                rows[r, ..., 0] = np.ndarray(inner_shape, self.dtype, buffer=a.read(off, extent), strides=steps[d:])
         return out
 
 
 def _outer_axes(counts: list[int], steps: list[int], itemsize: int) -> int:
     """How many leading axes to loop over: each read then covers the selection of the rest.
-    Minimizes reads * READ_COST + bytes read; ties go to fewer reads."""
-    best, best_cost = 0, None
-    extent = itemsize
-    exts = [itemsize]
+    Minimizes reads * READ_COST + bytes read (ties go to fewer reads). A read that is not
+    contiguous goes through a temporary buffer, so it may cover at most ``MAX_SPAN`` bytes;
+    contiguous reads go straight into the result at any size."""
+    exts, needs = [itemsize], [itemsize]
     for c, st in zip(reversed(counts), reversed(steps), strict=True):
-        extent += (c - 1) * st
-        exts.append(extent)
+        exts.append(exts[-1] + (c - 1) * st)
+        needs.append(needs[-1] * c)
     exts.reverse()  # exts[d]: bytes one read covers when looping over the first d axes
+    needs.reverse()  # needs[d]: bytes of the selection it covers
+    best, best_cost = len(counts), None
     reads = 1
     for d in range(len(counts) + 1):
         cost = reads * (READ_COST + exts[d])
-        if best_cost is None or cost < best_cost:
+        if (exts[d] == needs[d] or exts[d] <= MAX_SPAN) and (best_cost is None or cost < best_cost):
             best, best_cost = d, cost
         if d < len(counts):
             reads *= counts[d]

@@ -51,7 +51,21 @@ class FileSource(Source):
         self.owns = owns
         self.size = os.fstat(fd).st_size
 
-    def read(self, offset: int, size: int) -> bytes:
+    def read(self, offset: int, size: int) -> bytes | bytearray:
+        data = self._pread(size, offset)
+        if 0 < len(data) < size:  # one call reads at most ~2 GiB on Linux: read the rest
+            buf = bytearray(data)
+            while len(buf) < size:
+                more = self._pread(size - len(buf), offset + len(buf))
+                if not more:
+                    break
+                buf += more
+            data = buf
+        if len(data) != size:
+            raise self._short(offset, size, len(data))
+        return data
+
+    def _pread(self, size: int, offset: int) -> bytes:
         try:
             data = os.pread(self.fd, size, offset)
         except OSError:
@@ -60,8 +74,6 @@ class FileSource(Source):
             raise
         if self.closed:  # closed by another thread mid-read: the descriptor may be reused
             raise _closed_error()
-        if len(data) != size:
-            raise self._short(offset, size, len(data))
         return data
 
     if hasattr(os, "preadv"):

@@ -21,7 +21,7 @@ import msgspec
 
 from . import validate
 from .arrays import ArrayEncoder, DataSection
-from .bulk import ParallelCrc, gc_paused
+from .bulk import ParallelCrc, gc_paused, join
 from .config import current
 from .format import HEADER_SIZE, Trailer, pack_header
 from .indexer import TocBuilder
@@ -75,12 +75,13 @@ class Encoded:
         try:
             with gc_paused(self.disable_gc):
                 self.root = builder.build_root(self.obj)
-        except validate.Unsupported as e:
-            self.checksum.result()
-            raise e.error() from None
-        except RecursionError:
-            self.checksum.result()
-            raise ValueError("object is nested too deeply to index") from None
+        except BaseException as e:
+            self.checksum.wait()  # no checksum thread outlives a failed dump
+            if isinstance(e, validate.Unsupported):
+                raise e.error() from None
+            if isinstance(e, RecursionError):
+                raise ValueError("object is nested too deeply to index") from None
+            raise
         self.toc = builder.toc
         self.obj = None
 
@@ -103,7 +104,7 @@ def dumps(obj: Any, **options: Any) -> bytes:
     """The archive for ``obj`` as bytes. Options: see ``msglc.configure``."""
     encoded = Encoded(obj, options)
     encoded.index()
-    return b"".join([encoded.header, encoded.data.tobytes(), encoded.toc, encoded.trailer()])
+    return b"".join(itertools.chain((encoded.header,), encoded.data.chunks(), (encoded.toc, encoded.trailer())))
 
 
 def dump(target: str | bytes | os.PathLike | BinaryIO, obj: Any, **options: Any) -> None:
@@ -120,7 +121,7 @@ def dump(target: str | bytes | os.PathLike | BinaryIO, obj: Any, **options: Any)
         return
     encoded.index()  # every value checked before the first byte reaches the caller's file
     trailer = encoded.trailer()
-    for part in (encoded.header, *encoded.data.chunks(), encoded.toc, trailer):
+    for part in itertools.chain((encoded.header,), encoded.data.chunks(), (encoded.toc, trailer)):
         target.write(part)
 
 
@@ -135,8 +136,8 @@ def _write_atomically(path: str | bytes, encoded: Encoded) -> None:
     directory = os.path.dirname(os.path.abspath(path)) or "."
     fd, tmp = _create_temporary(directory, os.fsdecode(os.path.basename(path)))
     try:
-        _preallocate(fd, HEADER_SIZE + encoded.data.size)
         with os.fdopen(fd, "wb") as f:
+            _preallocate(f.fileno(), HEADER_SIZE + encoded.data.size)
             failed: list[BaseException] = []
             parts = itertools.chain((encoded.header,), encoded.data.chunks())
             writer = threading.Thread(target=_write_parts, args=(f, parts, failed), daemon=True)
@@ -144,7 +145,7 @@ def _write_atomically(path: str | bytes, encoded: Encoded) -> None:
             try:
                 encoded.index()
             finally:
-                _join(writer)
+                join(writer)
             if failed:
                 raise failed[0]
             f.write(encoded.toc)
@@ -162,7 +163,7 @@ def _write_atomically(path: str | bytes, encoded: Encoded) -> None:
             finally:
                 os.close(dir_fd)
     except BaseException:
-        _join(encoded.checksum.thread)
+        encoded.checksum.wait()
         with suppress(OSError):
             os.unlink(tmp)
         raise
@@ -174,26 +175,14 @@ PREALLOCATE_MIN = 1 << 23
 def _preallocate(fd: int, size: int) -> None:
     """Reserve the file's blocks before writing a large archive: on ext4 and others the
     writes then run about 3x faster (no block allocation per page), and a full disk fails
-    here, before anything is written. File systems without support are written as usual."""
+    here, before anything is written. Where the file system has no fallocate, glibc emulates
+    it by writing one byte per block (correct, somewhat slower); other errors are ignored."""
     if size >= PREALLOCATE_MIN and hasattr(os, "posix_fallocate"):
         try:
             os.posix_fallocate(fd, 0, size)
         except OSError as e:
             if e.errno == errno.ENOSPC:
                 raise
-
-
-def _join(thread: threading.Thread | None) -> None:
-    """Wait for a helper thread even through Ctrl-C, so none outlives ``dump`` (the interrupt
-    is raised once the thread is done)."""
-    interrupted = False
-    while thread is not None and thread.is_alive():
-        try:
-            thread.join()
-        except KeyboardInterrupt:
-            interrupted = True
-    if interrupted:
-        raise KeyboardInterrupt
 
 
 def _write_parts(f: Any, parts: Iterable, failed: list[BaseException]) -> None:

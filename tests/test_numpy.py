@@ -334,3 +334,108 @@ def test_import_and_plain_data_work_without_numpy(tmp_path):
         """
     )
     subprocess.run([sys.executable, "-c", script], check=True, cwd=pathlib.Path(msglc.__file__).parent.parent)
+
+
+def test_lazy_containers_holding_arrays_compare_equal():
+    """Arrays compare elementwise; inside lazy containers they compare whole."""
+    obj = {"runs": [np.arange(i % 5) for i in range(200)], "big": {f"k{i}": np.ones(3) for i in range(100)}}
+    with msglc.LazyReader(msglc.dumps(obj, small_obj_optimization_threshold=64)) as r:
+        assert r["runs"] == obj["runs"] and r["big"] == obj["big"]
+        assert r["runs"] != [*obj["runs"][:-1], np.arange(4) + 1]
+        assert r["big"] != {**obj["big"], "k99": np.zeros(3)}
+
+
+def test_selections_that_loop_over_every_axis(tmp_path):
+    """Gappy selections read element by element, 0-d arrays, and structured items."""
+    m = np.arange(20 * 5000, dtype="<f8").reshape(20, 5000)
+    v = np.arange(20000.0)
+    z = np.array(b"x" * 100)
+    s = np.array([(i, f"n{i}".encode()) for i in range(500)], dtype=[("i", "<i8"), ("n", "S4")])
+    msglc.dump(tmp_path / "a.msg", {"m": m, "v": v, "z": z, "s": s}, small_obj_optimization_threshold=64)
+    for source in (tmp_path / "a.msg", (tmp_path / "a.msg").read_bytes()):
+        with msglc.LazyReader(source) as r:
+            same(m[:3, ::1000], r["m"][:3, ::1000])
+            same(m[::7, ::-999], r["m"][::7, ::-999])
+            same(v[::1000], r["v"][::1000])
+            same(v[::-1000], r["v"][::-1000])
+            same(z[...], r["z"][...])
+            same(z[None], r["z"][None])
+            assert r["z"][()] == z[()]
+            item = r["s"][7]
+            assert item == s[7] and item["n"] == b"n7"
+            item["i"] = -1  # a fresh item, not a view of the archive's bytes
+            assert r["s"][7]["i"] == 7
+
+
+def test_gappy_selections_never_read_a_huge_covering_range(tmp_path):
+    a = np.zeros((40000, 100))
+    msglc.dump(tmp_path / "a.msg", {"a": a})
+    stats = LazyStats()
+    with msglc.LazyReader(tmp_path / "a.msg", counter=stats) as r:
+        column = r["a"][:, 0]
+        same(a[:, 0], column)
+        assert stats.bytes < 1 << 24, stats  # not the 32 MB range covering the column
+
+
+def test_array_protocol_copies(tmp_path):
+    a = np.arange(1000.0)
+    blob = bytearray(msglc.dumps({"a": a}, small_obj_optimization_threshold=64))
+    with msglc.LazyReader(blob) as r:
+        copied = np.array(r["a"])  # copy=True: never a view of the caller's buffer
+        copied[0] = -1
+        assert r["a"][0] == 0
+        r.verify()
+        assert np.asarray(r["a"], dtype="f4").dtype == np.float32
+    msglc.dump(tmp_path / "a.msg", {"a": a}, small_obj_optimization_threshold=64)
+    with msglc.LazyReader(tmp_path / "a.msg") as r, pytest.raises(ValueError, match="always a copy"):
+        r["a"].__array__(copy=False)  # np.asarray(r["a"], copy=False) on NumPy 2
+
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")
+def test_lists_of_arrays_as_lists_and_subclasses():
+    rows = [np.zeros(1000), np.ones(1000)]
+    with msglc.LazyReader(msglc.dumps({"rows": rows, "t": tuple(rows)}, numpy_encoder=False, small_obj_optimization_threshold=64)) as r:
+        assert r["rows/1/999"] == 1.0 and msglc.to_obj(r["t"]) == [x.tolist() for x in rows]
+    mat = np.matrix(np.arange(600000.0).reshape(-1, 2))[:, 0].T  # non-contiguous, 2-d rows
+    with msglc.LazyReader(msglc.dumps({"m": mat})) as r:
+        same(np.asarray(mat), msglc.to_obj(r["m"]))
+
+
+def test_dtypes_numpy_cannot_describe_are_refused_with_the_path():
+    overlapping = np.zeros(3, dtype=np.dtype({"names": ["a", "b"], "formats": ["<i4", "<i4"], "offsets": [0, 2], "itemsize": 8}))
+    with pytest.raises(TypeError, match="at x/0"):
+        msglc.dumps({"x": [overlapping]})
+
+
+@pytest.mark.parametrize("shape", [[0, 2**62, 2**62], [0, 2**64 - 1], [0] * 65])
+def test_crafted_shapes_numpy_cannot_make(shape):
+    data = with_payload(
+        np.zeros(40, "<f8"), lambda p: header_payload(["<f8", shape], len(p) - len(header_payload(["<f8", shape], 0))), threshold=8192
+    )
+    with msglc.LazyReader(data) as r, pytest.raises(CorruptedError):
+        r.to_obj()
+
+
+def test_failed_preallocation_closes_the_file(tmp_path, monkeypatch):
+    def full(fd, offset, size):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("os.posix_fallocate", full)
+    before = len(list(pathlib.Path("/proc/self/fd").iterdir()))
+    for _ in range(3):
+        with pytest.raises(OSError):
+            msglc.dump(tmp_path / "a.msg", {"a": np.zeros(2 << 20)})
+    assert len(list(pathlib.Path("/proc/self/fd").iterdir())) == before
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_file_objects_get_non_contiguous_arrays_in_slabs(tmp_path):
+    big = np.random.default_rng(1).random((2048, 2048)).T  # 32 MiB, Fortran order
+    tracemalloc.start()
+    with open(tmp_path / "a.msg", "wb") as f:
+        msglc.dump(f, {"a": big})
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert peak < 4 * arrays.SLAB + (8 << 20), peak
+    with msglc.LazyReader(tmp_path / "a.msg") as r:
+        same(big, msglc.to_obj(r["a"]))
