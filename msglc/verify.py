@@ -2,8 +2,10 @@
 
 Lazy reads check what they touch (node CRCs, bounds, container headers, keys). ``verify``
 is the thorough pass for archives fetched from cold storage: it reads the data section once
-and rebuilds each node's content from the bytes with the writer's own functions, so a TOC that
-passes its checksums but does not describe its data is reported too.
+and checks every node against the item boundaries, keys and headers found in the bytes (with
+the writer's own functions), so a TOC that passes its checksums but does not describe its data
+is reported too. The checks do not depend on the threshold: the parts of a combined archive
+may have been written with different ones.
 """
 
 from __future__ import annotations
@@ -15,8 +17,8 @@ import msgspec
 from .arrays import parse_head
 from .bulk import data_crc32
 from .errors import CorruptedError
-from .format import ArrayNode, HashMapNode, ListNode, MapNode, StrideNode, container_header
-from .indexer import MAP_INLINE_MAX, STRIDE_LAZY_MIN, TocBuilder, item_layout, list_raws, map_raws, stride_dims
+from .format import ArrayNode, HashMapNode, ListNode, MapNode, StrideNode, container_header, gets_node
+from .indexer import MAP_INLINE_MAX, TocBuilder, item_layout, list_raws, map_raws, stride_dims
 
 if TYPE_CHECKING:
     from .reader import Archive
@@ -33,12 +35,11 @@ def verify_archive(a: Archive) -> None:
         a.decode(data, t.data_off)
         return
     a.view(t.data_off, t.data_len, t.toc_off + t.root_pos, t.root_len)  # checks header and span
-    builder = TocBuilder(data, t.threshold)
     stack = [(0, len(data), t.toc_off + t.root_pos, t.root_len)]
     while stack:
         start, end, pos, size = stack.pop()
         node = a.node(pos, size)
-        children, region = _check(builder, node, start, end, f"TOC node at offset {pos}")
+        children, region = _check(data, node, start, end, f"TOC node at offset {pos}")
         if region is not None and bytes(a.read(pos - node.index[0], node.index[1])) != region:
             raise CorruptedError(f"hash index of the TOC node at offset {pos} does not match its dict")
         for k, (child_start, child_end) in children.items():
@@ -46,31 +47,29 @@ def verify_archive(a: Archive) -> None:
             stack.append((child_start, child_end, child._pos, node.kids[k][1]))
 
 
-def _check(b: TocBuilder, node: Any, start: int, end: int, where: str) -> tuple[dict[int, tuple[int, int]], bytes | None]:
-    """Compare ``node`` with what the writer builds for data[start:end]. Returns the data span
-    of each child node (by its key in ``node.kids``) and, for a hash-indexed dict, the index
-    region the writer would write."""
-    data = memoryview(b.buf)
+def _check(data: bytes, node: Any, start: int, end: int, where: str) -> tuple[dict[int, tuple[int, int]], bytes | None]:
+    """Check ``node`` against the container at data[start:end]. Returns the data span of each
+    child node (by its key in ``node.kids``) and, for a hash-indexed dict, the index region
+    the writer writes for it."""
+    view = memoryview(data)
     if isinstance(node, ArrayNode):
-        _, _, head = parse_head(data[start:end], start, end - start)
+        _, _, head = parse_head(view[start:end], start, end - start)
         if (node.head, node.size) != (head, end - start - head):
             raise CorruptedError(f"{where} does not describe the NumPy array at data offset {start}")
         return {}, None
-    is_map, n, h = container_header(data[start : start + 5])
+    is_map, n, h = container_header(view[start : start + 5])
     if isinstance(node, StrideNode):
-        expected = stride_dims(b.buf, start, h, n, end)
-        if is_map or expected is None or [tuple(d) for d in node.dims] != expected or node.lazy_min != min(b.threshold, STRIDE_LAZY_MIN):
+        if is_map or [tuple(d) for d in node.dims] != stride_dims(data, start, h, n, end):
             raise CorruptedError(f"{where} does not describe the fixed-stride list at data offset {start}")
         return {}, None
     if is_map:
-        raws = map_raws(b.buf, start, h, end, n)
-        lens, offs = item_layout(raws, h)
-        koffs, voffs, lens = offs[0::2], offs[1::2], lens[1::2]
+        raws = map_raws(data, start, h, end, n)
+        _, offs = item_layout(raws, h)
+        koffs, voffs = offs[0::2], offs[1::2]
     else:
-        raws = list_raws(b.buf, start, end)
-        lens, koffs = item_layout(raws, h)
+        raws = list_raws(data, start, end)
+        _, koffs = item_layout(raws, h)
         voffs = koffs
-    big = b.big_children(start, voffs, lens)
     if isinstance(node, MapNode):
         keys = [_key_decoder.decode(r) for r in raws[0::2]]
         if (
@@ -79,24 +78,24 @@ def _check(b: TocBuilder, node: Any, start: int, end: int, where: str) -> tuple[
             or node.keys != keys
             or node.koffs != koffs
             or node.voffs != voffs
-            or set(node.kids) != set(big)
+            or not _kids_ok(data, start, voffs, node.kids)
         ):
             raise CorruptedError(f"{where} does not describe the dict at data offset {start}")
         return {j: (start + voffs[j], start + koffs[j + 1]) for j in node.kids}, None
-    starts, offs, span_kids = b._spans(koffs, n, dict.fromkeys(big))
+    # spans: every span starts at an item boundary; a kid span is one item with a node of its own
+    entries = [node.starts[k] for k in node.kids]
     if (
         node.n != n
-        or node.starts != starts
-        or node.offs != offs
-        or set(node.kids) != set(span_kids)
         or is_map != isinstance(node, HashMapNode)
+        or node.offs != [koffs[i] for i in node.starts] + [koffs[n]]
+        or not _kids_ok(data, start, voffs, dict.fromkeys(entries))
     ):
         raise CorruptedError(f"{where} does not describe the {'dict' if is_map else 'list'} at data offset {start}")
-    children = {k: (start + voffs[starts[k]], start + koffs[starts[k] + 1]) for k in node.kids}
+    children = {k: (start + voffs[node.starts[k]], start + koffs[node.starts[k] + 1]) for k in node.kids}
     if isinstance(node, ListNode):
         return children, None
-    kid_keys = {_key_decoder.decode(raws[2 * starts[k]]): k for k in span_kids}
-    scratch = TocBuilder(b"", b.threshold)
+    kid_keys = {_key_decoder.decode(raws[2 * node.starts[k]]): k for k in node.kids}
+    scratch = TocBuilder(b"", 0)
     _, length, page_bits, width, offs_crc = scratch._hash_index(raws[0::2], koffs)
     if (
         n <= MAP_INLINE_MAX
@@ -105,3 +104,8 @@ def _check(b: TocBuilder, node: Any, start: int, end: int, where: str) -> tuple[
     ):
         raise CorruptedError(f"{where} does not describe the dict at data offset {start}")
     return children, bytes(scratch.toc)
+
+
+def _kids_ok(data: bytes, start: int, voffs: list[int], kids: dict) -> bool:
+    """Every child with a node is an array, a map or a NumPy array."""
+    return all(gets_node(data, start + voffs[j]) for j in kids)
