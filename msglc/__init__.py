@@ -4,6 +4,7 @@
 that value. See README.md and docs/format.md.
 """
 
+from .combine import FileInfo, combine
 from .config import Config, configure
 from .errors import CorruptedError, MsglcError, NotAnArchiveError, TruncatedError, UnsupportedVersionError
 from .lazy import LazyDict, LazyList
@@ -14,6 +15,7 @@ from .writer import dump, dumps
 __all__ = [
     "Config",
     "CorruptedError",
+    "FileInfo",
     "LazyArray",
     "LazyDict",
     "LazyList",
@@ -23,6 +25,7 @@ __all__ = [
     "NotAnArchiveError",
     "TruncatedError",
     "UnsupportedVersionError",
+    "combine",
     "configure",
     "dump",
     "dumps",

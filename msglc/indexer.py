@@ -64,10 +64,11 @@ class TocBuilder:
     uses positions in ``buf``; sizes compared with the threshold and offsets written to nodes
     are those of the data section."""
 
-    def __init__(self, buf: bytes, threshold: int, splices: list | tuple = ()) -> None:
+    def __init__(self, buf: bytes, threshold: int, splices: list | tuple = (), toc_base: int = 0) -> None:
         self.buf = buf
         self.threshold = threshold
         self.toc = bytearray()
+        self.toc_base = toc_base  # TOC bytes written before this builder's (combine copies them)
         self._splice_pos = [pos for pos, _, _ in splices]
         self._splice_head = {pos: head for pos, head, _ in splices}
         deltas = (len(head) + arr.nbytes - ArrayEncoder.PLACEHOLDER_SIZE for _, head, arr in splices)
@@ -124,15 +125,19 @@ class TocBuilder:
         return self._add(ArrayNode(head=start, size=total - start))
 
     def _add(self, node: Node) -> tuple[int, int]:
-        pos = len(self.toc)
+        pos = self._here()
         framed = frame_node(node)
         self.toc += framed
         return pos, len(framed)
 
     def _refs(self, kids: dict[int, tuple[int, int]]) -> dict[int, Ref]:
         """Child positions as distances back from the node about to be written."""
-        here = len(self.toc)
+        here = self._here()
         return {k: (here - pos, size) for k, (pos, size) in kids.items()}
+
+    def _here(self) -> int:
+        """Position in the TOC of the next byte written."""
+        return self.toc_base + len(self.toc)
 
     # -- lists ---------------------------------------------------------------------------------
     def _index_list(self, seq: list | tuple, a: int, b: int) -> tuple[int, int]:
@@ -248,7 +253,7 @@ class TocBuilder:
         position, length, page_bits, width, offs_crc = region
         starts, span_offs, span_kids = self._spans(koffs, n, {e: ref for e, (_, ref) in entry_kids.items()})
         span_of_entry = {starts[k]: k for k in span_kids}
-        here = len(self.toc)
+        here = self._here()
         return self._add(
             HashMapNode(
                 n=n,
@@ -303,11 +308,11 @@ class TocBuilder:
             table.byteswap()
         table_bytes = table.tobytes()
         table_bytes = table_bytes[:-4] + U32.pack(zlib.crc32(table_bytes[:-4]))  # the last slot checks the table
-        pos = len(self.toc)
+        pos = self._here()
         self.toc += offs_bytes
         self.toc += table_bytes
         self.toc += rec_bytes
-        return pos, len(self.toc) - pos, page_bits, width, zlib.crc32(offs_bytes)
+        return pos, self._here() - pos, page_bits, width, zlib.crc32(offs_bytes)
 
 
 def hash_page_bits(n: int) -> int:

@@ -13,8 +13,8 @@ import itertools
 import os
 import secrets
 import threading
-from collections.abc import Iterable
-from contextlib import suppress
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager, suppress
 from typing import Any, BinaryIO
 
 import msgspec
@@ -117,7 +117,7 @@ def dump(target: str | bytes | os.PathLike | BinaryIO, obj: Any, **options: Any)
         raise TypeError(f"dump() target must be a path or a writable binary file, not {type(target).__name__}")
     encoded = Encoded(obj, options)
     if is_path:
-        _write_atomically(os.fspath(target), encoded)
+        _write_atomically(target, encoded)
         return
     encoded.index()  # every value checked before the first byte reaches the caller's file
     trailer = encoded.trailer()
@@ -126,18 +126,11 @@ def dump(target: str | bytes | os.PathLike | BinaryIO, obj: Any, **options: Any)
 
 
 def _write_atomically(path: str | bytes, encoded: Encoded) -> None:
-    """Write to a temporary sibling and rename it over ``path`` only when complete.
-
-    The data section is written by a second thread while this one builds the TOC (file writes
-    release the GIL); a value refused meanwhile only costs the temporary file, which is
-    removed. The temporary file is created with mode 0o666 so the process umask applies as for
-    any new file (an existing target's mode is kept). With ``durable`` the data and the rename
-    are flushed to disk before returning."""
-    directory = os.path.dirname(os.path.abspath(path)) or "."
-    fd, tmp = _create_temporary(directory, os.fsdecode(os.path.basename(path)))
+    """Write through ``atomic_file``. The data section is written by a second thread while
+    this one builds the TOC (file writes release the GIL); a value refused meanwhile only costs
+    the temporary file, which is removed."""
     try:
-        with os.fdopen(fd, "wb") as f:
-            _preallocate(f.fileno(), HEADER_SIZE + encoded.data.size)
+        with atomic_file(path, encoded.durable, HEADER_SIZE + encoded.data.size) as f:
             failed: list[BaseException] = []
             parts = itertools.chain((encoded.header,), encoded.data.chunks())
             writer = threading.Thread(target=_write_parts, args=(f, parts, failed), daemon=True)
@@ -150,20 +143,38 @@ def _write_atomically(path: str | bytes, encoded: Encoded) -> None:
                 raise failed[0]
             f.write(encoded.toc)
             f.write(encoded.trailer())
-            if encoded.durable:
+    except BaseException:
+        encoded.checksum.wait()
+        raise
+
+
+@contextmanager
+def atomic_file(path: str | bytes | os.PathLike, durable: bool, size_hint: int = 0) -> Iterator[BinaryIO]:
+    """A new file that replaces ``path`` only if the block completes, else is removed.
+
+    It is a temporary sibling created with mode 0o666 so the process umask applies as for any
+    new file (an existing target's mode is kept); ``size_hint`` bytes are preallocated. With
+    ``durable`` the data and the rename are flushed to disk before returning."""
+    path = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(path)) or "."
+    fd, tmp = _create_temporary(directory, os.fsdecode(os.path.basename(path)))
+    try:
+        with os.fdopen(fd, "wb") as f:
+            _preallocate(f.fileno(), size_hint)
+            yield f
+            if durable:
                 f.flush()
                 os.fsync(f.fileno())
         with suppress(FileNotFoundError):
             os.chmod(tmp, os.stat(path).st_mode & 0o7777)
         os.replace(tmp, path)
-        if encoded.durable and hasattr(os, "O_DIRECTORY"):
+        if durable and hasattr(os, "O_DIRECTORY"):
             dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
             try:
                 os.fsync(dir_fd)
             finally:
                 os.close(dir_fd)
     except BaseException:
-        encoded.checksum.wait()
         with suppress(OSError):
             os.unlink(tmp)
         raise

@@ -1,0 +1,131 @@
+"""combine(): archives gathered without decoding, as a dict or a list, nested, and refused
+inputs that leave the output untouched."""
+
+import io
+
+import msgpack
+import numpy as np
+import pytest
+
+import msglc
+from msglc import CorruptedError, FileInfo, NotAnArchiveError, TruncatedError, UnsupportedVersionError
+
+RUN1 = {"energy": [float(i) for i in range(3000)], "meta": {"name": "run1", "rows": [[i, i * 2] for i in range(400)]}}
+RUN2 = {"energy": [1.5, 2.5], "tags": ["a", "b"]}
+
+
+@pytest.fixture
+def runs(tmp_path):
+    msglc.dump(tmp_path / "run1.mlc", RUN1, small_obj_optimization_threshold=256)
+    msglc.dump(tmp_path / "run2.mlc", RUN2)  # small: no TOC node
+    return tmp_path
+
+
+def check(path, expected):
+    with msglc.LazyReader(path) as r:
+        r.verify()
+        assert r.to_obj() == expected
+        assert msgpack.unpackb(r.protocol_raw_data(), strict_map_key=False) == expected
+
+
+def test_named_inputs_make_a_dict(runs):
+    out = runs / "all.mlc"
+    msglc.combine(out, [FileInfo(runs / "run1.mlc", "run1"), FileInfo(str(runs / "run2.mlc"), "run2")])
+    check(out, {"run1": RUN1, "run2": RUN2})
+    with msglc.LazyReader(out) as r:
+        assert r["run1/energy/2999"] == 2999.0 and r["run1/meta/rows/7/1"] == 14 and r["run2/tags/1"] == "b"
+        assert isinstance(r["run1/energy"], msglc.LazyList)
+
+
+def test_unnamed_inputs_make_a_list(runs):
+    out = runs / "all.mlc"
+    msglc.combine(out, [FileInfo(runs / "run1.mlc"), FileInfo(runs / "run2.mlc"), FileInfo(runs / "run1.mlc")])
+    check(out, [RUN1, RUN2, RUN1])
+    with msglc.LazyReader(out) as r:
+        assert r["2/meta/name"] == "run1" and r[-2]["energy"] == [1.5, 2.5]
+
+
+def test_objects_readers_bytes_and_files_as_inputs(runs):
+    out = runs / "all.mlc"
+    with msglc.LazyReader(runs / "run1.mlc") as reader, open(runs / "run2.mlc", "rb") as f:
+        msglc.combine(
+            out,
+            [
+                FileInfo(reader, "reader"),
+                FileInfo(f, "file"),
+                FileInfo((runs / "run2.mlc").read_bytes(), "bytes"),
+                FileInfo(io.BytesIO((runs / "run2.mlc").read_bytes()), "bytesio"),
+                FileInfo(None, "obj", obj={"a": np.arange(4), "b": list(range(2000))}),
+            ],
+            small_obj_optimization_threshold=64,
+        )
+        assert reader["meta/name"] == "run1"  # the caller's reader stays open
+    with msglc.LazyReader(out) as r:
+        r.verify()
+        assert r["reader/energy/5"] == 5.0 and r["file"] == RUN2 and r["bytes/tags"] == ["a", "b"] and r["bytesio"] == RUN2
+        assert r["obj/a"].tolist() == [0, 1, 2, 3] and r["obj/b/1999"] == 1999
+
+
+def test_nesting_three_levels_deep(runs):
+    msglc.combine(runs / "day.mlc", [FileInfo(runs / "run1.mlc", "run1"), FileInfo(runs / "run2.mlc", "run2")])
+    msglc.combine(
+        runs / "week.mlc", [FileInfo(runs / "day.mlc", "mon"), FileInfo(runs / "day.mlc", "tue")], small_obj_optimization_threshold=64
+    )
+    msglc.combine(runs / "year.mlc", [FileInfo(runs / "week.mlc"), FileInfo(runs / "run2.mlc")])
+    day = {"run1": RUN1, "run2": RUN2}
+    check(runs / "year.mlc", [{"mon": day, "tue": day}, RUN2])
+    with msglc.LazyReader(runs / "year.mlc", cached=False) as r:
+        assert r["0/tue/run1/energy/1234"] == 1234.0 and r["0/mon/run1/meta/rows/399/0"] == 399
+
+
+def test_many_inputs_get_a_hash_indexed_root(tmp_path):
+    small = msglc.dumps({"v": list(range(100))}, small_obj_optimization_threshold=64)
+    infos = [FileInfo(small, f"part{i}") for i in range(1500)]
+    msglc.combine(tmp_path / "many.mlc", infos)
+    with msglc.LazyReader(tmp_path / "many.mlc") as r:
+        r.verify()
+        assert len(r) == 1500 and r["part1234/v/99"] == 99 and "part1500" not in r
+
+
+def test_bad_name_sets_are_refused_before_writing(runs):
+    out = runs / "all.mlc"
+    for infos, message in (
+        ([FileInfo(runs / "run1.mlc", "a"), FileInfo(runs / "run2.mlc")], "all have a name"),
+        ([FileInfo(runs / "run1.mlc", "a"), FileInfo(runs / "run2.mlc", "a")], "'a' is used more than once"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            msglc.combine(out, infos)
+        assert not out.exists()
+    with pytest.raises(ValueError, match="either"):
+        FileInfo(runs / "run1.mlc", "a", obj=1)
+    with pytest.raises(TypeError, match="FileInfo"):
+        msglc.combine(out, [str(runs / "run1.mlc")])
+    with pytest.raises(ValueError, match="mode"):
+        msglc.combine(out, [FileInfo(runs / "run1.mlc")], mode="x")
+
+
+@pytest.mark.parametrize(
+    "damage, error",
+    [
+        (lambda b: b"not an archive at all, just text" * 4, NotAnArchiveError),
+        (lambda b: b[:-10], TruncatedError),
+        (lambda b: b[:8] + b"\x07" + b[9:], UnsupportedVersionError),
+        (lambda b: b[:100] + bytes([b[100] ^ 1]) + b[101:], CorruptedError),  # a data byte: found by the checksum while copying
+    ],
+)
+def test_bad_inputs_leave_the_output_untouched(runs, damage, error):
+    bad = runs / "bad.mlc"
+    bad.write_bytes(damage((runs / "run1.mlc").read_bytes()))
+    out = runs / "all.mlc"
+    out.write_bytes(b"previous contents")
+    with pytest.raises(error):
+        msglc.combine(out, [FileInfo(runs / "run2.mlc", "good"), FileInfo(bad, "bad")])
+    assert out.read_bytes() == b"previous contents"
+    assert sorted(p.name for p in runs.iterdir()) == ["all.mlc", "bad.mlc", "run1.mlc", "run2.mlc"]
+
+
+def test_closed_reader_is_refused(runs):
+    reader = msglc.LazyReader(runs / "run1.mlc")
+    reader.close()
+    with pytest.raises(ValueError, match="closed"):
+        msglc.combine(runs / "all.mlc", [FileInfo(reader, "r")])
