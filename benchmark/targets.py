@@ -1,8 +1,8 @@
-"""The performance targets of the core and NumPy issues, each a ratio measured in this run.
+"""The performance targets of the issues (core, NumPy, combine), each a ratio measured in this run.
 
     python -m benchmark.targets                 # full sizes (5000x5000 matrix, 2M-key dict, 1 GB)
     python -m benchmark.targets --quick         # small sizes, well under a minute
-    python -m benchmark.targets --only arrays   # one section: matrix, dict, memory or arrays
+    python -m benchmark.targets --only arrays   # one section: matrix, dict, memory, arrays, combine
 
 Prints a Markdown table (figure, measured, target, verdict) and writes results.json.
 """
@@ -183,6 +183,42 @@ def array_targets(n: int, reads: int, tmp: Path) -> list[Row]:
     return rows
 
 
+def combine_targets(mb: int, tmp: Path) -> list[Row]:
+    """Two archives of ``mb`` MB each combined, against copying the two files."""
+    import shutil
+
+    import numpy as np
+
+    rng = np.random.default_rng(11)
+    parts = []
+    for k in range(2):
+        part = tmp / f"part{k}.mlc"
+        msglc.dump(part, {"run": k, "field": rng.random(mb * (1 << 20) // 8)})
+        parts.append(part)
+    copy, out = tmp / "copy.bin", tmp / "combined.mlc"
+
+    def copy_both() -> None:
+        with open(copy, "wb") as dst:
+            for part in parts:
+                with open(part, "rb") as src:
+                    shutil.copyfileobj(src, dst)
+
+    floor = best_of(copy_both, setup=lambda: fresh(copy))
+    infos = [msglc.FileInfo(p, f"run{k}") for k, p in enumerate(parts)]
+    ours = best_of(lambda: msglc.combine(out, infos), setup=lambda: fresh(out))
+    with msglc.LazyReader(out) as reader:
+        assert reader["run1/run"] == 1 and reader["run0/field"].shape == (mb * (1 << 20) // 8,)
+    return [
+        Row(
+            f"combine two {mb} MB archives / shutil.copyfileobj of both",
+            ours / floor,
+            "<= 1.5",
+            ours / floor <= 1.5,
+            f"{ours:.3f}s vs {floor:.3f}s",
+        )
+    ]
+
+
 def dict_targets(n: int, lookups: int, tmp: Path) -> list[Row]:
     rng = random.Random(7)
     d = {f"key{i:08d}": f"v{rng.getrandbits(48):x}" for i in range(n)}
@@ -287,7 +323,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="small sizes (N=1000, 200k keys, 100 MB)")
     parser.add_argument("--out", type=Path, default=Path("benchmark-out"), help="where targets.json goes")
-    parser.add_argument("--only", choices=("matrix", "dict", "memory", "arrays"), action="append", help="run only these sections")
+    parser.add_argument(
+        "--only", choices=("matrix", "dict", "memory", "arrays", "combine"), action="append", help="run only these sections (repeatable)"
+    )
     parser.add_argument("--make-big", nargs=2, help=argparse.SUPPRESS)
     parser.add_argument("--read-one", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -305,6 +343,7 @@ def main(argv: list[str] | None = None) -> int:
             ("dict", lambda: dict_targets(keys, lookups, Path(tmp))),
             ("memory", lambda: memory_target(big_mb, Path(tmp))),
             ("arrays", lambda: array_targets(n, reads, Path(tmp))),
+            ("combine", lambda: combine_targets(20 if args.quick else 200, Path(tmp))),
         ):
             if args.only and name not in args.only:
                 continue

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import zlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import msgspec
@@ -20,10 +20,11 @@ import msgspec
 from .bulk import crc32_combine, data_crc32
 from .config import current
 from .errors import CorruptedError
-from .format import HEADER_SIZE, ListNode, MapNode, Trailer, array_header, map_header, pack_header
+from .format import HEADER_SIZE, HashMapNode, ListNode, MapNode, Trailer, array_header, map_header, node_span, pack_header
 from .indexer import MAP_INLINE_MAX, TocBuilder
 from .reader import Archive, LazyReader
 from .writer import atomic_file, dumps
+from .writer import dump as dump_decoded
 
 COPY_CHUNK = 1 << 24
 _MISSING = object()
@@ -189,3 +190,78 @@ def _copy(archive: Archive, offset: int, size: int, f: Any, buf: bytearray, chec
             crc = crc32(chunk, crc)
         done += len(chunk)
     return crc
+
+
+# ---- the reverse: one part as an archive of its own, and repacking --------------------------
+
+
+def standalone(view: Any) -> Iterator[bytes | memoryview]:
+    """The bytes of an archive holding just the lazy part ``view``: its data and its TOC
+    subtree copied (every TOC reference is relative), a new trailer. A row of a fixed-stride
+    list has no node of its own and is re-encoded instead."""
+    a = view._a
+    if a.closed:
+        raise ValueError("I/O operation on a closed LazyReader")
+    node = a.nodes.get(view._pos)
+    if node is None or node_span(node) != view._span():
+        yield dumps(view.to_obj(), small_obj_optimization_threshold=a.trailer.threshold)
+        return
+    lo, end = _subtree_range(a, view._pos)
+    data = a.read(view._base, view._span())
+    head = pack_header()
+    span = view._span()
+    yield head
+    yield data
+    yield a.read(lo, end - lo)
+    yield Trailer(
+        data_off=HEADER_SIZE,
+        data_len=span,
+        toc_off=HEADER_SIZE + span,
+        toc_len=end - lo,
+        root_pos=view._pos - lo,
+        root_len=end - view._pos,
+        data_crc=data_crc32()(data),
+        threshold=a.trailer.threshold,
+    ).pack(head)
+
+
+def _subtree_range(a: Archive, pos: int) -> tuple[int, int]:
+    """The TOC range [lo, end) holding the node at ``pos`` and everything it refers to."""
+    end = pos + a.node_sizes[pos]
+    lo = pos
+    stack = [pos]
+    while stack:
+        here = stack.pop()
+        node = a.nodes.get(here) or a.node(here, a.node_sizes[here])
+        refs = list(getattr(node, "kids", {}).values())
+        if isinstance(node, HashMapNode):
+            lo = min(lo, here - node.index[0])
+        for back, size in refs:
+            child = here - back
+            if back <= 0 or child + size > here:
+                raise CorruptedError(f"TOC node at offset {here} references a node at {child} that does not precede it")
+            a.node(child, size)
+            lo = min(lo, child)
+            stack.append(child)
+    return lo, end
+
+
+def repack(target: Any, source: Any, options: dict[str, Any]) -> None:
+    """``dump(target, reader_or_lazy_part)``: copy the encoded bytes when the threshold is the
+    source's (the result is then what ``dump`` of the decoded value writes), else decode and
+    write anew."""
+    a = source._a
+    cfg = current(**options)
+    if cfg.small_obj_optimization_threshold != a.trailer.threshold:
+        return dump_decoded(target, source.to_obj(), **options)
+    if isinstance(source, LazyReader):
+        parts: Iterator = iter([a.read(0, a.src.size)])
+    else:
+        parts = standalone(source)
+    if isinstance(target, (str, bytes, os.PathLike)):
+        with atomic_file(target, cfg.durable) as f:
+            for part in parts:
+                f.write(part)
+    else:
+        for part in parts:
+            target.write(part)

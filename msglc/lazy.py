@@ -53,6 +53,13 @@ class LazyNode:
         return self._a.decode_span(self._base, self._span())
 
     def raw_data(self) -> bytes:
+        """This part as a stand-alone archive (its data and TOC nodes copied, not decoded):
+        ``LazyReader(x.raw_data())`` reads what ``x`` holds. The reverse of ``combine``."""
+        from .combine import standalone
+
+        return b"".join(standalone(self))
+
+    def protocol_raw_data(self) -> bytes:
         """The container's msgpack encoding."""
         return bytes(self._a.read(self._base, self._span()))
 

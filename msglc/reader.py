@@ -84,6 +84,7 @@ class Archive:
         self.cached = cached
         self.counter = counter
         self.nodes: dict[int, Any] = {}
+        self.node_sizes: dict[int, int] = {}  # framed length of each cached node
         self.key_maps: dict[int, dict] = {}
         read = self.src.read
         if counter is not None:
@@ -156,8 +157,10 @@ class Archive:
             check_node(node, pos, self.trailer.toc_off)
             if len(self.nodes) >= _MAX_NODE_CACHE:
                 self.nodes.clear()
+                self.node_sizes.clear()
                 self.key_maps.clear()
             self.nodes[pos] = node
+            self.node_sizes[pos] = size
         return node
 
     def child(self, base: int, span: int, parent_pos: int, ref: tuple[int, int]) -> LazyNode:

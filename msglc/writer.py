@@ -115,6 +115,10 @@ def dump(target: str | bytes | os.PathLike | BinaryIO, obj: Any, **options: Any)
     is_path = isinstance(target, (str, bytes, os.PathLike))
     if not is_path and not hasattr(target, "write"):
         raise TypeError(f"dump() target must be a path or a writable binary file, not {type(target).__name__}")
+    if _is_lazy(obj):
+        from .combine import repack
+
+        return repack(target, obj, options)
     encoded = Encoded(obj, options)
     if is_path:
         _write_atomically(target, encoded)
@@ -123,6 +127,14 @@ def dump(target: str | bytes | os.PathLike | BinaryIO, obj: Any, **options: Any)
     trailer = encoded.trailer()
     for part in itertools.chain((encoded.header,), encoded.data.chunks(), (encoded.toc, trailer)):
         target.write(part)
+
+
+def _is_lazy(obj: Any) -> bool:
+    """A ``LazyReader`` or a lazy part of one: repacked by copying its bytes."""
+    from .lazy import LazyNode
+    from .reader import LazyReader
+
+    return isinstance(obj, (LazyNode, LazyReader))
 
 
 def _write_atomically(path: str | bytes, encoded: Encoded) -> None:

@@ -129,3 +129,38 @@ def test_closed_reader_is_refused(runs):
     reader.close()
     with pytest.raises(ValueError, match="closed"):
         msglc.combine(runs / "all.mlc", [FileInfo(reader, "r")])
+
+
+def test_raw_data_of_a_part_is_the_archive_that_was_combined(runs):
+    out = runs / "all.mlc"
+    msglc.combine(out, [FileInfo(runs / "run1.mlc", "run1"), FileInfo(runs / "run2.mlc", "run2")], small_obj_optimization_threshold=256)
+    with msglc.LazyReader(out) as r:
+        assert r["run1"].raw_data() == (runs / "run1.mlc").read_bytes()  # same threshold: the same bytes
+        part = msglc.LazyReader(r["run1/meta/rows"].raw_data())
+        part.verify()
+        assert part.to_obj() == RUN1["meta"]["rows"]
+        assert msgpack.unpackb(r["run1/energy"].protocol_raw_data()) == RUN1["energy"]
+
+
+@pytest.mark.parametrize("threshold", [64, 1024, 8192])
+def test_repacking_copies_bytes_when_the_threshold_is_the_same(tmp_path, threshold):
+    obj = {
+        "a": {"b": [list(range(i % 40)) for i in range(3000)], "d": {f"k{i}": i for i in range(3000)}},
+        "arr": np.arange(10000.0),
+        "m": [[1.0] * 100] * 100,
+    }
+    data = msglc.dumps(obj, small_obj_optimization_threshold=threshold)
+    with msglc.LazyReader(data) as r:
+        msglc.dump(tmp_path / "whole.mlc", r, small_obj_optimization_threshold=threshold)
+        assert (tmp_path / "whole.mlc").read_bytes() == data
+        for path in ("a", "a/b", "a/d", "arr", "m", "m/3"):
+            part = r[path]
+            expected = msglc.dumps(msglc.to_obj(part), small_obj_optimization_threshold=threshold)
+            msglc.dump(tmp_path / "part.mlc", part, small_obj_optimization_threshold=threshold)
+            assert (tmp_path / "part.mlc").read_bytes() == expected, path
+            buf = io.BytesIO()
+            msglc.dump(buf, part, small_obj_optimization_threshold=threshold)
+            assert buf.getvalue() == expected
+        other = 4096 if threshold != 4096 else 512
+        msglc.dump(tmp_path / "other.mlc", r["a"], small_obj_optimization_threshold=other)  # decoded and written anew
+        assert (tmp_path / "other.mlc").read_bytes() == msglc.dumps(obj["a"], small_obj_optimization_threshold=other)
