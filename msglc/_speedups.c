@@ -92,6 +92,15 @@ static const unsigned char *skip(const unsigned char *p, const unsigned char *en
     return p;
 }
 
+/* Does the value [v, end) get a TOC node of its own when long: an array, a map or a NumPy
+ * array (extension type 78)? As format.gets_node. */
+static int gets_node(const unsigned char *v, const unsigned char *end) {
+    unsigned char m = *v;
+    if ((m & 0xe0) == 0x80 || m == 0xdc || m == 0xdd || m == 0xde || m == 0xdf) return 1;
+    int type_at = m == 0xc7 ? 2 : m == 0xc8 ? 3 : m == 0xc9 ? 5 : 0;
+    return type_at && end - v > type_at && v[type_at] == 78;
+}
+
 static void put_le(unsigned char *out, uint64_t v, int width) {
     for (int i = 0; i < width; i++) out[i] = (unsigned char)(v >> (8 * i));
 }
@@ -134,11 +143,7 @@ static PyObject *map_index(PyObject *self, PyObject *args) {
             goto done;
         }
         crcs[e] = crc32_of(key, (size_t)(value - key));
-        unsigned char m = *value;
-        int container = (m & 0xe0) == 0x80 || m == 0xdc || m == 0xdd || m == 0xde || m == 0xdf;
-        /* a NumPy array (ext type 78) longer than the threshold (>= 64, so its header is there) */
-        int array = (m == 0xc7 || m == 0xc8 || m == 0xc9) && p - value > 6 && value[m == 0xc7 ? 2 : m == 0xc8 ? 3 : 5] == 78;
-        if (p - value > threshold && (container || array)) {
+        if (p - value > threshold && gets_node(value, p)) {
             PyObject *item = Py_BuildValue("(nnn)", e, (Py_ssize_t)(value - buf - base), (Py_ssize_t)(p - buf - base));
             if (!item || PyList_Append(big, item) < 0) { Py_XDECREF(item); goto done; }
             Py_DECREF(item);
@@ -199,6 +204,49 @@ done:
     return result;
 }
 
+/* list_index(buf, start, n, base, threshold) -> (offs, big): the n items of a msgpack array
+ * whose first item is at buf[start]: offs, n + 1 little-endian u64 item starts relative to
+ * base (the last is the end); big, [(item, start, end)] for the items longer than threshold
+ * that get a node (gets_node), relative to base. As indexer.item_layout + big_children,
+ * without a Python object per item. */
+static PyObject *list_index(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer view;
+    Py_ssize_t start, n, base, threshold;
+    if (!PyArg_ParseTuple(args, "y*nnnn", &view, &start, &n, &base, &threshold)) return NULL;
+    PyObject *result = NULL, *big = NULL, *offs_b = NULL;
+    const unsigned char *buf = view.buf, *end = buf + view.len, *p;
+    if (start < 0 || start > view.len || base < 0 || base > start || n < 0 || n > view.len - start) {
+        PyErr_SetString(PyExc_ValueError, "list_index: arguments out of range");
+        goto done;
+    }
+    offs_b = PyBytes_FromStringAndSize(NULL, (n + 1) * 8);
+    big = PyList_New(0);
+    if (!offs_b || !big) goto done;
+    unsigned char *o = (unsigned char *)PyBytes_AS_STRING(offs_b);
+    p = buf + start;
+    for (Py_ssize_t e = 0; e < n; e++) {
+        const unsigned char *item = p;
+        put_le(o + 8 * e, (uint64_t)(item - buf - base), 8);
+        if (!(p = skip(item, end))) {
+            PyErr_SetString(PyExc_ValueError, "list_index: malformed msgpack");
+            goto done;
+        }
+        if (p - item > threshold && gets_node(item, p)) {
+            PyObject *entry = Py_BuildValue("(nnn)", e, (Py_ssize_t)(item - buf - base), (Py_ssize_t)(p - buf - base));
+            if (!entry || PyList_Append(big, entry) < 0) { Py_XDECREF(entry); goto done; }
+            Py_DECREF(entry);
+        }
+    }
+    put_le(o + 8 * n, (uint64_t)(p - buf - base), 8);
+    result = Py_BuildValue("(OO)", offs_b, big);
+done:
+    Py_XDECREF(offs_b);
+    Py_XDECREF(big);
+    PyBuffer_Release(&view);
+    return result;
+}
+
 /* exact_numbers(seq, depth): True if seq is a list/tuple nested depth levels deep (lists or
  * tuples at every level) whose leaves are all exactly float or int. False otherwise (the
  * caller then runs its full type check). Only reads ob_type pointers: a few ns per leaf. */
@@ -231,7 +279,45 @@ static PyObject *exact_numbers(PyObject *self, PyObject *args) {
     return PyBool_FromLong(exact_leaves(seq, depth));
 }
 
+/* plain_values(obj): True if obj holds only values of exactly the types msglc stores as
+ * they are: None, bool, int, float, str, bytes, list, tuple and dict with exactly-str or
+ * exactly-int keys, at most PLAIN_DEPTH levels deep. False otherwise (the caller then runs its
+ * full type check, which also accepts subclasses, enum members and NumPy values and names
+ * what it refuses). Reads type pointers only and runs no Python code. */
+#define PLAIN_DEPTH 200
+static int plain(PyObject *o, int depth) {
+    PyTypeObject *t = Py_TYPE(o);
+    if (t == &PyFloat_Type || t == &PyLong_Type || t == &PyUnicode_Type || t == &PyBool_Type || o == Py_None || t == &PyBytes_Type)
+        return 1;
+    if (depth >= PLAIN_DEPTH) return 0;
+    if (t == &PyList_Type || t == &PyTuple_Type) {
+        Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
+        PyObject **items = PySequence_Fast_ITEMS(o);
+        for (Py_ssize_t i = 0; i < n; i++) {
+            if (!plain(items[i], depth + 1)) return 0;
+        }
+        return 1;
+    }
+    if (t == &PyDict_Type) {
+        Py_ssize_t pos = 0;
+        PyObject *key, *value;
+        while (PyDict_Next(o, &pos, &key, &value)) {
+            PyTypeObject *kt = Py_TYPE(key);
+            if ((kt != &PyUnicode_Type && kt != &PyLong_Type) || !plain(value, depth + 1)) return 0;
+        }
+        return 1;
+    }
+    return 0;
+}
+
+static PyObject *plain_values(PyObject *self, PyObject *obj) {
+    (void)self;
+    return PyBool_FromLong(plain(obj, 0));
+}
+
 static PyMethodDef methods[] = {
+    {"list_index", list_index, METH_VARARGS, "Item offsets and large container items of a msgpack array."},
+    {"plain_values", plain_values, METH_O, "Whether a value holds only exact None/bool/int/float/str/bytes/list/tuple/dict values."},
     {"map_index", map_index, METH_VARARGS, "Entry offsets, sorted hash records and page starts of a msgpack map body."},
     {"exact_numbers", exact_numbers, METH_VARARGS, "Whether every leaf of nested lists is exactly a float or an int."},
     {NULL, NULL, 0, NULL},

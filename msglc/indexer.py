@@ -148,9 +148,14 @@ class TocBuilder:
             self._check_stride_types(seq, dims, a)
             lazy_min = min(self.threshold, STRIDE_LAZY_MIN)
             return self._add(StrideNode(dims=dims, lazy_min=lazy_min))
-        lens, offs = item_layout(list_raws(self.buf, a, b), h)
-        real_lens, real_offs = self._real_layout(a, b, lens, offs)
-        kids = self._index_children((j, seq[j], a + offs[j], a + offs[j + 1]) for j in self.big_children(a, offs, real_lens))
+        if _speedups is not None and not self._spliced(a, b):  # the same layout without a Python object per item
+            offs_bytes, big = _speedups.list_index(self.buf, a + h, n, a, self.threshold)
+            real_offs = _le_array("Q", offs_bytes)
+            kids = self._index_children((j, seq[j], a + start, a + end) for j, start, end in big)
+        else:
+            lens, offs = item_layout(list_raws(self.buf, a, b), h)
+            real_lens, real_offs = self._real_layout(a, b, lens, offs)
+            kids = self._index_children((j, seq[j], a + offs[j], a + offs[j + 1]) for j in self.big_children(a, offs, real_lens))
         validate.check_items(seq, skip=kids.keys())
         starts, span_offs, span_kids = self._spans(real_offs, n, kids)
         return self._add(ListNode(n=n, starts=starts, offs=span_offs, kids=self._refs(span_kids)))

@@ -8,8 +8,16 @@ descends only into container items, so runs of scalars cost a few nanoseconds ea
 from __future__ import annotations
 
 import enum
+import os
 import sys
 from typing import Any
+
+try:  # optional C accelerator: a whole value of plain types is checked at C speed
+    from . import _speedups
+except ImportError:  # pragma: no cover - depends on the build
+    _speedups = None
+if os.environ.get("MSGLC_PURE_PYTHON", "").lower() in ("1", "true", "yes"):
+    _speedups = None
 
 SCALAR, SEQ, MAP = 1, 2, 3
 _KINDS: dict[type, int] = {
@@ -76,7 +84,8 @@ def check_value(x: Any) -> None:
 
 def check_items(seq: list | tuple, skip: frozenset[int] | set[int] = frozenset()) -> None:
     """Check every item of ``seq`` except the indices in ``skip`` (checked elsewhere)."""
-    _check_values(seq, lambda: enumerate(seq), skip)
+    if not (_speedups is not None and _speedups.plain_values(seq)):
+        _check_values(seq, lambda: enumerate(seq), skip)
 
 
 def _check_values(values: Any, labelled: Any, skip: Any) -> None:
@@ -110,6 +119,8 @@ def check_keys(d: dict) -> None:
 
 def check_map(d: dict, skip: frozenset | set = frozenset()) -> None:
     """Check keys and values of ``d`` except the values of the keys in ``skip``."""
+    if _speedups is not None and _speedups.plain_values(d):
+        return
     check_keys(d)
     _check_values(d.values(), d.items, skip)
 
