@@ -2,7 +2,7 @@
 
     python -m benchmark.targets                 # full sizes (5000x5000 matrix, 2M-key dict, 1 GB)
     python -m benchmark.targets --quick         # small sizes, well under a minute
-    python -m benchmark.targets --only arrays   # one section: matrix, dict, memory, arrays, combine
+    python -m benchmark.targets --only arrays   # one section: matrix, dict, memory, arrays, combine, stream
 
 Prints a Markdown table (figure, measured, target, verdict) and writes results.json.
 """
@@ -219,6 +219,81 @@ def combine_targets(mb: int, tmp: Path) -> list[Row]:
     ]
 
 
+def _records(n: int):
+    return ({"id": i, "x": i * 0.25} for i in range(n))
+
+
+def stream_targets(n: int, tmp: Path) -> list[Row]:
+    """n small records written from a generator, in a fresh process each (peak memory)."""
+    ours = json.loads(_run_child("--stream", str(tmp / "stream.mlc"), str(n)))
+    floor = json.loads(_run_child("--stream-floor", str(tmp / "floor.msgpack"), str(n)))
+    alone = floor["generator_s"]
+    with msglc.LazyReader(tmp / "stream.mlc") as reader:
+        assert len(reader["records"]) == n and reader[f"records/{n - 1}/id"] == n - 1
+    build = floor["build_s"] + floor["encode_write_s"]
+    floor_s = alone + floor["encode_write_s"]  # the generator has to run either way
+    return [
+        Row(
+            f"stream {n:,} records from a generator: peak memory above baseline (MB)",
+            ours["delta_mb"],
+            "<= 200 MB",
+            ours["delta_mb"] <= 200,
+        ),
+        Row(
+            "  the same, time / (the generator's own time + msgspec encode of that list prebuilt + write)",
+            ours["seconds"] / floor_s,
+            "<= 2",
+            ours["seconds"] / floor_s <= 2,
+            f"{ours['seconds']:.2f}s vs {alone:.2f}s + {floor['encode_write_s']:.2f}s",
+        ),
+        Row(
+            "  the same, time / (building the list in memory + encode + write)",
+            ours["seconds"] / build,
+            "(reported)",
+            True,
+            f"{ours['seconds']:.2f}s vs {build:.2f}s; the list takes {floor['list_mb']:.0f} MB",
+        ),
+    ]
+
+
+def _run_child(*args: str) -> str:
+    return subprocess.run([sys.executable, "-m", "benchmark.targets", *args], check=True, capture_output=True, text=True).stdout
+
+
+def _rss_mb() -> float:
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KB on Linux
+
+
+def _stream(path: str, n: int) -> None:
+    base = _rss_mb()
+    t = time.perf_counter()
+    with msglc.LazyWriter(path) as writer:
+        writer.write({"meta": {"n": n}, "records": _records(n)})
+    print(json.dumps({"seconds": time.perf_counter() - t, "delta_mb": _rss_mb() - base}))
+
+
+def _stream_floor(path: str, n: int) -> None:
+    t = time.perf_counter()
+    for _ in _records(n):
+        pass
+    generator_s = time.perf_counter() - t
+    base = _rss_mb()
+    t = time.perf_counter()
+    records = list(_records(n))
+    build_s = time.perf_counter() - t
+    list_mb = _rss_mb() - base
+    enc = msgspec.msgpack.Encoder()
+
+    def encode_write() -> None:
+        with open(path, "wb") as f:
+            f.write(enc.encode({"meta": {"n": n}, "records": records}))
+
+    encode_write_s = best_of(encode_write, setup=lambda: fresh(Path(path)), repeat=2)
+    print(json.dumps({"generator_s": generator_s, "build_s": build_s, "encode_write_s": encode_write_s, "list_mb": list_mb}))
+
+
 def dict_targets(n: int, lookups: int, tmp: Path) -> list[Row]:
     rng = random.Random(7)
     d = {f"key{i:08d}": f"v{rng.getrandbits(48):x}" for i in range(n)}
@@ -324,16 +399,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="small sizes (N=1000, 200k keys, 100 MB)")
     parser.add_argument("--out", type=Path, default=Path("benchmark-out"), help="where targets.json goes")
     parser.add_argument(
-        "--only", choices=("matrix", "dict", "memory", "arrays", "combine"), action="append", help="run only these sections (repeatable)"
+        "--only",
+        choices=("matrix", "dict", "memory", "arrays", "combine", "stream"),
+        action="append",
+        help="run only these sections (repeatable)",
     )
     parser.add_argument("--make-big", nargs=2, help=argparse.SUPPRESS)
     parser.add_argument("--read-one", help=argparse.SUPPRESS)
+    parser.add_argument("--stream", nargs=2, help=argparse.SUPPRESS)
+    parser.add_argument("--stream-floor", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.make_big:
         _make_big(args.make_big[0], int(args.make_big[1]))
         return 0
     if args.read_one:
         _read_one(args.read_one)
+        return 0
+    if args.stream or args.stream_floor:
+        (_stream if args.stream else _stream_floor)(*(args.stream or args.stream_floor)[:1], int((args.stream or args.stream_floor)[1]))
         return 0
     n, reads, keys, lookups, big_mb = (1000, 2000, 200_000, 2000, 100) if args.quick else (5000, 10_000, 2_000_000, 10_000, 1024)
     rows: list[Row] = []
@@ -344,6 +427,7 @@ def main(argv: list[str] | None = None) -> int:
             ("memory", lambda: memory_target(big_mb, Path(tmp))),
             ("arrays", lambda: array_targets(n, reads, Path(tmp))),
             ("combine", lambda: combine_targets(20 if args.quick else 200, Path(tmp))),
+            ("stream", lambda: stream_targets(1_000_000 if args.quick else 10_000_000, Path(tmp))),
         ):
             if args.only and name not in args.only:
                 continue

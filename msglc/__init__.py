@@ -9,7 +9,9 @@ from .config import Config, configure
 from .errors import CorruptedError, MsglcError, NotAnArchiveError, TruncatedError, UnsupportedVersionError
 from .lazy import LazyDict, LazyList
 from .lazy_array import LazyArray
+from .lazy_writer import LazyWriter
 from .reader import LazyReader, LazyStats, to_obj
+from .streamed import Pairs
 from .writer import dump, dumps
 
 __all__ = [
@@ -20,9 +22,11 @@ __all__ = [
     "LazyDict",
     "LazyList",
     "LazyReader",
+    "LazyWriter",
     "LazyStats",
     "MsglcError",
     "NotAnArchiveError",
+    "Pairs",
     "TruncatedError",
     "UnsupportedVersionError",
     "combine",

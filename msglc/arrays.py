@@ -27,6 +27,7 @@ import msgspec
 
 from .errors import CorruptedError, UnsupportedVersionError
 from .format import ARRAY_EXT, ext_header, parse_ext_header
+from .streamed import Streamed, is_streamed
 
 SPLICE_MIN = 1 << 16  # arrays of at least this many bytes are streamed from their own memory
 CHUNK = 1 << 24  # bytes per write of an array's own memory
@@ -206,6 +207,8 @@ class ArrayEncoder:
                 return self._array(np, obj)
             if isinstance(obj, np.generic):
                 return self._scalar(np, obj)
+        if is_streamed(obj):
+            raise Streamed
         raise TypeError(f"cannot store {type(obj).__name__}")
 
     def _refuse(self, obj: Any, what: str) -> TypeError:

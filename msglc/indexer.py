@@ -148,8 +148,15 @@ class TocBuilder:
             self._check_stride_types(seq, dims, a)
             lazy_min = min(self.threshold, STRIDE_LAZY_MIN)
             return self._add(StrideNode(dims=dims, lazy_min=lazy_min))
+        real_offs, kids = self.list_items(seq, a, b, h)
+        starts, span_offs, span_kids = self._spans(real_offs, n, kids)
+        return self._add(ListNode(n=n, starts=starts, offs=span_offs, kids=self._refs(span_kids)))
+
+    def list_items(self, seq: list | tuple, a: int, b: int, h: int) -> tuple[Any, dict[int, tuple[int, int]]]:
+        """Item offsets (from ``a``, as in the data section, plus the end) of the list at
+        buf[a:b] with an h-byte header, and the nodes of its large items; every item checked."""
         if _speedups is not None and not self._spliced(a, b):  # the same layout without a Python object per item
-            offs_bytes, big = _speedups.list_index(self.buf, a + h, n, a, self.threshold)
+            offs_bytes, big = _speedups.list_index(self.buf, a + h, len(seq), a, self.threshold)
             real_offs = _le_array("Q", offs_bytes)
             kids = self._index_children((j, seq[j], a + start, a + end) for j, start, end in big)
         else:
@@ -157,8 +164,7 @@ class TocBuilder:
             real_lens, real_offs = self._real_layout(a, b, lens, offs)
             kids = self._index_children((j, seq[j], a + offs[j], a + offs[j + 1]) for j in self.big_children(a, offs, real_lens))
         validate.check_items(seq, skip=kids.keys())
-        starts, span_offs, span_kids = self._spans(real_offs, n, kids)
-        return self._add(ListNode(n=n, starts=starts, offs=span_offs, kids=self._refs(span_kids)))
+        return real_offs, kids
 
     def big_children(self, a: int, starts: list[int], lens: list[int]) -> list[int]:
         """Indices of the children that get a node of their own: longer than the threshold,

@@ -9,6 +9,7 @@ only once it is complete, and is removed on any failure.
 from __future__ import annotations
 
 import errno
+import io
 import itertools
 import os
 import secrets
@@ -25,6 +26,7 @@ from .bulk import ParallelCrc, gc_paused, join
 from .config import current
 from .format import HEADER_SIZE, Trailer, pack_header
 from .indexer import TocBuilder
+from .streamed import Streamed
 
 
 def _where(obj: Any, bad: Any) -> str:
@@ -102,7 +104,12 @@ class Encoded:
 
 def dumps(obj: Any, **options: Any) -> bytes:
     """The archive for ``obj`` as bytes. Options: see ``msglc.configure``."""
-    encoded = Encoded(obj, options)
+    try:
+        encoded = Encoded(obj, options)
+    except Streamed:
+        out = io.BytesIO()
+        dump(out, obj, **options)
+        return out.getvalue()
     encoded.index()
     return b"".join(itertools.chain((encoded.header,), encoded.data.chunks(), (encoded.toc, encoded.trailer())))
 
@@ -119,7 +126,14 @@ def dump(target: str | bytes | os.PathLike | BinaryIO, obj: Any, **options: Any)
         from .combine import repack
 
         return repack(target, obj, options)
-    encoded = Encoded(obj, options)
+    try:
+        encoded = Encoded(obj, options)
+    except Streamed:  # generators or Pairs inside: written as they are produced
+        from .lazy_writer import LazyWriter
+
+        with LazyWriter(target, **options) as writer:
+            writer.write(obj)
+        return
     if is_path:
         _write_atomically(target, encoded)
         return

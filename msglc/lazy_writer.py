@@ -1,0 +1,289 @@
+"""``LazyWriter``: write an archive whose lists (and dicts) are produced while it is written.
+
+Lists of unknown length (generators, iterators) are written in batches: each batch is encoded
+by msgspec in one call and indexed like any list, then its bytes go to the file and only its
+span boundaries are kept. The list's msgpack header, whose item count is known only at the
+end, is written as a 5-byte array32 header and filled in afterwards, so the target must be a
+path or a seekable file. Memory holds one batch plus the TOC, never the data.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import zlib
+from collections.abc import ItemsView
+from contextlib import ExitStack
+from itertools import islice
+from typing import Any, BinaryIO
+
+import msgspec
+
+from . import validate
+from .arrays import ArrayEncoder, DataSection
+from .bulk import crc32_combine, data_crc32, gc_paused
+from .config import current
+from .format import HEADER_SIZE, ListNode, MapNode, Trailer, array_header, container_header_size, map_header, pack_header
+from .indexer import MAP_INLINE_MAX, TocBuilder
+from .streamed import Pairs, Streamed, is_streamed
+from .writer import _encode, atomic_file
+
+BATCH = 4096  # items encoded per msgspec call when streaming a list
+_key_encoder = msgspec.msgpack.Encoder()
+
+
+class _Data:
+    """The data section as it is written: its position, and its CRC-32 kept as segments so
+    that headers filled in later can be checksummed in place."""
+
+    def __init__(self, f: BinaryIO) -> None:
+        self.f = f
+        self.pos = 0
+        self.crc32 = data_crc32()
+        self.parts: list[list[int]] = []  # [crc, length] of closed segments, in order
+        self.crc = 0
+        self.length = 0
+
+    def write(self, chunk: Any) -> None:
+        self.f.write(chunk)
+        self.crc = self.crc32(chunk, self.crc)
+        self.length += len(chunk)
+        self.pos += len(chunk)
+
+    def reserve(self, size: int) -> tuple[int, list[int]]:
+        """Room for ``size`` bytes written later by ``fill``."""
+        self.parts.append([self.crc, self.length])
+        slot = [0, size]
+        self.parts.append(slot)
+        self.crc, self.length = 0, 0
+        at = self.pos
+        self.f.write(bytes(size))
+        self.pos += size
+        return at, slot
+
+    def fill(self, at: int, slot: list[int], data: bytes) -> None:
+        self.f.seek(HEADER_SIZE + at)
+        self.f.write(data)
+        self.f.seek(0, os.SEEK_END)
+        slot[0] = zlib.crc32(data)
+
+    def checksum(self) -> int:
+        value = 0
+        for crc, length in [*self.parts, [self.crc, self.length]]:
+            value = crc32_combine(value, crc, length)
+        return value
+
+
+class _Streamer:
+    """Writes values at the end of the data section and their nodes into ``toc``."""
+
+    def __init__(self, data: _Data, cfg: Any) -> None:
+        self.data = data
+        self.threshold = cfg.small_obj_optimization_threshold
+        self.numpy_encoder = cfg.numpy_encoder
+        self.toc = bytearray()
+
+    def emit(self, obj: Any) -> tuple[int, tuple[int, int] | None]:
+        """Write ``obj``; returns its encoded length and its node (TOC position, length)."""
+        if is_streamed(obj):
+            return self._container(obj)
+        arrays = ArrayEncoder(self.numpy_encoder)
+        try:
+            buf = _encode(obj, arrays)
+        except Streamed:
+            return self._container(obj)  # a list or dict holding streamed values
+        section = DataSection(buf, arrays)
+        builder = self._builder(buf, section)
+        try:
+            ref = builder.build_root(obj)
+        except validate.Unsupported as e:
+            raise e.error() from None
+        self.toc += builder.toc
+        for chunk in section.chunks():
+            self.data.write(chunk)
+        return section.size, ref if ref[1] else None
+
+    def _builder(self, buf: bytes, section: DataSection) -> TocBuilder:
+        return TocBuilder(buf, self.threshold, section.splices, toc_base=len(self.toc))
+
+    def _container(self, obj: Any) -> tuple[int, tuple[int, int] | None]:
+        """A list, tuple, set or dict holding streamed values, or a streamed value itself."""
+        return self._dict(obj) if isinstance(obj, (dict, Pairs, ItemsView)) else self._list(obj)
+
+    def _list(self, obj: Any) -> tuple[int, tuple[int, int] | None]:
+        d = self.data
+        start = d.pos
+        known = isinstance(obj, (list, tuple))
+        if known:
+            d.write(array_header(len(obj)))
+        else:
+            at, slot = d.reserve(5)
+        starts: list[int] = []
+        offs: list[int] = []
+        kids: dict[int, tuple[int, int]] = {}
+        count = 0
+        items = iter(obj)
+        while batch := list(islice(items, BATCH)):
+            arrays = ArrayEncoder(self.numpy_encoder)
+            try:
+                buf = _encode(batch, arrays)
+            except Streamed:  # items holding streamed values: one at a time
+                for item in batch:
+                    item_at = d.pos - start
+                    _, ref = self.emit(item)
+                    if ref is not None:
+                        kids[len(starts)] = ref
+                    starts.append(count)
+                    offs.append(item_at)
+                    count += 1
+                continue
+            section = DataSection(buf, arrays)
+            builder = self._builder(buf, section)
+            h = container_header_size(buf[0])
+            try:
+                item_offs, batch_kids = builder.list_items(batch, 0, len(buf), h)
+            except validate.Unsupported as e:
+                e.path.append(count)
+                raise e.error() from None
+            span_starts, span_offs, span_kids = builder._spans(item_offs, len(batch), batch_kids)
+            shift = d.pos - start - h  # container offset of the batch's byte 0 (its header is not written)
+            kids.update({len(starts) + k: ref for k, ref in span_kids.items()})
+            starts += [count + s for s in span_starts]
+            offs += [shift + o for o in span_offs[:-1]]
+            self.toc += builder.toc
+            chunks = section.chunks()
+            d.write(memoryview(next(chunks))[h:])
+            for chunk in chunks:
+                d.write(chunk)
+            count += len(batch)
+        if not known:
+            if count >= 2**32:
+                raise ValueError("msglc lists hold fewer than 2**32 items")
+            d.fill(at, slot, b"\xdd" + count.to_bytes(4, "big"))
+        total = d.pos - start
+        if total <= self.threshold and not kids:
+            return total, None
+        here = len(self.toc)
+        node = ListNode(n=count, starts=starts, offs=[*offs, total], kids={k: (here - p, size) for k, (p, size) in kids.items()})
+        return total, self._add(node)
+
+    def _dict(self, obj: Any) -> tuple[int, tuple[int, int] | None]:
+        d = self.data
+        start = d.pos
+        pairs = obj.items() if isinstance(obj, dict) else obj.items if isinstance(obj, Pairs) else obj  # or an ItemsView
+        known = isinstance(obj, dict)
+        if known:
+            d.write(map_header(len(obj)))
+        else:
+            at, slot = d.reserve(5)
+        keys: list[Any] = []
+        key_raws: list[bytes] = []
+        koffs: list[int] = []
+        voffs: list[int] = []
+        kids: dict[int, tuple[int, int]] = {}
+        seen: set = set()
+        for pair in pairs:
+            key, value = pair
+            if type(key) is bool or not isinstance(key, (str, int)) or validate.kind(type(key)) != validate.SCALAR:
+                raise TypeError(f"msglc cannot store a dict key of type {type(key).__name__} ({key!r:.40})")
+            if key in seen:
+                raise ValueError(f"key {key!r:.40} occurs twice in a streamed dict")
+            seen.add(key)
+            raw = _key_encoder.encode(key)
+            koffs.append(d.pos - start)
+            d.write(raw)
+            voffs.append(d.pos - start)
+            _, ref = self.emit(value)
+            if ref is not None:
+                kids[len(keys)] = ref
+            keys.append(key)
+            key_raws.append(raw)
+        n = len(keys)
+        if not known:
+            d.fill(at, slot, b"\xdf" + n.to_bytes(4, "big"))
+        total = d.pos - start
+        koffs.append(total)
+        if total <= self.threshold and not kids:
+            return total, None
+        if n <= MAP_INLINE_MAX:
+            here = len(self.toc)
+            return total, self._add(
+                MapNode(keys=keys, koffs=koffs, voffs=voffs, kids={j: (here - p, size) for j, (p, size) in kids.items()})
+            )
+        builder = TocBuilder(b"", self.threshold, toc_base=len(self.toc))
+        ref = builder._hash_node(n, koffs, {j: (keys[j], r) for j, r in kids.items()}, builder._hash_index(key_raws, koffs))
+        self.toc += builder.toc
+        return total, ref
+
+    def _add(self, node: Any) -> tuple[int, int]:
+        builder = TocBuilder(b"", self.threshold, toc_base=len(self.toc))
+        ref = builder._add(node)
+        self.toc += builder.toc
+        return ref
+
+
+class LazyWriter:
+    """Write one object whose lists may be generators or other iterators (and whose dicts may
+    be ``msglc.Pairs``), consuming each once, with memory bounded by a batch and the TOC::
+
+        with msglc.LazyWriter("records.mlc") as writer:
+            writer.write({"meta": {...}, "records": ({"id": i, "x": f(i)} for i in range(10**7))})
+
+    ``target``: a path (written atomically, like ``dump``) or a seekable binary file. Options
+    as for ``dump``. If the block fails, a path target is left as it was."""
+
+    def __init__(self, target: str | os.PathLike | BinaryIO, **options: Any) -> None:
+        self.cfg = current(**options)
+        self.target = target
+        self.is_path = isinstance(target, (str, bytes, os.PathLike))
+        if not self.is_path and not (hasattr(target, "write") and hasattr(target, "seek") and getattr(target, "seekable", lambda: True)()):
+            raise TypeError(f"LazyWriter needs a path or a seekable binary file, not {type(target).__name__}")
+        self._stack = ExitStack()
+        self._data: _Data | None = None
+        self._written = False
+
+    def __enter__(self) -> LazyWriter:
+        f = self._stack.enter_context(atomic_file(self.target, self.cfg.durable)) if self.is_path else self.target
+        self._start = 0 if self.is_path else f.tell()
+        if self._start:
+            raise ValueError("LazyWriter writes a whole archive: the file must be positioned at its start")
+        f.write(pack_header())
+        self._data = _Data(f)
+        return self
+
+    def write(self, obj: Any) -> None:
+        """Write the archive's object (once)."""
+        if self._data is None:
+            raise ValueError("use LazyWriter as a context manager: with LazyWriter(path) as w: w.write(obj)")
+        if self._written:
+            raise ValueError("an archive holds one object: LazyWriter.write() was already called")
+        self._written = True
+        self._streamer = _Streamer(self._data, self.cfg)
+        with gc_paused(self.cfg.disable_gc):
+            self._root = self._streamer.emit(obj)[1] or (0, 0)
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        try:
+            if exc_type is None:
+                if not self._written:
+                    raise ValueError("LazyWriter closed without write(): no object to store")
+                self._finish()
+        except BaseException:
+            self._stack.__exit__(*sys.exc_info())  # removes a path target's temporary file
+            raise
+        self._stack.__exit__(exc_type, exc, tb)
+
+    def _finish(self) -> None:
+        data, toc = self._data, self._streamer.toc
+        data.f.write(toc)
+        trailer = Trailer(
+            data_off=HEADER_SIZE,
+            data_len=data.pos,
+            toc_off=HEADER_SIZE + data.pos,
+            toc_len=len(toc),
+            root_pos=self._root[0],
+            root_len=self._root[1],
+            data_crc=data.checksum(),
+            threshold=self.cfg.small_obj_optimization_threshold,
+        )
+        data.f.write(trailer.pack(pack_header()))
