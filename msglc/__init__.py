@@ -4,7 +4,7 @@
 that value. See README.md and docs/format.md.
 """
 
-from .combine import FileInfo, combine
+from .combine import FileInfo, append, combine
 from .config import Config, configure
 from .errors import CorruptedError, MsglcError, NotAnArchiveError, TruncatedError, UnsupportedVersionError
 from .lazy import LazyDict, LazyList
@@ -29,6 +29,7 @@ __all__ = [
     "Pairs",
     "TruncatedError",
     "UnsupportedVersionError",
+    "append",
     "combine",
     "configure",
     "dump",

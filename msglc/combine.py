@@ -20,8 +20,20 @@ import msgspec
 from .bulk import crc32_combine, data_crc32
 from .config import current
 from .errors import CorruptedError
-from .format import HEADER_SIZE, HashMapNode, ListNode, MapNode, Trailer, array_header, map_header, node_span, pack_header
-from .indexer import MAP_INLINE_MAX, TocBuilder
+from .format import (
+    HEADER_SIZE,
+    HashMapNode,
+    ListNode,
+    MapNode,
+    StrideNode,
+    Trailer,
+    array_header,
+    container_header,
+    map_header,
+    node_span,
+    pack_header,
+)
+from .indexer import MAP_INLINE_MAX, TocBuilder, _le_array
 from .reader import Archive, LazyReader
 from .writer import atomic_file, dumps
 from .writer import dump as dump_decoded
@@ -81,16 +93,52 @@ def combine(archive: str | os.PathLike, files: FileInfo | Sequence[FileInfo], *,
 
     ``mode="w"`` writes a new archive (atomically, like ``dump``). ``options``: as for
     ``dump`` (the threshold cuts the new root's spans and encodes ``obj=`` inputs)."""
-    if mode != "w":
-        raise ValueError(f"combine() mode must be 'w' (use msglc.append to add to an archive), not {mode!r}")
+    if mode not in ("w", "a"):
+        raise ValueError(f"combine() mode must be 'w' (write) or 'a' (append), not {mode!r}")
     infos = [files] if isinstance(files, FileInfo) else list(files)
     _check_names(infos)
+    if mode == "a":
+        return append(archive, infos, **options)
+    _combine(archive, infos, None, options)
+
+
+def append(archive: str | os.PathLike, files: FileInfo | Sequence[FileInfo], **options: Any) -> None:
+    """Add entries to the archive at ``archive`` (its root a dict: named inputs; a list:
+    unnamed ones), as ``combine`` would have written them all. The existing entries are copied
+    as bytes, never decoded, into a new file that replaces the old one only when complete: if
+    the process dies midway, the old archive is intact."""
+    infos = [files] if isinstance(files, FileInfo) else list(files)
+    _check_names(infos)
+    existing = _Existing(archive)
+    try:
+        names = [info.name for info in infos]
+        if infos and (names[0] is not None) != existing.is_map:
+            raise ValueError(
+                f"append() to an archive whose root is a {'dict' if existing.is_map else 'list'} takes {'named' if existing.is_map else 'unnamed'} inputs"
+            )
+        taken = [name for name in names if name is not None and existing.has_key(name)]
+        if taken:
+            raise ValueError(f"append() input name {taken[0]!r} is already in {os.fspath(archive)!r}")
+        if existing.node is None:  # a small root: its entries are re-encoded like obj= inputs
+            old = existing.archive.decode_span(existing.t.data_off, existing.t.data_len)
+            kept = (
+                [FileInfo(None, key, obj=value) for key, value in old.items()] if existing.is_map else [FileInfo(None, obj=v) for v in old]
+            )
+            existing.close()
+            return _combine(archive, kept + infos, None, options)
+        _combine(archive, infos, existing, options)
+    finally:
+        existing.close()
+
+
+def _combine(archive: Any, infos: list[FileInfo], existing: _Existing | None, options: dict[str, Any]) -> None:
     cfg = current(**options)
     inputs: list[_Input] = []
     try:
         for info in infos:
             inputs.append(_Input(info, options))
-        _write(archive, inputs, infos[0].name is not None if infos else False, cfg)
+        as_dict = existing.is_map if existing is not None else bool(infos) and infos[0].name is not None
+        _write(archive, inputs, as_dict, cfg, existing)
     finally:
         for part in inputs:
             part.close()
@@ -109,19 +157,33 @@ def _check_names(infos: list[Any]) -> None:
         raise ValueError(f"combine() input name {repeated!r} is used more than once")
 
 
-def _write(path: Any, inputs: list[_Input], as_dict: bool, cfg: Any) -> None:
+def _write(path: Any, inputs: list[_Input], as_dict: bool, cfg: Any, existing: _Existing | None) -> None:
+    """Write the combined archive: [the existing root's entries,] then the inputs."""
     keys = [_key_encoder.encode(part.name) for part in inputs] if as_dict else [b""] * len(inputs)
-    header = (map_header if as_dict else array_header)(len(inputs))
-    lens = [len(k) + part.trailer.data_len for k, part in zip(keys, inputs, strict=True)]
-    data_len = len(header) + sum(lens)
-    toc_lens = [part.trailer.toc_len for part in inputs]
-    root, root_toc = _root_node(inputs, keys, header, cfg.small_obj_optimization_threshold, sum(toc_lens))
+    kept = existing.n if existing is not None else 0
+    header = (map_header if as_dict else array_header)(kept + len(inputs))
+    body = existing.t.data_len - existing.h if existing is not None else 0  # the existing entries' bytes
+    data_len = len(header) + body + sum(len(k) + part.trailer.data_len for k, part in zip(keys, inputs, strict=True))
+    kept_toc = existing.t.toc_len if existing is not None else 0
+    toc_lens = [kept_toc] + [part.trailer.toc_len for part in inputs]
+    threshold = cfg.small_obj_optimization_threshold
+    if existing is None:
+        root, root_toc = _root_node(inputs, keys, header, threshold, sum(toc_lens))
+    else:
+        root, root_toc = existing.root_node(inputs, keys, header, threshold, sum(toc_lens))
     with atomic_file(path, cfg.durable, HEADER_SIZE + data_len + sum(toc_lens) + len(root_toc)) as f:
         head = pack_header()
         f.write(head)
         f.write(header)
         crc = zlib.crc32(header)
-        buf = bytearray(min(COPY_CHUNK, max([part.trailer.data_len for part in inputs] + toc_lens + [1])))
+        sizes = [part.trailer.data_len for part in inputs] + toc_lens + [body, 1]
+        buf = bytearray(min(COPY_CHUNK, max(sizes)))
+        if existing is not None:
+            t = existing.t
+            body_crc = _copy(existing.archive, t.data_off + existing.h, body, f, buf, checksum=True)
+            if crc32_combine(zlib.crc32(existing.head), body_crc, body) != t.data_crc:
+                raise CorruptedError(f"{os.fspath(path)!r}: data section checksum mismatch; nothing was changed")
+            crc = crc32_combine(crc, body_crc, body)
         for key, part in zip(keys, inputs, strict=True):
             f.write(key)
             t = part.trailer
@@ -129,6 +191,8 @@ def _write(path: Any, inputs: list[_Input], as_dict: bool, cfg: Any) -> None:
             if part_crc != t.data_crc:
                 raise CorruptedError(f"{part.label}: data section checksum mismatch; nothing was written")
             crc = crc32_combine(zlib.crc32(key, crc), part_crc, t.data_len)
+        if existing is not None:
+            _copy(existing.archive, existing.t.toc_off, existing.t.toc_len, f, buf, checksum=False)
         for part in inputs:
             _copy(part.archive, part.trailer.toc_off, part.trailer.toc_len, f, buf, checksum=False)
         f.write(root_toc)
@@ -140,9 +204,98 @@ def _write(path: Any, inputs: list[_Input], as_dict: bool, cfg: Any) -> None:
             root_pos=root[0],
             root_len=root[1],
             data_crc=crc,
-            threshold=cfg.small_obj_optimization_threshold,
+            threshold=threshold,
         )
         f.write(trailer.pack(head))
+
+
+class _Existing:
+    """The archive ``append`` adds to: its root's header, node and entries, kept as bytes."""
+
+    def __init__(self, path: Any) -> None:
+        if not isinstance(path, (str, bytes, os.PathLike)):
+            raise TypeError(f"append() needs the path of an archive, not {type(path).__name__}")
+        self.archive = Archive(path, False, None)
+        self.t = t = self.archive.trailer
+        self.head = bytes(self.archive.read(t.data_off, min(5, t.data_len)))
+        try:
+            self.is_map, self.n, self.h = container_header(self.head)
+        except CorruptedError:
+            self.close()
+            raise ValueError(f"append() needs an archive whose root is a dict or a list ({os.fspath(path)!r} holds neither)") from None
+        self.head = self.head[: self.h]
+        self.pos = t.toc_off + t.root_pos
+        self.node = self.archive.node(self.pos, t.root_len) if t.root_len else None
+        self.view = self.archive.view(t.data_off, t.data_len, self.pos, t.root_len) if t.root_len else None
+
+    def close(self) -> None:
+        self.archive.close()
+
+    def has_key(self, name: str) -> bool:
+        if self.view is not None:
+            return name in self.view
+        return name in self.archive.decode_span(self.t.data_off, self.t.data_len)
+
+    def _abs(self, kids: dict) -> dict:
+        """Kid references as absolute TOC positions (the existing TOC is copied first)."""
+        return {k: (self.pos - self.t.toc_off - back, size) for k, (back, size) in kids.items()}
+
+    def root_node(
+        self, inputs: list[_Input], keys: list[bytes], header: bytes, threshold: int, toc_base: int
+    ) -> tuple[tuple[int, int], bytes]:
+        """The new root node: the existing entries' layout shifted by the header's growth,
+        followed by the inputs'."""
+        shift = len(header) - self.h
+        node = self.node
+        end = self.t.data_len + shift  # where the inputs start in the new root container
+        offs_new, kids_new = [end], {}
+        toc_at = self.t.toc_len
+        for j, (key, part) in enumerate(zip(keys, inputs, strict=True)):
+            if part.trailer.root_len:
+                kids_new[j] = (toc_at + part.trailer.root_pos, part.trailer.root_len)
+            offs_new.append(offs_new[-1] + len(key) + part.trailer.data_len)
+            toc_at += part.trailer.toc_len
+        builder = TocBuilder(b"", threshold, toc_base=toc_base)
+        n = self.n + len(inputs)
+        if isinstance(node, (ListNode, StrideNode)):
+            if isinstance(node, StrideNode):
+                h0, n0, s0 = node.dims[0]
+                starts, offs, _ = builder._spans(range(h0, h0 + n0 * s0 + 1, s0), n0, {})
+                kids = {}
+            else:
+                starts, offs, kids = node.starts, node.offs, self._abs(node.kids)
+            new_starts, new_offs, new_kids = builder._spans(offs_new, len(inputs), kids_new)
+            kids.update({len(starts) + k: ref for k, ref in new_kids.items()})
+            starts = [*starts, *(self.n + s for s in new_starts)]
+            offs = [o + shift for o in offs[:-1]] + new_offs
+            return builder._add(ListNode(n=n, starts=starts, offs=offs, kids=builder._refs(kids))), bytes(builder.toc)
+        koffs, hashes, entry_kids = self._entries(node, shift)
+        koffs = koffs[:-1] + offs_new
+        hashes += [zlib.crc32(k) for k in keys]
+        entry_kids.update({self.n + j: (inputs[j].name, ref) for j, ref in kids_new.items()})
+        if n <= MAP_INLINE_MAX:  # the existing root is an inline dict: its keys are in its node
+            names = [*node.keys, *(part.name for part in inputs)]
+            voffs = [o + shift for o in node.voffs] + [o + len(k) for o, k in zip(offs_new, keys, strict=False)]
+            kids = {j: ref for j, (_, ref) in entry_kids.items()}
+            return builder._add(MapNode(keys=names, koffs=koffs, voffs=voffs, kids=builder._refs(kids))), bytes(builder.toc)
+        return builder._hash_node(n, koffs, entry_kids, builder.hash_index_of(hashes, koffs)), bytes(builder.toc)
+
+    def _entries(self, node: Any, shift: int) -> tuple[list[int], list[int], dict[int, tuple[Any, tuple[int, int]]]]:
+        """Entry offsets (plus the end), key hashes and large values of the existing dict."""
+        if isinstance(node, MapNode):
+            hashes = [zlib.crc32(_key_encoder.encode(k)) for k in node.keys]
+            kids = {j: (node.keys[j], ref) for j, ref in self._abs(node.kids).items()}
+            return [o + shift for o in node.koffs], hashes, kids
+        width, n = node.offs_width, node.n
+        region = self.pos - node.index[0]
+        koffs = _le_array("I" if width == 4 else "Q", bytes(self.archive.read(region, (n + 1) * width)))
+        records = _le_array("Q", bytes(self.archive.read(region + (n + 1) * width + ((1 << node.page_bits) + 1) * 8, 8 * n)))
+        hashes = [0] * n
+        for record in records:
+            hashes[record & 0xFFFFFFFF] = record >> 32
+        by_span = {k: key for key, k in node.kid_keys.items()}
+        kids = {node.starts[k]: (by_span[k], ref) for k, ref in self._abs(node.kids).items()}
+        return [o + shift for o in koffs], hashes, kids
 
 
 def _root_node(inputs: list[_Input], keys: list[bytes], header: bytes, threshold: int, toc_base: int) -> tuple[tuple[int, int], bytes]:

@@ -294,9 +294,13 @@ class TocBuilder:
         Region: entry offsets ((n+1) x u32|u64) | page table ((P+1) x (u32 first record,
         u32 CRC-32 of the page's records)) | records (n x u64: key hash << 32 | entry),
         sorted, so page p = hash >> (32 - page_bits) holds a contiguous run of records."""
-        n = len(key_raws)
+        return self.hash_index_of(list(map(zlib.crc32, key_raws)), koffs)
+
+    def hash_index_of(self, hashes: list[int], koffs: Any) -> tuple[int, int, int, int, int]:
+        """``_hash_index`` from the keys' hashes (CRC-32 of their encodings)."""
+        n = len(hashes)
         page_bits = hash_page_bits(n)
-        records = list(map(or_, map(lshift, map(zlib.crc32, key_raws), repeat(32)), range(n)))
+        records = list(map(or_, map(lshift, hashes, repeat(32)), range(n)))
         records.sort()
         shift = 64 - page_bits
         firsts = [bisect_left(records, p << shift) for p in range(1 << page_bits)] + [n]

@@ -2,6 +2,9 @@
 inputs that leave the output untouched."""
 
 import io
+import pathlib
+import subprocess
+import sys
 
 import msgpack
 import numpy as np
@@ -164,3 +167,68 @@ def test_repacking_copies_bytes_when_the_threshold_is_the_same(tmp_path, thresho
         other = 4096 if threshold != 4096 else 512
         msglc.dump(tmp_path / "other.mlc", r["a"], small_obj_optimization_threshold=other)  # decoded and written anew
         assert (tmp_path / "other.mlc").read_bytes() == msglc.dumps(obj["a"], small_obj_optimization_threshold=other)
+
+
+def test_append_adds_entries_as_combine_would_have(runs):
+    out = runs / "all.mlc"
+    msglc.combine(out, [FileInfo(runs / "run1.mlc", "run1")])
+    msglc.append(out, [FileInfo(runs / "run2.mlc", "run2")])
+    msglc.combine(out, FileInfo(None, "obj", obj={"x": list(range(5000))}), mode="a")
+    check(out, {"run1": RUN1, "run2": RUN2, "obj": {"x": list(range(5000))}})
+    lst = runs / "list.mlc"
+    msglc.combine(lst, [FileInfo(runs / "run1.mlc")])
+    for _ in range(3):
+        msglc.append(lst, [FileInfo(runs / "run2.mlc"), FileInfo(runs / "run1.mlc")])
+    check(lst, [RUN1] + [RUN2, RUN1] * 3)
+    with msglc.LazyReader(lst, cached=False) as r:
+        assert r["6/energy/2999"] == 2999.0
+
+
+def test_append_grows_a_dict_past_the_inline_limit(tmp_path):
+    small = msglc.dumps({"v": 1})
+    out = tmp_path / "many.mlc"
+    msglc.combine(out, [FileInfo(small, f"k{i}") for i in range(1000)])
+    msglc.append(out, [FileInfo(small, f"x{i}") for i in range(100)])  # now hash-indexed
+    msglc.append(out, [FileInfo(small, f"y{i}") for i in range(100)] + [FileInfo(None, "big", obj=list(range(3000)))])
+    with msglc.LazyReader(out) as r:
+        r.verify()
+        assert len(r) == 1201 and r["k999"] == r["x0"] == r["y99"] == {"v": 1} and r["big/2999"] == 2999
+        assert list(r)[:2] == ["k0", "k1"] and list(r)[-1] == "big"
+
+
+def test_append_refusals_change_nothing(runs):
+    out = runs / "all.mlc"
+    msglc.combine(out, [FileInfo(runs / "run1.mlc", "run1")])
+    before = out.read_bytes()
+    with pytest.raises(ValueError, match="already in"):
+        msglc.append(out, [FileInfo(runs / "run2.mlc", "run1")])
+    with pytest.raises(ValueError, match="named"):
+        msglc.append(out, [FileInfo(runs / "run2.mlc")])
+    bad = runs / "bad.mlc"
+    bad.write_bytes((runs / "run1.mlc").read_bytes()[:-3])
+    with pytest.raises(TruncatedError):
+        msglc.append(out, [FileInfo(bad, "bad")])
+    assert out.read_bytes() == before
+    msglc.dump(runs / "scalar.mlc", "just a string")
+    with pytest.raises(ValueError, match="dict or a list"):
+        msglc.append(runs / "scalar.mlc", [FileInfo(runs / "run2.mlc")])
+
+
+def test_a_crash_midway_through_append_leaves_the_old_archive_readable(runs):
+    out = runs / "all.mlc"
+    msglc.combine(out, [FileInfo(runs / "run1.mlc", "run1")])
+    before = out.read_bytes()
+    script = f"""
+import os, sys, msglc
+c = sys.modules["msglc.combine"]
+copy = c._copy
+def dying(*args, **kwargs):
+    copy(*args, **kwargs)
+    os._exit(3)  # the process dies after the first copied piece
+c._copy = dying
+msglc.append({str(out)!r}, [msglc.FileInfo({str(runs / "run2.mlc")!r}, "run2")])
+"""
+    run = subprocess.run([sys.executable, "-c", script], cwd=pathlib.Path(msglc.__file__).parent.parent)
+    assert run.returncode == 3
+    assert out.read_bytes() == before
+    check(out, {"run1": RUN1})
