@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import msgspec
@@ -86,23 +86,33 @@ class _Input:
             self.archive.close()
 
 
-def combine(archive: str | os.PathLike, files: FileInfo | Sequence[FileInfo], *, mode: str = "w", **options: Any) -> None:
+def combine(
+    archive: str | os.PathLike,
+    files: FileInfo | Sequence[FileInfo],
+    *,
+    mode: str = "w",
+    progress: Callable[[int], None] | None = None,
+    **options: Any,
+) -> None:
     """Write one archive holding the archives ``files``: a dict if every ``FileInfo`` has a
     name, a list if none has. Their bytes are copied, never decoded; read the result with the
     same paths as before, under the name or index: ``reader["run1/energy/3"]``.
 
-    ``mode="w"`` writes a new archive (atomically, like ``dump``). ``options``: as for
-    ``dump`` (the threshold cuts the new root's spans and encodes ``obj=`` inputs)."""
+    ``mode="w"`` writes a new archive (atomically, like ``dump``); ``mode="a"`` is ``append``.
+    ``progress(n)`` is called as bytes are copied. ``options``: as for ``dump`` (the
+    threshold cuts the new root's spans and encodes ``obj=`` inputs)."""
     if mode not in ("w", "a"):
         raise ValueError(f"combine() mode must be 'w' (write) or 'a' (append), not {mode!r}")
     infos = [files] if isinstance(files, FileInfo) else list(files)
     _check_names(infos)
     if mode == "a":
-        return append(archive, infos, **options)
-    _combine(archive, infos, None, options)
+        return append(archive, infos, progress=progress, **options)
+    _combine(archive, infos, None, options, progress)
 
 
-def append(archive: str | os.PathLike, files: FileInfo | Sequence[FileInfo], **options: Any) -> None:
+def append(
+    archive: str | os.PathLike, files: FileInfo | Sequence[FileInfo], *, progress: Callable[[int], None] | None = None, **options: Any
+) -> None:
     """Add entries to the archive at ``archive`` (its root a dict: named inputs; a list:
     unnamed ones), as ``combine`` would have written them all. The existing entries are copied
     as bytes, never decoded, into a new file that replaces the old one only when complete: if
@@ -125,20 +135,20 @@ def append(archive: str | os.PathLike, files: FileInfo | Sequence[FileInfo], **o
                 [FileInfo(None, key, obj=value) for key, value in old.items()] if existing.is_map else [FileInfo(None, obj=v) for v in old]
             )
             existing.close()
-            return _combine(archive, kept + infos, None, options)
-        _combine(archive, infos, existing, options)
+            return _combine(archive, kept + infos, None, options, progress)
+        _combine(archive, infos, existing, options, progress)
     finally:
         existing.close()
 
 
-def _combine(archive: Any, infos: list[FileInfo], existing: _Existing | None, options: dict[str, Any]) -> None:
+def _combine(archive: Any, infos: list[FileInfo], existing: _Existing | None, options: dict[str, Any], progress: Any = None) -> None:
     cfg = current(**options)
     inputs: list[_Input] = []
     try:
         for info in infos:
             inputs.append(_Input(info, options))
         as_dict = existing.is_map if existing is not None else bool(infos) and infos[0].name is not None
-        _write(archive, inputs, as_dict, cfg, existing)
+        _write(archive, inputs, as_dict, cfg, existing, progress or (lambda n: None))
     finally:
         for part in inputs:
             part.close()
@@ -157,7 +167,7 @@ def _check_names(infos: list[Any]) -> None:
         raise ValueError(f"combine() input name {repeated!r} is used more than once")
 
 
-def _write(path: Any, inputs: list[_Input], as_dict: bool, cfg: Any, existing: _Existing | None) -> None:
+def _write(path: Any, inputs: list[_Input], as_dict: bool, cfg: Any, existing: _Existing | None, progress: Callable[[int], None]) -> None:
     """Write the combined archive: [the existing root's entries,] then the inputs."""
     keys = [_key_encoder.encode(part.name) for part in inputs] if as_dict else [b""] * len(inputs)
     kept = existing.n if existing is not None else 0
@@ -180,21 +190,21 @@ def _write(path: Any, inputs: list[_Input], as_dict: bool, cfg: Any, existing: _
         buf = bytearray(min(COPY_CHUNK, max(sizes)))
         if existing is not None:
             t = existing.t
-            body_crc = _copy(existing.archive, t.data_off + existing.h, body, f, buf, checksum=True)
+            body_crc = _copy(existing.archive, t.data_off + existing.h, body, f, buf, checksum=True, progress=progress)
             if crc32_combine(zlib.crc32(existing.head), body_crc, body) != t.data_crc:
                 raise CorruptedError(f"{os.fspath(path)!r}: data section checksum mismatch; nothing was changed")
             crc = crc32_combine(crc, body_crc, body)
         for key, part in zip(keys, inputs, strict=True):
             f.write(key)
             t = part.trailer
-            part_crc = _copy(part.archive, t.data_off, t.data_len, f, buf, checksum=True)
+            part_crc = _copy(part.archive, t.data_off, t.data_len, f, buf, checksum=True, progress=progress)
             if part_crc != t.data_crc:
                 raise CorruptedError(f"{part.label}: data section checksum mismatch; nothing was written")
             crc = crc32_combine(zlib.crc32(key, crc), part_crc, t.data_len)
         if existing is not None:
-            _copy(existing.archive, existing.t.toc_off, existing.t.toc_len, f, buf, checksum=False)
+            _copy(existing.archive, existing.t.toc_off, existing.t.toc_len, f, buf, checksum=False, progress=progress)
         for part in inputs:
-            _copy(part.archive, part.trailer.toc_off, part.trailer.toc_len, f, buf, checksum=False)
+            _copy(part.archive, part.trailer.toc_off, part.trailer.toc_len, f, buf, checksum=False, progress=progress)
         f.write(root_toc)
         trailer = Trailer(
             data_off=HEADER_SIZE,
@@ -328,7 +338,7 @@ def _root_node(inputs: list[_Input], keys: list[bytes], header: bytes, threshold
     return root, bytes(builder.toc)
 
 
-def _copy(archive: Archive, offset: int, size: int, f: Any, buf: bytearray, checksum: bool) -> int:
+def _copy(archive: Archive, offset: int, size: int, f: Any, buf: bytearray, checksum: bool, progress: Callable[[int], None]) -> int:
     """Copy ``size`` bytes of an input from ``offset`` to ``f`` through ``buf``; returns their
     CRC-32 when ``checksum``."""
     crc32 = data_crc32()
@@ -342,6 +352,7 @@ def _copy(archive: Archive, offset: int, size: int, f: Any, buf: bytearray, chec
         if checksum:
             crc = crc32(chunk, crc)
         done += len(chunk)
+        progress(len(chunk))
     return crc
 
 

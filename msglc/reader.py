@@ -6,7 +6,7 @@ import os
 import re
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, BinaryIO
 
 import msgspec
@@ -298,11 +298,12 @@ class LazyReader:
         with gc_paused(True):
             return self._decode_all()
 
-    def verify(self) -> None:
+    def verify(self, progress: Callable[[int], None] | None = None) -> None:
         """Check the whole archive: the data checksum, and every TOC node rebuilt from the data
         and compared. Raises an ``MsglcError`` naming the first problem. Reads the data section
-        into memory once; lazy reads check only what they touch."""
-        verify_archive(self._a)
+        into memory once; lazy reads check only what they touch. ``progress(n)`` is called as
+        the data is read."""
+        verify_archive(self._a, progress)
 
     def raw_data(self) -> bytes:
         """The archive's own bytes."""
@@ -340,7 +341,10 @@ def resolve(obj: Any, segments: list) -> Any:
             index = _list_index(seg, segments[: depth + 1])
             if isinstance(index, slice):
                 return [resolve(x, segments[depth + 1 :]) for x in obj[index]]
-            obj = obj[index]
+            try:
+                obj = obj[index]
+            except IndexError:
+                raise IndexError(f"index {index} out of range for a list of {len(obj)} (at {'/'.join(map(str, segments[: depth + 1]))})") from None
         elif isinstance(obj, (dict, LazyDict)):
             obj = _dict_value(obj, seg, segments[: depth + 1])
         else:

@@ -10,6 +10,7 @@ may have been written with different ones.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -24,12 +25,21 @@ if TYPE_CHECKING:
     from .reader import Archive
 
 _key_decoder = msgspec.msgpack.Decoder(str | int)
+CHUNK = 1 << 24
 
 
-def verify_archive(a: Archive) -> None:
+def verify_archive(a: Archive, progress: Callable[[int], None] | None = None) -> None:
     t = a.trailer
-    data = bytes(a.read(t.data_off, t.data_len))
-    if data_crc32()(data) != t.data_crc:
+    data = bytearray(t.data_len)
+    view = memoryview(data)
+    crc32, crc = data_crc32(), 0
+    for offset in range(0, t.data_len, CHUNK):  # in pieces, to report progress
+        piece = view[offset : offset + CHUNK]
+        piece[:] = a.read(t.data_off + offset, len(piece))
+        crc = crc32(piece, crc)
+        if progress is not None:
+            progress(len(piece))
+    if crc != t.data_crc:
         raise CorruptedError(f"data section checksum mismatch ({t.data_len} bytes at offset {t.data_off})")
     if not t.root_len:
         a.decode(data, t.data_off)
@@ -47,7 +57,7 @@ def verify_archive(a: Archive) -> None:
             stack.append((child_start, child_end, child._pos, node.kids[k][1]))
 
 
-def _check(data: bytes, node: Any, start: int, end: int, where: str) -> tuple[dict[int, tuple[int, int]], bytes | None]:
+def _check(data: bytes | bytearray, node: Any, start: int, end: int, where: str) -> tuple[dict[int, tuple[int, int]], bytes | None]:
     """Check ``node`` against the container at data[start:end]. Returns the data span of each
     child node (by its key in ``node.kids``) and, for a hash-indexed dict, the index region
     the writer writes for it."""

@@ -1,0 +1,424 @@
+"""The msglc command: look inside archives, pull out values, convert, combine, verify.
+
+    msglc info FILE                     format, sizes, threshold, TOC node counts, the root
+    msglc ls FILE [PATH]                the children at PATH: type, length, encoded size
+    msglc tree FILE [PATH] [--depth N]  the structure, from TOC nodes only
+    msglc get FILE PATH [--format F]    the value at PATH as JSON (default), msgpack or repr
+    msglc convert IN OUT                JSON, JSON Lines, msgpack <-> archive
+    msglc combine OUT IN... [--name N]  gather archives into one (a dict with --name, else a list)
+    msglc verify FILE                   check everything; exit status 0 when intact
+
+Errors are one line on stderr with exit status 1 (2 for bad arguments).
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import msgspec
+
+from . import __version__
+from .combine import FileInfo, combine
+from .errors import MsglcError
+from .format import ArrayNode, HashMapNode, ListNode, MapNode, StrideNode
+from .lazy import LazyDict, LazyList, LazyNode
+from .lazy_array import LazyArray
+from .lazy_writer import LazyWriter
+from .reader import LazyReader, split_path
+from .writer import atomic_file, dump
+
+FORMATS = {
+    ".json": "json",
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".msgpack": "msgpack",
+    ".mpk": "msgpack",
+    ".mlc": "msglc",
+    ".msglc": "msglc",
+}
+
+
+class CliError(Exception):
+    """A problem to report in one line."""
+
+
+# ---- helpers -------------------------------------------------------------------------------------
+
+
+@contextmanager
+def progress(total: int, what: str) -> Iterator[Callable[[int], None]]:
+    """A byte progress bar on a terminal (tqdm, when installed); nothing when piped."""
+    bar = None
+    if sys.stderr.isatty() and total >= 1 << 24:
+        try:
+            from tqdm import tqdm
+
+            bar = tqdm(total=total, unit="B", unit_scale=True, desc=what, file=sys.stderr, leave=False)
+        except ImportError:
+            pass
+    try:
+        yield (bar.update if bar is not None else lambda n: None)
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+def type_of(value: Any) -> tuple[str, int | None]:
+    """(type name, length or None) of a value as read from an archive."""
+    if isinstance(value, (dict, LazyDict)):
+        return "dict", len(value)
+    if isinstance(value, (list, LazyList)):
+        return "list", len(value)
+    if isinstance(value, LazyArray) or type(value).__name__ == "ndarray":
+        return f"array {value.dtype} {tuple(value.shape)}", value.size
+    if isinstance(value, (str, bytes)):
+        return type(value).__name__, len(value)
+    return ("null" if value is None else type(value).__name__), None
+
+
+def encoded_size(value: Any) -> int:
+    if isinstance(value, LazyNode):
+        return value._span()
+    from .arrays import ArrayEncoder
+    from .writer import _encode
+
+    return len(_encode(value, ArrayEncoder(True)))
+
+
+def json_default(value: Any) -> Any:
+    """JSON for what JSON lacks: bytes as base64 strings, NumPy arrays and scalars as lists and
+    numbers, lazy parts read whole."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return base64.b64encode(bytes(value)).decode("ascii")
+    if isinstance(value, LazyNode):
+        return value.to_obj()
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    raise TypeError(f"{type(value).__name__} has no JSON form")
+
+
+def write_json(value: Any, out: Any) -> None:
+    json.dump(value, out, default=json_default)
+    out.write("\n")
+
+
+def open_reader(path: str) -> LazyReader:
+    if not os.path.exists(path):
+        raise CliError(f"no such file: {path}")
+    return LazyReader(path, cached=False)
+
+
+def fmt_of(path: str, given: str | None) -> str:
+    if given:
+        return given
+    ext = os.path.splitext(path)[1].lower()
+    if ext not in FORMATS:
+        raise CliError(
+            f"cannot tell the format of {path!r} from its extension; give it with --from/--to ({', '.join(sorted(set(FORMATS.values())))})"
+        )
+    return FORMATS[ext]
+
+
+# ---- subcommands ---------------------------------------------------------------------------------
+
+
+def cmd_info(args: argparse.Namespace) -> None:
+    with open_reader(args.file) as reader:
+        a = reader._a
+        t = a.trailer
+        major, minor = bytes(a.read(8, 2))
+        counts = {"list": 0, "fixed-stride list": 0, "dict": 0, "hash-indexed dict": 0, "array": 0}
+        blocks = 0
+        for _, node in walk(a, t.toc_off + t.root_pos, t.root_len) if t.root_len else ():
+            kind = node_kind(node)
+            counts[kind] += 1
+            if isinstance(node, (ListNode, HashMapNode)):
+                blocks += len(node.starts) - len(node.kids)
+        root = reader.read()
+        kind, length = type_of(root)
+        lines = [
+            ("format", f"{major}.{minor}"),
+            ("file", f"{a.src.size:,} bytes"),
+            ("data", f"{t.data_len:,} bytes (plain msgpack)"),
+            ("TOC", f"{t.toc_len:,} bytes"),
+            ("threshold", f"{t.threshold:,} bytes"),
+            ("root", f"{kind}" + (f" of {length:,}" if length is not None else "") + ("" if t.root_len else " (small: read whole)")),
+            ("lazy nodes", ", ".join(f"{n} {k}" for k, n in counts.items()) + f"; {blocks} blocks"),
+        ]
+        for label, value in lines:
+            print(f"{label:<12}{value}")
+
+
+def node_kind(node: Any) -> str:
+    return {ListNode: "list", StrideNode: "fixed-stride list", MapNode: "dict", HashMapNode: "hash-indexed dict", ArrayNode: "array"}[
+        type(node)
+    ]
+
+
+def walk(a: Any, pos: int, size: int) -> Iterator[tuple[int, Any]]:
+    """Every TOC node reachable from the one at ``pos``, reading TOC nodes only."""
+    stack = [(pos, size)]
+    while stack:
+        here, length = stack.pop()
+        node = a.node(here, length)
+        yield here, node
+        for back, child_size in getattr(node, "kids", {}).values():
+            stack.append((here - back, child_size))
+
+
+def cmd_ls(args: argparse.Namespace) -> None:
+    with open_reader(args.file) as reader:
+        value = reader[args.path]
+        if isinstance(value, (dict, LazyDict)):
+            entries: Iterator = iter(value.items())
+        elif isinstance(value, (list, LazyList)):
+            entries = enumerate(value)
+        else:
+            kind, length = type_of(value)
+            raise CliError(f"{args.path or '/'} is a {kind}, not a dict or a list")
+        for shown, (name, child) in enumerate(entries):
+            if shown == args.limit:
+                print(f"... {len(value) - shown:,} more (--limit)")
+                break
+            kind, length = type_of(child)
+            print(f"{kind:<24}{'' if length is None else f'{length:,}':>12}{encoded_size(child):>14,}  {name}")
+
+
+def cmd_tree(args: argparse.Namespace) -> None:
+    with open_reader(args.file) as reader:
+        value = reader[args.path]
+        label = "/" + "/".join(map(str, split_path(args.path)))
+        if not isinstance(value, LazyNode):
+            kind, length = type_of(value)
+            print(f"{label}  {kind}{'' if length is None else f' of {length:,}'}, {encoded_size(value):,} bytes (small: no TOC node)")
+            return
+        a = reader._a
+        print_node(a, value._pos, a.node_sizes.get(value._pos, 0), label, 0, args.depth, value)
+
+
+def print_node(a: Any, pos: int, size: int, label: str, depth: int, max_depth: int | None, view: Any = None) -> None:
+    node = a.nodes[pos] if view is not None else a.node(pos, size)
+    indent = "  " * depth
+    if isinstance(node, StrideNode):
+        dims = " x ".join(f"{n:,}" for _, n, _ in node.dims)
+        what = f"fixed-stride list {dims} of {node.dims[-1][2]}-byte items"
+    elif isinstance(node, ArrayNode):
+        what = f"NumPy array, {node.size:,} bytes of elements"
+    elif isinstance(node, MapNode):
+        what = f"dict of {len(node.keys):,}"
+    elif isinstance(node, HashMapNode):
+        what = f"hash-indexed dict of {node.n:,}, {len(node.starts) - len(node.kids)} blocks"
+    else:
+        what = f"list of {node.n:,}, {len(node.starts) - len(node.kids)} blocks"
+    from .format import node_span
+
+    print(f"{indent}{label}  {what}, {node_span(node):,} bytes")
+    if max_depth is not None and depth >= max_depth:
+        return
+    kids = getattr(node, "kids", {})
+    if isinstance(node, MapNode):
+        names = {j: node.keys[j] for j in kids}
+    elif isinstance(node, HashMapNode):
+        names = {k: key for key, k in node.kid_keys.items()}
+    else:
+        names = {k: node.starts[k] for k in kids}
+    for k, (back, child_size) in sorted(kids.items()):
+        print_node(a, pos - back, child_size, str(names[k]), depth + 1, max_depth)
+
+
+def cmd_get(args: argparse.Namespace) -> None:
+    with open_reader(args.file) as reader:
+        value = reader[args.path]
+        if args.format == "msgpack":
+            data = value.protocol_raw_data() if isinstance(value, LazyNode) else _msgpack(value)
+            sys.stdout.buffer.write(data)
+            sys.stdout.buffer.flush()
+        elif args.format == "repr":
+            print(repr(value.to_obj() if isinstance(value, LazyNode) else value))
+        else:
+            write_json(value.to_obj() if isinstance(value, LazyNode) else value, sys.stdout)
+
+
+def _msgpack(value: Any) -> bytes:
+    from .arrays import ArrayEncoder
+    from .writer import _encode
+
+    return _encode(value, ArrayEncoder(True))
+
+
+def cmd_convert(args: argparse.Namespace) -> None:
+    src, dst = fmt_of(args.input, args.from_), fmt_of(args.output, args.to)
+    if not os.path.exists(args.input):
+        raise CliError(f"no such file: {args.input}")
+    if (src == "msglc") == (dst == "msglc"):
+        raise CliError(f"convert reads or writes an archive: {src} -> {dst} is neither")
+    options = {} if args.threshold is None else {"small_obj_optimization_threshold": args.threshold}
+    size = os.path.getsize(args.input)
+    if dst == "msglc":
+        if src == "jsonl":
+            with progress(size, "convert") as step, LazyWriter(args.output, **options) as writer:
+                writer.write(_json_lines(args.input, step))
+            return
+        with open(args.input, "rb") as f:
+            data = f.read()  # JSON and msgpack documents are read whole: they need memory for it
+        try:
+            obj = msgspec.json.decode(data) if src == "json" else msgspec.msgpack.decode(data)
+        except (msgspec.DecodeError, UnicodeDecodeError) as e:
+            raise CliError(f"{args.input} is not valid {src}: {e}") from None
+        dump(args.output, obj, **options)
+        return
+    with open_reader(args.input) as reader:
+        if dst == "msgpack":  # the data section is the plain msgpack: copied, not decoded
+            t = reader._a.trailer
+            with progress(t.data_len, "convert") as step, atomic_file(args.output, False) as out:
+                for offset in range(0, t.data_len, 1 << 24):
+                    chunk = reader._a.read(t.data_off + offset, min(1 << 24, t.data_len - offset))
+                    out.write(chunk)
+                    step(len(chunk))
+            return
+        with atomic_file(args.output, False) as raw:
+            out = _TextOut(raw)
+            if dst == "jsonl":
+                root = reader.read()
+                if not isinstance(root, (list, LazyList)):
+                    raise CliError("JSON Lines holds a list: the archive's root is not one")
+                for item in root:
+                    write_json(item.to_obj() if isinstance(item, LazyNode) else item, out)
+            else:
+                write_json(reader.to_obj(), out)
+
+
+class _TextOut:
+    """Text writes to a binary file, UTF-8."""
+
+    def __init__(self, raw: Any) -> None:
+        self.raw = raw
+
+    def write(self, text: str) -> None:
+        self.raw.write(text.encode("utf-8"))
+
+
+def _json_lines(path: str, step: Callable[[int], None]) -> Iterator[Any]:
+    decoder = msgspec.json.Decoder()
+    with open(path, "rb") as f:
+        for number, line in enumerate(f, 1):
+            step(len(line))
+            if line.strip():
+                try:
+                    yield decoder.decode(line)
+                except (msgspec.DecodeError, UnicodeDecodeError) as e:
+                    raise CliError(f"{path}, line {number}: not valid JSON: {e}") from None
+
+
+def cmd_combine(args: argparse.Namespace) -> None:
+    if args.name and len(args.name) != len(args.inputs):
+        raise CliError(f"{len(args.name)} --name for {len(args.inputs)} inputs: give one per input, or none for a list")
+    for path in args.inputs:
+        if not os.path.exists(path):
+            raise CliError(f"no such file: {path}")
+    names = args.name or [None] * len(args.inputs)
+    total = sum(os.path.getsize(p) for p in args.inputs)
+    with progress(total, "combine") as step:
+        combine(args.output, [FileInfo(p, n) for p, n in zip(args.inputs, names, strict=True)], progress=step)
+
+
+def cmd_verify(args: argparse.Namespace) -> None:
+    with open_reader(args.file) as reader:
+        with progress(reader._a.trailer.data_len, "verify") as step:
+            reader.verify(progress=step)
+        print(f"{args.file}: intact")
+
+
+# ---- the parser ----------------------------------------------------------------------------------
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="msglc", description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    top.add_argument("--version", action="version", version=f"msglc {__version__}")
+    sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def add(name: str, run: Callable, help: str, description: str = "") -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help, description=description or help, formatter_class=argparse.RawDescriptionHelpFormatter)
+        p.set_defaults(run=run)
+        return p
+
+    p = add("info", cmd_info, "format version, sizes, threshold, TOC node counts and the root of an archive")
+    p.add_argument("file")
+    path_help = 'a path inside the archive, like "runs/42/energy" (list indices may be negative)'
+    p = add("ls", cmd_ls, "list the children at PATH: type, length, encoded size, name")
+    p.add_argument("file")
+    p.add_argument("path", nargs="?", default="", help=path_help)
+    p.add_argument("--limit", type=int, default=1000, help="show at most this many children (default 1000)")
+    p = add("tree", cmd_tree, "the structure of the lazy parts under PATH, read from TOC nodes only")
+    p.add_argument("file")
+    p.add_argument("path", nargs="?", default="", help=path_help)
+    p.add_argument("--depth", type=int, default=None, help="levels to show below PATH")
+    p = add(
+        "get",
+        cmd_get,
+        "print the value at PATH",
+        "Print the value at PATH. JSON (the default): bytes become base64 strings, int dict keys "
+        "become strings, NaN and infinities are written as NaN/Infinity/-Infinity (as Python's "
+        "json module does), NumPy arrays become nested lists. msgpack: the value's exact bytes. "
+        "repr: Python's repr.",
+    )
+    p.add_argument("file")
+    p.add_argument("path", help=path_help)
+    p.add_argument("--format", choices=("json", "msgpack", "repr"), default="json")
+    p = add(
+        "convert",
+        cmd_convert,
+        "JSON, JSON Lines or msgpack <-> archive, chosen by extension or --from/--to",
+        "Convert between an archive (.mlc) and JSON (.json), JSON Lines (.jsonl, .ndjson) or plain "
+        "msgpack (.msgpack, .mpk). JSON Lines inputs are streamed (any size; the archive's root is "
+        "a list of the lines). JSON and msgpack inputs are read whole and need memory for the "
+        "whole document. An archive becomes msgpack by copying its data section; JSON Lines "
+        "output writes one line per item of the root list, read lazily.",
+    )
+    p.add_argument("input")
+    p.add_argument("output")
+    p.add_argument("--from", dest="from_", choices=("json", "jsonl", "msgpack", "msglc"))
+    p.add_argument("--to", choices=("json", "jsonl", "msgpack", "msglc"))
+    p.add_argument("--threshold", type=int, default=None, help="small_obj_optimization_threshold of the archive written")
+    p = add("combine", cmd_combine, "gather archives into one without decoding them: a dict with --name, else a list")
+    p.add_argument("output")
+    p.add_argument("inputs", nargs="+")
+    p.add_argument("--name", action="append", help="the key of each input, in order (repeat once per input)")
+    p = add("verify", cmd_verify, "check the whole archive; exit status 0 when intact, 1 with what is wrong")
+    p.add_argument("file")
+    return top
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        args.run(args)
+    except KeyboardInterrupt:
+        print(f"msglc {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # e.g. piped into head: the reader has gone
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except Exception as e:  # one line, never a traceback
+        print(f"msglc {args.command}: {_message(e)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _message(e: Exception) -> str:
+    if isinstance(e, (CliError, MsglcError)):
+        return str(e)
+    if isinstance(e, KeyError):
+        return str(e.args[0]) if e.args else "key not found"
+    if isinstance(e, FileNotFoundError):
+        return f"no such file: {e.filename}"
+    if isinstance(e, OSError):
+        return f"{e.strerror or e}: {e.filename}" if e.filename else str(e)
+    return f"{type(e).__name__}: {e}"

@@ -1,0 +1,167 @@
+"""The msglc command, run as a subprocess: every subcommand, exact round trips, one-line errors."""
+
+import json
+import math
+import pathlib
+import random
+import subprocess
+import sys
+
+import msgpack
+import numpy as np
+import pytest
+
+import msglc
+
+ROOT = pathlib.Path(msglc.__file__).parent.parent
+
+
+def run(*args, ok=True):
+    """``python -m msglc args``; returns (exit status, stdout, stderr)."""
+    proc = subprocess.run([sys.executable, "-m", "msglc", *map(str, args)], capture_output=True, cwd=ROOT, timeout=120)
+    out, err = proc.stdout.decode(), proc.stderr.decode()
+    if ok:
+        assert proc.returncode == 0, err
+    return proc.returncode, out, err
+
+
+def document(seed=1, n=3000):
+    """Shaped like a real export: records of mixed values, metadata, nesting, unicode."""
+    rng = random.Random(seed)
+    return {
+        "users": [
+            {
+                "id": i,
+                "name": f"user {i} \u00e9\u4e2d",
+                "score": rng.random() * 10 ** rng.randrange(-5, 8),
+                "tags": [rng.choice("abc") for _ in range(rng.randrange(4))],
+                "active": i % 2 == 0,
+                "parent": None if i % 3 else i - 1,
+                "geo": {"lat": rng.uniform(-90, 90), "lon": rng.uniform(-180, 180)},
+            }
+            for i in range(n)
+        ],
+        "meta": {"version": "1.2", "count": n, "nested": {"deep": [1, -2.5e-300, "x", None, True, {}, []]}},
+    }
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("cli")
+    doc = {
+        "runs": [{"id": i, "energy": [i * 0.5] * 300, "blob": b"xyz"} for i in range(200)],
+        "meta": {"n": 200, 7: "int key", "nan": float("nan")},
+        "field": np.arange(20000.0).reshape(100, 200),
+    }
+    msglc.dump(d / "a.mlc", doc, small_obj_optimization_threshold=1024)
+    return d
+
+
+def test_info(files):
+    _, out, _ = run("info", files / "a.mlc")
+    assert "format      1.1" in out and "threshold   1,024 bytes" in out and "root        dict of 3" in out
+    assert "1 list, 200 fixed-stride list, 201 dict, 0 hash-indexed dict, 1 array" in out
+
+
+def test_ls_and_tree(files):
+    _, out, _ = run("ls", files / "a.mlc")
+    lines = out.splitlines()
+    assert lines[0].split()[:2] == ["list", "200"] and lines[0].endswith("runs")
+    assert lines[2].startswith("array float64 (100, 200)") and lines[2].endswith("field")
+    _, out, _ = run("ls", files / "a.mlc", "runs", "--limit", "2")
+    assert out.splitlines()[-1] == "... 198 more (--limit)"
+    _, out, _ = run("tree", files / "a.mlc", "--depth", "1")
+    assert out.splitlines()[0].startswith("/  dict of 3") and "  runs  list of 200" in out and "  field  NumPy array" in out
+    _, out, _ = run("tree", files / "a.mlc", "runs/5")
+    assert "fixed-stride" in out
+
+
+def test_get_formats(files):
+    _, out, _ = run("get", files / "a.mlc", "meta")
+    assert out == '{"n": 200, "7": "int key", "nan": NaN}\n'  # int keys as strings, NaN as Python's json writes it
+    assert run("get", files / "a.mlc", "runs/3/blob")[1] == '"eHl6"\n'  # bytes in base64
+    assert json.loads(run("get", files / "a.mlc", "field/2")[1]) == list(np.arange(400.0, 600.0))
+    proc = subprocess.run(
+        [sys.executable, "-m", "msglc", "get", files / "a.mlc", "runs/4", "--format", "msgpack"], capture_output=True, cwd=ROOT
+    )
+    assert msgpack.unpackb(proc.stdout) == {"id": 4, "energy": [2.0] * 300, "blob": b"xyz"}
+    assert run("get", files / "a.mlc", "runs/-1/id", "--format", "repr")[1] == "199\n"
+
+
+def test_json_round_trip_is_exact(tmp_path):
+    doc = document()
+    text = json.dumps(doc)
+    (tmp_path / "doc.json").write_text(text)
+    run("convert", tmp_path / "doc.json", tmp_path / "doc.mlc", "--threshold", "512")
+    run("convert", tmp_path / "doc.mlc", tmp_path / "back.json")
+    assert (tmp_path / "back.json").read_text() == text + "\n"
+    with msglc.LazyReader(tmp_path / "doc.mlc") as r:
+        assert r["users/2999/geo/lat"] == doc["users"][2999]["geo"]["lat"]
+
+
+def test_json_lines_and_msgpack(tmp_path):
+    users = document(2, 500)["users"]
+    (tmp_path / "u.jsonl").write_text("".join(json.dumps(u) + "\n" for u in users))
+    run("convert", tmp_path / "u.jsonl", tmp_path / "u.mlc")
+    run("convert", tmp_path / "u.mlc", tmp_path / "back.jsonl")
+    assert (tmp_path / "back.jsonl").read_text() == (tmp_path / "u.jsonl").read_text()
+    run("convert", tmp_path / "u.mlc", tmp_path / "u.msgpack")
+    assert msgpack.unpackb((tmp_path / "u.msgpack").read_bytes()) == users
+    run("convert", tmp_path / "u.msgpack", tmp_path / "again.mlc")
+    assert msglc.LazyReader(tmp_path / "again.mlc").to_obj() == users
+    run("convert", tmp_path / "u.msgpack", tmp_path / "x.data", "--to", "msglc")
+    assert msglc.LazyReader(tmp_path / "x.data").to_obj() == users
+
+
+def test_combine_and_verify(files, tmp_path):
+    out = tmp_path / "c.mlc"
+    run("combine", out, files / "a.mlc", files / "a.mlc", "--name", "x", "--name", "y")
+    assert run("get", out, "y/runs/7/id")[1] == "7\n"
+    _, text, _ = run("verify", out)
+    assert text.strip().endswith("intact")
+    run("combine", tmp_path / "l.mlc", files / "a.mlc", files / "a.mlc")
+    assert run("get", tmp_path / "l.mlc", "1/meta/n")[1] == "200\n"
+    damaged = bytearray(out.read_bytes())
+    damaged[1000] ^= 1
+    (tmp_path / "bad.mlc").write_bytes(damaged)
+    code, _, err = run("verify", tmp_path / "bad.mlc", ok=False)
+    assert code == 1 and "checksum mismatch" in err and len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (("info", "missing.mlc"), "no such file"),
+        (("get", "{a}", "runs/3/nope"), "'nope' not found (at runs/3/nope)"),
+        (("get", "{a}", "runs/1000/id"), "out of range for a list of 200 (at runs/1000)"),
+        (("get", "{a}", "meta/n/x"), "cannot look up 'x' in a int"),
+        (("ls", "{a}", "meta/n"), "not a dict or a list"),
+        (("verify", "{text}"), "not an msglc archive"),
+        (("convert", "{text}", "{out}"), "cannot tell the format"),
+        (("convert", "{a}", "{out}.mlc"), "neither"),
+        (("convert", "{bad_json}", "{out}.mlc"), "is not valid json"),
+        (("combine", "{out}.mlc", "{a}", "--name", "x", "--name", "y"), "give one per input"),
+        (("combine", "{out}.mlc", "{text}"), "not an msglc archive"),
+    ],
+)
+def test_errors_are_one_line(files, tmp_path, args, message):
+    (tmp_path / "t.txt").write_text("just text")
+    (tmp_path / "bad.json").write_text("{oops")
+    names = {"a": files / "a.mlc", "text": tmp_path / "t.txt", "out": tmp_path / "o", "bad_json": tmp_path / "bad.json"}
+    code, out, err = run(*(a.format(**names) for a in args), ok=False)
+    assert code == 1 and out == ""
+    assert len(err.splitlines()) == 1 and message in err and "Traceback" not in err
+    assert not (tmp_path / "o.mlc").exists()
+
+
+def test_help_for_every_subcommand():
+    for command in ("info", "ls", "tree", "get", "convert", "combine", "verify"):
+        _, out, _ = run(command, "--help")
+        assert out.startswith(f"usage: msglc {command}")
+    code, _, err = run("get", ok=False)
+    assert code == 2 and "required" in err
+
+
+def test_non_finite_floats_in_json(tmp_path):
+    msglc.dump(tmp_path / "f.mlc", [math.inf, -math.inf, 1.5])
+    assert run("get", tmp_path / "f.mlc", "")[1] == "[Infinity, -Infinity, 1.5]\n"
