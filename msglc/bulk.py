@@ -42,13 +42,19 @@ _crc32: Any = None
 
 def crc32_combine(crc1: int, crc2: int, len2: int) -> int:
     """CRC-32 of A + B from crc1 = CRC(A), crc2 = CRC(B) and len2 = len(B), without reading
-    either: zlib-ng's function when installed, else the same GF(2) method in Python (about
-    60 32x32 bit-matrix squarings for a gigabyte; well under a millisecond each)."""
-    try:
-        from zlib_ng.zlib_ng import crc32_combine as combine
-    except ImportError:
-        return _crc32_combine(crc1, crc2, len2)
-    return combine(crc1, crc2, len2)
+    either: zlib-ng's function when installed, else the same GF(2) method in Python."""
+    global _combine
+    if _combine is None:
+        try:
+            from zlib_ng.zlib_ng import crc32_combine as combine
+        except ImportError:
+            combine = _crc32_combine
+        _combine = combine
+    return _combine(crc1, crc2, len2)
+
+
+_combine: Any = None
+_ZERO_BYTES: list[list[int]] = []  # _ZERO_BYTES[k]: the CRC's operator for 2**k zero bytes
 
 
 def _gf2_times(matrix: list[int], vector: int) -> int:
@@ -63,26 +69,23 @@ def _gf2_times(matrix: list[int], vector: int) -> int:
 
 
 def _crc32_combine(crc1: int, crc2: int, len2: int) -> int:
-    """Shift crc1 over len2 zero bytes (the CRC's linear operator, raised to the power len2
-    by repeated squaring, starting from one zero bit), then add crc2."""
+    """Shift crc1 over len2 zero bytes, applying the operator for each power of two in len2
+    (squared from the one-zero-bit operator once, then cached), and add crc2."""
     if len2 <= 0:
         return crc1
-    odd = [0xEDB88320] + [1 << n for n in range(31)]  # operator for one zero bit
-    even = [_gf2_times(odd, row) for row in odd]  # two zero bits
-    odd = [_gf2_times(even, row) for row in even]  # four zero bits
-    while True:
-        even = [_gf2_times(odd, row) for row in odd]  # first pass: one zero byte
+    if not _ZERO_BYTES:
+        op = [0xEDB88320] + [1 << n for n in range(31)]  # one zero bit
+        for _ in range(3):
+            op = [_gf2_times(op, row) for row in op]  # 2, 4, 8 zero bits: one byte
+        for _ in range(64):
+            _ZERO_BYTES.append(op)
+            op = [_gf2_times(op, row) for row in op]
+    k = 0
+    while len2:
         if len2 & 1:
-            crc1 = _gf2_times(even, crc1)
+            crc1 = _gf2_times(_ZERO_BYTES[k], crc1)
         len2 >>= 1
-        if not len2:
-            break
-        odd = [_gf2_times(even, row) for row in even]
-        if len2 & 1:
-            crc1 = _gf2_times(odd, crc1)
-        len2 >>= 1
-        if not len2:
-            break
+        k += 1
     return crc1 ^ crc2
 
 

@@ -30,7 +30,6 @@ from .format import (
     array_header,
     container_header,
     map_header,
-    node_span,
     pack_header,
 )
 from .indexer import MAP_INLINE_MAX, TocBuilder, _le_array
@@ -45,16 +44,16 @@ _key_encoder = msgspec.msgpack.Encoder()
 
 class FileInfo:
     """One input of ``combine``: an archive (a path, bytes, a binary file or an open
-    ``LazyReader``) or, with ``obj=``, a Python object to store; ``name`` is its key in the
-    combined dict (leave every name out for a list)."""
+    ``LazyReader``) or, with ``obj=``, a Python object to store; ``name`` is its key (str or
+    int) in the combined dict (leave every name out for a list)."""
 
     __slots__ = ("path", "name", "obj")
 
     def __init__(self, path: Any = None, name: str | None = None, *, obj: Any = _MISSING) -> None:
         if (path is None) == (obj is _MISSING):
             raise ValueError("FileInfo needs either an archive (path, bytes, file or LazyReader) or obj=, not both")
-        if name is not None and not isinstance(name, str):
-            raise TypeError(f"FileInfo name must be a str, not {type(name).__name__}")
+        if name is not None and (not isinstance(name, (str, int)) or isinstance(name, bool)):
+            raise TypeError(f"FileInfo name must be a str or an int (a dict key), not {type(name).__name__}")
         self.path = path
         self.name = name
         self.obj = obj
@@ -119,6 +118,8 @@ def append(
     the process dies midway, the old archive is intact."""
     infos = [files] if isinstance(files, FileInfo) else list(files)
     _check_names(infos)
+    if isinstance(archive, (str, os.PathLike)) and not os.path.exists(archive):
+        return _combine(archive, infos, None, options, progress)  # nothing to append to yet
     existing = _Existing(archive)
     try:
         names = [info.name for info in infos]
@@ -126,28 +127,38 @@ def append(
             raise ValueError(
                 f"append() to an archive whose root is a {'dict' if existing.is_map else 'list'} takes {'named' if existing.is_map else 'unnamed'} inputs"
             )
-        taken = [name for name in names if name is not None and existing.has_key(name)]
+        small = existing.small_root()  # a root without a node, decoded (checksum checked)
+        taken = [name for name in names if name is not None and (name in small if small is not None else existing.has_key(name))]
         if taken:
             raise ValueError(f"append() input name {taken[0]!r} is already in {os.fspath(archive)!r}")
-        if existing.node is None:  # a small root: its entries are re-encoded like obj= inputs
-            old = existing.archive.decode_span(existing.t.data_off, existing.t.data_len)
+        if small is not None:  # its entries are re-encoded like obj= inputs
             kept = (
-                [FileInfo(None, key, obj=value) for key, value in old.items()] if existing.is_map else [FileInfo(None, obj=v) for v in old]
+                [FileInfo(None, key, obj=value) for key, value in small.items()]
+                if existing.is_map
+                else [FileInfo(None, obj=v) for v in small]
             )
             existing.close()
-            return _combine(archive, kept + infos, None, options, progress)
+            return _combine(archive, kept + infos, None, options, progress, as_dict=existing.is_map)
         _combine(archive, infos, existing, options, progress)
     finally:
         existing.close()
 
 
-def _combine(archive: Any, infos: list[FileInfo], existing: _Existing | None, options: dict[str, Any], progress: Any = None) -> None:
+def _combine(
+    archive: Any,
+    infos: list[FileInfo],
+    existing: _Existing | None,
+    options: dict[str, Any],
+    progress: Any = None,
+    as_dict: bool | None = None,
+) -> None:
     cfg = current(**options)
     inputs: list[_Input] = []
     try:
         for info in infos:
             inputs.append(_Input(info, options))
-        as_dict = existing.is_map if existing is not None else bool(infos) and infos[0].name is not None
+        if as_dict is None:
+            as_dict = existing.is_map if existing is not None else bool(infos) and infos[0].name is not None
         _write(archive, inputs, as_dict, cfg, existing, progress or (lambda n: None))
     finally:
         for part in inputs:
@@ -174,7 +185,7 @@ def _write(path: Any, inputs: list[_Input], as_dict: bool, cfg: Any, existing: _
     header = (map_header if as_dict else array_header)(kept + len(inputs))
     body = existing.t.data_len - existing.h if existing is not None else 0  # the existing entries' bytes
     data_len = len(header) + body + sum(len(k) + part.trailer.data_len for k, part in zip(keys, inputs, strict=True))
-    kept_toc = existing.t.toc_len if existing is not None else 0
+    kept_toc = existing.toc_len if existing is not None else 0
     toc_lens = [kept_toc] + [part.trailer.toc_len for part in inputs]
     threshold = cfg.small_obj_optimization_threshold
     if existing is None:
@@ -202,7 +213,7 @@ def _write(path: Any, inputs: list[_Input], as_dict: bool, cfg: Any, existing: _
                 raise CorruptedError(f"{part.label}: data section checksum mismatch; nothing was written")
             crc = crc32_combine(zlib.crc32(key, crc), part_crc, t.data_len)
         if existing is not None:
-            _copy(existing.archive, existing.t.toc_off, existing.t.toc_len, f, buf, checksum=False, progress=progress)
+            _copy(existing.archive, existing.t.toc_off, existing.toc_len, f, buf, checksum=False, progress=progress)
         for part in inputs:
             _copy(part.archive, part.trailer.toc_off, part.trailer.toc_len, f, buf, checksum=False, progress=progress)
         f.write(root_toc)
@@ -223,28 +234,48 @@ class _Existing:
     """The archive ``append`` adds to: its root's header, node and entries, kept as bytes."""
 
     def __init__(self, path: Any) -> None:
-        if not isinstance(path, (str, bytes, os.PathLike)):
+        if not isinstance(path, (str, os.PathLike)):
             raise TypeError(f"append() needs the path of an archive, not {type(path).__name__}")
         self.archive = Archive(path, False, None)
+        try:
+            self._open(path)
+        except BaseException:
+            self.close()
+            raise
+
+    def _open(self, path: Any) -> None:
         self.t = t = self.archive.trailer
         self.head = bytes(self.archive.read(t.data_off, min(5, t.data_len)))
         try:
             self.is_map, self.n, self.h = container_header(self.head)
         except CorruptedError:
-            self.close()
             raise ValueError(f"append() needs an archive whose root is a dict or a list ({os.fspath(path)!r} holds neither)") from None
         self.head = self.head[: self.h]
         self.pos = t.toc_off + t.root_pos
         self.node = self.archive.node(self.pos, t.root_len) if t.root_len else None
         self.view = self.archive.view(t.data_off, t.data_len, self.pos, t.root_len) if t.root_len else None
+        # the TOC kept: everything before the old root node (and its index region), which the
+        # new root node replaces; the root's descendants all precede it
+        end = self.pos - t.toc_off
+        if isinstance(self.node, HashMapNode):
+            end = min(end, end - self.node.index[0])
+        self.toc_len = end if t.root_len else 0
+
+    def small_root(self) -> Any:
+        """The whole root when it has no node (it is small), its data checksum checked."""
+        if self.node is not None:
+            return None
+        t = self.t
+        data = self.archive.read(t.data_off, t.data_len)
+        if zlib.crc32(data) != t.data_crc:
+            raise CorruptedError(f"data section checksum mismatch ({t.data_len} bytes at offset {t.data_off}); nothing was changed")
+        return self.archive.decode(data, t.data_off)
 
     def close(self) -> None:
         self.archive.close()
 
-    def has_key(self, name: str) -> bool:
-        if self.view is not None:
-            return name in self.view
-        return name in self.archive.decode_span(self.t.data_off, self.t.data_len)
+    def has_key(self, name: str | int) -> bool:
+        return name in self.view
 
     def _abs(self, kids: dict) -> dict:
         """Kid references as absolute TOC positions (the existing TOC is copied first)."""
@@ -259,7 +290,7 @@ class _Existing:
         node = self.node
         end = self.t.data_len + shift  # where the inputs start in the new root container
         offs_new, kids_new = [end], {}
-        toc_at = self.t.toc_len
+        toc_at = self.toc_len
         for j, (key, part) in enumerate(zip(keys, inputs, strict=True)):
             if part.trailer.root_len:
                 kids_new[j] = (toc_at + part.trailer.root_pos, part.trailer.root_len)
@@ -268,7 +299,11 @@ class _Existing:
         builder = TocBuilder(b"", threshold, toc_base=toc_base)
         n = self.n + len(inputs)
         if isinstance(node, (ListNode, StrideNode)):
-            if isinstance(node, StrideNode):
+            if isinstance(node, StrideNode) and len(node.dims) > 1 and node.dims[0][2] > threshold:
+                h0, n0, s0 = node.dims[0]  # rows keep a node: one fixed-stride node all of them share
+                row = builder._add(StrideNode(dims=node.dims[1:], lazy_min=node.lazy_min))
+                starts, offs, kids = list(range(n0)), list(range(h0, h0 + n0 * s0 + 1, s0)), dict.fromkeys(range(n0), row)
+            elif isinstance(node, StrideNode):
                 h0, n0, s0 = node.dims[0]
                 starts, offs, _ = builder._spans(range(h0, h0 + n0 * s0 + 1, s0), n0, {})
                 kids = {}
@@ -362,15 +397,17 @@ def _copy(archive: Archive, offset: int, size: int, f: Any, buf: bytearray, chec
 def standalone(view: Any) -> Iterator[bytes | memoryview]:
     """The bytes of an archive holding just the lazy part ``view``: its data and its TOC
     subtree copied (every TOC reference is relative), a new trailer. A row of a fixed-stride
-    list has no node of its own and is re-encoded instead."""
+    list has no node of its own and is re-encoded instead. The bytes are copied as they are:
+    the source's data checksum covers its whole data section and is not checked here (run
+    ``verify()`` on the source first when that matters)."""
     a = view._a
     if a.closed:
         raise ValueError("I/O operation on a closed LazyReader")
-    node = a.nodes.get(view._pos)
-    if node is None or node_span(node) != view._span():
+    size = getattr(view, "_nsize", 0)
+    if not size:  # a row of a fixed-stride list: no node of its own
         yield dumps(view.to_obj(), small_obj_optimization_threshold=a.trailer.threshold)
         return
-    lo, end = _subtree_range(a, view._pos)
+    lo, end = _subtree_range(a, view._pos, size)
     data = a.read(view._base, view._span())
     head = pack_header()
     span = view._span()
@@ -389,31 +426,30 @@ def standalone(view: Any) -> Iterator[bytes | memoryview]:
     ).pack(head)
 
 
-def _subtree_range(a: Archive, pos: int) -> tuple[int, int]:
+def _subtree_range(a: Archive, pos: int, size: int) -> tuple[int, int]:
     """The TOC range [lo, end) holding the node at ``pos`` and everything it refers to."""
-    end = pos + a.node_sizes[pos]
-    lo = pos
-    stack = [pos]
+    lo, end = pos, pos + size
+    stack, seen = [(pos, size)], {pos}
     while stack:
-        here = stack.pop()
-        node = a.nodes.get(here) or a.node(here, a.node_sizes[here])
-        refs = list(getattr(node, "kids", {}).values())
+        here, length = stack.pop()
+        node = a.node(here, length)
         if isinstance(node, HashMapNode):
             lo = min(lo, here - node.index[0])
-        for back, size in refs:
+        for back, child_size in getattr(node, "kids", {}).values():
             child = here - back
-            if back <= 0 or child + size > here:
+            if back <= 0 or child + child_size > here:
                 raise CorruptedError(f"TOC node at offset {here} references a node at {child} that does not precede it")
-            a.node(child, size)
             lo = min(lo, child)
-            stack.append(child)
+            if child not in seen:
+                seen.add(child)
+                stack.append((child, child_size))
     return lo, end
 
 
 def repack(target: Any, source: Any, options: dict[str, Any]) -> None:
     """``dump(target, reader_or_lazy_part)``: copy the encoded bytes when the threshold is the
-    source's (the result is then what ``dump`` of the decoded value writes), else decode and
-    write anew."""
+    source's (for a part that ``dump`` wrote, the result is what ``dump`` of the decoded value
+    writes), else decode and write anew."""
     a = source._a
     cfg = current(**options)
     if cfg.small_obj_optimization_threshold != a.trailer.threshold:

@@ -32,12 +32,13 @@ _NEED_SWAP = sys.byteorder == "big"
 class LazyNode:
     """Common base: a container at absolute offset ``_base`` described by a TOC node."""
 
-    __slots__ = ("_a", "_base", "_pos", "_cache")
+    __slots__ = ("_a", "_base", "_pos", "_nsize", "_cache")
 
     def __init__(self, archive: Archive, base: int, pos: int) -> None:
         self._a = archive
         self._base = base
         self._pos = pos
+        self._nsize = 0  # framed length of the node, set by Archive.view (0: none of its own)
         self._cache: dict | None = {} if archive.cached else None
 
     def _span(self) -> int:

@@ -28,19 +28,21 @@ from .indexer import MAP_INLINE_MAX, TocBuilder
 from .streamed import Pairs, Streamed, is_streamed
 from .writer import _encode, atomic_file
 
-BATCH = 4096  # items encoded per msgspec call when streaming a list
+BATCH = 4096  # at most this many items per msgspec call when streaming a list
+BATCH_BYTES = 1 << 22  # and about this many encoded bytes (large items make small batches)
 _key_encoder = msgspec.msgpack.Encoder()
 
 
 class _Data:
     """The data section as it is written: its position, and its CRC-32 kept as segments so
-    that headers filled in later can be checksummed in place."""
+    that headers filled in later can be checksummed in place (folded once none is pending)."""
 
     def __init__(self, f: BinaryIO) -> None:
         self.f = f
         self.pos = 0
         self.crc32 = data_crc32()
         self.parts: list[list[int]] = []  # [crc, length] of closed segments, in order
+        self.pending = 0  # reserved slots not filled yet
         self.crc = 0
         self.length = 0
 
@@ -55,6 +57,7 @@ class _Data:
         self.parts.append([self.crc, self.length])
         slot = [0, size]
         self.parts.append(slot)
+        self.pending += 1
         self.crc, self.length = 0, 0
         at = self.pos
         self.f.write(bytes(size))
@@ -62,10 +65,15 @@ class _Data:
         return at, slot
 
     def fill(self, at: int, slot: list[int], data: bytes) -> None:
+        back = self.f.tell()
         self.f.seek(HEADER_SIZE + at)
         self.f.write(data)
-        self.f.seek(0, os.SEEK_END)
+        self.f.seek(back)
         slot[0] = zlib.crc32(data)
+        self.pending -= 1
+        if not self.pending:  # fold: no slot left to fill
+            self.crc, self.length = self.checksum(), sum(length for _, length in self.parts) + self.length
+            self.parts = []
 
     def checksum(self) -> int:
         value = 0
@@ -81,23 +89,23 @@ class _Streamer:
         self.data = data
         self.threshold = cfg.small_obj_optimization_threshold
         self.numpy_encoder = cfg.numpy_encoder
+        self.disable_gc = cfg.disable_gc
         self.toc = bytearray()
 
     def emit(self, obj: Any) -> tuple[int, tuple[int, int] | None]:
-        """Write ``obj``; returns its encoded length and its node (TOC position, length)."""
+        """Write ``obj``; returns its encoded length and its node (TOC position, length).
+        Raises ``validate.Unsupported`` (with the path below ``obj``) for values it refuses."""
         if is_streamed(obj):
             return self._container(obj)
         arrays = ArrayEncoder(self.numpy_encoder)
         try:
-            buf = _encode(obj, arrays)
+            with gc_paused(self.disable_gc):  # only around msgspec and the index: the user's generators run with the GC on
+                buf = _encode(obj, arrays)
+                section = DataSection(buf, arrays)
+                builder = self._builder(buf, section)
+                ref = builder.build_root(obj)
         except Streamed:
             return self._container(obj)  # a list or dict holding streamed values
-        section = DataSection(buf, arrays)
-        builder = self._builder(buf, section)
-        try:
-            ref = builder.build_root(obj)
-        except validate.Unsupported as e:
-            raise e.error() from None
         self.toc += builder.toc
         for chunk in section.chunks():
             self.data.write(chunk)
@@ -123,28 +131,36 @@ class _Streamer:
         kids: dict[int, tuple[int, int]] = {}
         count = 0
         items = iter(obj)
-        while batch := list(islice(items, BATCH)):
+        size = 16  # items per batch: grown or shrunk so that a batch encodes to about BATCH_BYTES
+        while batch := list(islice(items, size)):
             arrays = ArrayEncoder(self.numpy_encoder)
             try:
-                buf = _encode(batch, arrays)
+                with gc_paused(self.disable_gc):
+                    buf = _encode(batch, arrays)
             except Streamed:  # items holding streamed values: one at a time
                 for item in batch:
                     item_at = d.pos - start
-                    _, ref = self.emit(item)
+                    try:
+                        length, ref = self.emit(item)
+                    except validate.Unsupported as e:
+                        e.path.append(count)
+                        raise
+                    if ref is not None or not starts or len(starts) - 1 in kids or item_at + length - offs[-1] > self.threshold:
+                        starts.append(count)  # a new span; else the item joins the last one
+                        offs.append(item_at)
                     if ref is not None:
-                        kids[len(starts)] = ref
-                    starts.append(count)
-                    offs.append(item_at)
+                        kids[len(starts) - 1] = ref
                     count += 1
                 continue
             section = DataSection(buf, arrays)
             builder = self._builder(buf, section)
             h = container_header_size(buf[0])
             try:
-                item_offs, batch_kids = builder.list_items(batch, 0, len(buf), h)
+                with gc_paused(self.disable_gc):
+                    item_offs, batch_kids = builder.list_items(batch, 0, len(buf), h)
             except validate.Unsupported as e:
-                e.path.append(count)
-                raise e.error() from None
+                e.path[-1] += count  # the index in the batch, as an index in the list
+                raise
             span_starts, span_offs, span_kids = builder._spans(item_offs, len(batch), batch_kids)
             shift = d.pos - start - h  # container offset of the batch's byte 0 (its header is not written)
             kids.update({len(starts) + k: ref for k, ref in span_kids.items()})
@@ -156,6 +172,7 @@ class _Streamer:
             for chunk in chunks:
                 d.write(chunk)
             count += len(batch)
+            size = max(1, min(BATCH, size * 2, size * BATCH_BYTES // max(section.size, 1)))
         if not known:
             if count >= 2**32:
                 raise ValueError("msglc lists hold fewer than 2**32 items")
@@ -183,6 +200,8 @@ class _Streamer:
         kids: dict[int, tuple[int, int]] = {}
         seen: set = set()
         for pair in pairs:
+            if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+                raise TypeError(f"a streamed dict takes (key, value) pairs, not {type(pair).__name__} {pair!r:.40}")
             key, value = pair
             if type(key) is bool or not isinstance(key, (str, int)) or validate.kind(type(key)) != validate.SCALAR:
                 raise TypeError(f"msglc cannot store a dict key of type {type(key).__name__} ({key!r:.40})")
@@ -193,7 +212,11 @@ class _Streamer:
             koffs.append(d.pos - start)
             d.write(raw)
             voffs.append(d.pos - start)
-            _, ref = self.emit(value)
+            try:
+                _, ref = self.emit(value)
+            except validate.Unsupported as e:
+                e.path.append(key)
+                raise
             if ref is not None:
                 kids[len(keys)] = ref
             keys.append(key)
@@ -229,8 +252,9 @@ class LazyWriter:
         with msglc.LazyWriter("records.mlc") as writer:
             writer.write({"meta": {...}, "records": ({"id": i, "x": f(i)} for i in range(10**7))})
 
-    ``target``: a path (written atomically, like ``dump``) or a seekable binary file. Options
-    as for ``dump``. If the block fails, a path target is left as it was."""
+    ``target``: a path (written atomically, like ``dump``) or a seekable binary file (not
+    opened for appending). Options as for ``dump``. If the block fails, a path target is left
+    as it was; a file object keeps what was written before the failure."""
 
     def __init__(self, target: str | os.PathLike | BinaryIO, **options: Any) -> None:
         self.cfg = current(**options)
@@ -238,16 +262,22 @@ class LazyWriter:
         self.is_path = isinstance(target, (str, bytes, os.PathLike))
         if not self.is_path and not (hasattr(target, "write") and hasattr(target, "seek") and getattr(target, "seekable", lambda: True)()):
             raise TypeError(f"LazyWriter needs a path or a seekable binary file, not {type(target).__name__}")
+        if "a" in getattr(target, "mode", ""):
+            raise TypeError("LazyWriter cannot write to a file opened for appending: its writes always go to the end")
         self._stack = ExitStack()
         self._data: _Data | None = None
         self._written = False
+        self._failed = False
 
     def __enter__(self) -> LazyWriter:
-        f = self._stack.enter_context(atomic_file(self.target, self.cfg.durable)) if self.is_path else self.target
-        self._start = 0 if self.is_path else f.tell()
-        if self._start:
-            raise ValueError("LazyWriter writes a whole archive: the file must be positioned at its start")
-        f.write(pack_header())
+        try:
+            f = self._stack.enter_context(atomic_file(self.target, self.cfg.durable)) if self.is_path else self.target
+            if not self.is_path and f.tell():
+                raise ValueError("LazyWriter writes a whole archive: the file must be positioned at its start")
+            f.write(pack_header())
+        except BaseException:
+            self._stack.__exit__(*sys.exc_info())
+            raise
         self._data = _Data(f)
         return self
 
@@ -258,15 +288,23 @@ class LazyWriter:
         if self._written:
             raise ValueError("an archive holds one object: LazyWriter.write() was already called")
         self._written = True
+        self._failed = True
         self._streamer = _Streamer(self._data, self.cfg)
-        with gc_paused(self.cfg.disable_gc):
+        try:
             self._root = self._streamer.emit(obj)[1] or (0, 0)
+        except validate.Unsupported as e:
+            raise e.error() from None
+        except RecursionError:
+            raise ValueError("object is nested too deeply or contains a reference to itself") from None
+        self._failed = False
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         try:
             if exc_type is None:
                 if not self._written:
                     raise ValueError("LazyWriter closed without write(): no object to store")
+                if self._failed:
+                    raise ValueError("LazyWriter.write() failed: nothing was written")
                 self._finish()
         except BaseException:
             self._stack.__exit__(*sys.exc_info())  # removes a path target's temporary file

@@ -181,11 +181,13 @@ class Archive:
             dtype, shape, start = parse_head(self.read(base, node.head), base, span)
             if start != node.head:
                 raise CorruptedError(f"NumPy array at offset {base} does not match its TOC node at offset {pos}")
-            return LazyArray(self, base, pos, span, dtype, shape, start)
-        expected = node_header(node)
-        if container_header(self.read(base, min(5, span))) != expected:
-            raise CorruptedError(f"container at offset {base} does not match its TOC node at offset {pos}")
-        return make_view(self, base, pos, node)
+            view = LazyArray(self, base, pos, span, dtype, shape, start)
+        else:
+            if container_header(self.read(base, min(5, span))) != node_header(node):
+                raise CorruptedError(f"container at offset {base} does not match its TOC node at offset {pos}")
+            view = make_view(self, base, pos, node)
+        view._nsize = size
+        return view
 
     def key_map(self, pos: int, node: MapNode) -> dict:
         keys = self.key_maps.get(pos)
@@ -344,7 +346,9 @@ def resolve(obj: Any, segments: list) -> Any:
             try:
                 obj = obj[index]
             except IndexError:
-                raise IndexError(f"index {index} out of range for a list of {len(obj)} (at {'/'.join(map(str, segments[: depth + 1]))})") from None
+                raise IndexError(
+                    f"index {index} out of range for a list of {len(obj)} (at {'/'.join(map(str, segments[: depth + 1]))})"
+                ) from None
         elif isinstance(obj, (dict, LazyDict)):
             obj = _dict_value(obj, seg, segments[: depth + 1])
         else:

@@ -117,7 +117,10 @@ def dumps(obj: Any, **options: Any) -> bytes:
 def dump(target: str | bytes | os.PathLike | BinaryIO, obj: Any, **options: Any) -> None:
     """Write ``obj`` as an archive to a path (atomically) or to a writable binary file object.
 
-    The file object is written sequentially, never seeked, so pipes and sockets work.
+    The file object is written sequentially, never seeked, so pipes and sockets work, and only
+    once every value is checked. Objects holding generators or ``Pairs`` are streamed by
+    ``LazyWriter``: a file object must then be seekable, and keeps what was written if a
+    value fails midway (a path is still replaced only on success).
     """
     is_path = isinstance(target, (str, bytes, os.PathLike))
     if not is_path and not hasattr(target, "write"):

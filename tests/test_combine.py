@@ -232,3 +232,71 @@ msglc.append({str(out)!r}, [msglc.FileInfo({str(runs / "run2.mlc")!r}, "run2")])
     assert run.returncode == 3
     assert out.read_bytes() == before
     check(out, {"run1": RUN1})
+
+
+def test_append_to_small_roots(tmp_path):
+    p = tmp_path / "s.mlc"
+    msglc.dump(p, {1: "a"})
+    msglc.append(p, [FileInfo(None, "x", obj=1)])
+    assert msglc.LazyReader(p).to_obj() == {1: "a", "x": 1}
+    msglc.dump(p, {})
+    msglc.append(p, [])
+    assert msglc.LazyReader(p).to_obj() == {}
+    msglc.append(tmp_path / "new.mlc", [FileInfo(None, "a", obj=1)])  # a missing archive is created
+    assert msglc.LazyReader(tmp_path / "new.mlc").to_obj() == {"a": 1}
+    msglc.dump(p, [1.5, 2.5, 3.5])
+    damaged = bytearray(p.read_bytes())
+    damaged[damaged.index(msgpack.packb(2.5)) + 5] ^= 1
+    p.write_bytes(damaged)
+    with pytest.raises(CorruptedError, match="nothing was changed"):
+        msglc.append(p, [FileInfo(None, obj=4.5)])
+    assert p.read_bytes() == damaged
+
+
+def test_repeated_appends_do_not_grow_the_toc(tmp_path):
+    small = msglc.dumps({"v": 1})
+    p = tmp_path / "h.mlc"
+    msglc.combine(p, [FileInfo(small, f"k{i}") for i in range(2000)])
+    for i in range(20):
+        msglc.append(p, [FileInfo(small, f"x{i}")])
+    fresh = msglc.dumps(msglc.LazyReader(p).to_obj())
+    assert p.stat().st_size < 1.3 * len(fresh)
+    with msglc.LazyReader(p) as r:
+        r.verify()
+
+
+def test_appending_to_a_matrix_keeps_rows_lazy(tmp_path):
+    p = tmp_path / "m.mlc"
+    msglc.dump(p, [[float(j) for j in range(2000)] for _ in range(20)], small_obj_optimization_threshold=1024)
+    msglc.append(p, [FileInfo(None, obj=[1.0, 2.0])])
+    stats = msglc.LazyStats()
+    with msglc.LazyReader(p, counter=stats, cached=False) as r:
+        r.verify()
+        stats.clear()
+        assert r["3/7"] == 7.0 and r["20"] == [1.0, 2.0]
+        assert stats.bytes < 2000, stats
+
+
+def test_raw_data_when_the_node_cache_is_evicted(monkeypatch):
+    monkeypatch.setattr("msglc.reader._MAX_NODE_CACHE", 8)
+    data = msglc.dumps({"a": [{"a": "x" * 70, "i": i} for i in range(200)]}, small_obj_optimization_threshold=64)
+    with msglc.LazyReader(data) as r:
+        part = msglc.LazyReader(r["a"].raw_data())
+        part.verify()
+        assert part[199]["i"] == 199
+
+
+def test_a_damaged_root_node_leaks_no_descriptor(runs):
+    out = runs / "all.mlc"
+    msglc.combine(out, [FileInfo(runs / "run1.mlc", "run1")])
+    data = bytearray(out.read_bytes())
+    data[-TRAILER - 10] ^= 0xFF  # inside the root node (just before the trailer)
+    out.write_bytes(data)
+    before = len(list(pathlib.Path("/proc/self/fd").iterdir()))
+    for _ in range(3):
+        with pytest.raises(msglc.MsglcError):
+            msglc.append(out, [FileInfo(runs / "run2.mlc", "run2")])
+    assert len(list(pathlib.Path("/proc/self/fd").iterdir())) == before
+
+
+TRAILER = 64

@@ -1,7 +1,9 @@
 """Streaming writes: generators become lists and Pairs dicts, consumed once, memory bounded,
 nothing left behind on failure."""
 
+import contextlib
 import datetime
+import enum
 import io
 import tracemalloc
 
@@ -119,3 +121,51 @@ def test_writer_misuse_is_refused(tmp_path):
         writer.write([2])
     with pytest.raises(ValueError, match="context manager"):
         LazyWriter(tmp_path / "a.mlc").write([1])
+
+
+def test_batches_are_bounded_by_bytes_too(tmp_path):
+    tracemalloc.start()
+    with LazyWriter(tmp_path / "a.mlc") as writer:
+        writer.write(np.full(65536, i, dtype="<f8") for i in range(100))  # 50 MiB of 512 KiB arrays
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert peak < 24 << 20, peak
+    with msglc.LazyReader(tmp_path / "a.mlc") as r:
+        assert r[99][5] == 99.0 and len(r) == 100
+
+
+class Color(enum.Enum):
+    RED = 1
+
+
+@pytest.mark.parametrize(
+    "obj, where",
+    [
+        ({"a": ({"when": datetime.date(2026, 1, 1)} if i == 5000 else i for i in range(6000))}, "at a/5000/when"),
+        ({"g": iter([1]), "bad": Color.RED}, "at bad"),
+        ({"a": Pairs([("k", [1, Color.RED])])}, "at a/k/1"),
+        ({"a": [iter([1]), {"x": [Color.RED]}]}, "at a/1/x/0"),
+    ],
+)
+def test_refusals_name_the_path(tmp_path, obj, where):
+    with pytest.raises(TypeError, match=where):
+        msglc.dump(tmp_path / "a.mlc", obj)
+
+
+def test_items_holding_generators_share_spans(tmp_path):
+    msglc.dump(tmp_path / "a.mlc", [{"x": iter([i])} for i in range(20000)])
+    with msglc.LazyReader(tmp_path / "a.mlc") as r:
+        r.verify()
+        assert r[12345] == {"x": [12345]}
+        assert r._a.trailer.toc_len < 2000
+
+
+def test_pairs_must_be_pairs_and_failures_inside_the_block_are_reported(tmp_path):
+    with pytest.raises(TypeError, match="pairs"):
+        msglc.dumps({"a": Pairs({"ab": 1})})
+    with pytest.raises(ValueError, match="write\\(\\) failed"), LazyWriter(tmp_path / "a.mlc") as writer:
+        with contextlib.suppress(TypeError):  # the caller swallows the error inside the block
+            writer.write([Color.RED])
+    assert not (tmp_path / "a.mlc").exists()
+    with open(tmp_path / "b.mlc", "ab") as f, pytest.raises(TypeError, match="appending"):
+        LazyWriter(f)
