@@ -163,9 +163,9 @@ def test_items_holding_generators_share_spans(tmp_path):
 def test_pairs_must_be_pairs_and_failures_inside_the_block_are_reported(tmp_path):
     with pytest.raises(TypeError, match="pairs"):
         msglc.dumps({"a": Pairs({"ab": 1})})
-    with pytest.raises(ValueError, match="write\\(\\) failed"), LazyWriter(tmp_path / "a.mlc") as writer:
-        with contextlib.suppress(TypeError):  # the caller swallows the error inside the block
-            writer.write([Color.RED])
+    # the caller swallows write()'s error inside the block
+    with pytest.raises(ValueError, match="write\\(\\) failed"), LazyWriter(tmp_path / "a.mlc") as writer, contextlib.suppress(TypeError):
+        writer.write([Color.RED])
     assert not (tmp_path / "a.mlc").exists()
     with open(tmp_path / "b.mlc", "ab") as f, pytest.raises(TypeError, match="appending"):
         LazyWriter(f)
