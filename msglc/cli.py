@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import datetime
 import json
 import os
 import sys
@@ -25,6 +26,7 @@ from typing import Any
 import msgspec
 
 from . import __version__
+from .bulk import data_crc32
 from .combine import FileInfo, combine
 from .errors import MsglcError
 from .format import ArrayNode, HashMapNode, ListNode, MapNode, StrideNode
@@ -93,20 +95,47 @@ def encoded_size(value: Any) -> int:
 
 
 def json_default(value: Any) -> Any:
-    """JSON for what JSON lacks: bytes as base64 strings, NumPy arrays and scalars as lists and
-    numbers, lazy parts read whole."""
+    """JSON for what JSON lacks: bytes as base64 strings, lazy parts read whole, NumPy arrays as
+    nested lists whose items are numbers (long doubles as floats), [re, im] pairs (complex) and
+    ISO 8601 strings (datetime64, timedelta64 as their numbers)."""
     if isinstance(value, (bytes, bytearray, memoryview)):
         return base64.b64encode(bytes(value)).decode("ascii")
     if isinstance(value, LazyNode):
         return value.to_obj()
-    if hasattr(value, "tolist"):
+    if isinstance(value, complex):
+        return [value.real, value.imag]
+    if isinstance(value, (datetime.date, datetime.time)):
+        return value.isoformat()
+    if isinstance(value, datetime.timedelta):
+        return value.total_seconds()
+    np = sys.modules.get("numpy")
+    if np is not None and isinstance(value, (np.ndarray, np.generic)):
+        if value.dtype.kind in "Mm":  # NumPy's own text, exact at any unit
+            return np.datetime_as_string(value).tolist() if value.dtype.kind == "M" else value.astype("int64").tolist()
+        if value.dtype.kind == "f" and value.dtype.itemsize > 8:
+            value = value.astype("f8")
+        elif value.dtype.kind == "c" and value.dtype.itemsize > 16:
+            value = value.astype("c16")
         return value.tolist()
-    raise TypeError(f"{type(value).__name__} has no JSON form")
+    raise TypeError(f"a {type(value).__name__} has no JSON form")
+
+
+def to_json(value: Any) -> str:
+    """The value as one line of JSON (built whole first: nothing is printed if it fails)."""
+    return json.dumps(to_plain(value), default=json_default) + "\n"
+
+
+def to_plain(value: Any) -> Any:
+    """Lazy parts read whole, also inside the list a slice path gives."""
+    if isinstance(value, LazyNode):
+        return value.to_obj()
+    if isinstance(value, list) and any(isinstance(v, LazyNode) for v in value):
+        return [to_plain(v) for v in value]
+    return value
 
 
 def write_json(value: Any, out: Any) -> None:
-    json.dump(value, out, default=json_default)
-    out.write("\n")
+    out.write(to_json(value))
 
 
 def open_reader(path: str) -> LazyReader:
@@ -195,16 +224,21 @@ def cmd_tree(args: argparse.Namespace) -> None:
     with open_reader(args.file) as reader:
         value = reader[args.path]
         label = "/" + "/".join(map(str, split_path(args.path)))
+        if isinstance(value, LazyNode) and not value._nsize:  # a row of a fixed-stride list or array: no node of its own
+            kind, length = type_of(value)
+            print(f"{label}  {kind} of {length:,}, {encoded_size(value):,} bytes (part of its parent's fixed-stride node)")
+            return
+        if isinstance(value, list) and any(isinstance(v, LazyNode) for v in value):
+            raise CliError("tree shows one value: give an index, not a slice")
         if not isinstance(value, LazyNode):
             kind, length = type_of(value)
             print(f"{label}  {kind}{'' if length is None else f' of {length:,}'}, {encoded_size(value):,} bytes (small: no TOC node)")
             return
-        a = reader._a
-        print_node(a, value._pos, a.node_sizes.get(value._pos, 0), label, 0, args.depth, value)
+        print_node(reader._a, value._pos, value._nsize, label, 0, args.depth)
 
 
-def print_node(a: Any, pos: int, size: int, label: str, depth: int, max_depth: int | None, view: Any = None) -> None:
-    node = a.nodes[pos] if view is not None else a.node(pos, size)
+def print_node(a: Any, pos: int, size: int, label: str, depth: int, max_depth: int | None) -> None:
+    node = a.node(pos, size)
     indent = "  " * depth
     if isinstance(node, StrideNode):
         dims = " x ".join(f"{n:,}" for _, n, _ in node.dims)
@@ -237,13 +271,13 @@ def cmd_get(args: argparse.Namespace) -> None:
     with open_reader(args.file) as reader:
         value = reader[args.path]
         if args.format == "msgpack":
-            data = value.protocol_raw_data() if isinstance(value, LazyNode) else _msgpack(value)
+            data = value.protocol_raw_data() if isinstance(value, LazyNode) else _msgpack(to_plain(value))
             sys.stdout.buffer.write(data)
             sys.stdout.buffer.flush()
         elif args.format == "repr":
-            print(repr(value.to_obj() if isinstance(value, LazyNode) else value))
+            print(repr(to_plain(value)))
         else:
-            write_json(value.to_obj() if isinstance(value, LazyNode) else value, sys.stdout)
+            sys.stdout.write(to_json(value))
 
 
 def _msgpack(value: Any) -> bytes:
@@ -257,6 +291,8 @@ def cmd_convert(args: argparse.Namespace) -> None:
     src, dst = fmt_of(args.input, args.from_), fmt_of(args.output, args.to)
     if not os.path.exists(args.input):
         raise CliError(f"no such file: {args.input}")
+    if os.path.exists(args.output) and os.path.samefile(args.input, args.output):
+        raise CliError(f"the output {args.output!r} is the input: write to another file")
     if (src == "msglc") == (dst == "msglc"):
         raise CliError(f"convert reads or writes an archive: {src} -> {dst} is neither")
     options = {} if args.threshold is None else {"small_obj_optimization_threshold": args.threshold}
@@ -268,20 +304,21 @@ def cmd_convert(args: argparse.Namespace) -> None:
             return
         with open(args.input, "rb") as f:
             data = f.read()  # JSON and msgpack documents are read whole: they need memory for it
-        try:
-            obj = msgspec.json.decode(data) if src == "json" else msgspec.msgpack.decode(data)
-        except (msgspec.DecodeError, UnicodeDecodeError) as e:
-            raise CliError(f"{args.input} is not valid {src}: {e}") from None
+        obj = _decode_json(data, args.input) if src == "json" else _decode_msgpack(data, args.input)
         dump(args.output, obj, **options)
         return
     with open_reader(args.input) as reader:
-        if dst == "msgpack":  # the data section is the plain msgpack: copied, not decoded
+        if dst == "msgpack":  # the data section is the msgpack: copied (its checksum checked), not decoded
             t = reader._a.trailer
+            crc32, crc = data_crc32(), 0
             with progress(t.data_len, "convert") as step, atomic_file(args.output, False) as out:
                 for offset in range(0, t.data_len, 1 << 24):
                     chunk = reader._a.read(t.data_off + offset, min(1 << 24, t.data_len - offset))
+                    crc = crc32(chunk, crc)
                     out.write(chunk)
                     step(len(chunk))
+                if crc != t.data_crc:
+                    raise CliError(f"{args.input}: data section checksum mismatch; nothing was written")
             return
         with atomic_file(args.output, False) as raw:
             out = _TextOut(raw)
@@ -305,16 +342,39 @@ class _TextOut:
         self.raw.write(text.encode("utf-8"))
 
 
+def _decode_json(data: bytes, where: str) -> Any:
+    """JSON, also with the NaN/Infinity tokens msglc writes for non-finite floats (as Python's
+    json module reads them) and a UTF-8 byte order mark."""
+    data = data.removeprefix(b"\xef\xbb\xbf")
+    try:
+        return msgspec.json.decode(data)
+    except (msgspec.DecodeError, UnicodeDecodeError) as e:
+        error = e
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError):
+        raise CliError(f"{where} is not valid json: {error}") from None
+
+
+def _decode_msgpack(data: bytes, where: str) -> Any:
+    """msgpack, with msglc's NumPy array extension values read back as arrays."""
+    from .arrays import ext_hook
+
+    try:
+        return msgspec.msgpack.Decoder(ext_hook=ext_hook).decode(data)
+    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError) as e:
+        raise CliError(f"{where} is not valid msgpack: {e}") from None
+
+
 def _json_lines(path: str, step: Callable[[int], None]) -> Iterator[Any]:
-    decoder = msgspec.json.Decoder()
     with open(path, "rb") as f:
         for number, line in enumerate(f, 1):
             step(len(line))
             if line.strip():
                 try:
-                    yield decoder.decode(line)
-                except (msgspec.DecodeError, UnicodeDecodeError) as e:
-                    raise CliError(f"{path}, line {number}: not valid JSON: {e}") from None
+                    yield _decode_json(line.removeprefix(b"\xef\xbb\xbf") if number == 1 else line, f"{path}, line {number}")
+                except CliError as e:
+                    raise CliError(str(e).replace("is not valid json", "is not valid JSON")) from None
 
 
 def cmd_combine(args: argparse.Namespace) -> None:
@@ -339,10 +399,17 @@ def cmd_verify(args: argparse.Namespace) -> None:
 # ---- the parser ----------------------------------------------------------------------------------
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors in one line too (exit status 2), with a pointer to --help."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def parser() -> argparse.ArgumentParser:
-    top = argparse.ArgumentParser(prog="msglc", description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    top = _Parser(prog="msglc", description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     top.add_argument("--version", action="version", version=f"msglc {__version__}")
-    sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
 
     def add(name: str, run: Callable, help: str, description: str = "") -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help, description=description or help, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -351,7 +418,7 @@ def parser() -> argparse.ArgumentParser:
 
     p = add("info", cmd_info, "format version, sizes, threshold, TOC node counts and the root of an archive")
     p.add_argument("file")
-    path_help = 'a path inside the archive, like "runs/42/energy" (list indices may be negative)'
+    path_help = 'a path inside the archive, like "runs/42/energy" or "runs/-1" (a path that starts with "-": put -- before it)'
     p = add("ls", cmd_ls, "list the children at PATH: type, length, encoded size, name")
     p.add_argument("file")
     p.add_argument("path", nargs="?", default="", help=path_help)
@@ -417,8 +484,6 @@ def _message(e: Exception) -> str:
         return str(e)
     if isinstance(e, KeyError):
         return str(e.args[0]) if e.args else "key not found"
-    if isinstance(e, FileNotFoundError):
-        return f"no such file: {e.filename}"
     if isinstance(e, OSError):
         return f"{e.strerror or e}: {e.filename}" if e.filename else str(e)
     return f"{type(e).__name__}: {e}"

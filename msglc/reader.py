@@ -332,28 +332,40 @@ def split_path(path: Any) -> list:
     raise TypeError(f"a path is a str like 'a/b/3' or a list of keys and indices, not {type(path).__name__}")
 
 
-def resolve(obj: Any, segments: list) -> Any:
+def resolve(obj: Any, segments: list, done: tuple = ()) -> Any:
+    """The value at ``segments`` below ``obj``; ``done``: the segments that led to ``obj``
+    (errors name the whole path)."""
     for depth, seg in enumerate(segments):
+        where = [*done, *segments[: depth + 1]]
         if isinstance(obj, LazyArray) or _is_ndarray(obj):
             # the next ndim segments index the array at once: "m/3/4" is m[3, 4]
             take = segments[depth : depth + max(obj.ndim, 1)]
-            index = tuple(_list_index(s, segments[: depth + k + 1]) for k, s in enumerate(take))
-            return resolve(obj[index], segments[depth + len(take) :])
+            index = tuple(_list_index(s, [*done, *segments[: depth + k + 1]]) for k, s in enumerate(take))
+            try:
+                value = obj[index]
+            except IndexError as e:
+                raise IndexError(f"{e} (at {_joined([*done, *segments[: depth + len(take)]])})") from None
+            return resolve(value, segments[depth + len(take) :], (*done, *segments[: depth + len(take)]))
         if isinstance(obj, (list, LazyList)):
-            index = _list_index(seg, segments[: depth + 1])
+            index = _list_index(seg, where)
             if isinstance(index, slice):
-                return [resolve(x, segments[depth + 1 :]) for x in obj[index]]
+                before = (*done, *segments[:depth])
+                positions = range(*index.indices(len(obj)))
+                return [resolve(x, segments[depth + 1 :], (*before, i)) for i, x in zip(positions, obj[index], strict=True)]
             try:
                 obj = obj[index]
             except IndexError:
-                raise IndexError(
-                    f"index {index} out of range for a list of {len(obj)} (at {'/'.join(map(str, segments[: depth + 1]))})"
-                ) from None
+                raise IndexError(f"index {index} out of range for a list of {len(obj)} (at {_joined(where)})") from None
         elif isinstance(obj, (dict, LazyDict)):
-            obj = _dict_value(obj, seg, segments[: depth + 1])
+            obj = _dict_value(obj, seg, where)
         else:
-            raise TypeError(f"cannot look up {seg!r} in a {type(obj).__name__} (at {'/'.join(map(str, segments[:depth]))})")
+            kind = type(obj).__name__ if obj is not None else "None"
+            raise TypeError(f"cannot look up {seg!r} in a {kind} (at {_joined(where[:-1]) or 'the root'})")
     return obj
+
+
+def _joined(path: list) -> str:
+    return "/".join(map(str, path))
 
 
 _INT = re.compile(r"-?[0-9]+")

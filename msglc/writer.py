@@ -13,6 +13,7 @@ import io
 import itertools
 import os
 import secrets
+import stat
 import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
@@ -183,9 +184,21 @@ def atomic_file(path: str | bytes | os.PathLike, durable: bool, size_hint: int =
 
     It is a temporary sibling created with mode 0o666 so the process umask applies as for any
     new file (an existing target's mode is kept); ``size_hint`` bytes are preallocated. With
-    ``durable`` the data and the rename are flushed to disk before returning."""
-    path = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(path)) or "."
+    ``durable`` the data and the rename are flushed to disk before returning. A symlink is
+    followed (its target is replaced); a target that exists but is not a regular file (a
+    device such as /dev/null, a FIFO) is written to directly, since it cannot be replaced."""
+    path = os.path.realpath(os.fspath(path))
+    with suppress(FileNotFoundError):
+        mode = os.stat(path).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, "is a directory", path)
+        if not stat.S_ISREG(mode):
+            with open(path, "wb") as f:
+                yield f
+            return
+    directory = os.path.dirname(path) or "."
+    if not os.path.isdir(directory):
+        raise FileNotFoundError(errno.ENOENT, "no such directory", directory)
     fd, tmp = _create_temporary(directory, os.fsdecode(os.path.basename(path)))
     try:
         with os.fdopen(fd, "wb") as f:

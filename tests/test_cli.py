@@ -165,3 +165,66 @@ def test_help_for_every_subcommand():
 def test_non_finite_floats_in_json(tmp_path):
     msglc.dump(tmp_path / "f.mlc", [math.inf, -math.inf, 1.5])
     assert run("get", tmp_path / "f.mlc", "")[1] == "[Infinity, -Infinity, 1.5]\n"
+
+
+def test_outputs_are_never_the_input_and_links_are_followed(files, tmp_path):
+    same = tmp_path / "same.mlc"
+    same.write_bytes((files / "a.mlc").read_bytes())
+    code, _, err = run("convert", same, tmp_path / "." / "same.mlc", "--to", "json", ok=False)
+    assert code == 1 and "is the input" in err and same.read_bytes() == (files / "a.mlc").read_bytes()
+    (tmp_path / "link.json").symlink_to(tmp_path / "target.json")
+    run("get", files / "a.mlc", "meta/n")
+    run("convert", files / "a.mlc", tmp_path / "link.json")
+    assert (tmp_path / "link.json").is_symlink() and json.loads((tmp_path / "target.json").read_text())["meta"]["n"] == 200
+    code, _, err = run("convert", files / "a.mlc", tmp_path / "nodir" / "x.json", ok=False)
+    assert code == 1 and "no such directory" in err and ".tmp" not in err
+
+
+def test_damaged_archives_are_not_exported(tmp_path):
+    msglc.dump(tmp_path / "a.mlc", [1.5, 2.5, 3.5])
+    data = bytearray((tmp_path / "a.mlc").read_bytes())
+    data[data.index(msgpack.packb(2.5)) + 5] ^= 1
+    (tmp_path / "d.mlc").write_bytes(data)
+    for out in ("d.msgpack", "d.json"):
+        code, _, err = run("convert", tmp_path / "d.mlc", tmp_path / out, ok=False)
+        assert code == 1 and "checksum mismatch" in err and not (tmp_path / out).exists()
+
+
+def test_round_trips_through_non_finite_floats_and_arrays(tmp_path):
+    msglc.dump(tmp_path / "f.mlc", {"x": math.nan, "y": math.inf, "a": np.arange(6.0).reshape(2, 3)})
+    run("convert", tmp_path / "f.mlc", tmp_path / "f.json")
+    run("convert", tmp_path / "f.json", tmp_path / "g.mlc")
+    back = msglc.LazyReader(tmp_path / "g.mlc").to_obj()
+    assert math.isnan(back["x"]) and back["y"] == math.inf and back["a"] == [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
+    run("convert", tmp_path / "f.mlc", tmp_path / "f.msgpack")
+    run("convert", tmp_path / "f.msgpack", tmp_path / "h.mlc")  # msglc's array values read back as arrays
+    assert msglc.LazyReader(tmp_path / "h.mlc")["a"].tolist() == [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
+
+
+def test_arrays_of_every_kind_have_a_json_form(tmp_path):
+    obj = {
+        "c": np.array([1 + 2j]),
+        "t": np.array(["2026-11-22T10:00"], dtype="M8[m]"),
+        "d": np.array([90], dtype="m8[s]"),
+        "l": np.array([0.5], dtype=np.longdouble),
+    }
+    msglc.dump(tmp_path / "n.mlc", obj)
+    out = json.loads(run("get", tmp_path / "n.mlc", "")[1])
+    assert out == {"c": [[1.0, 2.0]], "t": ["2026-11-22T10:00"], "d": [90], "l": [0.5]}
+
+
+def test_paths_through_arrays_and_slices(files):
+    assert "(at field/200)" in run("get", files / "a.mlc", "field/200", ok=False)[2]
+    assert "(at field/2/3)" in run("get", files / "a.mlc", "field/2/3/4", ok=False)[2]
+    assert "(at runs/1/nope)" in run("get", files / "a.mlc", "runs/1:3/nope", ok=False)[2]
+    proc = subprocess.run(
+        [sys.executable, "-m", "msglc", "get", files / "a.mlc", "runs/1:3/id", "--format", "msgpack"], capture_output=True, cwd=ROOT
+    )
+    assert msgpack.unpackb(proc.stdout) == [1, 2]
+    assert run("get", files / "a.mlc", "runs/1:3/id", "--format", "repr")[1] == "[1, 2]\n"
+    assert run("get", files / "a.mlc", "--", "runs/-1/id")[1] == "199\n"
+    assert "put -- before it" in " ".join(run("get", "--help")[1].split())
+    _, out, _ = run("tree", files / "a.mlc", "runs/5/energy")
+    assert "of 300" in out and "part of its parent" in out
+    code, _, err = run("get", files / "a.mlc", "-1/id", ok=False)
+    assert code == 2 and len(err.splitlines()) == 1
