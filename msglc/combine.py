@@ -403,7 +403,7 @@ def standalone(view: Any) -> Iterator[bytes | memoryview]:
     a = view._a
     if a.closed:
         raise ValueError("I/O operation on a closed LazyReader")
-    size = getattr(view, "_nsize", 0)
+    size = view._nsize
     if not size:  # a row of a fixed-stride list: no node of its own
         yield dumps(view.to_obj(), small_obj_optimization_threshold=a.trailer.threshold)
         return

@@ -218,6 +218,7 @@ class _StrideList(LazyList):
             value._a = self._a
             value._base = off
             value._pos = self._pos
+            value._nsize = 0  # no node of its own: its parent's describes it
             value._cache = None if cache is None else {}
             value._h, value._n, value._s, value._whole, value._next = self._next
         if cache is not None:
