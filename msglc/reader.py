@@ -301,8 +301,8 @@ class LazyReader:
             return self._decode_all()
 
     def verify(self, progress: Callable[[int], None] | None = None) -> None:
-        """Check the whole archive: the data checksum, and every TOC node rebuilt from the data
-        and compared. Raises an ``MsglcError`` naming the first problem. Reads the data section
+        """Check the whole archive: the data checksum, and every TOC node against the item
+        boundaries, keys and headers found in the data. Raises an ``MsglcError`` naming the first problem. Reads the data section
         into memory once; lazy reads check only what they touch. ``progress(n)`` is called as
         the data is read."""
         verify_archive(self._a, progress)
