@@ -86,12 +86,7 @@ def type_of(value: Any) -> tuple[str, int | None]:
 
 
 def encoded_size(value: Any) -> int:
-    if isinstance(value, LazyNode):
-        return value._span()
-    from .arrays import ArrayEncoder
-    from .writer import _encode
-
-    return len(_encode(value, ArrayEncoder(True)))
+    return value._span() if isinstance(value, LazyNode) else len(_msgpack(value))
 
 
 def json_default(value: Any) -> Any:
@@ -165,7 +160,7 @@ def cmd_info(args: argparse.Namespace) -> None:
         major, minor = bytes(a.read(8, 2))
         counts = {"list": 0, "fixed-stride list": 0, "dict": 0, "hash-indexed dict": 0, "array": 0}
         blocks = 0
-        for _, node in walk(a, t.toc_off + t.root_pos, t.root_len) if t.root_len else ():
+        for _, node in a.walk(t.toc_off + t.root_pos, t.root_len) if t.root_len else ():
             kind = node_kind(node)
             counts[kind] += 1
             if isinstance(node, (ListNode, HashMapNode)):
@@ -189,17 +184,6 @@ def node_kind(node: Any) -> str:
     return {ListNode: "list", StrideNode: "fixed-stride list", MapNode: "dict", HashMapNode: "hash-indexed dict", ArrayNode: "array"}[
         type(node)
     ]
-
-
-def walk(a: Any, pos: int, size: int) -> Iterator[tuple[int, Any]]:
-    """Every TOC node reachable from the one at ``pos``, reading TOC nodes only."""
-    stack = [(pos, size)]
-    while stack:
-        here, length = stack.pop()
-        node = a.node(here, length)
-        yield here, node
-        for back, child_size in getattr(node, "kids", {}).values():
-            stack.append((here - back, child_size))
 
 
 def cmd_ls(args: argparse.Namespace) -> None:

@@ -288,14 +288,7 @@ class _Existing:
         followed by the inputs'."""
         shift = len(header) - self.h
         node = self.node
-        end = self.t.data_len + shift  # where the inputs start in the new root container
-        offs_new, kids_new = [end], {}
-        toc_at = self.toc_len
-        for j, (key, part) in enumerate(zip(keys, inputs, strict=True)):
-            if part.trailer.root_len:
-                kids_new[j] = (toc_at + part.trailer.root_pos, part.trailer.root_len)
-            offs_new.append(offs_new[-1] + len(key) + part.trailer.data_len)
-            toc_at += part.trailer.toc_len
+        offs_new, kids_new = _layout(inputs, keys, self.t.data_len + shift, self.toc_len)  # after the kept entries and TOC
         builder = TocBuilder(b"", threshold, toc_base=toc_base)
         n = self.n + len(inputs)
         if isinstance(node, (ListNode, StrideNode)):
@@ -347,16 +340,7 @@ def _root_node(inputs: list[_Input], keys: list[bytes], header: bytes, threshold
     """The new root's node (position, length) and the TOC bytes holding it (after the copied
     TOCs, which take ``toc_base`` bytes): each input with a root node is a child."""
     n = len(inputs)
-    kids: dict[int, tuple[int, int]] = {}
-    base = 0
-    for j, part in enumerate(inputs):
-        t = part.trailer
-        if t.root_len:
-            kids[j] = (base + t.root_pos, t.root_len)
-        base += t.toc_len
-    offs = [len(header)]
-    for key, part in zip(keys, inputs, strict=True):
-        offs.append(offs[-1] + len(key) + part.trailer.data_len)
+    offs, kids = _layout(inputs, keys, len(header), 0)
     if not kids and offs[-1] <= threshold:
         return (0, 0), b""  # small: the root is read whole, as dump() would write it
     builder = TocBuilder(b"", threshold, toc_base=toc_base)
@@ -371,6 +355,20 @@ def _root_node(inputs: list[_Input], keys: list[bytes], header: bytes, threshold
         entry_kids = {j: (inputs[j].name, ref) for j, ref in kids.items()}
         root = builder._hash_node(n, offs, entry_kids, builder._hash_index(keys, offs))
     return root, bytes(builder.toc)
+
+
+def _layout(inputs: list[_Input], keys: list[bytes], data_at: int, toc_at: int) -> tuple[list[int], dict[int, tuple[int, int]]]:
+    """Where the inputs go in the new root container, from its offset ``data_at`` (their entry
+    offsets plus the end), and their root nodes in the new TOC, whose copies of the inputs'
+    TOCs start at ``toc_at``."""
+    offs, kids = [data_at], {}
+    for j, (key, part) in enumerate(zip(keys, inputs, strict=True)):
+        t = part.trailer
+        if t.root_len:
+            kids[j] = (toc_at + t.root_pos, t.root_len)
+        offs.append(offs[-1] + len(key) + t.data_len)
+        toc_at += t.toc_len
+    return offs, kids
 
 
 def _copy(archive: Archive, offset: int, size: int, f: Any, buf: bytearray, checksum: bool, progress: Callable[[int], None]) -> int:
@@ -428,22 +426,10 @@ def standalone(view: Any) -> Iterator[bytes | memoryview]:
 
 def _subtree_range(a: Archive, pos: int, size: int) -> tuple[int, int]:
     """The TOC range [lo, end) holding the node at ``pos`` and everything it refers to."""
-    lo, end = pos, pos + size
-    stack, seen = [(pos, size)], {pos}
-    while stack:
-        here, length = stack.pop()
-        node = a.node(here, length)
-        if isinstance(node, HashMapNode):
-            lo = min(lo, here - node.index[0])
-        for back, child_size in getattr(node, "kids", {}).values():
-            child = here - back
-            if back <= 0 or child + child_size > here:
-                raise CorruptedError(f"TOC node at offset {here} references a node at {child} that does not precede it")
-            lo = min(lo, child)
-            if child not in seen:
-                seen.add(child)
-                stack.append((child, child_size))
-    return lo, end
+    lo = pos
+    for here, node in a.walk(pos, size):
+        lo = min(lo, here - node.index[0] if isinstance(node, HashMapNode) else here)
+    return lo, pos + size
 
 
 def repack(target: Any, source: Any, options: dict[str, Any]) -> None:

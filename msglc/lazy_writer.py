@@ -23,7 +23,7 @@ from . import validate
 from .arrays import ArrayEncoder, DataSection
 from .bulk import crc32_combine, data_crc32, gc_paused
 from .config import current
-from .format import HEADER_SIZE, ListNode, MapNode, Trailer, array_header, container_header_size, map_header, pack_header
+from .format import HEADER_SIZE, ListNode, MapNode, Trailer, array_header, container_header_size, frame_node, map_header, pack_header
 from .indexer import MAP_INLINE_MAX, TocBuilder
 from .streamed import Pairs, Streamed, is_streamed
 from .writer import _encode, atomic_file
@@ -121,11 +121,7 @@ class _Streamer:
     def _list(self, obj: Any) -> tuple[int, tuple[int, int] | None]:
         d = self.data
         start = d.pos
-        known = isinstance(obj, (list, tuple))
-        if known:
-            d.write(array_header(len(obj)))
-        else:
-            at, slot = d.reserve(5)
+        reserved = self._open(obj, (list, tuple), array_header)
         starts: list[int] = []
         offs: list[int] = []
         kids: dict[int, tuple[int, int]] = {}
@@ -173,26 +169,17 @@ class _Streamer:
                 d.write(chunk)
             count += len(batch)
             size = max(1, min(BATCH, size * 2, size * BATCH_BYTES // max(section.size, 1)))
-        if not known:
-            if count >= 2**32:
-                raise ValueError("msglc lists hold fewer than 2**32 items")
-            d.fill(at, slot, b"\xdd" + count.to_bytes(4, "big"))
+        self._close(reserved, b"\xdd", count)
         total = d.pos - start
         if total <= self.threshold and not kids:
             return total, None
-        here = len(self.toc)
-        node = ListNode(n=count, starts=starts, offs=[*offs, total], kids={k: (here - p, size) for k, (p, size) in kids.items()})
-        return total, self._add(node)
+        return total, self._add(ListNode(n=count, starts=starts, offs=[*offs, total], kids=self._refs(kids)))
 
     def _dict(self, obj: Any) -> tuple[int, tuple[int, int] | None]:
         d = self.data
         start = d.pos
         pairs = obj.items() if isinstance(obj, dict) else obj.items if isinstance(obj, Pairs) else obj  # or an ItemsView
-        known = isinstance(obj, dict)
-        if known:
-            d.write(map_header(len(obj)))
-        else:
-            at, slot = d.reserve(5)
+        reserved = self._open(obj, dict, map_header)
         keys: list[Any] = []
         key_raws: list[bytes] = []
         koffs: list[int] = []
@@ -203,8 +190,8 @@ class _Streamer:
             if not isinstance(pair, (tuple, list)) or len(pair) != 2:
                 raise TypeError(f"a streamed dict takes (key, value) pairs, not {type(pair).__name__} {pair!r:.40}")
             key, value = pair
-            if type(key) is bool or not isinstance(key, (str, int)) or validate.kind(type(key)) != validate.SCALAR:
-                raise TypeError(f"msglc cannot store a dict key of type {type(key).__name__} ({key!r:.40})")
+            if not validate.key_type_ok(type(key)):
+                raise validate.bad_key(key)  # the enclosing levels add the path
             if key in seen:
                 raise ValueError(f"key {key!r:.40} occurs twice in a streamed dict")
             seen.add(key)
@@ -222,27 +209,41 @@ class _Streamer:
             keys.append(key)
             key_raws.append(raw)
         n = len(keys)
-        if not known:
-            d.fill(at, slot, b"\xdf" + n.to_bytes(4, "big"))
+        self._close(reserved, b"\xdf", n)
         total = d.pos - start
         koffs.append(total)
         if total <= self.threshold and not kids:
             return total, None
         if n <= MAP_INLINE_MAX:
-            here = len(self.toc)
-            return total, self._add(
-                MapNode(keys=keys, koffs=koffs, voffs=voffs, kids={j: (here - p, size) for j, (p, size) in kids.items()})
-            )
+            return total, self._add(MapNode(keys=keys, koffs=koffs, voffs=voffs, kids=self._refs(kids)))
         builder = TocBuilder(b"", self.threshold, toc_base=len(self.toc))
         ref = builder._hash_node(n, koffs, {j: (keys[j], r) for j, r in kids.items()}, builder._hash_index(key_raws, koffs))
         self.toc += builder.toc
         return total, ref
 
+    def _open(self, obj: Any, sized: Any, header: Any) -> tuple[int, list[int]] | None:
+        """Write a container's header: exact when ``obj`` is one of the ``sized`` types, else
+        5 bytes reserved for ``_close`` (the count is known at the end)."""
+        if isinstance(obj, sized):
+            self.data.write(header(len(obj)))
+            return None
+        return self.data.reserve(5)
+
+    def _close(self, reserved: tuple[int, list[int]] | None, marker32: bytes, count: int) -> None:
+        if reserved is not None:
+            if count >= 2**32:
+                raise ValueError("msglc containers hold fewer than 2**32 items")
+            self.data.fill(*reserved, marker32 + count.to_bytes(4, "big"))
+
+    def _refs(self, kids: dict[Any, tuple[int, int]]) -> dict[Any, tuple[int, int]]:
+        """Node positions as references from the node written next."""
+        here = len(self.toc)
+        return {k: (here - pos, size) for k, (pos, size) in kids.items()}
+
     def _add(self, node: Any) -> tuple[int, int]:
-        builder = TocBuilder(b"", self.threshold, toc_base=len(self.toc))
-        ref = builder._add(node)
-        self.toc += builder.toc
-        return ref
+        pos = len(self.toc)
+        self.toc += frame_node(node)
+        return pos, len(self.toc) - pos
 
 
 class LazyWriter:

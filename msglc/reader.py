@@ -166,11 +166,31 @@ class Archive:
     def child(self, base: int, span: int, parent_pos: int, ref: tuple[int, int]) -> LazyNode:
         """The lazy view of a container at ``base`` (``span`` bytes) whose node the parent
         node at ``parent_pos`` references with ``ref``."""
+        return self.view(base, span, self.referred(parent_pos, ref), ref[1])
+
+    @staticmethod
+    def referred(parent_pos: int, ref: tuple[int, int]) -> int:
+        """The position of the node that the node at ``parent_pos`` references with ``ref``,
+        which must precede it (so no walk over references can loop)."""
         back, size = ref
         pos = parent_pos - back
         if back <= 0 or pos + size > parent_pos:
             raise CorruptedError(f"TOC node at offset {parent_pos} references a node at {pos} that does not precede it")
-        return self.view(base, span, pos, size)
+        return pos
+
+    def walk(self, pos: int, size: int) -> Iterator[tuple[int, Any]]:
+        """(position, node) of every TOC node reachable from the one at ``pos``, each once,
+        reading TOC nodes only."""
+        stack, seen = [(pos, size)], {pos}
+        while stack:
+            here, length = stack.pop()
+            node = self.node(here, length)
+            yield here, node
+            for ref in getattr(node, "kids", {}).values():
+                child = self.referred(here, ref)
+                if child not in seen:
+                    seen.add(child)
+                    stack.append((child, ref[1]))
 
     def view(self, base: int, span: int, pos: int, size: int) -> LazyNode:
         """A lazy view of the container at ``base``; its header must match the node."""

@@ -110,11 +110,19 @@ def _check_values(values: Any, labelled: Any, skip: Any) -> None:
                     raise
 
 
+def key_type_ok(t: type) -> bool:
+    """Dict keys are strs and ints (not bools), or enum members that are."""
+    return t is not bool and issubclass(t, (str, int)) and kind(t) == SCALAR
+
+
+def bad_key(key: Any) -> Unsupported:
+    return Unsupported(f"a dict key of type {type(key).__name__} ({key!r:.40})")
+
+
 def check_keys(d: dict) -> None:
     for t in set(map(type, d)):
-        if t is bool or not issubclass(t, (str, int)) or kind(t) != SCALAR:
-            key = next(k for k in d if type(k) is t)
-            raise Unsupported(f"a dict key of type {t.__name__} ({key!r:.40})")
+        if not key_type_ok(t):
+            raise bad_key(next(k for k in d if type(k) is t))
 
 
 def check_map(d: dict, skip: frozenset | set = frozenset()) -> None:
