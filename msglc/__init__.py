@@ -4,6 +4,7 @@
 that value. See README.md and docs/format.md.
 """
 
+from .batch import async_to_obj
 from .combine import FileInfo, append, combine
 from .config import Config, configure
 from .errors import CorruptedError, MsglcError, NotAnArchiveError, TruncatedError, UnsupportedVersionError
@@ -30,6 +31,7 @@ __all__ = [
     "TruncatedError",
     "UnsupportedVersionError",
     "append",
+    "async_to_obj",
     "combine",
     "configure",
     "dump",

@@ -34,7 +34,8 @@ from .format import (
 )
 from .indexer import MAP_INLINE_MAX, TocBuilder, _le_array
 from .reader import Archive, LazyReader
-from .writer import atomic_file, dumps
+from .remote import output_target
+from .writer import atomic_file, dumps, is_named
 from .writer import dump as dump_decoded
 
 COPY_CHUNK = 1 << 24
@@ -91,6 +92,8 @@ def combine(
     *,
     mode: str = "w",
     progress: Callable[[int], None] | None = None,
+    fs: Any = None,
+    storage_options: dict | None = None,
     **options: Any,
 ) -> None:
     """Write one archive holding the archives ``files``: a dict if every ``FileInfo`` has a
@@ -99,9 +102,12 @@ def combine(
 
     ``mode="w"`` writes a new archive (atomically, like ``dump``); ``mode="a"`` is ``append``.
     ``progress(n)`` is called as bytes are copied. ``options``: as for ``dump`` (the
-    threshold cuts the new root's spans and encodes ``obj=`` inputs)."""
+    threshold cuts the new root's spans and encodes ``obj=`` inputs); a remote ``archive``
+    (URL with ``storage_options``, ``upath.UPath``, path with ``fs``) is streamed, as by
+    ``dump``."""
     if mode not in ("w", "a"):
         raise ValueError(f"combine() mode must be 'w' (write) or 'a' (append), not {mode!r}")
+    archive = output_target(archive, fs, storage_options)
     infos = [files] if isinstance(files, FileInfo) else list(files)
     _check_names(infos)
     if mode == "a":
@@ -444,7 +450,7 @@ def repack(target: Any, source: Any, options: dict[str, Any]) -> None:
         parts: Iterator = iter([a.read(0, a.src.size)])
     else:
         parts = standalone(source)
-    if isinstance(target, (str, bytes, os.PathLike)):
+    if is_named(target):
         with atomic_file(target, cfg.durable) as f:
             for part in parts:
                 f.write(part)

@@ -25,8 +25,9 @@ from .bulk import crc32_combine, data_crc32, gc_paused
 from .config import current
 from .format import HEADER_SIZE, ListNode, MapNode, Trailer, array_header, container_header_size, frame_node, map_header, pack_header
 from .indexer import MAP_INLINE_MAX, TocBuilder
+from .remote import RemoteTarget, output_target, spooled_target
 from .streamed import Pairs, Streamed, is_streamed
-from .writer import _encode, atomic_file
+from .writer import _encode, atomic_file, is_named
 
 BATCH = 4096  # at most this many items per msgspec call when streaming a list
 BATCH_BYTES = 1 << 22  # and about this many encoded bytes (large items make small batches)
@@ -257,10 +258,12 @@ class LazyWriter:
     opened for appending). Options as for ``dump``. If the block fails, a path target is left
     as it was; a file object keeps what was written before the failure."""
 
-    def __init__(self, target: str | os.PathLike | BinaryIO, **options: Any) -> None:
+    def __init__(
+        self, target: str | os.PathLike | BinaryIO, *, fs: Any = None, storage_options: dict | None = None, **options: Any
+    ) -> None:
         self.cfg = current(**options)
-        self.target = target
-        self.is_path = isinstance(target, (str, bytes, os.PathLike))
+        self.target = target = output_target(target, fs, storage_options)
+        self.is_path = is_named(target)
         if not self.is_path and not (hasattr(target, "write") and hasattr(target, "seek") and getattr(target, "seekable", lambda: True)()):
             raise TypeError(f"LazyWriter needs a path or a seekable binary file, not {type(target).__name__}")
         if "a" in getattr(target, "mode", ""):
@@ -272,7 +275,12 @@ class LazyWriter:
 
     def __enter__(self) -> LazyWriter:
         try:
-            f = self._stack.enter_context(atomic_file(self.target, self.cfg.durable)) if self.is_path else self.target
+            if isinstance(self.target, RemoteTarget):  # the stream seeks back: spooled locally
+                f = self._stack.enter_context(spooled_target(self.target))
+            elif self.is_path:
+                f = self._stack.enter_context(atomic_file(self.target, self.cfg.durable))
+            else:
+                f = self.target
             if not self.is_path and f.tell():
                 raise ValueError("LazyWriter writes a whole archive: the file must be positioned at its start")
             f.write(pack_header())

@@ -6,7 +6,7 @@ import os
 import re
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, BinaryIO
 
 import msgspec
@@ -40,16 +40,22 @@ _MAX_NODE_CACHE = 65536
 
 
 class LazyStats:
-    """Counts reads: ``stats()`` is the number of bytes read so far, ``stats.calls`` the reads."""
+    """Counts storage requests and bytes: ``stats()`` is the number of bytes read so far,
+    ``stats.requests`` the requests made (each ``pread`` of a local file; each ranged GET of
+    a remote one, reads served from its block cache not counted). ``calls`` is ``requests``."""
 
     def __init__(self) -> None:
-        self.calls = 0
+        self.requests = 0
         self.bytes = 0
         self._lock = threading.Lock()
 
-    def add(self, size: int) -> None:
+    @property
+    def calls(self) -> int:
+        return self.requests
+
+    def add(self, size: int, requests: int = 1) -> None:
         with self._lock:
-            self.calls += 1
+            self.requests += requests
             self.bytes += size
 
     def __call__(self) -> int:
@@ -57,11 +63,11 @@ class LazyStats:
 
     def clear(self) -> None:
         with self._lock:
-            self.calls = 0
+            self.requests = 0
             self.bytes = 0
 
     def __str__(self) -> str:
-        return f"{self.calls} reads, {self.bytes} bytes"
+        return f"{self.requests} requests, {self.bytes} bytes"
 
     def __repr__(self) -> str:
         return f"<LazyStats {self}>"
@@ -78,8 +84,8 @@ def _closed(offset: int, size: int) -> bytes:
 class Archive:
     """State shared by a reader and its lazy views: the source, the trailer, the node cache."""
 
-    def __init__(self, source: Any, cached: bool, counter: LazyStats | None) -> None:
-        self.src = open_source(source)
+    def __init__(self, source: Any, cached: bool, counter: LazyStats | None, **where: Any) -> None:
+        self.src = open_source(source, counter, **where)
         self.closed = False
         self.cached = cached
         self.counter = counter
@@ -87,7 +93,7 @@ class Archive:
         self.node_sizes: dict[int, int] = {}  # framed length of each cached node
         self.key_maps: dict[int, dict] = {}
         read = self.src.read
-        if counter is not None:
+        if counter is not None and not self.src.counts_itself:
 
             def read(offset: int, size: int, _read=self.src.read, _add=counter.add) -> bytes | memoryview:
                 _add(size)
@@ -142,7 +148,10 @@ class Archive:
         buf = memoryview(out.reshape(-1).view("u1"))
         if offset < self.trailer.data_off or offset + len(buf) > self.data_end:
             raise CorruptedError(f"data span {offset}+{len(buf)} lies outside the data section")
-        if self.counter is not None:
+        self._fill(offset, buf)
+
+    def _fill(self, offset: int, buf: memoryview) -> None:
+        if self.counter is not None and not self.src.counts_itself:
             self.counter.add(len(buf))
         self.src.read_into(offset, buf)
 
@@ -219,9 +228,13 @@ class Archive:
 class LazyReader:
     """Read parts of an archive without loading it.
 
-    ``source``: a path, a bytes-like object, or a readable seekable binary file.
-    ``cached``: keep decoded values in the lazy views so repeated reads are free (TOC nodes are
-    always cached). ``counter``: a ``LazyStats`` that counts the reads.
+    ``source``: a path, a bytes-like object, a memory map, a readable seekable binary file, or
+    a remote archive: a URL such as ``"s3://bucket/key.msg"`` (``storage_options`` go to its
+    fsspec file system), a ``upath.UPath``, a path on the fsspec file system ``fs``, or an open
+    fsspec file. ``cached``: keep decoded values in the lazy views so repeated reads are free
+    (TOC nodes are always cached). ``counter``: a ``LazyStats`` that counts the requests.
+    Remote archives are read in blocks of ``block_size`` bytes (read-ahead for small reads),
+    the ``cache_blocks`` most recent kept.
     """
 
     def __init__(
@@ -230,8 +243,13 @@ class LazyReader:
         *,
         cached: bool = True,
         counter: LazyStats | None = None,
+        fs: Any = None,
+        storage_options: dict | None = None,
+        block_size: int | None = None,
+        cache_blocks: int | None = None,
     ) -> None:
-        self._a = Archive(source, cached, counter)
+        remote = {k: v for k, v in (("block_size", block_size), ("cache_blocks", cache_blocks)) if v is not None}
+        self._a = Archive(source, cached, counter, fs=fs, storage_options=storage_options, **remote)
         self._root: Any = None
 
     # -- lifecycle --
@@ -256,28 +274,10 @@ class LazyReader:
         a = self._a
         if a.closed:
             raise ValueError("I/O operation on a closed LazyReader")
-        t = a.trailer
-        if t.root_len:
-            root = a.view(t.data_off, t.data_len, t.toc_off + t.root_pos, t.root_len)
+        root = root_of(a)
+        if a.cached or isinstance(root, LazyNode):
             self._root = root
-        else:
-            root = self._decode_all()
-            if a.cached:
-                self._root = root
         return root
-
-    def _decode_all(self) -> Any:
-        a = self._a
-        t = a.trailer
-        data = a.read(t.data_off, t.data_len)
-        crc = ParallelCrc(data)
-        try:
-            obj = a.decode(data, t.data_off)
-        finally:
-            crc_value = crc.result()
-        if crc_value != t.data_crc:
-            raise CorruptedError(f"data section checksum mismatch ({t.data_len} bytes at offset {t.data_off})")
-        return obj
 
     # -- access --
     def read(self, path: Any = None) -> Any:
@@ -315,10 +315,32 @@ class LazyReader:
     def get(self, key: Any, default: Any = None) -> Any:
         return self._root_obj().get(key, default)
 
+    def read_many(self, paths: Iterable[Any], *, max_gap: int | None = None) -> list[Any]:
+        """The values at ``paths``, in the order given, as ``[reader[p] for p in paths]`` would
+        return them (and raising what it would raise first), but with the reads of all paths
+        made together: reads less than ``max_gap`` bytes apart as one request (default 1 MB
+        for remote archives, 4 KB for local files), the others concurrently. A path needing k
+        dependent reads (TOC node, index page, value) costs k rounds of requests, for any
+        number of paths."""
+        from .batch import path_task, run
+
+        return run(self._a, [path_task(split_path(p)) for p in paths], max_gap)
+
+    async def async_read_many(self, paths: Iterable[Any], *, max_gap: int | None = None) -> list[Any]:
+        """``read_many`` for an event loop: requests are awaited (on fsspec's own loop for an
+        async file system such as s3fs), decoding runs in a worker thread."""
+        from .batch import async_run, path_task
+
+        return await async_run(self._a, [path_task(split_path(p)) for p in paths], max_gap)
+
+    async def async_read(self, path: Any = None) -> Any:
+        """``read`` for an event loop (see ``async_read_many``)."""
+        return (await self.async_read_many([path]))[0]
+
     def to_obj(self) -> Any:
         """The whole stored object as plain Python objects (checks the data checksum)."""
         with gc_paused(True):
-            return self._decode_all()
+            return decode_all(self._a)
 
     def verify(self, progress: Callable[[int], None] | None = None) -> None:
         """Check the whole archive: the data checksum, and every TOC node against the item
@@ -335,6 +357,28 @@ class LazyReader:
         """The data section alone: plain msgpack of the stored object."""
         t = self._a.trailer
         return bytes(self._a.read(t.data_off, t.data_len))
+
+
+def root_of(a: Archive) -> Any:
+    """The root: a lazy view when it has a TOC node, else the whole (small) object."""
+    t = a.trailer
+    if t.root_len:
+        return a.view(t.data_off, t.data_len, t.toc_off + t.root_pos, t.root_len)
+    return decode_all(a)
+
+
+def decode_all(a: Archive) -> Any:
+    """The whole data section decoded, its checksum checked (on another core meanwhile)."""
+    t = a.trailer
+    data = a.read(t.data_off, t.data_len)
+    crc = ParallelCrc(data)
+    try:
+        obj = a.decode(data, t.data_off)
+    finally:
+        crc_value = crc.result()
+    if crc_value != t.data_crc:
+        raise CorruptedError(f"data section checksum mismatch ({t.data_len} bytes at offset {t.data_off})")
+    return obj
 
 
 # ---- paths -------------------------------------------------------------------------------------

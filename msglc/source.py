@@ -7,12 +7,14 @@ threads); bytes-like objects are sliced as zero-copy memoryviews; other seekable
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import io
 import mmap
 import os
 import stat
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from .errors import TruncatedError
@@ -28,9 +30,26 @@ class Source:
     size: int
     closed = False
     zero_copy = False  # read() returns views of memory that stays valid (arrays may keep them)
+    counts_itself = False  # counts its requests in ``counter`` (else the reader counts reads)
+    counter: Any = None
+    # read_many: ranges closer than max_gap are read as one, up to max_request bytes; 0: read
+    # every path directly (memory needs no batching)
+    max_gap = 4096
+    max_request = 4 << 20
 
     def read(self, offset: int, size: int) -> bytes | memoryview:
         raise NotImplementedError
+
+    def cached(self, offset: int, size: int) -> bytes | memoryview | None:
+        """The bytes, if the source holds them without a request (a remote block cache)."""
+        return None
+
+    def fetch_many(self, ranges: list[tuple[int, int]]) -> list[bytes | memoryview]:
+        """The bytes of each ``(start, end)`` range, read together."""
+        return [self.read(start, end - start) for start, end in ranges]
+
+    async def async_fetch_many(self, ranges: list[tuple[int, int]]) -> list[bytes | memoryview]:
+        return await asyncio.to_thread(self.fetch_many, ranges)
 
     def read_into(self, offset: int, out: memoryview) -> None:
         """Fill the byte buffer ``out`` from ``offset`` (large array reads: one copy)."""
@@ -76,6 +95,21 @@ class FileSource(Source):
             raise _closed_error()
         return data
 
+    def fetch_many(self, ranges: list[tuple[int, int]]) -> list[bytes | memoryview]:
+        """Many ranges: spread over a few threads (a cold disk or network file system serves
+        concurrent reads in parallel; a read from the page cache costs about a microsecond,
+        so small batches stay on this thread)."""
+        if len(ranges) < 64:
+            return super().fetch_many(ranges)
+        workers = min(8, len(ranges) // 32)
+        parts = [ranges[k::workers] for k in range(workers)]
+        with ThreadPoolExecutor(workers) as pool:
+            done = list(pool.map(super().fetch_many, parts))
+        out: list[Any] = [None] * len(ranges)
+        for k, part in enumerate(done):
+            out[k::workers] = part
+        return out
+
     if hasattr(os, "preadv"):
 
         def read_into(self, offset: int, out: memoryview) -> None:
@@ -101,6 +135,7 @@ class FileSource(Source):
 
 class BufferSource(Source):
     zero_copy = True
+    max_gap = 0
 
     def __init__(self, data: Any) -> None:
         self.view = memoryview(data).cast("B")
@@ -161,9 +196,25 @@ def _open_path(path: Any) -> FileSource:
         raise
 
 
-def open_source(source: Any) -> Source:
-    """A ``Source`` for a path, a bytes-like object, a memory map or a readable, seekable
-    binary file."""
+def open_source(source: Any, counter: Any = None, fs: Any = None, storage_options: dict | None = None, **remote: Any) -> Source:
+    """A ``Source`` for a path, a bytes-like object, a memory map, a readable seekable binary
+    file, or a remote archive (a URL, a ``upath.UPath``, a path with an fsspec ``fs``, an open
+    fsspec file); ``remote``: ``RemoteSource`` options (``block_size``, ``cache_blocks``)."""
+    if fs is not None or storage_options or isinstance(source, str) or hasattr(source, "fs"):
+        from .remote import _is_local, locate, open_remote
+
+        found = locate(source, fs, storage_options)
+        if found is None and hasattr(source, "fs") and isinstance(getattr(source, "path", None), str) and hasattr(source, "read"):
+            if not _is_local(source.fs):  # an open fsspec file: read by ranges, not by its buffer
+                return open_remote(source.fs, source.path, size=getattr(source, "size", None), counter=counter, **remote)
+        elif found is not None:
+            remote_fs, path = found
+            if remote_fs is None:
+                source = path
+            else:
+                return open_remote(remote_fs, path, counter=counter, **remote)
+    if remote:
+        raise TypeError(f"{', '.join(sorted(remote))} apply to remote archives only")
     if isinstance(source, (str, os.PathLike)):
         return _open_path(source)
     if isinstance(source, (bytes, bytearray, memoryview, mmap.mmap)):
@@ -176,4 +227,4 @@ def open_source(source: Any) -> Source:
         if _is_plain_file(source):
             return FileSource(source.fileno(), owns=False)
         return StreamSource(source)
-    raise TypeError(f"LazyReader source must be a path, bytes-like object or binary file, not {type(source).__name__}")
+    raise TypeError(f"LazyReader source must be a path, a URL, bytes-like object or binary file, not {type(source).__name__}")

@@ -27,6 +27,7 @@ from .bulk import ParallelCrc, gc_paused, join
 from .config import current
 from .format import HEADER_SIZE, Trailer, pack_header
 from .indexer import TocBuilder
+from .remote import RemoteTarget, output_target, remote_target
 from .streamed import Streamed
 
 
@@ -115,15 +116,22 @@ def dumps(obj: Any, **options: Any) -> bytes:
     return b"".join(itertools.chain((encoded.header,), encoded.data.chunks(), (encoded.toc, encoded.trailer())))
 
 
-def dump(target: str | bytes | os.PathLike | BinaryIO, obj: Any, **options: Any) -> None:
+def dump(
+    target: str | bytes | os.PathLike | BinaryIO, obj: Any, *, fs: Any = None, storage_options: dict | None = None, **options: Any
+) -> None:
     """Write ``obj`` as an archive to a path (atomically) or to a writable binary file object.
+
+    A remote target (``"s3://bucket/key"`` with ``storage_options``, a ``upath.UPath``, or a
+    path on the fsspec file system ``fs``) is streamed to the object, which appears only once
+    it is complete.
 
     The file object is written sequentially, never seeked, so pipes and sockets work, and only
     once every value is checked. Objects holding generators or ``Pairs`` are streamed by
     ``LazyWriter``: a file object must then be seekable, and keeps what was written if a
     value fails midway (a path is still replaced only on success).
     """
-    is_path = isinstance(target, (str, bytes, os.PathLike))
+    target = output_target(target, fs, storage_options)
+    is_path = is_named(target)
     if not is_path and not hasattr(target, "write"):
         raise TypeError(f"dump() target must be a path or a writable binary file, not {type(target).__name__}")
     if _is_lazy(obj):
@@ -135,7 +143,7 @@ def dump(target: str | bytes | os.PathLike | BinaryIO, obj: Any, **options: Any)
     except Streamed:  # generators or Pairs inside: written as they are produced
         from .lazy_writer import LazyWriter
 
-        with LazyWriter(target, **options) as writer:
+        with LazyWriter(target, **options) as writer:  # takes a RemoteTarget too
             writer.write(obj)
         return
     if is_path:
@@ -145,6 +153,11 @@ def dump(target: str | bytes | os.PathLike | BinaryIO, obj: Any, **options: Any)
     trailer = encoded.trailer()
     for part in itertools.chain((encoded.header,), encoded.data.chunks(), (encoded.toc, trailer)):
         target.write(part)
+
+
+def is_named(target: Any) -> bool:
+    """A path or remote name (written atomically) rather than a file object."""
+    return isinstance(target, (str, bytes, os.PathLike, RemoteTarget))
 
 
 def _is_lazy(obj: Any) -> bool:
@@ -179,14 +192,20 @@ def _write_atomically(path: str | bytes, encoded: Encoded) -> None:
 
 
 @contextmanager
-def atomic_file(path: str | bytes | os.PathLike, durable: bool, size_hint: int = 0) -> Iterator[BinaryIO]:
+def atomic_file(path: str | bytes | os.PathLike | RemoteTarget, durable: bool, size_hint: int = 0) -> Iterator[BinaryIO]:
     """A new file that replaces ``path`` only if the block completes, else is removed.
+
+    A ``RemoteTarget`` is streamed to its object store (see ``remote_target``).
 
     It is a temporary sibling created with mode 0o666 so the process umask applies as for any
     new file (an existing target's mode is kept); ``size_hint`` bytes are preallocated. With
     ``durable`` the data and the rename are flushed to disk before returning. A symlink is
     followed (its target is replaced); a target that exists but is not a regular file (a
     device such as /dev/null, a FIFO) is written to directly, since it cannot be replaced."""
+    if isinstance(path, RemoteTarget):
+        with remote_target(path.fs, path.path) as f:
+            yield f
+        return
     path = os.path.realpath(os.fspath(path))
     with suppress(FileNotFoundError):
         mode = os.stat(path).st_mode

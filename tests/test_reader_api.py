@@ -124,7 +124,7 @@ def test_stats_count_bytes(tmp_path):
         opened = stats()
         assert r[40][50] == 2000.0
         assert stats() - opened < 200  # trailer-sized reads, not the 90 KB matrix
-        assert stats.calls >= 3 and "reads" in str(stats)
+        assert stats.calls >= 3 and "requests" in str(stats)
     stats.clear()
     assert stats() == 0 and stats.calls == 0
 

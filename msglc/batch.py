@@ -1,0 +1,248 @@
+"""Reading many values at once (``read_many``, the async API).
+
+Every path is resolved by the ordinary lazy views, against an archive whose reads are answered
+from ranges fetched for the batch; a read not fetched yet stops that path (``_Need``). The
+ranges all paths stopped at are then fetched together, those close to each other as one
+request and the rest concurrently, and the paths are resolved again, until each has its value.
+A lookup that needs k dependent reads (TOC node, index page, entry) so costs k rounds of
+requests, however many paths there are.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from collections.abc import Callable
+from typing import Any
+
+from .reader import Archive, decode_all, root_of
+
+MAX_ROUNDS = 64  # a path needing more dependent reads finishes with direct reads
+ROUND_BYTES = 64 << 20  # bytes fetched per round of concurrent requests (bounds memory)
+
+Task = Callable[[Archive], Any]
+
+
+class _Need(BaseException):
+    """A batch read that was not fetched yet (a BaseException: no handler in the lazy views
+    may take it for a data error)."""
+
+    def __init__(self, offset: int, size: int) -> None:
+        self.span = (offset, size)
+
+
+class _Failed:
+    __slots__ = ("error",)
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+
+class BatchArchive(Archive):
+    """Shares another archive's source, trailer and TOC node caches; its reads come from the
+    ranges fetched for the batch. Once the batch is over, reads go to the other archive, so
+    the lazy views it returned keep working (and fail once the reader is closed)."""
+
+    def __init__(self, main: Archive, max_gap: int | None = None) -> None:
+        self.__dict__.update(main.__dict__)
+        self.main = main
+        self.max_gap = main.src.max_gap if max_gap is None else max_gap
+        self.pieces: dict[tuple[int, int], Any] = {}
+        self.direct = False
+        self.read = self._read
+        self._root: Any = None
+
+    @property
+    def closed(self) -> bool:  # type: ignore[override]
+        return self.main.closed
+
+    def _read(self, offset: int, size: int) -> Any:
+        data = self.pieces.get((offset, size))
+        if data is None:
+            data = self.src.cached(offset, size)
+        if data is not None:
+            return data
+        if self.direct:
+            return self.main.read(offset, size)
+        raise _Need(offset, size)
+
+    def _fill(self, offset: int, buf: memoryview) -> None:
+        data = self.pieces.get((offset, len(buf)))
+        if data is not None:
+            buf[:] = data
+        elif self.direct:
+            self.main._fill(offset, buf)
+        else:
+            raise _Need(offset, len(buf))
+
+    def root(self) -> Any:
+        if self._root is None:
+            self._root = root_of(self)
+        return self._root
+
+    # -- one round --
+    def attempt(self, tasks: list[Task], pending: list[int], results: list[Any]) -> list[tuple[int, int]]:
+        """Run the pending tasks; those that stop at a read not fetched yet stay in ``pending``.
+        Returns the reads they stopped at."""
+        needs: dict[tuple[int, int], None] = {}
+        still = []
+        for i in pending:
+            try:
+                results[i] = tasks[i](self)
+            except _Need as need:
+                needs[need.span] = None
+                still.append(i)
+            except Exception as e:
+                results[i] = _Failed(e)
+        pending[:] = still
+        return list(needs)
+
+    def plan(self, needs: list[tuple[int, int]]) -> list[list[tuple[list[tuple[int, int]], int, int]]]:
+        """The reads as rounds of requests: reads closer than the source's ``max_gap`` share a
+        request of at most ``max_request`` bytes; a round holds up to ``ROUND_BYTES``."""
+        gap, most = self.max_gap, self.src.max_request
+        groups: list[tuple[list[tuple[int, int]], int, int]] = []
+        for offset, size in sorted(needs):
+            if groups:
+                members, start, end = groups[-1]
+                if offset - end <= gap and max(end, offset + size) - start <= most:
+                    members.append((offset, size))
+                    groups[-1] = (members, start, max(end, offset + size))
+                    continue
+            groups.append(([(offset, size)], offset, offset + size))
+        rounds: list[list] = [[]]
+        total = 0
+        for group in groups:
+            if rounds[-1] and total + group[2] - group[1] > ROUND_BYTES:
+                rounds.append([])
+                total = 0
+            rounds[-1].append(group)
+            total += group[2] - group[1]
+        return rounds
+
+    def keep(self, groups: list, fetched: list) -> None:
+        """Keep each read's bytes (copies of small parts, so the merged buffers are freed)."""
+        for (members, start, end), data in zip(groups, fetched, strict=True):
+            if len(members) == 1 and members[0] == (start, end - start):
+                self.pieces[members[0]] = data
+                continue
+            view = memoryview(data)
+            for offset, size in members:
+                self.pieces[offset, size] = bytes(view[offset - start : offset - start + size])
+
+    def fetch(self, needs: list[tuple[int, int]]) -> None:
+        for groups in self.plan(needs):
+            self.keep(groups, self.src.fetch_many([(start, end) for _, start, end in groups]))
+
+    async def async_fetch(self, needs: list[tuple[int, int]]) -> None:
+        for groups in self.plan(needs):
+            self.keep(groups, await self.src.async_fetch_many([(start, end) for _, start, end in groups]))
+
+    def finish(self, results: list[Any]) -> list[Any]:
+        self.direct = True
+        self.pieces = {}
+        for r in results:
+            if isinstance(r, _Failed):
+                raise r.error
+        return results
+
+
+def _checked_gap(max_gap: int | None) -> int | None:
+    if max_gap is not None and (not isinstance(max_gap, int) or isinstance(max_gap, bool) or max_gap < 0):
+        raise ValueError(f"max_gap must be a number of bytes (an int >= 0), not {max_gap!r}")
+    return max_gap
+
+
+def run(main: Archive, tasks: list[Task], max_gap: int | None = None) -> list[Any]:
+    """Each task's result, its reads fetched together; the first failure (in task order) is
+    raised, as a loop over the tasks would have raised it."""
+    if main.closed:
+        raise ValueError("I/O operation on a closed LazyReader")
+    batch = BatchArchive(main, _checked_gap(max_gap))
+    if not main.src.max_gap:  # in memory: nothing to gather
+        batch.direct = True
+    results: list[Any] = [None] * len(tasks)
+    pending = list(range(len(tasks)))
+    for _ in range(MAX_ROUNDS):
+        needs = batch.attempt(tasks, pending, results)
+        if not needs:
+            break
+        batch.fetch(needs)
+    else:
+        batch.direct = True
+        batch.attempt(tasks, pending, results)
+    return batch.finish(results)
+
+
+async def async_run(main: Archive, tasks: list[Task], max_gap: int | None = None) -> list[Any]:
+    """``run`` from an event loop: requests are awaited, decoding runs in a worker thread."""
+    if main.closed:
+        raise ValueError("I/O operation on a closed LazyReader")
+    batch = BatchArchive(main, _checked_gap(max_gap))
+    results: list[Any] = [None] * len(tasks)
+    pending = list(range(len(tasks)))
+    for _ in range(MAX_ROUNDS):
+        needs = await asyncio.to_thread(batch.attempt, tasks, pending, results)
+        if not needs:
+            break
+        await batch.async_fetch(needs)
+    else:
+        batch.direct = True
+        await asyncio.to_thread(batch.attempt, tasks, pending, results)
+    return batch.finish(results)
+
+
+def path_task(segments: list) -> Task:
+    from .reader import resolve
+
+    return lambda batch: resolve(batch.root(), segments)
+
+
+def to_obj_task(x: Any) -> Task:
+    """``to_obj(x)`` with ``x``'s reads made through the batch archive."""
+    from .lazy import LazyNode
+    from .reader import LazyReader
+
+    def materialize(batch: BatchArchive, x: Any) -> Any:
+        if isinstance(x, LazyReader):
+            return decode_all(batch)
+        if isinstance(x, LazyNode):
+            moved = copy.copy(x)
+            moved._a = batch
+            moved._cache = None
+            return moved.to_obj()
+        if isinstance(x, list):
+            return [materialize(batch, v) for v in x]
+        return x
+
+    return lambda batch: materialize(batch, x)
+
+
+async def async_to_obj(x: Any) -> Any:
+    """``to_obj(x)`` from an event loop: the bytes are fetched without blocking it and decoded
+    in a worker thread. ``x``: a ``LazyReader``, a lazy view, or a list holding views."""
+    from .lazy import LazyNode
+    from .reader import LazyReader
+
+    if isinstance(x, (LazyReader, LazyNode)):
+        return (await async_run(x._a, [to_obj_task(x)]))[0]
+    if not isinstance(x, list):
+        return x
+    out = list(x)
+    by_archive: dict[int, list[int]] = {}
+    for i, v in enumerate(x):
+        if isinstance(v, (LazyReader, LazyNode)):
+            by_archive.setdefault(id(v._a), []).append(i)
+    groups = list(by_archive.values())
+    done = await asyncio.gather(
+        *(async_run(x[g[0]]._a, [to_obj_task(x[i]) for i in g]) for g in groups),
+        *(async_to_obj(v) for v in x if isinstance(v, list)),
+    )
+    for g, values in zip(groups, done, strict=False):
+        for i, value in zip(g, values, strict=True):
+            out[i] = value
+    nested = iter(done[len(groups) :])
+    for i, v in enumerate(x):
+        if isinstance(v, list):
+            out[i] = next(nested)
+    return out

@@ -1,0 +1,285 @@
+"""Archives in object storage (S3 and any fsspec file system): naming them, reading them with
+few right-sized requests, and writing them as a stream.
+
+Every read from object storage is a request with tens of milliseconds of latency, so the
+``RemoteSource`` reads whole blocks (read-ahead for the many small reads of a lookup) and keeps
+the most recent ones, fetches the header and the end of the file (trailer and root TOC node)
+together on open, and issues batches of ranges concurrently (``fetch_many``). fsspec is
+imported only when a remote archive is named.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import struct
+import threading
+from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, BinaryIO
+
+from .source import Source, _closed_error
+
+BLOCK_SIZE = 256 * 1024  # read-ahead unit for small reads (docs/performance.md measures it)
+CACHE_BLOCKS = 32  # recent blocks kept per reader
+MAX_GAP = 1 << 20  # read_many: ranges closer than this are fetched as one request
+MAX_REQUEST = 16 << 20  # ... up to this size per request
+
+_END_MAGIC = b"\x89MLC-TOC"
+_TOC_END = struct.Struct("<16xQQ")  # toc_off, toc_len at the start of the 64-byte trailer
+
+
+def _fsspec() -> Any:
+    try:
+        import fsspec
+    except ImportError:
+        raise ImportError("remote archives need fsspec (and s3fs for S3): pip install 'msglc[remote]'") from None
+    return fsspec
+
+
+def _is_local(fs: Any) -> bool:
+    protocol = fs.protocol if isinstance(fs.protocol, (tuple, list)) else (fs.protocol,)
+    return "file" in protocol or "local" in protocol
+
+
+def locate(target: Any, fs: Any = None, storage_options: dict | None = None) -> tuple[Any, str] | None:
+    """``(file system, path)`` when ``target`` names a remote archive: a URL such as
+    ``"s3://bucket/key"`` (with ``storage_options`` for its file system), a ``upath.UPath``, or
+    any path together with an fsspec file system ``fs``; None for a local path or anything
+    else. A URL or ``fs`` that is the local file system gives ``(None, local path)``."""
+    if fs is not None:
+        if storage_options:
+            raise TypeError("pass storage_options or fs, not both (the file system already has its options)")
+        if not isinstance(target, (str, os.PathLike)):
+            raise TypeError(f"with fs=, the archive is named by a path str, not {type(target).__name__}")
+        path = os.fspath(target)
+        return (None, path) if _is_local(fs) else (fs, path)
+    if isinstance(target, str) and "://" in target:
+        remote_fs, path = _fsspec().core.url_to_fs(target, **(storage_options or {}))
+        return (None, path) if _is_local(remote_fs) else (remote_fs, path)
+    if storage_options:
+        raise TypeError("storage_options apply to URLs such as 's3://bucket/key' only")
+    if (
+        not isinstance(target, os.PathLike)
+        and not hasattr(target, "read")
+        and hasattr(target, "fs")
+        and isinstance(getattr(target, "path", None), str)
+    ):
+        return (None, target.path) if _is_local(target.fs) else (target.fs, target.path)  # a UPath
+    return None
+
+
+class RemoteSource(Source):
+    """An object in an fsspec file system, read in blocks of ``block_size`` bytes (reads as
+    large or larger go out as they are), keeping the ``cache_blocks`` most recent."""
+
+    counts_itself = True
+
+    def __init__(
+        self,
+        fs: Any,
+        path: str,
+        *,
+        size: int | None = None,
+        counter: Any = None,
+        block_size: int = BLOCK_SIZE,
+        cache_blocks: int = CACHE_BLOCKS,
+    ) -> None:
+        if not isinstance(block_size, int) or block_size < 4096:
+            raise ValueError(f"block_size must be an int of at least 4096 bytes, got {block_size!r}")
+        self.fs = fs
+        self.path = path
+        self.block_size = block_size
+        self.cache_blocks = max(2, cache_blocks)
+        self.counter = counter
+        self.lock = threading.Lock()
+        self.extents: OrderedDict[int, bytes] = OrderedDict()  # start -> bytes, most recent last
+        self.max_gap = MAX_GAP
+        self.max_request = MAX_REQUEST
+        self._open(size)
+
+    def _open(self, size: int | None) -> None:
+        """Fetch the first block (header, start of the data: the root's header) and the last
+        (trailer and, for most archives, the root TOC node) in one round of two requests. The
+        size comes from the trailer; only a file that does not end in one costs a third
+        request (its size, for the error)."""
+        b = self.block_size
+        if size is not None:
+            self.size = size
+            ranges = [(0, min(b, size))] + ([(max(b, size - b), size)] if size > b else [])
+            for (start, _), data in zip(ranges, self.fetch_many(ranges), strict=True):
+                self._keep(start, data)
+            return
+        try:
+            head, tail = self._get_ranges([(0, b), (-b, None)], exact=False)
+        except (FileNotFoundError, PermissionError):
+            raise
+        except OSError:  # S3 answers a range of an empty object with 416 (not satisfiable)
+            self._count(1, 0)
+            if self.fs.size(self.path) != 0:
+                raise
+            head = tail = b""
+        if len(head) < b or len(tail) < b:  # the whole object is shorter than one block
+            self.size = len(head)
+            self._keep(0, head)
+            return
+        self.size = -1
+        if tail.endswith(_END_MAGIC):
+            toc_off, toc_len = _TOC_END.unpack_from(tail, len(tail) - 64)
+            self.size = toc_off + toc_len + 64  # checked against the trailer's CRC by the reader
+        if self.size < len(tail):
+            self.size = self.fs.size(self.path)
+            self._count(1, 0)
+        self._keep(0, head)
+        self._keep(self.size - len(tail), tail)
+
+    # -- the block cache --
+    def _keep(self, start: int, data: bytes) -> None:
+        with self.lock:
+            self.extents[start] = data
+            while len(self.extents) > self.cache_blocks:
+                self.extents.popitem(last=False)
+
+    def cached(self, offset: int, size: int) -> memoryview | None:
+        with self.lock:
+            for start in reversed(self.extents):
+                data = self.extents[start]
+                if start <= offset and offset + size <= start + len(data):
+                    self.extents.move_to_end(start)
+                    return memoryview(data)[offset - start : offset - start + size]
+        return None
+
+    def read(self, offset: int, size: int) -> bytes | memoryview:
+        if self.closed:
+            raise _closed_error()
+        if offset < 0 or size < 0 or offset + size > self.size:
+            raise self._short(offset, size, max(0, min(size, self.size - offset)))
+        hit = self.cached(offset, size)
+        if hit is not None:
+            return hit
+        if size >= self.block_size:
+            return self._get(offset, offset + size)
+        b = self.block_size
+        start = offset // b * b
+        end = min(self.size, max(start + b, -(-(offset + size) // b) * b))
+        data = self._get(start, end)
+        self._keep(start, data)
+        return memoryview(data)[offset - start : offset - start + size]
+
+    # -- requests --
+    def _count(self, requests: int, size: int) -> None:
+        if self.counter is not None:
+            self.counter.add(size, requests)
+
+    def _get(self, start: int, end: int) -> bytes:
+        data = self.fs.cat_file(self.path, start=start, end=end)
+        self._count(1, len(data))
+        if len(data) != end - start:
+            raise self._short(start, end - start, len(data))
+        return data
+
+    def _get_ranges(self, ranges: list[tuple[int, int | None]], exact: bool = True) -> list[bytes]:
+        """One concurrent round of ranged requests (``fs.cat_ranges``); errors are raised, and
+        with ``exact`` short answers too."""
+        n = len(ranges)
+        out = self.fs.cat_ranges([self.path] * n, [r[0] for r in ranges], [r[1] for r in ranges], on_error="return")
+        return self._checked(ranges, out, exact)
+
+    def _checked(self, ranges: list, out: list, exact: bool = True) -> list[bytes]:
+        self._count(len(ranges), sum(len(d) for d in out if isinstance(d, (bytes, bytearray))))
+        for (start, end), data in zip(ranges, out, strict=True):
+            if isinstance(data, BaseException):
+                raise data
+            if exact and len(data) != end - start:
+                raise self._short(start, end - start, len(data))
+        return out
+
+    def fetch_many(self, ranges: list[tuple[int, int]]) -> list[bytes]:
+        if self.closed:
+            raise _closed_error()
+        return self._get_ranges(ranges)
+
+    async def async_fetch_many(self, ranges: list[tuple[int, int]]) -> list[bytes]:
+        """``fetch_many`` without blocking the running event loop: on fsspec's own loop for an
+        async file system (s3fs, http, ...), in a worker thread for the others."""
+        if self.closed:
+            raise _closed_error()
+        fs = self.fs
+        if not getattr(fs, "async_impl", False):
+            return await asyncio.to_thread(self._get_ranges, ranges)
+        n = len(ranges)
+        coro = fs._cat_ranges([self.path] * n, [r[0] for r in ranges], [r[1] for r in ranges], on_error="return")
+        if getattr(fs, "asynchronous", False) and fs.loop is asyncio.get_running_loop():
+            out = await coro
+        else:
+            out = await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, fs.loop))
+        return self._checked(ranges, out)
+
+    def close(self) -> None:
+        super().close()
+        with self.lock:
+            self.extents.clear()
+
+
+def open_remote(fs: Any, path: str, **options: Any) -> RemoteSource:
+    """A ``RemoteSource``; ``options``: its keyword arguments."""
+    if getattr(fs, "asynchronous", False):
+        raise TypeError(
+            "LazyReader needs an fsspec file system made with asynchronous=False; its async methods use the file system's own loop"
+        )
+    return RemoteSource(fs, path, **options)
+
+
+class RemoteTarget:
+    """Where ``dump``/``combine`` write a remote archive."""
+
+    def __init__(self, fs: Any, path: str) -> None:
+        self.fs = fs
+        self.path = path
+
+    def __repr__(self) -> str:
+        return f"<RemoteTarget {self.path!r} on {type(self.fs).__name__}>"
+
+
+def output_target(target: Any, fs: Any = None, storage_options: dict | None = None) -> Any:
+    """``target`` itself, its local path, or a ``RemoteTarget`` for a remote name (URL, UPath,
+    path with ``fs``)."""
+    if fs is None and not storage_options and not isinstance(target, str) and not hasattr(target, "fs"):
+        return target
+    found = locate(target, fs, storage_options)
+    if found is None:
+        return target
+    return found[1] if found[0] is None else RemoteTarget(*found)
+
+
+@contextmanager
+def spooled_target(target: RemoteTarget) -> Iterator[BinaryIO]:
+    """A local temporary file, uploaded to ``target`` once the block completes: for writers
+    that seek back (``LazyWriter``); ``dump`` and ``combine`` stream instead."""
+    import shutil
+    import tempfile
+
+    with tempfile.TemporaryFile() as f:
+        yield f
+        f.seek(0)
+        with remote_target(target.fs, target.path) as out:
+            shutil.copyfileobj(f, out, 1 << 22)
+
+
+@contextmanager
+def remote_target(fs: Any, path: str) -> Iterator[BinaryIO]:
+    """A file streamed to ``path`` that becomes visible only when the block completes (an S3
+    object appears when its upload completes); on failure it is discarded and an existing
+    object is left as it was."""
+    f = fs.open(path, "wb", autocommit=False)
+    try:
+        yield f
+        f.close()
+    except BaseException:
+        try:
+            f.discard()
+        finally:
+            f.closed = True  # nothing more is written or committed
+        raise
+    f.commit()

@@ -1,0 +1,329 @@
+"""Remote archives through a real S3-compatible server on loopback (moto) and s3fs; batched and
+async reads, locally and remotely."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import random
+import socket
+import threading
+import time
+
+import pytest
+
+fsspec = pytest.importorskip("fsspec")
+pytest.importorskip("s3fs")
+pytest.importorskip("moto")
+
+import msglc  # noqa: E402
+from benchmark.remote import LatencyFileSystem, s3_server  # noqa: E402
+from msglc import FileInfo, LazyReader, LazyStats, MsglcError, TruncatedError  # noqa: E402
+
+BUCKET = "msglc-test"
+SMALL = {"small_obj_optimization_threshold": 1024}
+DOC = {
+    "runs": [{"id": i, "energy": [float(i + j) for j in range(50)], "tag": f"r{i}"} for i in range(300)],
+    "m": [[float(i * j) for j in range(120)] for i in range(120)],
+    "blob": b"x" * 1000,
+}
+N = 600
+MATRIX = [[float(i * N + j) for j in range(N)] for i in range(N)]  # 3.2 MB encoded
+
+
+@pytest.fixture(scope="module")
+def s3():
+    with s3_server() as options:
+        fs = fsspec.filesystem("s3", **options)
+        fs.mkdir(BUCKET)
+        msglc.dump(f"s3://{BUCKET}/doc.mlc", DOC, storage_options=options, **SMALL)
+        msglc.dump(f"s3://{BUCKET}/matrix.mlc", MATRIX, storage_options=options)
+        yield options, fs
+
+
+def url(key: str) -> str:
+    return f"s3://{BUCKET}/{key}"
+
+
+# ---- naming, writing, reading ------------------------------------------------------------------
+
+
+def test_every_way_to_name_a_remote_archive(s3):
+    options, fs = s3
+    upath = pytest.importorskip("upath")
+    assert fs.cat_file(f"{BUCKET}/doc.mlc") == msglc.dumps(DOC, **SMALL)  # the same bytes as locally
+    readers = [
+        lambda: LazyReader(url("doc.mlc"), storage_options=options),
+        lambda: LazyReader(upath.UPath(url("doc.mlc"), **options)),
+        lambda: LazyReader(f"{BUCKET}/doc.mlc", fs=fs),
+    ]
+    for make in readers:
+        with make() as r:
+            assert r["runs/42/energy/3"] == 45.0
+            assert r["runs/7/tag"] == "r7"
+            assert msglc.to_obj(r["m"]) == DOC["m"]
+    with fs.open(f"{BUCKET}/doc.mlc", "rb") as f, LazyReader(f) as r:
+        assert r.to_obj() == DOC
+
+
+def test_write_targets(s3):
+    options, fs = s3
+    upath = pytest.importorskip("upath")
+    msglc.dump(upath.UPath(url("w/upath.mlc"), **options), DOC, **SMALL)
+    msglc.dump(f"{BUCKET}/w/fs.mlc", DOC, fs=fs, **SMALL)
+    for key in ("w/upath.mlc", "w/fs.mlc"):
+        assert fs.cat_file(f"{BUCKET}/{key}") == msglc.dumps(DOC, **SMALL)
+    with msglc.LazyWriter(url("w/stream.mlc"), storage_options=options) as w:  # seeks back: spooled
+        w.write({"records": ({"i": i} for i in range(20000))})
+    with LazyReader(url("w/stream.mlc"), storage_options=options) as r:
+        assert r["records/19999/i"] == 19999 and len(r["records"]) == 20000
+
+
+def test_combine_archives_stored_in_s3(s3):
+    options, fs = s3
+    upath = pytest.importorskip("upath")
+    inputs = [
+        FileInfo(upath.UPath(url("doc.mlc"), **options), "doc"),
+        FileInfo(LazyReader(url("matrix.mlc"), storage_options=options), "m"),
+    ]
+    msglc.combine(url("combined.mlc"), inputs, storage_options=options)
+    inputs[1].path.close()
+    with LazyReader(url("combined.mlc"), storage_options=options) as r:
+        assert r["doc/runs/299/energy/49"] == 348.0
+        assert r["m/599/599"] == MATRIX[599][599]
+        assert msglc.to_obj(r["doc"]) == DOC
+
+
+def test_requests_to_open_and_to_read_an_element(s3):
+    options, _ = s3
+    stats = LazyStats()
+    with LazyReader(url("matrix.mlc"), storage_options=options, counter=stats, block_size=64 << 10) as r:
+        assert stats.requests <= 2  # header + first block, trailer + root node: one round
+        stats.clear()
+        assert r[400][123] == MATRIX[400][123]
+        assert stats.requests == 1 and stats() == 64 << 10
+        stats.clear()
+        assert r[400][124] == MATRIX[400][124]  # read-ahead: the block is kept
+        assert stats.requests == 0
+
+
+def test_failed_write_leaves_nothing_and_keeps_the_old_object(s3):
+    options, fs = s3
+    small = fsspec.filesystem("s3", **options, default_block_size=5 << 20)  # multipart from 5 MB
+    bad = {"data": [float(i) for i in range(1_500_000)], "bad": {1.5: "a float key"}}  # refused while indexing
+    for key in ("w/new.mlc", "doc.mlc"):
+        before = fs.cat_file(f"{BUCKET}/{key}") if fs.exists(f"{BUCKET}/{key}") else None
+        with pytest.raises((TypeError, ValueError)):
+            msglc.dump(f"{BUCKET}/{key}", bad, fs=small)
+        fs.invalidate_cache()
+        if before is None:
+            assert not fs.exists(f"{BUCKET}/{key}")
+        else:
+            assert fs.cat_file(f"{BUCKET}/{key}") == before
+    assert not fs.call_s3("list_multipart_uploads", Bucket=BUCKET).get("Uploads")  # aborted
+
+
+# ---- read_many ---------------------------------------------------------------------------------
+
+
+PATHS = ["runs/5/tag", "m/3/4", "runs/5/tag", "blob", "runs/299/energy/0", "m/119", "runs/1:3", ["runs", 7, "id"], "runs/-1/id"]
+
+
+def _readers(tmp_path, s3):
+    path = tmp_path / "doc.mlc"
+    msglc.dump(path, DOC, **SMALL)
+    options, _ = s3
+    return [lambda: LazyReader(path), lambda: LazyReader(path.read_bytes()), lambda: LazyReader(url("doc.mlc"), storage_options=options)]
+
+
+def test_read_many_answers_in_order(tmp_path, s3):
+    for make in _readers(tmp_path, s3):
+        with make() as r:
+            expected = [msglc.to_obj(r[p]) for p in PATHS]
+        with make() as r:
+            got = r.read_many(PATHS)
+            assert [msglc.to_obj(v) for v in got] == expected
+            assert r.read_many([]) == []
+            shuffled = random.Random(3).sample(range(300), 300)
+            assert r.read_many([f"runs/{i}/id" for i in shuffled]) == shuffled
+
+
+def test_read_many_raises_the_first_failure_in_order(tmp_path, s3):
+    for make in _readers(tmp_path, s3):
+        with make() as r:
+            with pytest.raises(IndexError, match="runs/300"):
+                r.read_many(["m/1/1", "runs/300/id", "nope"])
+            with pytest.raises(KeyError, match="nope"):
+                r.read_many(["m/1/1", "nope", "runs/300/id"])
+            assert r.read_many(["m/2/2"]) == [4.0]  # the reader still works
+
+
+def test_read_many_coalesces_nearby_reads(s3):
+    options, _ = s3
+    stats = LazyStats()
+    with LazyReader(url("matrix.mlc"), storage_options=options, counter=stats, block_size=16 << 10) as r:
+        stats.clear()
+        paths = [f"{i}/{j}" for i in range(200, 260) for j in (5, 300, 590)]  # ~330 KB apart at most
+        assert r.read_many(paths) == [MATRIX[i][j] for i in range(200, 260) for j in (5, 300, 590)]
+        assert stats.requests == 1
+        stats.clear()
+        far = [f"{i}/0" for i in range(50, 600, 50)]  # 11 rows, 270 KB apart
+        assert r.read_many(far, max_gap=4096) == [MATRIX[i][0] for i in range(50, 600, 50)]
+        assert stats.requests == 11  # one request each, sent together
+
+
+def test_read_many_of_views_keeps_them_usable(s3):
+    options, _ = s3
+    r = LazyReader(url("doc.mlc"), storage_options=options)
+    runs, row = r.read_many(["runs", "m/7"])
+    assert runs[250]["energy"][1] == 251.0 and row[3] == 21.0
+    r.close()
+    with pytest.raises(ValueError, match="closed"):
+        runs[10]
+
+
+# ---- async -------------------------------------------------------------------------------------
+
+
+@pytest.mark.asyncio
+async def test_async_api_remote_and_local(tmp_path, s3):
+    options, _ = s3
+    path = tmp_path / "doc.mlc"
+    msglc.dump(path, DOC, **SMALL)
+    for r in (LazyReader(url("doc.mlc"), storage_options=options), LazyReader(path)):
+        with r:
+            assert await r.async_read("runs/42/energy/3") == 45.0
+            assert await r.async_read_many(["m/2/3", "runs/1/tag"]) == [6.0, "r1"]
+            assert await msglc.async_to_obj(r["runs"]) == DOC["runs"]
+            assert await msglc.async_to_obj(r) == DOC
+            assert await msglc.async_to_obj([r["m"], 5, [r["runs"][3]]]) == [DOC["m"], 5, [DOC["runs"][3]]]
+            with pytest.raises(KeyError):
+                await r.async_read("runs/1/nope")
+
+
+@pytest.mark.asyncio
+async def test_async_reads_do_not_block_the_loop():
+    inner = fsspec.filesystem("memory")
+    inner.pipe_file("/slow/doc.mlc", msglc.dumps(DOC, **SMALL))
+    slow = LatencyFileSystem(inner, latency=0.2)
+    with LazyReader("/slow/doc.mlc", fs=slow, block_size=4096) as r:
+        ticks = 0
+
+        async def ticker():
+            nonlocal ticks
+            while True:
+                await asyncio.sleep(0.01)
+                ticks += 1
+
+        task = asyncio.create_task(ticker())
+        start = time.perf_counter()
+        values = await r.async_read_many([f"runs/{i}/energy/{i % 50}" for i in range(0, 300, 7)])
+        elapsed = time.perf_counter() - start
+        task.cancel()
+    assert values == [float(i + i % 50) for i in range(0, 300, 7)]
+    assert 0.2 < elapsed < 2  # a few rounds of 0.2 s, not one per path
+    assert ticks >= elapsed / 0.01 / 3  # the loop kept running meanwhile
+
+
+# ---- errors ------------------------------------------------------------------------------------
+
+
+def test_missing_truncated_and_foreign_objects(s3):
+    options, fs = s3
+    with pytest.raises(FileNotFoundError):
+        LazyReader(url("no-such.mlc"), storage_options=options)
+    whole = msglc.dumps(MATRIX)
+    for key, data in (
+        ("cut.mlc", whole[: len(whole) // 2]),
+        ("tail.mlc", whole[:-1]),
+        ("json.mlc", json.dumps(DOC["m"]).encode()),
+        ("empty.mlc", b""),
+    ):
+        fs.pipe_file(f"{BUCKET}/{key}", data)
+        with pytest.raises(MsglcError):
+            LazyReader(url(key), storage_options=options)
+
+
+def test_no_permission(s3):
+    options, fs = s3
+    fs.mkdir("msglc-locked")
+    fs.pipe_file("msglc-locked/doc.mlc", msglc.dumps(DOC))
+    policy = {
+        "Version": "2012-10-17",
+        "Statement": [{"Effect": "Deny", "Principal": "*", "Action": "s3:GetObject", "Resource": "arn:aws:s3:::msglc-locked/*"}],
+    }
+    fs.call_s3("put_bucket_policy", Bucket="msglc-locked", Policy=json.dumps(policy))
+    with pytest.raises(PermissionError):
+        LazyReader("s3://msglc-locked/doc.mlc", storage_options=options)
+
+
+class CuttingProxy:
+    """A TCP proxy to the S3 server that, once ``cut`` is set, ends every connection partway
+    through the next response it forwards (headers and part of the body)."""
+
+    def __init__(self, upstream: tuple[str, int]) -> None:
+        self.upstream = upstream
+        self.cut: int | None = None
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            server = socket.create_connection(self.upstream)
+            threading.Thread(target=self._pump, args=(client, server, False), daemon=True).start()
+            threading.Thread(target=self._pump, args=(server, client, True), daemon=True).start()
+
+    def _pump(self, src: socket.socket, dst: socket.socket, response: bool) -> None:
+        try:
+            while data := src.recv(65536):
+                if response and self.cut is not None:
+                    dst.sendall(data[: self.cut])
+                    break
+                dst.sendall(data)
+        except OSError:
+            pass
+        for s in (src, dst):
+            with contextlib.suppress(OSError):
+                s.shutdown(socket.SHUT_RDWR)
+            s.close()
+
+
+def test_connection_failing_midway(s3):
+    options, _ = s3
+    endpoint = options["client_kwargs"]["endpoint_url"]
+    host, port = endpoint.rsplit("//", 1)[1].split(":")
+    proxy = CuttingProxy((host, int(port)))
+    through = fsspec.filesystem("s3", **{**options, "client_kwargs": {"endpoint_url": f"http://127.0.0.1:{proxy.port}"}})
+    through.retries = 1
+    with LazyReader(f"{BUCKET}/matrix.mlc", fs=through, block_size=16 << 10) as r:
+        assert r[1][2] == MATRIX[1][2]
+        proxy.cut = 600  # response headers and the first bytes of the body
+        for read in (lambda: r[300][300], lambda: r.read_many(["500/1", "550/2"])):
+            with pytest.raises(Exception) as failure:
+                read()
+            assert not isinstance(failure.value, AssertionError)
+            assert (
+                isinstance(failure.value, (MsglcError, OSError))
+                or "aiohttp" in type(failure.value).__module__
+                or "botocore" in type(failure.value).__module__
+            )
+    proxy.listener.close()
+
+
+def test_local_readers_unchanged_by_remote_options(tmp_path):
+    path = tmp_path / "doc.mlc"
+    msglc.dump(path, DOC, **SMALL)
+    with pytest.raises(TypeError, match="remote"):
+        LazyReader(path, block_size=1 << 16)
+    with pytest.raises(TypeError, match="URL"):
+        LazyReader(path, storage_options={"anon": True})
+    with LazyReader(f"file://{path}") as r:  # a file:// URL is a local file
+        assert r["runs/3/id"] == 3 and type(r._a.src).__name__ == "FileSource"
+    with pytest.raises(TruncatedError):
+        LazyReader(path.read_bytes()[:-3])
