@@ -10,7 +10,6 @@ requests, however many paths there are.
 
 from __future__ import annotations
 
-import asyncio
 import copy
 from collections.abc import Callable
 from typing import Any
@@ -135,6 +134,7 @@ class BatchArchive(Archive):
             self.keep(groups, self.src.fetch_many([(start, end) for _, start, end in groups]))
 
     async def async_fetch(self, needs: list[tuple[int, int]]) -> None:
+
         for groups in self.plan(needs):
             self.keep(groups, await self.src.async_fetch_many([(start, end) for _, start, end in groups]))
 
@@ -176,6 +176,8 @@ def run(main: Archive, tasks: list[Task], max_gap: int | None = None) -> list[An
 
 async def async_run(main: Archive, tasks: list[Task], max_gap: int | None = None) -> list[Any]:
     """``run`` from an event loop: requests are awaited, decoding runs in a worker thread."""
+    import asyncio
+
     if main.closed:
         raise ValueError("I/O operation on a closed LazyReader")
     batch = BatchArchive(main, _checked_gap(max_gap))
@@ -221,6 +223,8 @@ def to_obj_task(x: Any) -> Task:
 async def async_to_obj(x: Any) -> Any:
     """``to_obj(x)`` from an event loop: the bytes are fetched without blocking it and decoded
     in a worker thread. ``x``: a ``LazyReader``, a lazy view, or a list holding views."""
+    import asyncio
+
     from .lazy import LazyNode
     from .reader import LazyReader
 

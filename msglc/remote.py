@@ -10,7 +10,6 @@ imported only when a remote archive is named.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import struct
 import threading
@@ -203,6 +202,8 @@ class RemoteSource(Source):
     async def async_fetch_many(self, ranges: list[tuple[int, int]]) -> list[bytes]:
         """``fetch_many`` without blocking the running event loop: on fsspec's own loop for an
         async file system (s3fs, http, ...), in a worker thread for the others."""
+        import asyncio
+
         if self.closed:
             raise _closed_error()
         fs = self.fs

@@ -7,7 +7,6 @@ threads); bytes-like objects are sliced as zero-copy memoryviews; other seekable
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import io
 import mmap
@@ -49,6 +48,8 @@ class Source:
         return [self.read(start, end - start) for start, end in ranges]
 
     async def async_fetch_many(self, ranges: list[tuple[int, int]]) -> list[bytes | memoryview]:
+        import asyncio
+
         return await asyncio.to_thread(self.fetch_many, ranges)
 
     def read_into(self, offset: int, out: memoryview) -> None:
