@@ -16,8 +16,9 @@ from typing import Any
 
 from .reader import Archive, decode_all, root_of
 
-MAX_ROUNDS = 64  # a path needing more dependent reads finishes with direct reads
-ROUND_BYTES = 64 << 20  # bytes fetched per round of concurrent requests (bounds memory)
+MAX_ROUNDS = 64  # then every path still pending finishes with direct reads
+DIRECT_AFTER = 4  # a path that stopped this often (a slice of many values) reads directly
+ROUND_BYTES = 64 << 20  # bytes of merged requests in flight at once (the reads kept are extra)
 
 Task = Callable[[Archive], Any]
 
@@ -50,6 +51,7 @@ class BatchArchive(Archive):
         self.direct = False
         self.read = self._read
         self._root: Any = None
+        self.stops: dict[int, int] = {}  # task -> how often it stopped at a read
 
     @property
     def closed(self) -> bool:  # type: ignore[override]
@@ -85,14 +87,18 @@ class BatchArchive(Archive):
         Returns the reads they stopped at."""
         needs: dict[tuple[int, int], None] = {}
         still = []
+        batched = self.direct
         for i in pending:
+            self.direct = batched or self.stops.get(i, 0) >= DIRECT_AFTER
             try:
                 results[i] = tasks[i](self)
             except _Need as need:
                 needs[need.span] = None
                 still.append(i)
+                self.stops[i] = self.stops.get(i, 0) + 1
             except Exception as e:
                 results[i] = _Failed(e)
+        self.direct = batched
         pending[:] = still
         return list(needs)
 
@@ -194,10 +200,10 @@ async def async_run(main: Archive, tasks: list[Task], max_gap: int | None = None
     return batch.finish(results)
 
 
-def path_task(segments: list) -> Task:
-    from .reader import resolve
+def path_task(path: Any) -> Task:
+    from .reader import resolve, split_path
 
-    return lambda batch: resolve(batch.root(), segments)
+    return lambda batch: resolve(batch.root(), split_path(path))
 
 
 def to_obj_task(x: Any) -> Task:

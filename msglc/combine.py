@@ -34,7 +34,7 @@ from .format import (
 )
 from .indexer import MAP_INLINE_MAX, TocBuilder, _le_array
 from .reader import Archive, LazyReader
-from .remote import output_target
+from .remote import RemoteTarget, output_target
 from .writer import atomic_file, dumps, is_named
 from .writer import dump as dump_decoded
 
@@ -124,6 +124,9 @@ def append(
     the process dies midway, the old archive is intact."""
     infos = [files] if isinstance(files, FileInfo) else list(files)
     _check_names(infos)
+    archive = output_target(archive)
+    if isinstance(archive, RemoteTarget):
+        raise TypeError("append() needs a local archive: an object in object storage cannot be changed in place; combine() into a new one")
     if isinstance(archive, (str, os.PathLike)) and not os.path.exists(archive):
         return _combine(archive, infos, None, options, progress)  # nothing to append to yet
     existing = _Existing(archive)

@@ -324,14 +324,14 @@ class LazyReader:
         number of paths."""
         from .batch import path_task, run
 
-        return run(self._a, [path_task(split_path(p)) for p in paths], max_gap)
+        return run(self._a, [path_task(p) for p in paths], max_gap)
 
     async def async_read_many(self, paths: Iterable[Any], *, max_gap: int | None = None) -> list[Any]:
         """``read_many`` for an event loop: requests are awaited (on fsspec's own loop for an
         async file system such as s3fs), decoding runs in a worker thread."""
         from .batch import async_run, path_task
 
-        return await async_run(self._a, [path_task(split_path(p)) for p in paths], max_gap)
+        return await async_run(self._a, [path_task(p) for p in paths], max_gap)
 
     async def async_read(self, path: Any = None) -> Any:
         """``read`` for an event loop (see ``async_read_many``)."""

@@ -87,10 +87,12 @@ class RemoteSource(Source):
     ) -> None:
         if not isinstance(block_size, int) or block_size < 4096:
             raise ValueError(f"block_size must be an int of at least 4096 bytes, got {block_size!r}")
+        if not isinstance(cache_blocks, int) or cache_blocks < 2:
+            raise ValueError(f"cache_blocks must be an int of at least 2, got {cache_blocks!r}")
         self.fs = fs
         self.path = path
         self.block_size = block_size
-        self.cache_blocks = max(2, cache_blocks)
+        self.cache_blocks = cache_blocks
         self.counter = counter
         self.lock = threading.Lock()
         self.extents: OrderedDict[int, bytes] = OrderedDict()  # start -> bytes, most recent last
@@ -277,10 +279,10 @@ def remote_target(fs: Any, path: str) -> Iterator[BinaryIO]:
     try:
         yield f
         f.close()
+        f.commit()
     except BaseException:
         try:
-            f.discard()
+            f.discard()  # aborts a multipart upload (nothing left behind to be billed)
         finally:
             f.closed = True  # nothing more is written or committed
         raise
-    f.commit()

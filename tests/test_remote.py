@@ -173,6 +173,33 @@ def test_read_many_coalesces_nearby_reads(s3):
         assert stats.requests == 11  # one request each, sent together
 
 
+def test_read_many_slices_and_counts_local_requests(tmp_path, s3):
+    options, _ = s3
+    doc = {"a": [{"x": i, "pad": "p" * 40} for i in range(2000)]}
+    path = tmp_path / "slices.mlc"
+    msglc.dump(path, doc, **SMALL)
+    stats = LazyStats()
+    paths = ["a/0:2000:20/x", "a/5/x"]
+    with LazyReader(path, counter=stats) as r:
+        assert [r[p] for p in paths] == [list(range(0, 2000, 20)), 5]
+    loop = stats.requests
+    stats.clear()
+    with LazyReader(path, counter=stats) as r:
+        assert r.read_many(paths) == [list(range(0, 2000, 20)), 5]
+    assert loop - 5 <= stats.requests <= loop + 5  # counted like the loop's reads
+    fs = fsspec.filesystem("s3", **options)
+    fs.put_file(str(path), f"{BUCKET}/slices.mlc")
+    with LazyReader(url("slices.mlc"), storage_options=options, counter=stats, block_size=4096) as r:
+        stats.clear()
+        assert r.read_many(["a/0:2000:20/x"]) == [list(range(0, 2000, 20))]
+        assert stats.requests < 40
+
+
+def test_append_to_a_remote_archive_is_refused():
+    with pytest.raises(TypeError, match="local archive"):
+        msglc.append("memory://msglc-test/doc.mlc", [FileInfo(obj=1, name="x")])
+
+
 def test_read_many_of_views_keeps_them_usable(s3):
     options, _ = s3
     r = LazyReader(url("doc.mlc"), storage_options=options)
