@@ -11,7 +11,7 @@ requests, however many paths there are.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from .reader import Archive, decode_all, root_of
@@ -44,11 +44,15 @@ class BatchArchive(Archive):
     the lazy views it returned keep working (and fail once the reader is closed)."""
 
     def __init__(self, main: Archive, max_gap: int | None = None) -> None:
+        if main.closed:
+            raise ValueError("I/O operation on a closed LazyReader")
+        if max_gap is not None and (not isinstance(max_gap, int) or isinstance(max_gap, bool) or max_gap < 0):
+            raise ValueError(f"max_gap must be a number of bytes (an int >= 0), not {max_gap!r}")
         self.__dict__.update(main.__dict__)
         self.main = main
         self.max_gap = main.src.max_gap if max_gap is None else max_gap
         self.pieces: dict[tuple[int, int], Any] = {}
-        self.direct = False
+        self.direct = not main.src.max_gap  # in memory: nothing to gather
         self.read = self._read
         self._root: Any = None
         self.stops: dict[int, int] = {}  # task -> how often it stopped at a read
@@ -81,7 +85,19 @@ class BatchArchive(Archive):
             self._root = root_of(self)
         return self._root
 
-    # -- one round --
+    # -- rounds --
+    def rounds(self, tasks: list[Task], results: list[Any]) -> Iterator[list[tuple[int, int]]]:
+        """Run the tasks, yielding the reads they stopped at, to be fetched before the next
+        round (``fetch``), until each has its result in ``results``."""
+        pending = list(range(len(tasks)))
+        for _ in range(MAX_ROUNDS):
+            needs = self.attempt(tasks, pending, results)
+            if not needs:
+                return
+            yield needs
+        self.direct = True
+        self.attempt(tasks, pending, results)
+
     def attempt(self, tasks: list[Task], pending: list[int], results: list[Any]) -> list[tuple[int, int]]:
         """Run the pending tasks; those that stop at a read not fetched yet stay in ``pending``.
         Returns the reads they stopped at."""
@@ -135,14 +151,22 @@ class BatchArchive(Archive):
             for offset, size in members:
                 self.pieces[offset, size] = bytes(view[offset - start : offset - start + size])
 
+    def _requests(self, groups: list) -> list[tuple[int, int]]:
+        """The merged ranges of one round, counted when the source does not count itself."""
+        if self.counter is not None and not self.src.counts_itself:
+            self.counter.add(sum(end - start for _, start, end in groups), len(groups))
+        return [(start, end) for _, start, end in groups]
+
     def fetch(self, needs: list[tuple[int, int]]) -> None:
         for groups in self.plan(needs):
-            self.keep(groups, self.src.fetch_many([(start, end) for _, start, end in groups]))
+            self.keep(groups, self.src.fetch_many(self._requests(groups)))
 
     async def async_fetch(self, needs: list[tuple[int, int]]) -> None:
+        import asyncio
 
         for groups in self.plan(needs):
-            self.keep(groups, await self.src.async_fetch_many([(start, end) for _, start, end in groups]))
+            fetched = await self.src.async_fetch_many(self._requests(groups))
+            await asyncio.to_thread(self.keep, groups, fetched)
 
     def finish(self, results: list[Any]) -> list[Any]:
         self.direct = True
@@ -153,50 +177,26 @@ class BatchArchive(Archive):
         return results
 
 
-def _checked_gap(max_gap: int | None) -> int | None:
-    if max_gap is not None and (not isinstance(max_gap, int) or isinstance(max_gap, bool) or max_gap < 0):
-        raise ValueError(f"max_gap must be a number of bytes (an int >= 0), not {max_gap!r}")
-    return max_gap
-
-
 def run(main: Archive, tasks: list[Task], max_gap: int | None = None) -> list[Any]:
     """Each task's result, its reads fetched together; the first failure (in task order) is
     raised, as a loop over the tasks would have raised it."""
-    if main.closed:
-        raise ValueError("I/O operation on a closed LazyReader")
-    batch = BatchArchive(main, _checked_gap(max_gap))
-    if not main.src.max_gap:  # in memory: nothing to gather
-        batch.direct = True
+    batch = BatchArchive(main, max_gap)
     results: list[Any] = [None] * len(tasks)
-    pending = list(range(len(tasks)))
-    for _ in range(MAX_ROUNDS):
-        needs = batch.attempt(tasks, pending, results)
-        if not needs:
-            break
+    for needs in batch.rounds(tasks, results):
         batch.fetch(needs)
-    else:
-        batch.direct = True
-        batch.attempt(tasks, pending, results)
     return batch.finish(results)
 
 
 async def async_run(main: Archive, tasks: list[Task], max_gap: int | None = None) -> list[Any]:
-    """``run`` from an event loop: requests are awaited, decoding runs in a worker thread."""
+    """``run`` from an event loop: requests are awaited, the tasks (decoding) run in a worker
+    thread."""
     import asyncio
 
-    if main.closed:
-        raise ValueError("I/O operation on a closed LazyReader")
-    batch = BatchArchive(main, _checked_gap(max_gap))
+    batch = BatchArchive(main, max_gap)
     results: list[Any] = [None] * len(tasks)
-    pending = list(range(len(tasks)))
-    for _ in range(MAX_ROUNDS):
-        needs = await asyncio.to_thread(batch.attempt, tasks, pending, results)
-        if not needs:
-            break
+    rounds = batch.rounds(tasks, results)
+    while (needs := await asyncio.to_thread(next, rounds, None)) is not None:
         await batch.async_fetch(needs)
-    else:
-        batch.direct = True
-        await asyncio.to_thread(batch.attempt, tasks, pending, results)
     return batch.finish(results)
 
 
@@ -207,52 +207,53 @@ def path_task(path: Any) -> Task:
 
 
 def to_obj_task(x: Any) -> Task:
-    """``to_obj(x)`` with ``x``'s reads made through the batch archive."""
-    from .lazy import LazyNode
+    """``x.to_obj()`` for a reader or lazy view ``x``, its reads made through the batch."""
     from .reader import LazyReader
 
-    def materialize(batch: BatchArchive, x: Any) -> Any:
+    def materialize(batch: BatchArchive) -> Any:
         if isinstance(x, LazyReader):
             return decode_all(batch)
-        if isinstance(x, LazyNode):
-            moved = copy.copy(x)
-            moved._a = batch
-            moved._cache = None
-            return moved.to_obj()
-        if isinstance(x, list):
-            return [materialize(batch, v) for v in x]
-        return x
+        moved = copy.copy(x)
+        moved._a = batch
+        moved._cache = None
+        return moved.to_obj()
 
-    return lambda batch: materialize(batch, x)
+    return materialize
 
 
-async def async_to_obj(x: Any) -> Any:
-    """``to_obj(x)`` from an event loop: the bytes are fetched without blocking it and decoded
-    in a worker thread. ``x``: a ``LazyReader``, a lazy view, or a list holding views."""
-    import asyncio
-
+def _lazy_in(x: Any) -> Iterator[Any]:
+    """The readers and lazy views in ``x`` (itself, or inside nested lists), in order."""
     from .lazy import LazyNode
     from .reader import LazyReader
 
     if isinstance(x, (LazyReader, LazyNode)):
-        return (await async_run(x._a, [to_obj_task(x)]))[0]
-    if not isinstance(x, list):
-        return x
-    out = list(x)
+        yield x
+    elif isinstance(x, list):
+        for v in x:
+            yield from _lazy_in(v)
+
+
+def _rebuild(x: Any, values: Iterator[Any]) -> Any:
+    """``x`` with its readers and lazy views (in ``_lazy_in`` order) replaced by ``values``."""
+    if isinstance(x, list):
+        return [_rebuild(v, values) for v in x]
+    return next(values) if next(_lazy_in(x), None) is not None else x
+
+
+async def async_to_obj(x: Any) -> Any:
+    """``to_obj(x)`` from an event loop: the bytes are fetched without blocking it and decoded
+    in a worker thread. ``x``: a ``LazyReader``, a lazy view, or a list holding views; the
+    views of one reader are read together."""
+    import asyncio
+
+    leaves = list(_lazy_in(x))
     by_archive: dict[int, list[int]] = {}
-    for i, v in enumerate(x):
-        if isinstance(v, (LazyReader, LazyNode)):
-            by_archive.setdefault(id(v._a), []).append(i)
+    for i, leaf in enumerate(leaves):
+        by_archive.setdefault(id(leaf._a), []).append(i)
     groups = list(by_archive.values())
-    done = await asyncio.gather(
-        *(async_run(x[g[0]]._a, [to_obj_task(x[i]) for i in g]) for g in groups),
-        *(async_to_obj(v) for v in x if isinstance(v, list)),
-    )
-    for g, values in zip(groups, done, strict=False):
-        for i, value in zip(g, values, strict=True):
-            out[i] = value
-    nested = iter(done[len(groups) :])
-    for i, v in enumerate(x):
-        if isinstance(v, list):
-            out[i] = next(nested)
-    return out
+    done = await asyncio.gather(*(async_run(leaves[g[0]]._a, [to_obj_task(leaves[i]) for i in g]) for g in groups))
+    values: list[Any] = [None] * len(leaves)
+    for g, got in zip(groups, done, strict=True):
+        for i, value in zip(g, got, strict=True):
+            values[i] = value
+    return _rebuild(x, iter(values))

@@ -34,7 +34,7 @@ from .format import (
 )
 from .indexer import MAP_INLINE_MAX, TocBuilder, _le_array
 from .reader import Archive, LazyReader
-from .remote import RemoteTarget, output_target
+from .remote import RemotePath, resolve_name
 from .writer import atomic_file, dumps, is_named
 from .writer import dump as dump_decoded
 
@@ -107,7 +107,7 @@ def combine(
     ``dump``."""
     if mode not in ("w", "a"):
         raise ValueError(f"combine() mode must be 'w' (write) or 'a' (append), not {mode!r}")
-    archive = output_target(archive, fs, storage_options)
+    archive = resolve_name(archive, fs, storage_options)
     infos = [files] if isinstance(files, FileInfo) else list(files)
     _check_names(infos)
     if mode == "a":
@@ -124,8 +124,8 @@ def append(
     the process dies midway, the old archive is intact."""
     infos = [files] if isinstance(files, FileInfo) else list(files)
     _check_names(infos)
-    archive = output_target(archive)
-    if isinstance(archive, RemoteTarget):
+    archive = resolve_name(archive)
+    if isinstance(archive, RemotePath):
         raise TypeError("append() needs a local archive: an object in object storage cannot be changed in place; combine() into a new one")
     if isinstance(archive, (str, os.PathLike)) and not os.path.exists(archive):
         return _combine(archive, infos, None, options, progress)  # nothing to append to yet

@@ -88,6 +88,16 @@ def unpack_trailer(buf: bytes, file_size: int, header: bytes) -> Trailer:
     return t
 
 
+def claimed_size(tail: bytes | memoryview) -> int | None:
+    """The file size the trailer at the end of ``tail`` (a file's last bytes) implies, or None
+    if ``tail`` does not end in one: lets a remote reader skip asking for the size. Unchecked
+    (``unpack_trailer`` checks it, as far as the trailer can)."""
+    if len(tail) < TRAILER_SIZE or bytes(tail[-len(END_MAGIC) :]) != END_MAGIC:
+        return None
+    fields = _TRAILER.unpack_from(tail, len(tail) - TRAILER_SIZE)
+    return fields[2] + fields[3] + TRAILER_SIZE  # toc_off + toc_len + the trailer
+
+
 # ---- TOC nodes -------------------------------------------------------------------------------
 # A reference to a node is (distance back from the referring node's start, framed length).
 Ref = tuple[int, int]

@@ -25,7 +25,7 @@ from .bulk import crc32_combine, data_crc32, gc_paused
 from .config import current
 from .format import HEADER_SIZE, ListNode, MapNode, Trailer, array_header, container_header_size, frame_node, map_header, pack_header
 from .indexer import MAP_INLINE_MAX, TocBuilder
-from .remote import RemoteTarget, output_target, spooled_target
+from .remote import RemotePath, resolve_name, spooled_target
 from .streamed import Pairs, Streamed, is_streamed
 from .writer import _encode, atomic_file, is_named
 
@@ -262,7 +262,7 @@ class LazyWriter:
         self, target: str | os.PathLike | BinaryIO, *, fs: Any = None, storage_options: dict | None = None, **options: Any
     ) -> None:
         self.cfg = current(**options)
-        self.target = target = output_target(target, fs, storage_options)
+        self.target = target = resolve_name(target, fs, storage_options)
         self.is_path = is_named(target)
         if not self.is_path and not (hasattr(target, "write") and hasattr(target, "seek") and getattr(target, "seekable", lambda: True)()):
             raise TypeError(f"LazyWriter needs a path or a seekable binary file, not {type(target).__name__}")
@@ -275,7 +275,7 @@ class LazyWriter:
 
     def __enter__(self) -> LazyWriter:
         try:
-            if isinstance(self.target, RemoteTarget):  # the stream seeks back: spooled locally
+            if isinstance(self.target, RemotePath):  # the stream seeks back: spooled locally
                 f = self._stack.enter_context(spooled_target(self.target))
             elif self.is_path:
                 f = self._stack.enter_context(atomic_file(self.target, self.cfg.durable))

@@ -11,22 +11,19 @@ imported only when a remote archive is named.
 from __future__ import annotations
 
 import os
-import struct
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, BinaryIO
 
+from .format import claimed_size
 from .source import Source, _closed_error
 
 BLOCK_SIZE = 256 * 1024  # read-ahead unit for small reads (docs/performance.md measures it)
 CACHE_BLOCKS = 32  # recent blocks kept per reader
 MAX_GAP = 1 << 20  # read_many: ranges closer than this are fetched as one request
 MAX_REQUEST = 16 << 20  # ... up to this size per request
-
-_END_MAGIC = b"\x89MLC-TOC"
-_TOC_END = struct.Struct("<16xQQ")  # toc_off, toc_len at the start of the 64-byte trailer
 
 
 def _fsspec() -> Any:
@@ -42,31 +39,44 @@ def _is_local(fs: Any) -> bool:
     return "file" in protocol or "local" in protocol
 
 
-def locate(target: Any, fs: Any = None, storage_options: dict | None = None) -> tuple[Any, str] | None:
-    """``(file system, path)`` when ``target`` names a remote archive: a URL such as
+class RemotePath:
+    """An object on an fsspec file system: where a remote archive is read from or written to."""
+
+    def __init__(self, fs: Any, path: str) -> None:
+        self.fs = fs
+        self.path = path
+
+    def __repr__(self) -> str:
+        return f"<RemotePath {self.path!r} on {type(self.fs).__name__}>"
+
+
+def resolve_name(target: Any, fs: Any = None, storage_options: dict | None = None) -> Any:
+    """A ``RemotePath`` when ``target`` names a remote archive: a URL such as
     ``"s3://bucket/key"`` (with ``storage_options`` for its file system), a ``upath.UPath``, or
-    any path together with an fsspec file system ``fs``; None for a local path or anything
-    else. A URL or ``fs`` that is the local file system gives ``(None, local path)``."""
+    any path together with an fsspec file system ``fs``. A name on the local file system gives
+    its local path; anything else (a local path, bytes, a file object) is returned as it is."""
+    if fs is None and not storage_options and not isinstance(target, str) and not hasattr(target, "fs"):
+        return target
     if fs is not None:
         if storage_options:
             raise TypeError("pass storage_options or fs, not both (the file system already has its options)")
         if not isinstance(target, (str, os.PathLike)):
             raise TypeError(f"with fs=, the archive is named by a path str, not {type(target).__name__}")
         path = os.fspath(target)
-        return (None, path) if _is_local(fs) else (fs, path)
-    if isinstance(target, str) and "://" in target:
-        remote_fs, path = _fsspec().core.url_to_fs(target, **(storage_options or {}))
-        return (None, path) if _is_local(remote_fs) else (remote_fs, path)
-    if storage_options:
+    elif isinstance(target, str) and "://" in target:
+        fs, path = _fsspec().core.url_to_fs(target, **(storage_options or {}))
+    elif storage_options:
         raise TypeError("storage_options apply to URLs such as 's3://bucket/key' only")
-    if (
+    elif (
         not isinstance(target, os.PathLike)
         and not hasattr(target, "read")
         and hasattr(target, "fs")
         and isinstance(getattr(target, "path", None), str)
     ):
-        return (None, target.path) if _is_local(target.fs) else (target.fs, target.path)  # a UPath
-    return None
+        fs, path = target.fs, target.path  # a UPath (or a RemotePath)
+    else:
+        return target
+    return path if _is_local(fs) else RemotePath(fs, path)
 
 
 class RemoteSource(Source):
@@ -125,11 +135,8 @@ class RemoteSource(Source):
             self.size = len(head)
             self._keep(0, head)
             return
-        self.size = -1
-        if tail.endswith(_END_MAGIC):
-            toc_off, toc_len = _TOC_END.unpack_from(tail, len(tail) - 64)
-            self.size = toc_off + toc_len + 64  # checked against the trailer's CRC by the reader
-        if self.size < len(tail):
+        self.size = claimed_size(tail) or 0
+        if self.size < len(tail):  # no trailer at the end: ask (the reader then names the problem)
             self.size = self.fs.size(self.path)
             self._count(1, 0)
         self._keep(0, head)
@@ -174,18 +181,15 @@ class RemoteSource(Source):
             self.counter.add(size, requests)
 
     def _get(self, start: int, end: int) -> bytes:
-        data = self.fs.cat_file(self.path, start=start, end=end)
-        self._count(1, len(data))
-        if len(data) != end - start:
-            raise self._short(start, end - start, len(data))
-        return data
+        return self._checked([(start, end)], [self.fs.cat_file(self.path, start=start, end=end)])[0]
+
+    def _range_args(self, ranges: list) -> tuple[list, list, list]:
+        return [self.path] * len(ranges), [r[0] for r in ranges], [r[1] for r in ranges]
 
     def _get_ranges(self, ranges: list[tuple[int, int | None]], exact: bool = True) -> list[bytes]:
         """One concurrent round of ranged requests (``fs.cat_ranges``); errors are raised, and
         with ``exact`` short answers too."""
-        n = len(ranges)
-        out = self.fs.cat_ranges([self.path] * n, [r[0] for r in ranges], [r[1] for r in ranges], on_error="return")
-        return self._checked(ranges, out, exact)
+        return self._checked(ranges, self.fs.cat_ranges(*self._range_args(ranges), on_error="return"), exact)
 
     def _checked(self, ranges: list, out: list, exact: bool = True) -> list[bytes]:
         self._count(len(ranges), sum(len(d) for d in out if isinstance(d, (bytes, bytearray))))
@@ -211,8 +215,7 @@ class RemoteSource(Source):
         fs = self.fs
         if not getattr(fs, "async_impl", False):
             return await asyncio.to_thread(self._get_ranges, ranges)
-        n = len(ranges)
-        coro = fs._cat_ranges([self.path] * n, [r[0] for r in ranges], [r[1] for r in ranges], on_error="return")
+        coro = fs._cat_ranges(*self._range_args(ranges), on_error="return")
         if getattr(fs, "asynchronous", False) and fs.loop is asyncio.get_running_loop():
             out = await coro
         else:
@@ -234,30 +237,8 @@ def open_remote(fs: Any, path: str, **options: Any) -> RemoteSource:
     return RemoteSource(fs, path, **options)
 
 
-class RemoteTarget:
-    """Where ``dump``/``combine`` write a remote archive."""
-
-    def __init__(self, fs: Any, path: str) -> None:
-        self.fs = fs
-        self.path = path
-
-    def __repr__(self) -> str:
-        return f"<RemoteTarget {self.path!r} on {type(self.fs).__name__}>"
-
-
-def output_target(target: Any, fs: Any = None, storage_options: dict | None = None) -> Any:
-    """``target`` itself, its local path, or a ``RemoteTarget`` for a remote name (URL, UPath,
-    path with ``fs``)."""
-    if fs is None and not storage_options and not isinstance(target, str) and not hasattr(target, "fs"):
-        return target
-    found = locate(target, fs, storage_options)
-    if found is None:
-        return target
-    return found[1] if found[0] is None else RemoteTarget(*found)
-
-
 @contextmanager
-def spooled_target(target: RemoteTarget) -> Iterator[BinaryIO]:
+def spooled_target(target: RemotePath) -> Iterator[BinaryIO]:
     """A local temporary file, uploaded to ``target`` once the block completes: for writers
     that seek back (``LazyWriter``); ``dump`` and ``combine`` stream instead."""
     import shutil
@@ -266,16 +247,16 @@ def spooled_target(target: RemoteTarget) -> Iterator[BinaryIO]:
     with tempfile.TemporaryFile() as f:
         yield f
         f.seek(0)
-        with remote_target(target.fs, target.path) as out:
+        with remote_target(target) as out:
             shutil.copyfileobj(f, out, 1 << 22)
 
 
 @contextmanager
-def remote_target(fs: Any, path: str) -> Iterator[BinaryIO]:
-    """A file streamed to ``path`` that becomes visible only when the block completes (an S3
-    object appears when its upload completes); on failure it is discarded and an existing
+def remote_target(target: RemotePath) -> Iterator[BinaryIO]:
+    """A file streamed to ``target`` that becomes visible only when the block completes (an
+    S3 object appears when its upload completes); on failure it is discarded and an existing
     object is left as it was."""
-    f = fs.open(path, "wb", autocommit=False)
+    f = target.fs.open(target.path, "wb", autocommit=False)
     try:
         yield f
         f.close()

@@ -201,19 +201,14 @@ def open_source(source: Any, counter: Any = None, fs: Any = None, storage_option
     """A ``Source`` for a path, a bytes-like object, a memory map, a readable seekable binary
     file, or a remote archive (a URL, a ``upath.UPath``, a path with an fsspec ``fs``, an open
     fsspec file); ``remote``: ``RemoteSource`` options (``block_size``, ``cache_blocks``)."""
-    if fs is not None or storage_options or isinstance(source, str) or hasattr(source, "fs"):
-        from .remote import _is_local, locate, open_remote
+    from .remote import RemotePath, _is_local, open_remote, resolve_name  # remote imports this module
 
-        found = locate(source, fs, storage_options)
-        if found is None and hasattr(source, "fs") and isinstance(getattr(source, "path", None), str) and hasattr(source, "read"):
-            if not _is_local(source.fs):  # an open fsspec file: read by ranges, not by its buffer
-                return open_remote(source.fs, source.path, size=getattr(source, "size", None), counter=counter, **remote)
-        elif found is not None:
-            remote_fs, path = found
-            if remote_fs is None:
-                source = path
-            else:
-                return open_remote(remote_fs, path, counter=counter, **remote)
+    source = resolve_name(source, fs, storage_options)
+    if isinstance(source, RemotePath):
+        return open_remote(source.fs, source.path, counter=counter, **remote)
+    if hasattr(source, "read") and hasattr(source, "fs") and isinstance(getattr(source, "path", None), str) and not _is_local(source.fs):
+        # an open fsspec file: read by ranges, not through its buffer
+        return open_remote(source.fs, source.path, size=getattr(source, "size", None), counter=counter, **remote)
     if remote:
         raise TypeError(f"{', '.join(sorted(remote))} apply to remote archives only")
     if isinstance(source, (str, os.PathLike)):

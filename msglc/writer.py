@@ -27,7 +27,7 @@ from .bulk import ParallelCrc, gc_paused, join
 from .config import current
 from .format import HEADER_SIZE, Trailer, pack_header
 from .indexer import TocBuilder
-from .remote import RemoteTarget, output_target, remote_target
+from .remote import RemotePath, remote_target, resolve_name
 from .streamed import Streamed
 
 
@@ -130,7 +130,7 @@ def dump(
     ``LazyWriter``: a file object must then be seekable, and keeps what was written if a
     value fails midway (a path is still replaced only on success).
     """
-    target = output_target(target, fs, storage_options)
+    target = resolve_name(target, fs, storage_options)
     is_path = is_named(target)
     if not is_path and not hasattr(target, "write"):
         raise TypeError(f"dump() target must be a path or a writable binary file, not {type(target).__name__}")
@@ -143,7 +143,7 @@ def dump(
     except Streamed:  # generators or Pairs inside: written as they are produced
         from .lazy_writer import LazyWriter
 
-        with LazyWriter(target, **options) as writer:  # takes a RemoteTarget too
+        with LazyWriter(target, **options) as writer:  # takes a RemotePath too
             writer.write(obj)
         return
     if is_path:
@@ -157,7 +157,7 @@ def dump(
 
 def is_named(target: Any) -> bool:
     """A path or remote name (written atomically) rather than a file object."""
-    return isinstance(target, (str, bytes, os.PathLike, RemoteTarget))
+    return isinstance(target, (str, bytes, os.PathLike, RemotePath))
 
 
 def _is_lazy(obj: Any) -> bool:
@@ -192,18 +192,18 @@ def _write_atomically(path: str | bytes, encoded: Encoded) -> None:
 
 
 @contextmanager
-def atomic_file(path: str | bytes | os.PathLike | RemoteTarget, durable: bool, size_hint: int = 0) -> Iterator[BinaryIO]:
+def atomic_file(path: str | bytes | os.PathLike | RemotePath, durable: bool, size_hint: int = 0) -> Iterator[BinaryIO]:
     """A new file that replaces ``path`` only if the block completes, else is removed.
 
-    A ``RemoteTarget`` is streamed to its object store (see ``remote_target``).
+    A ``RemotePath`` is streamed to its object store (see ``remote_target``).
 
     It is a temporary sibling created with mode 0o666 so the process umask applies as for any
     new file (an existing target's mode is kept); ``size_hint`` bytes are preallocated. With
     ``durable`` the data and the rename are flushed to disk before returning. A symlink is
     followed (its target is replaced); a target that exists but is not a regular file (a
     device such as /dev/null, a FIFO) is written to directly, since it cannot be replaced."""
-    if isinstance(path, RemoteTarget):
-        with remote_target(path.fs, path.path) as f:
+    if isinstance(path, RemotePath):
+        with remote_target(path) as f:
             yield f
         return
     path = os.path.realpath(os.fspath(path))

@@ -187,6 +187,15 @@ def test_read_many_slices_and_counts_local_requests(tmp_path, s3):
     with LazyReader(path, counter=stats) as r:
         assert r.read_many(paths) == [list(range(0, 2000, 20)), 5]
     assert loop - 5 <= stats.requests <= loop + 5  # counted like the loop's reads
+    two = ["a/5/x", "a/1500/x"]
+    with LazyReader(path, counter=stats) as r:
+        stats.clear()
+        assert [r[p] for p in two] == [5, 1500]
+    loop = stats.requests
+    with LazyReader(path, counter=stats) as r:
+        stats.clear()
+        assert r.read_many(two, max_gap=0) == [5, 1500]
+        assert stats.requests >= loop  # every read of the batched rounds is counted
     fs = fsspec.filesystem("s3", **options)
     fs.put_file(str(path), f"{BUCKET}/slices.mlc")
     with LazyReader(url("slices.mlc"), storage_options=options, counter=stats, block_size=4096) as r:
