@@ -4,8 +4,9 @@
 that value. See README.md and docs/format.md.
 """
 
+from .append import append
 from .batch import async_to_obj
-from .combine import FileInfo, append, combine
+from .combine import FileInfo, combine
 from .config import Config, configure
 from .errors import CorruptedError, MsglcError, NotAnArchiveError, TruncatedError, UnsupportedVersionError
 from .lazy import LazyDict, LazyList

@@ -169,7 +169,7 @@ def cmd_info(args: argparse.Namespace) -> None:
         kind, length = type_of(root)
         lines = [
             ("format", f"{major}.{minor}"),
-            ("file", f"{a.src.size:,} bytes"),
+            ("file", f"{a.size:,} bytes"),
             ("data", f"{t.data_len:,} bytes (plain msgpack)"),
             ("TOC", f"{t.toc_len:,} bytes"),
             ("threshold", f"{t.threshold:,} bytes"),

@@ -13,7 +13,8 @@ from __future__ import annotations
 import os
 import zlib
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -25,18 +26,19 @@ from .format import (
     HashMapNode,
     ListNode,
     MapNode,
-    StrideNode,
     Trailer,
     array_header,
-    container_header,
     map_header,
     pack_header,
 )
-from .indexer import MAP_INLINE_MAX, TocBuilder, _le_array
+from .indexer import MAP_INLINE_MAX, TocBuilder
 from .reader import Archive, LazyReader
-from .remote import RemotePath, resolve_name
+from .remote import resolve_name
 from .writer import atomic_file, dumps, is_named
 from .writer import dump as dump_decoded
+
+if TYPE_CHECKING:
+    from .append import _Existing
 
 COPY_CHUNK = 1 << 24
 _MISSING = object()
@@ -111,46 +113,10 @@ def combine(
     infos = [files] if isinstance(files, FileInfo) else list(files)
     _check_names(infos)
     if mode == "a":
+        from .append import append
+
         return append(archive, infos, progress=progress, **options)
     _combine(archive, infos, None, options, progress)
-
-
-def append(
-    archive: str | os.PathLike, files: FileInfo | Sequence[FileInfo], *, progress: Callable[[int], None] | None = None, **options: Any
-) -> None:
-    """Add entries to the archive at ``archive`` (its root a dict: named inputs; a list:
-    unnamed ones), as ``combine`` would have written them all. The existing entries are copied
-    as bytes, never decoded, into a new file that replaces the old one only when complete: if
-    the process dies midway, the old archive is intact."""
-    infos = [files] if isinstance(files, FileInfo) else list(files)
-    _check_names(infos)
-    archive = resolve_name(archive)
-    if isinstance(archive, RemotePath):
-        raise TypeError("append() needs a local archive: an object in object storage cannot be changed in place; combine() into a new one")
-    if isinstance(archive, (str, os.PathLike)) and not os.path.exists(archive):
-        return _combine(archive, infos, None, options, progress)  # nothing to append to yet
-    existing = _Existing(archive)
-    try:
-        names = [info.name for info in infos]
-        if infos and (names[0] is not None) != existing.is_map:
-            raise ValueError(
-                f"append() to an archive whose root is a {'dict' if existing.is_map else 'list'} takes {'named' if existing.is_map else 'unnamed'} inputs"
-            )
-        small = existing.small_root()  # a root without a node, decoded (checksum checked)
-        taken = [name for name in names if name is not None and (name in small if small is not None else existing.has_key(name))]
-        if taken:
-            raise ValueError(f"append() input name {taken[0]!r} is already in {os.fspath(archive)!r}")
-        if small is not None:  # its entries are re-encoded like obj= inputs
-            kept = (
-                [FileInfo(None, key, obj=value) for key, value in small.items()]
-                if existing.is_map
-                else [FileInfo(None, obj=v) for v in small]
-            )
-            existing.close()
-            return _combine(archive, kept + infos, None, options, progress, as_dict=existing.is_map)
-        _combine(archive, infos, existing, options, progress)
-    finally:
-        existing.close()
 
 
 def _combine(
@@ -160,15 +126,25 @@ def _combine(
     options: dict[str, Any],
     progress: Any = None,
     as_dict: bool | None = None,
+    wide: bool = False,
 ) -> None:
+    """Write ``infos`` [after the entries of ``existing``] as one archive at ``archive``;
+    ``wide``: give the root a 5-byte header, so that later appends fit in place."""
     cfg = current(**options)
+    with opened(infos, options) as inputs:
+        if as_dict is None:
+            as_dict = existing.is_map if existing is not None else bool(infos) and infos[0].name is not None
+        _write(archive, inputs, as_dict, cfg, existing, progress or (lambda n: None), wide)
+
+
+@contextmanager
+def opened(infos: list[FileInfo], options: dict[str, Any]) -> Iterator[list[_Input]]:
+    """The inputs opened (each checked: header, trailer, version), closed when done."""
     inputs: list[_Input] = []
     try:
         for info in infos:
             inputs.append(_Input(info, options))
-        if as_dict is None:
-            as_dict = existing.is_map if existing is not None else bool(infos) and infos[0].name is not None
-        _write(archive, inputs, as_dict, cfg, existing, progress or (lambda n: None))
+        yield inputs
     finally:
         for part in inputs:
             part.close()
@@ -187,15 +163,17 @@ def _check_names(infos: list[Any]) -> None:
         raise ValueError(f"combine() input name {repeated!r} is used more than once")
 
 
-def _write(path: Any, inputs: list[_Input], as_dict: bool, cfg: Any, existing: _Existing | None, progress: Callable[[int], None]) -> None:
+def _write(
+    path: Any, inputs: list[_Input], as_dict: bool, cfg: Any, existing: _Existing | None, progress: Callable[[int], None], wide: bool
+) -> None:
     """Write the combined archive: [the existing root's entries,] then the inputs."""
-    keys = [_key_encoder.encode(part.name) for part in inputs] if as_dict else [b""] * len(inputs)
+    keys = entry_keys(inputs, as_dict)
     kept = existing.n if existing is not None else 0
-    header = (map_header if as_dict else array_header)(kept + len(inputs))
+    header = (map_header if as_dict else array_header)(kept + len(inputs), wide)
     body = existing.t.data_len - existing.h if existing is not None else 0  # the existing entries' bytes
     data_len = len(header) + body + sum(len(k) + part.trailer.data_len for k, part in zip(keys, inputs, strict=True))
     kept_toc = existing.toc_len if existing is not None else 0
-    toc_lens = [kept_toc] + [part.trailer.toc_len for part in inputs]
+    toc_lens = [kept_toc] + [part.trailer.live_toc_len for part in inputs]
     threshold = cfg.small_obj_optimization_threshold
     if existing is None:
         root, root_toc = _root_node(inputs, keys, header, threshold, sum(toc_lens))
@@ -214,17 +192,10 @@ def _write(path: Any, inputs: list[_Input], as_dict: bool, cfg: Any, existing: _
             if crc32_combine(zlib.crc32(existing.head), body_crc, body) != t.data_crc:
                 raise CorruptedError(f"{os.fspath(path)!r}: data section checksum mismatch; nothing was changed")
             crc = crc32_combine(crc, body_crc, body)
-        for key, part in zip(keys, inputs, strict=True):
-            f.write(key)
-            t = part.trailer
-            part_crc = _copy(part.archive, t.data_off, t.data_len, f, buf, checksum=True, progress=progress)
-            if part_crc != t.data_crc:
-                raise CorruptedError(f"{part.label}: data section checksum mismatch; nothing was written")
-            crc = crc32_combine(zlib.crc32(key, crc), part_crc, t.data_len)
+        crc = copy_entries(keys, inputs, f, buf, progress, crc, "nothing was written")
         if existing is not None:
             _copy(existing.archive, existing.t.toc_off, existing.toc_len, f, buf, checksum=False, progress=progress)
-        for part in inputs:
-            _copy(part.archive, part.trailer.toc_off, part.trailer.toc_len, f, buf, checksum=False, progress=progress)
+        copy_tocs(inputs, f, buf, progress)
         f.write(root_toc)
         trailer = Trailer(
             data_off=HEADER_SIZE,
@@ -237,112 +208,6 @@ def _write(path: Any, inputs: list[_Input], as_dict: bool, cfg: Any, existing: _
             threshold=threshold,
         )
         f.write(trailer.pack(head))
-
-
-class _Existing:
-    """The archive ``append`` adds to: its root's header, node and entries, kept as bytes."""
-
-    def __init__(self, path: Any) -> None:
-        if not isinstance(path, (str, os.PathLike)):
-            raise TypeError(f"append() needs the path of an archive, not {type(path).__name__}")
-        self.archive = Archive(path, False, None)
-        try:
-            self._open(path)
-        except BaseException:
-            self.close()
-            raise
-
-    def _open(self, path: Any) -> None:
-        self.t = t = self.archive.trailer
-        self.head = bytes(self.archive.read(t.data_off, min(5, t.data_len)))
-        try:
-            self.is_map, self.n, self.h = container_header(self.head)
-        except CorruptedError:
-            raise ValueError(f"append() needs an archive whose root is a dict or a list ({os.fspath(path)!r} holds neither)") from None
-        self.head = self.head[: self.h]
-        self.pos = t.toc_off + t.root_pos
-        self.node = self.archive.node(self.pos, t.root_len) if t.root_len else None
-        self.view = self.archive.view(t.data_off, t.data_len, self.pos, t.root_len) if t.root_len else None
-        # the TOC kept: everything before the old root node (and its index region), which the
-        # new root node replaces; the root's descendants all precede it
-        end = self.pos - t.toc_off
-        if isinstance(self.node, HashMapNode):
-            end = min(end, end - self.node.index[0])
-        self.toc_len = end if t.root_len else 0
-
-    def small_root(self) -> Any:
-        """The whole root when it has no node (it is small), its data checksum checked."""
-        if self.node is not None:
-            return None
-        t = self.t
-        data = self.archive.read(t.data_off, t.data_len)
-        if zlib.crc32(data) != t.data_crc:
-            raise CorruptedError(f"data section checksum mismatch ({t.data_len} bytes at offset {t.data_off}); nothing was changed")
-        return self.archive.decode(data, t.data_off)
-
-    def close(self) -> None:
-        self.archive.close()
-
-    def has_key(self, name: str | int) -> bool:
-        return name in self.view
-
-    def _abs(self, kids: dict) -> dict:
-        """Kid references as absolute TOC positions (the existing TOC is copied first)."""
-        return {k: (self.pos - self.t.toc_off - back, size) for k, (back, size) in kids.items()}
-
-    def root_node(
-        self, inputs: list[_Input], keys: list[bytes], header: bytes, threshold: int, toc_base: int
-    ) -> tuple[tuple[int, int], bytes]:
-        """The new root node: the existing entries' layout shifted by the header's growth,
-        followed by the inputs'."""
-        shift = len(header) - self.h
-        node = self.node
-        offs_new, kids_new = _layout(inputs, keys, self.t.data_len + shift, self.toc_len)  # after the kept entries and TOC
-        builder = TocBuilder(b"", threshold, toc_base=toc_base)
-        n = self.n + len(inputs)
-        if isinstance(node, (ListNode, StrideNode)):
-            if isinstance(node, StrideNode) and len(node.dims) > 1 and node.dims[0][2] > threshold:
-                h0, n0, s0 = node.dims[0]  # rows keep a node: one fixed-stride node all of them share
-                row = builder._add(StrideNode(dims=node.dims[1:], lazy_min=node.lazy_min))
-                starts, offs, kids = list(range(n0)), list(range(h0, h0 + n0 * s0 + 1, s0)), dict.fromkeys(range(n0), row)
-            elif isinstance(node, StrideNode):
-                h0, n0, s0 = node.dims[0]
-                starts, offs, _ = builder._spans(range(h0, h0 + n0 * s0 + 1, s0), n0, {})
-                kids = {}
-            else:
-                starts, offs, kids = node.starts, node.offs, self._abs(node.kids)
-            new_starts, new_offs, new_kids = builder._spans(offs_new, len(inputs), kids_new)
-            kids.update({len(starts) + k: ref for k, ref in new_kids.items()})
-            starts = [*starts, *(self.n + s for s in new_starts)]
-            offs = [o + shift for o in offs[:-1]] + new_offs
-            return builder._add(ListNode(n=n, starts=starts, offs=offs, kids=builder._refs(kids))), bytes(builder.toc)
-        koffs, hashes, entry_kids = self._entries(node, shift)
-        koffs = koffs[:-1] + offs_new
-        hashes += [zlib.crc32(k) for k in keys]
-        entry_kids.update({self.n + j: (inputs[j].name, ref) for j, ref in kids_new.items()})
-        if n <= MAP_INLINE_MAX:  # the existing root is an inline dict: its keys are in its node
-            names = [*node.keys, *(part.name for part in inputs)]
-            voffs = [o + shift for o in node.voffs] + [o + len(k) for o, k in zip(offs_new, keys, strict=False)]
-            kids = {j: ref for j, (_, ref) in entry_kids.items()}
-            return builder._add(MapNode(keys=names, koffs=koffs, voffs=voffs, kids=builder._refs(kids))), bytes(builder.toc)
-        return builder._hash_node(n, koffs, entry_kids, builder.hash_index_of(hashes, koffs)), bytes(builder.toc)
-
-    def _entries(self, node: Any, shift: int) -> tuple[list[int], list[int], dict[int, tuple[Any, tuple[int, int]]]]:
-        """Entry offsets (plus the end), key hashes and large values of the existing dict."""
-        if isinstance(node, MapNode):
-            hashes = [zlib.crc32(_key_encoder.encode(k)) for k in node.keys]
-            kids = {j: (node.keys[j], ref) for j, ref in self._abs(node.kids).items()}
-            return [o + shift for o in node.koffs], hashes, kids
-        width, n = node.offs_width, node.n
-        region = self.pos - node.index[0]
-        koffs = _le_array("I" if width == 4 else "Q", bytes(self.archive.read(region, (n + 1) * width)))
-        records = _le_array("Q", bytes(self.archive.read(region + (n + 1) * width + ((1 << node.page_bits) + 1) * 8, 8 * n)))
-        hashes = [0] * n
-        for record in records:
-            hashes[record & 0xFFFFFFFF] = record >> 32
-        by_span = {k: key for key, k in node.kid_keys.items()}
-        kids = {node.starts[k]: (by_span[k], ref) for k, ref in self._abs(node.kids).items()}
-        return [o + shift for o in koffs], hashes, kids
 
 
 def _root_node(inputs: list[_Input], keys: list[bytes], header: bytes, threshold: int, toc_base: int) -> tuple[tuple[int, int], bytes]:
@@ -376,8 +241,32 @@ def _layout(inputs: list[_Input], keys: list[bytes], data_at: int, toc_at: int) 
         if t.root_len:
             kids[j] = (toc_at + t.root_pos, t.root_len)
         offs.append(offs[-1] + len(key) + t.data_len)
-        toc_at += t.toc_len
+        toc_at += t.live_toc_len
     return offs, kids
+
+
+def entry_keys(inputs: list[_Input], as_dict: bool) -> list[bytes]:
+    """Each input's key as msgpack (what precedes its data in a dict; nothing in a list)."""
+    return [_key_encoder.encode(part.name) for part in inputs] if as_dict else [b""] * len(inputs)
+
+
+def copy_entries(keys: list[bytes], inputs: list[_Input], f: Any, buf: bytearray, progress: Any, crc: int, outcome: str) -> int:
+    """Write each key and input's data section, checking the input's data checksum (else
+    ``CorruptedError``, saying ``outcome``); returns ``crc`` extended by what was written."""
+    for key, part in zip(keys, inputs, strict=True):
+        f.write(key)
+        t = part.trailer
+        part_crc = _copy(part.archive, t.data_off, t.data_len, f, buf, checksum=True, progress=progress)
+        if part_crc != t.data_crc:
+            raise CorruptedError(f"{part.label}: data section checksum mismatch; {outcome}")
+        crc = crc32_combine(zlib.crc32(key, crc), part_crc, t.data_len)
+    return crc
+
+
+def copy_tocs(inputs: list[_Input], f: Any, buf: bytearray, progress: Any) -> None:
+    """Write each input's TOC up to its root node (every node a root can refer to)."""
+    for part in inputs:
+        _copy(part.archive, part.trailer.toc_off, part.trailer.live_toc_len, f, buf, checksum=False, progress=progress)
 
 
 def _copy(archive: Archive, offset: int, size: int, f: Any, buf: bytearray, checksum: bool, progress: Callable[[int], None]) -> int:
@@ -433,6 +322,20 @@ def standalone(view: Any) -> Iterator[bytes | memoryview]:
     ).pack(head)
 
 
+def compacted(a: Archive) -> Iterator[bytes | memoryview]:
+    """The whole archive without the free space and unreferenced TOC bytes ``append`` leaves:
+    its data, its TOC up to the root node (everything before it is in use) and a new trailer,
+    as ``dump`` or ``combine`` would have written them."""
+    if a.closed:
+        raise ValueError("I/O operation on a closed LazyReader")
+    t = a.trailer
+    head = pack_header()
+    yield head
+    yield a.read(t.data_off, t.data_len)
+    yield a.read(t.toc_off, t.live_toc_len)
+    yield msgspec.structs.replace(t, toc_off=HEADER_SIZE + t.data_len, toc_len=t.live_toc_len).pack(head)
+
+
 def _subtree_range(a: Archive, pos: int, size: int) -> tuple[int, int]:
     """The TOC range [lo, end) holding the node at ``pos`` and everything it refers to."""
     lo = pos
@@ -450,7 +353,7 @@ def repack(target: Any, source: Any, options: dict[str, Any]) -> None:
     if cfg.small_obj_optimization_threshold != a.trailer.threshold:
         return dump_decoded(target, source.to_obj(), **options)
     if isinstance(source, LazyReader):
-        parts: Iterator = iter([a.read(0, a.src.size)])
+        parts: Iterator = compacted(a)
     else:
         parts = standalone(source)
     if is_named(target):

@@ -20,10 +20,12 @@ from .errors import CorruptedError, NotAnArchiveError, TruncatedError, Unsupport
 MAGIC = b"\x89MLC\r\n\x1a\n"
 END_MAGIC = b"\x89MLC-TOC"
 MAJOR = 1
-MINOR = 1  # 1.1: NumPy arrays (ext type 78 in the data, ArrayNode in the TOC)
+MINOR = 1  # what writers put in a new archive: 1.1, NumPy arrays (ext type 78, ArrayNode)
+FREE_SPACE_MINOR = 2  # 1.2: free space between the data and the TOC (left by append)
 
-_HEADER = struct.Struct("<8sBB6x")
+_HEADER = struct.Struct("<8sBB6s")
 HEADER_SIZE = _HEADER.size  # 16
+END_FIELD = slice(10, 16)  # the header's committed end (u48 LE; 0: the end of the file)
 # data_off, data_len, toc_off, toc_len, root_pos, root_len, data_crc, threshold, crc, end magic
 _TRAILER_BODY = struct.Struct("<QQQQQIII")
 _TRAILER = struct.Struct("<QQQQQIIII8s")
@@ -35,15 +37,28 @@ U32 = struct.Struct("<I")
 PAIR = struct.Struct("<II")
 
 
-def pack_header() -> bytes:
-    return _HEADER.pack(MAGIC, MAJOR, MINOR)
+def pack_header(minor: int = MINOR, end: int = 0) -> bytes:
+    """The 16-byte header. ``end`` is the committed end of the archive, nonzero only while
+    ``append`` works on a file (or after it died midway): bytes past it are not part of it."""
+    return _HEADER.pack(MAGIC, MAJOR, minor, end.to_bytes(6, "little"))
+
+
+def header_end(header: bytes | memoryview) -> int:
+    """The committed end a header records: 0 when the archive ends where the file does."""
+    return int.from_bytes(header[END_FIELD], "little")
+
+
+def _checked_header(header: bytes | memoryview) -> bytes:
+    """The header as the trailer checksum covers it: the committed end reads as zero, so that
+    ``append`` can move it without rewriting the trailer it points to."""
+    return bytes(header[: END_FIELD.start]) + bytes(END_FIELD.stop - END_FIELD.start)
 
 
 def check_header(buf: bytes) -> None:
     """Raise unless ``buf`` (the first 16 bytes) is a header this reader understands."""
     if len(buf) < HEADER_SIZE:
         raise TruncatedError(f"file has {len(buf)} bytes, an msglc archive has at least {HEADER_SIZE + TRAILER_SIZE}")
-    magic, major, minor = _HEADER.unpack_from(buf)
+    magic, major, minor, _ = _HEADER.unpack_from(buf)
     if magic != MAGIC:
         raise NotAnArchiveError(f"not an msglc archive: expected magic {MAGIC!r} at offset 0, found {bytes(magic)!r}")
     if major != MAJOR:
@@ -63,9 +78,16 @@ class Trailer(msgspec.Struct, frozen=True):
     threshold: int
 
     def pack(self, header: bytes) -> bytes:
-        """The trailer; its CRC-32 covers the header too, so no header byte goes unchecked."""
+        """The trailer; its CRC-32 covers the header too (all but its committed end, which
+        the trailer itself confirms: it must be where the trailer ends)."""
         body = _TRAILER_BODY.pack(*msgspec.structs.astuple(self))
-        return body + _CRC.pack(zlib.crc32(body, zlib.crc32(header))) + END_MAGIC
+        return body + _CRC.pack(zlib.crc32(body, zlib.crc32(_checked_header(header)))) + END_MAGIC
+
+    @property
+    def live_toc_len(self) -> int:
+        """The TOC bytes up to the end of the root node: what the root can refer to (nodes
+        come before the nodes that refer to them; anything after the root is unreferenced)."""
+        return self.root_pos + self.root_len if self.root_len else 0
 
 
 def unpack_trailer(buf: bytes, file_size: int, header: bytes) -> Trailer:
@@ -75,11 +97,13 @@ def unpack_trailer(buf: bytes, file_size: int, header: bytes) -> Trailer:
         raise TruncatedError(
             f"no msglc trailer at the end of the file (expected {END_MAGIC!r}, found {bytes(end)!r}): truncated or not an archive"
         )
-    if zlib.crc32(buf[: _TRAILER_BODY.size], zlib.crc32(header)) != crc:
+    if zlib.crc32(buf[: _TRAILER_BODY.size], zlib.crc32(_checked_header(header))) != crc:
         raise CorruptedError(f"header or trailer checksum mismatch (trailer at offset {file_size - TRAILER_SIZE})")
     t = Trailer(*fields)
     end_toc = file_size - TRAILER_SIZE
-    if not (t.data_off == HEADER_SIZE and t.data_off + t.data_len == t.toc_off and t.toc_off + t.toc_len == end_toc):
+    data_end = t.data_off + t.data_len
+    free_ok = header[9] >= FREE_SPACE_MINOR  # 1.2: free space may lie between data and TOC
+    if not (t.data_off == HEADER_SIZE and (data_end == t.toc_off or free_ok and data_end < t.toc_off) and t.toc_off + t.toc_len == end_toc):
         raise CorruptedError(
             f"trailer sections (data {t.data_off}+{t.data_len}, TOC {t.toc_off}+{t.toc_len}) do not tile a file of {file_size} bytes"
         )
@@ -214,20 +238,30 @@ def node_span(node: Node) -> int:
 # ---- msgpack container headers -----------------------------------------------------------------
 
 
-def _header(n: int, fix: int, marker16: bytes, marker32: bytes) -> bytes:
-    if n < 16:
+def _header(n: int, fix: int, marker16: bytes, marker32: bytes, wide: bool) -> bytes:
+    if n < 16 and not wide:
         return bytes((fix | n,))
-    if n < 0x10000:
+    if n < 0x10000 and not wide:
         return marker16 + n.to_bytes(2, "big")
     return marker32 + n.to_bytes(4, "big")
 
 
-def array_header(n: int) -> bytes:
-    return _header(n, 0x90, b"\xdc", b"\xdd")
+def array_header(n: int, wide: bool = False) -> bytes:
+    """The msgpack header of an array of ``n`` items: the shortest, or with ``wide`` 5 bytes."""
+    return _header(n, 0x90, b"\xdc", b"\xdd", wide)
 
 
-def map_header(n: int) -> bytes:
-    return _header(n, 0x80, b"\xde", b"\xdf")
+def map_header(n: int, wide: bool = False) -> bytes:
+    return _header(n, 0x80, b"\xde", b"\xdf", wide)
+
+
+def recount_header(head: bytes, n: int) -> bytes | None:
+    """The array or map header ``head`` with its count set to ``n``, in as many bytes, or
+    None when ``n`` does not fit them."""
+    size = len(head)
+    if size == 1:
+        return bytes((head[0] & 0xF0 | n,)) if n < 16 else None
+    return head[:1] + n.to_bytes(size - 1, "big") if n < 1 << 8 * (size - 1) else None
 
 
 def container_header_size(first: int) -> int:

@@ -23,6 +23,7 @@ from .format import (
     check_header,
     check_node,
     container_header,
+    header_end,
     node_header,
     node_span,
     unframe_node,
@@ -110,13 +111,20 @@ class Archive:
         self.toc_end = t.toc_off + t.toc_len
 
     def _open(self):
-        size = self.src.size
+        self.size = size = self.src.size  # the archive's end: the file's, or the header's
         head = self.read(0, min(size, HEADER_SIZE))
         if size < HEADER_SIZE + TRAILER_SIZE:
             if bytes(head[: len(MAGIC)]) != MAGIC[: len(head)] or not head:
                 raise NotAnArchiveError(f"not an msglc archive: {size} bytes, no msglc magic at offset 0")
             raise TruncatedError(f"file has {size} bytes, an msglc archive has at least {HEADER_SIZE + TRAILER_SIZE}")
         check_header(head)
+        end = header_end(head)
+        if end:  # an append is under way or died midway: the archive ends where it says
+            if not HEADER_SIZE + TRAILER_SIZE <= end <= size:
+                raise (TruncatedError if end > size else CorruptedError)(
+                    f"the header says the archive ends at offset {end}; the file has {size} bytes"
+                )
+            self.size = size = end
         return unpack_trailer(self.read(size - TRAILER_SIZE, TRAILER_SIZE), size, bytes(head))
 
     def close(self) -> None:
@@ -351,7 +359,7 @@ class LazyReader:
 
     def raw_data(self) -> bytes:
         """The archive's own bytes."""
-        return bytes(self._a.read(0, self._a.src.size))
+        return bytes(self._a.read(0, self._a.size))
 
     def protocol_raw_data(self) -> bytes:
         """The data section alone: plain msgpack of the stored object."""

@@ -1,5 +1,7 @@
 import os
 
+import pytest
+from archives import write_runs
 from hypothesis import settings
 
 settings.register_profile("ci", max_examples=150, deadline=None)
@@ -16,3 +18,9 @@ def plain(x):
     if isinstance(x, (bytearray, memoryview)):
         return bytes(x)
     return x
+
+
+@pytest.fixture
+def runs(tmp_path):
+    """A directory with run1.mlc (RUN1, with TOC nodes) and run2.mlc (RUN2, small)."""
+    return write_runs(tmp_path)

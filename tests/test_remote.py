@@ -108,6 +108,19 @@ def test_requests_to_open_and_to_read_an_element(s3):
         assert stats.requests == 0
 
 
+def test_an_object_uploaded_after_an_append_died_reads_as_the_old_archive(s3):
+    options, fs = s3
+    data = msglc.dumps(MATRIX)
+    left = bytearray(data + b"left by an append that was killed" * 3000)  # past one block
+    left[10:16] = len(data).to_bytes(6, "little")  # the end the header committed to
+    fs.pipe(f"{BUCKET}/left.mlc", bytes(left))
+    stats = LazyStats()
+    with LazyReader(url("left.mlc"), storage_options=options, counter=stats) as r:
+        assert stats.requests == 3  # the usual round of two, then the trailer where the header says
+        assert r[599][599] == MATRIX[599][599]
+        r.verify()
+
+
 def test_failed_write_leaves_nothing_and_keeps_the_old_object(s3):
     options, fs = s3
     small = fsspec.filesystem("s3", **options, default_block_size=5 << 20)  # multipart from 5 MB

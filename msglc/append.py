@@ -1,0 +1,351 @@
+"""Add entries to a combined archive in place: ``append``.
+
+The data section stays one piece of plain msgpack, so the new entries go where the TOC was and
+the TOC moves past them. The file is a valid archive at every moment: the header's committed
+end (docs/format.md, "Appending in place") says which trailer counts, and it changes by one
+small write, made only once everything that trailer needs is on disk. The existing entries
+are neither read nor moved; the TOC is copied.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import zlib
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, suppress
+from typing import IO, Any
+
+import msgspec
+
+from .bulk import crc32_combine
+from .combine import (
+    COPY_CHUNK,
+    FileInfo,
+    _check_names,
+    _combine,
+    _copy,
+    _Input,
+    _key_encoder,
+    _layout,
+    copy_entries,
+    copy_tocs,
+    entry_keys,
+    opened,
+)
+from .config import current
+from .errors import CorruptedError, UnsupportedVersionError
+from .format import (
+    FREE_SPACE_MINOR,
+    HEADER_SIZE,
+    MINOR,
+    TRAILER_SIZE,
+    HashMapNode,
+    ListNode,
+    MapNode,
+    StrideNode,
+    Trailer,
+    container_header,
+    frame_node,
+    header_end,
+    pack_header,
+    recount_header,
+)
+from .indexer import MAP_INLINE_MAX, TocBuilder, _le_array
+from .reader import Archive
+from .remote import RemotePath, resolve_name
+
+try:
+    import fcntl
+except ImportError:  # no advisory locks (Windows): concurrent appends are not serialized
+    fcntl = None  # type: ignore[assignment]
+
+
+def append(
+    archive: str | os.PathLike, files: FileInfo | Sequence[FileInfo], *, progress: Callable[[int], None] | None = None, **options: Any
+) -> None:
+    """Add entries to the archive at ``archive`` (its root a dict: named inputs; a list:
+    unnamed ones), as ``combine`` would have written them all, in place: the existing entries
+    stay where they are, the new ones follow them and the TOC moves past. If the process dies
+    midway, readers see the old archive (the next append reuses what the dead one left).
+    An archive whose root has no TOC node (it is small), or whose root header is too short
+    for the new count (16 or 65,536 entries), is rewritten once instead, atomically."""
+    infos = [files] if isinstance(files, FileInfo) else list(files)
+    _check_names(infos)
+    archive = resolve_name(archive)
+    if isinstance(archive, RemotePath):
+        raise TypeError("append() needs a local archive: an object in object storage cannot be changed in place; combine() into a new one")
+    if not isinstance(archive, (str, os.PathLike)):
+        raise TypeError(f"append() needs the path of an archive, not {type(archive).__name__}")
+    with _locked(archive) as f:
+        if f is None:
+            return _combine(archive, infos, None, options, progress)  # nothing to append to yet
+        existing = _Existing(archive)
+        try:
+            _append(archive, f.fileno(), existing, infos, options, progress or (lambda n: None))
+        finally:
+            existing.close()
+
+
+def _append(archive: Any, fd: int, existing: _Existing, infos: list[FileInfo], options: dict, progress: Callable[[int], None]) -> None:
+    names = [info.name for info in infos]
+    if infos and (names[0] is not None) != existing.is_map:
+        raise ValueError(
+            f"append() to an archive whose root is a {'dict' if existing.is_map else 'list'} takes {'named' if existing.is_map else 'unnamed'} inputs"
+        )
+    small = existing.small_root()  # a root without a node, decoded (checksum checked)
+    taken = [name for name in names if name is not None and (name in small if small is not None else existing.has_key(name))]
+    if taken:
+        raise ValueError(f"append() input name {taken[0]!r} is already in {os.fspath(archive)!r}")
+    if not infos:
+        return
+    if small is not None:  # its entries are re-encoded like obj= inputs
+        kept = (
+            [FileInfo(None, key, obj=value) for key, value in small.items()] if existing.is_map else [FileInfo(None, obj=v) for v in small]
+        )
+        return _combine(archive, kept + infos, None, options, progress, as_dict=existing.is_map)
+    root_head = recount_header(existing.head, existing.n + len(infos))
+    if root_head is None:  # the count outgrows the root's header: rewrite once, with room to grow
+        return _combine(archive, infos, existing, options, progress, wide=True)
+    with opened(infos, options) as inputs:
+        _in_place(fd, existing, inputs, root_head, current(**options), progress)
+
+
+@contextmanager
+def _locked(path: Any) -> Iterator[IO[bytes] | None]:
+    """The archive opened for update and locked against other appends (an advisory ``flock``,
+    waited for), or None if there is no file yet."""
+    while True:
+        try:
+            if not stat.S_ISREG(os.stat(path).st_mode):
+                raise ValueError(f"append() needs a regular file; {os.fspath(path)!r} is not one")
+            f = open(path, "r+b", buffering=0)  # noqa: SIM115 (closed below, or by the with)
+        except FileNotFoundError:
+            yield None
+            return
+        try:
+            if fcntl is not None:
+                fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+            if os.path.samestat(os.fstat(f.fileno()), os.stat(path)):
+                break
+        except FileNotFoundError:
+            pass
+        except BaseException:
+            f.close()
+            raise
+        f.close()  # replaced (rewritten by another append) while we waited: lock the new file
+    with f:
+        yield f
+
+
+class _Writer:
+    """Writes in sequence from a position of the file (``pwrite``), for the copy helpers."""
+
+    def __init__(self, fd: int, pos: int) -> None:
+        self.fd = fd
+        self.pos = pos
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        view = memoryview(data).cast("B")
+        while view:
+            done = os.pwrite(self.fd, view, self.pos)
+            view = view[done:]
+            self.pos += done
+
+
+def _in_place(fd: int, existing: _Existing, inputs: list[_Input], root_head: bytes, cfg: Any, progress: Callable[[int], None]) -> None:
+    """Append ``inputs`` to ``existing`` in its file ``fd``. The file goes through three valid
+    states, each entered by one write to the header, with everything it needs flushed first:
+
+    1. as it was, but the header names its end (bytes a crash leaves past it are ignored);
+    2. the same contents with the TOC copied past the place of the new entries: the kept TOC,
+       the inputs' TOCs, the new root node, then a copy of the old root node and this state's
+       trailer, followed by the final trailer;
+    3. the new entries written where the TOC was and the root header's count raised: the
+       result, ending at the final trailer (the header's end is zero again).
+
+    A failure rolls back to the last state entered (a crash leaves the header pointing at it).
+    """
+    t = existing.t
+    keys = entry_keys(inputs, existing.is_map)
+    data_len = t.data_len + sum(len(k) + part.trailer.data_len for k, part in zip(keys, inputs, strict=True))
+    was_end = existing.archive.size
+    kept, in_tocs = existing.toc_len, sum(part.trailer.live_toc_len for part in inputs)
+    threshold = cfg.small_obj_optimization_threshold
+    (root_pos, root_len), root_toc = existing.root_node(inputs, keys, root_head, threshold, kept + in_tocs)
+    old_root, old_len = existing.moved_root(in_tocs + len(root_toc))
+    toc_len = kept + in_tocs + len(root_toc) + len(old_root)
+    # the new TOC goes right after the new entries if it fits in the free space before the old
+    # TOC (left by an earlier append), else past the end of the file
+    at = HEADER_SIZE + data_len
+    if at + toc_len + 2 * TRAILER_SIZE > t.toc_off:
+        at = max(at, was_end)
+    moved = Trailer(HEADER_SIZE, t.data_len, at, toc_len, toc_len - old_len, old_len, t.data_crc, t.threshold)
+    result = Trailer(
+        HEADER_SIZE, data_len, at, toc_len + TRAILER_SIZE, root_pos, root_len, _data_crc(existing, root_head, keys, inputs), threshold
+    )
+    moved_end = at + toc_len + TRAILER_SIZE
+    minor = FREE_SPACE_MINOR if at > HEADER_SIZE + data_len else MINOR  # free space before the TOC needs 1.2
+    buf = bytearray(min(COPY_CHUNK, max(kept, in_tocs, data_len - t.data_len)))
+    end = was_end
+    try:
+        if not header_end(existing.header):
+            _enter(fd, existing.header[9], was_end)  # state 1
+        toc = _Writer(fd, at)
+        _copy(existing.archive, t.toc_off, kept, toc, buf, checksum=False, progress=progress)
+        copy_tocs(inputs, toc, buf, progress)
+        toc.write(root_toc + old_root + moved.pack(pack_header(FREE_SPACE_MINOR)) + result.pack(pack_header(minor)))
+        os.fsync(fd)
+        _enter(fd, FREE_SPACE_MINOR, moved_end)  # state 2
+        end = moved_end
+        copy_entries(keys, inputs, _Writer(fd, HEADER_SIZE + t.data_len), buf, progress, 0, "the archive keeps its old contents")
+        if os.fstat(fd).st_size > toc.pos:  # bytes a dead append left past the result
+            os.ftruncate(fd, toc.pos)
+        os.fsync(fd)
+        os.pwrite(fd, bytes((minor,)) + bytes(6) + root_head, 9)  # state 3: the end is the file's
+        if cfg.durable:
+            os.fsync(fd)
+    except BaseException:
+        with suppress(OSError):  # back to the last state entered, as it would be read
+            os.ftruncate(fd, end)
+            os.pwrite(fd, bytes(6), 10)
+        raise
+
+
+def _enter(fd: int, minor: int, end: int) -> None:
+    """Make the archive end at ``end`` (its trailer there), durably: one write to the header."""
+    os.pwrite(fd, bytes((minor,)) + end.to_bytes(6, "little"), 9)
+    os.fsync(fd)
+
+
+def _data_crc(existing: _Existing, root_head: bytes, keys: list[bytes], inputs: list[_Input]) -> int:
+    """The result's data checksum from the checksums the trailers claim (the inputs' are
+    checked as their bytes are copied), without reading the existing entries: CRC-32 is linear,
+    so the old header's part can be taken out of the old checksum and the new one's put in."""
+    t = existing.t
+    body = t.data_len - existing.h
+    crc = crc32_combine(zlib.crc32(root_head), t.data_crc ^ crc32_combine(zlib.crc32(existing.head), 0, body), body)
+    for key, part in zip(keys, inputs, strict=True):
+        crc = crc32_combine(zlib.crc32(key, crc), part.trailer.data_crc, part.trailer.data_len)
+    return crc
+
+
+class _Existing:
+    """The archive ``append`` adds to: its root's header, node and entries, kept as bytes."""
+
+    def __init__(self, path: Any) -> None:
+        self.archive = Archive(path, False, None)
+        try:
+            self._open(path)
+        except BaseException:
+            self.close()
+            raise
+
+    def _open(self, path: Any) -> None:
+        self.t = t = self.archive.trailer
+        self.header = bytes(self.archive.read(0, HEADER_SIZE))
+        if self.header[9] > FREE_SPACE_MINOR:
+            raise UnsupportedVersionError(
+                f"{os.fspath(path)!r} is format 1.{self.header[9]}, newer than this msglc can append to (1.{FREE_SPACE_MINOR})"
+            )
+        self.head = bytes(self.archive.read(t.data_off, min(5, t.data_len)))
+        try:
+            self.is_map, self.n, self.h = container_header(self.head)
+        except CorruptedError:
+            raise ValueError(f"append() needs an archive whose root is a dict or a list ({os.fspath(path)!r} holds neither)") from None
+        self.head = self.head[: self.h]
+        self.pos = t.toc_off + t.root_pos
+        self.node = self.archive.node(self.pos, t.root_len) if t.root_len else None
+        self.view = self.archive.view(t.data_off, t.data_len, self.pos, t.root_len) if t.root_len else None
+        # the TOC kept: everything before the old root node (and its index region), which the
+        # new root node replaces; the root's descendants all precede it
+        end = self.pos - t.toc_off
+        if isinstance(self.node, HashMapNode):
+            end = min(end, end - self.node.index[0])
+        self.toc_len = end if t.root_len else 0
+
+    def small_root(self) -> Any:
+        """The whole root when it has no node (it is small), its data checksum checked."""
+        if self.node is not None:
+            return None
+        t = self.t
+        data = self.archive.read(t.data_off, t.data_len)
+        if zlib.crc32(data) != t.data_crc:
+            raise CorruptedError(f"data section checksum mismatch ({t.data_len} bytes at offset {t.data_off}); nothing was changed")
+        return self.archive.decode(data, t.data_off)
+
+    def close(self) -> None:
+        self.archive.close()
+
+    def has_key(self, name: str | int) -> bool:
+        return name in self.view
+
+    def _abs(self, kids: dict) -> dict:
+        """Kid references as absolute TOC positions (the existing TOC is copied first)."""
+        return {k: (self.pos - self.t.toc_off - back, size) for k, (back, size) in kids.items()}
+
+    def moved_root(self, delta: int) -> tuple[bytes, int]:
+        """The root node, preceded by its index region if it has one, to be written ``delta``
+        bytes further from the kept TOC than it was (its references to children grow by that
+        much); and the framed node's length, which ends the bytes."""
+        t = self.t
+        before = bytes(self.archive.read(t.toc_off + self.toc_len, t.root_pos - self.toc_len))
+        node = self.node
+        if not isinstance(node, StrideNode):  # a fixed-stride node refers to nothing
+            node = msgspec.structs.replace(node, kids={k: (back + delta, size) for k, (back, size) in node.kids.items()})
+        framed = frame_node(node)
+        return before + framed, len(framed)
+
+    def root_node(
+        self, inputs: list[_Input], keys: list[bytes], header: bytes, threshold: int, toc_base: int
+    ) -> tuple[tuple[int, int], bytes]:
+        """The new root node: the existing entries' layout shifted by the header's growth,
+        followed by the inputs'."""
+        shift = len(header) - self.h
+        node = self.node
+        offs_new, kids_new = _layout(inputs, keys, self.t.data_len + shift, self.toc_len)  # after the kept entries and TOC
+        builder = TocBuilder(b"", threshold, toc_base=toc_base)
+        n = self.n + len(inputs)
+        if isinstance(node, (ListNode, StrideNode)):
+            if isinstance(node, StrideNode) and len(node.dims) > 1 and node.dims[0][2] > threshold:
+                h0, n0, s0 = node.dims[0]  # rows keep a node: one fixed-stride node all of them share
+                row = builder._add(StrideNode(dims=node.dims[1:], lazy_min=node.lazy_min))
+                starts, offs, kids = list(range(n0)), list(range(h0, h0 + n0 * s0 + 1, s0)), dict.fromkeys(range(n0), row)
+            elif isinstance(node, StrideNode):
+                h0, n0, s0 = node.dims[0]
+                starts, offs, _ = builder._spans(range(h0, h0 + n0 * s0 + 1, s0), n0, {})
+                kids = {}
+            else:
+                starts, offs, kids = node.starts, node.offs, self._abs(node.kids)
+            new_starts, new_offs, new_kids = builder._spans(offs_new, len(inputs), kids_new)
+            kids.update({len(starts) + k: ref for k, ref in new_kids.items()})
+            starts = [*starts, *(self.n + s for s in new_starts)]
+            offs = [o + shift for o in offs[:-1]] + new_offs
+            return builder._add(ListNode(n=n, starts=starts, offs=offs, kids=builder._refs(kids))), bytes(builder.toc)
+        koffs, hashes, entry_kids = self._entries(node, shift)
+        koffs = koffs[:-1] + offs_new
+        hashes += [zlib.crc32(k) for k in keys]
+        entry_kids.update({self.n + j: (inputs[j].name, ref) for j, ref in kids_new.items()})
+        if n <= MAP_INLINE_MAX:  # the existing root is an inline dict: its keys are in its node
+            names = [*node.keys, *(part.name for part in inputs)]
+            voffs = [o + shift for o in node.voffs] + [o + len(k) for o, k in zip(offs_new, keys, strict=False)]
+            kids = {j: ref for j, (_, ref) in entry_kids.items()}
+            return builder._add(MapNode(keys=names, koffs=koffs, voffs=voffs, kids=builder._refs(kids))), bytes(builder.toc)
+        return builder._hash_node(n, koffs, entry_kids, builder.hash_index_of(hashes, koffs)), bytes(builder.toc)
+
+    def _entries(self, node: Any, shift: int) -> tuple[list[int], list[int], dict[int, tuple[Any, tuple[int, int]]]]:
+        """Entry offsets (plus the end), key hashes and large values of the existing dict."""
+        if isinstance(node, MapNode):
+            hashes = [zlib.crc32(_key_encoder.encode(k)) for k in node.keys]
+            kids = {j: (node.keys[j], ref) for j, ref in self._abs(node.kids).items()}
+            return [o + shift for o in node.koffs], hashes, kids
+        width, n = node.offs_width, node.n
+        region = self.pos - node.index[0]
+        koffs = _le_array("I" if width == 4 else "Q", bytes(self.archive.read(region, (n + 1) * width)))
+        records = _le_array("Q", bytes(self.archive.read(region + (n + 1) * width + ((1 << node.page_bits) + 1) * 8, 8 * n)))
+        hashes = [0] * n
+        for record in records:
+            hashes[record & 0xFFFFFFFF] = record >> 32
+        by_span = {k: key for key, k in node.kid_keys.items()}
+        kids = {node.starts[k]: (by_span[k], ref) for k, ref in self._abs(node.kids).items()}
+        return [o + shift for o in koffs], hashes, kids

@@ -1,0 +1,333 @@
+"""append(): entries added in place, the existing bytes untouched, and a valid archive at every
+moment: a process killed at any write, or a write that fails, leaves the old contents readable.
+"""
+
+import errno
+import itertools
+import os
+import pathlib
+import threading
+
+import msgpack
+import pytest
+from archives import RUN1, RUN2, check
+
+import msglc
+from msglc import CorruptedError, FileInfo, TruncatedError
+from msglc.format import FREE_SPACE_MINOR, HEADER_SIZE, TRAILER_SIZE, Trailer, pack_header, unpack_trailer
+
+BIG = {"x": [float(i) for i in range(20_000)]}
+
+
+def trailer_of(path):
+    data = pathlib.Path(path).read_bytes()
+    return unpack_trailer(data[-TRAILER_SIZE:], len(data), data[:HEADER_SIZE])
+
+
+def test_append_adds_entries_as_combine_would_have(runs):
+    out = runs / "all.mlc"
+    msglc.combine(out, [FileInfo(runs / "run1.mlc", "run1")])
+    msglc.append(out, [FileInfo(runs / "run2.mlc", "run2")])
+    msglc.combine(out, FileInfo(None, "obj", obj={"x": list(range(5000))}), mode="a")
+    check(out, {"run1": RUN1, "run2": RUN2, "obj": {"x": list(range(5000))}})
+    lst = runs / "list.mlc"
+    msglc.combine(lst, [FileInfo(runs / "run1.mlc")])
+    for _ in range(3):
+        msglc.append(lst, [FileInfo(runs / "run2.mlc"), FileInfo(runs / "run1.mlc")])
+    check(lst, [RUN1] + [RUN2, RUN1] * 3)
+    with msglc.LazyReader(lst, cached=False) as r:
+        assert r["6/energy/2999"] == 2999.0
+
+
+def test_append_grows_a_dict_past_the_inline_limit(tmp_path):
+    small = msglc.dumps({"v": 1})
+    out = tmp_path / "many.mlc"
+    msglc.combine(out, [FileInfo(small, f"k{i}") for i in range(1000)])
+    msglc.append(out, [FileInfo(small, f"x{i}") for i in range(100)])  # now hash-indexed
+    msglc.append(out, [FileInfo(small, f"y{i}") for i in range(100)] + [FileInfo(None, "big", obj=list(range(3000)))])
+    with msglc.LazyReader(out) as r:
+        r.verify()
+        assert len(r) == 1201 and r["k999"] == r["x0"] == r["y99"] == {"v": 1} and r["big/2999"] == 2999
+        assert list(r)[:2] == ["k0", "k1"] and list(r)[-1] == "big"
+
+
+def test_append_refusals_change_nothing(runs):
+    out = runs / "all.mlc"
+    msglc.combine(out, [FileInfo(runs / "run1.mlc", "run1")])
+    before = out.read_bytes()
+    with pytest.raises(ValueError, match="already in"):
+        msglc.append(out, [FileInfo(runs / "run2.mlc", "run1")])
+    with pytest.raises(ValueError, match="named"):
+        msglc.append(out, [FileInfo(runs / "run2.mlc")])
+    bad = runs / "bad.mlc"
+    bad.write_bytes((runs / "run1.mlc").read_bytes()[:-3])
+    with pytest.raises(TruncatedError):
+        msglc.append(out, [FileInfo(bad, "bad")])
+    assert out.read_bytes() == before
+    msglc.dump(runs / "scalar.mlc", "just a string")
+    with pytest.raises(ValueError, match="dict or a list"):
+        msglc.append(runs / "scalar.mlc", [FileInfo(runs / "run2.mlc")])
+
+
+def test_append_to_small_roots(tmp_path):
+    p = tmp_path / "s.mlc"
+    msglc.dump(p, {1: "a"})
+    msglc.append(p, [FileInfo(None, "x", obj=1)])
+    assert msglc.LazyReader(p).to_obj() == {1: "a", "x": 1}
+    msglc.dump(p, {})
+    msglc.append(p, [])
+    assert msglc.LazyReader(p).to_obj() == {}
+    msglc.append(tmp_path / "new.mlc", [FileInfo(None, "a", obj=1)])  # a missing archive is created
+    assert msglc.LazyReader(tmp_path / "new.mlc").to_obj() == {"a": 1}
+    msglc.dump(p, [1.5, 2.5, 3.5])
+    damaged = bytearray(p.read_bytes())
+    damaged[damaged.index(msgpack.packb(2.5)) + 5] ^= 1
+    p.write_bytes(damaged)
+    with pytest.raises(CorruptedError, match="nothing was changed"):
+        msglc.append(p, [FileInfo(None, obj=4.5)])
+    assert p.read_bytes() == damaged
+
+
+def test_appending_to_a_matrix_keeps_rows_lazy(tmp_path):
+    p = tmp_path / "m.mlc"
+    msglc.dump(p, [[float(j) for j in range(2000)] for _ in range(20)], small_obj_optimization_threshold=1024)
+    msglc.append(p, [FileInfo(None, obj=[1.0, 2.0])])
+    stats = msglc.LazyStats()
+    with msglc.LazyReader(p, counter=stats, cached=False) as r:
+        r.verify()
+        stats.clear()
+        assert r["3/7"] == 7.0 and r["20"] == [1.0, 2.0]
+        assert stats.bytes < 2000, stats
+
+
+def test_a_damaged_root_node_leaks_no_descriptor(runs):
+    out = runs / "all.mlc"
+    msglc.combine(out, [FileInfo(runs / "run1.mlc", "run1")])
+    data = bytearray(out.read_bytes())
+    data[-TRAILER - 10] ^= 0xFF  # inside the root node (just before the trailer)
+    out.write_bytes(data)
+    before = len(list(pathlib.Path("/proc/self/fd").iterdir()))
+    for _ in range(3):
+        with pytest.raises(msglc.MsglcError):
+            msglc.append(out, [FileInfo(runs / "run2.mlc", "run2")])
+    assert len(list(pathlib.Path("/proc/self/fd").iterdir())) == before
+
+
+TRAILER = 64
+
+
+def test_append_writes_in_place_and_keeps_the_existing_bytes(runs):
+    out = runs / "all.mlc"
+    msglc.combine(out, [FileInfo(runs / "run1.mlc", f"r{i}") for i in range(3)])
+    before, t = out.read_bytes(), trailer_of(out)
+    inode = out.stat().st_ino
+    msglc.append(out, [FileInfo(runs / "run2.mlc", "run2"), FileInfo(None, "big", obj=BIG)])
+    after = out.read_bytes()
+    assert out.stat().st_ino == inode  # not a new file
+    assert after[17 : HEADER_SIZE + t.data_len] == before[17 : HEADER_SIZE + t.data_len]  # entries untouched
+    assert after[16] == before[16] + 2  # the root's count
+    assert after[9:16] == bytes((1,)) + bytes(6)  # 1.1 layout (the new entries cover the old TOC), no end left set
+    new = trailer_of(out)
+    assert new.data_off + new.data_len == new.toc_off and len(after) == new.toc_off + new.toc_len + TRAILER_SIZE
+    check(out, {**{f"r{i}": RUN1 for i in range(3)}, "run2": RUN2, "big": BIG})
+
+
+def test_a_small_append_leaves_free_space_and_says_1_2(runs):
+    out = runs / "all.mlc"
+    msglc.combine(out, [FileInfo(runs / "run1.mlc", f"r{i}") for i in range(3)])
+    msglc.append(out, [FileInfo(None, "tiny", obj=1)])
+    t = trailer_of(out)
+    assert out.read_bytes()[9] == FREE_SPACE_MINOR and t.data_off + t.data_len < t.toc_off
+    check(out, {**{f"r{i}": RUN1 for i in range(3)}, "tiny": 1})
+    msglc.dump(runs / "repacked.mlc", msglc.LazyReader(out))  # repacking drops the free space
+    repacked = trailer_of(runs / "repacked.mlc")
+    assert repacked.data_off + repacked.data_len == repacked.toc_off and (runs / "repacked.mlc").read_bytes()[9] == 1
+    check(runs / "repacked.mlc", {**{f"r{i}": RUN1 for i in range(3)}, "tiny": 1})
+
+
+def test_repeated_appends_keep_the_file_bounded(tmp_path):
+    small = msglc.dumps({"v": 1})
+    p = tmp_path / "h.mlc"
+    msglc.combine(p, [FileInfo(small, f"k{i}") for i in range(2000)])
+    sizes = []
+    for i in range(30):
+        msglc.append(p, [FileInfo(small, f"x{i}")])
+        sizes.append(p.stat().st_size)
+    fresh = len(msglc.dumps(msglc.LazyReader(p).to_obj()))
+    # the free space is reused: the file cycles instead of growing with the number of appends
+    assert max(sizes[-10:]) < 1.02 * max(sizes[:10]) and max(sizes) < 4 * fresh
+    with msglc.LazyReader(p) as r:
+        r.verify()
+        assert len(r) == 2030 and r["x29"] == {"v": 1}
+
+
+def _dies_at(k, action):
+    """Run ``action`` in a child process that is killed (``os._exit``) at its ``k``-th call that
+    changes a file (pwrite, fsync, ftruncate), before that call; its exit status: 0 if it
+    finished, 9 if it died."""
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover (the child)
+        calls = itertools.count()
+        for name in ("pwrite", "fsync", "ftruncate"):
+            real = getattr(os, name)
+
+            def dying(*args, _real=real):
+                if next(calls) == k:
+                    os._exit(9)
+                return _real(*args)
+
+            setattr(os, name, dying)
+        try:
+            action()
+        except BaseException:
+            os._exit(1)
+        os._exit(0)
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="kills a forked child")
+@pytest.mark.parametrize("durable", [False, True])
+def test_a_process_killed_at_any_write_leaves_a_readable_archive(runs, durable):
+    out = runs / "all.mlc"
+    msglc.combine(out, [FileInfo(runs / "run1.mlc", "run1"), FileInfo(runs / "run1.mlc", "again")])
+    original = out.read_bytes()
+    old = {"run1": RUN1, "again": RUN1}
+    new = {**old, "run2": RUN2, "big": BIG}
+
+    def add():
+        msglc.append(out, [FileInfo(runs / "run2.mlc", "run2"), FileInfo(None, "big", obj=BIG)], durable=durable)
+
+    ends = set()
+    for k in itertools.count():
+        out.write_bytes(original)
+        status = _dies_at(k, add)
+        assert status in (0, 9)
+        ends.add(out.read_bytes()[10:16] != bytes(6))
+        with msglc.LazyReader(out) as r:
+            r.verify()
+            got = r.to_obj()
+        if status == 0:
+            assert got == new
+            break
+        assert got == old or durable and got == new  # new only when killed at the last flush
+        if got == old:
+            add()  # a later append finishes the job, reusing what the dead one left
+        check(out, new)
+        t = trailer_of(out)
+        assert out.stat().st_size == t.toc_off + t.toc_len + TRAILER_SIZE
+    assert k >= 8 and ends == {False, True}  # killed in each state: as it was, with an end set, after
+
+
+def test_a_failed_write_rolls_back(runs, monkeypatch):
+    out = runs / "all.mlc"
+    msglc.combine(out, [FileInfo(runs / "run1.mlc", "run1"), FileInfo(runs / "run1.mlc", "again")])
+    original = out.read_bytes()
+    real = os.pwrite
+    outcomes = set()
+    for step in itertools.count():
+        out.write_bytes(original)
+        calls = itertools.count()
+
+        def full(*args, step=step, calls=calls):
+            if next(calls) == step:
+                raise OSError(errno.ENOSPC, "No space left on device")
+            return real(*args)
+
+        monkeypatch.setattr(os, "pwrite", full)
+        try:
+            msglc.append(out, [FileInfo(runs / "run2.mlc", "run2"), FileInfo(None, "big", obj=BIG)])
+        except OSError as e:
+            assert e.errno == errno.ENOSPC
+        else:
+            break
+        finally:
+            monkeypatch.setattr(os, "pwrite", real)
+        data = out.read_bytes()
+        assert data[10:16] == bytes(6)  # no committed end left: the file ends where it says
+        outcomes.add("as it was" if data == original else "TOC moved")
+        assert data == original or data[9] == FREE_SPACE_MINOR
+        check(out, {"run1": RUN1, "again": RUN1})
+    check(out, {"run1": RUN1, "again": RUN1, "run2": RUN2, "big": BIG})
+    assert outcomes == {"as it was", "TOC moved"}
+
+
+def test_an_input_found_damaged_while_copying_changes_no_contents(runs):
+    out = runs / "all.mlc"
+    msglc.combine(out, [FileInfo(runs / "run1.mlc", "run1")])
+    damaged = bytearray((runs / "run1.mlc").read_bytes())
+    damaged[100] ^= 0x01  # inside the data: only the data checksum notices
+    with pytest.raises(CorruptedError, match="keeps its old contents"):
+        msglc.append(out, [FileInfo(bytes(damaged), "bad")])
+    check(out, {"run1": RUN1})
+
+
+def test_a_root_header_too_short_for_the_count_is_rewritten_once(runs):
+    out = runs / "all.mlc"
+    msglc.combine(out, [FileInfo(runs / "run1.mlc", f"r{i}") for i in range(15)])  # a fixmap: at most 15
+    inode = out.stat().st_ino
+    msglc.append(out, [FileInfo(runs / "run2.mlc", "r15")])
+    assert out.stat().st_ino != inode and out.read_bytes()[16] == 0xDF  # rewritten, with a map32 header
+    inode = out.stat().st_ino
+    msglc.append(out, [FileInfo(runs / "run2.mlc", "r16")])
+    assert out.stat().st_ino == inode  # and from then on in place
+    check(out, {**{f"r{i}": RUN1 for i in range(15)}, "r15": RUN2, "r16": RUN2})
+
+
+def test_concurrent_appends_all_land(runs):
+    out = runs / "all.mlc"
+    msglc.combine(out, [FileInfo(runs / "run1.mlc", "run1")])
+    errors = []
+
+    def add(who):
+        try:
+            for i in range(6):
+                msglc.append(
+                    out, [FileInfo(runs / "run2.mlc", f"{who}{i}")] + ([FileInfo(None, f"{who}big{i}", obj=BIG)] if i == 2 else [])
+                )
+        except BaseException as e:
+            errors.append(e)
+
+    threads = [threading.Thread(target=add, args=(who,)) for who in "ab"]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors
+    expected = {"run1": RUN1} | {f"{w}{i}": RUN2 for w in "ab" for i in range(6)} | {f"{w}big2": BIG for w in "ab"}
+    with msglc.LazyReader(out) as r:
+        r.verify()
+        assert r.to_obj() == expected
+
+
+def test_readers_stop_where_the_header_says(tmp_path):
+    data = msglc.dumps({"a": list(range(1000))}, small_obj_optimization_threshold=256)
+    left = bytearray(data + b"left by a killed append" * 10)
+    left[10:16] = len(data).to_bytes(6, "little")
+    p = tmp_path / "left.mlc"
+    p.write_bytes(left)
+    for source in (bytes(left), p):
+        with msglc.LazyReader(source) as r:
+            r.verify()
+            assert r["a/999"] == 999 and r.raw_data() == bytes(left[: len(data)])
+    for end, error in ((len(left) + 1, TruncatedError), (40, CorruptedError), (len(data) - 7, msglc.MsglcError)):
+        left[10:16] = end.to_bytes(6, "little")
+        with pytest.raises(error):
+            msglc.LazyReader(bytes(left))
+
+
+def test_free_space_before_the_toc_is_format_1_2(tmp_path):
+    obj = {"a": list(range(1000))}
+    data = msglc.dumps(obj, small_obj_optimization_threshold=256)
+    t = unpack_trailer(data[-TRAILER_SIZE:], len(data), data[:HEADER_SIZE])
+    gap = b"\0" * 100
+    moved = Trailer(*(t.toc_off + len(gap) if f == "toc_off" else getattr(t, f) for f in Trailer.__struct_fields__))
+    body = data[HEADER_SIZE : t.toc_off] + gap + data[t.toc_off : -TRAILER_SIZE]
+    for minor, ok in ((1, False), (FREE_SPACE_MINOR, True)):
+        head = pack_header(minor)
+        archive = head + body + moved.pack(head)
+        if ok:
+            assert msglc.LazyReader(archive).to_obj() == obj
+        else:
+            with pytest.raises(CorruptedError, match="tile"):
+                msglc.LazyReader(archive)
+    assert msgpack.unpackb(msglc.LazyReader(archive).protocol_raw_data(), strict_map_key=False) == obj
