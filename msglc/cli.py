@@ -167,11 +167,12 @@ def cmd_info(args: argparse.Namespace) -> None:
                 blocks += len(node.starts) - len(node.kids)
         root = reader.read()
         kind, length = type_of(root)
+        free = t.toc_off - t.data_off - t.data_len
         lines = [
             ("format", f"{major}.{minor}"),
             ("file", f"{a.size:,} bytes"),
             ("data", f"{t.data_len:,} bytes (plain msgpack)"),
-            ("TOC", f"{t.toc_len:,} bytes"),
+            ("TOC", f"{t.toc_len:,} bytes" + (f" after {free:,} bytes of free space (left by append)" if free else "")),
             ("threshold", f"{t.threshold:,} bytes"),
             ("root", f"{kind}" + (f" of {length:,}" if length is not None else "") + ("" if t.root_len else " (small: read whole)")),
             ("lazy nodes", ", ".join(f"{n} {k}" for k, n in counts.items()) + f"; {blocks} blocks"),
