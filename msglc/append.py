@@ -77,14 +77,18 @@ def append(
         raise TypeError("append() needs a local archive: an object in object storage cannot be changed in place; combine() into a new one")
     if not isinstance(archive, (str, os.PathLike)):
         raise TypeError(f"append() needs the path of an archive, not {type(archive).__name__}")
-    with _locked(archive) as f:
-        if f is None:
-            return _combine(archive, infos, None, options, progress)  # nothing to append to yet
-        existing = _Existing(archive)
-        try:
-            _append(archive, f.fileno(), existing, infos, options, progress or (lambda n: None))
-        finally:
-            existing.close()
+    while True:
+        with _locked(archive) as f:
+            if f is None:  # nothing to append to yet: create it, unless another append just did
+                try:
+                    return _combine(archive, infos, None, options, progress, create=True)
+                except FileExistsError:
+                    continue
+            existing = _Existing(archive)
+            try:
+                return _append(archive, f.fileno(), existing, infos, options, progress or (lambda n: None))
+            finally:
+                existing.close()
 
 
 def _append(archive: Any, fd: int, existing: _Existing, infos: list[FileInfo], options: dict, progress: Callable[[int], None]) -> None:
@@ -185,37 +189,48 @@ def _in_place(fd: int, existing: _Existing, inputs: list[_Input], root_head: byt
         HEADER_SIZE, data_len, at, toc_len + TRAILER_SIZE, root_pos, root_len, _data_crc(existing, root_head, keys, inputs), threshold
     )
     moved_end = at + toc_len + TRAILER_SIZE
+    if moved_end + TRAILER_SIZE >= 1 << 48:
+        raise ValueError(f"append() would make the archive {moved_end + TRAILER_SIZE:,} bytes; the format allows less than 2**48")
     minor = FREE_SPACE_MINOR if at > HEADER_SIZE + data_len else MINOR  # free space before the TOC needs 1.2
     buf = bytearray(min(COPY_CHUNK, max(kept, in_tocs, data_len - t.data_len)))
-    end = was_end
+    end = was_end  # where the header's last write (once flushed, the file) says the archive ends
     try:
         if not header_end(existing.header):
-            _enter(fd, existing.header[9], was_end)  # state 1
+            _set_end(fd, existing.header[9], was_end)  # state 1
+            os.fsync(fd)
         toc = _Writer(fd, at)
         _copy(existing.archive, t.toc_off, kept, toc, buf, checksum=False, progress=progress)
         copy_tocs(inputs, toc, buf, progress)
         toc.write(root_toc + old_root + moved.pack(pack_header(FREE_SPACE_MINOR)) + result.pack(pack_header(minor)))
         os.fsync(fd)
-        _enter(fd, FREE_SPACE_MINOR, moved_end)  # state 2
+        _set_end(fd, FREE_SPACE_MINOR, moved_end)  # state 2
         end = moved_end
+        os.fsync(fd)
         copy_entries(keys, inputs, _Writer(fd, HEADER_SIZE + t.data_len), buf, progress, 0, "the archive keeps its old contents")
         if os.fstat(fd).st_size > toc.pos:  # bytes a dead append left past the result
             os.ftruncate(fd, toc.pos)
         os.fsync(fd)
         os.pwrite(fd, bytes((minor,)) + bytes(6) + root_head, 9)  # state 3: the end is the file's
-        if cfg.durable:
-            os.fsync(fd)
     except BaseException:
-        with suppress(OSError):  # back to the last state entered, as it would be read
-            os.ftruncate(fd, end)
-            os.pwrite(fd, bytes(6), 10)
+        _roll_back(fd, end)
         raise
+    if cfg.durable:
+        os.fsync(fd)
 
 
-def _enter(fd: int, minor: int, end: int) -> None:
-    """Make the archive end at ``end`` (its trailer there), durably: one write to the header."""
+def _set_end(fd: int, minor: int, end: int) -> None:
+    """Make the archive end at ``end`` (its trailer there): one small write to the header."""
     os.pwrite(fd, bytes((minor,)) + end.to_bytes(6, "little"), 9)
-    os.fsync(fd)
+
+
+def _roll_back(fd: int, end: int) -> None:
+    """Back to the state the header names: the file cut at ``end`` (flushed), then the header's
+    end cleared (the file's end is the same). Best effort: if this fails too, the header still
+    names the state and readers stop there."""
+    with suppress(OSError):
+        os.ftruncate(fd, end)
+        os.fsync(fd)
+        os.pwrite(fd, bytes(6), 10)
 
 
 def _data_crc(existing: _Existing, root_head: bytes, keys: list[bytes], inputs: list[_Input]) -> int:
@@ -260,8 +275,8 @@ class _Existing:
         # the TOC kept: everything before the old root node (and its index region), which the
         # new root node replaces; the root's descendants all precede it
         end = self.pos - t.toc_off
-        if isinstance(self.node, HashMapNode):
-            end = min(end, end - self.node.index[0])
+        if isinstance(self.node, HashMapNode) and self.node.index[0] == self.node.index[1]:
+            end -= self.node.index[0]  # the index region, right before the node, goes with it
         self.toc_len = end if t.root_len else 0
 
     def small_root(self) -> Any:
@@ -293,6 +308,8 @@ class _Existing:
         node = self.node
         if not isinstance(node, StrideNode):  # a fixed-stride node refers to nothing
             node = msgspec.structs.replace(node, kids={k: (back + delta, size) for k, (back, size) in node.kids.items()})
+        if isinstance(node, HashMapNode) and not before:  # its index region stays in the kept TOC
+            node = msgspec.structs.replace(node, index=(node.index[0] + delta, node.index[1]))
         framed = frame_node(node)
         return before + framed, len(framed)
 

@@ -127,14 +127,16 @@ def _combine(
     progress: Any = None,
     as_dict: bool | None = None,
     wide: bool = False,
+    create: bool = False,
 ) -> None:
     """Write ``infos`` [after the entries of ``existing``] as one archive at ``archive``;
-    ``wide``: give the root a 5-byte header, so that later appends fit in place."""
+    ``wide``: give the root a 5-byte header, so that later appends fit in place; ``create``:
+    raise ``FileExistsError`` rather than replace a file that appeared meanwhile."""
     cfg = current(**options)
     with opened(infos, options) as inputs:
         if as_dict is None:
             as_dict = existing.is_map if existing is not None else bool(infos) and infos[0].name is not None
-        _write(archive, inputs, as_dict, cfg, existing, progress or (lambda n: None), wide)
+        _write(archive, inputs, as_dict, cfg, existing, progress or (lambda n: None), wide, create)
 
 
 @contextmanager
@@ -164,7 +166,14 @@ def _check_names(infos: list[Any]) -> None:
 
 
 def _write(
-    path: Any, inputs: list[_Input], as_dict: bool, cfg: Any, existing: _Existing | None, progress: Callable[[int], None], wide: bool
+    path: Any,
+    inputs: list[_Input],
+    as_dict: bool,
+    cfg: Any,
+    existing: _Existing | None,
+    progress: Callable[[int], None],
+    wide: bool,
+    create: bool,
 ) -> None:
     """Write the combined archive: [the existing root's entries,] then the inputs."""
     keys = entry_keys(inputs, as_dict)
@@ -179,7 +188,7 @@ def _write(
         root, root_toc = _root_node(inputs, keys, header, threshold, sum(toc_lens))
     else:
         root, root_toc = existing.root_node(inputs, keys, header, threshold, sum(toc_lens))
-    with atomic_file(path, cfg.durable, HEADER_SIZE + data_len + sum(toc_lens) + len(root_toc)) as f:
+    with atomic_file(path, cfg.durable, HEADER_SIZE + data_len + sum(toc_lens) + len(root_toc), replace=not create) as f:
         head = pack_header()
         f.write(head)
         f.write(header)
@@ -324,8 +333,9 @@ def standalone(view: Any) -> Iterator[bytes | memoryview]:
 
 def compacted(a: Archive) -> Iterator[bytes | memoryview]:
     """The whole archive without the free space and unreferenced TOC bytes ``append`` leaves:
-    its data, its TOC up to the root node (everything before it is in use) and a new trailer,
-    as ``dump`` or ``combine`` would have written them."""
+    its data, its TOC up to the root node and a new trailer, as ``dump`` or ``combine`` would
+    have written them. (After an append that was killed, the TOC it had copied before the old
+    root node stays, unreferenced, until the next append.)"""
     if a.closed:
         raise ValueError("I/O operation on a closed LazyReader")
     t = a.trailer

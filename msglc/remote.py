@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, BinaryIO
 
-from .format import claimed_size, header_end
+from .format import HEADER_SIZE, TRAILER_SIZE, claimed_size, header_end
 from .source import Source, _closed_error
 
 BLOCK_SIZE = 256 * 1024  # read-ahead unit for small reads (docs/performance.md measures it)
@@ -137,7 +137,7 @@ class RemoteSource(Source):
             return
         self.size = claimed_size(tail) or 0
         end = header_end(head)
-        if end and end != self.size:  # an append died midway: the archive ends before the object
+        if HEADER_SIZE + TRAILER_SIZE <= end != self.size:  # an append died midway: the archive ends before the object
             self.size = end
             self._keep(0, head)
             self._keep(max(0, end - b), self._get(max(0, end - b), end))

@@ -192,7 +192,9 @@ def _write_atomically(path: str | bytes, encoded: Encoded) -> None:
 
 
 @contextmanager
-def atomic_file(path: str | bytes | os.PathLike | RemotePath, durable: bool, size_hint: int = 0) -> Iterator[BinaryIO]:
+def atomic_file(
+    path: str | bytes | os.PathLike | RemotePath, durable: bool, size_hint: int = 0, replace: bool = True
+) -> Iterator[BinaryIO]:
     """A new file that replaces ``path`` only if the block completes, else is removed.
 
     A ``RemotePath`` is streamed to its object store (see ``remote_target``).
@@ -201,7 +203,9 @@ def atomic_file(path: str | bytes | os.PathLike | RemotePath, durable: bool, siz
     new file (an existing target's mode is kept); ``size_hint`` bytes are preallocated. With
     ``durable`` the data and the rename are flushed to disk before returning. A symlink is
     followed (its target is replaced); a target that exists but is not a regular file (a
-    device such as /dev/null, a FIFO) is written to directly, since it cannot be replaced."""
+    device such as /dev/null, a FIFO) is written to directly, since it cannot be replaced.
+    With ``replace=False`` a file that exists when the block completes is left alone (the
+    new one is removed; ``FileExistsError``)."""
     if isinstance(path, RemotePath):
         with remote_target(path) as f:
             yield f
@@ -228,7 +232,8 @@ def atomic_file(path: str | bytes | os.PathLike | RemotePath, durable: bool, siz
                 os.fsync(f.fileno())
         with suppress(FileNotFoundError):
             os.chmod(tmp, os.stat(path).st_mode & 0o7777)
-        os.replace(tmp, path)
+        if replace or not _link(tmp, path):
+            os.replace(tmp, path)
         if durable and hasattr(os, "O_DIRECTORY"):
             dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
             try:
@@ -239,6 +244,21 @@ def atomic_file(path: str | bytes | os.PathLike | RemotePath, durable: bool, siz
         with suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def _link(tmp: str, path: str) -> bool:
+    """Give the finished file its name unless the name exists (``FileExistsError``); False
+    where the file system has no hard links (the caller then replaces, as it would)."""
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        raise
+    except OSError as e:
+        if e.errno in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK):
+            return False
+        raise
+    os.unlink(tmp)
+    return True
 
 
 PREALLOCATE_MIN = 1 << 23

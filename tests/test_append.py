@@ -218,37 +218,52 @@ def test_a_process_killed_at_any_write_leaves_a_readable_archive(runs, durable):
     assert k >= 8 and ends == {False, True}  # killed in each state: as it was, with an end set, after
 
 
-def test_a_failed_write_rolls_back(runs, monkeypatch):
+def _failing(monkeypatch, step):
+    """Make the ``step``-th call that changes a file (pwrite, fsync, ftruncate) raise EIO."""
+    calls = itertools.count()
+    for name in ("pwrite", "fsync", "ftruncate"):
+        real = getattr(os, name)
+
+        def failing(*args, _real=real):
+            if next(calls) == step:
+                raise OSError(errno.EIO, "Input/output error")
+            return _real(*args)
+
+        monkeypatch.setattr(os, name, failing)
+
+
+@pytest.mark.parametrize("durable", [False, True])
+def test_a_failed_write_or_flush_rolls_back(runs, durable):
     out = runs / "all.mlc"
     msglc.combine(out, [FileInfo(runs / "run1.mlc", "run1"), FileInfo(runs / "run1.mlc", "again")])
     original = out.read_bytes()
-    real = os.pwrite
-    outcomes = set()
+    old = {"run1": RUN1, "again": RUN1}
+    new = {**old, "run2": RUN2, "big": BIG}
+    outcomes = []
     for step in itertools.count():
         out.write_bytes(original)
-        calls = itertools.count()
-
-        def full(*args, step=step, calls=calls):
-            if next(calls) == step:
-                raise OSError(errno.ENOSPC, "No space left on device")
-            return real(*args)
-
-        monkeypatch.setattr(os, "pwrite", full)
-        try:
-            msglc.append(out, [FileInfo(runs / "run2.mlc", "run2"), FileInfo(None, "big", obj=BIG)])
-        except OSError as e:
-            assert e.errno == errno.ENOSPC
-        else:
-            break
-        finally:
-            monkeypatch.setattr(os, "pwrite", real)
+        with pytest.MonkeyPatch.context() as monkeypatch:
+            _failing(monkeypatch, step)
+            try:
+                msglc.append(out, [FileInfo(runs / "run2.mlc", "run2"), FileInfo(None, "big", obj=BIG)], durable=durable)
+            except OSError as e:
+                assert e.errno == errno.EIO
+            else:
+                break
         data = out.read_bytes()
         assert data[10:16] == bytes(6)  # no committed end left: the file ends where it says
-        outcomes.add("as it was" if data == original else "TOC moved")
-        assert data == original or data[9] == FREE_SPACE_MINOR
-        check(out, {"run1": RUN1, "again": RUN1})
-    check(out, {"run1": RUN1, "again": RUN1, "run2": RUN2, "big": BIG})
-    assert outcomes == {"as it was", "TOC moved"}
+        with msglc.LazyReader(out) as r:
+            r.verify()
+            got = r.to_obj()
+        if got == new:  # only a failed final flush (durable): the append had landed
+            assert durable and outcomes and outcomes[-1] != "as it was"
+            outcomes.append("landed")
+        else:
+            assert got == old
+            outcomes.append("as it was" if data == original else "TOC moved")
+            assert data == original or data[9] == FREE_SPACE_MINOR
+    check(out, new)
+    assert {"as it was", "TOC moved"} <= set(outcomes) and ("landed" in outcomes) == durable
 
 
 def test_an_input_found_damaged_while_copying_changes_no_contents(runs):
@@ -297,6 +312,31 @@ def test_concurrent_appends_all_land(runs):
     with msglc.LazyReader(out) as r:
         r.verify()
         assert r.to_obj() == expected
+
+
+def test_appends_racing_to_create_an_archive_all_land(tmp_path):
+    out = tmp_path / "new.mlc"
+    start = threading.Barrier(3)
+    errors = []
+
+    def add(who):
+        try:
+            start.wait()
+            msglc.append(out, [FileInfo(None, who, obj={"who": who, "x": list(range(3000))})])
+        except BaseException as e:
+            errors.append(e)
+
+    for _ in range(5):
+        out.unlink(missing_ok=True)
+        threads = [threading.Thread(target=add, args=(who,)) for who in "abc"]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert not errors
+        with msglc.LazyReader(out) as r:
+            assert sorted(r) == ["a", "b", "c"]
+    assert not list(tmp_path.glob(".*.tmp"))  # no temporary file left behind
 
 
 def test_readers_stop_where_the_header_says(tmp_path):

@@ -119,6 +119,10 @@ def test_an_object_uploaded_after_an_append_died_reads_as_the_old_archive(s3):
         assert stats.requests == 3  # the usual round of two, then the trailer where the header says
         assert r[599][599] == MATRIX[599][599]
         r.verify()
+    left[10:16] = (40).to_bytes(6, "little")  # an end no archive can have
+    fs.pipe(f"{BUCKET}/left.mlc", bytes(left))
+    with pytest.raises(msglc.CorruptedError, match="ends at offset 40"):
+        LazyReader(url("left.mlc"), storage_options=options)
 
 
 def test_failed_write_leaves_nothing_and_keeps_the_old_object(s3):
