@@ -30,6 +30,7 @@ from .combine import (
     _layout,
     copy_entries,
     copy_tocs,
+    entries_crc,
     entry_keys,
     opened,
 )
@@ -240,9 +241,7 @@ def _data_crc(existing: _Existing, root_head: bytes, keys: list[bytes], inputs: 
     t = existing.t
     body = t.data_len - existing.h
     crc = crc32_combine(zlib.crc32(root_head), t.data_crc ^ crc32_combine(zlib.crc32(existing.head), 0, body), body)
-    for key, part in zip(keys, inputs, strict=True):
-        crc = crc32_combine(zlib.crc32(key, crc), part.trailer.data_crc, part.trailer.data_len)
-    return crc
+    return entries_crc(keys, inputs, crc)
 
 
 class _Existing:
@@ -258,12 +257,12 @@ class _Existing:
 
     def _open(self, path: Any) -> None:
         self.t = t = self.archive.trailer
-        self.header = bytes(self.archive.read(0, HEADER_SIZE))
+        first = bytes(self.archive.read(0, HEADER_SIZE + min(5, t.data_len)))  # header, root header
+        self.header, self.head = first[:HEADER_SIZE], first[HEADER_SIZE:]
         if self.header[9] > FREE_SPACE_MINOR:
             raise UnsupportedVersionError(
                 f"{os.fspath(path)!r} is format 1.{self.header[9]}, newer than this msglc can append to (1.{FREE_SPACE_MINOR})"
             )
-        self.head = bytes(self.archive.read(t.data_off, min(5, t.data_len)))
         try:
             self.is_map, self.n, self.h = container_header(self.head)
         except CorruptedError:

@@ -265,10 +265,16 @@ def copy_entries(keys: list[bytes], inputs: list[_Input], f: Any, buf: bytearray
     for key, part in zip(keys, inputs, strict=True):
         f.write(key)
         t = part.trailer
-        part_crc = _copy(part.archive, t.data_off, t.data_len, f, buf, checksum=True, progress=progress)
-        if part_crc != t.data_crc:
+        if _copy(part.archive, t.data_off, t.data_len, f, buf, checksum=True, progress=progress) != t.data_crc:
             raise CorruptedError(f"{part.label}: data section checksum mismatch; {outcome}")
-        crc = crc32_combine(zlib.crc32(key, crc), part_crc, t.data_len)
+    return entries_crc(keys, inputs, crc)
+
+
+def entries_crc(keys: list[bytes], inputs: list[_Input], crc: int) -> int:
+    """``crc`` extended by each key and input's data section, from the checksums the inputs'
+    trailers claim (``copy_entries`` checks them against the bytes)."""
+    for key, part in zip(keys, inputs, strict=True):
+        crc = crc32_combine(zlib.crc32(key, crc), part.trailer.data_crc, part.trailer.data_len)
     return crc
 
 

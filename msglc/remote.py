@@ -135,17 +135,15 @@ class RemoteSource(Source):
             self.size = len(head)
             self._keep(0, head)
             return
+        self._keep(0, head)
         self.size = claimed_size(tail) or 0
         end = header_end(head)
         if HEADER_SIZE + TRAILER_SIZE <= end != self.size:  # an append died midway: the archive ends before the object
             self.size = end
-            self._keep(0, head)
-            self._keep(max(0, end - b), self._get(max(0, end - b), end))
-            return
-        if self.size < len(tail):  # no trailer at the end: ask (the reader then names the problem)
+            tail = self._get(max(0, end - b), end)
+        elif self.size < len(tail):  # no trailer at the end: ask (the reader then names the problem)
             self.size = self.fs.size(self.path)
             self._count(1, 0)
-        self._keep(0, head)
         self._keep(self.size - len(tail), tail)
 
     # -- the block cache --

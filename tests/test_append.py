@@ -7,6 +7,7 @@ import itertools
 import os
 import pathlib
 import threading
+from types import SimpleNamespace
 
 import msgpack
 import pytest
@@ -161,22 +162,27 @@ def test_repeated_appends_keep_the_file_bounded(tmp_path):
         assert len(r) == 2030 and r["x29"] == {"v": 1}
 
 
+def _at_call(step, effect, setattr_):
+    """Make ``effect()`` run instead of the ``step``-th call that changes a file (pwrite,
+    fsync, ftruncate), each function replaced through ``setattr_(module, name, function)``."""
+    calls = itertools.count()
+    for name in ("pwrite", "fsync", "ftruncate"):
+        real = getattr(os, name)
+
+        def instead(*args, _real=real):
+            if next(calls) == step:
+                effect()
+            return _real(*args)
+
+        setattr_(os, name, instead)
+
+
 def _dies_at(k, action):
-    """Run ``action`` in a child process that is killed (``os._exit``) at its ``k``-th call that
-    changes a file (pwrite, fsync, ftruncate), before that call; its exit status: 0 if it
-    finished, 9 if it died."""
+    """Run ``action`` in a child process that is killed (``os._exit``) before its ``k``-th call
+    that changes a file; its exit status: 0 if it finished, 9 if it died."""
     pid = os.fork()
     if pid == 0:  # pragma: no cover (the child)
-        calls = itertools.count()
-        for name in ("pwrite", "fsync", "ftruncate"):
-            real = getattr(os, name)
-
-            def dying(*args, _real=real):
-                if next(calls) == k:
-                    os._exit(9)
-                return _real(*args)
-
-            setattr(os, name, dying)
+        _at_call(k, lambda: os._exit(9), setattr)
         try:
             action()
         except BaseException:
@@ -185,22 +191,33 @@ def _dies_at(k, action):
     return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
 
 
-@pytest.mark.skipif(not hasattr(os, "fork"), reason="kills a forked child")
-@pytest.mark.parametrize("durable", [False, True])
-def test_a_process_killed_at_any_write_leaves_a_readable_archive(runs, durable):
+def _eio():
+    raise OSError(errno.EIO, "Input/output error")
+
+
+@pytest.fixture(params=[False, True], ids=["default", "durable"])
+def appending(runs, request):
+    """An archive of two runs, its bytes and contents, the contents after ``add()``, and
+    ``add()``, which appends two entries (with ``durable`` as the parameter says)."""
     out = runs / "all.mlc"
     msglc.combine(out, [FileInfo(runs / "run1.mlc", "run1"), FileInfo(runs / "run1.mlc", "again")])
-    original = out.read_bytes()
     old = {"run1": RUN1, "again": RUN1}
-    new = {**old, "run2": RUN2, "big": BIG}
 
     def add():
-        msglc.append(out, [FileInfo(runs / "run2.mlc", "run2"), FileInfo(None, "big", obj=BIG)], durable=durable)
+        msglc.append(out, [FileInfo(runs / "run2.mlc", "run2"), FileInfo(None, "big", obj=BIG)], durable=request.param)
 
+    return SimpleNamespace(
+        out=out, original=out.read_bytes(), old=old, new={**old, "run2": RUN2, "big": BIG}, add=add, durable=request.param
+    )
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="kills a forked child")
+def test_a_process_killed_at_any_write_leaves_a_readable_archive(appending):
+    out, old, new, durable = appending.out, appending.old, appending.new, appending.durable
     ends = set()
     for k in itertools.count():
-        out.write_bytes(original)
-        status = _dies_at(k, add)
+        out.write_bytes(appending.original)
+        status = _dies_at(k, appending.add)
         assert status in (0, 9)
         ends.add(out.read_bytes()[10:16] != bytes(6))
         with msglc.LazyReader(out) as r:
@@ -211,41 +228,22 @@ def test_a_process_killed_at_any_write_leaves_a_readable_archive(runs, durable):
             break
         assert got == old or durable and got == new  # new only when killed at the last flush
         if got == old:
-            add()  # a later append finishes the job, reusing what the dead one left
+            appending.add()  # a later append finishes the job, reusing what the dead one left
         check(out, new)
         t = trailer_of(out)
         assert out.stat().st_size == t.toc_off + t.toc_len + TRAILER_SIZE
     assert k >= 8 and ends == {False, True}  # killed in each state: as it was, with an end set, after
 
 
-def _failing(monkeypatch, step):
-    """Make the ``step``-th call that changes a file (pwrite, fsync, ftruncate) raise EIO."""
-    calls = itertools.count()
-    for name in ("pwrite", "fsync", "ftruncate"):
-        real = getattr(os, name)
-
-        def failing(*args, _real=real):
-            if next(calls) == step:
-                raise OSError(errno.EIO, "Input/output error")
-            return _real(*args)
-
-        monkeypatch.setattr(os, name, failing)
-
-
-@pytest.mark.parametrize("durable", [False, True])
-def test_a_failed_write_or_flush_rolls_back(runs, durable):
-    out = runs / "all.mlc"
-    msglc.combine(out, [FileInfo(runs / "run1.mlc", "run1"), FileInfo(runs / "run1.mlc", "again")])
-    original = out.read_bytes()
-    old = {"run1": RUN1, "again": RUN1}
-    new = {**old, "run2": RUN2, "big": BIG}
+def test_a_failed_write_or_flush_rolls_back(appending):
+    out, original, old, new, durable = appending.out, appending.original, appending.old, appending.new, appending.durable
     outcomes = []
     for step in itertools.count():
         out.write_bytes(original)
         with pytest.MonkeyPatch.context() as monkeypatch:
-            _failing(monkeypatch, step)
+            _at_call(step, _eio, monkeypatch.setattr)
             try:
-                msglc.append(out, [FileInfo(runs / "run2.mlc", "run2"), FileInfo(None, "big", obj=BIG)], durable=durable)
+                appending.add()
             except OSError as e:
                 assert e.errno == errno.EIO
             else:
