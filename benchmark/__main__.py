@@ -1,4 +1,4 @@
-"""``python -m benchmark`` (also ``msglc-bench``): msglc vs h5py on a random float matrix.
+"""``python -m benchmark`` (from the checkout): msglc vs h5py on a random float matrix.
 
 Writes write_time, read_time_log_1k, read_time_log_10k and file_size (PNG and PDF) and
 results.json to --out, and prints a Markdown table. ``--quick`` is a small run (under a minute).

@@ -3,6 +3,7 @@
     python -m benchmark.targets                 # full sizes (5000x5000 matrix, 2M-key dict, 1 GB)
     python -m benchmark.targets --quick         # small sizes, well under a minute
     python -m benchmark.targets --only arrays   # one section: matrix, dict, memory, arrays, combine, stream, remote
+    python -m benchmark.targets --remote        # add the remote section (needs the bench-remote extra)
 
 Prints a Markdown table (figure, measured, target, verdict) and writes results.json.
 """
@@ -521,16 +522,30 @@ def machine() -> str:
     return f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}, {', '.join(versions)}"
 
 
+SECTIONS = ("matrix", "dict", "memory", "arrays", "combine", "stream", "remote")  # remote is opt-in
+REMOTE_NEEDS = """pip install -e ".[bench-remote]" -c tests/constraints.txt"""
+
+
+def _missing_remote_modules() -> list[str]:
+    """The modules of the bench-remote extra that cannot be imported here."""
+    import importlib.util
+
+    return [m for m in ("fsspec", "s3fs", "moto", "flask", "flask_cors") if importlib.util.find_spec(m) is None]
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmark.targets", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--quick", action="store_true", help="small sizes (N=1000, 200k keys, 100 MB)")
     parser.add_argument("--out", type=Path, default=Path("benchmark-out"), help="where targets.json goes")
     parser.add_argument(
         "--only",
-        choices=("matrix", "dict", "memory", "arrays", "combine", "stream", "remote"),
+        choices=SECTIONS,
         action="append",
         help="run only these sections (repeatable)",
     )
+    parser.add_argument("--remote", action="store_true", help=f"add the remote section ({REMOTE_NEEDS})")
     parser.add_argument("--make-big", nargs=2, help=argparse.SUPPRESS)
     parser.add_argument("--read-one", help=argparse.SUPPRESS)
     parser.add_argument("--stream", nargs=2, help=argparse.SUPPRESS)
@@ -545,6 +560,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.stream or args.stream_floor:
         (_stream if args.stream else _stream_floor)(*(args.stream or args.stream_floor)[:1], int((args.stream or args.stream_floor)[1]))
         return 0
+    sections = set(args.only or SECTIONS[:-1]) | ({"remote"} if args.remote else set())
+    if "remote" in sections and _missing_remote_modules():
+        parser.error(f"the remote section needs {', '.join(_missing_remote_modules())}: {REMOTE_NEEDS}")
     n, reads, keys, lookups, big_mb = (1000, 2000, 200_000, 2000, 100) if args.quick else (5000, 10_000, 2_000_000, 10_000, 1024)
     rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="msglc-bench-") as tmp:
@@ -557,7 +575,7 @@ def main(argv: list[str] | None = None) -> int:
             ("stream", lambda: stream_targets(1_000_000 if args.quick else 10_000_000, Path(tmp))),
             ("remote", lambda: remote_targets(n, Path(tmp))),
         ):
-            if args.only and name not in args.only:
+            if name not in sections:
                 continue
             print(f"running {name} ...", file=sys.stderr, flush=True)
             rows += run()

@@ -65,3 +65,25 @@ def test_default_counts_give_the_named_read_figures(tmp_path):
 def test_bad_arguments_are_refused():
     run = subprocess.run([sys.executable, "-m", "benchmark", "--thresholds", "12,x"], capture_output=True, text=True)
     assert run.returncode == 2 and "integers" in run.stderr
+
+
+def test_remote_figures_name_the_extra_they_need_when_it_is_missing(monkeypatch, capsys):
+    import importlib.util
+
+    from benchmark import targets
+
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "moto" else real_find_spec(name, *a))
+    with pytest.raises(SystemExit) as exit:
+        targets.main(["--remote", "--only", "matrix"])
+    assert exit.value.code == 2
+    err = capsys.readouterr().err
+    assert "needs moto" in err and "bench-remote" in err
+
+
+def test_the_benchmark_is_not_installed_as_a_top_level_package(tmp_path):
+    """``benchmark`` runs from the checkout; an installed msglc must not claim that name."""
+    code = "import importlib.util, msglc; print(importlib.util.find_spec('benchmark') is None)"
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "True"
