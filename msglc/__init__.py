@@ -8,7 +8,7 @@ from .append import append
 from .batch import async_to_obj
 from .combine import FileInfo, combine
 from .config import Config, configure
-from .errors import CorruptedError, MsglcError, NotAnArchiveError, TruncatedError, UnsupportedVersionError
+from .errors import ArchiveChangedError, CorruptedError, MsglcError, NotAnArchiveError, TruncatedError, UnsupportedVersionError
 from .lazy import LazyDict, LazyList
 from .lazy_array import LazyArray
 from .lazy_writer import LazyWriter
@@ -17,6 +17,7 @@ from .streamed import Pairs
 from .writer import dump, dumps
 
 __all__ = [
+    "ArchiveChangedError",
     "Config",
     "CorruptedError",
     "FileInfo",

@@ -25,3 +25,8 @@ class TruncatedError(MsglcError):
 
 class CorruptedError(MsglcError):
     """A checksum does not match, or a table entry points outside where it must."""
+
+
+class ArchiveChangedError(MsglcError):
+    """The file or object changed after the reader opened it (an append, a rewrite): the
+    reader's view of it no longer holds. Open a new reader."""

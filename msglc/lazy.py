@@ -394,10 +394,10 @@ class _HashDict(LazyDict):
         page = h >> (32 - node.page_bits)
         first, page_crc, end = struct.unpack("<III", a.read(table + 8 * page, 12))
         if not first <= end <= node.n:
-            raise CorruptedError(f"hash index page {page} at offset {table + 8 * page} has bounds {first}..{end} outside 0..{node.n}")
+            raise a.damaged(f"hash index page {page} at offset {table + 8 * page} has bounds {first}..{end} outside 0..{node.n}")
         recs = a.read(records + 8 * first, 8 * (end - first))
         if zlib.crc32(recs) != page_crc:
-            raise CorruptedError(f"hash index page {page} at offset {records + 8 * first} fails its checksum")
+            raise a.damaged(f"hash index page {page} at offset {records + 8 * first} fails its checksum")
         page_records = array("Q")
         page_records.frombytes(recs)
         if _NEED_SWAP:
@@ -412,7 +412,7 @@ class _HashDict(LazyDict):
             entry_at = region + entry * width
             start, stop = struct.unpack(fmt, a.read(entry_at, 2 * width)) if entry < node.n else (0, 0)
             if not lo <= start < stop <= hi:
-                raise CorruptedError(f"hash index entry at offset {entry_at} points outside its dict")
+                raise a.damaged(f"hash index entry at offset {entry_at} points outside its dict")
             data = a.read(self._base + start, stop - start)
             if data[: len(kb)] == kb:
                 return a.decode(data[len(kb) :], self._base + start + len(kb))
@@ -421,7 +421,7 @@ class _HashDict(LazyDict):
             except (msgspec.DecodeError, UnicodeDecodeError):
                 stored_key = b""
             if zlib.crc32(stored_key) != h:
-                raise CorruptedError(f"dict entry at offset {self._base + start} does not match its hash index record")
+                raise a.damaged(f"dict entry at offset {self._base + start} does not match its hash index record")
         raise KeyError(key)
 
 

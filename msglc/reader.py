@@ -7,14 +7,15 @@ import re
 import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, NoReturn
 
 import msgspec
 
 from .arrays import ext_hook, parse_head
 from .bulk import ParallelCrc, gc_paused
-from .errors import CorruptedError, NotAnArchiveError, TruncatedError, UnsupportedVersionError
+from .errors import ArchiveChangedError, CorruptedError, MsglcError, NotAnArchiveError, TruncatedError, UnsupportedVersionError
 from .format import (
+    END_MAGIC,
     HEADER_SIZE,
     MAGIC,
     TRAILER_SIZE,
@@ -38,6 +39,8 @@ __all__ = ["LazyArray", "LazyReader", "LazyStats", "LazyDict", "LazyList", "to_o
 
 _decoder = msgspec.msgpack.Decoder(ext_hook=ext_hook)
 _MAX_NODE_CACHE = 65536
+STALE_SCAN = 1 << 24  # how far back an archive followed by stale bytes is looked for
+OPEN_ATTEMPTS = 100  # an open that keeps meeting a file mid-change gives up after this many
 
 
 class LazyStats:
@@ -101,18 +104,48 @@ class Archive:
                 return _read(offset, size)
 
         self.read = read
+        self.root_view: LazyNode | None = None
+        self.opened: object = None  # the source's stamp of the state opened
         try:
-            self.trailer = self._open()
+            self.opened = self._open_consistently()
         except BaseException:
             self.src.close()
             raise
-        t = self.trailer
-        self.data_end = t.data_off + t.data_len
-        self.toc_end = t.toc_off + t.toc_len
 
-    def _open(self):
+    def _open_consistently(self) -> object:
+        """Open (header, trailer, and the root's node and header), reading them again if the
+        file changed while they were read and they did not fit: ``append`` moves the trailer
+        and switches the header between valid states, and an open that read parts of two
+        states must not call a healthy archive damaged. A file that fails with no change
+        during the attempt is reported. Returns the source's stamp of the state opened."""
+        for attempt in range(OPEN_ATTEMPTS):
+            before = self.src.stamp()
+            try:
+                self._open()
+                self.src.opened = before
+                return before
+            except MsglcError:
+                self.nodes.clear()
+                if before is None or attempt == OPEN_ATTEMPTS - 1 or not self._changed(before):
+                    raise
+        raise AssertionError("unreachable")
+
+    def _changed(self, stamp: object) -> bool:
+        """Has the file changed since ``stamp`` (or its header since it was read)?"""
+        return self.src.stamp() != stamp or bytes(self.src.read(0, min(self.src.size, HEADER_SIZE))) != self.header
+
+    def damaged(self, message: str) -> MsglcError:
+        """The error for data that does not fit its TOC: ``ArchiveChangedError`` when the file
+        changed since the open (an append overwrites the TOC this reader holds), else
+        ``CorruptedError``. Only on the error path: costs one ``fstat``."""
+        if self.opened is not None and not self.closed and self._changed(self.opened):
+            return ArchiveChangedError(f"{message}; the file changed after this reader opened it (an append?): open a new reader")
+        return CorruptedError(message)
+
+    def _open(self) -> None:
         self.size = size = self.src.size  # the archive's end: the file's, or the header's
         head = self.read(0, min(size, HEADER_SIZE))
+        self.header = bytes(head)
         if size < HEADER_SIZE + TRAILER_SIZE:
             if bytes(head[: len(MAGIC)]) != MAGIC[: len(head)] or not head:
                 raise NotAnArchiveError(f"not an msglc archive: {size} bytes, no msglc magic at offset 0")
@@ -125,7 +158,34 @@ class Archive:
                     f"the header says the archive ends at offset {end}; the file has {size} bytes"
                 )
             self.size = size = end
-        return unpack_trailer(self.read(size - TRAILER_SIZE, TRAILER_SIZE), size, bytes(head))
+        tail = self.read(size - TRAILER_SIZE, TRAILER_SIZE)
+        if bytes(tail[-len(END_MAGIC) :]) != END_MAGIC:
+            self._no_trailer(size)
+        self.trailer = t = unpack_trailer(tail, size, self.header)
+        self.data_end = t.data_off + t.data_len
+        self.toc_end = t.toc_off + t.toc_len
+        if t.root_len:
+            self.root_view = self.view(t.data_off, t.data_len, t.toc_off + t.root_pos, t.root_len)
+
+    def _no_trailer(self, size: int) -> NoReturn:
+        """Say why the file does not end in a trailer: truncated, or bytes after a complete
+        archive (a buffer reused for a shorter archive, padding), found by looking back for
+        the end magic of a trailer that fits (the error path only, at most ``STALE_SCAN``)."""
+        start = max(HEADER_SIZE, size - STALE_SCAN)
+        tail = bytes(self.read(start, size - start))
+        at = len(tail)
+        while (at := tail.rfind(END_MAGIC, 0, at)) >= 0:
+            end = start + at + len(END_MAGIC)
+            if end >= HEADER_SIZE + TRAILER_SIZE:
+                try:
+                    unpack_trailer(tail[at + len(END_MAGIC) - TRAILER_SIZE : at + len(END_MAGIC)], end, self.header)
+                except MsglcError:
+                    continue
+                raise CorruptedError(
+                    f"the archive ends at offset {end} but the file has {size} bytes: {size - end} bytes follow it "
+                    f"(stale bytes of a reused buffer or file? read the first {end} bytes)"
+                )
+        raise TruncatedError(f"no msglc trailer at the end of the file ({size} bytes): truncated or not an archive")
 
     def close(self) -> None:
         if not self.closed:
@@ -170,8 +230,11 @@ class Archive:
                 raise CorruptedError(f"TOC node {pos}+{size} lies outside the TOC")
             if size < 5:
                 raise CorruptedError(f"TOC node at offset {pos} is {size} bytes, too short")
-            node = unframe_node(self.read(pos, size), pos)
-            check_node(node, pos, self.trailer.toc_off)
+            try:
+                node = unframe_node(self.read(pos, size), pos)
+                check_node(node, pos, self.trailer.toc_off)
+            except CorruptedError as e:
+                raise self.damaged(str(e)) from None
             if len(self.nodes) >= _MAX_NODE_CACHE:
                 self.nodes.clear()
                 self.node_sizes.clear()
@@ -221,7 +284,7 @@ class Archive:
             view = LazyArray(self, base, pos, span, dtype, shape, start)
         else:
             if container_header(self.read(base, min(5, span))) != node_header(node):
-                raise CorruptedError(f"container at offset {base} does not match its TOC node at offset {pos}")
+                raise self.damaged(f"container at offset {base} does not match its TOC node at offset {pos}")
             view = make_view(self, base, pos, node)
         view._nsize = size
         return view
@@ -282,7 +345,7 @@ class LazyReader:
         a = self._a
         if a.closed:
             raise ValueError("I/O operation on a closed LazyReader")
-        root = root_of(a)
+        root = a.root_view if a.root_view is not None else root_of(a)
         if a.cached or isinstance(root, LazyNode):
             self._root = root
         return root

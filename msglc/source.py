@@ -16,7 +16,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from .errors import TruncatedError
+from .errors import ArchiveChangedError, MsglcError, TruncatedError
 
 
 def _closed_error() -> ValueError:
@@ -31,6 +31,7 @@ class Source:
     zero_copy = False  # read() returns views of memory that stays valid (arrays may keep them)
     counts_itself = False  # counts its requests in ``counter`` (else the reader counts reads)
     counter: Any = None
+    opened: object = None  # the stamp of the state a reader opened, once it has
     # read_many: ranges closer than max_gap are read as one, up to max_request bytes; 0: read
     # every path directly (memory needs no batching)
     max_gap = 4096
@@ -41,6 +42,11 @@ class Source:
 
     def cached(self, offset: int, size: int) -> bytes | memoryview | None:
         """The bytes, if the source holds them without a request (a remote block cache)."""
+        return None
+
+    def stamp(self) -> object:
+        """A value that changes when the bytes may have changed, ``size`` brought up to date;
+        None for a source that cannot change (opening then needs no second look)."""
         return None
 
     def fetch_many(self, ranges: list[tuple[int, int]]) -> list[bytes | memoryview]:
@@ -59,17 +65,24 @@ class Source:
     def close(self) -> None:
         self.closed = True
 
-    def _short(self, offset: int, size: int, got: int) -> TruncatedError:
-        return TruncatedError(f"file ended at {offset + got} while reading {size} bytes at offset {offset} (was it truncated?)")
+    def _short(self, offset: int, size: int, got: int) -> MsglcError:
+        message = f"file ended at {offset + got} while reading {size} bytes at offset {offset}"
+        if self.opened is not None and self.stamp() != self.opened:
+            return ArchiveChangedError(f"{message}: the file changed after the reader opened it (an append?): open a new reader")
+        return TruncatedError(f"{message} (was it truncated?)")
 
 
 class FileSource(Source):
-    """A local file by descriptor; ``owns`` says whether closing the source closes it."""
+    """A local file by a descriptor of its own, closed with the source."""
 
-    def __init__(self, fd: int, owns: bool) -> None:
+    def __init__(self, fd: int) -> None:
         self.fd = fd
-        self.owns = owns
         self.size = os.fstat(fd).st_size
+
+    def stamp(self) -> object:
+        st = os.fstat(self.fd)
+        self.size = st.st_size
+        return st.st_size, st.st_mtime_ns, st.st_ctime_ns
 
     def read(self, offset: int, size: int) -> bytes | bytearray:
         data = self._pread(size, offset)
@@ -129,8 +142,8 @@ class FileSource(Source):
                 raise _closed_error()
 
     def close(self) -> None:
-        super().close()
-        if self.owns:
+        if not self.closed:
+            super().close()
             os.close(self.fd)
 
 
@@ -191,7 +204,7 @@ def _open_path(path: Any) -> FileSource:
             raise TypeError(f"LazyReader needs a regular file, not {os.fspath(path)!r}")
         if hasattr(os, "set_blocking"):
             os.set_blocking(fd, True)
-        return FileSource(fd, owns=True)
+        return FileSource(fd)
     except BaseException:
         os.close(fd)
         raise
@@ -221,6 +234,8 @@ def open_source(source: Any, counter: Any = None, fs: Any = None, storage_option
         if hasattr(source, "seekable") and not source.seekable():
             raise TypeError("LazyReader needs a seekable file; read a pipe or socket into bytes first")
         if _is_plain_file(source):
-            return FileSource(source.fileno(), owns=False)
+            # a descriptor of our own: the caller may close its file, and the number be reused
+            # for another file, while this reader is still open
+            return FileSource(os.dup(source.fileno()))
         return StreamSource(source)
     raise TypeError(f"LazyReader source must be a path, a URL, bytes-like object or binary file, not {type(source).__name__}")

@@ -27,11 +27,12 @@ def rewrite_root(data: bytes, change) -> bytes:
 
 
 def errors(data: bytes, *paths) -> None:
-    """Every path, and verify(), must raise an MsglcError."""
+    """Every path, and verify(), must raise an MsglcError (opening reads the root node, so
+    the open may raise it)."""
     for path in paths:
-        with msglc.LazyReader(data, cached=False) as r, pytest.raises(MsglcError):
+        with pytest.raises(MsglcError), msglc.LazyReader(data, cached=False) as r:
             r[path]
-    with msglc.LazyReader(data) as r, pytest.raises(MsglcError):
+    with pytest.raises(MsglcError), msglc.LazyReader(data) as r:
         r.verify()
 
 

@@ -1,0 +1,124 @@
+"""Regressions from the reliability audit: readers over file objects, opening while another
+process appends, stale bytes after an archive, temporary files of killed writes, outputs that
+are inputs, and the small API and CLI holes."""
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+import msglc
+from msglc import FileInfo, MsglcError
+from msglc.format import TRAILER_SIZE
+
+
+def test_a_reader_over_a_file_object_keeps_reading_its_own_file(tmp_path):
+    """The caller may close its file object; the descriptor number it had is then reused by
+    the next open(), and the reader must not read that other file."""
+    mine, other = tmp_path / "mine.mlc", tmp_path / "other.mlc"
+    msglc.dump(mine, {"run": "A" * 100})
+    msglc.dump(other, {"run": "B" * 100})
+    f = open(mine, "rb")  # noqa: SIM115 - closed below, before the reader is used
+    reader = msglc.LazyReader(f)
+    f.close()
+    with open(other, "rb"), open(other, "rb"):  # take the freed descriptor numbers
+        assert reader["run"] == "A" * 100
+    reader.close()
+    with pytest.raises(ValueError, match="closed"):
+        reader["run"]
+
+
+def test_a_reader_closes_the_descriptor_it_owns(tmp_path):
+    path = tmp_path / "a.mlc"
+    msglc.dump(path, [1, 2, 3])
+    before = len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else None
+    with open(path, "rb") as f:
+        for _ in range(50):
+            msglc.LazyReader(f).close()
+    if before is not None:
+        assert len(os.listdir("/proc/self/fd")) == before
+
+
+# ---- opening while another process appends -------------------------------------------------------
+
+
+def _append_during_first_trailer_read(monkeypatch, path, add):
+    """Make ``add()`` run (once) right before a reader reads the trailer it found: the reader
+    then holds a header and a size from before the append and reads after it."""
+    real_pread = os.pread
+    state = {"done": False}
+
+    def pread(fd, size, offset):
+        if not state["done"] and size == TRAILER_SIZE and offset == os.fstat(fd).st_size - TRAILER_SIZE:
+            state["done"] = True
+            add()
+        return real_pread(fd, size, offset)
+
+    monkeypatch.setattr(os, "pread", pread)
+
+
+def test_an_open_that_meets_an_append_sees_one_consistent_state(tmp_path, monkeypatch):
+    path = tmp_path / "week.mlc"
+    msglc.combine(path, [FileInfo(None, "mon", obj={"x": list(range(3000))})], small_obj_optimization_threshold=256)
+    monkeypatch.setattr(os, "pread", os.pread)  # restored at the end
+    _append_during_first_trailer_read(monkeypatch, path, lambda: msglc.append(path, [FileInfo(None, "tue", obj={"x": [1] * 3000})]))
+    with msglc.LazyReader(path) as r:
+        assert set(r) in ({"mon"}, {"mon", "tue"})
+        assert r["mon/x/2999"] == 2999
+
+
+def _appender(path, count):
+    """A separate process that appends ``count`` entries one by one."""
+    code = (
+        "import sys, msglc\n"
+        "path, n = sys.argv[1], int(sys.argv[2])\n"
+        "for i in range(n):\n"
+        "    msglc.append(path, [msglc.FileInfo(None, f'k{i}', obj={'v': list(range(i % 50 * 20))})])\n"
+    )
+    return subprocess.Popen([sys.executable, "-c", code, str(path), str(count)])
+
+
+def test_readers_opening_during_300_appends_see_no_errors(tmp_path):
+    """Opening never fails on a file that another process is appending to; reads after the
+    open either see the state opened or, once an append has overwritten the TOC that state
+    had, raise ``ArchiveChangedError`` (never ``CorruptedError``)."""
+    path = tmp_path / "log.mlc"
+    msglc.combine(path, [FileInfo(None, "start", obj={"v": []})], small_obj_optimization_threshold=64)
+    child = _appender(path, 300)
+    opens, open_errors, changed = 0, [], 0
+    deadline = time.monotonic() + 120
+    while child.poll() is None and time.monotonic() < deadline:
+        try:
+            r = msglc.LazyReader(path, cached=False)
+        except MsglcError as e:
+            open_errors.append(e)
+            continue
+        opens += 1
+        with r:
+            keys = list(r)
+            try:
+                assert r["start"] == {"v": []}
+                k = keys[-1]
+                assert k == "start" or r[k]["v"] == list(range(int(k[1:]) % 50 * 20))
+            except msglc.ArchiveChangedError:
+                changed += 1
+    assert child.wait(60) == 0
+    assert opens > 10 and open_errors == []
+    assert changed < opens
+    with msglc.LazyReader(path) as r:
+        assert len(r) == 301
+        r.verify()
+
+
+# ---- bytes after an archive ------------------------------------------------------------------------
+
+
+def test_stale_bytes_after_an_archive_are_named_as_such():
+    data = msglc.dumps({"a": list(range(1000))}, small_obj_optimization_threshold=64)
+    for extra in (bytes(10), bytes(200), data[:100]):
+        with pytest.raises(msglc.CorruptedError, match=rf"ends at offset {len(data)} .* {len(extra)} bytes follow it"):
+            msglc.LazyReader(data + extra)
+    with pytest.raises(msglc.TruncatedError, match="truncated"):
+        msglc.LazyReader(data[:-1])
