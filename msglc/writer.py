@@ -12,10 +12,11 @@ import errno
 import io
 import itertools
 import os
+import re
 import secrets
 import stat
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from typing import Any, BinaryIO
 
@@ -222,18 +223,18 @@ def atomic_file(
     directory = os.path.dirname(path) or "."
     if not os.path.isdir(directory):
         raise FileNotFoundError(errno.ENOENT, "no such directory", directory)
-    fd, tmp = _create_temporary(directory, os.fsdecode(os.path.basename(path)))
+    name = os.fsdecode(os.path.basename(path))
+    remove_stale_temporaries(directory, name)
+    tmp = _Temporary(directory, name)
     try:
-        with os.fdopen(fd, "wb") as f:
-            _preallocate(f.fileno(), size_hint)
+        with os.fdopen(tmp.fd, "wb", closefd=False) as f:
+            _preallocate(tmp.fd, size_hint)
             yield f
-            if durable:
-                f.flush()
-                os.fsync(f.fileno())
+        if durable:
+            os.fsync(tmp.fd)
         with suppress(FileNotFoundError):
-            os.chmod(tmp, os.stat(path).st_mode & 0o7777)
-        if replace or not _link(tmp, path):
-            os.replace(tmp, path)
+            os.fchmod(tmp.fd, os.stat(path).st_mode & 0o7777)
+        tmp.publish(path, replace)
         if durable and hasattr(os, "O_DIRECTORY"):
             dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
             try:
@@ -241,23 +242,167 @@ def atomic_file(
             finally:
                 os.close(dir_fd)
     except BaseException:
-        with suppress(OSError):
-            os.unlink(tmp)
+        tmp.discard()
         raise
+    finally:
+        os.close(tmp.fd)
 
 
-def _link(tmp: str, path: str) -> bool:
-    """Give the finished file its name unless the name exists (``FileExistsError``); False
-    where the file system has no hard links (the caller then replaces, as it would)."""
+class _Temporary:
+    """The file an atomic write fills before it gets its name. Where Linux allows, it has no
+    name at all until it is complete (``O_TMPFILE``, then ``linkat``), so a killed process
+    leaves nothing behind. Elsewhere, and for the instant between ``linkat`` and the rename
+    that replaces a target, it is a hidden sibling ``.NAME.XXXXXXXX.tmp``, locked (``flock``)
+    as long as its writer lives: the next write to the same target removes the ones whose
+    writer died (``remove_stale_temporaries``)."""
+
+    def __init__(self, directory: str, name: str) -> None:
+        self.directory, self.name = directory, name
+        self.path: str | None = None  # its name while it has one
+        fd = _open_unnamed(directory)
+        if fd is None:
+            fd, self.path = _create_named(directory, name)
+        self.fd = fd
+
+    def publish(self, target: str, replace: bool) -> None:
+        """Give the complete file the name ``target``; with ``replace=False`` only if no file
+        has it (``FileExistsError``)."""
+        if self.path is None:
+            if not replace and _linked(lambda: _link_unnamed(self.fd, target)):
+                return
+            self.path = self._named()
+        if replace or not _linked(lambda: os.link(self.path, target)):
+            os.replace(self.path, target)
+        else:
+            os.unlink(self.path)
+        self.path = None
+
+    def _named(self) -> str:
+        for _ in range(100):
+            candidate = _temporary_name(self.directory, self.name)
+            try:
+                _link_unnamed(self.fd, candidate)
+            except FileExistsError:
+                continue
+            return candidate
+        raise FileExistsError(f"could not name a temporary file in {self.directory!r}")
+
+    def discard(self) -> None:
+        if self.path is not None:
+            with suppress(OSError):
+                os.unlink(self.path)
+            self.path = None
+
+
+def _link_unnamed(fd: int, target: str) -> None:
+    """Name the unnamed file ``fd``: ``linkat`` of its /proc/self/fd link, followed (through a
+    directory descriptor, since ``os.link`` otherwise calls ``link``, which does not follow)."""
+    proc = os.open("/proc/self/fd", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
-        os.link(tmp, path)
+        os.link(str(fd), target, src_dir_fd=proc, follow_symlinks=True)
+    finally:
+        os.close(proc)
+
+
+def _open_unnamed(directory: str) -> int | None:
+    """An unnamed file in ``directory`` (Linux ``O_TMPFILE``, linkable through /proc), locked,
+    or None where the OS or the file system has none."""
+    if not hasattr(os, "O_TMPFILE") or not os.path.isdir("/proc/self/fd"):
+        return None
+    try:
+        fd = os.open(directory, os.O_TMPFILE | os.O_WRONLY | os.O_CLOEXEC, 0o666)
+    except OSError as e:
+        if e.errno in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL, errno.ENOENT):
+            return None  # the file system has no O_TMPFILE
+        raise
+    _lock(fd, blocking=True)
+    return fd
+
+
+def _create_named(directory: str, name: str) -> tuple[int, str]:
+    """A new hidden sibling, locked; retried if a cleaner removed it before the lock was
+    taken (the lock is what tells a live writer's file from a dead one's)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
+    for _ in range(100):
+        tmp = _temporary_name(directory, name)
+        try:
+            fd = os.open(tmp, flags, 0o666)
+        except FileExistsError:
+            continue
+        _lock(fd, blocking=True)
+        with suppress(FileNotFoundError):
+            if os.stat(tmp).st_ino == os.fstat(fd).st_ino:
+                return fd, tmp
+        os.close(fd)
+    raise FileExistsError(f"could not create a temporary file in {directory!r}")
+
+
+def _temporary_name(directory: str, name: str) -> str:
+    return os.path.join(directory, f".{name}.{secrets.token_hex(4)}.tmp")
+
+
+_TEMPORARY = re.compile(r"\.(.+)\.[0-9a-f]{8}\.tmp")
+
+
+def remove_stale_temporaries(directory: str, name: str) -> None:
+    """Remove the temporary files that writes to ``name`` left when their process died: the
+    hidden siblings of that name that no live writer holds locked. Where the OS has no
+    ``flock`` (Windows), a dead writer's file cannot be told from a live one's, and stays."""
+    if _fcntl() is None:
+        return
+    with suppress(OSError), os.scandir(directory) as entries:
+        for entry in entries:
+            match = _TEMPORARY.fullmatch(entry.name)
+            if match and match.group(1) == name and entry.is_file(follow_symlinks=False):
+                _remove_if_unlocked(entry.path)
+
+
+def _remove_if_unlocked(path: str) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        if _lock(fd, blocking=False) and os.stat(path, follow_symlinks=False).st_ino == os.fstat(fd).st_ino:
+            os.unlink(path)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _fcntl() -> Any:
+    try:
+        import fcntl
+    except ImportError:  # Windows
+        return None
+    return fcntl
+
+
+def _lock(fd: int, blocking: bool) -> bool:
+    """An exclusive ``flock`` on ``fd``: True once held, False if another holds it (without
+    ``blocking``); True where the OS has none."""
+    fcntl = _fcntl()
+    if fcntl is None:
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
+    except BlockingIOError:
+        return False
+    return True
+
+
+def _linked(link: Callable[[], None]) -> bool:
+    """Run ``link()``, a hard link to a name that must not exist yet (``FileExistsError``);
+    False where the file system has no hard links (the caller then renames instead)."""
+    try:
+        link()
     except FileExistsError:
         raise
     except OSError as e:
         if e.errno in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK):
             return False
         raise
-    os.unlink(tmp)
     return True
 
 
@@ -283,14 +428,3 @@ def _write_parts(f: Any, parts: Iterable, failed: list[BaseException]) -> None:
             f.write(part)
     except BaseException as e:  # reported by the caller after join
         failed.append(e)
-
-
-def _create_temporary(directory: str, name: str) -> tuple[int, str]:
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
-    for _ in range(100):
-        tmp = os.path.join(os.fsdecode(directory), f".{name}.{secrets.token_hex(4)}.tmp")
-        try:
-            return os.open(tmp, flags, 0o666), tmp
-        except FileExistsError:
-            continue
-    raise FileExistsError(f"could not create a temporary file in {directory!r}")

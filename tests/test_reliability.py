@@ -122,3 +122,73 @@ def test_stale_bytes_after_an_archive_are_named_as_such():
             msglc.LazyReader(data + extra)
     with pytest.raises(msglc.TruncatedError, match="truncated"):
         msglc.LazyReader(data[:-1])
+
+
+# ---- temporary files of killed writes --------------------------------------------------------------
+
+
+def _siblings(path):
+    return sorted(p.name for p in path.parent.iterdir() if p.name != path.name)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="kills forked children")
+def test_killed_writes_leave_no_temporary_file_past_the_next_write(tmp_path):
+    target = tmp_path / "big.mlc"
+    obj = {"x": [float(i) for i in range(2_000_000)]}  # about 18 MB: takes a while to write
+    writers = [
+        lambda: msglc.dump(target, obj),
+        lambda: msglc.combine(target, [FileInfo(None, "a", obj=obj)]),
+        lambda: _lazy_write(target, obj),
+    ]
+    for k, write in enumerate(writers * 2):
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child
+            try:
+                write()
+            finally:
+                os._exit(0)
+        time.sleep(0.05 + 0.03 * k)
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+    msglc.dump(target, {"ok": True})
+    assert _siblings(target) == []
+    with msglc.LazyReader(target) as r:
+        assert r["ok"] is True
+
+
+def _lazy_write(target, obj):
+    with msglc.LazyWriter(target) as w:
+        w.write({"x": iter(obj["x"])})
+
+
+def test_the_next_write_removes_a_dead_writers_temporary_file_but_not_a_live_ones(tmp_path):
+    fcntl = pytest.importorskip("fcntl")
+    target = tmp_path / "a.mlc"
+    dead = tmp_path / ".a.mlc.0123abcd.tmp"  # what a writer killed before O_TMPFILE or on another OS leaves
+    live = tmp_path / ".a.mlc.89abcdef.tmp"
+    other = tmp_path / ".b.mlc.0123abcd.tmp"  # another target's: not ours to remove
+    for p in (dead, live, other):
+        p.write_bytes(b"partial")
+    with open(live, "rb") as held:
+        fcntl.flock(held.fileno(), fcntl.LOCK_EX)  # a writer still at work
+        msglc.dump(target, [1, 2, 3])
+        assert _siblings(target) == [live.name, other.name]
+    msglc.dump(target, [4])
+    assert _siblings(target) == [other.name]
+
+
+@pytest.mark.parametrize("unnamed", [True, False], ids=["O_TMPFILE", "named"])
+def test_atomic_writes_with_and_without_unnamed_files(tmp_path, monkeypatch, unnamed):
+    if not unnamed:
+        monkeypatch.delattr(os, "O_TMPFILE", raising=False)  # as on macOS, Windows, or NFS
+    target = tmp_path / "a.mlc"
+    msglc.dump(target, [1])
+    os.chmod(target, 0o640)
+    msglc.dump(target, [2])  # replaced, mode kept
+    assert os.stat(target).st_mode & 0o777 == 0o640
+    with pytest.raises(TypeError):
+        msglc.dump(target, [object()])
+    msglc.combine(tmp_path / "new.mlc", [FileInfo(target, "a")], mode="a")  # created (no replace)
+    assert _siblings(target) == ["new.mlc"]
+    with msglc.LazyReader(target) as r, msglc.LazyReader(tmp_path / "new.mlc") as n:
+        assert r.read() == [2] and n["a"] == [2]
