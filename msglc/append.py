@@ -33,6 +33,7 @@ from .combine import (
     entries_crc,
     entry_keys,
     opened,
+    refuse_target_among,
 )
 from .config import current
 from .errors import CorruptedError, UnsupportedVersionError
@@ -113,6 +114,7 @@ def _append(archive: Any, fd: int, existing: _Existing, infos: list[FileInfo], o
     if root_head is None:  # the count outgrows the root's header: rewrite once, with room to grow
         return _combine(archive, infos, existing, options, progress, wide=True)
     with opened(infos, options) as inputs:
+        refuse_target_among(archive, inputs)
         _in_place(fd, existing, inputs, root_head, current(**options), progress)
 
 

@@ -407,11 +407,11 @@ def parser() -> argparse.ArgumentParser:
     p = add("ls", cmd_ls, "list the children at PATH: type, length, encoded size, name")
     p.add_argument("file")
     p.add_argument("path", nargs="?", default="", help=path_help)
-    p.add_argument("--limit", type=int, default=1000, help="show at most this many children (default 1000)")
+    p.add_argument("--limit", type=_count(1), default=1000, help="show at most this many children (default 1000)")
     p = add("tree", cmd_tree, "the structure of the lazy parts under PATH, read from TOC nodes only")
     p.add_argument("file")
     p.add_argument("path", nargs="?", default="", help=path_help)
-    p.add_argument("--depth", type=int, default=None, help="levels to show below PATH")
+    p.add_argument("--depth", type=_count(0), default=None, help="levels to show below PATH (0: PATH alone)")
     p = add(
         "get",
         cmd_get,
@@ -446,6 +446,21 @@ def parser() -> argparse.ArgumentParser:
     p = add("verify", cmd_verify, "check the whole archive; exit status 0 when intact, 1 with what is wrong")
     p.add_argument("file")
     return top
+
+
+def _count(least: int) -> Callable[[str], int]:
+    """An argparse type: a whole number of at least ``least``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if value < least:
+            raise argparse.ArgumentTypeError(f"expected a number of at least {least}, got {value}")
+        return value
+
+    return parse
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -34,7 +34,7 @@ from .format import (
 from .indexer import MAP_INLINE_MAX, TocBuilder
 from .reader import Archive, LazyReader
 from .remote import resolve_name
-from .writer import atomic_file, dumps, is_named
+from .writer import check_target, dumps, output
 from .writer import dump as dump_decoded
 
 if TYPE_CHECKING:
@@ -112,6 +112,7 @@ def combine(
     archive = resolve_name(archive, fs, storage_options)
     infos = [files] if isinstance(files, FileInfo) else list(files)
     _check_names(infos)
+    check_target(archive, "combine")
     if mode == "a":
         from .append import append
 
@@ -134,6 +135,7 @@ def _combine(
     raise ``FileExistsError`` rather than replace a file that appeared meanwhile."""
     cfg = current(**options)
     with opened(infos, options) as inputs:
+        refuse_target_among(archive, inputs)
         if as_dict is None:
             as_dict = existing.is_map if existing is not None else bool(infos) and infos[0].name is not None
         _write(archive, inputs, as_dict, cfg, existing, progress or (lambda n: None), wide, create)
@@ -150,6 +152,20 @@ def opened(infos: list[FileInfo], options: dict[str, Any]) -> Iterator[list[_Inp
     finally:
         for part in inputs:
             part.close()
+
+
+def refuse_target_among(target: Any, inputs: list[_Input]) -> None:
+    """An output may not be one of its inputs (by file identity, so a symlink or another name
+    counts): writing it would replace, or change in place, what is being copied."""
+    if not isinstance(target, (str, bytes, os.PathLike)):
+        return
+    try:
+        st = os.stat(target)
+    except OSError:  # not there yet: no input is it
+        return
+    for part in inputs:
+        if part.archive.src.identity() == (st.st_dev, st.st_ino):
+            raise ValueError(f"{part.label} is the output {os.fsdecode(target)!r} itself: write to another file")
 
 
 def _check_names(infos: list[Any]) -> None:
@@ -188,7 +204,7 @@ def _write(
         root, root_toc = _root_node(inputs, keys, header, threshold, sum(toc_lens))
     else:
         root, root_toc = existing.root_node(inputs, keys, header, threshold, sum(toc_lens))
-    with atomic_file(path, cfg.durable, HEADER_SIZE + data_len + sum(toc_lens) + len(root_toc), replace=not create) as f:
+    with output(path, cfg.durable, HEADER_SIZE + data_len + sum(toc_lens) + len(root_toc), replace=not create) as f:
         head = pack_header()
         f.write(head)
         f.write(header)
@@ -372,10 +388,6 @@ def repack(target: Any, source: Any, options: dict[str, Any]) -> None:
         parts: Iterator = compacted(a)
     else:
         parts = standalone(source)
-    if is_named(target):
-        with atomic_file(target, cfg.durable) as f:
-            for part in parts:
-                f.write(part)
-    else:
+    with output(target, cfg.durable) as f:
         for part in parts:
-            target.write(part)
+            f.write(part)

@@ -375,16 +375,24 @@ class LazyReader:
         return key in self._root_obj()
 
     def keys(self) -> Any:
-        return self._root_obj().keys()
+        return self._root_dict("keys").keys()
 
     def values(self) -> Any:
-        return self._root_obj().values()
+        return self._root_dict("values").values()
 
     def items(self) -> Any:
-        return self._root_obj().items()
+        return self._root_dict("items").items()
 
     def get(self, key: Any, default: Any = None) -> Any:
-        return self._root_obj().get(key, default)
+        return self._root_dict("get").get(key, default)
+
+    def _root_dict(self, method: str) -> Any:
+        """The root, for the dict methods: a clear error when it is not a dict."""
+        root = self._root_obj()
+        if not isinstance(root, (dict, LazyDict)):
+            kind = "list" if isinstance(root, (list, LazyList)) else type(root).__name__
+            raise TypeError(f"{method}() needs an archive whose root is a dict; this one's root is a {kind}")
+        return root
 
     def read_many(self, paths: Iterable[Any], *, max_gap: int | None = None) -> list[Any]:
         """The values at ``paths``, in the order given, as ``[reader[p] for p in paths]`` would

@@ -49,6 +49,10 @@ class Source:
         None for a source that cannot change (opening then needs no second look)."""
         return None
 
+    def identity(self) -> tuple[int, int] | None:
+        """(device, inode) of a local file, to tell when an output is this input."""
+        return None
+
     def fetch_many(self, ranges: list[tuple[int, int]]) -> list[bytes | memoryview]:
         """The bytes of each ``(start, end)`` range, read together."""
         return [self.read(start, end - start) for start, end in ranges]
@@ -78,6 +82,10 @@ class FileSource(Source):
     def __init__(self, fd: int) -> None:
         self.fd = fd
         self.size = os.fstat(fd).st_size
+
+    def identity(self) -> tuple[int, int] | None:
+        st = os.fstat(self.fd)
+        return st.st_dev, st.st_ino
 
     def stamp(self) -> object:
         st = os.fstat(self.fd)

@@ -161,6 +161,27 @@ def is_named(target: Any) -> bool:
     return isinstance(target, (str, bytes, os.PathLike, RemotePath))
 
 
+def check_target(target: Any, caller: str) -> None:
+    """Refuse, before any work, a target that is neither a name nor a writable binary file."""
+    if is_named(target):
+        return
+    if not hasattr(target, "write") or isinstance(target, io.TextIOBase):
+        kind = "a text file (open it with 'wb')" if isinstance(target, io.TextIOBase) else type(target).__name__
+        raise TypeError(f"{caller}() target must be a path or a writable binary file, not {kind}")
+
+
+@contextmanager
+def output(target: Any, durable: bool, size_hint: int = 0, replace: bool = True) -> Iterator[BinaryIO]:
+    """Where an archive goes: a path or remote name through ``atomic_file``; a writable binary
+    file object as it is (written in sequence, never seeked; it keeps what was written if the
+    write fails midway)."""
+    if is_named(target):
+        with atomic_file(target, durable, size_hint, replace) as f:
+            yield f
+    else:
+        yield target
+
+
 def _is_lazy(obj: Any) -> bool:
     """A ``LazyReader`` or a lazy part of one: repacked by copying its bytes."""
     from .lazy import LazyNode

@@ -192,3 +192,66 @@ def test_atomic_writes_with_and_without_unnamed_files(tmp_path, monkeypatch, unn
     assert _siblings(target) == ["new.mlc"]
     with msglc.LazyReader(target) as r, msglc.LazyReader(tmp_path / "new.mlc") as n:
         assert r.read() == [2] and n["a"] == [2]
+
+
+# ---- outputs that are inputs ------------------------------------------------------------------------
+
+
+def test_combine_and_append_refuse_an_output_that_is_an_input(tmp_path):
+    x = tmp_path / "x.mlc"
+    msglc.dump(x, {"a": list(range(3000))}, small_obj_optimization_threshold=64)
+    link = tmp_path / "link.mlc"
+    link.symlink_to(x)
+    before = x.read_bytes()
+    for out, source in ((x, x), (x, link), (link, x)):
+        with pytest.raises(ValueError, match="is the output .* itself"):
+            msglc.combine(out, [FileInfo(source, "a")])
+    with msglc.LazyReader(x) as held, pytest.raises(ValueError, match="itself"):
+        msglc.combine(x, [FileInfo(held, "a")])
+    week = tmp_path / "week.mlc"
+    msglc.combine(week, [FileInfo(x, "mon")])
+    week_before = week.read_bytes()
+    with pytest.raises(ValueError, match="itself"):
+        msglc.append(week, [FileInfo(week, "again")])
+    assert x.read_bytes() == before and week.read_bytes() == week_before
+
+
+def test_cli_combine_refuses_its_own_input(tmp_path):
+    x = tmp_path / "x.mlc"
+    msglc.dump(x, {"a": 1})
+    before = x.read_bytes()
+    run = subprocess.run([sys.executable, "-m", "msglc", "combine", str(x), str(x), "--name", "a"], capture_output=True, text=True)
+    assert run.returncode == 1 and "itself" in run.stderr
+    assert x.read_bytes() == before
+
+
+# ---- small holes ------------------------------------------------------------------------------------
+
+
+def test_combine_writes_to_a_binary_file_object(tmp_path):
+    import io
+
+    out = io.BytesIO()
+    msglc.combine(out, [FileInfo(msglc.dumps([1, 2]), "a"), FileInfo(None, "b", obj={"c": 3})])
+    with msglc.LazyReader(out.getvalue()) as r:
+        assert r.to_obj() == {"a": [1, 2], "b": {"c": 3}}
+    with open(tmp_path / "t.txt", "w") as text, pytest.raises(TypeError, match="text file"):
+        msglc.combine(text, [FileInfo(msglc.dumps(1), "a")])
+    with pytest.raises(TypeError, match="target must be a path or a writable binary file, not int"):
+        msglc.combine(3, [FileInfo(msglc.dumps(1), "a")])
+
+
+@pytest.mark.parametrize("root", [[1, 2, 3], 7, "s", list(range(5000))])
+def test_dict_methods_on_a_root_that_is_not_a_dict_say_so(root):
+    with msglc.LazyReader(msglc.dumps(root, small_obj_optimization_threshold=64)) as r:
+        for call in (lambda: r.get(0), r.keys, r.values, r.items):
+            with pytest.raises(TypeError, match=r"needs an archive whose root is a dict; this one's root is a (list|int|str)"):
+                call()
+
+
+@pytest.mark.parametrize("args", [["ls", "--limit", "-5"], ["ls", "--limit", "0"], ["tree", "--depth", "-1"], ["ls", "--limit", "x"]])
+def test_cli_refuses_negative_counts(tmp_path, args):
+    x = tmp_path / "x.mlc"
+    msglc.dump(x, {"a": 1})
+    run = subprocess.run([sys.executable, "-m", "msglc", args[0], str(x), *args[1:]], capture_output=True, text=True)
+    assert run.returncode == 2 and "expected" in run.stderr
