@@ -382,6 +382,22 @@ def container_header(buf: bytes | memoryview) -> tuple[bool, int, int]:
     return not is_array(first), count, size
 
 
+def stride_headers(node: StrideNode) -> bytes | None:
+    """The bytes a fixed-stride list starts with: its header, its first row's, that row's first
+    row's and so on (the rows' headers are alike at each depth, which ``verify`` checks for
+    every row); None if a count does not fit its header size. A lazy view reads them in one
+    piece, so a node whose nesting does not match the data is refused."""
+    out = b""
+    for h, n, _ in node.dims:
+        if h == 1 and n < 16:
+            out += bytes((0x90 | n,))
+        elif h in (3, 5) and n < 1 << 8 * (h - 1):
+            out += (b"\xdc" if h == 3 else b"\xdd") + n.to_bytes(h - 1, "big")
+        else:
+            return None
+    return out
+
+
 def node_header(node: Node) -> tuple[bool, int, int]:
     """The (is_map, item count, header size) the container of ``node`` must start with."""
     if isinstance(node, StrideNode):

@@ -21,12 +21,14 @@ from .format import (
     TRAILER_SIZE,
     ArrayNode,
     MapNode,
+    StrideNode,
     check_header,
     check_node,
     container_header,
     header_end,
     node_header,
     node_span,
+    stride_headers,
     unframe_node,
     unpack_trailer,
 )
@@ -283,7 +285,12 @@ class Archive:
                 raise CorruptedError(f"NumPy array at offset {base} does not match its TOC node at offset {pos}")
             view = LazyArray(self, base, pos, span, dtype, shape, start)
         else:
-            if container_header(self.read(base, min(5, span))) != node_header(node):
+            if isinstance(node, StrideNode):
+                heads = stride_headers(node)
+                fits = heads is not None and bytes(self.read(base, len(heads))) == heads
+            else:
+                fits = container_header(self.read(base, min(5, span))) == node_header(node)
+            if not fits:
                 raise self.damaged(f"container at offset {base} does not match its TOC node at offset {pos}")
             view = make_view(self, base, pos, node)
         view._nsize = size

@@ -139,3 +139,12 @@ def test_sources_that_are_not_plain_files(tmp_path):
     os.mkfifo(fifo)
     with pytest.raises(TypeError, match="regular file"):
         msglc.LazyReader(fifo)  # refused at once, no hang waiting for a writer
+
+
+def test_stride_rows_that_lie_about_their_items():
+    """A node whose rows are said to hold 18 one-byte items, where the data's rows hold two
+    floats: item 1 would read a float's first byte as the int 63. The view checks the first
+    row's header against the node, in the read it makes anyway."""
+    data = msglc.dumps([[1.5, 2.5]] * 100, small_obj_optimization_threshold=64)
+    wrong = rewrite_root(data, lambda n: msgspec.structs.replace(n, dims=[(3, 100, 19), (1, 18, 1)]))
+    errors(wrong, "3/1", "0")
