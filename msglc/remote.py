@@ -6,6 +6,11 @@ Every read from object storage is a request with tens of milliseconds of latency
 the most recent ones, fetches the header and the end of the file (trailer and root TOC node)
 together on open, and issues batches of ranges concurrently (``fetch_many``). fsspec is
 imported only when a remote archive is named.
+
+An object replaced while a reader has it open must not give values read from the new bytes
+through the old table of contents: ``S3Source`` pins the ETag of its first answer and every
+later request carries it (``If-Match``); on other file systems a read that comes back short
+(the object shrank) is reported. Either raises ``ArchiveChangedError``.
 """
 
 from __future__ import annotations
@@ -14,9 +19,10 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any, BinaryIO
 
+from .errors import ArchiveChangedError
 from .format import HEADER_SIZE, TRAILER_SIZE, claimed_size, header_end
 from .source import Source, _closed_error
 
@@ -24,6 +30,7 @@ BLOCK_SIZE = 256 * 1024  # read-ahead unit for small reads (docs/performance.md 
 CACHE_BLOCKS = 32  # recent blocks kept per reader
 MAX_GAP = 1 << 20  # read_many: ranges closer than this are fetched as one request
 MAX_REQUEST = 16 << 20  # ... up to this size per request
+MAX_CONCURRENT = 128  # S3 requests in flight per batch (fsspec's default gather batch)
 
 
 def _fsspec() -> Any:
@@ -40,11 +47,15 @@ def _is_local(fs: Any) -> bool:
 
 
 class RemotePath:
-    """An object on an fsspec file system: where a remote archive is read from or written to."""
+    """An object on an fsspec file system: where a remote archive is read from or written to.
+    ``owned``: the file system was made for this name alone (from a URL, by a class fsspec does
+    not share between callers, such as a zip), so a write closes it: that is what finishes a
+    zip."""
 
-    def __init__(self, fs: Any, path: str) -> None:
+    def __init__(self, fs: Any, path: str, owned: bool = False) -> None:
         self.fs = fs
         self.path = path
+        self.owned = owned
 
     def __repr__(self) -> str:
         return f"<RemotePath {self.path!r} on {type(self.fs).__name__}>"
@@ -65,6 +76,8 @@ def resolve_name(target: Any, fs: Any = None, storage_options: dict | None = Non
         path = os.fspath(target)
     elif isinstance(target, str) and "://" in target:
         fs, path = _fsspec().core.url_to_fs(target, **(storage_options or {}))
+        if not _is_local(fs):
+            return RemotePath(fs, path, owned=not getattr(fs, "cachable", True))
     elif storage_options:
         raise TypeError("storage_options apply to URLs such as 's3://bucket/key' only")
     elif (
@@ -108,7 +121,9 @@ class RemoteSource(Source):
         self.extents: OrderedDict[int, bytes] = OrderedDict()  # start -> bytes, most recent last
         self.max_gap = MAX_GAP
         self.max_request = MAX_REQUEST
+        self.ready = False  # once open, a short answer means the object changed
         self._open(size)
+        self.ready = True
 
     def _open(self, size: int | None) -> None:
         """Fetch the first block (header, start of the data: the root's header) and the last
@@ -185,15 +200,23 @@ class RemoteSource(Source):
             self.counter.add(size, requests)
 
     def _get(self, start: int, end: int) -> bytes:
-        return self._checked([(start, end)], [self.fs.cat_file(self.path, start=start, end=end)])[0]
+        return self._checked([(start, end)], self._requests([(start, end)]))[0]
 
     def _range_args(self, ranges: list) -> tuple[list, list, list]:
         return [self.path] * len(ranges), [r[0] for r in ranges], [r[1] for r in ranges]
 
+    def _requests(self, ranges: list[tuple[int, int | None]]) -> list:
+        """One concurrent round of ranged requests: the bytes, or the error, of each."""
+        return self.fs.cat_ranges(*self._range_args(ranges), on_error="return")
+
+    async def _async_requests(self, ranges: list[tuple[int, int | None]]) -> list:
+        """``_requests`` as a coroutine on the loop of an async file system."""
+        return await self.fs._cat_ranges(*self._range_args(ranges), on_error="return")
+
     def _get_ranges(self, ranges: list[tuple[int, int | None]], exact: bool = True) -> list[bytes]:
-        """One concurrent round of ranged requests (``fs.cat_ranges``); errors are raised, and
-        with ``exact`` short answers too."""
-        return self._checked(ranges, self.fs.cat_ranges(*self._range_args(ranges), on_error="return"), exact)
+        """One concurrent round of ranged requests; errors are raised, and with ``exact``
+        short answers too."""
+        return self._checked(ranges, self._requests(ranges), exact)
 
     def _checked(self, ranges: list, out: list, exact: bool = True) -> list[bytes]:
         self._count(len(ranges), sum(len(d) for d in out if isinstance(d, (bytes, bytearray))))
@@ -201,8 +224,15 @@ class RemoteSource(Source):
             if isinstance(data, BaseException):
                 raise data
             if exact and len(data) != end - start:
+                if self.ready:  # the object had at least self.size bytes when it was opened
+                    raise self._changed(f"a read of {end - start} bytes at offset {start} got {len(data)}: it is shorter now")
                 raise self._short(start, end - start, len(data))
         return out
+
+    def _changed(self, how: str) -> ArchiveChangedError:
+        return ArchiveChangedError(
+            f"the object {self.fs.unstrip_protocol(self.path)} changed since it was opened ({how}): open a new reader"
+        )
 
     def fetch_many(self, ranges: list[tuple[int, int]]) -> list[bytes]:
         if self.closed:
@@ -219,7 +249,7 @@ class RemoteSource(Source):
         fs = self.fs
         if not getattr(fs, "async_impl", False):
             return await asyncio.to_thread(self._get_ranges, ranges)
-        coro = fs._cat_ranges(*self._range_args(ranges), on_error="return")
+        coro = self._async_requests(ranges)
         if getattr(fs, "asynchronous", False) and fs.loop is asyncio.get_running_loop():
             out = await coro
         else:
@@ -232,13 +262,103 @@ class RemoteSource(Source):
             self.extents.clear()
 
 
+class S3Source(RemoteSource):
+    """An object in S3 (s3fs), pinned to the version its first answer came from: every later
+    GET carries ``If-Match: <that ETag>`` (S3 answers 412 once the object was replaced) and
+    every answer's ETag is compared too (for stores that ignore the condition). The pin costs
+    no request; the two requests that open compare their ETags, and an object replaced
+    between them is opened again, once."""
+
+    etag: str | None = None
+    raced = False  # the opening requests met two versions
+
+    def _open(self, size: int | None) -> None:
+        try:
+            super()._open(size)
+        except ArchiveChangedError:
+            if not self.raced or size is not None:  # a given size belongs to the version it came with
+                raise
+            self.etag, self.raced = None, False
+            self.extents.clear()
+            super()._open(size)
+
+    def _requests(self, ranges: list[tuple[int, int | None]]) -> list:
+        from fsspec.asyn import sync
+
+        return sync(self.fs.loop, self._async_requests, ranges)
+
+    async def _async_requests(self, ranges: list[tuple[int, int | None]]) -> list:
+        import asyncio
+
+        limit = asyncio.Semaphore(getattr(self.fs, "batch_size", None) or MAX_CONCURRENT)
+        return await asyncio.gather(*(self._get_object(start, end, limit) for start, end in ranges), return_exceptions=True)
+
+    async def _get_object(self, start: int, end: int | None, limit: Any) -> bytes:
+        """The bytes of one range (``end`` None: the last ``-start`` bytes). s3fs retries the
+        request; a body cut off midway is asked for again, up to ``fs.retries`` times."""
+        import asyncio
+
+        if end is not None and end <= start:
+            return b""
+        bucket, key, version = self.fs.split_path(self.path)
+        args = {"Bucket": bucket, "Key": key, "Range": f"bytes={start}" if end is None else f"bytes={start}-{end - 1}"}
+        if version:
+            args["VersionId"] = version
+        attempts = max(1, getattr(self.fs, "retries", 1))
+        async with limit:
+            for attempt in range(attempts):
+                response = await self._call(args)
+                try:
+                    data = await response["Body"].read()
+                except Exception:
+                    if attempt + 1 == attempts:
+                        raise
+                    await asyncio.sleep(min(0.1 * 1.7**attempt, 5))
+                    continue
+                finally:
+                    response["Body"].close()
+                self._pin(response.get("ETag"))
+                return data
+        raise AssertionError("unreachable")
+
+    async def _call(self, args: dict) -> dict:
+        """One GetObject carrying the pin; S3's 412 for it means the object was replaced."""
+        if self.etag is not None:
+            args["IfMatch"] = self.etag
+        try:
+            return await self.fs._call_s3("get_object", **args)
+        except OSError as e:
+            if _precondition_failed(e):
+                raise self._changed(f"ETag {self.etag} no longer matches") from None
+            raise
+
+    def _pin(self, etag: str | None) -> None:
+        """Keep the first ETag seen; raise if an answer comes from another version. Runs on
+        the file system's loop only, so needs no lock."""
+        if self.etag is None:
+            self.etag = etag
+        elif etag is not None and etag != self.etag:
+            raise self._changed(f"ETag {self.etag}, now {etag}")
+
+    def _changed(self, how: str) -> ArchiveChangedError:
+        self.raced = not self.ready
+        return super()._changed(how)
+
+
+def _precondition_failed(error: OSError) -> bool:
+    """Is this s3fs error S3's 412 for a failed ``If-Match``?"""
+    response = getattr(error.__cause__, "response", None) or {}
+    return response.get("ResponseMetadata", {}).get("HTTPStatusCode") == 412
+
+
 def open_remote(fs: Any, path: str, **options: Any) -> RemoteSource:
-    """A ``RemoteSource``; ``options``: its keyword arguments."""
+    """A ``RemoteSource`` (an ``S3Source`` on s3fs); ``options``: its keyword arguments."""
     if getattr(fs, "asynchronous", False):
         raise TypeError(
             "LazyReader needs an fsspec file system made with asynchronous=False; its async methods use the file system's own loop"
         )
-    return RemoteSource(fs, path, **options)
+    is_s3 = callable(getattr(fs, "_call_s3", None)) and callable(getattr(fs, "split_path", None))
+    return (S3Source if is_s3 else RemoteSource)(fs, path, **options)
 
 
 @contextmanager
@@ -257,10 +377,25 @@ def spooled_target(target: RemotePath) -> Iterator[BinaryIO]:
 
 @contextmanager
 def remote_target(target: RemotePath) -> Iterator[BinaryIO]:
-    """A file streamed to ``target`` that becomes visible only when the block completes (an
-    S3 object appears when its upload completes); on failure it is discarded and an existing
-    object is left as it was."""
+    """A file streamed to ``target``. Where the file system defers the commit (S3 and the other
+    object stores: an object appears when its upload completes) the write is atomic: on failure
+    it is discarded and an existing object is left as it was. Files that cannot defer it (no
+    ``commit``: a zip entry through ``ZipFileSystem``, SFTP, FTP, ...) are written in place, so
+    there a failure leaves what was written (removed where the file system can remove it). A
+    file system made for this name alone (``target.owned``) is closed after: it finishes a zip."""
     f = target.fs.open(target.path, "wb", autocommit=False)
+    deferred = callable(getattr(f, "commit", None)) and callable(getattr(f, "discard", None))
+    try:
+        with (_committed if deferred else _in_place)(target, f):
+            yield f
+    finally:
+        if target.owned and callable(getattr(target.fs, "close", None)):
+            target.fs.close()
+
+
+@contextmanager
+def _committed(target: RemotePath, f: Any) -> Iterator[BinaryIO]:
+    """Commit ``f`` if the block completes, else discard it."""
     try:
         yield f
         f.close()
@@ -270,4 +405,17 @@ def remote_target(target: RemotePath) -> Iterator[BinaryIO]:
             f.discard()  # aborts a multipart upload (nothing left behind to be billed)
         finally:
             f.closed = True  # nothing more is written or committed
+        raise
+
+
+@contextmanager
+def _in_place(target: RemotePath, f: Any) -> Iterator[BinaryIO]:
+    """Close ``f`` either way (a zip takes no other entry while one is open); after a failure,
+    remove the part written if the file system can (a zip cannot remove an entry)."""
+    try:
+        with f:
+            yield f
+    except BaseException:
+        with suppress(Exception):
+            target.fs.rm_file(target.path)
         raise
