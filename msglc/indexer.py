@@ -5,6 +5,10 @@ container whose encoding fits the threshold needs no TOC entry; a larger one is 
 decoding one level of it into ``msgspec.Raw`` views (item boundaries at C speed), and only the
 large items are visited further. Lists of fixed-size items are proven so from the bytes with
 strided slice comparisons and need no per-item entries at all.
+
+Containers are read as msgspec encodes them, from their C storage: a subclass's ``__len__``,
+``__iter__`` or ``__getitem__`` is never consulted (one that yields other than its storage
+was streamed instead: ``validate.kind`` raises ``Streamed`` for it).
 """
 
 from __future__ import annotations
@@ -46,6 +50,10 @@ PAGE_ENTRIES = 32  # average entries per hash-index page
 STRIDE_LAZY_MIN = 512  # sub-lists of a fixed-stride list at least this long come back lazy (decoding
 # a row costs ~15 ns per float, so past ~56 floats one 9-byte read beats decoding the row)
 _NUMERIC_MARKERS = frozenset(FIXED_SCALAR_SIZE)
+# Errors of a layout on bytes msgspec garbled: a set subclass with its own __iter__ is written
+# with the count of its storage and the items of its iteration. Reading them may fail before
+# the type check meets the subclass; ``validate.raise_if_streamed`` then tells (Streamed).
+GARBLED = (msgspec.DecodeError, ValueError, IndexError)
 _raw_list = msgspec.msgpack.Decoder(list[msgspec.Raw])
 
 try:  # optional C accelerator for huge dicts; the Python path below writes identical bytes
@@ -96,7 +104,11 @@ class TocBuilder:
     # -- entry point ---------------------------------------------------------------------------
     def build_root(self, obj: Any) -> tuple[int, int]:
         """Index the whole object; returns the root node's (position in TOC, length) or (0, 0)."""
-        ref = self.index(obj, 0, len(self.buf))
+        try:
+            ref = self.index(obj, 0, len(self.buf))
+        except GARBLED:
+            validate.raise_if_streamed(obj)
+            raise
         if ref is None:
             validate.check_value(obj)
             return 0, 0
@@ -108,7 +120,7 @@ class TocBuilder:
             return None
         k = validate.kind(type(obj))
         if k == validate.SEQ:
-            seq = obj if isinstance(obj, (list, tuple)) else list(obj)
+            seq = obj if type(obj) is list or type(obj) is tuple else list(obj)  # a subclass: its storage
             return self._index_list(seq, a, b)
         if k == validate.MAP:
             return self._index_map(obj, a, b)
@@ -229,21 +241,29 @@ class TocBuilder:
 
     # -- dicts ---------------------------------------------------------------------------------
     def _index_map(self, d: dict, a: int, b: int) -> tuple[int, int]:
-        n = len(d)  # keys and values are checked by validate.check_map below
+        keys = dict.keys(d)  # the storage msgspec encoded, whatever a subclass overrides
+        n = len(keys)
         h = container_header_size(self.buf[a])
         if n > MAP_INLINE_MAX and _speedups is not None and not self._spliced(a, b):
             return self._index_hash_map_fast(d, a, h, n)
-        raws = map_raws(self.buf, a, h, b, n)
+        raws, real_offs, kids = self.map_entries(d, a, b, h)
+        koffs, voffs = real_offs[0::2], real_offs[1::2]  # entry j: key at koffs[j], value voffs[j]..koffs[j+1]
+        if n <= MAP_INLINE_MAX:
+            kids = {j: kids[k] for j, k in enumerate(keys) if k in kids}
+            return self._add(MapNode(keys=list(keys), koffs=koffs, voffs=voffs, kids=self._refs(kids)))
+        entry_kids = {j: (k, kids[k]) for j, k in enumerate(keys) if k in kids} if kids else {}
+        return self._hash_node(n, koffs, entry_kids, self._hash_index(raws[0::2], koffs))
+
+    def map_entries(self, d: dict, a: int, b: int, h: int) -> tuple[list, list[int], dict[Any, tuple[int, int]]]:
+        """The dict encoded at buf[a:b] with an h-byte header: its keys and values alternately
+        as ``msgspec.Raw``, their offsets from ``a`` as in the data section (plus the end), and
+        the nodes of its large values by key; every key and value checked."""
+        raws = map_raws(self.buf, a, h, b, len(dict.keys(d)))
         lens, offs = item_layout(raws, h)
         real_lens, real_offs = self._real_layout(a, b, lens, offs)
         kids = self._big_values(d, a, offs[1::2], offs[0::2], real_lens[1::2])
         validate.check_map(d, skip=kids.keys())
-        koffs, voffs = real_offs[0::2], real_offs[1::2]  # entry j: key at koffs[j], value voffs[j]..koffs[j+1]
-        if n <= MAP_INLINE_MAX:
-            kids = {j: kids[k] for j, k in enumerate(d) if k in kids}
-            return self._add(MapNode(keys=list(d), koffs=koffs, voffs=voffs, kids=self._refs(kids)))
-        entry_kids = {j: (k, kids[k]) for j, k in enumerate(d) if k in kids} if kids else {}
-        return self._hash_node(n, koffs, entry_kids, self._hash_index(raws[0::2], koffs))
+        return raws, real_offs, kids
 
     def _index_hash_map_fast(self, d: dict, a: int, h: int, n: int) -> tuple[int, int]:
         """The hash-indexed dict with the arrays computed in C (``_speedups``)."""
@@ -252,7 +272,7 @@ class TocBuilder:
         koffs = _le_array("I" if width == 4 else "Q", offs_bytes)
         entry_kids = {}
         if big:
-            items = list(d.items())
+            items = list(dict.items(d))
             kids = self._index_children((items[e][0], items[e][1], a + start, a + end) for e, start, end in big)
             entry_kids = {e: (items[e][0], kids[items[e][0]]) for e, _, _ in big if items[e][0] in kids}
         validate.check_map(d, skip={key for key, _ in entry_kids.values()})
@@ -284,7 +304,9 @@ class TocBuilder:
         big = set(self.big_children(a, voffs, vlens))
         if not big:
             return {}
-        return self._index_children((key, value, a + voffs[j], a + koffs[j + 1]) for j, (key, value) in enumerate(d.items()) if j in big)
+        return self._index_children(
+            (key, value, a + voffs[j], a + koffs[j + 1]) for j, (key, value) in enumerate(dict.items(d)) if j in big
+        )
 
     def _hash_index(self, key_raws: list, koffs: list[int]) -> tuple[int, int, int, int, int]:
         """Build and write the index region of a dict (pure Python; ``_speedups.map_index``
@@ -298,19 +320,20 @@ class TocBuilder:
 
     def hash_index_of(self, hashes: list[int], koffs: Any) -> tuple[int, int, int, int, int]:
         """``_hash_index`` from the keys' hashes (CRC-32 of their encodings)."""
-        n = len(hashes)
-        page_bits = hash_page_bits(n)
-        records = list(map(or_, map(lshift, hashes, repeat(32)), range(n)))
-        records.sort()
-        shift = 64 - page_bits
-        firsts = [bisect_left(records, p << shift) for p in range(1 << page_bits)] + [n]
+        return self.write_hash_index(*hash_records(hashes), koffs)
+
+    def write_hash_index(self, records: Any, firsts: Any, koffs: Any) -> tuple[int, int, int, int, int]:
+        """``_hash_index`` from its sorted ``records`` (native u64: an ``array("Q")`` or a
+        memoryview) and page table ``firsts`` (``hash_records``, ``key_records``)."""
         width = 4 if koffs[-1] < 2**32 else 8
-        entry_offs = array("I" if width == 4 else "Q", koffs)
-        recs = array("Q", records)
-        if sys.byteorder == "big":
-            recs.byteswap()
+        code = "I" if width == 4 else "Q"
+        entry_offs = koffs if isinstance(koffs, array) and koffs.typecode == code else array(code, koffs)
+        if sys.byteorder == "big":  # copies: the caller's arrays stay as they are
+            records, entry_offs = array("Q", records), array(code, entry_offs)
+            records.byteswap()
             entry_offs.byteswap()
-        return self._write_region(entry_offs.tobytes(), recs.tobytes(), firsts, page_bits, width)
+        page_bits = hash_page_bits(len(records))
+        return self._write_region(memoryview(entry_offs).cast("B"), memoryview(records).cast("B"), firsts, page_bits, width)
 
     def _write_region(self, offs_bytes: bytes, rec_bytes: bytes, firsts, page_bits: int, width: int) -> tuple[int, int, int, int, int]:
         """Append the index region (entry offsets, page table, records) to the TOC."""
@@ -333,6 +356,31 @@ class TocBuilder:
 def hash_page_bits(n: int) -> int:
     """Pages of about ``PAGE_ENTRIES`` records: one lookup reads one small page."""
     return max(0, (n // PAGE_ENTRIES).bit_length() - 1)
+
+
+def hash_records(hashes: list[int]) -> tuple[array, list[int]]:
+    """The records of a hash index over keys with these hashes, sorted (hash << 32 | entry),
+    and the first record of each page (plus the count)."""
+    n = len(hashes)
+    page_bits = hash_page_bits(n)
+    records = list(map(or_, map(lshift, hashes, repeat(32)), range(n)))
+    records.sort()
+    shift = 64 - page_bits
+    firsts = [bisect_left(records, p << shift) for p in range(1 << page_bits)] + [n]
+    return array("Q", records), firsts
+
+
+def key_records(keys: bytes | bytearray, n: int) -> tuple[Any, Any, Any]:
+    """``hash_records`` of n keys whose encodings, each followed by a nil byte, make ``keys``
+    (a msgpack map body of nil values: how a streamed dict keeps its keys once their values
+    are written), and where each key starts in ``keys`` (plus the end). With the C
+    accelerator no Python object is made per key."""
+    if _speedups is not None:
+        starts, width, recs, firsts, _ = _speedups.map_index(keys, 0, n, 0, 1, hash_page_bits(n))
+        return _le_view("Q", recs), _le_array("I", firsts), _le_view("I" if width == 4 else "Q", starts)
+    raws = map_raws(keys, 0, 0, len(keys), n)
+    records, firsts = hash_records(list(map(zlib.crc32, raws[0::2])))
+    return records, firsts, list(accumulate(map(len, raws), initial=0))[0::2]
 
 
 # ---- helpers -------------------------------------------------------------------------------------
@@ -363,6 +411,11 @@ def _le_array(code: str, data: bytes) -> array:
     return values
 
 
+def _le_view(code: str, data: bytes) -> memoryview | array:
+    """``_le_array`` without a copy where the machine is little-endian."""
+    return memoryview(data).cast(code) if sys.byteorder == "little" else _le_array(code, data)
+
+
 def _is_ndarray(x: Any) -> bool:
     np = sys.modules.get("numpy")
     return np is not None and isinstance(x, np.ndarray)
@@ -374,9 +427,8 @@ def _check_rows(row) -> None:
     np = sys.modules.get("numpy")
     for t in set(map(type, row)):
         if validate.kind(t) != validate.SEQ and not (np is not None and issubclass(t, np.ndarray)):
-            i = next(i for i, x in enumerate(row) if type(x) is t)
             e = validate.unsupported_type(t)
-            e.path.append(i)
+            e.path.append(validate.label_of(enumerate(row), t))
             raise e
 
 

@@ -1,18 +1,23 @@
 """``LazyWriter``: write an archive whose lists (and dicts) are produced while it is written.
 
-Lists of unknown length (generators, iterators) are written in batches: each batch is encoded
-by msgspec in one call and indexed like any list, then its bytes go to the file and only its
-span boundaries are kept. The list's msgpack header, whose item count is known only at the
-end, is written as a 5-byte array32 header and filled in afterwards, so the target must be a
-path or a seekable file. Memory holds one batch plus the TOC, never the data.
+Lists of unknown length (generators, iterators, list subclasses with their own ``__iter__``)
+are written in batches: each batch is encoded by msgspec in one call and indexed like any list,
+then its bytes go to the file and only its span boundaries are kept. Dicts of unknown length
+(``Pairs``, dict subclasses with their own ``items()``) likewise, each batch a dict: only the
+keys' encodings and offsets are kept, for the hash index and to refuse a key met twice. The
+container's msgpack header, whose count is known only at the end, is written as a 5-byte
+array32 or map32 header and filled in afterwards, so the target must be a path or a seekable
+file. Memory holds one batch plus the TOC (and the keys), never the data.
 """
 
 from __future__ import annotations
 
+import io
 import os
 import sys
 import zlib
-from collections.abc import ItemsView
+from array import array
+from collections.abc import ItemsView, Iterator
 from contextlib import ExitStack
 from itertools import islice
 from typing import Any, BinaryIO
@@ -24,9 +29,9 @@ from .arrays import ArrayEncoder, DataSection
 from .bulk import crc32_combine, data_crc32, gc_paused
 from .config import current
 from .format import HEADER_SIZE, ListNode, MapNode, Trailer, array_header, container_header_size, frame_node, map_header, pack_header
-from .indexer import MAP_INLINE_MAX, TocBuilder
+from .indexer import GARBLED, MAP_INLINE_MAX, TocBuilder, key_records, map_raws
 from .remote import RemotePath, resolve_name, spooled_target
-from .streamed import Pairs, Streamed, is_streamed
+from .streamed import Pairs, Streamed, is_streamed, stop_iteration_error
 from .writer import _encode, atomic_file, is_named
 
 BATCH = 4096  # at most this many items per msgspec call when streaming a list
@@ -101,7 +106,7 @@ class _Streamer:
         arrays = ArrayEncoder(self.numpy_encoder)
         try:
             with gc_paused(self.disable_gc):  # only around msgspec and the index: the user's generators run with the GC on
-                buf = _encode(obj, arrays)
+                buf = _encode_value(obj, arrays)
                 section = DataSection(buf, arrays)
                 builder = self._builder(buf, section)
                 ref = builder.build_root(obj)
@@ -119,115 +124,155 @@ class _Streamer:
         """A list, tuple, set or dict holding streamed values, or a streamed value itself."""
         return self._dict(obj) if isinstance(obj, (dict, Pairs, ItemsView)) else self._list(obj)
 
+    def _batch(self, value: list | dict, layout: Any) -> tuple[DataSection, TocBuilder, int, Any] | None:
+        """Encode a batch of items (a list) or entries (a dict) in one msgspec call and lay it
+        out with ``layout(builder, value, 0, len(buf), h)`` (``TocBuilder.list_items`` or
+        ``map_entries``): (section, builder, header size h, layout). None when the batch holds
+        streamed values (nothing is written then): its items go one by one."""
+        arrays = ArrayEncoder(self.numpy_encoder)
+        try:
+            with gc_paused(self.disable_gc):
+                buf = _encode_value(value, arrays)
+                section = DataSection(buf, arrays)
+                builder = self._builder(buf, section)
+                h = container_header_size(buf[0])
+                try:
+                    return section, builder, h, layout(builder, value, 0, len(buf), h)
+                except GARBLED:
+                    validate.raise_if_streamed(value)
+                    raise
+        except Streamed:
+            return None
+
+    def _write_body(self, section: DataSection, builder: TocBuilder, h: int) -> None:
+        """Write a batch's bytes without its h-byte header (the container has its own), and
+        its nodes."""
+        self.toc += builder.toc
+        skip = h
+        for chunk in section.chunks():
+            self.data.write(memoryview(chunk)[skip:])
+            skip = 0
+
     def _list(self, obj: Any) -> tuple[int, tuple[int, int] | None]:
-        d = self.data
-        start = d.pos
+        start = self.data.pos
         reserved = self._open(obj, (list, tuple), array_header)
-        starts: list[int] = []
-        offs: list[int] = []
-        kids: dict[int, tuple[int, int]] = {}
-        count = 0
+        spans = _Spans()
         items = iter(obj)
         size = 16  # items per batch: grown or shrunk so that a batch encodes to about BATCH_BYTES
         while batch := list(islice(items, size)):
-            arrays = ArrayEncoder(self.numpy_encoder)
-            try:
-                with gc_paused(self.disable_gc):
-                    buf = _encode(batch, arrays)
-            except Streamed:  # items holding streamed values: one at a time
-                for item in batch:
-                    item_at = d.pos - start
-                    try:
-                        length, ref = self.emit(item)
-                    except validate.Unsupported as e:
-                        e.path.append(count)
-                        raise
-                    if ref is not None or not starts or len(starts) - 1 in kids or item_at + length - offs[-1] > self.threshold:
-                        starts.append(count)  # a new span; else the item joins the last one
-                        offs.append(item_at)
-                    if ref is not None:
-                        kids[len(starts) - 1] = ref
-                    count += 1
-                continue
-            section = DataSection(buf, arrays)
-            builder = self._builder(buf, section)
-            h = container_header_size(buf[0])
-            try:
-                with gc_paused(self.disable_gc):
-                    item_offs, batch_kids = builder.list_items(batch, 0, len(buf), h)
-            except validate.Unsupported as e:
-                e.path[-1] += count  # the index in the batch, as an index in the list
-                raise
-            span_starts, span_offs, span_kids = builder._spans(item_offs, len(batch), batch_kids)
-            shift = d.pos - start - h  # container offset of the batch's byte 0 (its header is not written)
-            kids.update({len(starts) + k: ref for k, ref in span_kids.items()})
-            starts += [count + s for s in span_starts]
-            offs += [shift + o for o in span_offs[:-1]]
-            self.toc += builder.toc
-            chunks = section.chunks()
-            d.write(memoryview(next(chunks))[h:])
-            for chunk in chunks:
-                d.write(chunk)
-            count += len(batch)
-            size = max(1, min(BATCH, size * 2, size * BATCH_BYTES // max(section.size, 1)))
-        self._close(reserved, b"\xdd", count)
-        total = d.pos - start
-        if total <= self.threshold and not kids:
+            size = _next_size(size, self._list_batch(batch, start, spans))
+        self._close(reserved, b"\xdd", spans.count)
+        total = self.data.pos - start
+        if total <= self.threshold and not spans.kids:
             return total, None
-        return total, self._add(ListNode(n=count, starts=starts, offs=[*offs, total], kids=self._refs(kids)))
+        return total, self._add(ListNode(n=spans.count, starts=spans.starts, offs=[*spans.offs, total], kids=self._refs(spans.kids)))
+
+    def _list_batch(self, batch: list, start: int, spans: _Spans) -> int:
+        """Write a batch of the list's items (the list starts at ``start``); returns the bytes
+        written. One msgspec call, unless items hold streamed values."""
+        at = self.data.pos
+        try:
+            encoded = self._batch(batch, TocBuilder.list_items)
+        except validate.Unsupported as e:
+            e.path[-1] += spans.count  # the index in the batch, as an index in the list
+            raise
+        if encoded is None:
+            self._items_one_by_one(batch, start, spans)
+        else:
+            section, builder, h, (item_offs, batch_kids) = encoded
+            spans.add_batch(builder, at - start - h, item_offs, len(batch), batch_kids)
+            self._write_body(section, builder, h)
+        return self.data.pos - at
+
+    def _items_one_by_one(self, batch: list, start: int, spans: _Spans) -> None:
+        """Items holding streamed values, each written by ``emit``."""
+        for item in batch:
+            at = self.data.pos - start
+            try:
+                length, ref = self.emit(item)
+            except validate.Unsupported as e:
+                e.path.append(spans.count)
+                raise
+            spans.add(at, length, ref, self.threshold)
 
     def _dict(self, obj: Any) -> tuple[int, tuple[int, int] | None]:
-        d = self.data
-        start = d.pos
-        pairs = obj.items() if isinstance(obj, dict) else obj.items if isinstance(obj, Pairs) else obj  # or an ItemsView
-        reserved = self._open(obj, dict, map_header)
-        keys: list[Any] = []
-        key_raws: list[bytes] = []
-        koffs: list[int] = []
-        voffs: list[int] = []
-        kids: dict[int, tuple[int, int]] = {}
-        seen: set = set()
-        for pair in pairs:
-            if not isinstance(pair, (tuple, list)) or len(pair) != 2:
-                raise TypeError(f"a streamed dict takes (key, value) pairs, not {type(pair).__name__} {pair!r:.40}")
-            key, value = pair
-            if not validate.key_type_ok(type(key)):
-                raise validate.bad_key(key)  # the enclosing levels add the path
-            if key in seen:
-                raise ValueError(f"key {key!r:.40} occurs twice in a streamed dict")
-            seen.add(key)
+        """A dict from its ``items()``, ``Pairs`` or an items view, in batches: each batch a
+        dict encoded in one msgspec call. Memory holds a batch, the keys' encodings and their
+        offsets (for the hash index and the check that no key occurs twice), and the TOC."""
+        start = self.data.pos
+        pairs = iter(obj.items() if isinstance(obj, dict) else obj.items if isinstance(obj, Pairs) else obj)
+        reserved = self._open(obj, (dict,), map_header)
+        keys = _Keys()
+        size = 16
+        while batch := list(islice(pairs, size)):
+            size = _next_size(size, self._dict_batch(_entries(batch), start, keys))
+        self._close(reserved, b"\xdf", keys.count)
+        total = self.data.pos - start
+        return total, self._map_node(keys, total)
+
+    def _dict_batch(self, entries: dict, start: int, keys: _Keys) -> int:
+        """Write a batch of the dict's entries (the dict starts at ``start``); returns the
+        bytes written. One msgspec call, unless values hold streamed values."""
+        at = self.data.pos
+        encoded = self._batch(entries, TocBuilder.map_entries)
+        if encoded is None:
+            self._pairs_one_by_one(entries, start, keys)
+        else:
+            section, builder, h, (raws, offs, kids) = encoded
+            keys.add_batch(at - start - h, raws, offs, kids and {j: kids[k] for j, k in enumerate(entries) if k in kids})
+            self._write_body(section, builder, h)
+        return self.data.pos - at
+
+    def _pairs_one_by_one(self, entries: dict, start: int, keys: _Keys) -> None:
+        """Entries holding streamed values, each value written by ``emit``."""
+        for key, value in entries.items():
             raw = _key_encoder.encode(key)
-            koffs.append(d.pos - start)
-            d.write(raw)
-            voffs.append(d.pos - start)
+            at = self.data.pos - start
+            self.data.write(raw)
             try:
                 _, ref = self.emit(value)
             except validate.Unsupported as e:
                 e.path.append(key)
                 raise
-            if ref is not None:
-                kids[len(keys)] = ref
-            keys.append(key)
-            key_raws.append(raw)
-        n = len(keys)
-        self._close(reserved, b"\xdf", n)
-        total = d.pos - start
-        koffs.append(total)
-        if total <= self.threshold and not kids:
-            return total, None
-        if n <= MAP_INLINE_MAX:
-            return total, self._add(MapNode(keys=keys, koffs=koffs, voffs=voffs, kids=self._refs(kids)))
-        builder = TocBuilder(b"", self.threshold, toc_base=len(self.toc))
-        ref = builder._hash_node(n, koffs, {j: (keys[j], r) for j, r in kids.items()}, builder._hash_index(key_raws, koffs))
-        self.toc += builder.toc
-        return total, ref
+            keys.add(at, raw, ref)
 
-    def _open(self, obj: Any, sized: Any, header: Any) -> tuple[int, list[int]] | None:
-        """Write a container's header: exact when ``obj`` is one of the ``sized`` types, else
-        5 bytes reserved for ``_close`` (the count is known at the end)."""
-        if isinstance(obj, sized):
-            self.data.write(header(len(obj)))
+    def _map_node(self, keys: _Keys, total: int) -> tuple[int, int] | None:
+        """The node of a streamed dict of ``total`` bytes (None if it needs none), once its
+        keys are checked: a key that occurs twice is refused."""
+        keys.reach(total)
+        keys.koffs.append(total)
+        if keys.count <= MAP_INLINE_MAX:
+            return self._inline_map_node(keys, total)
+        records, firsts, starts = key_records(keys.blob, keys.count)
+        _refuse_repeated(keys.sharing_hash(records, starts))
+        if total <= self.threshold and not keys.kids:
             return None
+        kids = {j: (keys.key(j, starts), ref) for j, ref in keys.kids.items()}
+        keys.blob = starts = None  # not needed for the index: freed before it is written
+        builder = TocBuilder(b"", self.threshold)
+        builder.toc = self.toc  # written in place: the index of 2M keys takes 24 MB, not copied
+        region = builder.write_hash_index(records, firsts, keys.koffs)
+        del records
+        return builder._hash_node(keys.count, keys.koffs, kids, region)
+
+    def _inline_map_node(self, keys: _Keys, total: int) -> tuple[int, int] | None:
+        """``_map_node`` of a dict of at most ``MAP_INLINE_MAX`` keys: they are in its node."""
+        raws = keys.raws()
+        _refuse_repeated(raws)
+        if total <= self.threshold and not keys.kids:
+            return None
+        koffs = list(keys.koffs)
+        voffs = [k + len(raw) for k, raw in zip(koffs, raws, strict=False)]  # koffs has the end too
+        return self._add(MapNode(keys=list(map(msgspec.msgpack.decode, raws)), koffs=koffs, voffs=voffs, kids=self._refs(keys.kids)))
+
+    def _open(self, obj: Any, sized: tuple[type, ...], header: Any) -> tuple[int, list[int]] | None:
+        """Write a container's header: exact when ``obj`` is one of the ``sized`` types and
+        yields its storage (whose length the base type's ``__len__`` gives, whatever a
+        subclass's says), else 5 bytes reserved for ``_close`` (the count is known at the end)."""
+        for base in sized:
+            if isinstance(obj, base) and not is_streamed(obj):
+                self.data.write(header(base.__len__(obj)))
+                return None
         return self.data.reserve(5)
 
     def _close(self, reserved: tuple[int, list[int]] | None, marker32: bytes, count: int) -> None:
@@ -305,6 +350,8 @@ class LazyWriter:
             raise e.error() from None
         except RecursionError:
             raise ValueError("object is nested too deeply or contains a reference to itself") from None
+        except StopIteration as e:  # from a value's items() or __iter__: it must not end the caller's loop
+            raise stop_iteration_error() from e
         self._failed = False
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
@@ -334,3 +381,173 @@ class LazyWriter:
             threshold=self.cfg.small_obj_optimization_threshold,
         )
         data.f.write(trailer.pack(pack_header()))
+
+
+def _encode_value(value: Any, arrays: ArrayEncoder) -> bytes:
+    """``_encode``, with a refused type raised as ``validate.Unsupported`` (its path from
+    ``value``) so that the enclosing streamed containers add theirs."""
+    try:
+        return _encode(value, arrays)
+    except TypeError:
+        validate.check_value(value)
+        raise
+
+
+def _next_size(size: int, nbytes: int) -> int:
+    """Items in the next batch, after one of ``size`` items took ``nbytes``: doubled up to
+    ``BATCH``, shrunk when items are large (a batch stays about ``BATCH_BYTES``)."""
+    return max(1, min(BATCH, size * 2, size * BATCH_BYTES // max(nbytes, 1)))
+
+
+def _entries(batch: list) -> dict:
+    """A batch of (key, value) pairs as a dict, checked: pairs, str or int keys, none twice
+    in the batch (``_Keys`` finds those repeated across batches). C-level passes only."""
+    if not all(issubclass(t, (tuple, list)) for t in set(map(type, batch))) or set(map(len, batch)) != {2}:
+        raise _bad_pair(batch)
+    try:
+        entries = dict(batch)
+    except TypeError:  # an unhashable key
+        for key, _ in batch:
+            if not validate.key_type_ok(type(key)):
+                raise validate.bad_key(key) from None
+        raise
+    validate.check_keys(entries)
+    if len(entries) < len(batch):
+        _refuse_repeated([_key_encoder.encode(key) for key, _ in batch])
+    return entries
+
+
+def _bad_pair(batch: list) -> TypeError:
+    for pair in batch:
+        if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+            return TypeError(f"a streamed dict takes (key, value) pairs, not {type(pair).__name__} {pair!r:.40}")
+    return TypeError("a streamed dict takes (key, value) pairs")  # pragma: no cover - a pair changed meanwhile
+
+
+def _refuse_repeated(raws: Any) -> None:
+    """Keys are distinct: equal keys have equal encodings; refuse the first met twice."""
+    seen: set[bytes] = set()
+    for raw in map(bytes, raws):
+        if raw in seen:
+            raise ValueError(f"key {msgspec.msgpack.decode(raw)!r:.40} occurs twice in a streamed dict")
+        seen.add(raw)
+
+
+class _Spans:
+    """The spans of a list being streamed (as in ``ListNode``): each span's first item and
+    offset, and the nodes of the items that are spans of their own."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.starts: list[int] = []
+        self.offs: list[int] = []
+        self.kids: dict[int, tuple[int, int]] = {}
+
+    def add(self, at: int, length: int, ref: tuple[int, int] | None, threshold: int) -> None:
+        """One item of ``length`` bytes at offset ``at`` with its node (or None): it joins the
+        last span unless either has a node or the span would grow past the threshold."""
+        if ref is not None or not self.starts or len(self.starts) - 1 in self.kids or at + length - self.offs[-1] > threshold:
+            self.starts.append(self.count)
+            self.offs.append(at)
+        if ref is not None:
+            self.kids[len(self.starts) - 1] = ref
+        self.count += 1
+
+    def add_batch(self, builder: TocBuilder, shift: int, item_offs: Any, n: int, batch_kids: dict) -> None:
+        """A batch of n items laid out by ``TocBuilder.list_items``, its byte 0 at ``shift``."""
+        span_starts, span_offs, span_kids = builder._spans(item_offs, n, batch_kids)
+        self.kids.update({len(self.starts) + k: ref for k, ref in span_kids.items()})
+        self.starts += [self.count + s for s in span_starts]
+        self.offs += [shift + o for o in span_offs[:-1]]
+        self.count += n
+
+
+class _Keys:
+    """The keys of a dict being streamed: each entry's offset, the keys' encodings each
+    followed by a nil byte (a msgpack map body: ``indexer.key_records``), and the nodes of
+    large values by entry. 5 bytes per entry (9 past 4 GiB) plus the keys' encodings."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.koffs = array("I")  # u64 once an offset needs it (``reach``)
+        self.blob = bytearray()
+        self.kids: dict[int, tuple[int, int]] = {}
+
+    def add(self, at: int, raw: bytes, ref: tuple[int, int] | None) -> None:
+        """One entry at offset ``at``, its key encoded as ``raw``, its value's node or None."""
+        self.reach(at)
+        self.koffs.append(at)
+        self.blob += raw
+        self.blob += b"\xc0"
+        if ref is not None:
+            self.kids[self.count] = ref
+        self.count += 1
+
+    def add_batch(self, shift: int, raws: list, offs: list[int], kids: dict[int, tuple[int, int]]) -> None:
+        """A batch laid out by ``TocBuilder.map_entries`` (keys and values alternately), its
+        byte 0 at offset ``shift``; ``kids`` by entry in the batch."""
+        n = len(raws) // 2
+        self.reach(shift + offs[2 * n - 2])
+        self.koffs.extend(map(shift.__add__, offs[0 : 2 * n : 2]))
+        self.blob += b"\xc0".join(raws[0::2])
+        self.blob += b"\xc0"
+        self.kids.update({self.count + j: ref for j, ref in kids.items()})
+        self.count += n
+
+    def reach(self, offset: int) -> None:
+        """Make room for ``offset`` in ``koffs``: 4 bytes a key below 4 GiB."""
+        if offset >= 2**32 and self.koffs.typecode == "I":
+            self.koffs = array("Q", self.koffs)
+
+    def raws(self) -> list:
+        """Every key's encoding (``msgspec.Raw``), in order: for dicts of inline keys."""
+        return map_raws(self.blob, 0, 0, len(self.blob), self.count)[0::2]
+
+    def key(self, entry: int, starts: Any) -> Any:
+        """The key of ``entry``, decoded (``starts`` from ``key_records``)."""
+        return msgspec.msgpack.decode(self.blob[starts[entry] : starts[entry + 1] - 1])
+
+    def sharing_hash(self, records: Any, starts: Any) -> list[bytes]:
+        """The encodings of the keys whose hash another key shares: only those can be
+        repeated. ``records`` (hash << 32 | entry) are sorted, so equal hashes are adjacent."""
+        entries = sorted({records[i + d] & 0xFFFFFFFF for i in _equal_hash_neighbours(records) for d in (0, 1)})
+        return [bytes(self.blob[starts[e] : starts[e + 1] - 1]) for e in entries]
+
+
+def _equal_hash_neighbours(records: Any, chunk: int = 1 << 16) -> Iterator[int]:
+    """The indices i where records i and i + 1 have the same hash (high 32 bits), found a
+    chunk of hashes at a time: a few MB at most, whatever the number of keys."""
+    words = memoryview(records).cast("B").cast("I")
+    hashes = words[1 if sys.byteorder == "little" else 0 :: 2]  # a view: nothing copied
+    for first in range(0, len(hashes) - 1, chunk):
+        for i in _equal_neighbours(hashes[first : first + chunk + 1].tobytes(), 4):
+            yield first + i
+
+
+def _equal_neighbours(items: bytes, width: int) -> Iterator[int]:
+    """The indices i where item i equals item i + 1 in ``items``, a run of ``width``-byte
+    items: where the items XOR their successors to zero. Big-int arithmetic at C speed,
+    without a Python object per item."""
+    view = memoryview(items)
+    pairs = int.from_bytes(view[:-width], "little") ^ int.from_bytes(view[width:], "little")
+    diff = pairs.to_bytes(len(items) - width, "little")
+    zero = bytes(width)
+    at = diff.find(zero)
+    while at >= 0:
+        if at % width == 0:
+            yield at // width
+        at = diff.find(zero, at + 1)
+
+
+def stream(target: Any, obj: Any, options: dict[str, Any]) -> None:
+    """What ``dump`` does with an object holding streamed values (generators, ``Pairs``,
+    containers with their own iteration): ``LazyWriter`` writes them as they are produced."""
+    with LazyWriter(target, **options) as writer:
+        writer.write(obj)
+
+
+def stream_bytes(obj: Any, options: dict[str, Any]) -> bytes:
+    """``dumps`` of such an object."""
+    out = io.BytesIO()
+    stream(out, obj, options)
+    return out.getvalue()

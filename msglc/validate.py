@@ -3,6 +3,10 @@
 msgspec happily encodes datetimes, UUIDs, dataclasses, enums and more, but they would read back
 as different types. The check visits containers with C-level ``set(map(type, ...))`` passes and
 descends only into container items, so runs of scalars cost a few nanoseconds each.
+
+It reads containers as msgspec encodes them, from their C storage (``dict.items(d)``, never a
+subclass's override), and raises ``Streamed`` at a subclass whose own iteration would give
+something else (``streamed.iterates``): the writer then streams the object instead.
 """
 
 from __future__ import annotations
@@ -10,7 +14,10 @@ from __future__ import annotations
 import enum
 import os
 import sys
+from contextlib import suppress
 from typing import Any
+
+from .streamed import Streamed, iterates, reordered
 
 try:  # optional C accelerator: a whole value of plain types is checked at C speed
     from . import _speedups
@@ -20,6 +27,7 @@ if os.environ.get("MSGLC_PURE_PYTHON", "").lower() in ("1", "true", "yes"):
     _speedups = None
 
 SCALAR, SEQ, MAP = 1, 2, 3
+ITERATED = -1  # a container subclass written from its own iteration: kind() raises Streamed
 _KINDS: dict[type, int] = {
     type(None): SCALAR, bool: SCALAR, int: SCALAR, float: SCALAR, str: SCALAR,
     bytes: SCALAR, bytearray: SCALAR, memoryview: SCALAR,
@@ -51,19 +59,26 @@ def kind(t: type) -> int:
     back as their plain values, which compare equal), and subclasses of the containers. Other
     subclasses of scalars msgspec refuses; plain ``Enum`` members it would store as their values,
     which would read back as a different type. NumPy arrays and scalars are leaves here:
-    the encoder's hook (``msglc.arrays``) has checked them by the time the TOC is built."""
+    the encoder's hook (``msglc.arrays``) has checked them by the time the TOC is built.
+
+    Raises ``Streamed`` for a container subclass with its own ``items()`` or ``__iter__``:
+    msgspec has encoded its C storage, not what it yields, so the object must be streamed."""
     k = _KINDS.get(t)
     if k is None:
-        k = 0
-        np = sys.modules.get("numpy")
-        if np is not None and issubclass(t, (np.ndarray, np.generic)):
-            k = SCALAR
-        elif issubclass(t, enum.Enum):
-            k = SCALAR if issubclass(t, (int, str, float)) else 0
-        else:
-            k = next((v for base, v in _CONTAINER_BASES if issubclass(t, base)), 0)
-        _KINDS[t] = k
+        k = _KINDS[t] = _classify(t)
+    if k == ITERATED:
+        raise Streamed
     return k
+
+
+def _classify(t: type) -> int:
+    np = sys.modules.get("numpy")
+    if np is not None and issubclass(t, (np.ndarray, np.generic)):
+        return SCALAR
+    if issubclass(t, enum.Enum):
+        return SCALAR if issubclass(t, (int, str, float)) else 0
+    k = next((v for base, v in _CONTAINER_BASES if issubclass(t, base)), 0)
+    return ITERATED if k and iterates(t) else k
 
 
 def unsupported_type(t: type) -> Unsupported:
@@ -95,9 +110,8 @@ def _check_values(values: Any, labelled: Any, skip: Any) -> None:
     for t in set(map(type, values)):
         k = kind(t)
         if not k:
-            label = next(label for label, x in labelled() if type(x) is t)
             e = unsupported_type(t)
-            e.path.append(label)
+            e.path.append(label_of(labelled(), t))
             raise e
         nested = nested or k != SCALAR
     if nested:
@@ -120,17 +134,30 @@ def bad_key(key: Any) -> Unsupported:
 
 
 def check_keys(d: dict) -> None:
-    for t in set(map(type, d)):
+    keys = dict.keys(d)
+    for t in set(map(type, keys)):
         if not key_type_ok(t):
-            raise bad_key(next(k for k in d if type(k) is t))
+            raise bad_key(label_of(zip(keys, keys, strict=True), t))
+
+
+def label_of(labelled: Any, t: type) -> Any:
+    """The label of the first value of type ``t`` among (label, value) pairs, to say where an
+    error is. Not a bare ``next()``: its StopIteration would end the caller's loop."""
+    for label, x in labelled:
+        if type(x) is t:
+            return label
+    raise RuntimeError("a container changed while msglc was writing it")
 
 
 def check_map(d: dict, skip: frozenset | set = frozenset()) -> None:
-    """Check keys and values of ``d`` except the values of the keys in ``skip``."""
+    """Check keys and values of ``d`` except the values of the keys in ``skip``. Raises
+    ``Streamed`` for an OrderedDict whose order is not its storage's (``reordered``)."""
     if _speedups is not None and _speedups.plain_values(d):
         return
+    if type(d) is not dict and reordered(d):
+        raise Streamed
     check_keys(d)
-    _check_values(d.values(), d.items, skip)
+    _check_values(dict.values(d), lambda: dict.items(d), skip)
 
 
 def find_path(x: Any, bad: Any, path: tuple = ()) -> tuple | None:
@@ -139,7 +166,7 @@ def find_path(x: Any, bad: Any, path: tuple = ()) -> tuple | None:
     if bad(x):
         return path
     if isinstance(x, dict):
-        for k, v in x.items():
+        for k, v in dict.items(x):
             found = find_path(k, bad, (*path, k)) if bad(k) else find_path(v, bad, (*path, k))
             if found is not None:
                 return found
@@ -164,6 +191,14 @@ def invalid_str(x: Any) -> bool:
     except UnicodeEncodeError:
         return True
     return False
+
+
+def raise_if_streamed(x: Any) -> None:
+    """Raise ``Streamed`` if the full check meets a container written from its own iteration
+    (before any refused value). For an encoder failure: it may lie in such a container's C
+    storage, which is not what gets written, so the object is streamed instead."""
+    with suppress(Unsupported, RecursionError):
+        check_value(x)
 
 
 def check_value_or_raise(x: Any) -> None:

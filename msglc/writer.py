@@ -41,13 +41,16 @@ def _encode(obj: Any, arrays: ArrayEncoder) -> bytes:
     try:
         return msgspec.msgpack.Encoder(enc_hook=arrays).encode(obj)
     except OverflowError:
+        validate.raise_if_streamed(obj)  # the value may sit in a subclass's storage, which is not what gets written
         raise OverflowError(f"msglc cannot store an int outside -2**63 .. 2**64-1 (at {_where(obj, validate.int_out_of_range)})") from None
     except UnicodeEncodeError:
+        validate.raise_if_streamed(obj)
         raise ValueError(
             f"msglc cannot store a str that is not valid Unicode, such as a lone surrogate (at {_where(obj, validate.invalid_str)})"
         ) from None
     except TypeError as e:
         if arrays.refused is not None:  # a NumPy value the hook refused: say where it is
+            validate.raise_if_streamed(obj)
             raise TypeError(f"{e} (at {_where(obj, lambda x: x is arrays.refused)})") from None
         validate.check_value_or_raise(obj)
         raise
@@ -108,13 +111,18 @@ class Encoded:
 def dumps(obj: Any, **options: Any) -> bytes:
     """The archive for ``obj`` as bytes. Options: see ``msglc.configure``."""
     try:
-        encoded = Encoded(obj, options)
-    except Streamed:
-        out = io.BytesIO()
-        dump(out, obj, **options)
-        return out.getvalue()
-    encoded.index()
-    return b"".join(itertools.chain((encoded.header,), encoded.data.chunks(), (encoded.toc, encoded.trailer())))
+        try:
+            encoded = Encoded(obj, options)
+            encoded.index()
+        except Streamed:  # generators, Pairs or containers with their own iteration inside
+            from .lazy_writer import stream_bytes
+
+            return stream_bytes(obj, options)
+        return b"".join(itertools.chain((encoded.header,), encoded.data.chunks(), (encoded.toc, encoded.trailer())))
+    except StopIteration as e:  # from a value's items() or __iter__: it must not end the caller's loop
+        from .streamed import stop_iteration_error
+
+        raise stop_iteration_error() from e
 
 
 def dump(
@@ -127,9 +135,11 @@ def dump(
     it is complete.
 
     The file object is written sequentially, never seeked, so pipes and sockets work, and only
-    once every value is checked. Objects holding generators or ``Pairs`` are streamed by
-    ``LazyWriter``: a file object must then be seekable, and keeps what was written if a
-    value fails midway (a path is still replaced only on success).
+    once every value is checked. Objects holding generators, ``Pairs`` or containers that
+    define their own iteration (dict subclasses with their own ``items()``, list, tuple and set
+    subclasses with their own ``__iter__``) are streamed by ``LazyWriter``: a file object must
+    then be seekable, and keeps what was written if a value fails midway (a path is still
+    replaced only on success). A ``StopIteration`` raised inside becomes a ``RuntimeError``.
     """
     target = resolve_name(target, fs, storage_options)
     is_path = is_named(target)
@@ -140,20 +150,23 @@ def dump(
 
         return repack(target, obj, options)
     try:
-        encoded = Encoded(obj, options)
-    except Streamed:  # generators or Pairs inside: written as they are produced
-        from .lazy_writer import LazyWriter
+        try:
+            encoded = Encoded(obj, options)
+            if is_path:
+                _write_atomically(target, encoded)
+                return
+            encoded.index()  # every value checked before the first byte reaches the caller's file
+        except Streamed:  # generators, Pairs or containers with their own iteration inside: written as they are produced
+            from .lazy_writer import stream
 
-        with LazyWriter(target, **options) as writer:  # takes a RemotePath too
-            writer.write(obj)
-        return
-    if is_path:
-        _write_atomically(target, encoded)
-        return
-    encoded.index()  # every value checked before the first byte reaches the caller's file
-    trailer = encoded.trailer()
-    for part in itertools.chain((encoded.header,), encoded.data.chunks(), (encoded.toc, trailer)):
-        target.write(part)
+            return stream(target, obj, options)  # takes a RemotePath too
+        trailer = encoded.trailer()
+        for part in itertools.chain((encoded.header,), encoded.data.chunks(), (encoded.toc, trailer)):
+            target.write(part)
+    except StopIteration as e:  # from a value's items() or __iter__: it must not end the caller's loop
+        from .streamed import stop_iteration_error
+
+        raise stop_iteration_error() from e
 
 
 def is_named(target: Any) -> bool:
