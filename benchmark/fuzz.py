@@ -1,0 +1,1668 @@
+"""Fuzz msglc's readers with damaged and crafted archives: ``python -m benchmark.fuzz``.
+
+A corpus of valid archives is built once (every node type, several thresholds, combined,
+appended and streamed archives, NumPy arrays, node-less roots, scalars); each case takes one
+of them and one mutation, both drawn from ``random.Random(f"{seed}:{index}")``, so a case is
+named by its id ``seed:index`` and re-run exactly with ``--replay ID``. Mutations:
+
+- raw bytes: ``bitflip``, ``overwrite``, ``insert``, ``delete``, ``truncate``, ``splice`` (two
+  archives cut and joined), anywhere: header, data, free space, TOC, trailer;
+- ``header``: a header or trailer field changed (minor, major, end, offsets, lengths, CRCs,
+  threshold), the trailer CRC recomputed or not;
+- ``toc``: one TOC node decoded, a field changed (an offset, start or count moved by one,
+  keys renamed, a kind changed, a child reference moved or pointed at another node), and the
+  TOC laid out again with every reference, node CRC and the trailer recomputed;
+- ``index``: a hash index region changed (an entry offset, a record, a page bound) with its
+  page CRCs, table CRC and the node's ``offs_crc`` recomputed;
+- ``datacrc`` / ``datashift``: data bytes changed (or inserted, deleted) with the data CRC
+  (and the trailer's lengths) recomputed: a crafted archive whose only truth is its data.
+
+Each mutated archive is opened with ``LazyReader(bytes, cached=False)`` and read in stages:
+``walk`` (index every item, negative indices, slices, ``in``, ``get``, NumPy selections),
+``iter`` (iteration, ``items()``, each lazy part's ``to_obj()``), ``paths`` (``reader[path]``
+for paths of the original), ``many`` (``read_many`` of them), ``root_to_obj`` (the lazy
+root's ``to_obj()``, unchecked), ``to_obj`` (checked) and ``verify``. The values are compared
+with the truth: the original value, or for crafted data the data section decoded. Outcomes:
+
+- bug classes (``BUG_CLASSES``): ``undocumented`` (an exception other than an ``MsglcError``,
+  or a KeyError/IndexError/TypeError that no data change implies), ``hang`` (the case ran past
+  ``--timeout`` in its worker, or the worker stopped answering), ``memory`` (MemoryError under
+  the worker's address-space limit), ``worker-died`` (a crash), ``wrong-verify-passes`` (a value
+  differs from the truth and ``verify()`` passed), ``wrong-outside-data`` (a change outside
+  the data section gave a different value, or a lookup error, without an error),
+  ``undetected-damage`` (a damaged archive, not crafted, whose ``verify()`` passed or whose
+  checked ``to_obj()`` returned a value), and ``valid-fails`` (a corpus archive, unchanged,
+  that does not read back: every campaign starts with them, ids ``valid:NAME``);
+- other classes: ``ok``, ``error`` (a documented error), ``changed-in-data`` (lazy reads saw
+  a changed data byte, which they do not checksum; ``verify()`` and ``to_obj()`` raised),
+  ``lookup-crafted-toc`` (a crafted TOC that renames a key makes a lookup of the old name a
+  KeyError: only reading the data could tell), ``verify-passes-unreadable`` (crafted data
+  that ``verify()`` accepts but a read refuses).
+
+Cases run in worker processes (fork; ``--workers``, default 2), each under a soft timeout
+(``signal.setitimer``: the traceback shows where it hung) and a hard one (the worker is
+killed), with ``RLIMIT_AS`` set to its size plus ``--mem-mb``. The report gives counts per
+class, the distinct failures (by exception type and the line that raised it, or by stage and
+mutation kind) with example ids, and the rate.
+
+    python -m benchmark.fuzz --cases 20000 --seed 1 --out report.json
+    python -m benchmark.fuzz --seconds 60 --kinds toc,index
+    python -m benchmark.fuzz --sweep doc@64 --stride 1    # one bit flip at every byte
+    python -m benchmark.fuzz --replay 1:4711              # the stages, with tracebacks
+    python -m benchmark.fuzz --save 1:4711 case.mlc       # the mutated archive
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import io
+import json
+import os
+import random
+import resource
+import signal
+import struct
+import sys
+import tempfile
+import time
+import traceback
+import zlib
+from collections import Counter, deque
+from dataclasses import dataclass, field
+from multiprocessing import connection, get_context
+from typing import Any
+
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")  # before numpy: one thread, a small address space
+
+import msgspec  # noqa: E402
+import numpy as np  # noqa: E402
+
+import msglc  # noqa: E402
+from msglc import FileInfo, LazyArray, LazyDict, LazyList, MsglcError  # noqa: E402
+from msglc.arrays import ext_hook  # noqa: E402
+from msglc.format import HEADER_SIZE, TRAILER_SIZE, HashMapNode, Trailer, frame_node, unframe_node, unpack_trailer  # noqa: E402
+
+BUG_CLASSES = (
+    "undocumented",
+    "hang",
+    "memory",
+    "worker-died",
+    "wrong-verify-passes",
+    "wrong-outside-data",
+    "undetected-damage",
+    "valid-fails",
+)
+INFO_CLASSES = ("ok", "error", "changed-in-data", "lookup-crafted-toc", "verify-passes-unreadable")
+KIND_WEIGHTS = {
+    "bitflip": 20,
+    "overwrite": 12,
+    "insert": 5,
+    "delete": 5,
+    "truncate": 4,
+    "splice": 4,
+    "header": 8,
+    "toc": 22,
+    "index": 5,
+    "datacrc": 12,
+    "datashift": 4,
+}
+STAGES = ("open", "walk", "iter", "paths", "many", "root_to_obj", "to_obj", "verify")
+LOOKUP_STAGES = ("walk", "iter", "paths", "many")  # where a changed data byte may imply a lookup error
+SLOW_SECONDS = 2.0
+_decoder = msgspec.msgpack.Decoder(ext_hook=ext_hook)
+_MISSING = object()
+
+
+class CaseTimeout(BaseException):
+    """Raised by the soft timer: a BaseException, so no ``except Exception`` takes it."""
+
+
+# ---- values: comparison and the path semantics of the README ------------------------------------
+
+
+def _canon_hook(x: Any) -> Any:
+    if isinstance(x, np.ndarray):
+        return ["\x00ndarray", str(x.dtype.descr), x.dtype.str, list(x.shape), np.ascontiguousarray(x).tobytes()]
+    if isinstance(x, np.generic):
+        return ["\x00generic", type(x).__name__, str(x.dtype.descr), x.dtype.str, x.tobytes()]
+    raise TypeError(type(x).__name__)
+
+
+_canon = msgspec.msgpack.Encoder(enc_hook=_canon_hook).encode
+
+
+def canon(x: Any) -> bytes | None:
+    """A byte string equal for values ``same`` calls equal (msgpack keeps types, float
+    bits and key order), or None where it cannot say."""
+    try:
+        return _canon(x)
+    except (TypeError, ValueError, OverflowError, RecursionError):
+        return None
+
+
+def same(a: Any, b: Any, b_canon: bytes | None = None) -> bool:
+    """Equal values of the same types (bit-exact floats, NumPy dtype, shape and bytes, dict
+    order); lists and tuples alike. ``b_canon``: ``canon(b)`` if known."""
+    ca = canon(a)
+    if ca is not None:
+        cb = b_canon if b_canon is not None else canon(b)
+        if cb is not None:
+            return ca == cb
+    return _same(a, b)
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, (np.ndarray, np.generic)) or isinstance(b, (np.ndarray, np.generic)):
+        return (
+            type(a) is type(b)
+            and a.dtype == b.dtype
+            and np.shape(a) == np.shape(b)
+            and np.ascontiguousarray(a).tobytes() == np.ascontiguousarray(b).tobytes()
+        )
+    if isinstance(a, tuple):
+        a = list(a)
+    if isinstance(b, tuple):
+        b = list(b)
+    if type(a) is not type(b):
+        return False
+    if type(a) is list:
+        return len(a) == len(b) and all(map(_same, a, b))
+    if type(a) is dict:
+        return len(a) == len(b) and all(_same(ka, kb) and _same(va, vb) for (ka, va), (kb, vb) in zip(a.items(), b.items(), strict=True))
+    if type(a) is float:
+        return struct.pack("<d", a) == struct.pack("<d", b)
+    return a == b
+
+
+def plain(x: Any) -> Any:
+    """What reading back gives for a value written by ``dumps``: tuples as lists, NumPy
+    scalars as the plain values they equal (or 0-d arrays where none does)."""
+    if isinstance(x, np.generic):
+        return x.item() if x.dtype.kind in "biufSU" and x.dtype.itemsize <= 8 or x.dtype.kind in "SU" else np.asarray(x)
+    if isinstance(x, (list, tuple)):
+        return [plain(v) for v in x]
+    if isinstance(x, dict):
+        return {k: plain(v) for k, v in x.items()}
+    return x
+
+
+def _segment(seg: Any) -> int | slice:
+    if not isinstance(seg, str):
+        return seg
+    parts = seg.split(":")
+    if len(parts) == 1:
+        return int(seg)
+    return slice(*(int(p) if p else None for p in parts))
+
+
+def expect(obj: Any, segs: list) -> Any:
+    """The value at ``segs`` in the plain value ``obj``, as the README defines paths (an
+    independent oracle for ``reader[path]``): raises KeyError, IndexError or TypeError."""
+    for d, seg in enumerate(segs):
+        if isinstance(obj, np.ndarray):
+            take = segs[d : d + max(obj.ndim, 1)]
+            return expect(obj[tuple(_segment(s) for s in take)], segs[d + len(take) :])
+        if isinstance(obj, list):
+            index = _segment(seg)
+            if isinstance(index, slice):
+                return [expect(x, segs[d + 1 :]) for x in obj[index]]
+            obj = obj[index]
+        elif isinstance(obj, dict):
+            if seg in obj:
+                obj = obj[seg]
+            elif isinstance(seg, str) and seg.lstrip("-").isdigit() and int(seg) in obj:
+                obj = obj[int(seg)]
+            else:
+                raise KeyError(seg)
+        else:
+            raise TypeError(f"cannot look up {seg!r} in a {type(obj).__name__}")
+    return obj
+
+
+class Inconsistent(Exception):
+    """Two ways of reading the same part gave different values."""
+
+
+def walk(x: Any) -> Any:
+    """Every part of ``x`` read by indexing (items, negative indices, slices, keys, ``in``,
+    ``get``, NumPy selections), as plain values."""
+    if isinstance(x, LazyArray):
+        return _walk_array(x)
+    if isinstance(x, LazyList):
+        n = len(x)
+        out = [walk(x[i]) for i in range(n)]
+        if n:  # the other ways in, each compared whole (decoded at once, not walked again)
+            _agree(_whole(x[-1]), out[-1], "x[-1]")
+            _agree(_whole(x[-n]), out[0], "x[-n]")
+            for s in (slice(1, 4), slice(-3, None), slice(None, None, max(1, n // 4)), slice(None, 3, -2)):
+                _agree([_whole(v) for v in x[s]], out[s], f"x[{s}]")
+        for bad in (n, -n - 1):
+            try:
+                x[bad]
+            except IndexError:
+                pass
+            else:
+                raise Inconsistent(f"x[{bad}] of a list of {n} did not raise IndexError")
+        return out
+    if isinstance(x, LazyDict):
+        keys = list(x)
+        if len(keys) != len(x):
+            raise Inconsistent(f"len() {len(x)} but {len(keys)} keys")
+        out = {}
+        for k in keys:
+            out[k] = walk(x[k])
+            if k not in x:
+                raise Inconsistent(f"{k!r} listed but not in")
+        for k in keys[:3] + keys[-3:]:
+            _agree(_whole(x.get(k)), out[k], f"get({k!r})")
+        if "\x00missing" in x or x.get("\x00missing", _MISSING) is not _MISSING:
+            raise Inconsistent("a missing key was found")
+        return out
+    if type(x) is list and any(isinstance(v, (LazyList, LazyDict, LazyArray, list)) for v in x):
+        return [walk(v) for v in x]  # a slice path's list of lazy parts
+    return x
+
+
+def _whole(x: Any) -> Any:
+    """A value read whole: a lazy part decoded in one call (``to_obj``); a list of them (a
+    slice path's value) item by item."""
+    if isinstance(x, LazyArray):
+        return np.array(x.to_obj())
+    if isinstance(x, (LazyList, LazyDict)):
+        return x.to_obj()
+    if type(x) is list and any(isinstance(v, (LazyList, LazyDict, LazyArray, list)) for v in x):
+        return [_whole(v) for v in x]
+    return x
+
+
+def _walk_array(x: LazyArray) -> Any:
+    whole = np.array(np.asarray(x))
+    if whole.shape != x.shape or whole.dtype != x.dtype:
+        raise Inconsistent(f"np.asarray gave {whole.shape} {whole.dtype}, the array says {x.shape} {x.dtype}")
+    if x.ndim == 0:
+        _agree(x[()], whole[()], "a[()]")
+        return whole
+    keys: list[Any] = [(Ellipsis, None), slice(1, 3), slice(None, None, -2)]
+    if len(x):
+        keys += [0, -1, (0,) * x.ndim, (-1,) * x.ndim]
+    if x.ndim >= 2:
+        keys += [(slice(None), 0), (slice(None, None, 2), slice(-2, None))] if x.shape[1] else []
+    for key in keys:
+        _agree(x[key], whole[key], f"a[{key}]")
+    return whole
+
+
+def walk_iter(x: Any) -> Any:
+    """Every part of ``x`` read by iteration (``iter``, ``items()``, ``values()``) and each
+    lazy part's ``to_obj()``, as plain values."""
+    if isinstance(x, LazyArray):
+        whole = np.array(x.to_obj())
+        if x.ndim:
+            for i, row in zip(range(200), x, strict=False):  # the first rows (items) one by one
+                _agree(row, whole[i], f"iter(a)[{i}]")
+        return whole
+    if isinstance(x, LazyList):
+        out = [walk_iter(v) for v in x]
+    elif isinstance(x, LazyDict):
+        out = {k: walk_iter(v) for k, v in x.items()}
+        if len(list(x.values())) != len(out):
+            raise Inconsistent("values() and items() differ in length")
+    else:
+        return x
+    _agree(x.to_obj(), out, "to_obj()")
+    return out
+
+
+def _agree(a: Any, b: Any, what: str) -> None:
+    if not same(a, b):
+        raise Inconsistent(f"{what} gave {_short(a)}, expected {_short(b)}")
+
+
+def _short(x: Any) -> str:
+    try:
+        text = repr(x)
+    except Exception as e:  # noqa: BLE001 - e.g. a NumPy str array holding invalid code points
+        text = f"<{type(x).__name__}: repr raised {type(e).__name__}>"
+    return text if len(text) < 120 else text[:117] + "..."
+
+
+# ---- the corpus ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Sample:
+    name: str
+    kind: str
+    threshold: int
+    data: bytes
+    truth: Any
+    paths: list
+    expected: list  # per path: the value, or the exception class reading it must raise
+    trailer: Trailer
+    slack: bool  # holds bytes no reader depends on (free space, TOC past the root)
+    truth_canon: bytes | None = None
+    live: list = field(default_factory=list)  # (start, end) of the TOC items the root reaches
+    toc: Any = None  # (items, root position) for TOC edits, None if it has no nodes
+
+    def region(self, pos: int) -> str:
+        t = self.trailer
+        if pos < HEADER_SIZE:
+            return "header"
+        if pos < t.data_off + t.data_len:
+            return "data"
+        if pos < t.toc_off:
+            return "free"
+        if pos < t.toc_off + t.toc_len:
+            return "toc" if any(a <= pos < b for a, b in self.live) else "dead"
+        return "trailer"
+
+
+def _rng_values(rng: random.Random, n: int) -> list:
+    pool = [
+        lambda: rng.randrange(-(2**40), 2**40),
+        lambda: rng.randrange(128),
+        lambda: rng.random() * 1e6 - 5e5,
+        lambda: "s" * rng.randrange(0, 40),
+        lambda: "ü€" * rng.randrange(0, 5),
+        lambda: None,
+        lambda: rng.random() < 0.5,
+        lambda: bytes(rng.randrange(256) for _ in range(rng.randrange(0, 20))),
+        lambda: {"a": rng.randrange(100), "b": [1.5, "x"]},
+        lambda: [rng.randrange(10) for _ in range(rng.randrange(0, 8))],
+        lambda: 2**64 - 1 - rng.randrange(1000),
+        lambda: [],
+        lambda: {},
+    ]
+    return [rng.choice(pool)() for _ in range(n)]
+
+
+def _docs() -> dict[str, Any]:
+    """The corpus values, by kind (deterministic)."""
+    rng = random.Random(1234)
+    mixed = _rng_values(rng, 200)
+    mixed[40] = [float(i) / 3 for i in range(120)]  # large items: nodes of their own at small thresholds
+    mixed[150] = {f"in{i}": _rng_values(rng, 3) for i in range(30)}
+    inline = {f"k{i}": v for i, v in enumerate(_rng_values(rng, 50))}
+    inline.update({7: "int key", -3: [1, 2, 3], "big": list(range(200)), "sub": {f"s{i}": i * 1.5 for i in range(40)}})
+    hashed: dict[Any, Any] = {f"h{i:04}": (i if i % 3 else f"v{i}") for i in range(1100)}
+    hashed.update({5000 + i: i for i in range(30)})
+    hashed["big1"] = list(range(150))
+    hashed["big2"] = {"deep": [f"x{i}" for i in range(60)]}
+    special = {
+        "empty": [[], {}, "", b"", [[]], [{}]],
+        "ints": [0, -1, 127, 128, -32, -33, 255, 256, 65535, 65536, 2**32, -(2**63), 2**64 - 1],
+        "floats": [0.0, -0.0, 1e308, -1e-308, float("inf"), float("-inf")],
+        "text": ["", "a" * 31, "b" * 32, "c" * 255, "d" * 256, "日本語" * 30],
+        "bin": [b"", b"\x00" * 255, b"\xff" * 256],
+        "nested": [[[["leaf"]]], {"a": {"b": {"c": {}}}}],
+        -1: "negative key",
+        0: "zero key",
+    }
+    deep: Any = {"leaf": list(range(40))}
+    for i in range(60):
+        deep = {"d": deep, "i": i} if i % 2 else [i, deep, "pad" * 3]
+    numpy_doc = {
+        "f8": np.arange(600, dtype="<f8").reshape(20, 30) / 7,
+        "i2": np.arange(-350, 350, dtype=">i2"),
+        "u1": np.arange(256, dtype=np.uint8),
+        "small": np.array([[1, 2], [3, 4]], dtype=np.int32),
+        "bool": np.array([True, False] * 100),
+        "c16": (np.arange(60) + 1j).astype(np.complex128).reshape(3, 4, 5),
+        "U5": np.array(["ab", "cdé", "", "hello"] * 20, dtype="<U5"),
+        "S3": np.array([b"ab", b"xyz"] * 40, dtype="S3"),
+        "rec": np.array([(i, i * 0.5, b"r") for i in range(50)], dtype=[("a", "<i4"), ("b", "<f4"), ("c", "S1")]),
+        "dt": np.arange(0, 100, dtype="datetime64[s]"),
+        "zero_d": np.array(3.25),
+        "empty": np.zeros((0, 4)),
+        "scalar": np.float32(1.5),
+    }
+    return {
+        "mixed": mixed,
+        "inline": inline,
+        "hash": hashed,
+        "matrix": [[(i * 50 + j) / 8 for j in range(30)] for i in range(40)],
+        "imatrix": [[(i + j) % 100 for j in range(50)] for i in range(50)],
+        "strs": [f"{i:06}" for i in range(300)],
+        "cube": [[[i + j / 4 + k / 16 for k in range(4)] for j in range(5)] for i in range(6)],
+        "lazyrows": [[float(i * j) for j in range(80)] for i in range(12)],
+        "numpy": numpy_doc,
+        "nproot": np.arange(1200, dtype=np.float64).reshape(30, 40),
+        "small": {"a": 1, "b": [1, 2, 3], "c": "text", "d": {"e": None}},
+        "smalllist": [1, 2.5, None, "x", [True]],
+        "special": special,
+        "deep": deep,
+        "doc": {
+            "list": list(range(300)),
+            "rows": [[float(i), float(-i)] for i in range(40)],
+            "map": {f"k{i}": "v" * (i % 5) for i in range(60)},
+            "hash": {f"h{i}": i for i in range(1100)},
+            "nested": [{"x": [i] * 10} for i in range(20)],
+        },
+    }
+
+
+# (kind, thresholds)
+_PLAIN = [
+    ("mixed", (64, 256, 1024)),
+    ("inline", (64, 512)),
+    ("hash", (64, 1024, 8192)),
+    ("matrix", (64, 512)),
+    ("imatrix", (64,)),
+    ("strs", (64,)),
+    ("cube", (64,)),
+    ("lazyrows", (64, 8192)),
+    ("numpy", (64, 1024, 8192)),
+    ("nproot", (64,)),
+    ("small", (8192,)),
+    ("smalllist", (64,)),
+    ("special", (64, 8192)),
+    ("deep", (64, 1024)),
+    ("doc", (64,)),
+]
+_SCALARS = {"int": 42, "str": "x" * 10000, "bytes": b"\x01\x02" * 3000, "float": 1.5, "none": None, "neg": -(2**63)}
+
+
+def _combined(infos: list[FileInfo], **options: Any) -> bytes:
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "c.mlc")
+        msglc.combine(path, infos, **options)
+        with open(path, "rb") as f:
+            return f.read()
+
+
+def _appended(base: bytes, rounds: list[list[FileInfo]]) -> bytes:
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "a.mlc")
+        with open(path, "wb") as f:
+            f.write(base)
+        for infos in rounds:
+            msglc.append(path, infos)
+        with open(path, "rb") as f:
+            return f.read()
+
+
+def _streamed(threshold: int) -> tuple[bytes, Any]:
+    buf = io.BytesIO()
+    with msglc.LazyWriter(buf, small_obj_optimization_threshold=threshold) as w:
+        w.write(
+            {
+                "meta": {"source": "sensor"},
+                "records": ({"id": i, "x": [i / 3] * (i % 4)} for i in range(400)),
+                "by_name": msglc.Pairs((f"n{i}", i * 2) for i in range(300)),
+            }
+        )
+    value = {
+        "meta": {"source": "sensor"},
+        "records": [{"id": i, "x": [i / 3] * (i % 4)} for i in range(400)],
+        "by_name": {f"n{i}": i * 2 for i in range(300)},
+    }
+    return buf.getvalue(), value
+
+
+def _raw_samples() -> list[tuple[str, int, bytes, Any]]:
+    """(kind, threshold, archive, original value) of every corpus archive."""
+    docs = _docs()
+    out = []
+    for kind, thresholds in _PLAIN:
+        for t in thresholds:
+            out.append((kind, t, msglc.dumps(docs[kind], small_obj_optimization_threshold=t), docs[kind]))
+    for name, value in _SCALARS.items():
+        out.append((f"scalar-{name}", 64, msglc.dumps(value, small_obj_optimization_threshold=64), value))
+    by_name = {f"{k}@{t}": (data, value) for k, t, data, value in out}
+    parts = [("mixed", "mixed@256"), ("small", "small@8192"), ("m", "cube@64"), ("np", "numpy@1024")]
+    obj = {"note": "inline", "xs": list(range(100))}
+    for t in (64, 8192):
+        infos = [FileInfo(by_name[src][0], name) for name, src in parts] + [FileInfo(None, "obj", obj=obj)]
+        value = {name: by_name[src][1] for name, src in parts} | {"obj": obj}
+        out.append(("combined-dict", t, _combined(infos, small_obj_optimization_threshold=t), value))
+    listed = [by_name["hash@1024"], by_name["strs@64"], by_name["smalllist@64"]]
+    out.append(
+        ("combined-list", 64, _combined([FileInfo(d) for d, _ in listed], small_obj_optimization_threshold=64), [v for _, v in listed])
+    )
+    inner = next(d for k, t, d, _ in out if k == "combined-dict" and t == 64)
+    inner_value = next(v for k, t, _, v in out if k == "combined-dict" and t == 64)
+    nested = _combined([FileInfo(inner, "c"), FileInfo(by_name["deep@64"][0], "deep")], small_obj_optimization_threshold=128)
+    out.append(("combined-nested", 128, nested, {"c": inner_value, "deep": by_name["deep@64"][1]}))
+    base_value = {f"k{i:02}": list(range(i * 3)) for i in range(20)}
+    base = msglc.dumps(base_value, small_obj_optimization_threshold=64)
+    add1 = [FileInfo(None, "n1", obj=list(range(100))), FileInfo(by_name["hash@1024"][0], "n2")]
+    add2 = [FileInfo(None, "n3", obj="x" * 100), FileInfo(by_name["cube@64"][0], "n4")]
+    value = base_value | {"n1": list(range(100)), "n2": by_name["hash@1024"][1], "n3": "x" * 100, "n4": by_name["cube@64"][1]}
+    out.append(("appended-dict", 64, _appended(base, [add1, add2]), value))
+    base_list = [list(range(i * 4)) for i in range(20)]
+    adds = [[FileInfo(None, obj={"x": list(range(50))})], [FileInfo(by_name["matrix@64"][0])]]
+    out.append(
+        (
+            "appended-list",
+            64,
+            _appended(msglc.dumps(base_list, small_obj_optimization_threshold=64), adds),
+            base_list + [{"x": list(range(50))}, by_name["matrix@64"][1]],
+        )
+    )
+    for t in (64, 1024):
+        data, value = _streamed(t)
+        out.append(("streamed", t, data, value))
+    return out
+
+
+def build_corpus() -> list[Sample]:
+    samples = []
+    for kind, threshold, data, value in _raw_samples():
+        header = data[:HEADER_SIZE]
+        t = unpack_trailer(data[-TRAILER_SIZE:], len(data), header)
+        truth = _decoder.decode(data[t.data_off : t.data_off + t.data_len])
+        if not same(truth, plain(value)):
+            raise RuntimeError(f"corpus {kind}@{threshold}: the data section does not decode to the value written")
+        sample = Sample(f"{kind}@{threshold}", kind, threshold, data, truth, [], [], t, slack=False, truth_canon=canon(truth))
+        sample.toc = toc_layout(data)
+        if sample.toc is not None:
+            items, _ = sample.toc
+            sample.live = [(it.pos, it.pos + it.size) for it in items if it.kind != "gap"]
+        sample.slack = data[9] >= 2 or any(sample.region(p) == "dead" for p in range(t.toc_off, t.toc_off + t.toc_len))
+        sample.paths = _paths(truth, random.Random(sample.name))
+        sample.expected = [_expected(truth, p) for p in sample.paths]
+        samples.append(sample)
+    return samples
+
+
+def _expected(truth: Any, path: Any) -> Any:
+    segs = path.split("/") if isinstance(path, str) else list(path)
+    try:
+        return expect(truth, [s for s in segs if s != ""])
+    except (KeyError, IndexError, TypeError, ValueError) as e:
+        return type(e)
+
+
+def _paths(truth: Any, rng: random.Random, most: int = 14) -> list:
+    """Paths into ``truth``: to leaves and containers, in list and str forms, with negative
+    indices, slices and missing keys."""
+    found: list[list] = []
+    stack: list[tuple[Any, list]] = [(truth, [])]
+    while stack and len(found) < 4000:
+        obj, path = stack.pop()
+        if path:
+            found.append(path)
+        if len(path) >= 8:
+            continue
+        if isinstance(obj, dict):
+            items = list(obj.items())
+            for k, v in rng.sample(items, min(len(items), 6)):
+                stack.append((v, [*path, k]))
+        elif isinstance(obj, list) and obj:
+            for i in {0, len(obj) - 1, rng.randrange(len(obj))}:
+                stack.append((obj[i], [*path, i if rng.random() < 0.7 else i - len(obj)]))
+        elif isinstance(obj, np.ndarray) and obj.ndim and obj.size:
+            found.append([*path, *[rng.randrange(-n, n) for n in obj.shape]])
+    if not found:
+        return []
+    paths: list = []
+    for path in rng.sample(found, min(most, len(found))):
+        if all(isinstance(seg, int) or _plain_key(seg) for seg in path) and rng.random() < 0.5:
+            path = "/".join(map(str, path))
+        paths.append(path)
+    if isinstance(truth, list) and truth:
+        paths += [f"1:{min(4, len(truth))}", "::7", "-2:"]
+    lists = [p for p in found if all(_plain_key(seg) for seg in p) and isinstance(_expected(truth, p), list)]
+    for p in rng.sample(lists, min(2, len(lists))):
+        paths.append("/".join(p) + rng.choice(["/-2:", "/0:3", "/::5"]))
+    paths.append(["\x00no such key"] if isinstance(truth, dict) else [10**9])
+    return paths
+
+
+def _plain_key(seg: Any) -> bool:
+    """A str key that a str path can name without ambiguity."""
+    return isinstance(seg, str) and seg != "" and "/" not in seg and ":" not in seg and not seg.lstrip("-").isdigit()
+
+
+# ---- the TOC, laid out again ----------------------------------------------------------------------
+
+
+@dataclass
+class TocItem:
+    pos: int  # absolute offset in the archive
+    size: int
+    kind: str  # "node", "region" (a hash index) or "gap" (bytes nothing refers to)
+    node: Any = None
+    owner: int = -1  # for a region: the position of its node
+
+
+def toc_layout(data: bytes) -> tuple[list[TocItem], int] | None:
+    """The TOC of a valid archive as items in file order, with the root's position; None if
+    it has no nodes or its items overlap (nothing to lay out again)."""
+    t = unpack_trailer(data[-TRAILER_SIZE:], len(data), data[:HEADER_SIZE])
+    if not t.root_len:
+        return None
+    root = t.toc_off + t.root_pos
+    items: dict[int, TocItem] = {}
+    stack = [(root, t.root_len)]
+    while stack:
+        pos, size = stack.pop()
+        if pos in items:
+            continue
+        node = unframe_node(data[pos : pos + size], pos)
+        items[pos] = TocItem(pos, size, "node", node)
+        for back, length in getattr(node, "kids", {}).values():
+            stack.append((pos - back, length))
+        if isinstance(node, HashMapNode):
+            at = pos - node.index[0]
+            items[at] = TocItem(at, node.index[1], "region", owner=pos)
+    ordered = sorted(items.values(), key=lambda it: it.pos)
+    out: list[TocItem] = []
+    here = t.toc_off
+    for it in ordered:
+        if it.pos < here:
+            return None
+        if it.pos > here:
+            out.append(TocItem(here, it.pos - here, "gap"))
+        out.append(it)
+        here = it.pos + it.size
+    if here < t.toc_off + t.toc_len:
+        out.append(TocItem(here, t.toc_off + t.toc_len - here, "gap"))
+    return out, root
+
+
+def relayout(data: bytes, items: list[TocItem], root: int, edit: Any = None) -> bytes:
+    """The archive with its TOC written again item by item: every child reference and index
+    reference recomputed, each node framed with its CRC, the trailer's TOC fields and CRC
+    recomputed. ``edit(item, node, new_pos, new_len, here)`` may return an item's new bytes
+    (None: unchanged) and sees the new positions of everything before it."""
+    header = data[:HEADER_SIZE]
+    t = unpack_trailer(data[-TRAILER_SIZE:], len(data), header)
+    new_pos: dict[int, int] = {}
+    new_len: dict[int, int] = {}
+    region_bytes: dict[int, bytes] = {}  # owner node -> its region's new bytes
+    out = bytearray()
+    for it in items:
+        here = t.toc_off + len(out)
+        new_pos[it.pos] = here
+        blob = None
+        if it.kind == "node":
+            node = it.node
+            if getattr(node, "kids", None):
+                node = msgspec.structs.replace(
+                    node, kids={k: (here - new_pos[it.pos - b], new_len[it.pos - b]) for k, (b, _) in node.kids.items()}
+                )
+            if isinstance(node, HashMapNode):
+                at = it.pos - node.index[0]
+                node = msgspec.structs.replace(node, index=(here - new_pos[at], new_len[at]))
+                if it.pos in region_bytes:  # an edited region: its offsets' CRC follows it
+                    width = node.offs_width
+                    node = msgspec.structs.replace(node, offs_crc=zlib.crc32(region_bytes[it.pos][: (node.n + 1) * width]))
+            if edit is not None:
+                blob = edit(it, node, new_pos, new_len, here)
+            if blob is None:
+                blob = frame_node(node)
+        else:
+            if edit is not None:
+                blob = edit(it, None, new_pos, new_len, here)
+            if blob is None:
+                blob = data[it.pos : it.pos + it.size]
+            elif it.kind == "region":
+                region_bytes[it.owner] = blob
+        out += blob
+        new_len[it.pos] = len(blob)
+    fields = msgspec.structs.astuple(t)
+    t2 = Trailer(fields[0], fields[1], fields[2], len(out), new_pos[root] - t.toc_off, new_len[root], fields[6], fields[7])
+    return data[: t.toc_off] + bytes(out) + t2.pack(header)
+
+
+# ---- mutations --------------------------------------------------------------------------------------
+
+
+@dataclass
+class Mutation:
+    data: bytes
+    desc: str
+    region: str  # "data", "header", "free", "toc", "dead", "trailer", "mixed", "mixed-data"
+    crafted: str | None = None  # None, or what was recomputed to make it look valid: "toc", "data", "header"
+    truth: str = "original"  # or "decode": the truth is the mutated data section
+
+
+INTERESTING = [0x00, 0xFF, 0x7F, 0x80, 0xC0, 0xC1, 0xC2, 0xCA, 0xCB, 0xCC, 0xD9, 0xDC, 0xDD, 0xDE, 0xDF, 0x90, 0x9F, 0xA0, 0xBF, 0xC7, 0xD4]
+
+
+def _pick_pos(rng: random.Random, s: Sample) -> int:
+    t = s.trailer
+    spans = {
+        "header": (0, HEADER_SIZE, 1),
+        "data": (t.data_off, t.data_off + t.data_len, 5),
+        "toc": (t.toc_off, t.toc_off + t.toc_len, 3),
+        "trailer": (len(s.data) - TRAILER_SIZE, len(s.data), 1.5),
+        "free": (t.data_off + t.data_len, t.toc_off, 0.5),
+    }
+    spans = {k: v for k, v in spans.items() if v[1] > v[0]}
+    names = list(spans)
+    name = rng.choices(names, [spans[k][2] for k in names])[0]
+    a, b, _ = spans[name]
+    return rng.randrange(a, b)
+
+
+def _regions(s: Sample, positions: list[int]) -> str:
+    """The region of the changed bytes: one name, or "mixed-data" when some of them are data
+    bytes (lazy reads may then see a changed value), else "mixed"."""
+    found = {s.region(p) for p in positions}
+    if len(found) == 1:
+        return found.pop()
+    return "mixed-data" if "data" in found else "mixed"
+
+
+def m_bitflip(rng: random.Random, s: Sample, corpus: list[Sample]) -> Mutation:
+    pos = _pick_pos(rng, s)
+    bad = bytearray(s.data)
+    flips = []
+    for _ in range(rng.choice([1, 1, 1, 2, 3])):
+        p = min(len(bad) - 1, pos + rng.randrange(0, 3))
+        bit = rng.randrange(8)
+        bad[p] ^= 1 << bit
+        flips.append(f"{p}.{bit}")
+    positions = [int(f.split(".")[0]) for f in flips]
+    return Mutation(bytes(bad), f"bitflip {' '.join(flips)} ({_regions(s, positions)})", _regions(s, positions))
+
+
+def m_overwrite(rng: random.Random, s: Sample, corpus: list[Sample]) -> Mutation:
+    pos = _pick_pos(rng, s)
+    n = min(rng.choice([1, 1, 2, 4]), len(s.data) - pos)
+    new = bytes(rng.choice(INTERESTING) if rng.random() < 0.6 else rng.randrange(256) for _ in range(n))
+    bad = s.data[:pos] + new + s.data[pos + n :]
+    region = _regions(s, list(range(pos, pos + n)))
+    return Mutation(bad, f"overwrite {pos}+{n} with {new.hex()} ({region})", region)
+
+
+def m_insert(rng: random.Random, s: Sample, corpus: list[Sample]) -> Mutation:
+    pos = _pick_pos(rng, s)
+    n = rng.choice([1, 1, 2, 5, 16])
+    new = bytes(rng.randrange(256) for _ in range(n)) if rng.random() < 0.5 else s.data[pos : pos + n] or b"\x00"
+    region = s.region(pos)
+    return Mutation(s.data[:pos] + new + s.data[pos:], f"insert {new.hex()} at {pos} ({region})", region)
+
+
+def m_delete(rng: random.Random, s: Sample, corpus: list[Sample]) -> Mutation:
+    pos = _pick_pos(rng, s)
+    n = min(rng.choice([1, 1, 2, 5, 16]), len(s.data) - pos)
+    region = _regions(s, list(range(pos, pos + n)))
+    return Mutation(s.data[:pos] + s.data[pos + n :], f"delete {pos}+{n} ({region})", region)
+
+
+def m_truncate(rng: random.Random, s: Sample, corpus: list[Sample]) -> Mutation:
+    how = rng.randrange(3)
+    if how == 0:
+        size = rng.randrange(len(s.data))
+        return Mutation(s.data[:size], f"truncate to {size}", "mixed")
+    if how == 1:
+        k = rng.randrange(1, 80)
+        return Mutation(s.data[:-k], f"truncate the last {k}", "trailer")
+    k = rng.randrange(1, len(s.data))
+    return Mutation(s.data[k:], f"drop the first {k}", "mixed")
+
+
+def m_splice(rng: random.Random, s: Sample, corpus: list[Sample]) -> Mutation:
+    other = rng.choice(corpus)
+    if other.data == s.data:
+        return None  # type: ignore[return-value]
+    if rng.random() < 0.5:  # this archive's header and data with the other's TOC and trailer
+        t, u = s.trailer, other.trailer
+        cut, at = (t.data_off + t.data_len, u.data_off + u.data_len) if rng.random() < 0.5 else (t.toc_off, u.toc_off)
+    else:
+        cut, at = rng.randrange(len(s.data)), rng.randrange(len(other.data))
+    bad = s.data[:cut] + other.data[at:]
+    if bad == other.data:  # the other archive, whole: nothing damaged
+        return None  # type: ignore[return-value]
+    region = "mixed-data" if cut < s.trailer.data_off + s.trailer.data_len else "mixed"
+    return Mutation(bad, f"splice {s.name}[:{cut}] + {other.name}[{at}:]", region)
+
+
+def m_header(rng: random.Random, s: Sample, corpus: list[Sample]) -> Mutation:
+    data = bytearray(s.data)
+    t = s.trailer
+    fields = list(msgspec.structs.astuple(t))
+    names = ["data_off", "data_len", "toc_off", "toc_len", "root_pos", "root_len", "data_crc", "threshold"]
+    what = rng.choice(["minor", "major", "end", "end"] + names * 2 + ["tile"])
+    recrc = rng.random() < 0.75
+    if what in ("minor", "major"):
+        at = 9 if what == "minor" else 8
+        data[at] = rng.choice([0, 1, 2, 3, 255, data[at] ^ 1])
+        desc = f"header {what} = {data[at]}"
+    elif what == "end":
+        end = rng.choice([len(s.data), len(s.data) - 1, len(s.data) + 1, rng.randrange(len(s.data)), 2**48 - 1, HEADER_SIZE + TRAILER_SIZE])
+        data[10:16] = end.to_bytes(6, "little")
+        desc = f"header end = {end} (size {len(s.data)})"
+        recrc = False  # the trailer CRC reads end as zero
+    elif what == "tile":  # shrink the data, grow the free space: consistent offsets
+        k = rng.choice([1, 2, 9])
+        if t.data_len <= k:
+            return None  # type: ignore[return-value]
+        fields[1] -= k
+        if rng.random() < 0.5:
+            fields[6] = zlib.crc32(s.data[t.data_off : t.data_off + fields[1]])
+        data[9] = max(data[9], 2)
+        desc = f"trailer data_len -{k}, minor 2"
+    else:
+        i = names.index(what)
+        old = fields[i]
+        delta = rng.choice([1, -1, 2, -2, 8, -8, 64, 1 << 20, -old, 2**32, 2**63 - 1 - old])
+        fields[i] = max(0, old + delta) if i < 6 else (old + delta) % 2**32
+        if i == 5 and fields[i] >= 2**32:
+            fields[i] %= 2**32
+        desc = f"trailer {what} {old} -> {fields[i]}"
+    header = bytes(data[:HEADER_SIZE])
+    if what not in ("minor", "major", "end") or recrc:
+        try:
+            packed = Trailer(*fields).pack(header) if recrc else _pack_keep_crc(Trailer(*fields), s.data)
+        except struct.error:
+            return None  # type: ignore[return-value]
+        data[-TRAILER_SIZE:] = packed
+    desc += ", trailer CRC recomputed" if recrc else ""
+    return Mutation(bytes(data), desc, "trailer" if what in names or what == "tile" else "header", crafted="header" if recrc else None)
+
+
+def _pack_keep_crc(t: Trailer, original: bytes) -> bytes:
+    """The trailer with these fields and the original (now wrong) CRC."""
+    body = struct.pack("<QQQQQIII", *msgspec.structs.astuple(t))
+    return body + original[-12:]
+
+
+def _slots(holder: Any, key: Any, label: str, out: list, depth: int = 0) -> None:
+    value = holder[key]
+    out.append((holder, key, value, label))
+    if depth >= 3:
+        return
+    if isinstance(value, list):
+        for i in range(min(len(value), 64)):
+            _slots(value, i, f"{label}[{i}]", out, depth + 1)
+    elif isinstance(value, dict):
+        for k in list(value)[:64]:
+            _slots(value, k, f"{label}[{k!r}]", out, depth + 1)
+
+
+def _mutate_payload(rng: random.Random, payload: list, names: tuple) -> str:
+    """Change one field of a node's payload ([tag, field, ...]) in place; returns what."""
+    slots: list = []
+    for i in range(len(payload)):
+        _slots(payload, i, "tag" if i == 0 else names[i - 1], slots)
+    holder, key, value, where = rng.choice(slots)
+    if where == "tag":
+        new: Any = rng.choice([1, 2, 3, 4, 5, 6, 0, 255])
+    elif isinstance(value, bool) or value is None:
+        new = rng.choice([0, 1, "x", None, True])
+    elif isinstance(value, int):
+        if rng.random() < 0.8:
+            new = value + rng.choice([1, -1, 1, -1, 2, -2, 9, -9, 256, -256])
+        else:
+            new = rng.choice([0, -1, 2**32, 2**63 - 1, -(2**63), 2**64 - 1, 6, 255])
+    elif isinstance(value, str):
+        new = rng.choice([value + "x", value[:-1], "", value.upper(), 7])
+    elif isinstance(value, list):
+        new = list(value)
+        op = rng.randrange(5)
+        if op == 0 and new:
+            del new[rng.randrange(len(new))]
+        elif op == 1 and new:
+            j = rng.randrange(len(new))
+            new.insert(j, new[j])
+        elif op == 2 and len(new) > 1:
+            i, j = rng.sample(range(len(new)), 2)
+            new[i], new[j] = new[j], new[i]
+        elif op == 3:
+            new.append(new[-1] if new else 0)
+        else:
+            new = []
+    elif isinstance(value, dict):
+        new = dict(value)
+        keys = list(new)
+        op = rng.randrange(4)
+        if op == 0 and keys:
+            del new[rng.choice(keys)]
+        elif op == 1 and keys:
+            k = rng.choice(keys)
+            new[k + 1 if isinstance(k, int) else k + "x"] = new.pop(k)
+        elif op == 2 and keys:
+            k = rng.choice(keys)
+            ints = [x for x in keys if isinstance(x, int)]
+            new[max(ints) + 1 if ints else "new"] = new[k]
+        else:
+            new = {}
+    else:
+        new = rng.choice([0, "x", [], {}])
+    holder[key] = new
+    return f"{where}: {_short(value)} -> {_short(new)}"
+
+
+def m_toc(rng: random.Random, s: Sample, corpus: list[Sample]) -> Mutation | None:
+    if s.toc is None:
+        return None
+    items, root = s.toc
+    nodes = [i for i, it in enumerate(items) if it.kind == "node"]
+    target = items[root_index(items, root)] if rng.random() < 0.25 else items[rng.choice(nodes)]
+    mode = rng.random()
+    desc = []
+
+    def edit(it: TocItem, node: Any, new_pos: dict, new_len: dict, here: int) -> bytes | None:
+        if it is not target:
+            return None
+        kids = getattr(node, "kids", None)
+        if mode < 0.15 and kids:  # point a child reference at another node before this one
+            earlier = [p for p in new_pos if p != it.pos and any(x.pos == p and x.kind == "node" for x in items)]
+            if earlier:
+                k = rng.choice(list(kids))
+                other = rng.choice(earlier)
+                node = msgspec.structs.replace(node, kids={**kids, k: (here - new_pos[other], new_len[other])})
+                desc.append(f"kid {k} -> the node at old offset {other}")
+                return frame_node(node)
+        payload = msgspec.msgpack.decode(msgspec.msgpack.encode(node))
+        desc.append(_mutate_payload(rng, payload, type(node).__struct_fields__))
+        body = msgspec.msgpack.encode(payload)
+        return body + struct.pack("<I", zlib.crc32(body))
+
+    bad = relayout(s.data, items, root, edit)
+    return Mutation(bad, f"toc {type(target.node).__name__} at {target.pos}: {desc[0] if desc else '?'}", "toc", crafted="toc")
+
+
+def root_index(items: list[TocItem], root: int) -> int:
+    return next(i for i, it in enumerate(items) if it.pos == root)
+
+
+def m_index(rng: random.Random, s: Sample, corpus: list[Sample]) -> Mutation | None:
+    if s.toc is None:
+        return None
+    items, root = s.toc
+    regions = [it for it in items if it.kind == "region"]
+    if not regions:
+        return None
+    target = rng.choice(regions)
+    node = next(it.node for it in items if it.pos == target.owner)
+    n, width, pages = node.n, node.offs_width, 1 << node.page_bits
+    raw = bytearray(s.data[target.pos : target.pos + target.size])
+    table_at = (n + 1) * width
+    rec_at = table_at + (pages + 1) * 8
+    what = rng.randrange(4)
+    if what == 0:  # an entry offset moved
+        j = rng.randrange(n + 1)
+        fmt = "<I" if width == 4 else "<Q"
+        old = struct.unpack_from(fmt, raw, j * width)[0]
+        new = max(0, old + rng.choice([1, -1, 2, -7]))
+        struct.pack_into(fmt, raw, j * width, min(new, 2 ** (8 * width) - 1))
+        desc = f"entry offset {j}: {old} -> {new}"
+    elif what == 1:  # a record points at another entry
+        r = rng.randrange(n)
+        rec = struct.unpack_from("<Q", raw, rec_at + 8 * r)[0]
+        entry = rng.randrange(n + 2)
+        struct.pack_into("<Q", raw, rec_at + 8 * r, (rec >> 32) << 32 | entry)
+        desc = f"record {r}: entry {rec & 0xFFFFFFFF} -> {entry}"
+    elif what == 2:  # a record's hash changed
+        r = rng.randrange(n)
+        rec = struct.unpack_from("<Q", raw, rec_at + 8 * r)[0]
+        struct.pack_into("<Q", raw, rec_at + 8 * r, rec ^ (1 << rng.randrange(32, 64)))
+        desc = f"record {r}: hash bit flipped"
+    else:  # a page bound moved
+        p = rng.randrange(pages + 1)
+        old = struct.unpack_from("<I", raw, table_at + 8 * p)[0]
+        new = max(0, old + rng.choice([1, -1, 3]))
+        struct.pack_into("<I", raw, table_at + 8 * p, new)
+        desc = f"page {p} first record {old} -> {new}"
+    _fix_page_crcs(raw, n, width, pages)
+
+    def edit(it: TocItem, node: Any, new_pos: dict, new_len: dict, here: int) -> bytes | None:
+        return bytes(raw) if it is target else None
+
+    return Mutation(
+        relayout(s.data, items, root, edit), f"index of the dict at {target.owner}: {desc}, CRCs recomputed", "toc", crafted="toc"
+    )
+
+
+def _fix_page_crcs(raw: bytearray, n: int, width: int, pages: int) -> None:
+    table_at = (n + 1) * width
+    rec_at = table_at + (pages + 1) * 8
+    firsts = [struct.unpack_from("<I", raw, table_at + 8 * p)[0] for p in range(pages + 1)]
+    for p in range(pages):
+        a, b = firsts[p], firsts[p + 1]
+        crc = zlib.crc32(raw[rec_at + 8 * a : rec_at + 8 * b]) if 0 <= a <= b <= n else 0
+        struct.pack_into("<I", raw, table_at + 8 * p + 4, crc)
+    struct.pack_into("<I", raw, table_at + 8 * pages + 4, zlib.crc32(raw[table_at : table_at + 8 * pages + 4]))
+
+
+def _with_data(s: Sample, data_section: bytes, fields: dict | None = None) -> bytes:
+    t = s.trailer
+    header = s.data[:HEADER_SIZE]
+    shift = len(data_section) - t.data_len
+    new = msgspec.structs.replace(
+        t, data_len=len(data_section), toc_off=t.toc_off + shift, data_crc=zlib.crc32(data_section), **(fields or {})
+    )
+    return header + data_section + s.data[t.data_off + t.data_len : -TRAILER_SIZE] + new.pack(header)
+
+
+def m_datacrc(rng: random.Random, s: Sample, corpus: list[Sample]) -> Mutation | None:
+    t = s.trailer
+    section = bytearray(s.data[t.data_off : t.data_off + t.data_len])
+    pos = rng.randrange(len(section))
+    n = min(rng.choice([1, 1, 2, 3]), len(section) - pos)
+    for k in range(n):
+        section[pos + k] = rng.choice(INTERESTING) if rng.random() < 0.5 else section[pos + k] ^ (1 << rng.randrange(8))
+    desc = f"data {t.data_off + pos}+{n} = {bytes(section[pos : pos + n]).hex()}, data CRC recomputed"
+    return Mutation(_with_data(s, bytes(section)), desc, "data", crafted="data", truth="decode")
+
+
+def m_datashift(rng: random.Random, s: Sample, corpus: list[Sample]) -> Mutation | None:
+    t = s.trailer
+    section = s.data[t.data_off : t.data_off + t.data_len]
+    pos = rng.randrange(len(section))
+    if rng.random() < 0.5:
+        new = bytes([rng.choice(INTERESTING)]) * rng.choice([1, 1, 2])
+        section = section[:pos] + new + section[pos:]
+        desc = f"data: insert {new.hex()} at {t.data_off + pos}"
+    else:
+        k = min(rng.choice([1, 1, 2]), len(section) - pos)
+        section = section[:pos] + section[pos + k :]
+        desc = f"data: delete {t.data_off + pos}+{k}"
+    if not section:
+        return None
+    return Mutation(_with_data(s, section), desc + ", trailer offsets and CRC recomputed", "data", crafted="data", truth="decode")
+
+
+MUTATORS = {
+    "bitflip": m_bitflip,
+    "overwrite": m_overwrite,
+    "insert": m_insert,
+    "delete": m_delete,
+    "truncate": m_truncate,
+    "splice": m_splice,
+    "header": m_header,
+    "toc": m_toc,
+    "index": m_index,
+    "datacrc": m_datacrc,
+    "datashift": m_datashift,
+}
+
+
+# ---- running one case ----------------------------------------------------------------------------
+
+
+@dataclass
+class Context:
+    corpus: list[Sample]
+    kinds: list[str]
+    weights: list[float]
+    by_name: dict[str, Sample] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.by_name = {s.name: s for s in self.corpus}
+
+
+def make_case(ctx: Context, case_id: str) -> tuple[Sample, str, Mutation]:
+    """The sample and mutation of a case id: ``seed:index`` (random), ``sweep:SAMPLE:POS``
+    (a flip of bit POS % 8 at byte POS) or ``valid:SAMPLE`` (unchanged: must read back)."""
+    if case_id.startswith("valid:"):
+        s = ctx.by_name[case_id[6:]]
+        return s, "none", Mutation(s.data, "unchanged", "none", crafted="none")
+    if case_id.startswith("sweep:"):
+        _, name, pos_text = case_id.split(":")
+        s = ctx.by_name[name]
+        pos = int(pos_text)
+        bad = bytearray(s.data)
+        bad[pos] ^= 1 << (pos % 8)
+        return s, "sweep", Mutation(bytes(bad), f"bitflip {pos}.{pos % 8} ({s.region(pos)})", s.region(pos))
+    rng = random.Random(case_id)
+    s = rng.choice(ctx.corpus)
+    for _ in range(20):
+        kind = rng.choices(ctx.kinds, ctx.weights)[0]
+        mut = MUTATORS[kind](rng, s, ctx.corpus)
+        if mut is not None and mut.data != s.data:
+            return s, kind, mut
+    return s, "bitflip", m_bitflip(rng, s, ctx.corpus)
+
+
+@dataclass
+class StageResult:
+    value: Any = _MISSING
+    error: BaseException | None = None
+    tb: str = ""
+    changed: bool = False
+    where: str = ""  # the frame that raised
+    explicit: bool = False  # raised by a ``raise`` statement in msglc (not a slip of its code)
+
+
+def _frame_of(e: BaseException) -> str:
+    """file:line of the innermost frame in msglc (else the innermost) that raised ``e``."""
+    frames = traceback.extract_tb(e.__traceback__)
+    ours = [f for f in frames if "/msglc/" in f.filename.replace("\\", "/")]
+    f = (ours or frames or [None])[-1]
+    return f"{os.path.basename(f.filename)}:{f.lineno}" if f is not None else "?"
+
+
+def _explicit(e: BaseException) -> bool:
+    """Was ``e`` raised on purpose by msglc (its innermost frame a ``raise`` statement in
+    msglc), rather than by a slip such as indexing a dict with a missing key?"""
+    frames = traceback.extract_tb(e.__traceback__)
+    if not frames:
+        return False
+    last = frames[-1]
+    return "/msglc/" in last.filename.replace("\\", "/") and (last.line or "").lstrip().startswith("raise")
+
+
+def _run(fn: Any, keep_tb: bool) -> StageResult:
+    try:
+        return StageResult(value=fn())
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as e:  # noqa: BLE001 - classifying every exception is the point
+        return StageResult(error=e, tb=traceback.format_exc() if keep_tb else "", where=_frame_of(e), explicit=_explicit(e))
+
+
+def _root_api(r: msglc.LazyReader) -> Any:
+    root = r.read()
+    value = walk(root)
+    if isinstance(root, (LazyDict, dict)):
+        keys = list(r.keys())
+        if len(r) != len(keys) or [k for k, _ in r.items()] != keys:
+            raise Inconsistent("the reader's keys(), items() and len() disagree")
+        for k in keys[:2]:
+            if k not in r:
+                raise Inconsistent(f"{k!r} not in the reader")
+            _agree(_whole(r.get(k)), value[k], f"reader.get({k!r})")
+    elif isinstance(root, (LazyList, list)) and len(root):
+        _agree(_whole(r[-1]), value[-1], "reader[-1]")
+        _agree(_whole(r[0]), value[0], "reader[0]")
+    return value
+
+
+def evaluate(s: Sample, mut: Mutation, keep_tb: bool = False) -> tuple[str, dict[str, StageResult], str]:
+    """Run every stage on the mutated archive; returns (class, stage results, the stage and
+    reason that decided the class)."""
+    stages: dict[str, StageResult] = {}
+    truth, expected = s.truth, s.expected
+    if mut.truth == "decode":
+        truth, expected = _decoded_truth(s, mut.data)
+    opened = _run(lambda: msglc.LazyReader(mut.data, cached=False), keep_tb)
+    stages["open"] = opened
+    if opened.error is None:
+        r = opened.value
+        opened.value = None
+        wanted = [p for p, e, o in zip(s.paths, expected, s.expected, strict=True) if not isinstance(e if e is not _NO_TRUTH else o, type)]
+        steps = {
+            "walk": lambda: _root_api(r),
+            "iter": lambda: walk_iter(r.read()),
+            "paths": lambda: [_path_value(r, p) for p in s.paths],
+            "many": lambda: [_whole(v) for v in r.read_many(wanted)],
+            "root_to_obj": lambda: _root_to_obj(r),
+            "to_obj": r.to_obj,
+            "verify": r.verify,
+        }
+        try:
+            for name, step in steps.items():
+                stages[name] = _run(step, keep_tb)
+                if isinstance(stages[name].error, CaseTimeout):
+                    break  # the timer is spent: the rest would run unguarded
+        finally:
+            with contextlib.suppress(Exception):
+                r.close()
+    _compare(stages, truth, expected, s)
+    cls, why = classify(s, mut, stages, truth)
+    if mut.crafted == "none" and cls != "ok":  # a valid archive that does not read back
+        cls, why = "valid-fails", f"{cls}: {why}"
+    return cls, stages, why
+
+
+_NO_TRUTH = object()
+
+
+def _decoded_truth(s: Sample, bad: bytes) -> tuple[Any, list]:
+    t = s.trailer
+    shift = len(bad) - len(s.data)
+    try:
+        truth = _decoder.decode(bad[t.data_off : t.data_off + t.data_len + shift])
+    except Exception:  # noqa: BLE001 - not decodable: nothing to compare with
+        return _NO_TRUTH, [_NO_TRUTH] * len(s.paths)
+    return truth, [_expected(truth, p) for p in s.paths]
+
+
+def _path_value(r: msglc.LazyReader, path: Any) -> Any:
+    try:
+        return _whole(r[path])
+    except (KeyError, IndexError, TypeError) as e:
+        if not _explicit(e):
+            raise
+        return _Raised(type(e))
+
+
+class _Raised:
+    """A lookup error a path raised (compared with what the truth implies)."""
+
+    def __init__(self, cls: type) -> None:
+        self.cls = cls
+
+
+def _root_to_obj(r: msglc.LazyReader) -> Any:
+    root = r.read()
+    return root.to_obj() if isinstance(root, (LazyList, LazyDict, LazyArray)) else root
+
+
+def _compare(stages: dict[str, StageResult], truth: Any, expected: list, s: Sample) -> None:
+    if truth is _NO_TRUTH:
+        return
+    truth_canon = s.truth_canon if truth is s.truth else canon(truth)
+    for name in ("walk", "iter", "root_to_obj", "to_obj"):
+        st = stages.get(name)
+        if st is not None and st.error is None and not same(st.value, truth, truth_canon):
+            st.changed = True
+    st = stages.get("paths")
+    if st is not None and st.error is None:
+        for got, want in zip(st.value, expected, strict=True):
+            if isinstance(want, type):
+                st.changed |= not isinstance(got, _Raised)
+            elif isinstance(got, _Raised):
+                st.error = got.cls(f"a path of the original raised {got.cls.__name__}")
+                st.where = "path lookup"
+                break
+            elif not same(got, want):
+                st.changed = True
+    st = stages.get("many")
+    if st is not None and st.error is None:
+        wanted = [e for e in expected if not isinstance(e, type)]
+        st.changed = len(st.value) != len(wanted) or not all(map(same, st.value, wanted))
+
+
+def classify(s: Sample, mut: Mutation, stages: dict[str, StageResult], truth: Any) -> tuple[str, str]:
+    """The outcome class of a case, and the stage and reason that decided it."""
+    in_data = mut.region in ("data", "mixed-data")  # lazy reads do not checksum data bytes
+    lookups: list[tuple[str, BaseException]] = []  # lookup errors msglc raised on purpose
+    documented = False
+    for name, st in stages.items():
+        e = st.error
+        if e is None:
+            continue
+        if isinstance(e, CaseTimeout):
+            return "hang", f"{name}: timed out in {st.where}"
+        if isinstance(e, MemoryError):
+            return "memory", f"{name}: MemoryError in {st.where}"
+        if isinstance(e, Inconsistent):
+            st.changed = True
+            continue
+        if isinstance(e, MsglcError):
+            documented = True
+            continue
+        if isinstance(e, (KeyError, IndexError, TypeError)) and name in LOOKUP_STAGES and (st.explicit or st.where == "path lookup"):
+            if truth is not _NO_TRUTH or name in ("walk", "iter"):  # paths need a truth to be wrong
+                lookups.append((name, e))
+            continue
+        return "undocumented", f"{name}: {type(e).__name__} {_short(str(e))} in {st.where}"
+    changed = [name for name, st in stages.items() if st.changed]
+    verify_ok = "verify" in stages and stages["verify"].error is None
+    if verify_ok and (changed or lookups):
+        what = f"{changed[0]} changed" if changed else f"{lookups[0][0]}: {type(lookups[0][1]).__name__}"
+        return "wrong-verify-passes", f"{what}, verify() passed"
+    if not in_data:
+        if changed:
+            return "wrong-outside-data", f"{changed[0]} changed"
+        if lookups and not (mut.crafted == "toc" and all(isinstance(e, KeyError) for _, e in lookups)):
+            name, e = lookups[0]
+            return "wrong-outside-data", f"{name}: {type(e).__name__} {_short(str(e))}"
+    if changed and mut.crafted == "data" and "to_obj" in changed:
+        return "wrong-verify-passes", "to_obj() differs from the data it checked"
+    if mut.crafted is None and stages["open"].error is None and not _benign(s, mut):
+        if verify_ok:
+            return "undetected-damage", "verify() passed on a damaged archive"
+        if in_data and stages["to_obj"].error is None:
+            return "undetected-damage", "to_obj() returned a value from damaged data"
+    if changed or (lookups and in_data):
+        return "changed-in-data", f"{changed[0]} changed" if changed else f"{lookups[0][0]}: {type(lookups[0][1]).__name__}"
+    if lookups:
+        return "lookup-crafted-toc", f"{lookups[0][0]}: KeyError"
+    if verify_ok and documented and mut.crafted is not None:
+        failing = next(name for name, st in stages.items() if st.error is not None)
+        return "verify-passes-unreadable", f"{failing} raised"
+    if documented:
+        return "error", next(f"{n}: {type(st.error).__name__}" for n, st in stages.items() if st.error is not None)
+    return "ok", ""
+
+
+def _benign(s: Sample, mut: Mutation) -> bool:
+    """A change no reader depends on: bytes nothing refers to, or a header end that names
+    the end of the file."""
+    if mut.region in ("free", "dead"):
+        return True
+    bad = mut.data
+    return (
+        len(bad) == len(s.data) and bad[:10] == s.data[:10] and bad[16:] == s.data[16:] and int.from_bytes(bad[10:16], "little") == len(bad)
+    )
+
+
+def run_case(ctx: Context, case_id: str, timeout: float, keep_tb: bool = False) -> dict:
+    """One case, under a soft timeout; the summary the parent aggregates."""
+    start = time.perf_counter()
+    try:
+        s, kind, mut = make_case(ctx, case_id)
+    except Exception as e:  # noqa: BLE001 - a harness error: reported, never hidden
+        return {"id": case_id, "cls": "harness-error", "why": f"{type(e).__name__}: {e}", "sig": f"harness:{_frame_of(e)}", "elapsed": 0.0}
+    if timeout:
+        signal.setitimer(signal.ITIMER_REAL, timeout)
+    try:
+        cls, stages, why = evaluate(s, mut, keep_tb)
+    except CaseTimeout:
+        cls, stages, why = "hang", {}, "timed out between stages"
+    finally:
+        if timeout:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+    elapsed = time.perf_counter() - start
+    result = {
+        "id": case_id,
+        "cls": cls,
+        "sample": s.name,
+        "kind": kind,
+        "desc": mut.desc,
+        "region": mut.region,
+        "why": why,
+        "elapsed": elapsed,
+    }
+    result["sig"] = _signature(cls, kind, why, stages)
+    if keep_tb:
+        result["stages"] = {name: _stage_text(st) for name, st in stages.items()}
+    return result
+
+
+def _signature(cls: str, kind: str, why: str, stages: dict[str, StageResult]) -> str:
+    """What tells one failure from another: the exception and the line that raised it, or
+    the stage and kind of mutation."""
+    if cls in ("undocumented", "hang", "memory", "valid-fails"):
+        for name, st in stages.items():
+            if st.error is not None and not isinstance(st.error, (MsglcError, Inconsistent)):
+                return f"{cls}:{name}:{type(st.error).__name__}@{st.where}"
+        return f"{cls}:{why}"
+    if cls in ("ok", "error"):
+        return cls
+    return f"{cls}:{why.split(' ')[0]}:{kind}"
+
+
+def _stage_text(st: StageResult) -> str:
+    if st.error is not None:
+        return st.tb or f"{type(st.error).__name__}: {st.error}"
+    return ("CHANGED " if st.changed else "ok ") + _short(st.value)
+
+
+# ---- workers ------------------------------------------------------------------------------------
+
+_CTX: Context | None = None
+
+
+def _alarm(signum: int, frame: Any) -> None:
+    raise CaseTimeout("the case ran past its time limit")
+
+
+def _limit_memory(extra_mb: int) -> None:
+    if not extra_mb:
+        return
+    try:
+        with open("/proc/self/statm") as f:
+            size = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except OSError:
+        return
+    limit = size + extra_mb * 2**20
+    resource.setrlimit(resource.RLIMIT_AS, (limit, resource.getrlimit(resource.RLIMIT_AS)[1]))
+
+
+def _worker(conn: Any, timeout: float, mem_mb: int) -> None:
+    _limit_memory(mem_mb)
+    signal.signal(signal.SIGALRM, _alarm)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    assert _CTX is not None
+    while True:
+        job = conn.recv()
+        if job is None:
+            return
+        for case_id in job:
+            conn.send(run_case(_CTX, case_id, timeout))
+
+
+class _Pool:
+    """Worker processes fed chunks of case ids; a worker silent for longer than the hard
+    timeout is killed (its case is a hang) and replaced; one that dies loses one case."""
+
+    def __init__(self, workers: int, timeout: float, mem_mb: int) -> None:
+        self.mp = get_context("fork")
+        self.timeout, self.mem_mb = timeout, mem_mb
+        self.hard = timeout + 15 if timeout else 300
+        self.workers = [self._spawn() for _ in range(workers)]
+
+    def _spawn(self) -> dict:
+        parent, child = self.mp.Pipe()
+        proc = self.mp.Process(target=_worker, args=(child, self.timeout, self.mem_mb), daemon=True)
+        proc.start()
+        child.close()
+        return {"proc": proc, "conn": parent, "inflight": deque(), "since": time.monotonic()}
+
+    def run(self, ids: list[str], chunk: int, deadline: float | None, on_result: Any) -> None:
+        queue = deque(ids[i : i + chunk] for i in range(0, len(ids), chunk))
+        while True:
+            for w in self.workers:
+                if not w["inflight"] and queue and (deadline is None or time.monotonic() < deadline):
+                    job = queue.popleft()
+                    w["inflight"].extend(job)
+                    w["since"] = time.monotonic()
+                    w["conn"].send(job)
+            busy = [w for w in self.workers if w["inflight"]]
+            if not busy:
+                return
+            ready = connection.wait([w["conn"] for w in busy], timeout=1.0)
+            now = time.monotonic()
+            for i, w in enumerate(self.workers):
+                if not w["inflight"]:
+                    continue
+                if w["conn"] in ready:
+                    try:
+                        result = w["conn"].recv()
+                    except (EOFError, OSError):
+                        self._replace(i, "worker-died", "the worker died (a crash, or killed by the OS)", queue, on_result)
+                        continue
+                    if result["id"] == w["inflight"][0]:
+                        w["inflight"].popleft()
+                    w["since"] = now
+                    on_result(result)
+                elif now - w["since"] > self.hard:
+                    self._replace(i, "hang", f"no answer in {self.hard:.0f} s: worker killed", queue, on_result)
+
+    def _replace(self, i: int, cls: str, why: str, queue: deque, on_result: Any) -> None:
+        w = self.workers[i]
+        w["proc"].kill()
+        w["proc"].join()
+        lost = w["inflight"].popleft()
+        on_result({"id": lost, "cls": cls, "why": why, "sig": f"{cls}:{why.split(':')[0]}", "elapsed": self.hard})
+        if w["inflight"]:
+            queue.appendleft(list(w["inflight"]))
+        self.workers[i] = self._spawn()
+
+    def close(self) -> None:
+        for w in self.workers:
+            with contextlib.suppress(OSError):
+                w["conn"].send(None)
+        for w in self.workers:
+            w["proc"].join(5)
+            if w["proc"].is_alive():
+                w["proc"].kill()
+                w["proc"].join()
+
+
+# ---- campaigns and reports -----------------------------------------------------------------------
+
+
+def make_context(kinds: list[str] | None = None) -> Context:
+    chosen = kinds or list(KIND_WEIGHTS)
+    unknown = [k for k in chosen if k not in MUTATORS]
+    if unknown:
+        raise SystemExit(f"unknown mutation kinds {unknown}; choose from {', '.join(MUTATORS)}")
+    return Context(build_corpus(), chosen, [KIND_WEIGHTS[k] for k in chosen])
+
+
+def corpus_digest(corpus: list[Sample]) -> str:
+    h = hashlib.sha256()
+    for s in corpus:
+        h.update(s.name.encode() + s.data)
+    return h.hexdigest()[:16]
+
+
+def campaign(
+    cases: int = 1000,
+    seed: int = 0,
+    workers: int = 2,
+    seconds: float | None = None,
+    kinds: list[str] | None = None,
+    sweep: str | None = None,
+    sweep_stride: int | None = None,
+    timeout: float = 10.0,
+    mem_mb: int = 1024,
+    chunk: int = 16,
+    progress: bool = False,
+) -> dict:
+    """Run ``cases`` random cases (and a bit-flip sweep of ``sweep``, default the ``doc@64``
+    sample, every ``sweep_stride`` bytes) on ``workers`` processes; stop dispatching after
+    ``seconds``. Returns the report (``format_report`` prints it)."""
+    global _CTX
+    t0 = time.perf_counter()
+    ctx = make_context(kinds)
+    _CTX = ctx
+    built = time.perf_counter() - t0
+    ids = [f"valid:{s.name}" for s in ctx.corpus] + [f"{seed}:{i}" for i in range(cases)]
+    if sweep_stride:
+        target = ctx.by_name[sweep or "doc@64"]
+        ids += [f"sweep:{target.name}:{p}" for p in range(0, len(target.data), sweep_stride)]
+    counts: Counter = Counter()
+    sigs: dict[str, dict] = {}
+    slow: list = []
+    state = {"done": 0, "last": time.monotonic()}
+
+    def on_result(res: dict) -> None:
+        counts[res["cls"]] += 1
+        entry = sigs.setdefault(res["sig"], {"cls": res["cls"], "count": 0, "examples": []})
+        entry["count"] += 1
+        if len(entry["examples"]) < 5:
+            entry["examples"].append({k: res.get(k) for k in ("id", "sample", "kind", "desc", "why", "elapsed")})
+        if res.get("elapsed", 0) > SLOW_SECONDS:
+            slow.append({k: res.get(k) for k in ("id", "sample", "kind", "desc", "elapsed")})
+        state["done"] += 1
+        if progress and time.monotonic() - state["last"] > 10:
+            state["last"] = time.monotonic()
+            rate = state["done"] / (time.perf_counter() - start)
+            bugs = sum(counts[c] for c in BUG_CLASSES)
+            print(f"  {state['done']}/{len(ids)} cases, {rate:.0f}/s, bug-class cases {bugs}", file=sys.stderr, flush=True)
+
+    start = time.perf_counter()
+    pool = _Pool(workers, timeout, mem_mb)
+    try:
+        pool.run(ids, chunk, None if seconds is None else time.monotonic() + seconds, on_result)
+    finally:
+        pool.close()
+    elapsed = time.perf_counter() - start
+    slow.sort(key=lambda r: -r["elapsed"])
+    return {
+        "seed": seed,
+        "cases_requested": len(ids),
+        "cases_run": state["done"],
+        "seconds": round(elapsed, 2),
+        "cases_per_second": round(state["done"] / elapsed, 1) if elapsed else None,
+        "workers": workers,
+        "kinds": ctx.kinds,
+        "corpus": {s.name: len(s.data) for s in ctx.corpus},
+        "corpus_digest": corpus_digest(ctx.corpus),
+        "corpus_seconds": round(built, 2),
+        "counts": {c: counts.get(c, 0) for c in (*BUG_CLASSES, *INFO_CLASSES)}
+        | {c: n for c, n in counts.items() if c not in BUG_CLASSES + INFO_CLASSES},
+        "signatures": dict(sorted(sigs.items(), key=lambda kv: (kv[1]["cls"] not in BUG_CLASSES, -kv[1]["count"]))),
+        "slow": slow[:10],
+        "slow_count": len(slow),
+    }
+
+
+def format_report(report: dict) -> str:
+    lines = [
+        f"msglc fuzz: {report['cases_run']} of {report['cases_requested']} cases in {report['seconds']} s "
+        f"({report['cases_per_second']} cases/s, {report['workers']} workers), seed {report['seed']}, "
+        f"corpus {len(report['corpus'])} archives ({report['corpus_digest']})",
+    ]
+    lines.append("outcomes:")
+    for cls, n in report["counts"].items():
+        mark = "  BUG" if cls in BUG_CLASSES and n else ""
+        lines.append(f"  {cls:26} {n:8}{mark}")
+    slow = f"(slow, > {SLOW_SECONDS:.0f} s)"
+    lines.append(f"  {slow:26} {report['slow_count']:8}")
+    shown = 0
+    for sig, entry in report["signatures"].items():
+        if entry["cls"] in ("ok", "error"):
+            continue
+        if entry["cls"] not in BUG_CLASSES and shown >= 12:
+            continue
+        shown += entry["cls"] not in BUG_CLASSES
+        lines.append(f"[{entry['cls']}] {sig}: {entry['count']} cases")
+        for ex in entry["examples"][:3]:
+            lines.append(f"    --replay {ex['id']}  {ex.get('sample')}  {ex.get('desc')}  -> {ex.get('why')}")
+    for ex in report["slow"][:5]:
+        lines.append(f"[slow] --replay {ex['id']}  {ex.get('sample')}  {ex.get('desc')}  {ex['elapsed']:.1f} s")
+    return "\n".join(lines)
+
+
+def replay(case_id: str, kinds: list[str] | None, timeout: float) -> int:
+    global _CTX
+    ctx = make_context(kinds)
+    _CTX = ctx
+    signal.signal(signal.SIGALRM, _alarm)
+    s, kind, mut = make_case(ctx, case_id)
+    print(f"case {case_id}: sample {s.name} ({len(s.data)} bytes), {kind}: {mut.desc}")
+    print(f"region {mut.region}, crafted {mut.crafted}, truth {mut.truth}; corpus {corpus_digest(ctx.corpus)}")
+    res = run_case(ctx, case_id, timeout, keep_tb=True)
+    for name, text in res.get("stages", {}).items():
+        print(f"--- {name}: {text.rstrip()}")
+    print(f"=> {res['cls']}: {res['why']} ({res['elapsed']:.3f} s)")
+    return 0 if res["cls"] not in BUG_CLASSES else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m benchmark.fuzz", description=__doc__.split("\n\n")[0])
+    p.add_argument("--cases", type=int, default=2000, help="random cases to run (default 2000)")
+    p.add_argument("--seed", type=int, default=0, help="case ids are SEED:INDEX (default 0)")
+    p.add_argument("--seconds", type=float, default=None, help="stop starting cases after this many seconds")
+    p.add_argument("--workers", type=int, default=2, help="worker processes (default 2)")
+    p.add_argument("--kinds", default=None, help=f"mutation kinds, comma-separated (default all: {','.join(MUTATORS)})")
+    p.add_argument("--sweep", default=None, help="a sample to flip one bit at every --stride bytes of (e.g. doc@64)")
+    p.add_argument("--stride", type=int, default=None, help="bytes between the sweep's flips (with --sweep; default 1)")
+    p.add_argument("--timeout", type=float, default=10.0, help="seconds a case may take before it is a hang (default 10)")
+    p.add_argument("--mem-mb", type=int, default=1024, help="address space a worker may add to its size (default 1024 MB)")
+    p.add_argument("--out", default=None, help="write the report as JSON here")
+    p.add_argument("--replay", metavar="ID", help="run one case in this process and print every stage, with tracebacks")
+    p.add_argument("--save", nargs=2, metavar=("ID", "PATH"), help="write the mutated archive of a case to PATH")
+    p.add_argument("--list", action="store_true", help="list the corpus archives")
+    p.add_argument("--progress", action="store_true", help="print progress to stderr")
+    args = p.parse_args(argv)
+    kinds = args.kinds.split(",") if args.kinds else None
+    if args.replay:
+        return replay(args.replay, kinds, args.timeout)
+    if args.save:
+        s, kind, mut = make_case(make_context(kinds), args.save[0])
+        with open(args.save[1], "wb") as f:
+            f.write(mut.data)
+        print(f"{args.save[1]}: {s.name}, {kind}: {mut.desc}")
+        return 0
+    if args.list:
+        for s in make_context(kinds).corpus:
+            print(f"{s.name:24} {len(s.data):8} bytes  root {'node' if s.trailer.root_len else 'plain'}{'  slack' if s.slack else ''}")
+        return 0
+    sweep_stride = args.stride or (1 if args.sweep else None)
+    report = campaign(
+        args.cases,
+        args.seed,
+        args.workers,
+        args.seconds,
+        kinds,
+        args.sweep,
+        sweep_stride,
+        args.timeout,
+        args.mem_mb,
+        progress=args.progress,
+    )
+    print(format_report(report))
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(report, f, indent=1, default=str)
+    return 1 if any(report["counts"].get(c) for c in BUG_CLASSES) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,298 @@
+"""Damaged and crafted archives: a bounded run of the fuzzing harness (``python -m
+benchmark.fuzz``), and regression tests for what it and its long runs found in ``verify()``.
+
+The bounded run asserts the harness's bug classes stay empty: no exception outside the
+documented ones, no hang, no runaway allocation, no wrong value while ``verify()`` passes, no
+wrong value without an error from a change outside the data section, and no data change that
+``verify()`` or ``to_obj()`` lets through.
+"""
+
+import os
+import sys
+import zlib
+from pathlib import Path
+
+import msgspec
+import pytest
+
+import msglc
+from msglc import CorruptedError, FileInfo, MsglcError
+from msglc.format import HEADER_SIZE, TRAILER_SIZE, StrideNode, Trailer, frame_node, pack_header, unpack_trailer
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # benchmark/ runs from the checkout; it is not installed
+    sys.path.insert(0, str(ROOT))
+
+DEEP = 1100  # deeper than the default recursion limit (1000) allows msgspec to go
+
+
+# ---- the bounded run ------------------------------------------------------------------------------
+
+
+def test_bounded_fuzz_run_finds_no_bugs():
+    """2500 random cases (every mutation kind on every corpus archive), every corpus archive
+    unchanged, and one bit flipped every 151 bytes of the ``doc@64`` archive (the document of
+    test_errors.py); a failure prints the report, with ``--replay`` ids."""
+    from benchmark import fuzz
+
+    report = fuzz.campaign(cases=2500, seed=20260509, workers=2, sweep_stride=151)
+    assert report["cases_run"] == report["cases_requested"]
+    bad = {cls: n for cls, n in report["counts"].items() if cls in fuzz.BUG_CLASSES and n}
+    assert not bad, fuzz.format_report(report)
+
+
+# ---- helpers for crafted archives ---------------------------------------------------------------
+
+
+def _archive(data: bytes, nodes: bytes = b"", root_len: int = 0, threshold: int = 64) -> bytes:
+    """header | data | TOC ``nodes`` (the root the last ``root_len`` bytes) | trailer."""
+    header = pack_header()
+    t = Trailer(HEADER_SIZE, len(data), HEADER_SIZE + len(data), len(nodes), len(nodes) - root_len, root_len, zlib.crc32(data), threshold)
+    return header + data + nodes + t.pack(header)
+
+
+def _with_data(archive: bytes, change) -> bytes:
+    """``archive`` with its data section changed in place by ``change(bytearray)`` (same
+    length) and the data checksum recomputed: only the TOC's checks can tell."""
+    header = archive[:HEADER_SIZE]
+    t = unpack_trailer(archive[-TRAILER_SIZE:], len(archive), header)
+    data = bytearray(archive[t.data_off : t.data_off + t.data_len])
+    change(data)
+    fixed = msgspec.structs.replace(t, data_crc=zlib.crc32(data))
+    return header + bytes(data) + archive[t.toc_off : -TRAILER_SIZE] + fixed.pack(header)
+
+
+def _chain(tmp_path, leaf, depth: int) -> bytes:
+    """An archive combined into another as its member ``x``, ``depth`` times: valid, and
+    nested ``depth`` levels deep."""
+    path, tmp = tmp_path / "chain.mlc", tmp_path / "next.mlc"
+    msglc.dump(path, leaf)
+    for _ in range(depth):
+        msglc.combine(tmp, [FileInfo(path, "x")])
+        os.replace(tmp, path)
+    return path.read_bytes()
+
+
+# ---- verify(): valid archives deeper than the recursion limit are not "corrupted" ---------------
+
+
+def test_verify_deep_combined_archive_with_nodes(tmp_path):
+    """Every level has a TOC node; checking a node's item boundaries must not recurse into
+    the deep value its last entry holds."""
+    data = _chain(tmp_path, list(range(3000)), DEEP)
+    with msglc.LazyReader(data) as r:
+        assert r["/".join(["x"] * DEEP) + "/2999"] == 2999
+        r.verify()
+
+
+def test_verify_deep_combined_archive_without_nodes(tmp_path):
+    data = _chain(tmp_path, 1, DEEP)
+    with msglc.LazyReader(data) as r:
+        assert r._a.trailer.root_len == 0
+        r.verify()
+
+
+def test_verify_deep_value_inside_a_span(tmp_path):
+    """A small deep member (no node) next to a large one: the root's node must be checked
+    against entries whose values are nested deeper than msgspec can skip."""
+    deep = _chain(tmp_path, "leaf", DEEP)
+    (tmp_path / "deep.mlc").write_bytes(deep)
+    msglc.dump(tmp_path / "big.mlc", list(range(3000)), small_obj_optimization_threshold=256)
+    out = tmp_path / "both.mlc"
+    msglc.combine(out, [FileInfo(tmp_path / "deep.mlc", "deep"), FileInfo(tmp_path / "big.mlc", "big")])
+    with msglc.LazyReader(out) as r:
+        assert r._a.trailer.root_len and r["big/7"] == 7
+        r.verify()
+
+
+def test_verify_deep_plain_root():
+    """A node-less root holding msgpack nested 5000 deep (another writer's archive)."""
+    depth = 5000
+    data = b"\x92" * depth + b"\xa1x" + b"\x80" * depth
+    archive = _archive(data)
+    with msglc.LazyReader(archive) as r:
+        r.verify()
+
+
+def test_verify_deep_map_keys_and_values_in_plain_root():
+    """Deep values under str keys, and tuple-like (array) keys, in a node-less root."""
+    depth = 3000
+    inner = b"\x81\xa1k" * depth + b"\xc0"
+    data = b"\x82\x92\x01\x02" + inner + b"\xa1z" + b"\x91" * depth + b"\x01"
+    with msglc.LazyReader(_archive(data)) as r:
+        r.verify()
+    with msglc.LazyReader(_archive(b"\x81\x81\x01\x02\x03")) as r, pytest.raises(CorruptedError):
+        r.verify()  # a map as a map key: not hashable, not decodable
+
+
+def test_verify_deep_map_key():
+    """A map key nested 3000 deep (an array: decoded as a tuple, hashable) is valid; one that
+    holds a map at the bottom is not (unhashable)."""
+    depth = 3000
+    with msglc.LazyReader(_archive(b"\x81" + b"\x91" * depth + b"\x01" + b"\xc0")) as r:
+        r.verify()
+    with msglc.LazyReader(_archive(b"\x81" + b"\x91" * depth + b"\x80" + b"\xc0")) as r, pytest.raises(CorruptedError, match="hashable"):
+        r.verify()
+
+
+def test_verify_deep_fixed_stride_list():
+    """A list nested 1500 deep, one item per level, described by one fixed-stride node (a
+    valid archive: lazy reads address it by arithmetic)."""
+    depth = 1500
+    data = b"\x91" * depth + b"\xcb" + msgspec.msgpack.encode(2.5)[1:]
+    dims = [(1, 1, len(data) - 1 - d) for d in range(depth)]
+    node = frame_node(StrideNode(dims=dims, lazy_min=512))
+    archive = _archive(data, node, len(node))
+    with msglc.LazyReader(archive) as r:
+        assert r[[0] * depth] == 2.5
+        r.verify()
+
+
+# ---- verify(): every failure is an MsglcError ------------------------------------------------------
+
+
+def _listed(threshold: int = 64) -> bytes:
+    return msglc.dumps([f"s{i}" for i in range(200)], small_obj_optimization_threshold=threshold)
+
+
+def test_verify_malformed_item_is_corrupted():
+    """An item's marker replaced by the reserved byte 0xc1 (checksum recomputed)."""
+    archive = _with_data(_listed(), lambda d: d.__setitem__(d.index(b"\xa3s50"), 0xC1))
+    with msglc.LazyReader(archive) as r, pytest.raises(CorruptedError):
+        r.verify()
+
+
+def _keyed() -> bytes:
+    return msglc.dumps({f"k{i:03}": list(range(i)) for i in range(40)}, small_obj_optimization_threshold=64)
+
+
+def test_verify_key_of_another_type_is_corrupted():
+    """A 5-byte str key turned into a 5-byte float (checksum recomputed)."""
+
+    def change(d):
+        at = d.index(b"\xa4k007")
+        d[at : at + 5] = b"\xca\x00\x00\x00\x00"
+
+    with msglc.LazyReader(_with_data(_keyed(), change)) as r, pytest.raises(CorruptedError):
+        r.verify()
+
+
+def test_verify_key_that_is_not_utf8_is_corrupted():
+    def change(d):
+        at = d.index(b"\xa4k007")
+        d[at + 1 : at + 3] = b"\xff\xfe"
+
+    with msglc.LazyReader(_with_data(_keyed(), change)) as r, pytest.raises(CorruptedError):
+        r.verify()
+
+
+def test_verify_key_of_a_hash_indexed_dict_that_is_not_utf8_is_corrupted():
+    doc = {f"h{i:04}": [i] * (40 if i % 500 == 7 else 1) for i in range(1100)}
+    archive = msglc.dumps(doc, small_obj_optimization_threshold=64)
+
+    def change(d):
+        at = d.index(b"\xa5h0507")
+        d[at + 1 : at + 3] = b"\xff\xfe"
+
+    with msglc.LazyReader(_with_data(archive, change)) as r, pytest.raises(CorruptedError):
+        r.verify()
+
+
+# ---- the iterative checks agree with msgspec and with the writer ------------------------------------
+
+_values = msgspec.msgpack.Decoder()
+
+
+def _scan_outcome(data: bytes, decode: bool):
+    """The iterative scan's answer: the value's end, or the error class it raises."""
+    from msglc import verify
+
+    try:
+        return verify._Scan(data, 0, len(data), 1, 0, decode).run()
+    except MsglcError as e:
+        return type(e)
+
+
+def _msgspec_outcome(data: bytes, decode: bool):
+    from msglc import verify
+
+    try:
+        if decode:
+            verify._value_decoder.decode(data)
+        else:
+            verify._raw_items.decode(b"\x91" + data)
+        return [len(data)]
+    except (msgspec.DecodeError, UnicodeDecodeError):
+        return CorruptedError
+    except MsglcError as e:
+        return type(e)
+
+
+_SAMPLES = [
+    {"a": [1, 2.5, None, True, "x" * 40, b"\x00" * 300], "b": {"c": [[1, 2], [3]], 7: -(2**40)}, "d": ""},
+    [[[[1]]], {"k": {"k": {"k": [1.5] * 20}}}, [{}, [], ""], list(range(-40, 300, 7))],
+    {str(i): [i, str(i) * (i % 5), {"n": i}] for i in range(40)},
+]
+
+
+@pytest.mark.parametrize("retry", [1, 3, 10**9])
+def test_iterative_scan_agrees_with_msgspec(monkeypatch, retry):
+    """On valid values and on every one-byte change of them, the scan (stepping item by item,
+    handing the rest to msgspec every ``retry`` steps) finds what msgspec finds: the same end,
+    or an error where msgspec raises one."""
+    import random
+
+    from msglc import verify
+
+    monkeypatch.setattr(verify, "RETRY_STEPS", retry)
+    rng = random.Random(retry)
+    for value in _SAMPLES:
+        data = msgspec.msgpack.encode(value)
+        changed = [data]
+        for _ in range(150):
+            bad = bytearray(data)
+            bad[rng.randrange(len(bad))] = rng.choice([0xC1, 0xFF, 0x80, 0x9F, 0xDC, 0xD9, 0xC7, 0xA5, rng.randrange(256)])
+            changed.append(bytes(bad))
+        changed.append(data + b"\x01")  # a trailing byte
+        changed.append(data[:-1])
+        for candidate in changed:
+            for decode in (False, True):
+                assert _scan_outcome(candidate, decode) == _msgspec_outcome(candidate, decode), (candidate, decode)
+
+
+def test_iterative_stride_proof_agrees_with_the_writer():
+    import random
+
+    from msglc import indexer, verify
+
+    rng = random.Random(5)
+    lists = [
+        [[1.5, 2.5]] * 30,
+        [[[1, 2, 3]] * 4] * 5,
+        ["abc"] * 10,
+        [b"xy"] * 7,
+        [[]] * 9,
+        [[None, True]] * 3,
+        [1.5, 2, 3],
+        [[1.5], [2]],
+        [[1, 2], [3, 4, 5]],
+        [[[0.5] * 3] * 2] * 6,
+    ]
+    for _ in range(100):
+        rows = rng.randrange(1, 6)
+        lists.append([[rng.choice([1.25, 7, -3, None]) for _ in range(rng.randrange(1, 4))] for _ in range(rows)])
+    for value in lists:
+        data = msgspec.msgpack.encode(value)
+        for variant in [data] + [data[:k] + bytes([rng.randrange(256)]) + data[k + 1 :] for k in range(1, len(data))]:
+            buf = bytearray(variant)
+            try:
+                is_map, n, h = msglc.format.container_header(variant)
+            except MsglcError:
+                continue
+            try:
+                expected = indexer.stride_dims(buf, 0, h, n, len(buf))
+            except (IndexError, RecursionError):
+                expected = "raises"  # the writer's function on bytes it never meets
+            got = verify.stride_dims(buf, 0, h, n, len(buf))
+            if expected != "raises":
+                assert got == expected, (value, variant)
