@@ -178,7 +178,34 @@ def ext_hook(code: int, data: memoryview) -> Any:
     np = sys.modules["numpy"]
     out = np.empty(shape, dtype)  # no larger than the payload: parse_payload_header checked
     out.reshape(-1).view(np.uint8)[:] = np.frombuffer(data, np.uint8, offset=start)
+    if has_text(dtype):
+        check_text(out, None)
     return out
+
+
+def has_text(dtype: Any) -> bool:
+    """Does ``dtype`` hold str (``U``) elements, itself or in a field?"""
+    if dtype.kind == "U":
+        return True
+    if dtype.subdtype is not None:
+        return has_text(dtype.subdtype[0])
+    return dtype.names is not None and any(has_text(dtype.fields[name][0]) for name in dtype.names)
+
+
+def check_text(arr: Any, where: int | None) -> None:
+    """Refuse str elements with code units past U+10FFFF: NumPy would make invalid Python str
+    objects of them, or fail with a SystemError. Only for dtypes that ``has_text``."""
+    np = sys.modules["numpy"]
+    dtype = arr.dtype
+    if dtype.names is not None:
+        for name in dtype.names:
+            if has_text(dtype.fields[name][0]):
+                check_text(arr[name], where)
+        return
+    order = ">" if dtype.byteorder == ">" or (dtype.byteorder == "=" and sys.byteorder == "big") else "<"
+    units = np.frombuffer(np.ascontiguousarray(arr).tobytes(), np.dtype(order + "u4"))
+    if units.size and int(units.max()) > 0x10FFFF:
+        raise CorruptedError(f"{_label(where)}: holds str elements with code points past U+10FFFF")
 
 
 # ---- writing: the encoder's hook and the data section ----------------------------------------------

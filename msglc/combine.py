@@ -157,15 +157,22 @@ def opened(infos: list[FileInfo], options: dict[str, Any]) -> Iterator[list[_Inp
 def refuse_target_among(target: Any, inputs: list[_Input]) -> None:
     """An output may not be one of its inputs (by file identity, so a symlink or another name
     counts): writing it would replace, or change in place, what is being copied."""
-    if not isinstance(target, (str, bytes, os.PathLike)):
-        return
     try:
-        st = os.stat(target)
-    except OSError:  # not there yet: no input is it
+        if isinstance(target, (str, bytes, os.PathLike)):
+            st = os.stat(target)
+        elif hasattr(target, "fileno"):  # a file object: is it open on an input?
+            st = os.fstat(target.fileno())
+        else:
+            return
+    except (OSError, ValueError):  # not there yet, or no descriptor: no input is it
         return
     for part in inputs:
         if part.archive.src.identity() == (st.st_dev, st.st_ino):
-            raise ValueError(f"{part.label} is the output {os.fsdecode(target)!r} itself: write to another file")
+            raise ValueError(f"{part.label} is the output {_label(target)} itself: write to another file")
+
+
+def _label(target: Any) -> str:
+    return repr(os.fsdecode(target)) if isinstance(target, (str, bytes, os.PathLike)) else repr(target)
 
 
 def _check_names(infos: list[Any]) -> None:

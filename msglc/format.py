@@ -355,6 +355,8 @@ def check_node(node: Node, where: int, toc_off: int) -> None:
         ok = ok and all(map(int.__lt__, node.koffs, node.voffs)) and all(map(int.__lt__, node.voffs, node.koffs[1:]))
         if not ok or not all(0 <= k < n for k in node.kids):
             bad = "inconsistent key offsets"
+        elif len(set(node.keys)) != n:
+            bad = "a key listed twice"
     else:  # ListNode, HashMapNode: spans
         ok = len(node.offs) == len(node.starts) + 1 and node.starts and node.starts[0] == 0 and 1 <= node.offs[0] <= 5
         ok = ok and node.starts[-1] < node.n < 2**32 and node.n <= node.offs[-1] - node.offs[0]

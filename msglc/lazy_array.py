@@ -13,6 +13,7 @@ import sys
 from math import prod
 from typing import TYPE_CHECKING, Any
 
+from .arrays import check_text, has_text
 from .lazy import LazyNode
 
 if TYPE_CHECKING:
@@ -26,7 +27,7 @@ class LazyArray(LazyNode):
     """A read-only view of a NumPy array in an archive: ``shape``, ``dtype``, ``a[i, j]``,
     ``a[i:j, ::2]``, ``np.asarray(a)``. Selections return fresh arrays (or NumPy scalars)."""
 
-    __slots__ = ("shape", "dtype", "_np", "_data", "_strides", "_ndim", "_size", "_total", "_void")
+    __slots__ = ("shape", "dtype", "_np", "_data", "_strides", "_ndim", "_size", "_total", "_void", "_text")
 
     def __init__(self, archive: Archive, base: int, pos: int, total: int, dtype: Any, shape: tuple[int, ...], start: int) -> None:
         super().__init__(archive, base, pos)
@@ -38,6 +39,7 @@ class LazyArray(LazyNode):
         self._ndim = len(shape)
         self._size = prod(shape)
         self._void = dtype.kind == "V"  # structured items are views: copy them out of the read buffer
+        self._text = has_text(dtype)  # str elements: their code points are checked as they are read
         strides = []
         step = dtype.itemsize
         for n in reversed(shape):
@@ -91,9 +93,15 @@ class LazyArray(LazyNode):
         np = self._np
         a = self._a
         if a.src.zero_copy:
-            return np.frombuffer(a.read(self._data, self.nbytes), self.dtype, count=self._size).reshape(self.shape)
-        out = np.empty(self.shape, self.dtype)
-        a.read_into(self._data, out)
+            out = np.frombuffer(a.read(self._data, self.nbytes), self.dtype, count=self._size).reshape(self.shape)
+        else:
+            out = np.empty(self.shape, self.dtype)
+            a.read_into(self._data, out)
+        return self._checked(out, self._data)
+
+    def _checked(self, out: Any, where: int) -> Any:
+        if self._text:
+            check_text(out, where)
         return out
 
     # -- indexing --
@@ -112,7 +120,7 @@ class LazyArray(LazyNode):
 
     def _item(self, off: int) -> Any:
         """The NumPy scalar at ``off``: one read of its bytes."""
-        items = self._np.frombuffer(self._a.read(off, self.dtype.itemsize), self.dtype)
+        items = self._checked(self._np.frombuffer(self._a.read(off, self.dtype.itemsize), self.dtype), off)
         return items.copy()[0] if self._void else items[0]
 
     def _select(self, key: Any) -> Any:
@@ -149,7 +157,7 @@ class LazyArray(LazyNode):
                 a.read_into(off, rows[r])
             else:
                 rows[r, ..., 0] = np.ndarray(inner_shape, self.dtype, buffer=a.read(off, extent), strides=steps[d:])
-        return out
+        return self._checked(out, first)
 
 
 def _outer_axes(counts: list[int], steps: list[int], itemsize: int) -> int:

@@ -6,6 +6,7 @@ import os
 import re
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, BinaryIO, NoReturn
 
@@ -40,8 +41,15 @@ from .verify import verify_archive
 __all__ = ["LazyArray", "LazyReader", "LazyStats", "LazyDict", "LazyList", "to_obj"]
 
 _decoder = msgspec.msgpack.Decoder(ext_hook=ext_hook)
+
+
+class _NoTrailer(TruncatedError):
+    """Internal: the file does not end in a trailer (explained once the open gives up)."""
+
+
 _MAX_NODE_CACHE = 65536
 STALE_SCAN = 1 << 24  # how far back an archive followed by stale bytes is looked for
+STALE_CANDIDATES = 64
 OPEN_ATTEMPTS = 100  # an open that keeps meeting a file mid-change gives up after this many
 
 
@@ -126,10 +134,13 @@ class Archive:
                 self._open()
                 self.src.opened = before
                 return before
-            except MsglcError:
+            except MsglcError as e:
                 self.nodes.clear()
                 if before is None or attempt == OPEN_ATTEMPTS - 1 or not self._changed(before):
+                    if isinstance(e, _NoTrailer):
+                        self._no_trailer(self.size)  # only now: it may read up to STALE_SCAN bytes
                     raise
+                time.sleep(min(0.01, 0.0002 * attempt))  # let a writer between two states finish
         raise AssertionError("unreachable")
 
     def _changed(self, stamp: object) -> bool:
@@ -162,7 +173,7 @@ class Archive:
             self.size = size = end
         tail = self.read(size - TRAILER_SIZE, TRAILER_SIZE)
         if bytes(tail[-len(END_MAGIC) :]) != END_MAGIC:
-            self._no_trailer(size)
+            raise _NoTrailer(f"no msglc trailer at the end of the file ({size} bytes): truncated or not an archive")
         self.trailer = t = unpack_trailer(tail, size, self.header)
         self.data_end = t.data_off + t.data_len
         self.toc_end = t.toc_off + t.toc_len
@@ -172,13 +183,17 @@ class Archive:
     def _no_trailer(self, size: int) -> NoReturn:
         """Say why the file does not end in a trailer: truncated, or bytes after a complete
         archive (a buffer reused for a shorter archive, padding), found by looking back for
-        the end magic of a trailer that fits (the error path only, at most ``STALE_SCAN``)."""
-        start = max(HEADER_SIZE, size - STALE_SCAN)
+        the end magic of a trailer that fits: the error path only, within ``STALE_SCAN`` bytes
+        (one block of a remote source) and ``STALE_CANDIDATES`` magics."""
+        start = max(HEADER_SIZE, size - min(STALE_SCAN, getattr(self.src, "block_size", STALE_SCAN)))
         tail = bytes(self.read(start, size - start))
         at = len(tail)
-        while (at := tail.rfind(END_MAGIC, 0, at)) >= 0:
+        for _ in range(STALE_CANDIDATES):
+            at = tail.rfind(END_MAGIC, 0, at)
+            if at < 0:
+                break
             end = start + at + len(END_MAGIC)
-            if end >= HEADER_SIZE + TRAILER_SIZE:
+            if at + len(END_MAGIC) >= TRAILER_SIZE and end >= HEADER_SIZE + TRAILER_SIZE:
                 try:
                     unpack_trailer(tail[at + len(END_MAGIC) - TRAILER_SIZE : at + len(END_MAGIC)], end, self.header)
                 except MsglcError:
@@ -198,16 +213,15 @@ class Archive:
     def decode_span(self, offset: int, size: int, prefix: bytes = b"") -> Any:
         """Decode ``size`` data bytes at ``offset`` (after ``prefix``, a container header)."""
         if offset < self.trailer.data_off or offset + size > self.data_end or size <= 0:
-            raise CorruptedError(f"data span {offset}+{size} lies outside the data section")
+            raise self.damaged(f"data span {offset}+{size} lies outside the data section")
         return self.decode(prefix + self.read(offset, size) if prefix else self.read(offset, size), offset)
 
-    @staticmethod
-    def decode(data: bytes | memoryview, offset: int) -> Any:
+    def decode(self, data: bytes | memoryview, offset: int) -> Any:
         """Decode data bytes read from ``offset``, naming the offset if they are not msgpack."""
         try:
             return _decoder.decode(data)
         except (msgspec.DecodeError, UnicodeDecodeError, RecursionError) as e:
-            raise CorruptedError(f"data at offset {offset} ({len(data)} bytes) is not valid msgpack: {_why(e)}") from None
+            raise self.damaged(f"data at offset {offset} ({len(data)} bytes) is not valid msgpack: {_why(e)}") from None
         except (CorruptedError, UnsupportedVersionError) as e:  # from the NumPy array hook
             raise type(e)(f"data at offset {offset} ({len(data)} bytes): {e}") from None
 
@@ -229,7 +243,7 @@ class Archive:
         node = self.nodes.get(pos)
         if node is None:
             if not (self.trailer.toc_off <= pos and pos + size <= self.toc_end):
-                raise CorruptedError(f"TOC node {pos}+{size} lies outside the TOC")
+                raise self.damaged(f"TOC node {pos}+{size} lies outside the TOC")
             if size < 5:
                 raise CorruptedError(f"TOC node at offset {pos} is {size} bytes, too short")
             try:
@@ -278,7 +292,7 @@ class Archive:
         """A lazy view of the container at ``base``; its header must match the node."""
         node = self.node(pos, size)
         if node_span(node) != span or base + span > self.data_end:
-            raise CorruptedError(f"TOC node at offset {pos} describes {node_span(node)} bytes where {span} are stored at offset {base}")
+            raise self.damaged(f"TOC node at offset {pos} describes {node_span(node)} bytes where {span} are stored at offset {base}")
         if isinstance(node, ArrayNode):
             dtype, shape, start = parse_head(self.read(base, node.head), base, span)
             if start != node.head:

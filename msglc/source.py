@@ -13,6 +13,7 @@ import mmap
 import os
 import stat
 import threading
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -82,15 +83,17 @@ class FileSource(Source):
     def __init__(self, fd: int) -> None:
         self.fd = fd
         self.size = os.fstat(fd).st_size
+        # a reader dropped without close() still gives its descriptor back
+        self._finalizer = weakref.finalize(self, os.close, fd)
 
     def identity(self) -> tuple[int, int] | None:
         st = os.fstat(self.fd)
         return st.st_dev, st.st_ino
 
     def stamp(self) -> object:
-        st = os.fstat(self.fd)
+        st = os.fstat(self.fd)  # not ctime: chmod or rename change it, the bytes stay
         self.size = st.st_size
-        return st.st_size, st.st_mtime_ns, st.st_ctime_ns
+        return st.st_size, st.st_mtime_ns
 
     def read(self, offset: int, size: int) -> bytes | bytearray:
         data = self._pread(size, offset)
@@ -152,7 +155,7 @@ class FileSource(Source):
     def close(self) -> None:
         if not self.closed:
             super().close()
-            os.close(self.fd)
+            self._finalizer()
 
 
 class BufferSource(Source):

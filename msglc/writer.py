@@ -245,7 +245,7 @@ def atomic_file(
         with remote_target(path) as f:
             yield f
         return
-    path = os.path.realpath(os.fspath(path))
+    path = os.fsdecode(os.path.realpath(os.fspath(path)))
     with suppress(FileNotFoundError):
         mode = os.stat(path).st_mode
         if stat.S_ISDIR(mode):
@@ -257,9 +257,7 @@ def atomic_file(
     directory = os.path.dirname(path) or "."
     if not os.path.isdir(directory):
         raise FileNotFoundError(errno.ENOENT, "no such directory", directory)
-    name = os.fsdecode(os.path.basename(path))
-    remove_stale_temporaries(directory, name)
-    tmp = _Temporary(directory, name)
+    tmp = _Temporary(directory, os.path.basename(path))
     try:
         with os.fdopen(tmp.fd, "wb", closefd=False) as f:
             _preallocate(tmp.fd, size_hint)
@@ -287,14 +285,15 @@ class _Temporary:
     name at all until it is complete (``O_TMPFILE``, then ``linkat``), so a killed process
     leaves nothing behind. Elsewhere, and for the instant between ``linkat`` and the rename
     that replaces a target, it is a hidden sibling ``.NAME.XXXXXXXX.tmp``, locked (``flock``)
-    as long as its writer lives: the next write to the same target removes the ones whose
-    writer died (``remove_stale_temporaries``)."""
+    as long as its writer lives: the next such write to the same target removes the ones
+    whose writer died (``remove_stale_temporaries``; only then, since it lists the directory)."""
 
     def __init__(self, directory: str, name: str) -> None:
         self.directory, self.name = directory, name
         self.path: str | None = None  # its name while it has one
         fd = _open_unnamed(directory)
         if fd is None:
+            remove_stale_temporaries(directory, name)
             fd, self.path = _create_named(directory, name)
         self.fd = fd
 
@@ -349,7 +348,11 @@ def _open_unnamed(directory: str) -> int | None:
         if e.errno in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL, errno.ENOENT):
             return None  # the file system has no O_TMPFILE
         raise
-    _lock(fd, blocking=True)
+    try:
+        _lock(fd, blocking=True)
+    except BaseException:
+        os.close(fd)
+        raise
     return fd
 
 
@@ -363,10 +366,16 @@ def _create_named(directory: str, name: str) -> tuple[int, str]:
             fd = os.open(tmp, flags, 0o666)
         except FileExistsError:
             continue
-        _lock(fd, blocking=True)
-        with suppress(FileNotFoundError):
-            if os.stat(tmp).st_ino == os.fstat(fd).st_ino:
-                return fd, tmp
+        try:
+            _lock(fd, blocking=True)
+            with suppress(FileNotFoundError):
+                if os.stat(tmp).st_ino == os.fstat(fd).st_ino:
+                    return fd, tmp
+        except BaseException:
+            os.close(fd)
+            with suppress(OSError):
+                os.unlink(tmp)
+            raise
         os.close(fd)
     raise FileExistsError(f"could not create a temporary file in {directory!r}")
 
@@ -397,7 +406,7 @@ def _remove_if_unlocked(path: str) -> None:
     except OSError:
         return
     try:
-        if _lock(fd, blocking=False) and os.stat(path, follow_symlinks=False).st_ino == os.fstat(fd).st_ino:
+        if _lock(fd, blocking=False) == HELD and os.stat(path, follow_symlinks=False).st_ino == os.fstat(fd).st_ino:
             os.unlink(path)
     except OSError:
         pass
@@ -413,17 +422,25 @@ def _fcntl() -> Any:
     return fcntl
 
 
-def _lock(fd: int, blocking: bool) -> bool:
-    """An exclusive ``flock`` on ``fd``: True once held, False if another holds it (without
-    ``blocking``); True where the OS has none."""
+HELD, BUSY, NO_LOCKS = "held", "busy", "no locks"
+
+
+def _lock(fd: int, blocking: bool) -> str:
+    """An exclusive ``flock`` on ``fd``: ``HELD``; ``BUSY`` if another holds it (without
+    ``blocking``); ``NO_LOCKS`` where the OS or the file system has none (Windows, NFS
+    without a lock manager): a writer then works without, and no cleaner removes anything."""
     fcntl = _fcntl()
     if fcntl is None:
-        return True
+        return NO_LOCKS
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
     except BlockingIOError:
-        return False
-    return True
+        return BUSY
+    except OSError as e:
+        if e.errno in (errno.ENOLCK, errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
+            return NO_LOCKS
+        raise
+    return HELD
 
 
 def _linked(link: Callable[[], None]) -> bool:

@@ -148,3 +148,8 @@ def test_stride_rows_that_lie_about_their_items():
     data = msglc.dumps([[1.5, 2.5]] * 100, small_obj_optimization_threshold=64)
     wrong = rewrite_root(data, lambda n: msgspec.structs.replace(n, dims=[(3, 100, 19), (1, 18, 1)]))
     errors(wrong, "3/1", "0")
+
+
+def test_inline_dict_node_listing_a_key_twice():
+    data = msglc.dumps({"a": 1, "b": [2] * 100}, small_obj_optimization_threshold=64)
+    errors(rewrite_root(data, lambda n: msgspec.structs.replace(n, keys=["b", "b"])), "a", "b")

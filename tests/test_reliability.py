@@ -161,8 +161,11 @@ def _lazy_write(target, obj):
         w.write({"x": iter(obj["x"])})
 
 
-def test_the_next_write_removes_a_dead_writers_temporary_file_but_not_a_live_ones(tmp_path):
+def test_the_next_write_removes_a_dead_writers_temporary_file_but_not_a_live_ones(tmp_path, monkeypatch):
+    """Where writes go through named temporary files (no O_TMPFILE: macOS, NFS), each such
+    write removes the ones of its target whose writer died."""
     fcntl = pytest.importorskip("fcntl")
+    monkeypatch.delattr(os, "O_TMPFILE", raising=False)
     target = tmp_path / "a.mlc"
     dead = tmp_path / ".a.mlc.0123abcd.tmp"  # what a writer killed before O_TMPFILE or on another OS leaves
     live = tmp_path / ".a.mlc.89abcdef.tmp"
@@ -255,3 +258,82 @@ def test_cli_refuses_negative_counts(tmp_path, args):
     msglc.dump(x, {"a": 1})
     run = subprocess.run([sys.executable, "-m", "msglc", args[0], str(x), *args[1:]], capture_output=True, text=True)
     assert run.returncode == 2 and "expected" in run.stderr
+
+
+# ---- from the review of the above -------------------------------------------------------------------
+
+
+def test_dump_to_a_bytes_path(tmp_path):
+    (tmp_path / "other").write_bytes(b"x")  # a directory with entries
+    target = os.fsencode(tmp_path / "a.mlc")
+    msglc.dump(target, {"a": 1})
+    msglc.dump(target, {"a": 2})
+    with msglc.LazyReader(os.fsdecode(target)) as r:  # bytes given to a reader are the archive itself
+        assert r["a"] == 2
+
+
+def test_combine_into_a_file_object_open_on_an_input_is_refused(tmp_path):
+    p = tmp_path / "p.mlc"
+    msglc.dump(p, {"x": list(range(2000))}, small_obj_optimization_threshold=64)
+    before = p.read_bytes()
+    with open(p, "r+b") as out, pytest.raises(ValueError, match="itself"):
+        msglc.combine(out, [FileInfo(p, "a"), FileInfo(None, "b", obj={"x": 1})])
+    assert p.read_bytes() == before
+
+
+def test_a_reader_dropped_without_close_gives_its_descriptor_back(tmp_path):
+    import gc
+
+    path = tmp_path / "a.mlc"
+    msglc.dump(path, {"k": [1, 2]})
+    if not os.path.isdir("/proc/self/fd"):
+        pytest.skip("counts descriptors in /proc")
+    before = len(os.listdir("/proc/self/fd"))
+    for _ in range(20):
+        with open(path, "rb") as f:
+            assert msglc.LazyReader(f)["k"] == [1, 2]
+        assert msglc.LazyReader(path)["k"] == [1, 2]
+    gc.collect()
+    assert len(os.listdir("/proc/self/fd")) == before
+
+
+def test_writes_work_where_the_file_system_has_no_locks(tmp_path, monkeypatch):
+    import errno
+
+    fcntl = pytest.importorskip("fcntl")
+
+    def no_locks(fd, op):
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    monkeypatch.setattr(fcntl, "flock", no_locks)
+    monkeypatch.delattr(os, "O_TMPFILE", raising=False)
+    target = tmp_path / "a.mlc"
+    (tmp_path / ".a.mlc.0123abcd.tmp").write_bytes(b"maybe a live writer's")
+    msglc.dump(target, [1])
+    msglc.dump(target, [2])
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".a.mlc.0123abcd.tmp", "a.mlc"]  # nothing removed blind
+
+
+def test_a_trailer_magic_near_the_start_of_the_scanned_tail_is_no_crash():
+    from msglc.format import END_MAGIC
+
+    data = bytearray(200)
+    data[:16] = msglc.dumps({"a": 1})[:16]
+    data[20:28] = END_MAGIC
+    with pytest.raises(msglc.TruncatedError):
+        msglc.LazyReader(bytes(data))
+    with pytest.raises(msglc.TruncatedError):
+        msglc.LazyReader(bytes(data[:16]) + END_MAGIC * 100_000 + b"\0")  # looks at 64 of them, not all
+
+
+def test_str_arrays_with_impossible_code_points_are_corrupted_not_a_crash():
+    np = pytest.importorskip("numpy")
+    d = bytearray(
+        msglc.dumps({"u": np.array(["a"] * 400, dtype="<U2"), "small": np.array(["a"], dtype="<U1")}, small_obj_optimization_threshold=64)
+    )
+    at = bytes(d).index("a".encode("utf-32-le"))
+    d[at : at + 4] = (0x08047F00).to_bytes(4, "little")
+    with msglc.LazyReader(bytes(d)) as r:
+        for read in (lambda: r["u"][0], lambda: r["u"][:3], lambda: np.asarray(r["u"]), r.to_obj):
+            with pytest.raises(msglc.CorruptedError, match="code points"):
+                read()
