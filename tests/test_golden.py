@@ -1,0 +1,106 @@
+"""Golden files: small archives of every node type, checked in as bytes. Writers must keep
+producing exactly these bytes, and readers must keep reading them: the format is a promise
+to archives already in cold storage. Regenerate only with a format change that
+docs/format.md describes: ``python tests/test_golden.py --write``."""
+
+from __future__ import annotations
+
+import io
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+import msglc
+from msglc import FileInfo, Pairs
+
+GOLDEN = Path(__file__).with_name("golden")
+
+
+def _objects() -> dict:
+    return {
+        "scalar": 3.25,
+        "small-dict": {"a": 1, "b": [True, None, "x"], "c": b"\x00\xff"},
+        "block-list": [{"id": i, "tag": "t" * (i % 7)} for i in range(400)],
+        "inline-dict": {f"k{i}": list(range(i % 40)) for i in range(60)},
+        "hash-dict": {f"key-{i}": i * i for i in range(1200)},
+        "matrix": [[float(i * 31 + j) for j in range(40)] for i in range(40)],
+        "int-keys": {i: str(i) for i in range(300)},
+    }
+
+
+def _numpy_objects() -> dict:
+    np = pytest.importorskip("numpy")
+    return {
+        "numpy": {
+            "f8": np.arange(600, dtype="<f8").reshape(20, 30),
+            "i2": np.arange(-50, 50, dtype=">i2"),
+            "u": np.array(["ab", "c"] * 100, dtype="<U2"),
+            "rec": np.zeros(50, dtype=[("x", "<f4"), ("n", "<i8")]),
+            "scalar": np.float32(1.5),
+        }
+    }
+
+
+def _archive(name: str) -> bytes:
+    """The archive ``name`` as this msglc writes it."""
+    small = {"small_obj_optimization_threshold": 64}
+    objects = _objects()
+    if name in objects:
+        return msglc.dumps(objects[name], **small)
+    if name == "numpy":
+        return msglc.dumps(_numpy_objects()["numpy"], **small)
+    if name == "combined":
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "combined.mlc"
+            msglc.combine(path, [FileInfo(_archive("block-list"), "runs"), FileInfo(_archive("matrix"), "m"), FileInfo(None, "x", obj=1)])
+            return path.read_bytes()
+    if name == "streamed":
+        out = io.BytesIO()
+        with msglc.LazyWriter(out, **small) as w:
+            w.write({"gen": (i * 2 for i in range(500)), "pairs": Pairs((f"p{i}", [i]) for i in range(100))})
+        return out.getvalue()
+    raise KeyError(name)
+
+
+NAMES = [*_objects(), "numpy", "combined", "streamed"]
+
+
+def _expected(name: str):
+    if name in _objects():
+        return _objects()[name]
+    if name == "combined":
+        return {"runs": _objects()["block-list"], "m": _objects()["matrix"], "x": 1}
+    if name == "streamed":
+        return {"gen": [i * 2 for i in range(500)], "pairs": {f"p{i}": [i] for i in range(100)}}
+    return None
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_writers_keep_writing_the_golden_bytes(name):
+    assert _archive(name) == (GOLDEN / f"{name}.mlc").read_bytes()
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_readers_keep_reading_the_golden_files(name):
+    with msglc.LazyReader(GOLDEN / f"{name}.mlc") as r:
+        r.verify()
+        value = r.to_obj()
+    expected = _expected(name)
+    if expected is not None:
+        assert value == expected
+    else:
+        np = pytest.importorskip("numpy")
+        for key, want in _numpy_objects()["numpy"].items():
+            if isinstance(want, np.generic):  # stored as the plain value it equals
+                assert value[key] == want and type(value[key]) is float
+            else:
+                assert np.array_equal(value[key], want) and value[key].dtype == want.dtype
+
+
+if __name__ == "__main__" and sys.argv[1:] == ["--write"]:
+    GOLDEN.mkdir(exist_ok=True)
+    for name in NAMES:
+        (GOLDEN / f"{name}.mlc").write_bytes(_archive(name))
+        print(f"wrote {name}.mlc")
