@@ -432,50 +432,51 @@ def _check_rows(row) -> None:
             raise e
 
 
-def _is_one_byte_marker(m: int) -> bool:
-    return m < 0x80 or m >= 0xE0 or m in (0xC0, 0xC2, 0xC3)
+# ---- fixed strides: proven from the bytes, in loops (a crafted node may nest thousands deep) ----
 
 
-# ---- fixed strides -------------------------------------------------------------------------------
-# A template describes one item: ("leaf", header bytes to match, size, one_byte) or
-# ("array", header bytes, count, stride, inner template).
-
-
-def stride_dims(buf: bytes, a: int, h: int, n: int, b: int) -> list[tuple[int, int, int]] | None:
-    """[(header, count, stride), ...] if the list at buf[a:b] is provably fixed-stride."""
+def stride_dims(data: bytes | bytearray, a: int, h: int, n: int, b: int) -> list[tuple[int, int, int]] | None:
+    """[(header, count, stride), ...] if the list at data[a:b] (an h-byte header, n items) is
+    provably fixed-stride, else None. Used by the writer and by ``verify`` (on any bytes: it
+    loops rather than recursing per nesting level)."""
     if n == 0 or (b - a - h) % n:
         return None
     s = (b - a - h) // n
-    tmpl = _template(buf, a + h, s)
-    if tmpl is None or not _verify(buf, a + h, tmpl, n, s):
+    levels = _template(data, a + h, s)
+    if levels is None or not _proven(data, a + h, levels, n, s):
         return None
-    dims = [(h, n, s)]
-    while tmpl[0] == "array":
-        _, hdr, n1, s1, tmpl = tmpl
-        dims.append((len(hdr), n1, s1))
-    return dims
+    return [(h, n, s)] + [(len(hdr), n1, s1) for _, hdr, n1, s1 in levels[:-1]]
 
 
-def _template(buf: bytes, p: int, s: int):
-    m = buf[p]
-    if s == 1:
-        return ("leaf", b"", 1, True) if _is_one_byte_marker(m) else None
-    if FIXED_SCALAR_SIZE.get(m) == s:
-        return ("leaf", buf[p : p + 1], s, False)
-    hl = _str_bin_header(m)
-    if hl:
-        length = (m & 0x1F) if hl == 1 else int.from_bytes(buf[p + 1 : p + hl], "big")
-        return ("leaf", buf[p : p + hl], s, False) if hl + length == s else None
-    if is_array(m):
-        _, n1, h1 = container_header(buf[p : p + 5])
+def _template(data: bytes | bytearray, p: int, s: int) -> list[tuple[str, bytes, int, int]] | None:
+    """The layout of the item at data[p:p+s], outermost first: ("array", header, count,
+    stride) per nesting level, then ("leaf", header bytes to match, size, one_byte)."""
+    levels: list[tuple[str, bytes, int, int]] = []
+    while True:
+        if s < 1 or p >= len(data):
+            return None
+        m = data[p]
+        if s == 1:
+            return [*levels, ("leaf", b"", 1, 1)] if _one_byte(m) else None
+        if FIXED_SCALAR_SIZE.get(m) == s:
+            return [*levels, ("leaf", bytes(data[p : p + 1]), s, 0)]
+        hl = _str_bin_header(m)
+        if hl:
+            length = (m & 0x1F) if hl == 1 else int.from_bytes(data[p + 1 : p + hl], "big")
+            return [*levels, ("leaf", bytes(data[p : p + hl]), s, 0)] if hl + length == s else None
+        if not is_array(m):
+            return None
+        _, n1, h1 = container_header(memoryview(data)[p : p + 5])
         if n1 == 0:
-            return ("leaf", buf[p : p + h1], s, False) if s == h1 else None
+            return [*levels, ("leaf", bytes(data[p : p + h1]), s, 0)] if s == h1 else None
         if (s - h1) % n1:
             return None
-        s1 = (s - h1) // n1
-        inner = _template(buf, p + h1, s1)
-        return None if inner is None else ("array", buf[p : p + h1], n1, s1, inner)
-    return None
+        levels.append(("array", bytes(data[p : p + h1]), n1, (s - h1) // n1))
+        p, s = p + h1, (s - h1) // n1
+
+
+def _one_byte(m: int) -> bool:
+    return m < 0x80 or m >= 0xE0 or m in (0xC0, 0xC2, 0xC3)
 
 
 def _str_bin_header(m: int) -> int:
@@ -485,19 +486,26 @@ def _str_bin_header(m: int) -> int:
     return {0xD9: 2, 0xC4: 2, 0xDA: 3, 0xC5: 3, 0xDB: 5, 0xC6: 5}.get(m, 0)
 
 
-def _verify(buf: bytes, start: int, tmpl, count: int, stride: int) -> bool:
-    """Do ``count`` items at ``start + r * stride`` all match ``tmpl``? (C-speed slices)"""
-    end = start + (count - 1) * stride + 1
-    if tmpl[0] == "leaf" and tmpl[3]:
-        return not buf[start:end:stride].translate(None, ONE_BYTE_ITEMS)
-    hdr = tmpl[1]
-    for q, byte in enumerate(hdr):
-        if buf[start + q : end + q : stride] != bytes((byte,)) * count:
-            return False
-    if tmpl[0] == "leaf":
-        return True
-    _, _, n1, s1, inner = tmpl
-    h1 = len(hdr)
-    if count <= n1:
-        return all(_verify(buf, start + r * stride + h1, inner, n1, s1) for r in range(count))
-    return all(_verify(buf, start + h1 + k * s1, inner, count, stride) for k in range(n1))
+def _proven(data: bytes | bytearray, start: int, levels: list, count: int, stride: int) -> bool:
+    """Do the ``count`` items at ``start + r * stride`` all match the template ``levels``?
+    Each check compares strided slices (C speed); a work list replaces recursion."""
+    work = [(start, 0, count, stride)]
+    while work:
+        start, d, count, stride = work.pop()
+        kind, hdr, n1, s1 = levels[d]
+        end = start + (count - 1) * stride + 1
+        if kind == "leaf" and s1:  # one-byte items: every one a one-byte marker
+            if data[start:end:stride].translate(None, ONE_BYTE_ITEMS):
+                return False
+            continue
+        for q, byte in enumerate(hdr):
+            if data[start + q : end + q : stride] != bytes((byte,)) * count:
+                return False
+        if kind == "leaf":
+            continue
+        h1 = len(hdr)
+        if count <= n1:
+            work.extend((start + r * stride + h1, d + 1, n1, s1) for r in range(count))
+        else:
+            work.extend((start + h1 + k * s1, d + 1, count, stride) for k in range(n1))
+    return True
