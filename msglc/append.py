@@ -22,16 +22,16 @@ from .bulk import crc32_combine
 from .combine import (
     COPY_CHUNK,
     FileInfo,
-    _check_names,
-    _combine,
-    _copy,
-    _Input,
-    _key_encoder,
-    _layout,
+    Input,
+    check_names,
+    combine_into,
     copy_entries,
+    copy_range,
     copy_tocs,
     entries_crc,
+    entries_layout,
     entry_keys,
+    key_encoder,
     opened,
     refuse_target_among,
 )
@@ -53,7 +53,7 @@ from .format import (
     pack_header,
     recount_header,
 )
-from .indexer import MAP_INLINE_MAX, TocBuilder, _le_array
+from .indexer import MAP_INLINE_MAX, TocBuilder, le_array
 from .reader import Archive
 from .remote import RemotePath, resolve_name
 
@@ -73,7 +73,7 @@ def append(
     An archive whose root has no TOC node (it is small), or whose root header is too short
     for the new count (16 or 65,536 entries), is rewritten once instead, atomically."""
     infos = [files] if isinstance(files, FileInfo) else list(files)
-    _check_names(infos)
+    check_names(infos)
     archive = resolve_name(archive)
     if isinstance(archive, RemotePath):
         raise TypeError("append() needs a local archive: an object in object storage cannot be changed in place; combine() into a new one")
@@ -83,17 +83,17 @@ def append(
         with _locked(archive) as f:
             if f is None:  # nothing to append to yet: create it, unless another append just did
                 try:
-                    return _combine(archive, infos, None, options, progress, create=True)
+                    return combine_into(archive, infos, None, options, progress, create=True)
                 except FileExistsError:
                     continue
-            existing = _Existing(archive)
+            existing = Existing(archive)
             try:
                 return _append(archive, f.fileno(), existing, infos, options, progress or (lambda n: None))
             finally:
                 existing.close()
 
 
-def _append(archive: Any, fd: int, existing: _Existing, infos: list[FileInfo], options: dict, progress: Callable[[int], None]) -> None:
+def _append(archive: Any, fd: int, existing: Existing, infos: list[FileInfo], options: dict, progress: Callable[[int], None]) -> None:
     names = [info.name for info in infos]
     if infos and (names[0] is not None) != existing.is_map:
         raise ValueError(
@@ -109,10 +109,10 @@ def _append(archive: Any, fd: int, existing: _Existing, infos: list[FileInfo], o
         kept = (
             [FileInfo(None, key, obj=value) for key, value in small.items()] if existing.is_map else [FileInfo(None, obj=v) for v in small]
         )
-        return _combine(archive, kept + infos, None, options, progress, as_dict=existing.is_map)
+        return combine_into(archive, kept + infos, None, options, progress, as_dict=existing.is_map)
     root_head = recount_header(existing.head, existing.n + len(infos))
     if root_head is None:  # the count outgrows the root's header: rewrite once, with room to grow
-        return _combine(archive, infos, existing, options, progress, wide=True)
+        return combine_into(archive, infos, existing, options, progress, wide=True)
     with opened(infos, options) as inputs:
         refuse_target_among(archive, inputs)
         _in_place(fd, existing, inputs, root_head, current(**options), progress)
@@ -160,7 +160,7 @@ class _Writer:
             self.pos += done
 
 
-def _in_place(fd: int, existing: _Existing, inputs: list[_Input], root_head: bytes, cfg: Any, progress: Callable[[int], None]) -> None:
+def _in_place(fd: int, existing: Existing, inputs: list[Input], root_head: bytes, cfg: Any, progress: Callable[[int], None]) -> None:
     """Append ``inputs`` to ``existing`` in its file ``fd``. The file goes through three valid
     states, each entered by one write to the header, with everything it needs flushed first:
 
@@ -202,7 +202,7 @@ def _in_place(fd: int, existing: _Existing, inputs: list[_Input], root_head: byt
             _set_end(fd, existing.header[9], was_end)  # state 1
             os.fsync(fd)
         toc = _Writer(fd, at)
-        _copy(existing.archive, t.toc_off, kept, toc, buf, checksum=False, progress=progress)
+        copy_range(existing.archive, t.toc_off, kept, toc, buf, checksum=False, progress=progress)
         copy_tocs(inputs, toc, buf, progress)
         toc.write(root_toc + old_root + moved.pack(pack_header(FREE_SPACE_MINOR)) + result.pack(pack_header(minor)))
         os.fsync(fd)
@@ -236,7 +236,7 @@ def _roll_back(fd: int, end: int) -> None:
         os.pwrite(fd, bytes(6), 10)
 
 
-def _data_crc(existing: _Existing, root_head: bytes, keys: list[bytes], inputs: list[_Input]) -> int:
+def _data_crc(existing: Existing, root_head: bytes, keys: list[bytes], inputs: list[Input]) -> int:
     """The result's data checksum from the checksums the trailers claim (the inputs' are
     checked as their bytes are copied), without reading the existing entries: CRC-32 is linear,
     so the old header's part can be taken out of the old checksum and the new one's put in."""
@@ -246,7 +246,7 @@ def _data_crc(existing: _Existing, root_head: bytes, keys: list[bytes], inputs: 
     return entries_crc(keys, inputs, crc)
 
 
-class _Existing:
+class Existing:
     """The archive ``append`` adds to: its root's header, node and entries, kept as bytes."""
 
     def __init__(self, path: Any) -> None:
@@ -315,13 +315,13 @@ class _Existing:
         return before + framed, len(framed)
 
     def root_node(
-        self, inputs: list[_Input], keys: list[bytes], header: bytes, threshold: int, toc_base: int
+        self, inputs: list[Input], keys: list[bytes], header: bytes, threshold: int, toc_base: int
     ) -> tuple[tuple[int, int], bytes]:
         """The new root node: the existing entries' layout shifted by the header's growth,
         followed by the inputs'."""
         shift = len(header) - self.h
         node = self.node
-        offs_new, kids_new = _layout(inputs, keys, self.t.data_len + shift, self.toc_len)  # after the kept entries and TOC
+        offs_new, kids_new = entries_layout(inputs, keys, self.t.data_len + shift, self.toc_len)  # after the kept entries and TOC
         builder = TocBuilder(b"", threshold, toc_base=toc_base)
         n = self.n + len(inputs)
         if isinstance(node, (ListNode, StrideNode)):
@@ -354,13 +354,13 @@ class _Existing:
     def _entries(self, node: Any, shift: int) -> tuple[list[int], list[int], dict[int, tuple[Any, tuple[int, int]]]]:
         """Entry offsets (plus the end), key hashes and large values of the existing dict."""
         if isinstance(node, MapNode):
-            hashes = [zlib.crc32(_key_encoder.encode(k)) for k in node.keys]
+            hashes = [zlib.crc32(key_encoder.encode(k)) for k in node.keys]
             kids = {j: (node.keys[j], ref) for j, ref in self._abs(node.kids).items()}
             return [o + shift for o in node.koffs], hashes, kids
         width, n = node.offs_width, node.n
         region = self.pos - node.index[0]
-        koffs = _le_array("I" if width == 4 else "Q", bytes(self.archive.read(region, (n + 1) * width)))
-        records = _le_array("Q", bytes(self.archive.read(region + (n + 1) * width + ((1 << node.page_bits) + 1) * 8, 8 * n)))
+        koffs = le_array("I" if width == 4 else "Q", bytes(self.archive.read(region, (n + 1) * width)))
+        records = le_array("Q", bytes(self.archive.read(region + (n + 1) * width + ((1 << node.page_bits) + 1) * 8, 8 * n)))
         hashes = [0] * n
         for record in records:
             hashes[record & 0xFFFFFFFF] = record >> 32

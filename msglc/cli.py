@@ -267,9 +267,9 @@ def cmd_get(args: argparse.Namespace) -> None:
 
 def _msgpack(value: Any) -> bytes:
     from .arrays import ArrayEncoder
-    from .writer import _encode
+    from .writer import encode_value
 
-    return _encode(value, ArrayEncoder(True))
+    return encode_value(value, ArrayEncoder(True))
 
 
 def cmd_convert(args: argparse.Namespace) -> None:

@@ -38,11 +38,11 @@ from .writer import check_target, dumps, output
 from .writer import dump as dump_decoded
 
 if TYPE_CHECKING:
-    from .append import _Existing
+    from .append import Existing
 
 COPY_CHUNK = 1 << 24
 _MISSING = object()
-_key_encoder = msgspec.msgpack.Encoder()
+key_encoder = msgspec.msgpack.Encoder()
 
 
 class FileInfo:
@@ -66,7 +66,7 @@ class FileInfo:
         return f"FileInfo({what}, name={self.name!r})"
 
 
-class _Input:
+class Input:
     """An opened input: its archive and whether this module opened it (and must close it)."""
 
     def __init__(self, info: FileInfo, options: dict[str, Any]) -> None:
@@ -111,19 +111,19 @@ def combine(
         raise ValueError(f"combine() mode must be 'w' (write) or 'a' (append), not {mode!r}")
     archive = resolve_name(archive, fs, storage_options)
     infos = [files] if isinstance(files, FileInfo) else list(files)
-    _check_names(infos)
+    check_names(infos)
     check_target(archive, "combine")
     if mode == "a":
         from .append import append
 
         return append(archive, infos, progress=progress, **options)
-    _combine(archive, infos, None, options, progress)
+    combine_into(archive, infos, None, options, progress)
 
 
-def _combine(
+def combine_into(
     archive: Any,
     infos: list[FileInfo],
-    existing: _Existing | None,
+    existing: Existing | None,
     options: dict[str, Any],
     progress: Any = None,
     as_dict: bool | None = None,
@@ -142,19 +142,19 @@ def _combine(
 
 
 @contextmanager
-def opened(infos: list[FileInfo], options: dict[str, Any]) -> Iterator[list[_Input]]:
+def opened(infos: list[FileInfo], options: dict[str, Any]) -> Iterator[list[Input]]:
     """The inputs opened (each checked: header, trailer, version), closed when done."""
-    inputs: list[_Input] = []
+    inputs: list[Input] = []
     try:
         for info in infos:
-            inputs.append(_Input(info, options))
+            inputs.append(Input(info, options))
         yield inputs
     finally:
         for part in inputs:
             part.close()
 
 
-def refuse_target_among(target: Any, inputs: list[_Input]) -> None:
+def refuse_target_among(target: Any, inputs: list[Input]) -> None:
     """An output may not be one of its inputs (by file identity, so a symlink or another name
     counts): writing it would replace, or change in place, what is being copied."""
     try:
@@ -175,7 +175,7 @@ def _label(target: Any) -> str:
     return repr(os.fsdecode(target)) if isinstance(target, (str, bytes, os.PathLike)) else repr(target)
 
 
-def _check_names(infos: list[Any]) -> None:
+def check_names(infos: list[Any]) -> None:
     if not all(isinstance(info, FileInfo) for info in infos):
         bad = next(info for info in infos if not isinstance(info, FileInfo))
         raise TypeError(f"combine() takes FileInfo inputs, not {type(bad).__name__}")
@@ -190,10 +190,10 @@ def _check_names(infos: list[Any]) -> None:
 
 def _write(
     path: Any,
-    inputs: list[_Input],
+    inputs: list[Input],
     as_dict: bool,
     cfg: Any,
-    existing: _Existing | None,
+    existing: Existing | None,
     progress: Callable[[int], None],
     wide: bool,
     create: bool,
@@ -220,13 +220,13 @@ def _write(
         buf = bytearray(min(COPY_CHUNK, max(sizes)))
         if existing is not None:
             t = existing.t
-            body_crc = _copy(existing.archive, t.data_off + existing.h, body, f, buf, checksum=True, progress=progress)
+            body_crc = copy_range(existing.archive, t.data_off + existing.h, body, f, buf, checksum=True, progress=progress)
             if crc32_combine(zlib.crc32(existing.head), body_crc, body) != t.data_crc:
                 raise CorruptedError(f"{os.fspath(path)!r}: data section checksum mismatch; nothing was changed")
             crc = crc32_combine(crc, body_crc, body)
         crc = copy_entries(keys, inputs, f, buf, progress, crc, "nothing was written")
         if existing is not None:
-            _copy(existing.archive, existing.t.toc_off, existing.toc_len, f, buf, checksum=False, progress=progress)
+            copy_range(existing.archive, existing.t.toc_off, existing.toc_len, f, buf, checksum=False, progress=progress)
         copy_tocs(inputs, f, buf, progress)
         f.write(root_toc)
         trailer = Trailer(
@@ -242,11 +242,11 @@ def _write(
         f.write(trailer.pack(head))
 
 
-def _root_node(inputs: list[_Input], keys: list[bytes], header: bytes, threshold: int, toc_base: int) -> tuple[tuple[int, int], bytes]:
+def _root_node(inputs: list[Input], keys: list[bytes], header: bytes, threshold: int, toc_base: int) -> tuple[tuple[int, int], bytes]:
     """The new root's node (position, length) and the TOC bytes holding it (after the copied
     TOCs, which take ``toc_base`` bytes): each input with a root node is a child."""
     n = len(inputs)
-    offs, kids = _layout(inputs, keys, len(header), 0)
+    offs, kids = entries_layout(inputs, keys, len(header), 0)
     if not kids and offs[-1] <= threshold:
         return (0, 0), b""  # small: the root is read whole, as dump() would write it
     builder = TocBuilder(b"", threshold, toc_base=toc_base)
@@ -263,7 +263,7 @@ def _root_node(inputs: list[_Input], keys: list[bytes], header: bytes, threshold
     return root, bytes(builder.toc)
 
 
-def _layout(inputs: list[_Input], keys: list[bytes], data_at: int, toc_at: int) -> tuple[list[int], dict[int, tuple[int, int]]]:
+def entries_layout(inputs: list[Input], keys: list[bytes], data_at: int, toc_at: int) -> tuple[list[int], dict[int, tuple[int, int]]]:
     """Where the inputs go in the new root container, from its offset ``data_at`` (their entry
     offsets plus the end), and their root nodes in the new TOC, whose copies of the inputs'
     TOCs start at ``toc_at``."""
@@ -277,23 +277,23 @@ def _layout(inputs: list[_Input], keys: list[bytes], data_at: int, toc_at: int) 
     return offs, kids
 
 
-def entry_keys(inputs: list[_Input], as_dict: bool) -> list[bytes]:
+def entry_keys(inputs: list[Input], as_dict: bool) -> list[bytes]:
     """Each input's key as msgpack (what precedes its data in a dict; nothing in a list)."""
-    return [_key_encoder.encode(part.name) for part in inputs] if as_dict else [b""] * len(inputs)
+    return [key_encoder.encode(part.name) for part in inputs] if as_dict else [b""] * len(inputs)
 
 
-def copy_entries(keys: list[bytes], inputs: list[_Input], f: Any, buf: bytearray, progress: Any, crc: int, outcome: str) -> int:
+def copy_entries(keys: list[bytes], inputs: list[Input], f: Any, buf: bytearray, progress: Any, crc: int, outcome: str) -> int:
     """Write each key and input's data section, checking the input's data checksum (else
     ``CorruptedError``, saying ``outcome``); returns ``crc`` extended by what was written."""
     for key, part in zip(keys, inputs, strict=True):
         f.write(key)
         t = part.trailer
-        if _copy(part.archive, t.data_off, t.data_len, f, buf, checksum=True, progress=progress) != t.data_crc:
+        if copy_range(part.archive, t.data_off, t.data_len, f, buf, checksum=True, progress=progress) != t.data_crc:
             raise CorruptedError(f"{part.label}: data section checksum mismatch; {outcome}")
     return entries_crc(keys, inputs, crc)
 
 
-def entries_crc(keys: list[bytes], inputs: list[_Input], crc: int) -> int:
+def entries_crc(keys: list[bytes], inputs: list[Input], crc: int) -> int:
     """``crc`` extended by each key and input's data section, from the checksums the inputs'
     trailers claim (``copy_entries`` checks them against the bytes)."""
     for key, part in zip(keys, inputs, strict=True):
@@ -301,13 +301,13 @@ def entries_crc(keys: list[bytes], inputs: list[_Input], crc: int) -> int:
     return crc
 
 
-def copy_tocs(inputs: list[_Input], f: Any, buf: bytearray, progress: Any) -> None:
+def copy_tocs(inputs: list[Input], f: Any, buf: bytearray, progress: Any) -> None:
     """Write each input's TOC up to its root node (every node a root can refer to)."""
     for part in inputs:
-        _copy(part.archive, part.trailer.toc_off, part.trailer.live_toc_len, f, buf, checksum=False, progress=progress)
+        copy_range(part.archive, part.trailer.toc_off, part.trailer.live_toc_len, f, buf, checksum=False, progress=progress)
 
 
-def _copy(archive: Archive, offset: int, size: int, f: Any, buf: bytearray, checksum: bool, progress: Callable[[int], None]) -> int:
+def copy_range(archive: Archive, offset: int, size: int, f: Any, buf: bytearray, checksum: bool, progress: Callable[[int], None]) -> int:
     """Copy ``size`` bytes of an input from ``offset`` to ``f`` through ``buf``; returns their
     CRC-32 when ``checksum``."""
     crc32 = data_crc32()

@@ -169,7 +169,7 @@ class TocBuilder:
         buf[a:b] with an h-byte header, and the nodes of its large items; every item checked."""
         if _speedups is not None and not self._spliced(a, b):  # the same layout without a Python object per item
             offs_bytes, big = _speedups.list_index(self.buf, a + h, len(seq), a, self.threshold)
-            real_offs = _le_array("Q", offs_bytes)
+            real_offs = le_array("Q", offs_bytes)
             kids = self._index_children((j, seq[j], a + start, a + end) for j, start, end in big)
         else:
             lens, offs = item_layout(list_raws(self.buf, a, b), h)
@@ -269,14 +269,14 @@ class TocBuilder:
         """The hash-indexed dict with the arrays computed in C (``_speedups``)."""
         page_bits = hash_page_bits(n)
         offs_bytes, width, rec_bytes, firsts_bytes, big = _speedups.map_index(self.buf, a + h, n, a, self.threshold, page_bits)
-        koffs = _le_array("I" if width == 4 else "Q", offs_bytes)
+        koffs = le_array("I" if width == 4 else "Q", offs_bytes)
         entry_kids = {}
         if big:
             items = list(dict.items(d))
             kids = self._index_children((items[e][0], items[e][1], a + start, a + end) for e, start, end in big)
             entry_kids = {e: (items[e][0], kids[items[e][0]]) for e, _, _ in big if items[e][0] in kids}
         validate.check_map(d, skip={key for key, _ in entry_kids.values()})
-        region = self._write_region(offs_bytes, rec_bytes, _le_array("I", firsts_bytes), page_bits, width)
+        region = self._write_region(offs_bytes, rec_bytes, le_array("I", firsts_bytes), page_bits, width)
         return self._hash_node(n, koffs, entry_kids, region)
 
     def _hash_node(self, n: int, koffs, entry_kids: dict[int, tuple[Any, tuple[int, int]]], region: tuple) -> tuple[int, int]:
@@ -377,7 +377,7 @@ def key_records(keys: bytes | bytearray, n: int) -> tuple[Any, Any, Any]:
     accelerator no Python object is made per key."""
     if _speedups is not None:
         starts, width, recs, firsts, _ = _speedups.map_index(keys, 0, n, 0, 1, hash_page_bits(n))
-        return _le_view("Q", recs), _le_array("I", firsts), _le_view("I" if width == 4 else "Q", starts)
+        return _le_view("Q", recs), le_array("I", firsts), _le_view("I" if width == 4 else "Q", starts)
     raws = map_raws(keys, 0, 0, len(keys), n)
     records, firsts = hash_records(list(map(zlib.crc32, raws[0::2])))
     return records, firsts, list(accumulate(map(len, raws), initial=0))[0::2]
@@ -403,7 +403,7 @@ def item_layout(raws: list, h: int) -> tuple[list[int], list[int]]:
     return lens, list(accumulate(lens, initial=h))
 
 
-def _le_array(code: str, data: bytes) -> array:
+def le_array(code: str, data: bytes) -> array:
     values = array(code)
     values.frombytes(data)
     if sys.byteorder == "big":
@@ -412,8 +412,8 @@ def _le_array(code: str, data: bytes) -> array:
 
 
 def _le_view(code: str, data: bytes) -> memoryview | array:
-    """``_le_array`` without a copy where the machine is little-endian."""
-    return memoryview(data).cast(code) if sys.byteorder == "little" else _le_array(code, data)
+    """``le_array`` without a copy where the machine is little-endian."""
+    return memoryview(data).cast(code) if sys.byteorder == "little" else le_array(code, data)
 
 
 def _is_ndarray(x: Any) -> bool:

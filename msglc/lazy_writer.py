@@ -32,7 +32,7 @@ from .format import HEADER_SIZE, ListNode, MapNode, Trailer, array_header, conta
 from .indexer import GARBLED, MAP_INLINE_MAX, TocBuilder, key_records, map_raws
 from .remote import RemotePath, resolve_name, spooled_target
 from .streamed import Pairs, Streamed, is_streamed, stop_iteration_error
-from .writer import _encode, atomic_file, is_named
+from .writer import atomic_file, encode_value, is_named
 
 BATCH = 4096  # at most this many items per msgspec call when streaming a list
 BATCH_BYTES = 1 << 22  # and about this many encoded bytes (large items make small batches)
@@ -384,10 +384,10 @@ class LazyWriter:
 
 
 def _encode_value(value: Any, arrays: ArrayEncoder) -> bytes:
-    """``_encode``, with a refused type raised as ``validate.Unsupported`` (its path from
+    """``encode_value``, with a refused type raised as ``validate.Unsupported`` (its path from
     ``value``) so that the enclosing streamed containers add theirs."""
     try:
-        return _encode(value, arrays)
+        return encode_value(value, arrays)
     except TypeError:
         validate.check_value(value)
         raise

@@ -35,7 +35,7 @@ from .format import (
 )
 from .lazy import LazyDict, LazyList, LazyNode, make_view
 from .lazy_array import LazyArray
-from .source import open_source
+from .open_source import open_source
 from .verify import verify_archive
 
 __all__ = ["LazyArray", "LazyReader", "LazyStats", "LazyDict", "LazyList", "to_obj"]

@@ -24,7 +24,7 @@ from typing import Any, BinaryIO
 
 from .errors import ArchiveChangedError
 from .format import HEADER_SIZE, TRAILER_SIZE, claimed_size, header_end
-from .source import Source, _closed_error
+from .source import Source, closed_error
 
 BLOCK_SIZE = 256 * 1024  # read-ahead unit for small reads (docs/performance.md measures it)
 CACHE_BLOCKS = 32  # recent blocks kept per reader
@@ -41,7 +41,7 @@ def _fsspec() -> Any:
     return fsspec
 
 
-def _is_local(fs: Any) -> bool:
+def is_local(fs: Any) -> bool:
     protocol = fs.protocol if isinstance(fs.protocol, (tuple, list)) else (fs.protocol,)
     return "file" in protocol or "local" in protocol
 
@@ -76,7 +76,7 @@ def resolve_name(target: Any, fs: Any = None, storage_options: dict | None = Non
         path = os.fspath(target)
     elif isinstance(target, str) and "://" in target:
         fs, path = _fsspec().core.url_to_fs(target, **(storage_options or {}))
-        if not _is_local(fs):
+        if not is_local(fs):
             return RemotePath(fs, path, owned=not getattr(fs, "cachable", True))
     elif storage_options:
         raise TypeError("storage_options apply to URLs such as 's3://bucket/key' only")
@@ -89,7 +89,7 @@ def resolve_name(target: Any, fs: Any = None, storage_options: dict | None = Non
         fs, path = target.fs, target.path  # a UPath (or a RemotePath)
     else:
         return target
-    return path if _is_local(fs) else RemotePath(fs, path)
+    return path if is_local(fs) else RemotePath(fs, path)
 
 
 class RemoteSource(Source):
@@ -179,7 +179,7 @@ class RemoteSource(Source):
 
     def read(self, offset: int, size: int) -> bytes | memoryview:
         if self.closed:
-            raise _closed_error()
+            raise closed_error()
         if offset < 0 or size < 0 or offset + size > self.size:
             raise self._short(offset, size, max(0, min(size, self.size - offset)))
         hit = self.cached(offset, size)
@@ -236,7 +236,7 @@ class RemoteSource(Source):
 
     def fetch_many(self, ranges: list[tuple[int, int]]) -> list[bytes]:
         if self.closed:
-            raise _closed_error()
+            raise closed_error()
         return self._get_ranges(ranges)
 
     async def async_fetch_many(self, ranges: list[tuple[int, int]]) -> list[bytes]:
@@ -245,7 +245,7 @@ class RemoteSource(Source):
         import asyncio
 
         if self.closed:
-            raise _closed_error()
+            raise closed_error()
         fs = self.fs
         if not getattr(fs, "async_impl", False):
             return await asyncio.to_thread(self._get_ranges, ranges)

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import io
-import mmap
 import os
-import stat
 import threading
 import weakref
 from concurrent.futures import ThreadPoolExecutor
@@ -20,7 +18,7 @@ from typing import Any
 from .errors import ArchiveChangedError, MsglcError, TruncatedError
 
 
-def _closed_error() -> ValueError:
+def closed_error() -> ValueError:
     return ValueError("I/O operation on a closed LazyReader")
 
 
@@ -114,10 +112,10 @@ class FileSource(Source):
             data = os.pread(self.fd, size, offset)
         except OSError:
             if self.closed:
-                raise _closed_error() from None
+                raise closed_error() from None
             raise
         if self.closed:  # closed by another thread mid-read: the descriptor may be reused
-            raise _closed_error()
+            raise closed_error()
         return data
 
     def fetch_many(self, ranges: list[tuple[int, int]]) -> list[bytes | memoryview]:
@@ -144,13 +142,13 @@ class FileSource(Source):
                     got = os.preadv(self.fd, [out[done:]], offset + done)
                 except OSError:
                     if self.closed:
-                        raise _closed_error() from None
+                        raise closed_error() from None
                     raise
                 if not got:
                     raise self._short(offset, len(out), done)
                 done += got
             if self.closed:
-                raise _closed_error()
+                raise closed_error()
 
     def close(self) -> None:
         if not self.closed:
@@ -190,7 +188,7 @@ class StreamSource(Source):
     def read(self, offset: int, size: int) -> bytes:
         with self.lock:
             if self.closed:
-                raise _closed_error()
+                raise closed_error()
             position = self.f.tell()
             self.f.seek(offset)
             data = self.f.read(size)
@@ -198,55 +196,3 @@ class StreamSource(Source):
         if len(data) != size:
             raise self._short(offset, size, len(data))
         return data
-
-
-def _is_plain_file(f: Any) -> bool:
-    """True for an ``open(path, "rb")`` object, whose descriptor holds the archive's bytes
-    (unlike a gzip or other wrapping file object that also has a ``fileno()``)."""
-    raw = getattr(f, "raw", f)
-    return isinstance(raw, io.FileIO)
-
-
-def _open_path(path: Any) -> FileSource:
-    """Open a path for reading without hanging on a FIFO; refuse what is not a regular file."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0))
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise TypeError(f"LazyReader needs a regular file, not {os.fspath(path)!r}")
-        if hasattr(os, "set_blocking"):
-            os.set_blocking(fd, True)
-        return FileSource(fd)
-    except BaseException:
-        os.close(fd)
-        raise
-
-
-def open_source(source: Any, counter: Any = None, fs: Any = None, storage_options: dict | None = None, **remote: Any) -> Source:
-    """A ``Source`` for a path, a bytes-like object, a memory map, a readable seekable binary
-    file, or a remote archive (a URL, a ``upath.UPath``, a path with an fsspec ``fs``, an open
-    fsspec file); ``remote``: ``RemoteSource`` options (``block_size``, ``cache_blocks``)."""
-    from .remote import RemotePath, _is_local, open_remote, resolve_name  # remote imports this module
-
-    source = resolve_name(source, fs, storage_options)
-    if isinstance(source, RemotePath):
-        return open_remote(source.fs, source.path, counter=counter, **remote)
-    if hasattr(source, "read") and hasattr(source, "fs") and isinstance(getattr(source, "path", None), str) and not _is_local(source.fs):
-        # an open fsspec file: read by ranges, not through its buffer
-        return open_remote(source.fs, source.path, size=getattr(source, "size", None), counter=counter, **remote)
-    if remote:
-        raise TypeError(f"{', '.join(sorted(remote))} apply to remote archives only")
-    if isinstance(source, (str, os.PathLike)):
-        return _open_path(source)
-    if isinstance(source, (bytes, bytearray, memoryview, mmap.mmap)):
-        return BufferSource(source)
-    if hasattr(source, "read") and hasattr(source, "seek"):
-        if isinstance(source, io.TextIOBase):
-            raise TypeError("LazyReader needs a binary file, not a text file (open it with 'rb')")
-        if hasattr(source, "seekable") and not source.seekable():
-            raise TypeError("LazyReader needs a seekable file; read a pipe or socket into bytes first")
-        if _is_plain_file(source):
-            # a descriptor of our own: the caller may close its file, and the number be reused
-            # for another file, while this reader is still open
-            return FileSource(os.dup(source.fileno()))
-        return StreamSource(source)
-    raise TypeError(f"LazyReader source must be a path, a URL, bytes-like object or binary file, not {type(source).__name__}")

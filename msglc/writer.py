@@ -37,7 +37,7 @@ def _where(obj: Any, bad: Any) -> str:
     return "/".join(map(str, path)) if path else "the root"
 
 
-def _encode(obj: Any, arrays: ArrayEncoder) -> bytes:
+def encode_value(obj: Any, arrays: ArrayEncoder) -> bytes:
     try:
         return msgspec.msgpack.Encoder(enc_hook=arrays).encode(obj)
     except OverflowError:
@@ -70,7 +70,7 @@ class Encoded:
         self.obj = obj
         arrays = ArrayEncoder(cfg.numpy_encoder)
         with gc_paused(self.disable_gc):
-            self.data = DataSection(_encode(obj, arrays), arrays)
+            self.data = DataSection(encode_value(obj, arrays), arrays)
         self.checksum = ParallelCrc(self.data.chunks(), self.data.size)
         self.header = pack_header()
         self.toc = bytearray()
