@@ -82,8 +82,9 @@ import numpy as np  # noqa: E402
 
 import msglc  # noqa: E402
 from msglc import FileInfo, LazyArray, LazyDict, LazyList, MsglcError  # noqa: E402
-from msglc.arrays import ext_hook  # noqa: E402
-from msglc.format import HEADER_SIZE, TRAILER_SIZE, HashMapNode, Trailer, frame_node, unframe_node, unpack_trailer  # noqa: E402
+from msglc.format.container import HEADER_SIZE, TRAILER_SIZE, Trailer, unpack_trailer  # noqa: E402
+from msglc.format.nodes import HashMapNode, frame_node, unframe_node  # noqa: E402
+from msglc.format.numpy_ext import ext_hook  # noqa: E402
 
 BUG_CLASSES = (
     "undocumented",

@@ -4,17 +4,24 @@
 that value. See README.md and docs/format.md.
 """
 
-from .append import append
-from .batch import async_to_obj
-from .combine import FileInfo, combine
-from .config import Config, configure
-from .errors import ArchiveChangedError, CorruptedError, MsglcError, NotAnArchiveError, TruncatedError, UnsupportedVersionError
-from .lazy import LazyDict, LazyList
-from .lazy_array import LazyArray
-from .lazy_writer import LazyWriter
-from .reader import LazyReader, LazyStats, to_obj
-from .streamed import Pairs
-from .writer import dump, dumps
+from msglc.api import combine, dump, dumps
+from msglc.config import Config, configure
+from msglc.edit.append import append
+from msglc.edit.inputs import FileInfo
+from msglc.errors import (
+    ArchiveChangedError,
+    CorruptedError,
+    MsglcError,
+    NotAnArchiveError,
+    TruncatedError,
+    UnsupportedVersionError,
+)
+from msglc.read.archive import LazyStats
+from msglc.read.array import LazyArray
+from msglc.read.reader import LazyReader, async_to_obj, to_obj
+from msglc.read.views import LazyDict, LazyList
+from msglc.write.streaming import LazyWriter
+from msglc.write.streams import Pairs
 
 __all__ = [
     "ArchiveChangedError",

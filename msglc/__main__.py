@@ -1,5 +1,5 @@
 """``python -m msglc``: the command line (see ``msglc.cli``)."""
 
-from .cli import main
+from msglc.cli.main import main
 
 raise SystemExit(main())

@@ -15,7 +15,7 @@ from archives import RUN1, RUN2, check
 
 import msglc
 from msglc import CorruptedError, FileInfo, TruncatedError
-from msglc.format import FREE_SPACE_MINOR, HEADER_SIZE, TRAILER_SIZE, Trailer, pack_header, unpack_trailer
+from msglc.format.container import FREE_SPACE_MINOR, HEADER_SIZE, TRAILER_SIZE, Trailer, pack_header, unpack_trailer
 
 BIG = {"x": [float(i) for i in range(20_000)]}
 

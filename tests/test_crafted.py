@@ -11,7 +11,8 @@ import pytest
 
 import msglc
 from msglc import CorruptedError, MsglcError
-from msglc.format import HEADER_SIZE, TRAILER_SIZE, Trailer, frame_node, pack_header, unframe_node, unpack_trailer
+from msglc.format.container import HEADER_SIZE, TRAILER_SIZE, Trailer, pack_header, unpack_trailer
+from msglc.format.nodes import frame_node, unframe_node
 
 
 def rewrite_root(data: bytes, change) -> bytes:

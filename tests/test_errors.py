@@ -14,7 +14,7 @@ import pytest
 
 import msglc
 from msglc import CorruptedError, MsglcError, NotAnArchiveError, UnsupportedVersionError
-from msglc.format import HEADER_SIZE
+from msglc.format.container import HEADER_SIZE
 
 SMALL = {"small_obj_optimization_threshold": 64}
 DOC = {
@@ -111,7 +111,7 @@ def test_crafted_huge_lengths_do_not_allocate():
     """A data section claiming a 4-billion-item array is refused, not allocated."""
     import msgspec
 
-    from msglc.format import Trailer, pack_header
+    from msglc.format.container import Trailer, pack_header
 
     header = pack_header()
     body = b"\xdd\xff\xff\xff\xff" + b"\x01"
@@ -227,7 +227,7 @@ def test_failed_dump_leaves_target_untouched(tmp_path, monkeypatch):
     def broken_replace(src, dst):
         raise OSError("disk full")
 
-    monkeypatch.setattr(msglc.writer.os, "replace", broken_replace)
+    monkeypatch.setattr(msglc.io.atomic.os, "replace", broken_replace)
     with pytest.raises(OSError, match="disk full"):
         msglc.dump(target, list(range(10_000)))
     monkeypatch.undo()
@@ -237,7 +237,7 @@ def test_failed_dump_leaves_target_untouched(tmp_path, monkeypatch):
     def interrupted(self):  # fails halfway through writing
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(msglc.writer.Encoded, "trailer", interrupted)
+    monkeypatch.setattr(msglc.write.encoder.Encoded, "trailer", interrupted)
     with pytest.raises(KeyboardInterrupt):
         msglc.dump(target, list(range(100_000)))
     assert target.read_bytes() == before

@@ -17,7 +17,9 @@ import pytest
 
 import msglc
 from msglc import CorruptedError, FileInfo, MsglcError
-from msglc.format import HEADER_SIZE, TRAILER_SIZE, StrideNode, Trailer, frame_node, pack_header, unpack_trailer
+from msglc.format.msgpack import container_header
+from msglc.format.container import HEADER_SIZE, TRAILER_SIZE, Trailer, pack_header, unpack_trailer
+from msglc.format.nodes import StrideNode, frame_node
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # benchmark/ runs from the checkout; it is not installed
@@ -205,22 +207,22 @@ _values = msgspec.msgpack.Decoder()
 
 def _scan_outcome(data: bytes, decode: bool):
     """The iterative scan's answer: the value's end, or the error class it raises."""
-    from msglc import verify
+    from msglc.read import verify
 
     try:
-        return verify._Scan(data, 0, len(data), 1, 0, decode).run()
+        return verify.Scan(data, 0, len(data), 1, 0, decode).run()
     except MsglcError as e:
         return type(e)
 
 
 def _msgspec_outcome(data: bytes, decode: bool):
-    from msglc import verify
+    from msglc.read import verify
 
     try:
         if decode:
-            verify._value_decoder.decode(data)
+            verify.value_decoder.decode(data)
         else:
-            verify._raw_items.decode(b"\x91" + data)
+            verify.raw_items.decode(b"\x91" + data)
         return [len(data)]
     except (msgspec.DecodeError, UnicodeDecodeError):
         return CorruptedError
@@ -242,7 +244,7 @@ def test_iterative_scan_agrees_with_msgspec(monkeypatch, retry):
     or an error where msgspec raises one."""
     import random
 
-    from msglc import verify
+    from msglc.read import verify
 
     monkeypatch.setattr(verify, "RETRY_STEPS", retry)
     rng = random.Random(retry)
@@ -265,14 +267,14 @@ def test_stride_proof_on_any_bytes():
     for real lists, and on every one-byte change of them no exception and no false proof."""
     import random
 
-    from msglc import indexer
+    from msglc.format import strides
 
     data = msgspec.msgpack.encode([[1.5, 2.5]] * 30)
-    assert indexer.stride_dims(bytearray(data), 0, 3, 30, len(data)) == [(3, 30, 19), (1, 2, 9)]
+    assert strides.stride_dims(bytearray(data), 0, 3, 30, len(data)) == [(3, 30, 19), (1, 2, 9)]
     data = msgspec.msgpack.encode([[[1, 2, 3]] * 4] * 5)
-    assert indexer.stride_dims(bytearray(data), 0, 1, 5, len(data)) == [(1, 5, 17), (1, 4, 4), (1, 3, 1)]
+    assert strides.stride_dims(bytearray(data), 0, 1, 5, len(data)) == [(1, 5, 17), (1, 4, 4), (1, 3, 1)]
     data = msgspec.msgpack.encode([[1, 2], [3, 4, 5]])
-    assert indexer.stride_dims(bytearray(data), 0, 1, 2, len(data)) is None
+    assert strides.stride_dims(bytearray(data), 0, 1, 2, len(data)) is None
 
     rng = random.Random(5)
     lists = [
@@ -295,10 +297,10 @@ def test_stride_proof_on_any_bytes():
         for variant in [data] + [data[:k] + bytes([rng.randrange(256)]) + data[k + 1 :] for k in range(1, len(data))]:
             buf = bytearray(variant)
             try:
-                is_map, n, h = msglc.format.container_header(variant)
+                is_map, n, h = container_header(variant)
             except MsglcError:
                 continue
-            got = indexer.stride_dims(buf, 0, h, n, len(buf))  # never raises, whatever the bytes
+            got = strides.stride_dims(buf, 0, h, n, len(buf))  # never raises, whatever the bytes
             if got is not None:  # a layout proof: its arithmetic is consistent
                 assert got[0] == (h, n, (len(buf) - h) // n)
                 assert all(s == h1 + n1 * s1 for (_, _, s), (h1, n1, s1) in zip(got, got[1:], strict=False))

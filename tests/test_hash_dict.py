@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import msglc
-from msglc import indexer
-from msglc.reader import LazyStats
+from msglc.util import accel
+from msglc.read.archive import LazyStats
 
 N = 5000
 
@@ -83,7 +83,7 @@ def test_one_lookup_reads_little(big):
         assert stats.calls <= 4
 
 
-@pytest.mark.skipif(indexer._speedups is None, reason="the C accelerator is not built")
+@pytest.mark.skipif(accel.speedups is None, reason="the C accelerator is not built")
 @pytest.mark.parametrize("threshold", [64, 1024, 8192, 1 << 20])
 def test_c_and_python_paths_write_identical_archives(threshold, monkeypatch):
     """The optional C accelerator must change speed only, never a byte."""
@@ -102,7 +102,7 @@ def test_c_and_python_paths_write_identical_archives(threshold, monkeypatch):
     ]
     for doc in docs:
         fast = msglc.dumps(doc, small_obj_optimization_threshold=threshold)
-        monkeypatch.setattr(indexer, "_speedups", None)
+        monkeypatch.setattr(accel, "speedups", None)
         slow = msglc.dumps(doc, small_obj_optimization_threshold=threshold)
         monkeypatch.undo()
         assert fast == slow

@@ -20,8 +20,10 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 import msglc
-from msglc import CorruptedError, LazyArray, LazyStats, MsglcError, UnsupportedVersionError, arrays
-from msglc.format import HEADER_SIZE, TRAILER_SIZE, pack_header, parse_ext_header, unpack_trailer
+from msglc import CorruptedError, LazyArray, LazyStats, MsglcError, UnsupportedVersionError
+from msglc.write import arrays
+from msglc.format.container import HEADER_SIZE, TRAILER_SIZE, pack_header, unpack_trailer
+from msglc.format.msgpack import parse_ext_header
 
 SCALAR_DTYPES = st.one_of(
     hnp.boolean_dtypes(),

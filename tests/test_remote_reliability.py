@@ -118,7 +118,7 @@ def test_an_object_replaced_between_the_two_opening_requests_is_opened_again(s3,
     options, _ = s3
     url = f"s3://{BUCKET}/race.mlc"
     msglc.dump(url, OLD, storage_options=options)
-    from msglc import remote
+    from msglc.io import remote
 
     get_object = remote.S3Source._get_object
     done = set()

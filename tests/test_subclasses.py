@@ -15,7 +15,8 @@ import msgpack
 import pytest
 
 import msglc
-from msglc import LazyWriter, indexer
+from msglc import LazyWriter
+from msglc.util import accel
 
 
 class Rows(dict):
@@ -243,7 +244,7 @@ def peak_memory(work):
         tracemalloc.stop()
 
 
-@pytest.mark.skipif(indexer._speedups is None, reason="without the C accelerator the key index makes a Python int per key")
+@pytest.mark.skipif(accel.speedups is None, reason="without the C accelerator the key index makes a Python int per key")
 def test_a_large_dict_subclass_is_streamed_with_bounded_memory(tmp_path):
     """Rows produced by items(), never held: the peak is a batch, the keys' encodings and
     offsets and the TOC, about 30 bytes a row (2M rows: 55 MB, against 176 MB for the dict
@@ -266,7 +267,7 @@ def test_a_large_dict_subclass_is_streamed_with_bounded_memory(tmp_path):
 def test_streamed_dicts_are_the_same_without_the_c_accelerator(monkeypatch):
     obj = {"rows": Rows(3000), "kids": Rows(1100, value=lambda i: list(range(i % 50)))}
     fast = msglc.dumps(obj, small_obj_optimization_threshold=256)
-    monkeypatch.setattr(indexer, "_speedups", None)
+    monkeypatch.setattr(accel, "speedups", None)
     assert msglc.dumps(obj, small_obj_optimization_threshold=256) == fast
     monkeypatch.undo()
     check(fast, {"rows": {f"k{i}": [i, i * 0.5] for i in range(3000)}, "kids": {f"k{i}": list(range(i % 50)) for i in range(1100)}})

@@ -38,7 +38,11 @@ class Streamed(Exception):
 # for dicts, iteration for the others. Inherited from one of these owners, it yields the C
 # storage that msgspec encodes (OrderedDict's in its own order: see ``reordered``).
 _ITERATION = ((dict, "items"), (list, "__iter__"), (tuple, "__iter__"), (set, "__iter__"), (frozenset, "__iter__"))
+
+
 _STORAGE_OWNERS = frozenset({dict, OrderedDict, list, tuple, set, frozenset})
+
+
 _ITERATES: dict[type, bool] = {}
 
 

@@ -25,16 +25,20 @@ from typing import Any
 
 import msgspec
 
-from . import __version__
-from .bulk import data_crc32
-from .combine import FileInfo, combine
-from .errors import MsglcError
-from .format import ArrayNode, HashMapNode, ListNode, MapNode, StrideNode
-from .lazy import LazyDict, LazyList, LazyNode
-from .lazy_array import LazyArray
-from .lazy_writer import LazyWriter
-from .reader import LazyReader, split_path
-from .writer import atomic_file, dump
+from msglc import __version__
+from msglc.api import combine
+from msglc.edit.inputs import FileInfo
+from msglc.errors import MsglcError
+from msglc.format.nodes import ArrayNode, HashMapNode, ListNode, MapNode, StrideNode
+from msglc.io.atomic import atomic_file
+from msglc.read.array import LazyArray
+from msglc.read.node import LazyNode
+from msglc.read.paths import split_path
+from msglc.read.reader import LazyReader
+from msglc.read.views import LazyDict, LazyList
+from msglc.util.checksum import data_crc32
+from msglc.write.dump import dump
+from msglc.write.streaming import LazyWriter
 
 FORMATS = {
     ".json": "json",
@@ -49,9 +53,6 @@ FORMATS = {
 
 class CliError(Exception):
     """A problem to report in one line."""
-
-
-# ---- helpers -------------------------------------------------------------------------------------
 
 
 @contextmanager
@@ -150,9 +151,6 @@ def fmt_of(path: str, given: str | None) -> str:
     return FORMATS[ext]
 
 
-# ---- subcommands ---------------------------------------------------------------------------------
-
-
 def cmd_info(args: argparse.Namespace) -> None:
     with open_reader(args.file) as reader:
         a = reader._a
@@ -236,7 +234,7 @@ def print_node(a: Any, pos: int, size: int, label: str, depth: int, max_depth: i
         what = f"hash-indexed dict of {node.n:,}, {len(node.starts) - len(node.kids)} blocks"
     else:
         what = f"list of {node.n:,}, {len(node.starts) - len(node.kids)} blocks"
-    from .format import node_span
+    from msglc.format.nodes import node_span
 
     print(f"{indent}{label}  {what}, {node_span(node):,} bytes")
     if max_depth is not None and depth >= max_depth:
@@ -266,8 +264,8 @@ def cmd_get(args: argparse.Namespace) -> None:
 
 
 def _msgpack(value: Any) -> bytes:
-    from .arrays import ArrayEncoder
-    from .writer import encode_value
+    from msglc.write.arrays import ArrayEncoder
+    from msglc.write.encoder import encode_value
 
     return encode_value(value, ArrayEncoder(True))
 
@@ -343,7 +341,7 @@ def _decode_json(data: bytes, where: str) -> Any:
 
 def _decode_msgpack(data: bytes, where: str) -> Any:
     """msgpack, with msglc's NumPy array extension values read back as arrays."""
-    from .arrays import ext_hook
+    from msglc.format.numpy_ext import ext_hook
 
     try:
         return msgspec.msgpack.Decoder(ext_hook=ext_hook).decode(data)
@@ -379,9 +377,6 @@ def cmd_verify(args: argparse.Namespace) -> None:
         with progress(reader._a.trailer.data_len, "verify") as step:
             reader.verify(progress=step)
         print(f"{args.file}: intact")
-
-
-# ---- the parser ----------------------------------------------------------------------------------
 
 
 class _Parser(argparse.ArgumentParser):

@@ -24,18 +24,28 @@ from typing import Any, BinaryIO
 
 import msgspec
 
-from . import validate
-from .arrays import ArrayEncoder, DataSection
-from .bulk import crc32_combine, data_crc32, gc_paused
-from .config import current
-from .format import HEADER_SIZE, ListNode, MapNode, Trailer, array_header, container_header_size, frame_node, map_header, pack_header
-from .indexer import GARBLED, MAP_INLINE_MAX, TocBuilder, key_records, map_raws
-from .remote import RemotePath, resolve_name, spooled_target
-from .streamed import Pairs, Streamed, is_streamed, stop_iteration_error
-from .writer import atomic_file, encode_value, is_named
+from msglc.config import current
+from msglc.format.container import HEADER_SIZE, Trailer, pack_header
+from msglc.format.hash_index import MAP_INLINE_MAX, region_of
+from msglc.format.msgpack import array_header, container_header_size, map_header
+from msglc.format.nodes import ListNode, MapNode, frame_node
+from msglc.io.atomic import atomic_file, is_named
+from msglc.io.names import RemotePath, resolve_name
+from msglc.io.uploads import spooled_target
+from msglc.util.checksum import crc32_combine, data_crc32
+from msglc.util.runtime import gc_paused
+from msglc.write import values as validate
+from msglc.write.arrays import ArrayEncoder, DataSection
+from msglc.write.encoder import encode_value
+from msglc.write.indexer import GARBLED, TocBuilder, key_records, map_raws
+from msglc.write.streams import Pairs, Streamed, is_streamed, stop_iteration_error
 
 BATCH = 4096  # at most this many items per msgspec call when streaming a list
+
+
 BATCH_BYTES = 1 << 22  # and about this many encoded bytes (large items make small batches)
+
+
 _key_encoder = msgspec.msgpack.Encoder()
 
 
@@ -165,7 +175,7 @@ class _Streamer:
         total = self.data.pos - start
         if total <= self.threshold and not spans.kids:
             return total, None
-        return total, self._add(ListNode(n=spans.count, starts=spans.starts, offs=[*spans.offs, total], kids=self._refs(spans.kids)))
+        return total, self.add_node(ListNode(n=spans.count, starts=spans.starts, offs=[*spans.offs, total], kids=self.refs(spans.kids)))
 
     def _list_batch(self, batch: list, start: int, spans: _Spans) -> int:
         """Write a batch of the list's items (the list starts at ``start``); returns the bytes
@@ -251,9 +261,9 @@ class _Streamer:
         keys.blob = starts = None  # not needed for the index: freed before it is written
         builder = TocBuilder(b"", self.threshold)
         builder.toc = self.toc  # written in place: the index of 2M keys takes 24 MB, not copied
-        region = builder.write_hash_index(records, firsts, keys.koffs)
+        region = builder.add_region(region_of(records, firsts, keys.koffs))
         del records
-        return builder._hash_node(keys.count, keys.koffs, kids, region)
+        return builder.hash_node(keys.count, keys.koffs, kids, region)
 
     def _inline_map_node(self, keys: _Keys, total: int) -> tuple[int, int] | None:
         """``_map_node`` of a dict of at most ``MAP_INLINE_MAX`` keys: they are in its node."""
@@ -263,7 +273,7 @@ class _Streamer:
             return None
         koffs = list(keys.koffs)
         voffs = [k + len(raw) for k, raw in zip(koffs, raws, strict=False)]  # koffs has the end too
-        return self._add(MapNode(keys=list(map(msgspec.msgpack.decode, raws)), koffs=koffs, voffs=voffs, kids=self._refs(keys.kids)))
+        return self.add_node(MapNode(keys=list(map(msgspec.msgpack.decode, raws)), koffs=koffs, voffs=voffs, kids=self.refs(keys.kids)))
 
     def _open(self, obj: Any, sized: tuple[type, ...], header: Any) -> tuple[int, list[int]] | None:
         """Write a container's header: exact when ``obj`` is one of the ``sized`` types and
@@ -281,12 +291,12 @@ class _Streamer:
                 raise ValueError("msglc containers hold fewer than 2**32 items")
             self.data.fill(*reserved, marker32 + count.to_bytes(4, "big"))
 
-    def _refs(self, kids: dict[Any, tuple[int, int]]) -> dict[Any, tuple[int, int]]:
+    def refs(self, kids: dict[Any, tuple[int, int]]) -> dict[Any, tuple[int, int]]:
         """Node positions as references from the node written next."""
         here = len(self.toc)
         return {k: (here - pos, size) for k, (pos, size) in kids.items()}
 
-    def _add(self, node: Any) -> tuple[int, int]:
+    def add_node(self, node: Any) -> tuple[int, int]:
         pos = len(self.toc)
         self.toc += frame_node(node)
         return pos, len(self.toc) - pos
@@ -370,16 +380,7 @@ class LazyWriter:
     def _finish(self) -> None:
         data, toc = self._data, self._streamer.toc
         data.f.write(toc)
-        trailer = Trailer(
-            data_off=HEADER_SIZE,
-            data_len=data.pos,
-            toc_off=HEADER_SIZE + data.pos,
-            toc_len=len(toc),
-            root_pos=self._root[0],
-            root_len=self._root[1],
-            data_crc=data.checksum(),
-            threshold=self.cfg.small_obj_optimization_threshold,
-        )
+        trailer = Trailer.contiguous(data.pos, len(toc), self._root, data.checksum(), self.cfg.small_obj_optimization_threshold)
         data.f.write(trailer.pack(pack_header()))
 
 
@@ -455,7 +456,7 @@ class _Spans:
 
     def add_batch(self, builder: TocBuilder, shift: int, item_offs: Any, n: int, batch_kids: dict) -> None:
         """A batch of n items laid out by ``TocBuilder.list_items``, its byte 0 at ``shift``."""
-        span_starts, span_offs, span_kids = builder._spans(item_offs, n, batch_kids)
+        span_starts, span_offs, span_kids = builder.spans(item_offs, n, batch_kids)
         self.kids.update({len(self.starts) + k: ref for k, ref in span_kids.items()})
         self.starts += [self.count + s for s in span_starts]
         self.offs += [shift + o for o in span_offs[:-1]]

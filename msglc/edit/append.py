@@ -18,12 +18,8 @@ from typing import IO, Any
 
 import msgspec
 
-from .bulk import crc32_combine
-from .combine import (
-    COPY_CHUNK,
-    FileInfo,
-    Input,
-    check_names,
+from msglc.config import current
+from msglc.edit.combine import (
     combine_into,
     copy_entries,
     copy_range,
@@ -32,30 +28,33 @@ from .combine import (
     entries_layout,
     entry_keys,
     key_encoder,
+)
+from msglc.edit.inputs import (
+    COPY_CHUNK,
+    FileInfo,
+    Input,
+    check_names,
     opened,
     refuse_target_among,
 )
-from .config import current
-from .errors import CorruptedError, UnsupportedVersionError
-from .format import (
+from msglc.errors import CorruptedError, UnsupportedVersionError
+from msglc.format.container import (
     FREE_SPACE_MINOR,
     HEADER_SIZE,
     MINOR,
     TRAILER_SIZE,
-    HashMapNode,
-    ListNode,
-    MapNode,
-    StrideNode,
     Trailer,
-    container_header,
-    frame_node,
     header_end,
     pack_header,
-    recount_header,
 )
-from .indexer import MAP_INLINE_MAX, TocBuilder, le_array
-from .reader import Archive
-from .remote import RemotePath, resolve_name
+from msglc.format.hash_index import MAP_INLINE_MAX, le_array
+from msglc.format.msgpack import container_header, recount_header
+from msglc.format.nodes import HashMapNode, ListNode, MapNode, StrideNode, frame_node
+from msglc.io.names import RemotePath, resolve_name
+from msglc.read.archive import Archive
+from msglc.read.views import view
+from msglc.util.checksum import crc32_combine
+from msglc.write.indexer import TocBuilder
 
 try:
     import fcntl
@@ -110,7 +109,7 @@ def _append(archive: Any, fd: int, existing: Existing, infos: list[FileInfo], op
             [FileInfo(None, key, obj=value) for key, value in small.items()] if existing.is_map else [FileInfo(None, obj=v) for v in small]
         )
         return combine_into(archive, kept + infos, None, options, progress, as_dict=existing.is_map)
-    root_head = recount_header(existing.head, existing.n + len(infos))
+    root_head = recount_header(existing.head, existing.count + len(infos))
     if root_head is None:  # the count outgrows the root's header: rewrite once, with room to grow
         return combine_into(archive, infos, existing, options, progress, wide=True)
     with opened(infos, options) as inputs:
@@ -173,7 +172,7 @@ def _in_place(fd: int, existing: Existing, inputs: list[Input], root_head: bytes
 
     A failure rolls back to the last state entered (a crash leaves the header pointing at it).
     """
-    t = existing.t
+    t = existing.trailer
     keys = entry_keys(inputs, existing.is_map)
     data_len = t.data_len + sum(len(k) + part.trailer.data_len for k, part in zip(keys, inputs, strict=True))
     was_end = existing.archive.size
@@ -187,9 +186,16 @@ def _in_place(fd: int, existing: Existing, inputs: list[Input], root_head: bytes
     at = HEADER_SIZE + data_len
     if at + toc_len + 2 * TRAILER_SIZE > t.toc_off:
         at = max(at, was_end)
-    moved = Trailer(HEADER_SIZE, t.data_len, at, toc_len, toc_len - old_len, old_len, t.data_crc, t.threshold)
+    moved = msgspec.structs.replace(t, data_off=HEADER_SIZE, toc_off=at, toc_len=toc_len, root_pos=toc_len - old_len, root_len=old_len)
     result = Trailer(
-        HEADER_SIZE, data_len, at, toc_len + TRAILER_SIZE, root_pos, root_len, _data_crc(existing, root_head, keys, inputs), threshold
+        data_off=HEADER_SIZE,
+        data_len=data_len,
+        toc_off=at,
+        toc_len=toc_len + TRAILER_SIZE,
+        root_pos=root_pos,
+        root_len=root_len,
+        data_crc=_data_crc(existing, root_head, keys, inputs),
+        threshold=threshold,
     )
     moved_end = at + toc_len + TRAILER_SIZE
     if moved_end + TRAILER_SIZE >= 1 << 48:
@@ -240,8 +246,8 @@ def _data_crc(existing: Existing, root_head: bytes, keys: list[bytes], inputs: l
     """The result's data checksum from the checksums the trailers claim (the inputs' are
     checked as their bytes are copied), without reading the existing entries: CRC-32 is linear,
     so the old header's part can be taken out of the old checksum and the new one's put in."""
-    t = existing.t
-    body = t.data_len - existing.h
+    t = existing.trailer
+    body = t.data_len - existing.header_size
     crc = crc32_combine(zlib.crc32(root_head), t.data_crc ^ crc32_combine(zlib.crc32(existing.head), 0, body), body)
     return entries_crc(keys, inputs, crc)
 
@@ -258,7 +264,7 @@ class Existing:
             raise
 
     def _open(self, path: Any) -> None:
-        self.t = t = self.archive.trailer
+        self.trailer = t = self.archive.trailer
         first = bytes(self.archive.read(0, HEADER_SIZE + min(5, t.data_len)))  # header, root header
         self.header, self.head = first[:HEADER_SIZE], first[HEADER_SIZE:]
         if self.header[9] > FREE_SPACE_MINOR:
@@ -266,13 +272,13 @@ class Existing:
                 f"{os.fspath(path)!r} is format 1.{self.header[9]}, newer than this msglc can append to (1.{FREE_SPACE_MINOR})"
             )
         try:
-            self.is_map, self.n, self.h = container_header(self.head)
+            self.is_map, self.count, self.header_size = container_header(self.head)
         except CorruptedError:
             raise ValueError(f"append() needs an archive whose root is a dict or a list ({os.fspath(path)!r} holds neither)") from None
-        self.head = self.head[: self.h]
+        self.head = self.head[: self.header_size]
         self.pos = t.toc_off + t.root_pos
         self.node = self.archive.node(self.pos, t.root_len) if t.root_len else None
-        self.view = self.archive.view(t.data_off, t.data_len, self.pos, t.root_len) if t.root_len else None
+        self.view = view(self.archive, t.data_off, t.data_len, self.pos, t.root_len) if t.root_len else None
         # the TOC kept: everything before the old root node (and its index region), which the
         # new root node replaces; the root's descendants all precede it
         end = self.pos - t.toc_off
@@ -284,7 +290,7 @@ class Existing:
         """The whole root when it has no node (it is small), its data checksum checked."""
         if self.node is not None:
             return None
-        t = self.t
+        t = self.trailer
         data = self.archive.read(t.data_off, t.data_len)
         if zlib.crc32(data) != t.data_crc:
             raise CorruptedError(f"data section checksum mismatch ({t.data_len} bytes at offset {t.data_off}); nothing was changed")
@@ -298,13 +304,13 @@ class Existing:
 
     def _abs(self, kids: dict) -> dict:
         """Kid references as absolute TOC positions (the existing TOC is copied first)."""
-        return {k: (self.pos - self.t.toc_off - back, size) for k, (back, size) in kids.items()}
+        return {k: (self.pos - self.trailer.toc_off - back, size) for k, (back, size) in kids.items()}
 
     def moved_root(self, delta: int) -> tuple[bytes, int]:
         """The root node, preceded by its index region if it has one, to be written ``delta``
         bytes further from the kept TOC than it was (its references to children grow by that
         much); and the framed node's length, which ends the bytes."""
-        t = self.t
+        t = self.trailer
         before = bytes(self.archive.read(t.toc_off + self.toc_len, t.root_pos - self.toc_len))
         node = self.node
         if not isinstance(node, StrideNode):  # a fixed-stride node refers to nothing
@@ -319,37 +325,37 @@ class Existing:
     ) -> tuple[tuple[int, int], bytes]:
         """The new root node: the existing entries' layout shifted by the header's growth,
         followed by the inputs'."""
-        shift = len(header) - self.h
+        shift = len(header) - self.header_size
         node = self.node
-        offs_new, kids_new = entries_layout(inputs, keys, self.t.data_len + shift, self.toc_len)  # after the kept entries and TOC
+        offs_new, kids_new = entries_layout(inputs, keys, self.trailer.data_len + shift, self.toc_len)  # after the kept entries and TOC
         builder = TocBuilder(b"", threshold, toc_base=toc_base)
-        n = self.n + len(inputs)
+        n = self.count + len(inputs)
         if isinstance(node, (ListNode, StrideNode)):
             if isinstance(node, StrideNode) and len(node.dims) > 1 and node.dims[0][2] > threshold:
                 h0, n0, s0 = node.dims[0]  # rows keep a node: one fixed-stride node all of them share
-                row = builder._add(StrideNode(dims=node.dims[1:], lazy_min=node.lazy_min))
+                row = builder.add_node(StrideNode(dims=node.dims[1:], lazy_min=node.lazy_min))
                 starts, offs, kids = list(range(n0)), list(range(h0, h0 + n0 * s0 + 1, s0)), dict.fromkeys(range(n0), row)
             elif isinstance(node, StrideNode):
                 h0, n0, s0 = node.dims[0]
-                starts, offs, _ = builder._spans(range(h0, h0 + n0 * s0 + 1, s0), n0, {})
+                starts, offs, _ = builder.spans(range(h0, h0 + n0 * s0 + 1, s0), n0, {})
                 kids = {}
             else:
                 starts, offs, kids = node.starts, node.offs, self._abs(node.kids)
-            new_starts, new_offs, new_kids = builder._spans(offs_new, len(inputs), kids_new)
+            new_starts, new_offs, new_kids = builder.spans(offs_new, len(inputs), kids_new)
             kids.update({len(starts) + k: ref for k, ref in new_kids.items()})
-            starts = [*starts, *(self.n + s for s in new_starts)]
+            starts = [*starts, *(self.count + s for s in new_starts)]
             offs = [o + shift for o in offs[:-1]] + new_offs
-            return builder._add(ListNode(n=n, starts=starts, offs=offs, kids=builder._refs(kids))), bytes(builder.toc)
+            return builder.add_node(ListNode(n=n, starts=starts, offs=offs, kids=builder.refs(kids))), bytes(builder.toc)
         koffs, hashes, entry_kids = self._entries(node, shift)
         koffs = koffs[:-1] + offs_new
         hashes += [zlib.crc32(k) for k in keys]
-        entry_kids.update({self.n + j: (inputs[j].name, ref) for j, ref in kids_new.items()})
+        entry_kids.update({self.count + j: (inputs[j].name, ref) for j, ref in kids_new.items()})
         if n <= MAP_INLINE_MAX:  # the existing root is an inline dict: its keys are in its node
             names = [*node.keys, *(part.name for part in inputs)]
             voffs = [o + shift for o in node.voffs] + [o + len(k) for o, k in zip(offs_new, keys, strict=False)]
             kids = {j: ref for j, (_, ref) in entry_kids.items()}
-            return builder._add(MapNode(keys=names, koffs=koffs, voffs=voffs, kids=builder._refs(kids))), bytes(builder.toc)
-        return builder._hash_node(n, koffs, entry_kids, builder.hash_index_of(hashes, koffs)), bytes(builder.toc)
+            return builder.add_node(MapNode(keys=names, koffs=koffs, voffs=voffs, kids=builder.refs(kids))), bytes(builder.toc)
+        return builder.hash_node(n, koffs, entry_kids, builder.hash_index_of(hashes, koffs)), bytes(builder.toc)
 
     def _entries(self, node: Any, shift: int) -> tuple[list[int], list[int], dict[int, tuple[Any, tuple[int, int]]]]:
         """Entry offsets (plus the end), key hashes and large values of the existing dict."""

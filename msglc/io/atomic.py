@@ -1,172 +1,19 @@
-"""Turn an object into an archive: ``dumps`` to bytes, ``dump`` to a path or a file object.
-
-A value that cannot be stored fails before any output exists: a file object gets its first
-byte only after the whole object is encoded and indexed; a path is written through a temporary
-file in the same directory (the data section while the TOC is built) that replaces the target
-only once it is complete, and is removed on any failure.
-"""
+"""TODO docstring."""
 
 from __future__ import annotations
 
 import errno
 import io
-import itertools
 import os
 import re
 import secrets
 import stat
-import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from typing import Any, BinaryIO
 
-import msgspec
-
-from . import validate
-from .arrays import ArrayEncoder, DataSection
-from .bulk import ParallelCrc, gc_paused, join
-from .config import current
-from .format import HEADER_SIZE, Trailer, pack_header
-from .indexer import TocBuilder
-from .remote import RemotePath, remote_target, resolve_name
-from .streamed import Streamed
-
-
-def _where(obj: Any, bad: Any) -> str:
-    path = validate.find_path(obj, bad)
-    return "/".join(map(str, path)) if path else "the root"
-
-
-def encode_value(obj: Any, arrays: ArrayEncoder) -> bytes:
-    try:
-        return msgspec.msgpack.Encoder(enc_hook=arrays).encode(obj)
-    except OverflowError:
-        validate.raise_if_streamed(obj)  # the value may sit in a subclass's storage, which is not what gets written
-        raise OverflowError(f"msglc cannot store an int outside -2**63 .. 2**64-1 (at {_where(obj, validate.int_out_of_range)})") from None
-    except UnicodeEncodeError:
-        validate.raise_if_streamed(obj)
-        raise ValueError(
-            f"msglc cannot store a str that is not valid Unicode, such as a lone surrogate (at {_where(obj, validate.invalid_str)})"
-        ) from None
-    except TypeError as e:
-        if arrays.refused is not None:  # a NumPy value the hook refused: say where it is
-            validate.raise_if_streamed(obj)
-            raise TypeError(f"{e} (at {_where(obj, lambda x: x is arrays.refused)})") from None
-        validate.check_value_or_raise(obj)
-        raise
-    except RecursionError:
-        raise ValueError("object is nested too deeply or contains a reference to itself") from None
-
-
-class Encoded:
-    """An archive in the making: the data section at once, the TOC by ``index()``, the trailer
-    once the data checksum (computed on another core) is in."""
-
-    def __init__(self, obj: Any, options: dict[str, Any]) -> None:
-        cfg = current(**options)
-        self.threshold = cfg.small_obj_optimization_threshold
-        self.durable = cfg.durable
-        self.disable_gc = cfg.disable_gc
-        self.obj = obj
-        arrays = ArrayEncoder(cfg.numpy_encoder)
-        with gc_paused(self.disable_gc):
-            self.data = DataSection(encode_value(obj, arrays), arrays)
-        self.checksum = ParallelCrc(self.data.chunks(), self.data.size)
-        self.header = pack_header()
-        self.toc = bytearray()
-        self.root = (0, 0)
-
-    def index(self) -> None:
-        """Build the TOC, checking every value's type on the way (raises before any TOC byte
-        is written)."""
-        builder = TocBuilder(self.data.buf, self.threshold, self.data.splices)
-        try:
-            with gc_paused(self.disable_gc):
-                self.root = builder.build_root(self.obj)
-        except BaseException as e:
-            self.checksum.wait()  # no checksum thread outlives a failed dump
-            if isinstance(e, validate.Unsupported):
-                raise e.error() from None
-            if isinstance(e, RecursionError):
-                raise ValueError("object is nested too deeply to index") from None
-            raise
-        self.toc = builder.toc
-        self.obj = None
-
-    def trailer(self) -> bytes:
-        data_len = self.data.size
-        trailer = Trailer(
-            data_off=HEADER_SIZE,
-            data_len=data_len,
-            toc_off=HEADER_SIZE + data_len,
-            toc_len=len(self.toc),
-            root_pos=self.root[0],
-            root_len=self.root[1],
-            data_crc=self.checksum.result(),
-            threshold=self.threshold,
-        )
-        return trailer.pack(self.header)
-
-
-def dumps(obj: Any, **options: Any) -> bytes:
-    """The archive for ``obj`` as bytes. Options: see ``msglc.configure``."""
-    try:
-        try:
-            encoded = Encoded(obj, options)
-            encoded.index()
-        except Streamed:  # generators, Pairs or containers with their own iteration inside
-            from .lazy_writer import stream_bytes
-
-            return stream_bytes(obj, options)
-        return b"".join(itertools.chain((encoded.header,), encoded.data.chunks(), (encoded.toc, encoded.trailer())))
-    except StopIteration as e:  # from a value's items() or __iter__: it must not end the caller's loop
-        from .streamed import stop_iteration_error
-
-        raise stop_iteration_error() from e
-
-
-def dump(
-    target: str | bytes | os.PathLike | BinaryIO, obj: Any, *, fs: Any = None, storage_options: dict | None = None, **options: Any
-) -> None:
-    """Write ``obj`` as an archive to a path (atomically) or to a writable binary file object.
-
-    A remote target (``"s3://bucket/key"`` with ``storage_options``, a ``upath.UPath``, or a
-    path on the fsspec file system ``fs``) is streamed to the object, which appears only once
-    it is complete.
-
-    The file object is written sequentially, never seeked, so pipes and sockets work, and only
-    once every value is checked. Objects holding generators, ``Pairs`` or containers that
-    define their own iteration (dict subclasses with their own ``items()``, list, tuple and set
-    subclasses with their own ``__iter__``) are streamed by ``LazyWriter``: a file object must
-    then be seekable, and keeps what was written if a value fails midway (a path is still
-    replaced only on success). A ``StopIteration`` raised inside becomes a ``RuntimeError``.
-    """
-    target = resolve_name(target, fs, storage_options)
-    is_path = is_named(target)
-    if not is_path and not hasattr(target, "write"):
-        raise TypeError(f"dump() target must be a path or a writable binary file, not {type(target).__name__}")
-    if _is_lazy(obj):
-        from .combine import repack
-
-        return repack(target, obj, options)
-    try:
-        try:
-            encoded = Encoded(obj, options)
-            if is_path:
-                _write_atomically(target, encoded)
-                return
-            encoded.index()  # every value checked before the first byte reaches the caller's file
-        except Streamed:  # generators, Pairs or containers with their own iteration inside: written as they are produced
-            from .lazy_writer import stream
-
-            return stream(target, obj, options)  # takes a RemotePath too
-        trailer = encoded.trailer()
-        for part in itertools.chain((encoded.header,), encoded.data.chunks(), (encoded.toc, trailer)):
-            target.write(part)
-    except StopIteration as e:  # from a value's items() or __iter__: it must not end the caller's loop
-        from .streamed import stop_iteration_error
-
-        raise stop_iteration_error() from e
+from msglc.io.names import RemotePath
+from msglc.io.uploads import remote_target
 
 
 def is_named(target: Any) -> bool:
@@ -193,37 +40,6 @@ def output(target: Any, durable: bool, size_hint: int = 0, replace: bool = True)
             yield f
     else:
         yield target
-
-
-def _is_lazy(obj: Any) -> bool:
-    """A ``LazyReader`` or a lazy part of one: repacked by copying its bytes."""
-    from .lazy import LazyNode
-    from .reader import LazyReader
-
-    return isinstance(obj, (LazyNode, LazyReader))
-
-
-def _write_atomically(path: str | bytes, encoded: Encoded) -> None:
-    """Write through ``atomic_file``. The data section is written by a second thread while
-    this one builds the TOC (file writes release the GIL); a value refused meanwhile only costs
-    the temporary file, which is removed."""
-    try:
-        with atomic_file(path, encoded.durable, HEADER_SIZE + encoded.data.size) as f:
-            failed: list[BaseException] = []
-            parts = itertools.chain((encoded.header,), encoded.data.chunks())
-            writer = threading.Thread(target=_write_parts, args=(f, parts, failed), daemon=True)
-            writer.start()
-            try:
-                encoded.index()
-            finally:
-                join(writer)
-            if failed:
-                raise failed[0]
-            f.write(encoded.toc)
-            f.write(encoded.trailer())
-    except BaseException:
-        encoded.checksum.wait()
-        raise
 
 
 @contextmanager
@@ -471,11 +287,3 @@ def _preallocate(fd: int, size: int) -> None:
         except OSError as e:
             if e.errno == errno.ENOSPC:
                 raise
-
-
-def _write_parts(f: Any, parts: Iterable, failed: list[BaseException]) -> None:
-    try:
-        for part in parts:
-            f.write(part)
-    except BaseException as e:  # reported by the caller after join
-        failed.append(e)

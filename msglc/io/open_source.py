@@ -10,8 +10,10 @@ import os
 import stat
 from typing import Any
 
-from .remote import RemotePath, is_local, open_remote, resolve_name
-from .source import BufferSource, FileSource, Source, StreamSource
+from msglc.io.base import Source
+from msglc.io.local import BufferSource, FileSource, StreamSource
+from msglc.io.names import RemotePath, is_local, resolve_name
+from msglc.io.remote import open_remote
 
 
 def _is_plain_file(f: Any) -> bool:

@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import sys
 from math import prod
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from .arrays import check_text, has_text
-from .lazy import LazyNode
-
-if TYPE_CHECKING:
-    from .reader import Archive
+from msglc.format.numpy_ext import check_text, has_text
+from msglc.read.archive import Archive
+from msglc.read.node import LazyNode
 
 READ_COST = 4096  # bytes that could be read in the time one more read call costs (local files)
+
+
 MAX_SPAN = 1 << 24  # largest read through a temporary buffer (a gappy selection's covering range)
 
 
@@ -29,8 +29,10 @@ class LazyArray(LazyNode):
 
     __slots__ = ("shape", "dtype", "_np", "_data", "_strides", "_ndim", "_size", "_total", "_void", "_text")
 
-    def __init__(self, archive: Archive, base: int, pos: int, total: int, dtype: Any, shape: tuple[int, ...], start: int) -> None:
-        super().__init__(archive, base, pos)
+    def __init__(
+        self, archive: Archive, base: int, pos: int, total: int, dtype: Any, shape: tuple[int, ...], start: int, nsize: int = 0
+    ) -> None:
+        super().__init__(archive, base, pos, nsize)
         self._np = sys.modules["numpy"]
         self.shape = shape
         self.dtype = dtype

@@ -13,23 +13,32 @@ was streamed instead: ``validate.kind`` raises ``Streamed`` for it).
 
 from __future__ import annotations
 
-import os
 import sys
 import zlib
-from array import array
 from bisect import bisect_left, bisect_right
-from itertools import accumulate, compress, repeat
-from operator import lshift, or_
+from itertools import accumulate, compress
 from typing import Any
 
 import msgspec
 
-from . import validate
-from .arrays import ArrayEncoder, parse_head
-from .format import (
+from msglc.format.hash_index import (
+    MAP_INLINE_MAX,
+    Region,
+    hash_page_bits,
+    hash_records,
+    le_array,
+    le_view,
+    region_bytes,
+    region_of,
+    region_of_keys,
+)
+from msglc.format.msgpack import (
     FIXED_SCALAR_SIZE,
-    ONE_BYTE_ITEMS,
-    U32,
+    array_header,
+    container_header_size,
+    gets_node,
+)
+from msglc.format.nodes import (
     ArrayNode,
     HashMapNode,
     ListNode,
@@ -37,31 +46,27 @@ from .format import (
     Node,
     Ref,
     StrideNode,
-    array_header,
-    container_header,
-    container_header_size,
     frame_node,
-    gets_node,
-    is_array,
 )
+from msglc.format.numpy_ext import parse_head
+from msglc.format.strides import STRIDE_LAZY_MIN, stride_dims
+from msglc.util import accel
+from msglc.write import values as validate
+from msglc.write.arrays import ArrayEncoder
 
-MAP_INLINE_MAX = 1024  # dicts with more entries get a hash index instead of an inline key list
-PAGE_ENTRIES = 32  # average entries per hash-index page
-STRIDE_LAZY_MIN = 512  # sub-lists of a fixed-stride list at least this long come back lazy (decoding
 # a row costs ~15 ns per float, so past ~56 floats one 9-byte read beats decoding the row)
 _NUMERIC_MARKERS = frozenset(FIXED_SCALAR_SIZE)
+
+
 # Errors of a layout on bytes msgspec garbled: a set subclass with its own __iter__ is written
 # with the count of its storage and the items of its iteration. Reading them may fail before
 # the type check meets the subclass; ``validate.raise_if_streamed`` then tells (Streamed).
 GARBLED = (msgspec.DecodeError, ValueError, IndexError)
+
+
 _raw_list = msgspec.msgpack.Decoder(list[msgspec.Raw])
 
-try:  # optional C accelerator for huge dicts; the Python path below writes identical bytes
-    from . import _speedups
-except ImportError:  # pragma: no cover - depends on the build
-    _speedups = None
-if os.environ.get("MSGLC_PURE_PYTHON", "").lower() in ("1", "true", "yes"):
-    _speedups = None
+
 
 
 class TocBuilder:
@@ -134,15 +139,15 @@ class TocBuilder:
         head = self._splice_head.get(a)
         total = self._real(b) - self._real(a)
         _, _, start = parse_head(memoryview(self.buf)[a:b] if head is None else head, a, total)
-        return self._add(ArrayNode(head=start, size=total - start))
+        return self.add_node(ArrayNode(head=start, size=total - start))
 
-    def _add(self, node: Node) -> tuple[int, int]:
+    def add_node(self, node: Node) -> tuple[int, int]:
         pos = self._here()
         framed = frame_node(node)
         self.toc += framed
         return pos, len(framed)
 
-    def _refs(self, kids: dict[int, tuple[int, int]]) -> dict[int, Ref]:
+    def refs(self, kids: dict[int, tuple[int, int]]) -> dict[int, Ref]:
         """Child positions as distances back from the node about to be written."""
         here = self._here()
         return {k: (here - pos, size) for k, (pos, size) in kids.items()}
@@ -159,16 +164,16 @@ class TocBuilder:
         if dims is not None:
             self._check_stride_types(seq, dims, a)
             lazy_min = min(self.threshold, STRIDE_LAZY_MIN)
-            return self._add(StrideNode(dims=dims, lazy_min=lazy_min))
+            return self.add_node(StrideNode(dims=dims, lazy_min=lazy_min))
         real_offs, kids = self.list_items(seq, a, b, h)
-        starts, span_offs, span_kids = self._spans(real_offs, n, kids)
-        return self._add(ListNode(n=n, starts=starts, offs=span_offs, kids=self._refs(span_kids)))
+        starts, span_offs, span_kids = self.spans(real_offs, n, kids)
+        return self.add_node(ListNode(n=n, starts=starts, offs=span_offs, kids=self.refs(span_kids)))
 
     def list_items(self, seq: list | tuple, a: int, b: int, h: int) -> tuple[Any, dict[int, tuple[int, int]]]:
         """Item offsets (from ``a``, as in the data section, plus the end) of the list at
         buf[a:b] with an h-byte header, and the nodes of its large items; every item checked."""
-        if _speedups is not None and not self._spliced(a, b):  # the same layout without a Python object per item
-            offs_bytes, big = _speedups.list_index(self.buf, a + h, len(seq), a, self.threshold)
+        if accel.speedups is not None and not self._spliced(a, b):  # the same layout without a Python object per item
+            offs_bytes, big = accel.speedups.list_index(self.buf, a + h, len(seq), a, self.threshold)
             real_offs = le_array("Q", offs_bytes)
             kids = self._index_children((j, seq[j], a + start, a + end) for j, start, end in big)
         else:
@@ -200,7 +205,7 @@ class TocBuilder:
                 kids[label] = ref
         return kids
 
-    def _spans(self, offs: list[int], n: int, kids) -> tuple[list[int], list[int], dict[int, tuple[int, int]]]:
+    def spans(self, offs: list[int], n: int, kids) -> tuple[list[int], list[int], dict[int, tuple[int, int]]]:
         """Cut items 0..n-1 into spans of about the threshold; each kid is a span of its own."""
         starts: list[int] = []
         span_kids: dict[int, tuple[int, int]] = {}
@@ -219,12 +224,12 @@ class TocBuilder:
 
     def _check_stride_types(self, seq, dims, a: int) -> None:
         """Sub-lists must be sequences and leaves storable. Numeric leaves (the usual matrix)
-        are checked by ``_speedups.exact_numbers`` when built: every leaf exactly a float or
+        are checked by ``accel.speedups.exact_numbers`` when built: every leaf exactly a float or
         an int, ~2 ns each. Otherwise, and for other leaves, the full type check runs: bytes
         alone prove nothing, since msgspec also writes plain ``Enum`` members and ``Raw``
         values with those markers."""
         numeric = self.buf[a + sum(d[0] for d in dims)] in _NUMERIC_MARKERS
-        if numeric and _speedups is not None and _speedups.exact_numbers(seq, len(dims)):
+        if numeric and accel.speedups is not None and accel.speedups.exact_numbers(seq, len(dims)):
             return
         try:
             level = [seq]
@@ -244,15 +249,15 @@ class TocBuilder:
         keys = dict.keys(d)  # the storage msgspec encoded, whatever a subclass overrides
         n = len(keys)
         h = container_header_size(self.buf[a])
-        if n > MAP_INLINE_MAX and _speedups is not None and not self._spliced(a, b):
+        if n > MAP_INLINE_MAX and accel.speedups is not None and not self._spliced(a, b):
             return self._index_hash_map_fast(d, a, h, n)
         raws, real_offs, kids = self.map_entries(d, a, b, h)
         koffs, voffs = real_offs[0::2], real_offs[1::2]  # entry j: key at koffs[j], value voffs[j]..koffs[j+1]
         if n <= MAP_INLINE_MAX:
             kids = {j: kids[k] for j, k in enumerate(keys) if k in kids}
-            return self._add(MapNode(keys=list(keys), koffs=koffs, voffs=voffs, kids=self._refs(kids)))
+            return self.add_node(MapNode(keys=list(keys), koffs=koffs, voffs=voffs, kids=self.refs(kids)))
         entry_kids = {j: (k, kids[k]) for j, k in enumerate(keys) if k in kids} if kids else {}
-        return self._hash_node(n, koffs, entry_kids, self._hash_index(raws[0::2], koffs))
+        return self.hash_node(n, koffs, entry_kids, self.hash_index(raws[0::2], koffs))
 
     def map_entries(self, d: dict, a: int, b: int, h: int) -> tuple[list, list[int], dict[Any, tuple[int, int]]]:
         """The dict encoded at buf[a:b] with an h-byte header: its keys and values alternately
@@ -268,7 +273,7 @@ class TocBuilder:
     def _index_hash_map_fast(self, d: dict, a: int, h: int, n: int) -> tuple[int, int]:
         """The hash-indexed dict with the arrays computed in C (``_speedups``)."""
         page_bits = hash_page_bits(n)
-        offs_bytes, width, rec_bytes, firsts_bytes, big = _speedups.map_index(self.buf, a + h, n, a, self.threshold, page_bits)
+        offs_bytes, width, rec_bytes, firsts_bytes, big = accel.speedups.map_index(self.buf, a + h, n, a, self.threshold, page_bits)
         koffs = le_array("I" if width == 4 else "Q", offs_bytes)
         entry_kids = {}
         if big:
@@ -276,21 +281,21 @@ class TocBuilder:
             kids = self._index_children((items[e][0], items[e][1], a + start, a + end) for e, start, end in big)
             entry_kids = {e: (items[e][0], kids[items[e][0]]) for e, _, _ in big if items[e][0] in kids}
         validate.check_map(d, skip={key for key, _ in entry_kids.values()})
-        region = self._write_region(offs_bytes, rec_bytes, le_array("I", firsts_bytes), page_bits, width)
-        return self._hash_node(n, koffs, entry_kids, region)
+        region = self.add_region(region_bytes(offs_bytes, rec_bytes, le_array("I", firsts_bytes), page_bits, width))
+        return self.hash_node(n, koffs, entry_kids, region)
 
-    def _hash_node(self, n: int, koffs, entry_kids: dict[int, tuple[Any, tuple[int, int]]], region: tuple) -> tuple[int, int]:
+    def hash_node(self, n: int, koffs, entry_kids: dict[int, tuple[Any, tuple[int, int]]], region: tuple) -> tuple[int, int]:
         """Write the node of a hash-indexed dict whose index region is already written."""
         position, length, page_bits, width, offs_crc = region
-        starts, span_offs, span_kids = self._spans(koffs, n, {e: ref for e, (_, ref) in entry_kids.items()})
+        starts, span_offs, span_kids = self.spans(koffs, n, {e: ref for e, (_, ref) in entry_kids.items()})
         span_of_entry = {starts[k]: k for k in span_kids}
         here = self._here()
-        return self._add(
+        return self.add_node(
             HashMapNode(
                 n=n,
                 starts=starts,
                 offs=span_offs,
-                kids=self._refs(span_kids),
+                kids=self.refs(span_kids),
                 kid_keys={key: span_of_entry[e] for e, (key, _) in entry_kids.items()},
                 page_bits=page_bits,
                 offs_width=width,
@@ -308,82 +313,22 @@ class TocBuilder:
             (key, value, a + voffs[j], a + koffs[j + 1]) for j, (key, value) in enumerate(dict.items(d)) if j in big
         )
 
-    def _hash_index(self, key_raws: list, koffs: list[int]) -> tuple[int, int, int, int, int]:
-        """Build and write the index region of a dict (pure Python; ``_speedups.map_index``
-        computes the same arrays in C). Returns (position, length, page_bits, offs_width,
-        offs_crc).
-
-        Region: entry offsets ((n+1) x u32|u64) | page table ((P+1) x (u32 first record,
-        u32 CRC-32 of the page's records)) | records (n x u64: key hash << 32 | entry),
-        sorted, so page p = hash >> (32 - page_bits) holds a contiguous run of records."""
-        return self.hash_index_of(list(map(zlib.crc32, key_raws)), koffs)
+    def hash_index(self, key_raws: list[Any], koffs: list[int]) -> tuple[int, int, int, int, int]:
+        """Build and write the index region of a dict (pure Python; ``accel.speedups.map_index``
+        computes the same arrays in C); its layout: ``format.hash_index``. Returns (position,
+        length, page_bits, offs_width, offs_crc)."""
+        return self.add_region(region_of_keys(key_raws, koffs))
 
     def hash_index_of(self, hashes: list[int], koffs: Any) -> tuple[int, int, int, int, int]:
-        """``_hash_index`` from the keys' hashes (CRC-32 of their encodings)."""
-        return self.write_hash_index(*hash_records(hashes), koffs)
+        """``hash_index`` from the keys' hashes (CRC-32 of their encodings)."""
+        return self.add_region(region_of(*hash_records(hashes), koffs))
 
-    def write_hash_index(self, records: Any, firsts: Any, koffs: Any) -> tuple[int, int, int, int, int]:
-        """``_hash_index`` from its sorted ``records`` (native u64: an ``array("Q")`` or a
-        memoryview) and page table ``firsts`` (``hash_records``, ``key_records``)."""
-        width = 4 if koffs[-1] < 2**32 else 8
-        code = "I" if width == 4 else "Q"
-        entry_offs = koffs if isinstance(koffs, array) and koffs.typecode == code else array(code, koffs)
-        if sys.byteorder == "big":  # copies: the caller's arrays stay as they are
-            records, entry_offs = array("Q", records), array(code, entry_offs)
-            records.byteswap()
-            entry_offs.byteswap()
-        page_bits = hash_page_bits(len(records))
-        return self._write_region(memoryview(entry_offs).cast("B"), memoryview(records).cast("B"), firsts, page_bits, width)
-
-    def _write_region(self, offs_bytes: bytes, rec_bytes: bytes, firsts, page_bits: int, width: int) -> tuple[int, int, int, int, int]:
-        """Append the index region (entry offsets, page table, records) to the TOC."""
-        pages = 1 << page_bits
-        rec_view = memoryview(rec_bytes)
-        table = array("I", bytes(8 * (pages + 1)))
-        table[0::2] = array("I", firsts)
-        table[1:-1:2] = array("I", [zlib.crc32(rec_view[8 * a : 8 * b]) for a, b in zip(firsts, firsts[1:], strict=False)])
-        if sys.byteorder == "big":
-            table.byteswap()
-        table_bytes = table.tobytes()
-        table_bytes = table_bytes[:-4] + U32.pack(zlib.crc32(table_bytes[:-4]))  # the last slot checks the table
+    def add_region(self, region: Region) -> tuple[int, int, int, int, int]:
+        """Append an index region to the TOC: (position, length, page_bits, width, offs_crc)."""
         pos = self._here()
-        self.toc += offs_bytes
-        self.toc += table_bytes
-        self.toc += rec_bytes
-        return pos, self._here() - pos, page_bits, width, zlib.crc32(offs_bytes)
-
-
-def hash_page_bits(n: int) -> int:
-    """Pages of about ``PAGE_ENTRIES`` records: one lookup reads one small page."""
-    return max(0, (n // PAGE_ENTRIES).bit_length() - 1)
-
-
-def hash_records(hashes: list[int]) -> tuple[array, list[int]]:
-    """The records of a hash index over keys with these hashes, sorted (hash << 32 | entry),
-    and the first record of each page (plus the count)."""
-    n = len(hashes)
-    page_bits = hash_page_bits(n)
-    records = list(map(or_, map(lshift, hashes, repeat(32)), range(n)))
-    records.sort()
-    shift = 64 - page_bits
-    firsts = [bisect_left(records, p << shift) for p in range(1 << page_bits)] + [n]
-    return array("Q", records), firsts
-
-
-def key_records(keys: bytes | bytearray, n: int) -> tuple[Any, Any, Any]:
-    """``hash_records`` of n keys whose encodings, each followed by a nil byte, make ``keys``
-    (a msgpack map body of nil values: how a streamed dict keeps its keys once their values
-    are written), and where each key starts in ``keys`` (plus the end). With the C
-    accelerator no Python object is made per key."""
-    if _speedups is not None:
-        starts, width, recs, firsts, _ = _speedups.map_index(keys, 0, n, 0, 1, hash_page_bits(n))
-        return _le_view("Q", recs), le_array("I", firsts), _le_view("I" if width == 4 else "Q", starts)
-    raws = map_raws(keys, 0, 0, len(keys), n)
-    records, firsts = hash_records(list(map(zlib.crc32, raws[0::2])))
-    return records, firsts, list(accumulate(map(len, raws), initial=0))[0::2]
-
-
-# ---- helpers -------------------------------------------------------------------------------------
+        for part in region.parts:
+            self.toc += part
+        return pos, self._here() - pos, region.page_bits, region.width, region.offs_crc
 
 
 def list_raws(buf: bytes, a: int, b: int) -> list:
@@ -403,19 +348,6 @@ def item_layout(raws: list, h: int) -> tuple[list[int], list[int]]:
     return lens, list(accumulate(lens, initial=h))
 
 
-def le_array(code: str, data: bytes) -> array:
-    values = array(code)
-    values.frombytes(data)
-    if sys.byteorder == "big":
-        values.byteswap()
-    return values
-
-
-def _le_view(code: str, data: bytes) -> memoryview | array:
-    """``le_array`` without a copy where the machine is little-endian."""
-    return memoryview(data).cast(code) if sys.byteorder == "little" else le_array(code, data)
-
-
 def _is_ndarray(x: Any) -> bool:
     np = sys.modules.get("numpy")
     return np is not None and isinstance(x, np.ndarray)
@@ -432,80 +364,14 @@ def _check_rows(row) -> None:
             raise e
 
 
-# ---- fixed strides: proven from the bytes, in loops (a crafted node may nest thousands deep) ----
-
-
-def stride_dims(data: bytes | bytearray, a: int, h: int, n: int, b: int) -> list[tuple[int, int, int]] | None:
-    """[(header, count, stride), ...] if the list at data[a:b] (an h-byte header, n items) is
-    provably fixed-stride, else None. Used by the writer and by ``verify`` (on any bytes: it
-    loops rather than recursing per nesting level)."""
-    if n == 0 or (b - a - h) % n:
-        return None
-    s = (b - a - h) // n
-    levels = _template(data, a + h, s)
-    if levels is None or not _proven(data, a + h, levels, n, s):
-        return None
-    return [(h, n, s)] + [(len(hdr), n1, s1) for _, hdr, n1, s1 in levels[:-1]]
-
-
-def _template(data: bytes | bytearray, p: int, s: int) -> list[tuple[str, bytes, int, int]] | None:
-    """The layout of the item at data[p:p+s], outermost first: ("array", header, count,
-    stride) per nesting level, then ("leaf", header bytes to match, size, one_byte)."""
-    levels: list[tuple[str, bytes, int, int]] = []
-    while True:
-        if s < 1 or p >= len(data):
-            return None
-        m = data[p]
-        if s == 1:
-            return [*levels, ("leaf", b"", 1, 1)] if _one_byte(m) else None
-        if FIXED_SCALAR_SIZE.get(m) == s:
-            return [*levels, ("leaf", bytes(data[p : p + 1]), s, 0)]
-        hl = _str_bin_header(m)
-        if hl:
-            length = (m & 0x1F) if hl == 1 else int.from_bytes(data[p + 1 : p + hl], "big")
-            return [*levels, ("leaf", bytes(data[p : p + hl]), s, 0)] if hl + length == s else None
-        if not is_array(m):
-            return None
-        _, n1, h1 = container_header(memoryview(data)[p : p + 5])
-        if n1 == 0:
-            return [*levels, ("leaf", bytes(data[p : p + h1]), s, 0)] if s == h1 else None
-        if (s - h1) % n1:
-            return None
-        levels.append(("array", bytes(data[p : p + h1]), n1, (s - h1) // n1))
-        p, s = p + h1, (s - h1) // n1
-
-
-def _one_byte(m: int) -> bool:
-    return m < 0x80 or m >= 0xE0 or m in (0xC0, 0xC2, 0xC3)
-
-
-def _str_bin_header(m: int) -> int:
-    """Header length of a str or bin item (whose length is in its header), else 0."""
-    if 0xA0 <= m <= 0xBF:
-        return 1
-    return {0xD9: 2, 0xC4: 2, 0xDA: 3, 0xC5: 3, 0xDB: 5, 0xC6: 5}.get(m, 0)
-
-
-def _proven(data: bytes | bytearray, start: int, levels: list, count: int, stride: int) -> bool:
-    """Do the ``count`` items at ``start + r * stride`` all match the template ``levels``?
-    Each check compares strided slices (C speed); a work list replaces recursion."""
-    work = [(start, 0, count, stride)]
-    while work:
-        start, d, count, stride = work.pop()
-        kind, hdr, n1, s1 = levels[d]
-        end = start + (count - 1) * stride + 1
-        if kind == "leaf" and s1:  # one-byte items: every one a one-byte marker
-            if data[start:end:stride].translate(None, ONE_BYTE_ITEMS):
-                return False
-            continue
-        for q, byte in enumerate(hdr):
-            if data[start + q : end + q : stride] != bytes((byte,)) * count:
-                return False
-        if kind == "leaf":
-            continue
-        h1 = len(hdr)
-        if count <= n1:
-            work.extend((start + r * stride + h1, d + 1, n1, s1) for r in range(count))
-        else:
-            work.extend((start + h1 + k * s1, d + 1, count, stride) for k in range(n1))
-    return True
+def key_records(keys: bytes | bytearray, n: int) -> tuple[Any, Any, Any]:
+    """``hash_records`` of n keys whose encodings, each followed by a nil byte, make ``keys``
+    (a msgpack map body of nil values: how a streamed dict keeps its keys once their values
+    are written), and where each key starts in ``keys`` (plus the end). With the C
+    accelerator no Python object is made per key."""
+    if accel.speedups is not None:
+        starts, width, recs, firsts, _ = accel.speedups.map_index(keys, 0, n, 0, 1, hash_page_bits(n))
+        return le_view("Q", recs), le_array("I", firsts), le_view("I" if width == 4 else "Q", starts)
+    raws = map_raws(keys, 0, 0, len(keys), n)
+    records, firsts = hash_records(list(map(zlib.crc32, raws[0::2])))
+    return records, firsts, list(accumulate(map(len, raws), initial=0))[0::2]

@@ -18,35 +18,40 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from itertools import accumulate
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import msgspec
 
-from .arrays import ext_hook, parse_head
-from .bulk import data_crc32
-from .errors import CorruptedError, MsglcError, UnsupportedVersionError
-from .format import (
+from msglc.errors import CorruptedError, MsglcError, UnsupportedVersionError
+from msglc.format.hash_index import MAP_INLINE_MAX, region_of_keys
+from msglc.format.msgpack import (
     FIXED_SCALAR_SIZE,
-    ArrayNode,
-    HashMapNode,
-    ListNode,
-    MapNode,
-    StrideNode,
     array_header,
     container_header,
     container_header_size,
     gets_node,
 )
-from .indexer import MAP_INLINE_MAX, TocBuilder, stride_dims
-
-if TYPE_CHECKING:
-    from .reader import Archive
+from msglc.format.nodes import ArrayNode, HashMapNode, ListNode, MapNode, StrideNode
+from msglc.format.numpy_ext import ext_hook, parse_head
+from msglc.format.strides import stride_dims
+from msglc.read.archive import Archive
+from msglc.util.checksum import data_crc32
 
 _key_decoder = msgspec.msgpack.Decoder(str | int)
-_raw_items = msgspec.msgpack.Decoder(list[msgspec.Raw])
-_value_decoder = msgspec.msgpack.Decoder(ext_hook=ext_hook)  # as the reader decodes values
+
+
+raw_items = msgspec.msgpack.Decoder(list[msgspec.Raw])
+
+
+value_decoder = msgspec.msgpack.Decoder(ext_hook=ext_hook)  # as the reader decodes values
+
+
 _DECODE_ERRORS = (msgspec.DecodeError, UnicodeDecodeError)
+
+
 CHUNK = 1 << 24
+
+
 RETRY_STEPS = 64  # items stepped through one by one before msgspec is tried again (doubling)
 
 
@@ -66,7 +71,7 @@ def verify_archive(a: Archive, progress: Callable[[int], None] | None = None) ->
     if not t.root_len:
         _check_value(data, t.data_off)
         return
-    a.view(t.data_off, t.data_len, t.toc_off + t.root_pos, t.root_len)  # checks header and span
+    a.container(t.data_off, t.data_len, t.toc_off + t.root_pos, t.root_len)  # checks header and span
     stack = [(0, len(data), t.toc_off + t.root_pos, t.root_len)]
     while stack:
         start, end, pos, size = stack.pop()
@@ -75,8 +80,9 @@ def verify_archive(a: Archive, progress: Callable[[int], None] | None = None) ->
         if region is not None and bytes(a.read(pos - node.index[0], node.index[1])) != region:
             raise CorruptedError(f"hash index of the TOC node at offset {pos} does not match its dict")
         for k, (child_start, child_end) in children.items():
-            child = a.child(t.data_off + child_start, child_end - child_start, pos, node.kids[k])
-            stack.append((child_start, child_end, child._pos, node.kids[k][1]))
+            child = a.referred(pos, node.kids[k])
+            a.container(t.data_off + child_start, child_end - child_start, child, node.kids[k][1])
+            stack.append((child_start, child_end, child, node.kids[k][1]))
 
 
 def _check(
@@ -128,15 +134,14 @@ def _check(
     if isinstance(node, ListNode):
         return children, None
     kid_keys = {_key(key_raws[node.starts[k]], start, where): k for k in node.kids}
-    scratch = TocBuilder(b"", 0)
-    _, length, page_bits, width, offs_crc = scratch._hash_index(key_raws, koffs)
+    region = region_of_keys(key_raws, koffs)
     if (
         n <= MAP_INLINE_MAX
         or node.kid_keys != kid_keys
-        or (node.page_bits, node.offs_width, node.offs_crc, node.index[1]) != (page_bits, width, offs_crc, length)
+        or (node.page_bits, node.offs_width, node.offs_crc, node.index[1]) != (region.page_bits, region.width, region.offs_crc, region.size)
     ):
         raise CorruptedError(f"{where} does not describe the dict at data offset {start}")
-    return children, bytes(scratch.toc)
+    return children, b"".join(region.parts)
 
 
 def _kids_ok(data: bytes, start: int, voffs: list[int], kids: dict) -> bool:
@@ -152,9 +157,6 @@ def _key(raw: Any, start: int, where: str) -> str | int:
         raise CorruptedError(f"{where}: the dict at data offset {start} has a key that is not a str or an int") from None
 
 
-# ---- values nested deeper than msgspec can go ---------------------------------------------------
-
-
 def _too_deep(offset: int) -> MsglcError:
     return MsglcError(
         f"the value at data offset {offset} is nested deeper than this Python process can decode "
@@ -167,7 +169,7 @@ def _check_value(data: bytes | bytearray, data_off: int) -> None:
     """The whole data section (a root without a node) must decode as the reader decodes it;
     a value nested too deeply for that is checked item by item instead."""
     try:
-        _value_decoder.decode(data)
+        value_decoder.decode(data)
         return
     except RecursionError:
         pass
@@ -200,17 +202,17 @@ def _items(
     if not decode and count < 1 << 32:
         try:
             view = memoryview(data)
-            raws = _raw_items.decode(view[head:end] if head is not None else array_header(count) + view[start:end])
+            raws = raw_items.decode(view[head:end] if head is not None else array_header(count) + view[start:end])
             return list(accumulate(map(len, raws), initial=start - base)), raws
         except RecursionError:
             pass
         except _DECODE_ERRORS as e:
             raise CorruptedError(f"data at offset {data_off + start} ({end - start} bytes) is not {count} msgpack values: {e}") from None
-    ends = _Scan(data, start, end, count, data_off, decode).run()
+    ends = Scan(data, start, end, count, data_off, decode).run()
     return [start - base] + [e - base for e in ends], None
 
 
-class _Scan:
+class Scan:
     """Steps through msgpack values one item at a time, keeping the open containers on a
     list instead of the call stack. The values left at any moment are exactly the remaining
     items of every open container, innermost first, so every so often msgspec is asked to
@@ -285,7 +287,7 @@ class _Scan:
         """One value (not too deep: its bytes are one scalar, or its container was skipped by
         msgspec), decoded as the reader would decode it, as a map key if ``as_key``."""
         try:
-            _value_decoder.decode(b"\x81" + raw + b"\xc0" if as_key else raw)
+            value_decoder.decode(b"\x81" + raw + b"\xc0" if as_key else raw)
         except RecursionError:
             raise _too_deep(self.data_off + at) from None
         except _DECODE_ERRORS as e:
@@ -309,8 +311,8 @@ class _Scan:
         flat = array_header(total) + rest
         try:
             if self.decode:  # first, so that errors come in the order the reader meets them
-                _value_decoder.decode(flat)
-            raws = _raw_items.decode(flat)
+                value_decoder.decode(flat)
+            raws = raw_items.decode(flat)
         except RecursionError:
             return False
         except _DECODE_ERRORS as e:

@@ -10,15 +10,21 @@ requests, however many paths there are.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from .reader import Archive, decode_all, root_of
+from msglc.read.archive import Archive
+from msglc.read.paths import resolve, split_path
+from msglc.read.views import root_of
 
 MAX_ROUNDS = 64  # then every path still pending finishes with direct reads
+
+
 DIRECT_AFTER = 4  # a path that stopped this often (a slice of many values) reads directly
+
+
 ROUND_BYTES = 64 << 20  # bytes of merged requests in flight at once (the reads kept are extra)
+
 
 Task = Callable[[Archive], Any]
 
@@ -201,59 +207,4 @@ async def async_run(main: Archive, tasks: list[Task], max_gap: int | None = None
 
 
 def path_task(path: Any) -> Task:
-    from .reader import resolve, split_path
-
     return lambda batch: resolve(batch.root(), split_path(path))
-
-
-def to_obj_task(x: Any) -> Task:
-    """``x.to_obj()`` for a reader or lazy view ``x``, its reads made through the batch."""
-    from .reader import LazyReader
-
-    def materialize(batch: BatchArchive) -> Any:
-        if isinstance(x, LazyReader):
-            return decode_all(batch)
-        moved = copy.copy(x)
-        moved._a = batch
-        moved._cache = None
-        return moved.to_obj()
-
-    return materialize
-
-
-def _lazy_in(x: Any) -> Iterator[Any]:
-    """The readers and lazy views in ``x`` (itself, or inside nested lists), in order."""
-    from .lazy import LazyNode
-    from .reader import LazyReader
-
-    if isinstance(x, (LazyReader, LazyNode)):
-        yield x
-    elif isinstance(x, list):
-        for v in x:
-            yield from _lazy_in(v)
-
-
-def _rebuild(x: Any, values: Iterator[Any]) -> Any:
-    """``x`` with its readers and lazy views (in ``_lazy_in`` order) replaced by ``values``."""
-    if isinstance(x, list):
-        return [_rebuild(v, values) for v in x]
-    return next(values) if next(_lazy_in(x), None) is not None else x
-
-
-async def async_to_obj(x: Any) -> Any:
-    """``to_obj(x)`` from an event loop: the bytes are fetched without blocking it and decoded
-    in a worker thread. ``x``: a ``LazyReader``, a lazy view, or a list holding views; the
-    views of one reader are read together."""
-    import asyncio
-
-    leaves = list(_lazy_in(x))
-    by_archive: dict[int, list[int]] = {}
-    for i, leaf in enumerate(leaves):
-        by_archive.setdefault(id(leaf._a), []).append(i)
-    groups = list(by_archive.values())
-    done = await asyncio.gather(*(async_run(leaves[g[0]]._a, [to_obj_task(leaves[i]) for i in g]) for g in groups))
-    values: list[Any] = [None] * len(leaves)
-    for g, got in zip(groups, done, strict=True):
-        for i, value in zip(g, got, strict=True):
-            values[i] = value
-    return _rebuild(x, iter(values))

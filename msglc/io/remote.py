@@ -15,81 +15,27 @@ later request carries it (``If-Match``); on other file systems a read that comes
 
 from __future__ import annotations
 
-import os
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator
-from contextlib import contextmanager, suppress
-from typing import Any, BinaryIO
+from typing import Any
 
-from .errors import ArchiveChangedError
-from .format import HEADER_SIZE, TRAILER_SIZE, claimed_size, header_end
-from .source import Source, closed_error
+from msglc.errors import ArchiveChangedError
+from msglc.format.container import HEADER_SIZE, TRAILER_SIZE, claimed_size, header_end
+from msglc.io.base import Source, closed_error
 
 BLOCK_SIZE = 256 * 1024  # read-ahead unit for small reads (docs/performance.md measures it)
+
+
 CACHE_BLOCKS = 32  # recent blocks kept per reader
+
+
 MAX_GAP = 1 << 20  # read_many: ranges closer than this are fetched as one request
+
+
 MAX_REQUEST = 16 << 20  # ... up to this size per request
+
+
 MAX_CONCURRENT = 128  # S3 requests in flight per batch (fsspec's default gather batch)
-
-
-def _fsspec() -> Any:
-    try:
-        import fsspec
-    except ImportError:
-        raise ImportError("remote archives need fsspec (and s3fs for S3): pip install 'msglc[remote]'") from None
-    return fsspec
-
-
-def is_local(fs: Any) -> bool:
-    protocol = fs.protocol if isinstance(fs.protocol, (tuple, list)) else (fs.protocol,)
-    return "file" in protocol or "local" in protocol
-
-
-class RemotePath:
-    """An object on an fsspec file system: where a remote archive is read from or written to.
-    ``owned``: the file system was made for this name alone (from a URL, by a class fsspec does
-    not share between callers, such as a zip), so a write closes it: that is what finishes a
-    zip."""
-
-    def __init__(self, fs: Any, path: str, owned: bool = False) -> None:
-        self.fs = fs
-        self.path = path
-        self.owned = owned
-
-    def __repr__(self) -> str:
-        return f"<RemotePath {self.path!r} on {type(self.fs).__name__}>"
-
-
-def resolve_name(target: Any, fs: Any = None, storage_options: dict | None = None) -> Any:
-    """A ``RemotePath`` when ``target`` names a remote archive: a URL such as
-    ``"s3://bucket/key"`` (with ``storage_options`` for its file system), a ``upath.UPath``, or
-    any path together with an fsspec file system ``fs``. A name on the local file system gives
-    its local path; anything else (a local path, bytes, a file object) is returned as it is."""
-    if fs is None and not storage_options and not isinstance(target, str) and not hasattr(target, "fs"):
-        return target
-    if fs is not None:
-        if storage_options:
-            raise TypeError("pass storage_options or fs, not both (the file system already has its options)")
-        if not isinstance(target, (str, os.PathLike)):
-            raise TypeError(f"with fs=, the archive is named by a path str, not {type(target).__name__}")
-        path = os.fspath(target)
-    elif isinstance(target, str) and "://" in target:
-        fs, path = _fsspec().core.url_to_fs(target, **(storage_options or {}))
-        if not is_local(fs):
-            return RemotePath(fs, path, owned=not getattr(fs, "cachable", True))
-    elif storage_options:
-        raise TypeError("storage_options apply to URLs such as 's3://bucket/key' only")
-    elif (
-        not isinstance(target, os.PathLike)
-        and not hasattr(target, "read")
-        and hasattr(target, "fs")
-        and isinstance(getattr(target, "path", None), str)
-    ):
-        fs, path = target.fs, target.path  # a UPath (or a RemotePath)
-    else:
-        return target
-    return path if is_local(fs) else RemotePath(fs, path)
 
 
 class RemoteSource(Source):
@@ -359,63 +305,3 @@ def open_remote(fs: Any, path: str, **options: Any) -> RemoteSource:
         )
     is_s3 = callable(getattr(fs, "_call_s3", None)) and callable(getattr(fs, "split_path", None))
     return (S3Source if is_s3 else RemoteSource)(fs, path, **options)
-
-
-@contextmanager
-def spooled_target(target: RemotePath) -> Iterator[BinaryIO]:
-    """A local temporary file, uploaded to ``target`` once the block completes: for writers
-    that seek back (``LazyWriter``); ``dump`` and ``combine`` stream instead."""
-    import shutil
-    import tempfile
-
-    with tempfile.TemporaryFile() as f:
-        yield f
-        f.seek(0)
-        with remote_target(target) as out:
-            shutil.copyfileobj(f, out, 1 << 22)
-
-
-@contextmanager
-def remote_target(target: RemotePath) -> Iterator[BinaryIO]:
-    """A file streamed to ``target``. Where the file system defers the commit (S3 and the other
-    object stores: an object appears when its upload completes) the write is atomic: on failure
-    it is discarded and an existing object is left as it was. Files that cannot defer it (no
-    ``commit``: a zip entry through ``ZipFileSystem``, SFTP, FTP, ...) are written in place, so
-    there a failure leaves what was written (removed where the file system can remove it). A
-    file system made for this name alone (``target.owned``) is closed after: it finishes a zip."""
-    f = target.fs.open(target.path, "wb", autocommit=False)
-    deferred = callable(getattr(f, "commit", None)) and callable(getattr(f, "discard", None))
-    try:
-        with (_committed if deferred else _in_place)(target, f):
-            yield f
-    finally:
-        if target.owned and callable(getattr(target.fs, "close", None)):
-            target.fs.close()
-
-
-@contextmanager
-def _committed(target: RemotePath, f: Any) -> Iterator[BinaryIO]:
-    """Commit ``f`` if the block completes, else discard it."""
-    try:
-        yield f
-        f.close()
-        f.commit()
-    except BaseException:
-        try:
-            f.discard()  # aborts a multipart upload (nothing left behind to be billed)
-        finally:
-            f.closed = True  # nothing more is written or committed
-        raise
-
-
-@contextmanager
-def _in_place(target: RemotePath, f: Any) -> Iterator[BinaryIO]:
-    """Close ``f`` either way (a zip takes no other entry while one is open); after a failure,
-    remove the part written if the file system can (a zip cannot remove an entry)."""
-    try:
-        with f:
-            yield f
-    except BaseException:
-        with suppress(Exception):
-            target.fs.rm_file(target.path)
-        raise

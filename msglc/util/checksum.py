@@ -2,25 +2,12 @@
 
 from __future__ import annotations
 
-import gc
 import threading
 import zlib
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from typing import Any
 
-
-@contextmanager
-def gc_paused(pause: bool = True) -> Iterator[None]:
-    """Pause the cyclic GC: building millions of objects otherwise triggers repeated full scans."""
-    if not pause or not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
+from msglc.util.runtime import join
 
 
 def data_crc32() -> Any:
@@ -54,6 +41,8 @@ def crc32_combine(crc1: int, crc2: int, len2: int) -> int:
 
 
 _combine: Any = None
+
+
 _ZERO_BYTES: list[list[int]] = []  # _ZERO_BYTES[k]: the CRC's operator for 2**k zero bytes
 
 
@@ -87,19 +76,6 @@ def _crc32_combine(crc1: int, crc2: int, len2: int) -> int:
         len2 >>= 1
         k += 1
     return crc1 ^ crc2
-
-
-def join(thread: threading.Thread | None) -> None:
-    """Wait for a helper thread even through Ctrl-C, so none outlives the call that started it
-    (the interrupt is raised once the thread is done)."""
-    interrupted = False
-    while thread is not None and thread.is_alive():
-        try:
-            thread.join()
-        except KeyboardInterrupt:
-            interrupted = True
-    if interrupted:
-        raise KeyboardInterrupt
 
 
 class ParallelCrc:

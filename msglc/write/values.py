@@ -12,27 +12,26 @@ something else (``streamed.iterates``): the writer then streams the object inste
 from __future__ import annotations
 
 import enum
-import os
 import sys
 from contextlib import suppress
 from typing import Any
 
-from .streamed import Streamed, iterates, reordered
-
-try:  # optional C accelerator: a whole value of plain types is checked at C speed
-    from . import _speedups
-except ImportError:  # pragma: no cover - depends on the build
-    _speedups = None
-if os.environ.get("MSGLC_PURE_PYTHON", "").lower() in ("1", "true", "yes"):
-    _speedups = None
+from msglc.util import accel
+from msglc.write.streams import Streamed, iterates, reordered
 
 SCALAR, SEQ, MAP = 1, 2, 3
+
+
 ITERATED = -1  # a container subclass written from its own iteration: kind() raises Streamed
+
+
 _KINDS: dict[type, int] = {
     type(None): SCALAR, bool: SCALAR, int: SCALAR, float: SCALAR, str: SCALAR,
     bytes: SCALAR, bytearray: SCALAR, memoryview: SCALAR,
     list: SEQ, tuple: SEQ, set: SEQ, frozenset: SEQ, dict: MAP,
 }  # fmt: skip
+
+
 _CONTAINER_BASES = ((list, SEQ), (tuple, SEQ), (set, SEQ), (frozenset, SEQ), (dict, MAP))
 
 
@@ -99,7 +98,7 @@ def check_value(x: Any) -> None:
 
 def check_items(seq: list | tuple, skip: frozenset[int] | set[int] = frozenset()) -> None:
     """Check every item of ``seq`` except the indices in ``skip`` (checked elsewhere)."""
-    if not (_speedups is not None and _speedups.plain_values(seq)):
+    if not (accel.speedups is not None and accel.speedups.plain_values(seq)):
         _check_values(seq, lambda: enumerate(seq), skip)
 
 
@@ -152,7 +151,7 @@ def label_of(labelled: Any, t: type) -> Any:
 def check_map(d: dict, skip: frozenset | set = frozenset()) -> None:
     """Check keys and values of ``d`` except the values of the keys in ``skip``. Raises
     ``Streamed`` for an OrderedDict whose order is not its storage's (``reordered``)."""
-    if _speedups is not None and _speedups.plain_values(d):
+    if accel.speedups is not None and accel.speedups.plain_values(d):
         return
     if type(d) is not dict and reordered(d):
         raise Streamed

@@ -12,59 +12,28 @@ import zlib
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import ItemsView, Iterator, Mapping, Sequence, ValuesView
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import msgspec
 
-from .arrays import ext_hook
-from .errors import CorruptedError
-from .format import HashMapNode, ListNode, MapNode, StrideNode, array_header, map_header
-
-if TYPE_CHECKING:
-    from .reader import Archive
+from msglc.errors import CorruptedError
+from msglc.format.msgpack import array_header, map_header
+from msglc.format.nodes import HashMapNode, ListNode, MapNode, StrideNode
+from msglc.format.numpy_ext import ext_hook
+from msglc.read.archive import Archive
+from msglc.read.array import LazyArray
+from msglc.read.node import LazyNode
 
 _enc = msgspec.msgpack.Encoder()
+
+
 _raw_pair = msgspec.msgpack.Decoder(tuple[msgspec.Raw, msgspec.Raw])
+
+
 _decode = msgspec.msgpack.Decoder(ext_hook=ext_hook).decode
+
+
 _NEED_SWAP = sys.byteorder == "big"
-
-
-class LazyNode:
-    """Common base: a container at absolute offset ``_base`` described by a TOC node."""
-
-    __slots__ = ("_a", "_base", "_pos", "_nsize", "_cache")
-
-    def __init__(self, archive: Archive, base: int, pos: int) -> None:
-        self._a = archive
-        self._base = base
-        self._pos = pos
-        self._nsize = 0  # framed length of the node, set by Archive.view (0: none of its own)
-        self._cache: dict | None = {} if archive.cached else None
-
-    def _span(self) -> int:
-        raise NotImplementedError
-
-    def _check_open(self) -> None:
-        """For answers that need no read (lengths, keys, cached values): still refuse after close."""
-        if self._a.closed:
-            raise ValueError("I/O operation on a closed LazyReader")
-
-    def to_obj(self) -> Any:
-        """The whole container as plain Python objects, decoded in one call."""
-        return self._a.decode_span(self._base, self._span())
-
-    def raw_data(self) -> bytes:
-        """This part as a stand-alone archive (its data and TOC nodes copied, not decoded):
-        ``LazyReader(x.raw_data())`` reads what ``x`` holds. The reverse of ``combine``."""
-        from .combine import standalone
-
-        return b"".join(standalone(self))
-
-    def protocol_raw_data(self) -> bytes:
-        """The container's msgpack encoding."""
-        return bytes(self._a.read(self._base, self._span()))
-
-    __hash__ = None  # type: ignore[assignment]
 
 
 class LazyList(LazyNode, Sequence):
@@ -113,8 +82,8 @@ class _BlockList(LazyList):
 
     __slots__ = ("_node",)
 
-    def __init__(self, archive: Archive, base: int, pos: int, node: ListNode) -> None:
-        super().__init__(archive, base, pos)
+    def __init__(self, archive: Archive, base: int, pos: int, node: ListNode, nsize: int = 0) -> None:
+        super().__init__(archive, base, pos, nsize)
         self._node = node
 
     def __len__(self) -> int:
@@ -140,7 +109,7 @@ class _BlockList(LazyList):
             self._check_open()
             return self._cache["k", k]
         node = self._node
-        obj = self._a.child(self._base + node.offs[k], node.offs[k + 1] - node.offs[k], self._pos, node.kids[k])
+        obj = child(self._a, self._base + node.offs[k], node.offs[k + 1] - node.offs[k], self._pos, node.kids[k])
         if self._cache is not None:
             self._cache["k", k] = obj
         return obj
@@ -186,8 +155,8 @@ class _StrideList(LazyList):
 
     __slots__ = ("_h", "_n", "_s", "_whole", "_next")
 
-    def __init__(self, archive: Archive, base: int, pos: int, dims: list | tuple, lazy_min: int) -> None:
-        super().__init__(archive, base, pos)
+    def __init__(self, archive: Archive, base: int, pos: int, dims: list | tuple, lazy_min: int, nsize: int = 0) -> None:
+        super().__init__(archive, base, pos, nsize)
         self._h, self._n, self._s, self._whole, self._next = _stride_levels(dims, lazy_min)
 
     def __len__(self) -> int:
@@ -248,8 +217,8 @@ class LazyDict(LazyNode, Mapping):
 
     __slots__ = ("_node",)
 
-    def __init__(self, archive: Archive, base: int, pos: int, node: Any) -> None:
-        super().__init__(archive, base, pos)
+    def __init__(self, archive: Archive, base: int, pos: int, node: Any, nsize: int = 0) -> None:
+        super().__init__(archive, base, pos, nsize)
         self._node = node
 
     def __eq__(self, other: object) -> bool:
@@ -337,7 +306,7 @@ class _InlineDict(LazyDict):
         kb = _encode_key(key)
         if j in node.kids:
             _check_key(self._a.read(entry_at, start - node.koffs[j]), kb, entry_at)
-            return self._a.child(self._base + start, end - start, self._pos, node.kids[j])
+            return child(self._a, self._base + start, end - start, self._pos, node.kids[j])
         entry = self._a.read(entry_at, end - node.koffs[j])
         _check_key(entry[: start - node.koffs[j]], kb, entry_at)
         return self._a.decode(entry[start - node.koffs[j] :], self._base + start)
@@ -362,7 +331,7 @@ class _HashDict(LazyDict):
         entry_at = self._base + node.offs[k]
         _check_key(self._a.read(entry_at, min(len(kb), node.offs[k + 1] - node.offs[k])), kb, entry_at)
         start = node.offs[k] + len(kb)
-        return self._a.child(self._base + start, node.offs[k + 1] - start, self._pos, node.kids[k])
+        return child(self._a, self._base + start, node.offs[k + 1] - start, self._pos, node.kids[k])
 
     def _block(self, k: int) -> dict:
         return _decode_block(self._a, self._base, self._node, k, map_header)
@@ -438,13 +407,41 @@ def _check_key(stored: bytes | memoryview, expected: bytes, where: int) -> None:
         raise CorruptedError(f"dict entry at offset {where} does not hold the key its TOC node names")
 
 
-def make_view(archive: Archive, base: int, pos: int, node: Any) -> LazyNode:
+def make_view(archive: Archive, base: int, pos: int, node: Any, nsize: int) -> LazyNode:
     if isinstance(node, StrideNode):
-        return _StrideList(archive, base, pos, node.dims, node.lazy_min)
+        return _StrideList(archive, base, pos, node.dims, node.lazy_min, nsize)
     if isinstance(node, ListNode):
-        return _BlockList(archive, base, pos, node)
+        return _BlockList(archive, base, pos, node, nsize)
     if isinstance(node, MapNode):
-        return _InlineDict(archive, base, pos, node)
+        return _InlineDict(archive, base, pos, node, nsize)
     if isinstance(node, HashMapNode):
-        return _HashDict(archive, base, pos, node)
+        return _HashDict(archive, base, pos, node, nsize)
     raise CorruptedError(f"unknown TOC node type at offset {pos}")
+
+
+def view(a: Archive, base: int, span: int, pos: int, size: int) -> LazyNode:
+    """The lazy view of the container stored at ``base`` (``span`` bytes) that the TOC node
+    at ``pos`` (``size`` bytes) describes; its header must match the node."""
+    node, array = a.container(base, span, pos, size)
+    if array is not None:
+        dtype, shape, start = array
+        return LazyArray(a, base, pos, span, dtype, shape, start, size)
+    return make_view(a, base, pos, node, size)
+
+
+def child(a: Archive, base: int, span: int, parent_pos: int, ref: tuple[int, int]) -> LazyNode:
+    """The lazy view of a container at ``base`` (``span`` bytes) whose node the parent node
+    at ``parent_pos`` references with ``ref``."""
+    return view(a, base, span, a.referred(parent_pos, ref), ref[1])
+
+
+def root_view(a: Archive) -> LazyNode | None:
+    """The root's lazy view, or None when it has no TOC node (it is small: read whole)."""
+    t = a.trailer
+    return view(a, t.data_off, t.data_len, t.toc_off + t.root_pos, t.root_len) if t.root_len else None
+
+
+def root_of(a: Archive) -> Any:
+    """The root: a lazy view when it has a TOC node, else the whole (small) object."""
+    root = root_view(a)
+    return a.decode_all() if root is None else root

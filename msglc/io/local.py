@@ -15,64 +15,7 @@ import weakref
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from .errors import ArchiveChangedError, MsglcError, TruncatedError
-
-
-def closed_error() -> ValueError:
-    return ValueError("I/O operation on a closed LazyReader")
-
-
-class Source:
-    """Random access to ``size`` bytes."""
-
-    size: int
-    closed = False
-    zero_copy = False  # read() returns views of memory that stays valid (arrays may keep them)
-    counts_itself = False  # counts its requests in ``counter`` (else the reader counts reads)
-    counter: Any = None
-    opened: object = None  # the stamp of the state a reader opened, once it has
-    # read_many: ranges closer than max_gap are read as one, up to max_request bytes; 0: read
-    # every path directly (memory needs no batching)
-    max_gap = 4096
-    max_request = 4 << 20
-
-    def read(self, offset: int, size: int) -> bytes | memoryview:
-        raise NotImplementedError
-
-    def cached(self, offset: int, size: int) -> bytes | memoryview | None:
-        """The bytes, if the source holds them without a request (a remote block cache)."""
-        return None
-
-    def stamp(self) -> object:
-        """A value that changes when the bytes may have changed, ``size`` brought up to date;
-        None for a source that cannot change (opening then needs no second look)."""
-        return None
-
-    def identity(self) -> tuple[int, int] | None:
-        """(device, inode) of a local file, to tell when an output is this input."""
-        return None
-
-    def fetch_many(self, ranges: list[tuple[int, int]]) -> list[bytes | memoryview]:
-        """The bytes of each ``(start, end)`` range, read together."""
-        return [self.read(start, end - start) for start, end in ranges]
-
-    async def async_fetch_many(self, ranges: list[tuple[int, int]]) -> list[bytes | memoryview]:
-        import asyncio
-
-        return await asyncio.to_thread(self.fetch_many, ranges)
-
-    def read_into(self, offset: int, out: memoryview) -> None:
-        """Fill the byte buffer ``out`` from ``offset`` (large array reads: one copy)."""
-        out[:] = self.read(offset, len(out))
-
-    def close(self) -> None:
-        self.closed = True
-
-    def _short(self, offset: int, size: int, got: int) -> MsglcError:
-        message = f"file ended at {offset + got} while reading {size} bytes at offset {offset}"
-        if self.opened is not None and self.stamp() != self.opened:
-            return ArchiveChangedError(f"{message}: the file changed after the reader opened it (an append?): open a new reader")
-        return TruncatedError(f"{message} (was it truncated?)")
+from msglc.io.base import Source, closed_error
 
 
 class FileSource(Source):

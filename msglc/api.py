@@ -1,0 +1,68 @@
+"""The entry points that choose a path through the layers: ``dump`` copies the bytes of a
+``LazyReader`` or a lazy part (``edit.repack``) and encodes any other value (``write``);
+``combine`` writes a new archive (``edit.combine``) or appends (``edit.append``)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from typing import Any, BinaryIO
+
+from msglc.edit.append import append
+from msglc.edit.combine import combine_into
+from msglc.edit.inputs import FileInfo, check_names
+from msglc.edit.repack import repack
+from msglc.io.atomic import check_target
+from msglc.io.names import resolve_name
+from msglc.read.node import LazyNode
+from msglc.read.reader import LazyReader
+from msglc.write.dump import dump as dump_value
+from msglc.write.dump import dumps
+
+__all__ = ["combine", "dump", "dumps"]
+
+
+def dump(
+    target: str | bytes | os.PathLike[str] | BinaryIO, obj: Any, *, fs: Any = None, storage_options: dict[str, Any] | None = None, **options: Any
+) -> None:
+    """Write ``obj`` as an archive to a path (atomically) or to a writable binary file object.
+
+    A ``LazyReader`` or a lazy part of one is copied as its encoded bytes when the threshold
+    is the source's (no decoding), else decoded and written anew. Any other value: see
+    ``msglc.write.dump.dump``, which documents remote targets, streaming and failure.
+    """
+    if isinstance(obj, (LazyNode, LazyReader)):
+        target = resolve_name(target, fs, storage_options)
+        check_target(target, "dump")
+        return repack(target, obj, options)
+    return dump_value(target, obj, fs=fs, storage_options=storage_options, **options)
+
+
+def combine(
+    archive: str | os.PathLike[str],
+    files: FileInfo | Sequence[FileInfo],
+    *,
+    mode: str = "w",
+    progress: Callable[[int], None] | None = None,
+    fs: Any = None,
+    storage_options: dict[str, Any] | None = None,
+    **options: Any,
+) -> None:
+    """Write one archive holding the archives ``files``: a dict if every ``FileInfo`` has a
+    name, a list if none has. Their bytes are copied, never decoded; read the result with the
+    same paths as before, under the name or index: ``reader["run1/energy/3"]``.
+
+    ``mode="w"`` writes a new archive (atomically, like ``dump``); ``mode="a"`` is ``append``.
+    ``progress(n)`` is called as bytes are copied. ``options``: as for ``dump`` (the
+    threshold cuts the new root's spans and encodes ``obj=`` inputs); a remote ``archive``
+    (URL with ``storage_options``, ``upath.UPath``, path with ``fs``) is streamed, as by
+    ``dump``."""
+    if mode not in ("w", "a"):
+        raise ValueError(f"combine() mode must be 'w' (write) or 'a' (append), not {mode!r}")
+    archive = resolve_name(archive, fs, storage_options)
+    infos = [files] if isinstance(files, FileInfo) else list(files)
+    check_names(infos)
+    check_target(archive, "combine")
+    if mode == "a":
+        return append(archive, infos, progress=progress, **options)
+    combine_into(archive, infos, None, options, progress)

@@ -1,0 +1,204 @@
+"""Gather archives into one without decoding them: ``combine`` and ``FileInfo``.
+
+The combined archive's root is a dict (every input named) or a list (none named) whose values
+are the inputs' data sections, copied byte for byte; each input's TOC is copied whole, and a
+new root node refers to the inputs' root nodes. That works because every offset in a TOC is
+relative (docs/format.md): a subtree's data and nodes stay valid wherever they are copied.
+Inputs are checked while they are copied (their data checksum) and refused before the output
+exists if they are not archives, are truncated or are of an unknown version.
+"""
+
+from __future__ import annotations
+
+import os
+import zlib
+from collections.abc import Callable
+from typing import Any, Protocol
+
+import msgspec
+
+from msglc.config import current
+from msglc.edit.inputs import (
+    COPY_CHUNK,
+    FileInfo,
+    Input,
+    opened,
+    refuse_target_among,
+)
+from msglc.errors import CorruptedError
+from msglc.format.container import HEADER_SIZE, Trailer, pack_header
+from msglc.format.hash_index import MAP_INLINE_MAX
+from msglc.format.msgpack import array_header, map_header
+from msglc.format.nodes import ListNode, MapNode
+from msglc.io.atomic import output
+from msglc.read.archive import Archive
+from msglc.util.checksum import crc32_combine, data_crc32
+from msglc.write.indexer import TocBuilder
+
+key_encoder = msgspec.msgpack.Encoder()
+
+
+class Base(Protocol):
+    """What ``combine_into`` needs of an archive whose root's entries come first in the
+    result (``append``'s ``Existing``): its root container and TOC, and the new root node."""
+
+    archive: Archive
+    trailer: Trailer
+    is_map: bool
+    count: int  # entries in its root container
+    header_size: int  # bytes of the root container's header
+    head: bytes  # that header
+    toc_len: int  # bytes of its TOC up to the root node
+
+    def root_node(
+        self, inputs: list[Input], keys: list[bytes], header: bytes, threshold: int, toc_base: int
+    ) -> tuple[tuple[int, int], bytes]: ...
+
+
+def combine_into(
+    archive: Any,
+    infos: list[FileInfo],
+    existing: Base | None,
+    options: dict[str, Any],
+    progress: Any = None,
+    as_dict: bool | None = None,
+    wide: bool = False,
+    create: bool = False,
+) -> None:
+    """Write ``infos`` [after the entries of ``existing``] as one archive at ``archive``;
+    ``wide``: give the root a 5-byte header, so that later appends fit in place; ``create``:
+    raise ``FileExistsError`` rather than replace a file that appeared meanwhile."""
+    cfg = current(**options)
+    with opened(infos, options) as inputs:
+        refuse_target_among(archive, inputs)
+        if as_dict is None:
+            as_dict = existing.is_map if existing is not None else bool(infos) and infos[0].name is not None
+        _write(archive, inputs, as_dict, cfg, existing, progress or (lambda n: None), wide, create)
+
+
+def _write(
+    path: Any,
+    inputs: list[Input],
+    as_dict: bool,
+    cfg: Any,
+    existing: Base | None,
+    progress: Callable[[int], None],
+    wide: bool,
+    create: bool,
+) -> None:
+    """Write the combined archive: [the existing root's entries,] then the inputs."""
+    keys = entry_keys(inputs, as_dict)
+    kept = existing.count if existing is not None else 0
+    header = (map_header if as_dict else array_header)(kept + len(inputs), wide)
+    body = existing.trailer.data_len - existing.header_size if existing is not None else 0  # the existing entries' bytes
+    data_len = len(header) + body + sum(len(k) + part.trailer.data_len for k, part in zip(keys, inputs, strict=True))
+    kept_toc = existing.toc_len if existing is not None else 0
+    toc_lens = [kept_toc] + [part.trailer.live_toc_len for part in inputs]
+    threshold = cfg.small_obj_optimization_threshold
+    if existing is None:
+        root, root_toc = _root_node(inputs, keys, header, threshold, sum(toc_lens))
+    else:
+        root, root_toc = existing.root_node(inputs, keys, header, threshold, sum(toc_lens))
+    with output(path, cfg.durable, HEADER_SIZE + data_len + sum(toc_lens) + len(root_toc), replace=not create) as f:
+        head = pack_header()
+        f.write(head)
+        f.write(header)
+        crc = zlib.crc32(header)
+        sizes = [part.trailer.data_len for part in inputs] + toc_lens + [body, 1]
+        buf = bytearray(min(COPY_CHUNK, max(sizes)))
+        if existing is not None:
+            t = existing.trailer
+            body_crc = copy_range(existing.archive, t.data_off + existing.header_size, body, f, buf, checksum=True, progress=progress)
+            if crc32_combine(zlib.crc32(existing.head), body_crc, body) != t.data_crc:
+                raise CorruptedError(f"{os.fspath(path)!r}: data section checksum mismatch; nothing was changed")
+            crc = crc32_combine(crc, body_crc, body)
+        crc = copy_entries(keys, inputs, f, buf, progress, crc, "nothing was written")
+        if existing is not None:
+            copy_range(existing.archive, existing.trailer.toc_off, existing.toc_len, f, buf, checksum=False, progress=progress)
+        copy_tocs(inputs, f, buf, progress)
+        f.write(root_toc)
+        trailer = Trailer.contiguous(data_len, sum(toc_lens) + len(root_toc), root, crc, threshold)
+        f.write(trailer.pack(head))
+
+
+def _root_node(inputs: list[Input], keys: list[bytes], header: bytes, threshold: int, toc_base: int) -> tuple[tuple[int, int], bytes]:
+    """The new root's node (position, length) and the TOC bytes holding it (after the copied
+    TOCs, which take ``toc_base`` bytes): each input with a root node is a child."""
+    n = len(inputs)
+    offs, kids = entries_layout(inputs, keys, len(header), 0)
+    if not kids and offs[-1] <= threshold:
+        return (0, 0), b""  # small: the root is read whole, as dump() would write it
+    builder = TocBuilder(b"", threshold, toc_base=toc_base)
+    if not keys or not keys[0]:
+        starts, span_offs, span_kids = builder.spans(offs, n, kids)
+        root = builder.add_node(ListNode(n=n, starts=starts, offs=span_offs, kids=builder.refs(span_kids)))
+    elif n <= MAP_INLINE_MAX:
+        voffs = [o + len(k) for o, k in zip(offs, keys, strict=False)]
+        names = [part.name for part in inputs]
+        root = builder.add_node(MapNode(keys=names, koffs=offs, voffs=voffs, kids=builder.refs(kids)))
+    else:
+        entry_kids = {j: (inputs[j].name, ref) for j, ref in kids.items()}
+        root = builder.hash_node(n, offs, entry_kids, builder.hash_index(keys, offs))
+    return root, bytes(builder.toc)
+
+
+def entries_layout(inputs: list[Input], keys: list[bytes], data_at: int, toc_at: int) -> tuple[list[int], dict[int, tuple[int, int]]]:
+    """Where the inputs go in the new root container, from its offset ``data_at`` (their entry
+    offsets plus the end), and their root nodes in the new TOC, whose copies of the inputs'
+    TOCs start at ``toc_at``."""
+    offs, kids = [data_at], {}
+    for j, (key, part) in enumerate(zip(keys, inputs, strict=True)):
+        t = part.trailer
+        if t.root_len:
+            kids[j] = (toc_at + t.root_pos, t.root_len)
+        offs.append(offs[-1] + len(key) + t.data_len)
+        toc_at += t.live_toc_len
+    return offs, kids
+
+
+def entry_keys(inputs: list[Input], as_dict: bool) -> list[bytes]:
+    """Each input's key as msgpack (what precedes its data in a dict; nothing in a list)."""
+    return [key_encoder.encode(part.name) for part in inputs] if as_dict else [b""] * len(inputs)
+
+
+def copy_entries(keys: list[bytes], inputs: list[Input], f: Any, buf: bytearray, progress: Any, crc: int, outcome: str) -> int:
+    """Write each key and input's data section, checking the input's data checksum (else
+    ``CorruptedError``, saying ``outcome``); returns ``crc`` extended by what was written."""
+    for key, part in zip(keys, inputs, strict=True):
+        f.write(key)
+        t = part.trailer
+        if copy_range(part.archive, t.data_off, t.data_len, f, buf, checksum=True, progress=progress) != t.data_crc:
+            raise CorruptedError(f"{part.label}: data section checksum mismatch; {outcome}")
+    return entries_crc(keys, inputs, crc)
+
+
+def entries_crc(keys: list[bytes], inputs: list[Input], crc: int) -> int:
+    """``crc`` extended by each key and input's data section, from the checksums the inputs'
+    trailers claim (``copy_entries`` checks them against the bytes)."""
+    for key, part in zip(keys, inputs, strict=True):
+        crc = crc32_combine(zlib.crc32(key, crc), part.trailer.data_crc, part.trailer.data_len)
+    return crc
+
+
+def copy_tocs(inputs: list[Input], f: Any, buf: bytearray, progress: Any) -> None:
+    """Write each input's TOC up to its root node (every node a root can refer to)."""
+    for part in inputs:
+        copy_range(part.archive, part.trailer.toc_off, part.trailer.live_toc_len, f, buf, checksum=False, progress=progress)
+
+
+def copy_range(archive: Archive, offset: int, size: int, f: Any, buf: bytearray, checksum: bool, progress: Callable[[int], None]) -> int:
+    """Copy ``size`` bytes of an input from ``offset`` to ``f`` through ``buf``; returns their
+    CRC-32 when ``checksum``."""
+    crc32 = data_crc32()
+    view = memoryview(buf)
+    crc = 0
+    done = 0
+    while done < size:
+        chunk = view[: min(len(view), size - done)]
+        archive.src.read_into(offset + done, chunk)
+        f.write(chunk)
+        if checksum:
+            crc = crc32(chunk, crc)
+        done += len(chunk)
+        progress(len(chunk))
+    return crc

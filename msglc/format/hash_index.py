@@ -1,0 +1,102 @@
+"""The hash index of a big dict, as stored in the TOC: where a key's entry is found by
+reading one small page.
+
+Region: entry offsets ((n+1) x u32|u64) | page table ((P+1) x (u32 first record, u32 CRC-32
+of the page's records); the last slot's CRC checks the table) | records (n x u64: key hash
+<< 32 | entry), sorted, so page p = hash >> (32 - page_bits) holds a contiguous run of
+records. Hashes are CRC-32 of the keys' msgpack encodings (stable across processes)."""
+
+from __future__ import annotations
+
+import sys
+import zlib
+from array import array
+from bisect import bisect_left
+from itertools import repeat
+from operator import lshift, or_
+from typing import Any, NamedTuple
+
+from msglc.format.container import U32
+
+MAP_INLINE_MAX = 1024  # dicts with more entries get a hash index instead of an inline key list
+
+
+PAGE_ENTRIES = 32  # average entries per hash-index page
+
+
+def hash_page_bits(n: int) -> int:
+    """Pages of about ``PAGE_ENTRIES`` records: one lookup reads one small page."""
+    return max(0, (n // PAGE_ENTRIES).bit_length() - 1)
+
+
+def hash_records(hashes: list[int]) -> tuple[array, list[int]]:
+    """The records of a hash index over keys with these hashes, sorted (hash << 32 | entry),
+    and the first record of each page (plus the count)."""
+    n = len(hashes)
+    page_bits = hash_page_bits(n)
+    records = list(map(or_, map(lshift, hashes, repeat(32)), range(n)))
+    records.sort()
+    shift = 64 - page_bits
+    firsts = [bisect_left(records, p << shift) for p in range(1 << page_bits)] + [n]
+    return array("Q", records), firsts
+
+
+def le_array(code: str, data: bytes) -> array:
+    values = array(code)
+    values.frombytes(data)
+    if sys.byteorder == "big":
+        values.byteswap()
+    return values
+
+
+def le_view(code: str, data: bytes) -> memoryview | array:
+    """``le_array`` without a copy where the machine is little-endian."""
+    return memoryview(data).cast(code) if sys.byteorder == "little" else le_array(code, data)
+
+
+class Region(NamedTuple):
+    """An index region as its three parts (entry offsets, page table, records), and the
+    fields its ``HashMapNode`` records about it."""
+
+    parts: tuple[bytes | memoryview, bytes, bytes | memoryview]
+    page_bits: int
+    width: int  # bytes per entry offset: 4 or 8
+    offs_crc: int  # CRC-32 of the entry offsets
+
+    @property
+    def size(self) -> int:
+        return sum(len(part) for part in self.parts)
+
+
+def region_of_keys(key_raws: list[Any], koffs: Any) -> Region:
+    """The region of a dict whose keys are encoded as ``key_raws``, entry j at ``koffs[j]``."""
+    return region_of(*hash_records(list(map(zlib.crc32, key_raws))), koffs)
+
+
+def region_of(records: Any, firsts: Any, koffs: Any) -> Region:
+    """The region from its sorted ``records`` (native u64: an ``array("Q")`` or a memoryview)
+    and page starts ``firsts`` (``hash_records``), and the entries' offsets ``koffs``."""
+    width = 4 if koffs[-1] < 2**32 else 8
+    code = "I" if width == 4 else "Q"
+    entry_offs = koffs if isinstance(koffs, array) and koffs.typecode == code else array(code, koffs)
+    if sys.byteorder == "big":  # copies: the caller's arrays stay as they are
+        records, entry_offs = array("Q", records), array(code, entry_offs)
+        records.byteswap()
+        entry_offs.byteswap()
+    page_bits = hash_page_bits(len(records))
+    return region_bytes(memoryview(entry_offs).cast("B"), memoryview(records).cast("B"), firsts, page_bits, width)
+
+
+def region_bytes(offs_bytes: bytes | memoryview, rec_bytes: bytes | memoryview, firsts: Any, page_bits: int, width: int) -> Region:
+    """The region from the little-endian bytes of its entry offsets and records (as
+    ``accel.speedups.map_index`` computes them) and the page starts."""
+    pages = 1 << page_bits
+    rec_view = memoryview(rec_bytes)
+    table = array("I", bytes(8 * (pages + 1)))
+    table[0::2] = array("I", firsts)
+    table[1:-1:2] = array("I", [zlib.crc32(rec_view[8 * a : 8 * b]) for a, b in zip(firsts, firsts[1:], strict=False)])
+    if sys.byteorder == "big":
+        table.byteswap()
+    table_bytes = table.tobytes()
+    table_bytes = table_bytes[:-4] + U32.pack(zlib.crc32(table_bytes[:-4]))  # the last slot checks the table
+    return Region((offs_bytes, table_bytes, rec_bytes), page_bits, width, zlib.crc32(offs_bytes))

@@ -1,0 +1,204 @@
+"""TODO docstring."""
+
+from __future__ import annotations
+
+import zlib
+
+import msgspec
+
+from msglc.errors import (
+    CorruptedError,
+    UnsupportedVersionError,
+)
+from msglc.format.container import U32
+
+# Hash-index arrays (see HashMapNode): page table entries and records are pairs of u32.
+
+
+
+
+# ---- TOC nodes -------------------------------------------------------------------------------
+# A reference to a node is (distance back from the referring node's start, framed length).
+Ref = tuple[int, int]
+
+
+class ListNode(msgspec.Struct, array_like=True, tag=1, frozen=True):
+    """A list cut into spans. Span k holds items starts[k]..starts[k+1]-1 at bytes
+    offs[k]..offs[k+1] (relative to the list's first byte); a span in ``kids`` is one large
+    container item with a node of its own."""
+
+    n: int
+    starts: list[int]
+    offs: list[int]
+    kids: dict[int, Ref]
+
+
+class MapNode(msgspec.Struct, array_like=True, tag=2, frozen=True):
+    """A dict with its keys inline: entry j starts at koffs[j], its value at voffs[j] and it
+    ends at koffs[j + 1]."""
+
+    keys: list[str | int]
+    koffs: list[int]
+    voffs: list[int]
+    kids: dict[int, Ref]
+
+
+class HashMapNode(msgspec.Struct, array_like=True, tag=3, frozen=True):
+    """A dict too large to list its keys in one node. Entries are grouped into spans for
+    ordered iteration (as in ``ListNode``); a hash index answers one key (docs/format.md)."""
+
+    n: int
+    starts: list[int]
+    offs: list[int]
+    kids: dict[int, Ref]
+    kid_keys: dict[str | int, int]  # key of a large value -> its span
+    page_bits: int
+    offs_width: int  # 4 or 8: bytes per entry offset
+    offs_crc: int  # CRC-32 of the entry offset table (checked by verify; lookups check keys)
+    index: Ref  # the raw index region: entry offsets, page table, records
+
+
+class StrideNode(msgspec.Struct, array_like=True, tag=4, frozen=True):
+    """A list whose items all have one encoded size, nested as deep as that holds.
+    dims[d] = (header size, item count, item stride) at depth d; the innermost items are
+    scalars of ``dims[-1][2]`` bytes. Sub-lists of at least ``lazy_min`` bytes are returned
+    lazily."""
+
+    dims: list[tuple[int, int, int]]
+    lazy_min: int
+
+
+class ArrayNode(msgspec.Struct, array_like=True, tag=5, frozen=True):
+    """A NumPy array stored as an msgpack extension value (type ``ARRAY_EXT``): its element
+    data starts ``head`` bytes after the value's first byte and is ``size`` bytes long. The
+    dtype and shape are in the value's own header, read when the array is opened."""
+
+    head: int
+    size: int
+
+
+Node = ListNode | MapNode | HashMapNode | StrideNode | ArrayNode
+
+
+_node_encoder = msgspec.msgpack.Encoder()
+
+
+_node_decoder = msgspec.msgpack.Decoder(Node)
+
+
+def frame_node(node: Node) -> bytes:
+    payload = _node_encoder.encode(node)
+    return payload + U32.pack(zlib.crc32(payload))
+
+
+def unframe_node(buf: bytes | memoryview, where: int) -> Node:
+    """Check the CRC of a framed node read from absolute offset ``where`` and decode it."""
+    if len(buf) < 5:
+        raise CorruptedError(f"TOC node at offset {where} is {len(buf)} bytes, too short")
+    payload = buf[:-4]
+    if zlib.crc32(payload) != U32.unpack_from(buf, len(buf) - 4)[0]:
+        raise CorruptedError(f"TOC node checksum mismatch at offset {where}")
+    try:
+        return _node_decoder.decode(payload)
+    except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError, RecursionError) as e:
+        kind = _node_type(payload)
+        if kind is not None and kind not in _NODE_TYPES:
+            raise UnsupportedVersionError(
+                f"TOC node at offset {where} has type {kind}, unknown to this msglc (written by a newer version?)"
+            ) from None
+        raise CorruptedError(
+            f"TOC node at offset {where} is malformed: {'nested too deeply' if isinstance(e, RecursionError) else e}"
+        ) from None
+
+
+_NODE_TYPES = {cls.__struct_config__.tag for cls in (ListNode, MapNode, HashMapNode, StrideNode, ArrayNode)}
+
+
+def _node_type(payload: bytes | memoryview) -> int | None:
+    try:
+        value = msgspec.msgpack.decode(payload)
+    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
+        return None
+    return value[0] if isinstance(value, list) and value and type(value[0]) is int else None
+
+
+def node_span(node: Node) -> int:
+    """The encoded length of the container a node describes."""
+    if isinstance(node, StrideNode):
+        h, n, s = node.dims[0]
+        return h + n * s
+    if isinstance(node, MapNode):
+        return node.koffs[-1]
+    if isinstance(node, ArrayNode):
+        return node.head + node.size
+    return node.offs[-1]
+
+
+def _increasing(xs: list[int]) -> bool:
+    return all(map(int.__lt__, xs, xs[1:]))
+
+
+def check_node(node: Node, where: int, toc_off: int) -> None:
+    """Structural checks, once per decoded node at absolute offset ``where``, so that later
+    arithmetic on it stays in bounds (every offset is then also checked against the
+    container's length, and the container's header against the node)."""
+    bad = None
+    if isinstance(node, ArrayNode):
+        if not (3 <= node.head <= 6 + 4 + (1 << 20) and 0 <= node.size):  # ext header, H, header of at most 1 MiB
+            bad = f"array head {node.head}, size {node.size}"
+    elif isinstance(node, StrideNode):
+        if not node.dims or node.lazy_min < 0:
+            bad = "empty dims"
+        else:
+            for (h, n, s), inner in zip(node.dims, [*node.dims[1:], None], strict=True):
+                if not 1 <= h <= 5 or not 0 < n < 2**32 or s < 1 or (inner is not None and s != inner[0] + inner[1] * inner[2]):
+                    bad = f"inconsistent dims {node.dims}"
+                    break
+    elif isinstance(node, MapNode):
+        n = len(node.keys)
+        ok = len(node.koffs) == n + 1 and len(node.voffs) == n and n > 0 and 1 <= node.koffs[0] <= 5
+        ok = ok and all(map(int.__lt__, node.koffs, node.voffs)) and all(map(int.__lt__, node.voffs, node.koffs[1:]))
+        if not ok or not all(0 <= k < n for k in node.kids):
+            bad = "inconsistent key offsets"
+        elif len(set(node.keys)) != n:
+            bad = "a key listed twice"
+    else:  # ListNode, HashMapNode: spans
+        ok = len(node.offs) == len(node.starts) + 1 and node.starts and node.starts[0] == 0 and 1 <= node.offs[0] <= 5
+        ok = ok and node.starts[-1] < node.n < 2**32 and node.n <= node.offs[-1] - node.offs[0]
+        ok = ok and _increasing(node.starts) and _increasing(node.offs)
+        spans = len(node.starts)
+        ok = ok and all(0 <= k < spans and node.starts[k] + 1 == (node.starts[k + 1] if k + 1 < spans else node.n) for k in node.kids)
+        if isinstance(node, HashMapNode):
+            back, size = node.index
+            region = (node.n + 1) * node.offs_width + ((1 << node.page_bits) + 1) * 8 + node.n * 8 if 0 <= node.page_bits <= 31 else -1
+            ok = ok and node.offs_width in (4, 8) and size == region and set(node.kid_keys.values()) == set(node.kids)
+            ok = ok and back > 0 and where - back >= toc_off and where - back + size <= where
+        if not ok:
+            bad = "inconsistent spans"
+    if bad:
+        raise CorruptedError(f"TOC node at offset {where} is malformed: {bad}")
+
+
+def stride_headers(node: StrideNode) -> bytes | None:
+    """The bytes a fixed-stride list starts with: its header, its first row's, that row's first
+    row's and so on (the rows' headers are alike at each depth, which ``verify`` checks for
+    every row); None if a count does not fit its header size. A lazy view reads them in one
+    piece, so a node whose nesting does not match the data is refused."""
+    out = b""
+    for h, n, _ in node.dims:
+        if h == 1 and n < 16:
+            out += bytes((0x90 | n,))
+        elif h in (3, 5) and n < 1 << 8 * (h - 1):
+            out += (b"\xdc" if h == 3 else b"\xdd") + n.to_bytes(h - 1, "big")
+        else:
+            return None
+    return out
+
+
+def node_header(node: Node) -> tuple[bool, int, int]:
+    """The (is_map, item count, header size) the container of ``node`` must start with."""
+    if isinstance(node, StrideNode):
+        return False, node.dims[0][1], node.dims[0][0]
+    if isinstance(node, MapNode):
+        return True, len(node.keys), node.koffs[0]
+    return isinstance(node, HashMapNode), node.n, node.offs[0]

@@ -1,0 +1,65 @@
+"""TODO docstring."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+
+def _fsspec() -> Any:
+    try:
+        import fsspec
+    except ImportError:
+        raise ImportError("remote archives need fsspec (and s3fs for S3): pip install 'msglc[remote]'") from None
+    return fsspec
+
+
+def is_local(fs: Any) -> bool:
+    protocol = fs.protocol if isinstance(fs.protocol, (tuple, list)) else (fs.protocol,)
+    return "file" in protocol or "local" in protocol
+
+
+class RemotePath:
+    """An object on an fsspec file system: where a remote archive is read from or written to.
+    ``owned``: the file system was made for this name alone (from a URL, by a class fsspec does
+    not share between callers, such as a zip), so a write closes it: that is what finishes a
+    zip."""
+
+    def __init__(self, fs: Any, path: str, owned: bool = False) -> None:
+        self.fs = fs
+        self.path = path
+        self.owned = owned
+
+    def __repr__(self) -> str:
+        return f"<RemotePath {self.path!r} on {type(self.fs).__name__}>"
+
+
+def resolve_name(target: Any, fs: Any = None, storage_options: dict | None = None) -> Any:
+    """A ``RemotePath`` when ``target`` names a remote archive: a URL such as
+    ``"s3://bucket/key"`` (with ``storage_options`` for its file system), a ``upath.UPath``, or
+    any path together with an fsspec file system ``fs``. A name on the local file system gives
+    its local path; anything else (a local path, bytes, a file object) is returned as it is."""
+    if fs is None and not storage_options and not isinstance(target, str) and not hasattr(target, "fs"):
+        return target
+    if fs is not None:
+        if storage_options:
+            raise TypeError("pass storage_options or fs, not both (the file system already has its options)")
+        if not isinstance(target, (str, os.PathLike)):
+            raise TypeError(f"with fs=, the archive is named by a path str, not {type(target).__name__}")
+        path = os.fspath(target)
+    elif isinstance(target, str) and "://" in target:
+        fs, path = _fsspec().core.url_to_fs(target, **(storage_options or {}))
+        if not is_local(fs):
+            return RemotePath(fs, path, owned=not getattr(fs, "cachable", True))
+    elif storage_options:
+        raise TypeError("storage_options apply to URLs such as 's3://bucket/key' only")
+    elif (
+        not isinstance(target, os.PathLike)
+        and not hasattr(target, "read")
+        and hasattr(target, "fs")
+        and isinstance(getattr(target, "path", None), str)
+    ):
+        fs, path = target.fs, target.path  # a UPath (or a RemotePath)
+    else:
+        return target
+    return path if is_local(fs) else RemotePath(fs, path)

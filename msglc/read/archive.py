@@ -1,0 +1,360 @@
+"""TODO docstring."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any, NamedTuple, NoReturn
+
+import msgspec
+
+from msglc.errors import (
+    ArchiveChangedError,
+    CorruptedError,
+    MsglcError,
+    NotAnArchiveError,
+    TruncatedError,
+    UnsupportedVersionError,
+)
+from msglc.format.container import (
+    END_MAGIC,
+    HEADER_SIZE,
+    MAGIC,
+    TRAILER_SIZE,
+    check_header,
+    header_end,
+    unpack_trailer,
+)
+from msglc.format.msgpack import container_header
+from msglc.format.nodes import (
+    ArrayNode,
+    HashMapNode,
+    MapNode,
+    Node,
+    StrideNode,
+    check_node,
+    node_header,
+    node_span,
+    stride_headers,
+    unframe_node,
+)
+from msglc.format.numpy_ext import ext_hook, parse_head
+from msglc.io.open_source import open_source
+from msglc.util.checksum import ParallelCrc
+
+_decoder = msgspec.msgpack.Decoder(ext_hook=ext_hook)
+
+
+class _NoTrailer(TruncatedError):
+    """Internal: the file does not end in a trailer (explained once the open gives up)."""
+
+
+MAX_NODE_CACHE = 65536
+
+
+STALE_SCAN = 1 << 24  # how far back an archive followed by stale bytes is looked for
+
+
+STALE_CANDIDATES = 64
+
+
+OPEN_ATTEMPTS = 100  # an open that keeps meeting a file mid-change gives up after this many
+
+
+class LazyStats:
+    """Counts storage requests and bytes: ``stats()`` is the number of bytes read so far,
+    ``stats.requests`` the requests made (each ``pread`` of a local file; each ranged GET of
+    a remote one, reads served from its block cache not counted). ``calls`` is ``requests``."""
+
+    def __init__(self) -> None:
+        self.requests = 0
+        self.bytes = 0
+        self._lock = threading.Lock()
+
+    @property
+    def calls(self) -> int:
+        return self.requests
+
+    def add(self, size: int, requests: int = 1) -> None:
+        with self._lock:
+            self.requests += requests
+            self.bytes += size
+
+    def __call__(self) -> int:
+        return self.bytes
+
+    def clear(self) -> None:
+        with self._lock:
+            self.requests = 0
+            self.bytes = 0
+
+    def __str__(self) -> str:
+        return f"{self.requests} requests, {self.bytes} bytes"
+
+    def __repr__(self) -> str:
+        return f"<LazyStats {self}>"
+
+
+def _why(e: BaseException) -> str:
+    return "nested too deeply" if isinstance(e, RecursionError) else str(e)
+
+
+def _closed(offset: int, size: int) -> bytes:
+    raise ValueError("I/O operation on a closed LazyReader")
+
+
+class Location(NamedTuple):
+    """Where a container is stored: its encoding (``offset``, ``size`` bytes in the data
+    section) and its TOC node (``node``, ``node_size``; both 0 when it has none of its own)."""
+
+    offset: int
+    size: int
+    node: int
+    node_size: int
+
+
+class Archive:
+    """State shared by a reader and its lazy views: the source, the trailer, the node cache."""
+
+    def __init__(
+        self, source: Any, cached: bool, counter: LazyStats | None, root: Callable[[Archive], Any] | None = None, **where: Any
+    ) -> None:
+        """``root(archive)``, when given, makes the root's lazy view within the consistent
+        open (it reads the root's node and header), kept as ``root_view``."""
+        self.src = open_source(source, counter, **where)
+        self.closed = False
+        self.cached = cached
+        self.counter = counter
+        self.nodes: dict[int, Any] = {}
+        self.node_sizes: dict[int, int] = {}  # framed length of each cached node
+        self.key_maps: dict[int, dict] = {}
+        read = self.src.read
+        if counter is not None and not self.src.counts_itself:
+
+            def read(offset: int, size: int, _read=self.src.read, _add=counter.add) -> bytes | memoryview:
+                _add(size)
+                return _read(offset, size)
+
+        self.read = read
+        self.root_view: Any = None
+        self._make_root = root
+        self.opened: object = None  # the source's stamp of the state opened
+        try:
+            self.opened = self._open_consistently()
+        except BaseException:
+            self.src.close()
+            raise
+
+    def _open_consistently(self) -> object:
+        """Open (header, trailer, and the root's node and header), reading them again if the
+        file changed while they were read and they did not fit: ``append`` moves the trailer
+        and switches the header between valid states, and an open that read parts of two
+        states must not call a healthy archive damaged. A file that fails with no change
+        during the attempt is reported. Returns the source's stamp of the state opened."""
+        for attempt in range(OPEN_ATTEMPTS):
+            before = self.src.stamp()
+            try:
+                self._open()
+                self.src.opened = before
+                return before
+            except MsglcError as e:
+                self.nodes.clear()
+                if before is None or attempt == OPEN_ATTEMPTS - 1 or not self._changed(before):
+                    if isinstance(e, _NoTrailer):
+                        self._no_trailer(self.size)  # only now: it may read up to STALE_SCAN bytes
+                    raise
+                time.sleep(min(0.01, 0.0002 * attempt))  # let a writer between two states finish
+        raise AssertionError("unreachable")
+
+    def _changed(self, stamp: object) -> bool:
+        """Has the file changed since ``stamp`` (or its header since it was read)?"""
+        return self.src.stamp() != stamp or bytes(self.src.read(0, min(self.src.size, HEADER_SIZE))) != self.header
+
+    def damaged(self, message: str) -> MsglcError:
+        """The error for data that does not fit its TOC: ``ArchiveChangedError`` when the file
+        changed since the open (an append overwrites the TOC this reader holds), else
+        ``CorruptedError``. Only on the error path: costs one ``fstat``."""
+        if self.opened is not None and not self.closed and self._changed(self.opened):
+            return ArchiveChangedError(f"{message}; the file changed after this reader opened it (an append?): open a new reader")
+        return CorruptedError(message)
+
+    def _open(self) -> None:
+        self.size = size = self.src.size  # the archive's end: the file's, or the header's
+        head = self.read(0, min(size, HEADER_SIZE))
+        self.header = bytes(head)
+        if size < HEADER_SIZE + TRAILER_SIZE:
+            if bytes(head[: len(MAGIC)]) != MAGIC[: len(head)] or not head:
+                raise NotAnArchiveError(f"not an msglc archive: {size} bytes, no msglc magic at offset 0")
+            raise TruncatedError(f"file has {size} bytes, an msglc archive has at least {HEADER_SIZE + TRAILER_SIZE}")
+        check_header(head)
+        end = header_end(head)
+        if end:  # an append is under way or died midway: the archive ends where it says
+            if not HEADER_SIZE + TRAILER_SIZE <= end <= size:
+                raise (TruncatedError if end > size else CorruptedError)(
+                    f"the header says the archive ends at offset {end}; the file has {size} bytes"
+                )
+            self.size = size = end
+        tail = self.read(size - TRAILER_SIZE, TRAILER_SIZE)
+        if bytes(tail[-len(END_MAGIC) :]) != END_MAGIC:
+            raise _NoTrailer(f"no msglc trailer at the end of the file ({size} bytes): truncated or not an archive")
+        self.trailer = t = unpack_trailer(tail, size, self.header)
+        self.data_end = t.data_off + t.data_len
+        self.toc_end = t.toc_off + t.toc_len
+        if t.root_len and self._make_root is not None:
+            self.root_view = self._make_root(self)
+
+    def _no_trailer(self, size: int) -> NoReturn:
+        """Say why the file does not end in a trailer: truncated, or bytes after a complete
+        archive (a buffer reused for a shorter archive, padding), found by looking back for
+        the end magic of a trailer that fits: the error path only, within ``STALE_SCAN`` bytes
+        (one block of a remote source) and ``STALE_CANDIDATES`` magics."""
+        start = max(HEADER_SIZE, size - min(STALE_SCAN, getattr(self.src, "block_size", STALE_SCAN)))
+        tail = bytes(self.read(start, size - start))
+        at = len(tail)
+        for _ in range(STALE_CANDIDATES):
+            at = tail.rfind(END_MAGIC, 0, at)
+            if at < 0:
+                break
+            end = start + at + len(END_MAGIC)
+            if at + len(END_MAGIC) >= TRAILER_SIZE and end >= HEADER_SIZE + TRAILER_SIZE:
+                try:
+                    unpack_trailer(tail[at + len(END_MAGIC) - TRAILER_SIZE : at + len(END_MAGIC)], end, self.header)
+                except MsglcError:
+                    continue
+                raise CorruptedError(
+                    f"the archive ends at offset {end} but the file has {size} bytes: {size - end} bytes follow it "
+                    f"(stale bytes of a reused buffer or file? read the first {end} bytes)"
+                )
+        raise TruncatedError(f"no msglc trailer at the end of the file ({size} bytes): truncated or not an archive")
+
+    def check_open(self) -> None:
+        if self.closed:
+            raise ValueError("I/O operation on a closed LazyReader")
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.read = _closed
+            self.src.close()
+
+    def decode_span(self, offset: int, size: int, prefix: bytes = b"") -> Any:
+        """Decode ``size`` data bytes at ``offset`` (after ``prefix``, a container header)."""
+        if offset < self.trailer.data_off or offset + size > self.data_end or size <= 0:
+            raise self.damaged(f"data span {offset}+{size} lies outside the data section")
+        return self.decode(prefix + self.read(offset, size) if prefix else self.read(offset, size), offset)
+
+    def decode(self, data: bytes | memoryview, offset: int) -> Any:
+        """Decode data bytes read from ``offset``, naming the offset if they are not msgpack."""
+        try:
+            return _decoder.decode(data)
+        except (msgspec.DecodeError, UnicodeDecodeError, RecursionError) as e:
+            raise self.damaged(f"data at offset {offset} ({len(data)} bytes) is not valid msgpack: {_why(e)}") from None
+        except (CorruptedError, UnsupportedVersionError) as e:  # from the NumPy array hook
+            raise type(e)(f"data at offset {offset} ({len(data)} bytes): {e}") from None
+
+    def read_into(self, offset: int, out: Any) -> None:
+        """Fill the fresh C-contiguous NumPy array ``out`` with data bytes from ``offset``."""
+        if self.closed:
+            raise ValueError("I/O operation on a closed LazyReader")
+        buf = memoryview(out.reshape(-1).view("u1"))
+        if offset < self.trailer.data_off or offset + len(buf) > self.data_end:
+            raise CorruptedError(f"data span {offset}+{len(buf)} lies outside the data section")
+        self._fill(offset, buf)
+
+    def _fill(self, offset: int, buf: memoryview) -> None:
+        if self.counter is not None and not self.src.counts_itself:
+            self.counter.add(len(buf))
+        self.src.read_into(offset, buf)
+
+    def node(self, pos: int, size: int) -> Any:
+        node = self.nodes.get(pos)
+        if node is None:
+            if not (self.trailer.toc_off <= pos and pos + size <= self.toc_end):
+                raise self.damaged(f"TOC node {pos}+{size} lies outside the TOC")
+            if size < 5:
+                raise CorruptedError(f"TOC node at offset {pos} is {size} bytes, too short")
+            try:
+                node = unframe_node(self.read(pos, size), pos)
+                check_node(node, pos, self.trailer.toc_off)
+            except CorruptedError as e:
+                raise self.damaged(str(e)) from None
+            if len(self.nodes) >= MAX_NODE_CACHE:
+                self.nodes.clear()
+                self.node_sizes.clear()
+                self.key_maps.clear()
+            self.nodes[pos] = node
+            self.node_sizes[pos] = size
+        return node
+
+    @staticmethod
+    def referred(parent_pos: int, ref: tuple[int, int]) -> int:
+        """The position of the node that the node at ``parent_pos`` references with ``ref``,
+        which must precede it (so no walk over references can loop)."""
+        back, size = ref
+        pos = parent_pos - back
+        if back <= 0 or pos + size > parent_pos:
+            raise CorruptedError(f"TOC node at offset {parent_pos} references a node at {pos} that does not precede it")
+        return pos
+
+    def walk(self, pos: int, size: int) -> Iterator[tuple[int, Any]]:
+        """(position, node) of every TOC node reachable from the one at ``pos``, each once,
+        reading TOC nodes only."""
+        stack, seen = [(pos, size)], {pos}
+        while stack:
+            here, length = stack.pop()
+            node = self.node(here, length)
+            yield here, node
+            for ref in getattr(node, "kids", {}).values():
+                child = self.referred(here, ref)
+                if child not in seen:
+                    seen.add(child)
+                    stack.append((child, ref[1]))
+
+    def toc_range(self, pos: int, size: int) -> tuple[int, int]:
+        """The TOC range [lo, end) holding the node at ``pos`` and every node it refers to
+        (nodes precede the nodes that refer to them)."""
+        lo = pos
+        for here, node in self.walk(pos, size):
+            lo = min(lo, here - node.index[0] if isinstance(node, HashMapNode) else here)
+        return lo, pos + size
+
+    def container(self, base: int, span: int, pos: int, size: int) -> tuple[Node, tuple[Any, tuple[int, ...], int] | None]:
+        """The TOC node at ``pos`` (``size`` bytes) checked against the container it describes,
+        stored at ``base`` (``span`` bytes): its length and header must match. For a NumPy array
+        also its (dtype, shape, start of the elements)."""
+        node = self.node(pos, size)
+        if node_span(node) != span or base + span > self.data_end:
+            raise self.damaged(f"TOC node at offset {pos} describes {node_span(node)} bytes where {span} are stored at offset {base}")
+        if isinstance(node, ArrayNode):
+            dtype, shape, start = parse_head(self.read(base, node.head), base, span)
+            if start != node.head:
+                raise CorruptedError(f"NumPy array at offset {base} does not match its TOC node at offset {pos}")
+            return node, (dtype, shape, start)
+        if isinstance(node, StrideNode):
+            heads = stride_headers(node)
+            fits = heads is not None and bytes(self.read(base, len(heads))) == heads
+        else:
+            fits = container_header(self.read(base, min(5, span))) == node_header(node)
+        if not fits:
+            raise self.damaged(f"container at offset {base} does not match its TOC node at offset {pos}")
+        return node, None
+
+    def decode_all(self) -> Any:
+        """The whole data section decoded, its checksum checked (on another core meanwhile)."""
+        t = self.trailer
+        data = self.read(t.data_off, t.data_len)
+        crc = ParallelCrc(data)
+        try:
+            obj = self.decode(data, t.data_off)
+        finally:
+            crc_value = crc.result()
+        if crc_value != t.data_crc:
+            raise CorruptedError(f"data section checksum mismatch ({t.data_len} bytes at offset {t.data_off})")
+        return obj
+
+    def key_map(self, pos: int, node: MapNode) -> dict:
+        keys = self.key_maps.get(pos)
+        if keys is None:
+            keys = self.key_maps[pos] = {k: j for j, k in enumerate(node.keys)}
+        return keys

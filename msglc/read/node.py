@@ -1,0 +1,72 @@
+"""The base of every lazy part (``LazyList``, ``LazyDict``, ``LazyArray``): where its bytes
+and its TOC node are, and what every part answers alike."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+from typing import Any
+
+from msglc.read.archive import Archive, Location
+from msglc.read.extract import part_archive
+
+
+class LazyNode:
+    """Common base: a container at absolute offset ``_base`` described by the TOC node at
+    ``_pos`` (``_nsize`` bytes; 0 for a row of a fixed-stride list, which has none)."""
+
+    __slots__ = ("_a", "_base", "_pos", "_nsize", "_cache")
+
+    def __init__(self, archive: Archive, base: int, pos: int, nsize: int = 0) -> None:
+        self._a = archive
+        self._base = base
+        self._pos = pos
+        self._nsize = nsize
+        self._cache: dict[Any, Any] | None = {} if archive.cached else None
+
+    def _span(self) -> int:
+        raise NotImplementedError
+
+    def _check_open(self) -> None:
+        """For answers that need no read (lengths, keys, cached values): still refuse after close."""
+        self._a.check_open()
+
+    def location(self) -> Location:
+        """Where this part is stored: its encoding's offset and size in the file, and its TOC
+        node's (0 and 0 for a row of a fixed-stride list: its parent's node describes it)."""
+        return Location(self._base, self._span(), self._pos if self._nsize else 0, self._nsize)
+
+    def to_obj(self) -> Any:
+        """The whole container as plain Python objects, decoded in one call."""
+        return self._a.decode_span(self._base, self._span())
+
+    def raw_data(self) -> bytes:
+        """This part as a stand-alone archive (its data and TOC nodes copied, not decoded):
+        ``LazyReader(x.raw_data())`` reads what ``x`` holds. The reverse of ``combine``."""
+        return b"".join(standalone(self))
+
+    def protocol_raw_data(self) -> bytes:
+        """The container's msgpack encoding."""
+        return bytes(self._a.read(self._base, self._span()))
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def archive_of(part: LazyNode) -> Archive:
+    """The archive a lazy part reads from (for the layers above: batch reads, repacking)."""
+    return part._a
+
+
+def rebound(part: LazyNode, archive: Archive) -> LazyNode:
+    """A copy of ``part`` that reads through ``archive`` (a batch over the same file),
+    without a cache."""
+    moved = copy.copy(part)
+    moved._a = archive
+    moved._cache = None
+    return moved
+
+
+def standalone(part: LazyNode) -> Iterator[bytes | memoryview]:
+    """The bytes of ``part.raw_data()``, in pieces (see ``extract.part_archive``)."""
+    count = 0 if part._nsize else len(part)  # type: ignore[arg-type]  # (a row: a list)
+    return part_archive(part._a, part.location(), count)

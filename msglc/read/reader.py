@@ -1,0 +1,215 @@
+"""Open an archive and read parts of it: ``LazyReader``, ``LazyStats``, ``to_obj``."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, BinaryIO
+
+from msglc.read.archive import Archive, LazyStats
+from msglc.read.array import LazyArray
+from msglc.read.batch import BatchArchive, Task, async_run, path_task, run
+from msglc.read.node import LazyNode, rebound
+from msglc.read.node import archive_of as part_archive_of
+from msglc.read.paths import resolve, split_path
+from msglc.read.verify import verify_archive
+from msglc.read.views import LazyDict, LazyList, root_view
+from msglc.util.runtime import gc_paused
+
+__all__ = ["LazyArray", "LazyReader", "LazyStats", "LazyDict", "LazyList", "to_obj"]
+
+
+class LazyReader:
+    """Read parts of an archive without loading it.
+
+    ``source``: a path, a bytes-like object, a memory map, a readable seekable binary file, or
+    a remote archive: a URL such as ``"s3://bucket/key.msg"`` (``storage_options`` go to its
+    fsspec file system), a ``upath.UPath``, a path on the fsspec file system ``fs``, or an open
+    fsspec file. ``cached``: keep decoded values in the lazy views so repeated reads are free
+    (TOC nodes are always cached). ``counter``: a ``LazyStats`` that counts the requests.
+    Remote archives are read in blocks of ``block_size`` bytes (read-ahead for small reads),
+    the ``cache_blocks`` most recent kept.
+    """
+
+    def __init__(
+        self,
+        source: str | os.PathLike | bytes | bytearray | memoryview | BinaryIO,
+        *,
+        cached: bool = True,
+        counter: LazyStats | None = None,
+        fs: Any = None,
+        storage_options: dict | None = None,
+        block_size: int | None = None,
+        cache_blocks: int | None = None,
+    ) -> None:
+        remote = {k: v for k, v in (("block_size", block_size), ("cache_blocks", cache_blocks)) if v is not None}
+        self._a = Archive(source, cached, counter, root_view, fs=fs, storage_options=storage_options, **remote)
+        self._root: Any = None
+
+    # -- lifecycle --
+    def close(self) -> None:
+        self._a.close()
+        self._root = None
+
+    def __enter__(self) -> LazyReader:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<LazyReader {self._a.trailer.data_len} data bytes, TOC {self._a.trailer.toc_len} bytes>"
+
+    # -- the root --
+    def _root_obj(self) -> Any:
+        root = self._root
+        if root is not None:
+            return root
+        a = self._a
+        a.check_open()
+        root = a.root_view if a.root_view is not None else a.decode_all()
+        if a.cached or isinstance(root, LazyNode):
+            self._root = root
+        return root
+
+    # -- access --
+    def read(self, path: Any = None) -> Any:
+        """The value at ``path`` ("a/b/3" or ["a", "b", 3]); the root when ``path`` is None."""
+        return self[path]
+
+    visit = read
+
+    def __getitem__(self, path: Any) -> Any:
+        root = self._root
+        if root is None:
+            root = self._root_obj()
+        if type(path) is int:
+            return root[path]
+        return resolve(root, split_path(path))
+
+    def __len__(self) -> int:
+        return len(self._root_obj())
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._root_obj())
+
+    def __contains__(self, key: Any) -> bool:
+        return key in self._root_obj()
+
+    def keys(self) -> Any:
+        return self._root_dict("keys").keys()
+
+    def values(self) -> Any:
+        return self._root_dict("values").values()
+
+    def items(self) -> Any:
+        return self._root_dict("items").items()
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        return self._root_dict("get").get(key, default)
+
+    def _root_dict(self, method: str) -> Any:
+        """The root, for the dict methods: a clear error when it is not a dict."""
+        root = self._root_obj()
+        if not isinstance(root, (dict, LazyDict)):
+            kind = "list" if isinstance(root, (list, LazyList)) else type(root).__name__
+            raise TypeError(f"{method}() needs an archive whose root is a dict; this one's root is a {kind}")
+        return root
+
+    def read_many(self, paths: Iterable[Any], *, max_gap: int | None = None) -> list[Any]:
+        """The values at ``paths``, in the order given, as ``[reader[p] for p in paths]`` would
+        return them (and raising what it would raise first), but with the reads of all paths
+        made together: reads less than ``max_gap`` bytes apart as one request (default 1 MB
+        for remote archives, 4 KB for local files), the others concurrently. A path needing k
+        dependent reads (TOC node, index page, value) costs k rounds of requests, for any
+        number of paths."""
+        return run(self._a, [path_task(p) for p in paths], max_gap)
+
+    async def async_read_many(self, paths: Iterable[Any], *, max_gap: int | None = None) -> list[Any]:
+        """``read_many`` for an event loop: requests are awaited (on fsspec's own loop for an
+        async file system such as s3fs), decoding runs in a worker thread."""
+        return await async_run(self._a, [path_task(p) for p in paths], max_gap)
+
+    async def async_read(self, path: Any = None) -> Any:
+        """``read`` for an event loop (see ``async_read_many``)."""
+        return (await self.async_read_many([path]))[0]
+
+    def to_obj(self) -> Any:
+        """The whole stored object as plain Python objects (checks the data checksum)."""
+        with gc_paused(True):
+            return self._a.decode_all()
+
+    def verify(self, progress: Callable[[int], None] | None = None) -> None:
+        """Check the whole archive: the data checksum, and every TOC node against the item
+        boundaries, keys and headers found in the data. Raises an ``MsglcError`` naming the first problem. Reads the data section
+        into memory once; lazy reads check only what they touch. ``progress(n)`` is called as
+        the data is read."""
+        verify_archive(self._a, progress)
+
+    def raw_data(self) -> bytes:
+        """The archive's own bytes."""
+        return bytes(self._a.read(0, self._a.size))
+
+    def protocol_raw_data(self) -> bytes:
+        """The data section alone: plain msgpack of the stored object."""
+        t = self._a.trailer
+        return bytes(self._a.read(t.data_off, t.data_len))
+
+
+def to_obj(x: Any) -> Any:
+    """A fully materialized plain object for a lazy view, a reader, or a list holding views."""
+    if isinstance(x, (LazyNode, LazyReader)):
+        return x.to_obj()
+    if isinstance(x, list) and any(isinstance(v, (LazyNode, list)) for v in x):
+        return [to_obj(v) for v in x]
+    return x
+
+
+def archive_of(x: LazyReader | LazyNode) -> Archive:
+    """The archive a reader or a lazy part reads from (for the layers above: batch reads,
+    repacking, combining)."""
+    return x._a if isinstance(x, LazyReader) else part_archive_of(x)
+
+
+def to_obj_task(x: Any) -> Task:
+    """``x.to_obj()`` for a reader or lazy view ``x``, its reads made through the batch."""
+    def materialize(batch: BatchArchive) -> Any:
+        if isinstance(x, LazyReader):
+            return batch.decode_all()
+        return rebound(x, batch).to_obj()
+
+    return materialize
+
+
+def _lazy_in(x: Any) -> Iterator[Any]:
+    """The readers and lazy views in ``x`` (itself, or inside nested lists), in order."""
+    if isinstance(x, (LazyReader, LazyNode)):
+        yield x
+    elif isinstance(x, list):
+        for v in x:
+            yield from _lazy_in(v)
+
+
+def _rebuild(x: Any, values: Iterator[Any]) -> Any:
+    """``x`` with its readers and lazy views (in ``_lazy_in`` order) replaced by ``values``."""
+    if isinstance(x, list):
+        return [_rebuild(v, values) for v in x]
+    return next(values) if next(_lazy_in(x), None) is not None else x
+
+
+async def async_to_obj(x: Any) -> Any:
+    """``to_obj(x)`` from an event loop: the bytes are fetched without blocking it and decoded
+    in a worker thread. ``x``: a ``LazyReader``, a lazy view, or a list holding views; the
+    views of one reader are read together."""
+    leaves = list(_lazy_in(x))
+    by_archive: dict[int, list[int]] = {}
+    for i, leaf in enumerate(leaves):
+        by_archive.setdefault(id(archive_of(leaf)), []).append(i)
+    groups = list(by_archive.values())
+    done = await asyncio.gather(*(async_run(archive_of(leaves[g[0]]), [to_obj_task(leaves[i]) for i in g]) for g in groups))
+    values: list[Any] = [None] * len(leaves)
+    for g, got in zip(groups, done, strict=True):
+        for i, value in zip(g, got, strict=True):
+            values[i] = value
+    return _rebuild(x, iter(values))

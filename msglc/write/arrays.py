@@ -1,0 +1,175 @@
+"""NumPy arrays as msgpack extension values: typed bytes, never pickle (spec: docs/format.md).
+
+An array is the extension value ``ARRAY_EXT`` whose payload is
+
+    u32 LE  header length H | H bytes: msgpack [descr, shape] | the elements, C order
+
+``descr`` is NumPy's own description of the dtype (as in ``.npy`` files), so byte order and
+structured fields survive; it is parsed by ``numpy.lib.format.descr_to_dtype``, never
+evaluated. numpy is imported only when an array is met: ``import msglc`` does not need it.
+
+Writing: small arrays are encoded inline by msgspec's ``enc_hook``. Large ones are left out of
+the encoded buffer: the hook puts a 27-byte placeholder there, and the writer streams the
+array's own memory into the file in its place (``DataSection``), so a several-GB array is
+never copied whole.
+"""
+
+from __future__ import annotations
+
+import secrets
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import msgspec
+
+from msglc.format.msgpack import ARRAY_EXT, ext_header, parse_ext_header
+from msglc.format.numpy_ext import (
+    MAX_HEADER,
+    U32,
+    as_list_item,
+    check_dtype,
+    leaves_all,
+)
+from msglc.write.streams import Streamed, is_streamed
+
+SPLICE_MIN = 1 << 16  # arrays of at least this many bytes are streamed from their own memory
+
+
+CHUNK = 1 << 24  # bytes per write of an array's own memory
+
+
+SLAB = 1 << 22  # bytes per C-order copy of a non-contiguous array (the CRC and the writer each hold two)
+
+
+_header_encoder = msgspec.msgpack.Encoder()
+
+
+def array_head(arr: Any) -> bytes:
+    """Everything before the elements: the extension header, H and the [descr, shape] header."""
+    np = sys.modules["numpy"]
+    header = _header_encoder.encode([np.lib.format.dtype_to_descr(arr.dtype), list(arr.shape)])
+    if len(header) > MAX_HEADER:
+        raise ValueError(f"msglc stores NumPy dtypes whose description takes at most {MAX_HEADER} bytes; this one takes {len(header)}")
+    payload = 4 + len(header) + arr.nbytes
+    if payload >= 2**32:
+        raise ValueError(f"msglc stores NumPy arrays of up to 4 GiB (an msgpack extension's limit); this one has {arr.nbytes} bytes")
+    return ext_header(payload, ARRAY_EXT) + U32.pack(len(header)) + header
+
+
+class ArrayEncoder:
+    """The ``enc_hook`` of one dump: NumPy arrays and scalars in, msgpack-ready values out.
+
+    With ``numpy_encoder`` arrays become extension values (large ones placeholders, recorded
+    in ``splices``); without it they become nested lists. NumPy scalars become plain numbers,
+    strs and bytes; those without an exact plain equivalent (complex, long double, datetime)
+    become 0-d arrays, or are refused without ``numpy_encoder``."""
+
+    PLACEHOLDER_SIZE = 27  # ext8 header (3 bytes) + 16-byte token + u64 index
+
+    def __init__(self, numpy_encoder: bool) -> None:
+        self.numpy_encoder = numpy_encoder
+        self.splices: list[Any] = []
+        self.token = secrets.token_bytes(16)
+        self.refused: Any = None  # the value a TypeError was raised for, to find its path
+
+    def __call__(self, obj: Any) -> Any:
+        np = sys.modules.get("numpy")
+        if np is not None:
+            if isinstance(obj, np.ndarray):
+                return self._array(np, obj)
+            if isinstance(obj, np.generic):
+                return self._scalar(np, obj)
+        if is_streamed(obj):
+            raise Streamed
+        raise TypeError(f"cannot store {type(obj).__name__}")
+
+    def _refuse(self, obj: Any, what: str) -> TypeError:
+        self.refused = obj
+        return TypeError(f"msglc cannot store {what}")
+
+    def _array(self, np: Any, given: Any) -> Any:
+        if isinstance(given, np.ma.MaskedArray):
+            raise self._refuse(given, "a NumPy masked array (store its .data and .mask as two arrays)")
+        why = check_dtype(given.dtype)
+        if why is None and not self.numpy_encoder and not leaves_all(given.dtype, as_list_item):
+            why = f"a NumPy array of dtype {given.dtype} as lists (its items have no plain equivalent; use numpy_encoder=True)"
+        if why is not None:
+            raise self._refuse(given, why)
+        arr = np.asarray(given)  # subclasses (np.matrix, np.memmap) as the plain array they hold
+        if not self.numpy_encoder:
+            return arr.tolist()
+        head = array_head(arr)
+        if arr.nbytes < SPLICE_MIN:
+            return msgspec.msgpack.Ext(ARRAY_EXT, head[_ext_size(head) :] + arr.tobytes())
+        self.splices.append((head, arr))
+        return msgspec.msgpack.Ext(ARRAY_EXT, self.token + (len(self.splices) - 1).to_bytes(8, "little"))
+
+    def _scalar(self, np: Any, x: Any) -> Any:
+        if isinstance(x, (np.bool_, np.integer, np.str_, np.bytes_)) or (isinstance(x, np.floating) and x.dtype.itemsize <= 8):
+            return x.item()
+        if not self.numpy_encoder:
+            raise self._refuse(x, f"a NumPy {type(x).__name__} scalar without numpy_encoder=True (it has no exact plain equivalent)")
+        return self._array(np, np.asarray(x))
+
+    def placeholder(self) -> bytes:
+        """The bytes that start every placeholder of this dump, before its index."""
+        return ext_header(24, ARRAY_EXT) + self.token
+
+
+def _ext_size(head: bytes) -> int:
+    return parse_ext_header(head)[1]
+
+
+class DataSection:
+    """The data section of an archive: the encoded buffer with large arrays spliced in where
+    their placeholders are. ``splices`` holds (buffer position, head, array) in order."""
+
+    def __init__(self, buf: bytes, encoder: ArrayEncoder | None) -> None:
+        self.buf = buf
+        self.splices: list[tuple[int, bytes, Any]] = []
+        if encoder is not None and encoder.splices:
+            self._locate(encoder)
+        self.size = len(buf) + sum(len(head) + arr.nbytes - ArrayEncoder.PLACEHOLDER_SIZE for _, head, arr in self.splices)
+
+    def _locate(self, encoder: ArrayEncoder) -> None:
+        marker = encoder.placeholder()
+        pos = 0
+        for index, (head, arr) in enumerate(encoder.splices):
+            pos = self.buf.find(marker, pos)
+            if pos < 0 or self.buf[pos + len(marker) : pos + len(marker) + 8] != index.to_bytes(8, "little"):
+                raise RuntimeError("msglc: lost track of a NumPy array placeholder while encoding")  # pragma: no cover
+            self.splices.append((pos, head, arr))
+            pos += ArrayEncoder.PLACEHOLDER_SIZE
+
+    def chunks(self) -> Iterator[bytes | memoryview]:
+        """The section's bytes in order, in pieces of at most ``CHUNK`` bytes for arrays."""
+        view = memoryview(self.buf)
+        done = 0
+        for pos, head, arr in self.splices:
+            yield view[done:pos]
+            yield head
+            yield from c_order_chunks(arr)
+            done = pos + ArrayEncoder.PLACEHOLDER_SIZE
+        yield view[done:]
+
+
+def c_order_chunks(arr: Any, limit: int = SLAB) -> Iterator[memoryview]:
+    """An array's elements in C order as byte views: its own memory when C-contiguous, else
+    copies of slabs of at most ``limit`` bytes (never a full second copy)."""
+    np = sys.modules["numpy"]
+    if arr.flags.c_contiguous:
+        flat = memoryview(arr.reshape(-1).view(np.uint8))
+        for i in range(0, len(flat), CHUNK):
+            yield flat[i : i + CHUNK]
+        return
+    row = arr.nbytes // arr.shape[0] if arr.shape[0] else 0
+    if not row:
+        return
+    rows = limit // row
+    if rows:
+        for i in range(0, arr.shape[0], rows):
+            yield memoryview(np.ascontiguousarray(arr[i : i + rows]).reshape(-1).view(np.uint8))
+    else:
+        for i in range(arr.shape[0]):
+            yield from c_order_chunks(arr[i], limit)

@@ -1,0 +1,109 @@
+"""Turn a Python value into an archive: ``dumps`` to bytes, ``dump`` to a path or a file object.
+
+A value that cannot be stored fails before any output exists: a file object gets its first
+byte only after the whole object is encoded and indexed; a path is written through a temporary
+file in the same directory (the data section while the TOC is built) that replaces the target
+only once it is complete, and is removed on any failure.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import threading
+from collections.abc import Iterable
+from typing import Any, BinaryIO
+
+from msglc.format.container import HEADER_SIZE
+from msglc.io.atomic import atomic_file, check_target, is_named
+from msglc.io.names import resolve_name
+from msglc.util.runtime import join
+from msglc.write.encoder import Encoded
+from msglc.write.streams import Streamed
+
+
+def dumps(obj: Any, **options: Any) -> bytes:
+    """The archive for ``obj`` as bytes. Options: see ``msglc.configure``."""
+    try:
+        try:
+            encoded = Encoded(obj, options)
+            encoded.index()
+        except Streamed:  # generators, Pairs or containers with their own iteration inside
+            from msglc.write.streaming import stream_bytes
+
+            return stream_bytes(obj, options)
+        return b"".join(itertools.chain((encoded.header,), encoded.data.chunks(), (encoded.toc, encoded.trailer())))
+    except StopIteration as e:  # from a value's items() or __iter__: it must not end the caller's loop
+        from msglc.write.streams import stop_iteration_error
+
+        raise stop_iteration_error() from e
+
+
+def dump(
+    target: str | bytes | os.PathLike | BinaryIO, obj: Any, *, fs: Any = None, storage_options: dict | None = None, **options: Any
+) -> None:
+    """Write ``obj`` as an archive to a path (atomically) or to a writable binary file object.
+
+    A remote target (``"s3://bucket/key"`` with ``storage_options``, a ``upath.UPath``, or a
+    path on the fsspec file system ``fs``) is streamed to the object, which appears only once
+    it is complete.
+
+    The file object is written sequentially, never seeked, so pipes and sockets work, and only
+    once every value is checked. Objects holding generators, ``Pairs`` or containers that
+    define their own iteration (dict subclasses with their own ``items()``, list, tuple and set
+    subclasses with their own ``__iter__``) are streamed by ``LazyWriter``: a file object must
+    then be seekable, and keeps what was written if a value fails midway (a path is still
+    replaced only on success). A ``StopIteration`` raised inside becomes a ``RuntimeError``.
+    """
+    target = resolve_name(target, fs, storage_options)
+    check_target(target, "dump")
+    is_path = is_named(target)
+    try:
+        try:
+            encoded = Encoded(obj, options)
+            if is_path:
+                _write_atomically(target, encoded)
+                return
+            encoded.index()  # every value checked before the first byte reaches the caller's file
+        except Streamed:  # generators, Pairs or containers with their own iteration inside: written as they are produced
+            from msglc.write.streaming import stream
+
+            return stream(target, obj, options)  # takes a RemotePath too
+        trailer = encoded.trailer()
+        for part in itertools.chain((encoded.header,), encoded.data.chunks(), (encoded.toc, trailer)):
+            target.write(part)
+    except StopIteration as e:  # from a value's items() or __iter__: it must not end the caller's loop
+        from msglc.write.streams import stop_iteration_error
+
+        raise stop_iteration_error() from e
+
+
+def _write_atomically(path: str | bytes, encoded: Encoded) -> None:
+    """Write through ``atomic_file``. The data section is written by a second thread while
+    this one builds the TOC (file writes release the GIL); a value refused meanwhile only costs
+    the temporary file, which is removed."""
+    try:
+        with atomic_file(path, encoded.durable, HEADER_SIZE + encoded.data.size) as f:
+            failed: list[BaseException] = []
+            parts = itertools.chain((encoded.header,), encoded.data.chunks())
+            writer = threading.Thread(target=_write_parts, args=(f, parts, failed), daemon=True)
+            writer.start()
+            try:
+                encoded.index()
+            finally:
+                join(writer)
+            if failed:
+                raise failed[0]
+            f.write(encoded.toc)
+            f.write(encoded.trailer())
+    except BaseException:
+        encoded.checksum.wait()
+        raise
+
+
+def _write_parts(f: Any, parts: Iterable, failed: list[BaseException]) -> None:
+    try:
+        for part in parts:
+            f.write(part)
+    except BaseException as e:  # reported by the caller after join
+        failed.append(e)

@@ -1,0 +1,81 @@
+"""TODO docstring."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from msglc.config import current
+from msglc.format.container import Trailer, pack_header
+from msglc.util.checksum import ParallelCrc
+from msglc.util.runtime import gc_paused
+from msglc.write import values as validate
+from msglc.write.arrays import ArrayEncoder, DataSection
+from msglc.write.indexer import TocBuilder
+
+
+def _where(obj: Any, bad: Any) -> str:
+    path = validate.find_path(obj, bad)
+    return "/".join(map(str, path)) if path else "the root"
+
+
+def encode_value(obj: Any, arrays: ArrayEncoder) -> bytes:
+    try:
+        return msgspec.msgpack.Encoder(enc_hook=arrays).encode(obj)
+    except OverflowError:
+        validate.raise_if_streamed(obj)  # the value may sit in a subclass's storage, which is not what gets written
+        raise OverflowError(f"msglc cannot store an int outside -2**63 .. 2**64-1 (at {_where(obj, validate.int_out_of_range)})") from None
+    except UnicodeEncodeError:
+        validate.raise_if_streamed(obj)
+        raise ValueError(
+            f"msglc cannot store a str that is not valid Unicode, such as a lone surrogate (at {_where(obj, validate.invalid_str)})"
+        ) from None
+    except TypeError as e:
+        if arrays.refused is not None:  # a NumPy value the hook refused: say where it is
+            validate.raise_if_streamed(obj)
+            raise TypeError(f"{e} (at {_where(obj, lambda x: x is arrays.refused)})") from None
+        validate.check_value_or_raise(obj)
+        raise
+    except RecursionError:
+        raise ValueError("object is nested too deeply or contains a reference to itself") from None
+
+
+class Encoded:
+    """An archive in the making: the data section at once, the TOC by ``index()``, the trailer
+    once the data checksum (computed on another core) is in."""
+
+    def __init__(self, obj: Any, options: dict[str, Any]) -> None:
+        cfg = current(**options)
+        self.threshold = cfg.small_obj_optimization_threshold
+        self.durable = cfg.durable
+        self.disable_gc = cfg.disable_gc
+        self.obj = obj
+        arrays = ArrayEncoder(cfg.numpy_encoder)
+        with gc_paused(self.disable_gc):
+            self.data = DataSection(encode_value(obj, arrays), arrays)
+        self.checksum = ParallelCrc(self.data.chunks(), self.data.size)
+        self.header = pack_header()
+        self.toc = bytearray()
+        self.root = (0, 0)
+
+    def index(self) -> None:
+        """Build the TOC, checking every value's type on the way (raises before any TOC byte
+        is written)."""
+        builder = TocBuilder(self.data.buf, self.threshold, self.data.splices)
+        try:
+            with gc_paused(self.disable_gc):
+                self.root = builder.build_root(self.obj)
+        except BaseException as e:
+            self.checksum.wait()  # no checksum thread outlives a failed dump
+            if isinstance(e, validate.Unsupported):
+                raise e.error() from None
+            if isinstance(e, RecursionError):
+                raise ValueError("object is nested too deeply to index") from None
+            raise
+        self.toc = builder.toc
+        self.obj = None
+
+    def trailer(self) -> bytes:
+        trailer = Trailer.contiguous(self.data.size, len(self.toc), self.root, self.checksum.result(), self.threshold)
+        return trailer.pack(self.header)
