@@ -29,14 +29,26 @@ def _ints(text: str) -> tuple[int, ...]:
 
 
 def parse(argv: list[str] | None) -> tuple[Settings, argparse.Namespace]:
-    parser = argparse.ArgumentParser(prog="python -m benchmark", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmark", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--size", type=int, help="matrix side N (default 5000; 1000 with --quick)")
     parser.add_argument("--repeat", type=_ints, help="numbers of random reads (default 1000,10000)")
-    parser.add_argument("--thresholds", type=_ints, help="powers of two for msglc thresholds and h5py chunks (default 12,14,16,18,20,22)")
-    parser.add_argument("--budget", type=float, help="seconds of reads per configuration before the rest is estimated (default 6)")
-    parser.add_argument("--doc-mb", type=int, help="size of the random-path document in MB (default 100; 5 with --quick)")
+    parser.add_argument(
+        "--thresholds",
+        type=_ints,
+        help="powers of two for msglc thresholds and h5py chunks (default 12,14,16,18,20,22)",
+    )
+    parser.add_argument(
+        "--budget", type=float, help="seconds of reads per configuration before the rest is estimated (default 6)"
+    )
+    parser.add_argument(
+        "--doc-mb", type=int, help="size of the random-path document in MB (default 100; 5 with --quick)"
+    )
     parser.add_argument("--out", type=Path, default=Path("benchmark-out"), help="folder for figures and results.json")
-    parser.add_argument("--quick", action="store_true", help="small run: N=1000, thresholds 12,16,20, budget 1 s, 5 MB document")
+    parser.add_argument(
+        "--quick", action="store_true", help="small run: N=1000, thresholds 12,16,20, budget 1 s, 5 MB document"
+    )
     parser.add_argument("--keep", action="store_true", help="keep the written archives and HDF5 files")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
@@ -58,7 +70,12 @@ def parse(argv: list[str] | None) -> tuple[Settings, argparse.Namespace]:
 def main(argv: list[str] | None = None) -> int:
     settings, args = parse(argv)
     results = Results(settings=asdict(settings), machine=machine(), date=time.strftime("%Y-%m-%d"))
-    steps = ["matrix"] + ["write"] * (2 + 4 * len(settings.thresholds)) + ["read"] * (2 + 4 * len(settings.thresholds)) + ["paths"] * 3
+    steps = (
+        ["matrix"]
+        + ["write"] * (2 + 4 * len(settings.thresholds))
+        + ["read"] * (2 + 4 * len(settings.thresholds))
+        + ["paths"] * 3
+    )
     try:
         from tqdm import tqdm
 

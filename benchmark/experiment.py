@@ -110,9 +110,13 @@ class Experiment:
             t = 1 << e
             path = self.dir / f"m-{e}.mlc"
             self.step(f"write: msglc threshold 2^{e}")
-            self._write("msglc", t, lambda p=path, t=t: msglc.dump(p, self.matrix, small_obj_optimization_threshold=t), path)
+            self._write(
+                "msglc", t, lambda p=path, t=t: msglc.dump(p, self.matrix, small_obj_optimization_threshold=t), path
+            )
         convert = best_of(lambda: np.asarray(self.matrix), repeat=2)
-        self.r.write.append({"series": "list to numpy array (h5py's input, not in its times)", "threshold": None, "seconds": convert})
+        self.r.write.append(
+            {"series": "list to numpy array (h5py's input, not in its times)", "threshold": None, "seconds": convert}
+        )
         array = np.asarray(self.matrix)
         self.step("write: msglc NumPy array")
         path = self.dir / "array.mlc"
@@ -127,7 +131,12 @@ class Experiment:
                 path = self.dir / f"m-{e}-{compression}.h5"
                 self.step(f"write: {h5_series(compression)} chunk 2^{e}")
                 chunks = h5_chunk(1 << e, n)
-                self._write(h5_series(compression), 1 << e, lambda p=path, c=chunks, z=compression: _h5_write(h5py, p, array, c, z), path)
+                self._write(
+                    h5_series(compression),
+                    1 << e,
+                    lambda p=path, c=chunks, z=compression: _h5_write(h5py, p, array, c, z),
+                    path,
+                )
 
     def _write(self, series: str, threshold: int | None, write: Callable[[], object], path: Path) -> None:
         seconds = best_of(write, repeat=2, setup=lambda: path.unlink(missing_ok=True))
@@ -145,7 +154,11 @@ class Experiment:
         dec = msgspec.msgpack.Decoder()
         head = 3 if n < 65536 else 5
         row = (3 if n < 65536 else 5) + 9 * n
-        self._reads("floor: pread + decode", None, lambda i, j: dec.decode(os.pread(fd, 9, head + i * row + row - 9 * n + 9 * j)))
+        self._reads(
+            "floor: pread + decode",
+            None,
+            lambda i, j: dec.decode(os.pread(fd, 9, head + i * row + row - 9 * n + 9 * j)),
+        )
         os.close(fd)
         for e in self.s.thresholds:
             self.step(f"read: msglc threshold 2^{e}")
@@ -160,7 +173,9 @@ class Experiment:
             self._check(lambda i, j: lazy[i, j])
             self._reads("msglc NumPy array a[i, j]", None, lambda i, j: lazy[i, j])
         datasets = [("h5py contiguous", None, self.dir / "contiguous.h5")]
-        datasets += [(h5_series(c), 1 << e, self.dir / f"m-{e}-{c}.h5") for c in COMPRESSIONS for e in self.s.thresholds]
+        datasets += [
+            (h5_series(c), 1 << e, self.dir / f"m-{e}-{c}.h5") for c in COMPRESSIONS for e in self.s.thresholds
+        ]
         for series, threshold, path in datasets:
             self.step(f"read: {series} {'' if threshold is None else f'chunk {threshold >> 10} KB'}")
             for pattern, read in (("ds[i, j]", lambda d, i, j: d[i, j]), ("ds[i][j]", lambda d, i, j: d[i][j])):
@@ -185,7 +200,15 @@ class Experiment:
 
     def _reads(self, series: str, threshold: int | None, read: Callable[[int, int], Any]) -> None:
         for count, (seconds, measured) in timed_reads(read, self.points, self.s.repeats, self.s.budget).items():
-            self.r.read.append({"series": series, "threshold": threshold, "reads": count, "seconds": seconds, "measured_reads": measured})
+            self.r.read.append(
+                {
+                    "series": series,
+                    "threshold": threshold,
+                    "reads": count,
+                    "seconds": seconds,
+                    "measured_reads": measured,
+                }
+            )
 
     # -- random paths in a deep document -------------------------------------------------------
     def paths(self) -> None:
@@ -252,7 +275,11 @@ def random_document(rng: random.Random, target_bytes: int) -> dict:
             for k in range(rng.randrange(50, 400))
         ]
         entry = {
-            "meta": {"name": f"run-{run}", "seed": rng.getrandbits(32), "params": {f"p{i}": rng.random() for i in range(20)}},
+            "meta": {
+                "name": f"run-{run}",
+                "seed": rng.getrandbits(32),
+                "params": {f"p{i}": rng.random() for i in range(20)},
+            },
             "frames": frames,
             "series": [rng.random() for _ in range(rng.randrange(1000, 20000))],
             "tags": [f"tag{rng.randrange(100)}" for _ in range(rng.randrange(1, 10))],

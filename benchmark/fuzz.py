@@ -172,7 +172,9 @@ def _same(a: Any, b: Any) -> bool:
     if type(a) is list:
         return len(a) == len(b) and all(map(_same, a, b))
     if type(a) is dict:
-        return len(a) == len(b) and all(_same(ka, kb) and _same(va, vb) for (ka, va), (kb, vb) in zip(a.items(), b.items(), strict=True))
+        return len(a) == len(b) and all(
+            _same(ka, kb) and _same(va, vb) for (ka, va), (kb, vb) in zip(a.items(), b.items(), strict=True)
+        )
     if type(a) is float:
         return struct.pack("<d", a) == struct.pack("<d", b)
     return a == b
@@ -521,17 +523,29 @@ def _raw_samples() -> list[tuple[str, int, bytes, Any]]:
         out.append(("combined-dict", t, _combined(infos, small_obj_optimization_threshold=t), value))
     listed = [by_name["hash@1024"], by_name["strs@64"], by_name["smalllist@64"]]
     out.append(
-        ("combined-list", 64, _combined([FileInfo(d) for d, _ in listed], small_obj_optimization_threshold=64), [v for _, v in listed])
+        (
+            "combined-list",
+            64,
+            _combined([FileInfo(d) for d, _ in listed], small_obj_optimization_threshold=64),
+            [v for _, v in listed],
+        )
     )
     inner = next(d for k, t, d, _ in out if k == "combined-dict" and t == 64)
     inner_value = next(v for k, t, _, v in out if k == "combined-dict" and t == 64)
-    nested = _combined([FileInfo(inner, "c"), FileInfo(by_name["deep@64"][0], "deep")], small_obj_optimization_threshold=128)
+    nested = _combined(
+        [FileInfo(inner, "c"), FileInfo(by_name["deep@64"][0], "deep")], small_obj_optimization_threshold=128
+    )
     out.append(("combined-nested", 128, nested, {"c": inner_value, "deep": by_name["deep@64"][1]}))
     base_value = {f"k{i:02}": list(range(i * 3)) for i in range(20)}
     base = msglc.dumps(base_value, small_obj_optimization_threshold=64)
     add1 = [FileInfo(None, "n1", obj=list(range(100))), FileInfo(by_name["hash@1024"][0], "n2")]
     add2 = [FileInfo(None, "n3", obj="x" * 100), FileInfo(by_name["cube@64"][0], "n4")]
-    value = base_value | {"n1": list(range(100)), "n2": by_name["hash@1024"][1], "n3": "x" * 100, "n4": by_name["cube@64"][1]}
+    value = base_value | {
+        "n1": list(range(100)),
+        "n2": by_name["hash@1024"][1],
+        "n3": "x" * 100,
+        "n4": by_name["cube@64"][1],
+    }
     out.append(("appended-dict", 64, _appended(base, [add1, add2]), value))
     base_list = [list(range(i * 4)) for i in range(20)]
     adds = [[FileInfo(None, obj={"x": list(range(50))})], [FileInfo(by_name["matrix@64"][0])]]
@@ -557,7 +571,9 @@ def build_corpus() -> list[Sample]:
         truth = _decoder.decode(data[t.data_off : t.data_off + t.data_len])
         if not same(truth, plain(value)):
             raise RuntimeError(f"corpus {kind}@{threshold}: the data section does not decode to the value written")
-        sample = Sample(f"{kind}@{threshold}", kind, threshold, data, truth, [], [], t, slack=False, truth_canon=canon(truth))
+        sample = Sample(
+            f"{kind}@{threshold}", kind, threshold, data, truth, [], [], t, slack=False, truth_canon=canon(truth)
+        )
         sample.toc = toc_layout(data)
         if sample.toc is not None:
             items, _ = sample.toc
@@ -691,7 +707,9 @@ def relayout(data: bytes, items: list[TocItem], root: int, edit: Any = None) -> 
                 node = msgspec.structs.replace(node, index=(here - new_pos[at], new_len[at]))
                 if it.pos in region_bytes:  # an edited region: its offsets' CRC follows it
                     width = node.offs_width
-                    node = msgspec.structs.replace(node, offs_crc=zlib.crc32(region_bytes[it.pos][: (node.n + 1) * width]))
+                    node = msgspec.structs.replace(
+                        node, offs_crc=zlib.crc32(region_bytes[it.pos][: (node.n + 1) * width])
+                    )
             if edit is not None:
                 blob = edit(it, node, new_pos, new_len, here)
             if blob is None:
@@ -706,7 +724,9 @@ def relayout(data: bytes, items: list[TocItem], root: int, edit: Any = None) -> 
         out += blob
         new_len[it.pos] = len(blob)
     fields = msgspec.structs.astuple(t)
-    t2 = Trailer(fields[0], fields[1], fields[2], len(out), new_pos[root] - t.toc_off, new_len[root], fields[6], fields[7])
+    t2 = Trailer(
+        fields[0], fields[1], fields[2], len(out), new_pos[root] - t.toc_off, new_len[root], fields[6], fields[7]
+    )
     return data[: t.toc_off] + bytes(out) + t2.pack(header)
 
 
@@ -722,7 +742,29 @@ class Mutation:
     truth: str = "original"  # or "decode": the truth is the mutated data section
 
 
-INTERESTING = [0x00, 0xFF, 0x7F, 0x80, 0xC0, 0xC1, 0xC2, 0xCA, 0xCB, 0xCC, 0xD9, 0xDC, 0xDD, 0xDE, 0xDF, 0x90, 0x9F, 0xA0, 0xBF, 0xC7, 0xD4]
+INTERESTING = [
+    0x00,
+    0xFF,
+    0x7F,
+    0x80,
+    0xC0,
+    0xC1,
+    0xC2,
+    0xCA,
+    0xCB,
+    0xCC,
+    0xD9,
+    0xDC,
+    0xDD,
+    0xDE,
+    0xDF,
+    0x90,
+    0x9F,
+    0xA0,
+    0xBF,
+    0xC7,
+    0xD4,
+]
 
 
 def _pick_pos(rng: random.Random, s: Sample) -> int:
@@ -827,7 +869,16 @@ def m_header(rng: random.Random, s: Sample, corpus: list[Sample]) -> Mutation:
         data[at] = rng.choice([0, 1, 2, 3, 255, data[at] ^ 1])
         desc = f"header {what} = {data[at]}"
     elif what == "end":
-        end = rng.choice([len(s.data), len(s.data) - 1, len(s.data) + 1, rng.randrange(len(s.data)), 2**48 - 1, HEADER_SIZE + TRAILER_SIZE])
+        end = rng.choice(
+            [
+                len(s.data),
+                len(s.data) - 1,
+                len(s.data) + 1,
+                rng.randrange(len(s.data)),
+                2**48 - 1,
+                HEADER_SIZE + TRAILER_SIZE,
+            ]
+        )
         data[10:16] = end.to_bytes(6, "little")
         desc = f"header end = {end} (size {len(s.data)})"
         recrc = False  # the trailer CRC reads end as zero
@@ -856,7 +907,12 @@ def m_header(rng: random.Random, s: Sample, corpus: list[Sample]) -> Mutation:
             return None  # type: ignore[return-value]
         data[-TRAILER_SIZE:] = packed
     desc += ", trailer CRC recomputed" if recrc else ""
-    return Mutation(bytes(data), desc, "trailer" if what in names or what == "tile" else "header", crafted="header" if recrc else None)
+    return Mutation(
+        bytes(data),
+        desc,
+        "trailer" if what in names or what == "tile" else "header",
+        crafted="header" if recrc else None,
+    )
 
 
 def _pack_keep_crc(t: Trailer, original: bytes) -> bytes:
@@ -958,7 +1014,9 @@ def m_toc(rng: random.Random, s: Sample, corpus: list[Sample]) -> Mutation | Non
         return body + struct.pack("<I", zlib.crc32(body))
 
     bad = relayout(s.data, items, root, edit)
-    return Mutation(bad, f"toc {type(target.node).__name__} at {target.pos}: {desc[0] if desc else '?'}", "toc", crafted="toc")
+    return Mutation(
+        bad, f"toc {type(target.node).__name__} at {target.pos}: {desc[0] if desc else '?'}", "toc", crafted="toc"
+    )
 
 
 def root_index(items: list[TocItem], root: int) -> int:
@@ -1009,7 +1067,10 @@ def m_index(rng: random.Random, s: Sample, corpus: list[Sample]) -> Mutation | N
         return bytes(raw) if it is target else None
 
     return Mutation(
-        relayout(s.data, items, root, edit), f"index of the dict at {target.owner}: {desc}, CRCs recomputed", "toc", crafted="toc"
+        relayout(s.data, items, root, edit),
+        f"index of the dict at {target.owner}: {desc}, CRCs recomputed",
+        "toc",
+        crafted="toc",
     )
 
 
@@ -1059,7 +1120,9 @@ def m_datashift(rng: random.Random, s: Sample, corpus: list[Sample]) -> Mutation
         desc = f"data: delete {t.data_off + pos}+{k}"
     if not section:
         return None
-    return Mutation(_with_data(s, section), desc + ", trailer offsets and CRC recomputed", "data", crafted="data", truth="decode")
+    return Mutation(
+        _with_data(s, section), desc + ", trailer offsets and CRC recomputed", "data", crafted="data", truth="decode"
+    )
 
 
 MUTATORS = {
@@ -1148,7 +1211,9 @@ def _run(fn: Any, keep_tb: bool) -> StageResult:
     except (KeyboardInterrupt, SystemExit):
         raise
     except BaseException as e:  # noqa: BLE001 - classifying every exception is the point
-        return StageResult(error=e, tb=traceback.format_exc() if keep_tb else "", where=_frame_of(e), explicit=_explicit(e))
+        return StageResult(
+            error=e, tb=traceback.format_exc() if keep_tb else "", where=_frame_of(e), explicit=_explicit(e)
+        )
 
 
 def _root_api(r: msglc.LazyReader) -> Any:
@@ -1180,7 +1245,11 @@ def evaluate(s: Sample, mut: Mutation, keep_tb: bool = False) -> tuple[str, dict
     if opened.error is None:
         r = opened.value
         opened.value = None
-        wanted = [p for p, e, o in zip(s.paths, expected, s.expected, strict=True) if not isinstance(e if e is not _NO_TRUTH else o, type)]
+        wanted = [
+            p
+            for p, e, o in zip(s.paths, expected, s.expected, strict=True)
+            if not isinstance(e if e is not _NO_TRUTH else o, type)
+        ]
         steps = {
             "walk": lambda: _root_api(r),
             "iter": lambda: walk_iter(r.read()),
@@ -1283,7 +1352,11 @@ def classify(s: Sample, mut: Mutation, stages: dict[str, StageResult], truth: An
         if isinstance(e, MsglcError):
             documented = True
             continue
-        if isinstance(e, (KeyError, IndexError, TypeError)) and name in LOOKUP_STAGES and (st.explicit or st.where == "path lookup"):
+        if (
+            isinstance(e, (KeyError, IndexError, TypeError))
+            and name in LOOKUP_STAGES
+            and (st.explicit or st.where == "path lookup")
+        ):
             if truth is not _NO_TRUTH or name in ("walk", "iter"):  # paths need a truth to be wrong
                 lookups.append((name, e))
             continue
@@ -1307,7 +1380,10 @@ def classify(s: Sample, mut: Mutation, stages: dict[str, StageResult], truth: An
         if in_data and stages["to_obj"].error is None:
             return "undetected-damage", "to_obj() returned a value from damaged data"
     if changed or (lookups and in_data):
-        return "changed-in-data", f"{changed[0]} changed" if changed else f"{lookups[0][0]}: {type(lookups[0][1]).__name__}"
+        return (
+            "changed-in-data",
+            f"{changed[0]} changed" if changed else f"{lookups[0][0]}: {type(lookups[0][1]).__name__}",
+        )
     if lookups:
         return "lookup-crafted-toc", f"{lookups[0][0]}: KeyError"
     if verify_ok and documented and mut.crafted is not None:
@@ -1325,7 +1401,10 @@ def _benign(s: Sample, mut: Mutation) -> bool:
         return True
     bad = mut.data
     return (
-        len(bad) == len(s.data) and bad[:10] == s.data[:10] and bad[16:] == s.data[16:] and int.from_bytes(bad[10:16], "little") == len(bad)
+        len(bad) == len(s.data)
+        and bad[:10] == s.data[:10]
+        and bad[16:] == s.data[16:]
+        and int.from_bytes(bad[10:16], "little") == len(bad)
     )
 
 
@@ -1335,7 +1414,13 @@ def run_case(ctx: Context, case_id: str, timeout: float, keep_tb: bool = False) 
     try:
         s, kind, mut = make_case(ctx, case_id)
     except Exception as e:  # noqa: BLE001 - a harness error: reported, never hidden
-        return {"id": case_id, "cls": "harness-error", "why": f"{type(e).__name__}: {e}", "sig": f"harness:{_frame_of(e)}", "elapsed": 0.0}
+        return {
+            "id": case_id,
+            "cls": "harness-error",
+            "why": f"{type(e).__name__}: {e}",
+            "sig": f"harness:{_frame_of(e)}",
+            "elapsed": 0.0,
+        }
     if timeout:
         signal.setitimer(signal.ITIMER_REAL, timeout)
     try:
@@ -1453,7 +1538,9 @@ class _Pool:
                     try:
                         result = w["conn"].recv()
                     except (EOFError, OSError):
-                        self._replace(i, "worker-died", "the worker died (a crash, or killed by the OS)", queue, on_result)
+                        self._replace(
+                            i, "worker-died", "the worker died (a crash, or killed by the OS)", queue, on_result
+                        )
                         continue
                     if result["id"] == w["inflight"][0]:
                         w["inflight"].popleft()
@@ -1544,7 +1631,9 @@ def campaign(
             state["last"] = time.monotonic()
             rate = state["done"] / (time.perf_counter() - start)
             bugs = sum(counts[c] for c in BUG_CLASSES)
-            print(f"  {state['done']}/{len(ids)} cases, {rate:.0f}/s, bug-class cases {bugs}", file=sys.stderr, flush=True)
+            print(
+                f"  {state['done']}/{len(ids)} cases, {rate:.0f}/s, bug-class cases {bugs}", file=sys.stderr, flush=True
+            )
 
     start = time.perf_counter()
     pool = _Pool(workers, timeout, mem_mb)
@@ -1624,8 +1713,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--kinds", default=None, help=f"mutation kinds, comma-separated (default all: {','.join(MUTATORS)})")
     p.add_argument("--sweep", default=None, help="a sample to flip one bit at every --stride bytes of (e.g. doc@64)")
     p.add_argument("--stride", type=int, default=None, help="bytes between the sweep's flips (with --sweep; default 1)")
-    p.add_argument("--timeout", type=float, default=10.0, help="seconds a case may take before it is a hang (default 10)")
-    p.add_argument("--mem-mb", type=int, default=1024, help="address space a worker may add to its size (default 1024 MB)")
+    p.add_argument(
+        "--timeout", type=float, default=10.0, help="seconds a case may take before it is a hang (default 10)"
+    )
+    p.add_argument(
+        "--mem-mb", type=int, default=1024, help="address space a worker may add to its size (default 1024 MB)"
+    )
     p.add_argument("--out", default=None, help="write the report as JSON here")
     p.add_argument("--replay", metavar="ID", help="run one case in this process and print every stage, with tracebacks")
     p.add_argument("--save", nargs=2, metavar=("ID", "PATH"), help="write the mutated archive of a case to PATH")
@@ -1643,7 +1736,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.list:
         for s in make_context(kinds).corpus:
-            print(f"{s.name:24} {len(s.data):8} bytes  root {'node' if s.trailer.root_len else 'plain'}{'  slack' if s.slack else ''}")
+            print(
+                f"{s.name:24} {len(s.data):8} bytes  root {'node' if s.trailer.root_len else 'plain'}{'  slack' if s.slack else ''}"
+            )
         return 0
     sweep_stride = args.stride or (1 if args.sweep else None)
     report = campaign(

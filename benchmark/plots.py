@@ -34,7 +34,11 @@ def _draw(ax, rows: list[dict], value: str, xs: list[int]) -> None:
         x = [p["threshold"] for p in points]
         y = [p[value] for p in points]
         (line,) = ax.plot(x, y, style, marker="o", label=series, linewidth=width)
-        estimated = [(px, py) for p, px, py in zip(points, x, y, strict=True) if "reads" in p and p["measured_reads"] < p["reads"]]
+        estimated = [
+            (px, py)
+            for p, px, py in zip(points, x, y, strict=True)
+            if "reads" in p and p["measured_reads"] < p["reads"]
+        ]
         if estimated:
             ax.plot(*zip(*estimated, strict=True), "o", markerfacecolor="white", color=line.get_color())
     ax.set_xscale("log", base=2)
@@ -54,7 +58,13 @@ def draw_all(results: dict, out: Path) -> list[Path]:
     written = []
     panels = {
         "write_time": (results["write"], "seconds", "time to write the matrix (s)", "linear", "Write time"),
-        "file_size": ([{**r, "MB": r["bytes"] / 1e6} for r in results["size"]], "MB", "file size (MB)", "linear", "File size"),
+        "file_size": (
+            [{**r, "MB": r["bytes"] / 1e6} for r in results["size"]],
+            "MB",
+            "file size (MB)",
+            "linear",
+            "File size",
+        ),
     }
     for count, name in ((1000, "read_time_log_1k"), (10_000, "read_time_log_10k")):
         rows = [r for r in results["read"] if r["reads"] == count]

@@ -13,7 +13,11 @@ def markdown(results: dict) -> str:
     s = results["settings"]
     lines = [f"N = {s['size']}, {results['machine']}, {results['date']}", ""]
     counts = sorted({r["reads"] for r in results["read"]})
-    header = "| series | threshold / chunk | write (s) | size (MB) | " + " | ".join(f"{c:,} reads (s)" for c in counts) + " |"
+    header = (
+        "| series | threshold / chunk | write (s) | size (MB) | "
+        + " | ".join(f"{c:,} reads (s)" for c in counts)
+        + " |"
+    )
     lines += [header, "|" + "---|" * (4 + len(counts))]
     write = {(r["series"], r["threshold"]): r["seconds"] for r in results["write"]}
     size = {(r["series"], r["threshold"]): r["bytes"] for r in results["size"]}

@@ -67,7 +67,9 @@ def matrix_targets(n: int, reads: int, tmp: Path) -> list[Row]:
     floor = best_of(floor_write, setup=lambda: fresh(plain))
     for t in THRESHOLDS:
         path = tmp / f"matrix-{t}.mlc"
-        ours = best_of(lambda p=path, t=t: msglc.dump(p, matrix, small_obj_optimization_threshold=t), setup=lambda p=path: fresh(p))
+        ours = best_of(
+            lambda p=path, t=t: msglc.dump(p, matrix, small_obj_optimization_threshold=t), setup=lambda p=path: fresh(p)
+        )
         rows.append(
             Row(
                 f"dump {n}x{n} matrix, threshold {t >> 10} KB / (encode + write)",
@@ -123,7 +125,13 @@ def matrix_targets(n: int, reads: int, tmp: Path) -> list[Row]:
     with msglc.LazyReader(tmp / "matrix-65536.mlc") as reader:
         ours = best_of(reader.to_obj)
     rows.append(
-        Row("to_obj() of the matrix archive / msgspec decode", ours / full, "<= 1.3", ours / full <= 1.3, f"{ours:.3f}s vs {full:.3f}s")
+        Row(
+            "to_obj() of the matrix archive / msgspec decode",
+            ours / full,
+            "<= 1.3",
+            ours / full <= 1.3,
+            f"{ours:.3f}s vs {full:.3f}s",
+        )
     )
     return rows
 
@@ -137,7 +145,15 @@ def array_targets(n: int, reads: int, tmp: Path) -> list[Row]:
     npy, path = tmp / "array.npy", tmp / "array.mlc"
     floor = best_of(lambda: np.save(npy, a), setup=lambda: fresh(npy), repeat=5)
     ours = best_of(lambda: msglc.dump(path, a), setup=lambda: fresh(path), repeat=5)
-    rows = [Row(f"dump {n}x{n} float64 array / numpy.save", ours / floor, "<= 1.3", ours / floor <= 1.3, f"{ours:.3f}s vs {floor:.3f}s")]
+    rows = [
+        Row(
+            f"dump {n}x{n} float64 array / numpy.save",
+            ours / floor,
+            "<= 1.3",
+            ours / floor <= 1.3,
+            f"{ours:.3f}s vs {floor:.3f}s",
+        )
+    ]
 
     rng = random.Random(9)
     points = [(rng.randrange(n), rng.randrange(n)) for _ in range(reads)]
@@ -181,7 +197,15 @@ def array_targets(n: int, reads: int, tmp: Path) -> list[Row]:
         )
         whole = best_of(lambda: np.asarray(lazy), repeat=3)
     load = best_of(lambda: np.load(npy), repeat=3)
-    rows.append(Row("read the whole array np.asarray(lazy) / numpy.load", whole / load, "(reported)", True, f"{whole:.3f}s vs {load:.3f}s"))
+    rows.append(
+        Row(
+            "read the whole array np.asarray(lazy) / numpy.load",
+            whole / load,
+            "(reported)",
+            True,
+            f"{whole:.3f}s vs {load:.3f}s",
+        )
+    )
     return rows
 
 
@@ -207,7 +231,9 @@ def remote_targets(n: int, tmp: Path) -> list[Row]:
         url = "s3://bench/matrix.mlc"
         t = time.perf_counter()
         msglc.dump(url, matrix, storage_options=so)
-        rows.append(Row(f"dump {n}x{n} matrix to S3 (moto)", time.perf_counter() - t, "(reported, s)", True, "streamed upload"))
+        rows.append(
+            Row(f"dump {n}x{n} matrix to S3 (moto)", time.perf_counter() - t, "(reported, s)", True, "streamed upload")
+        )
         stats = msglc.LazyStats()
         with msglc.LazyReader(url, storage_options=so, counter=stats) as reader:
             opened = stats.requests
@@ -385,7 +411,9 @@ def stream_targets(n: int, tmp: Path) -> list[Row]:
 
 
 def _run_child(*args: str) -> str:
-    return subprocess.run([sys.executable, "-m", "benchmark.targets", *args], check=True, capture_output=True, text=True).stdout
+    return subprocess.run(
+        [sys.executable, "-m", "benchmark.targets", *args], check=True, capture_output=True, text=True
+    ).stdout
 
 
 def _rss_mb() -> float:
@@ -419,7 +447,11 @@ def _stream_floor(path: str, n: int) -> None:
             f.write(enc.encode({"meta": {"n": n}, "records": records}))
 
     encode_write_s = best_of(encode_write, setup=lambda: fresh(Path(path)), repeat=2)
-    print(json.dumps({"generator_s": generator_s, "build_s": build_s, "encode_write_s": encode_write_s, "list_mb": list_mb}))
+    print(
+        json.dumps(
+            {"generator_s": generator_s, "build_s": build_s, "encode_write_s": encode_write_s, "list_mb": list_mb}
+        )
+    )
 
 
 def dict_targets(n: int, lookups: int, tmp: Path) -> list[Row]:
@@ -435,7 +467,15 @@ def dict_targets(n: int, lookups: int, tmp: Path) -> list[Row]:
 
     floor = best_of(floor_write, setup=lambda: fresh(plain))
     ours = best_of(lambda: msglc.dump(path, d), setup=lambda: fresh(path))
-    rows = [Row(f"dump {n:,}-key str dict / (encode + write)", ours / floor, "<= 5", ours / floor <= 5, f"{ours:.3f}s vs {floor:.3f}s")]
+    rows = [
+        Row(
+            f"dump {n:,}-key str dict / (encode + write)",
+            ours / floor,
+            "<= 5",
+            ours / floor <= 5,
+            f"{ours:.3f}s vs {floor:.3f}s",
+        )
+    ]
 
     data = plain.read_bytes()
     dec = msgspec.msgpack.Decoder()
@@ -481,7 +521,14 @@ def memory_target(size_mb: int, tmp: Path) -> list[Row]:
     ).stdout
     delta_mb = json.loads(out)["delta_mb"]
     gb = path.stat().st_size / 1e9
-    return [Row(f"peak memory above baseline reading one value of a {gb:.2f} GB archive (MB)", delta_mb, "<= 100 MB", delta_mb <= 100)]
+    return [
+        Row(
+            f"peak memory above baseline reading one value of a {gb:.2f} GB archive (MB)",
+            delta_mb,
+            "<= 100 MB",
+            delta_mb <= 100,
+        )
+    ]
 
 
 def _make_big(path: str, size_mb: int) -> None:
@@ -558,12 +605,16 @@ def main(argv: list[str] | None = None) -> int:
         _read_one(args.read_one)
         return 0
     if args.stream or args.stream_floor:
-        (_stream if args.stream else _stream_floor)(*(args.stream or args.stream_floor)[:1], int((args.stream or args.stream_floor)[1]))
+        (_stream if args.stream else _stream_floor)(
+            *(args.stream or args.stream_floor)[:1], int((args.stream or args.stream_floor)[1])
+        )
         return 0
     sections = set(args.only or SECTIONS[:-1]) | ({"remote"} if args.remote else set())
     if "remote" in sections and _missing_remote_modules():
         parser.error(f"the remote section needs {', '.join(_missing_remote_modules())}: {REMOTE_NEEDS}")
-    n, reads, keys, lookups, big_mb = (1000, 2000, 200_000, 2000, 100) if args.quick else (5000, 10_000, 2_000_000, 10_000, 1024)
+    n, reads, keys, lookups, big_mb = (
+        (1000, 2000, 200_000, 2000, 100) if args.quick else (5000, 10_000, 2_000_000, 10_000, 1024)
+    )
     rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="msglc-bench-") as tmp:
         for name, run in (
@@ -586,7 +637,12 @@ def main(argv: list[str] | None = None) -> int:
     for r in rows:
         print(f"| {r.figure} | {r.measured:.3g} | {r.target} | {'yes' if r.ok else '**no**'} | {r.detail} |")
     args.out.mkdir(parents=True, exist_ok=True)
-    report = {"machine": machine(), "quick": args.quick, "date": time.strftime("%Y-%m-%d"), "rows": [asdict(r) for r in rows]}
+    report = {
+        "machine": machine(),
+        "quick": args.quick,
+        "date": time.strftime("%Y-%m-%d"),
+        "rows": [asdict(r) for r in rows],
+    }
     (args.out / "targets.json").write_text(json.dumps(report, indent=2))
     return 0
 

@@ -7,7 +7,9 @@ import time
 from collections.abc import Callable
 
 
-def best_of(fn: Callable[[], object], repeat: int = 3, warmup: int = 1, setup: Callable[[], object] | None = None) -> float:
+def best_of(
+    fn: Callable[[], object], repeat: int = 3, warmup: int = 1, setup: Callable[[], object] | None = None
+) -> float:
     """Minimum wall time of ``fn`` over ``repeat`` runs after ``warmup`` runs; ``setup`` runs
     untimed before each.
 

@@ -23,7 +23,12 @@ __all__ = ["combine", "dump", "dumps"]
 
 
 def dump(
-    target: str | bytes | os.PathLike[str] | BinaryIO, obj: Any, *, fs: Any = None, storage_options: dict[str, Any] | None = None, **options: Any
+    target: str | bytes | os.PathLike[str] | BinaryIO,
+    obj: Any,
+    *,
+    fs: Any = None,
+    storage_options: dict[str, Any] | None = None,
+    **options: Any,
 ) -> None:
     """Write ``obj`` as an archive to a path (atomically) or to a writable binary file object.
 

@@ -36,7 +36,9 @@ def _check(options: dict[str, Any]) -> None:
     if unknown:
         raise TypeError(f"unknown msglc option(s): {', '.join(sorted(unknown))}; known: {', '.join(sorted(_NAMES))}")
     threshold = options.get("small_obj_optimization_threshold")
-    if threshold is not None and (not isinstance(threshold, int) or isinstance(threshold, bool) or not 64 <= threshold <= 2**31):
+    if threshold is not None and (
+        not isinstance(threshold, int) or isinstance(threshold, bool) or not 64 <= threshold <= 2**31
+    ):
         raise ValueError(f"small_obj_optimization_threshold must be an int in [64, 2**31], got {threshold!r}")
     for name in ("disable_gc", "durable", "numpy_encoder"):
         if name in options and not isinstance(options[name], bool):

@@ -207,7 +207,12 @@ def appending(runs, request):
         msglc.append(out, [FileInfo(runs / "run2.mlc", "run2"), FileInfo(None, "big", obj=BIG)], durable=request.param)
 
     return SimpleNamespace(
-        out=out, original=out.read_bytes(), old=old, new={**old, "run2": RUN2, "big": BIG}, add=add, durable=request.param
+        out=out,
+        original=out.read_bytes(),
+        old=old,
+        new={**old, "run2": RUN2, "big": BIG},
+        add=add,
+        durable=request.param,
     )
 
 
@@ -236,7 +241,13 @@ def test_a_process_killed_at_any_write_leaves_a_readable_archive(appending):
 
 
 def test_a_failed_write_or_flush_rolls_back(appending):
-    out, original, old, new, durable = appending.out, appending.original, appending.old, appending.new, appending.durable
+    out, original, old, new, durable = (
+        appending.out,
+        appending.original,
+        appending.old,
+        appending.new,
+        appending.durable,
+    )
     outcomes = []
     for step in itertools.count():
         out.write_bytes(original)
@@ -295,7 +306,9 @@ def test_concurrent_appends_all_land(runs):
         try:
             for i in range(6):
                 msglc.append(
-                    out, [FileInfo(runs / "run2.mlc", f"{who}{i}")] + ([FileInfo(None, f"{who}big{i}", obj=BIG)] if i == 2 else [])
+                    out,
+                    [FileInfo(runs / "run2.mlc", f"{who}{i}")]
+                    + ([FileInfo(None, f"{who}big{i}", obj=BIG)] if i == 2 else []),
                 )
         except BaseException as e:
             errors.append(e)

@@ -73,7 +73,9 @@ def test_remote_figures_name_the_extra_they_need_when_it_is_missing(monkeypatch,
     from benchmark import targets
 
     real_find_spec = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "moto" else real_find_spec(name, *a))
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "moto" else real_find_spec(name, *a)
+    )
     with pytest.raises(SystemExit) as exit:
         targets.main(["--remote", "--only", "matrix"])
     assert exit.value.code == 2

@@ -71,7 +71,11 @@ def test_ls_and_tree(files):
     _, out, _ = run("ls", files / "a.mlc", "runs", "--limit", "2")
     assert out.splitlines()[-1] == "... 198 more (--limit)"
     _, out, _ = run("tree", files / "a.mlc", "--depth", "1")
-    assert out.splitlines()[0].startswith("/  dict of 3") and "  runs  list of 200" in out and "  field  NumPy array" in out
+    assert (
+        out.splitlines()[0].startswith("/  dict of 3")
+        and "  runs  list of 200" in out
+        and "  field  NumPy array" in out
+    )
     _, out, _ = run("tree", files / "a.mlc", "runs/5")
     assert "fixed-stride" in out
 
@@ -82,7 +86,9 @@ def test_get_formats(files):
     assert run("get", files / "a.mlc", "runs/3/blob")[1] == '"eHl6"\n'  # bytes in base64
     assert json.loads(run("get", files / "a.mlc", "field/2")[1]) == list(np.arange(400.0, 600.0))
     proc = subprocess.run(
-        [sys.executable, "-m", "msglc", "get", files / "a.mlc", "runs/4", "--format", "msgpack"], capture_output=True, cwd=ROOT
+        [sys.executable, "-m", "msglc", "get", files / "a.mlc", "runs/4", "--format", "msgpack"],
+        capture_output=True,
+        cwd=ROOT,
     )
     assert msgpack.unpackb(proc.stdout) == {"id": 4, "energy": [2.0] * 300, "blob": b"xyz"}
     assert run("get", files / "a.mlc", "runs/-1/id", "--format", "repr")[1] == "199\n"
@@ -175,7 +181,9 @@ def test_outputs_are_never_the_input_and_links_are_followed(files, tmp_path):
     (tmp_path / "link.json").symlink_to(tmp_path / "target.json")
     run("get", files / "a.mlc", "meta/n")
     run("convert", files / "a.mlc", tmp_path / "link.json")
-    assert (tmp_path / "link.json").is_symlink() and json.loads((tmp_path / "target.json").read_text())["meta"]["n"] == 200
+    assert (tmp_path / "link.json").is_symlink() and json.loads((tmp_path / "target.json").read_text())["meta"][
+        "n"
+    ] == 200
     code, _, err = run("convert", files / "a.mlc", tmp_path / "nodir" / "x.json", ok=False)
     assert code == 1 and "no such directory" in err and ".tmp" not in err
 
@@ -218,7 +226,9 @@ def test_paths_through_arrays_and_slices(files):
     assert "(at field/2/3)" in run("get", files / "a.mlc", "field/2/3/4", ok=False)[2]
     assert "(at runs/1/nope)" in run("get", files / "a.mlc", "runs/1:3/nope", ok=False)[2]
     proc = subprocess.run(
-        [sys.executable, "-m", "msglc", "get", files / "a.mlc", "runs/1:3/id", "--format", "msgpack"], capture_output=True, cwd=ROOT
+        [sys.executable, "-m", "msglc", "get", files / "a.mlc", "runs/1:3/id", "--format", "msgpack"],
+        capture_output=True,
+        cwd=ROOT,
     )
     assert msgpack.unpackb(proc.stdout) == [1, 2]
     assert run("get", files / "a.mlc", "runs/1:3/id", "--format", "repr")[1] == "[1, 2]\n"

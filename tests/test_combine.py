@@ -46,14 +46,18 @@ def test_objects_readers_bytes_and_files_as_inputs(runs):
         assert reader["meta/name"] == "run1"  # the caller's reader stays open
     with msglc.LazyReader(out) as r:
         r.verify()
-        assert r["reader/energy/5"] == 5.0 and r["file"] == RUN2 and r["bytes/tags"] == ["a", "b"] and r["bytesio"] == RUN2
+        assert (
+            r["reader/energy/5"] == 5.0 and r["file"] == RUN2 and r["bytes/tags"] == ["a", "b"] and r["bytesio"] == RUN2
+        )
         assert r["obj/a"].tolist() == [0, 1, 2, 3] and r["obj/b/1999"] == 1999
 
 
 def test_nesting_three_levels_deep(runs):
     msglc.combine(runs / "day.mlc", [FileInfo(runs / "run1.mlc", "run1"), FileInfo(runs / "run2.mlc", "run2")])
     msglc.combine(
-        runs / "week.mlc", [FileInfo(runs / "day.mlc", "mon"), FileInfo(runs / "day.mlc", "tue")], small_obj_optimization_threshold=64
+        runs / "week.mlc",
+        [FileInfo(runs / "day.mlc", "mon"), FileInfo(runs / "day.mlc", "tue")],
+        small_obj_optimization_threshold=64,
     )
     msglc.combine(runs / "year.mlc", [FileInfo(runs / "week.mlc"), FileInfo(runs / "run2.mlc")])
     day = {"run1": RUN1, "run2": RUN2}
@@ -94,7 +98,10 @@ def test_bad_name_sets_are_refused_before_writing(runs):
         (lambda b: b"not an archive at all, just text" * 4, NotAnArchiveError),
         (lambda b: b[:-10], TruncatedError),
         (lambda b: b[:8] + b"\x07" + b[9:], UnsupportedVersionError),
-        (lambda b: b[:100] + bytes([b[100] ^ 1]) + b[101:], CorruptedError),  # a data byte: found by the checksum while copying
+        (
+            lambda b: b[:100] + bytes([b[100] ^ 1]) + b[101:],
+            CorruptedError,
+        ),  # a data byte: found by the checksum while copying
     ],
 )
 def test_bad_inputs_leave_the_output_untouched(runs, damage, error):
@@ -117,7 +124,11 @@ def test_closed_reader_is_refused(runs):
 
 def test_raw_data_of_a_part_is_the_archive_that_was_combined(runs):
     out = runs / "all.mlc"
-    msglc.combine(out, [FileInfo(runs / "run1.mlc", "run1"), FileInfo(runs / "run2.mlc", "run2")], small_obj_optimization_threshold=256)
+    msglc.combine(
+        out,
+        [FileInfo(runs / "run1.mlc", "run1"), FileInfo(runs / "run2.mlc", "run2")],
+        small_obj_optimization_threshold=256,
+    )
     with msglc.LazyReader(out) as r:
         assert r["run1"].raw_data() == (runs / "run1.mlc").read_bytes()  # same threshold: the same bytes
         part = msglc.LazyReader(r["run1/meta/rows"].raw_data())

@@ -55,7 +55,9 @@ def test_list_spans_that_lie():
     r.read()
     # shift one span boundary by one item: lazy reads of that span may misplace items, so
     # verify() must say so
-    shifted = rewrite_root(data, lambda n: msgspec.structs.replace(n, starts=[n.starts[0], n.starts[1] + 1, *n.starts[2:]]))
+    shifted = rewrite_root(
+        data, lambda n: msgspec.structs.replace(n, starts=[n.starts[0], n.starts[1] + 1, *n.starts[2:]])
+    )
     with msglc.LazyReader(shifted) as r, pytest.raises(CorruptedError):
         r.verify()
     more = rewrite_root(data, lambda n: msgspec.structs.replace(n, n=n.n + 1))
@@ -71,7 +73,12 @@ def test_hash_index_pointing_outside_the_toc():
 
 def test_kid_reference_with_bad_size():
     data = msglc.dumps({"big": list(range(3000)), "x": 1}, small_obj_optimization_threshold=64)
-    errors(rewrite_root(data, lambda n: msgspec.structs.replace(n, kids={k: (back, -7) for k, (back, _) in n.kids.items()})), "big/5")
+    errors(
+        rewrite_root(
+            data, lambda n: msgspec.structs.replace(n, kids={k: (back, -7) for k, (back, _) in n.kids.items()})
+        ),
+        "big/5",
+    )
 
 
 def test_deep_nesting_in_data():

@@ -17,8 +17,8 @@ import pytest
 
 import msglc
 from msglc import CorruptedError, FileInfo, MsglcError
-from msglc.format.msgpack import container_header
 from msglc.format.container import HEADER_SIZE, TRAILER_SIZE, Trailer, pack_header, unpack_trailer
+from msglc.format.msgpack import container_header
 from msglc.format.nodes import StrideNode, frame_node
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -49,7 +49,16 @@ def test_bounded_fuzz_run_finds_no_bugs():
 def _archive(data: bytes, nodes: bytes = b"", root_len: int = 0, threshold: int = 64) -> bytes:
     """header | data | TOC ``nodes`` (the root the last ``root_len`` bytes) | trailer."""
     header = pack_header()
-    t = Trailer(HEADER_SIZE, len(data), HEADER_SIZE + len(data), len(nodes), len(nodes) - root_len, root_len, zlib.crc32(data), threshold)
+    t = Trailer(
+        HEADER_SIZE,
+        len(data),
+        HEADER_SIZE + len(data),
+        len(nodes),
+        len(nodes) - root_len,
+        root_len,
+        zlib.crc32(data),
+        threshold,
+    )
     return header + data + nodes + t.pack(header)
 
 
@@ -133,7 +142,10 @@ def test_verify_deep_map_key():
     depth = 3000
     with msglc.LazyReader(_archive(b"\x81" + b"\x91" * depth + b"\x01" + b"\xc0")) as r:
         r.verify()
-    with msglc.LazyReader(_archive(b"\x81" + b"\x91" * depth + b"\x80" + b"\xc0")) as r, pytest.raises(CorruptedError, match="hashable"):
+    with (
+        msglc.LazyReader(_archive(b"\x81" + b"\x91" * depth + b"\x80" + b"\xc0")) as r,
+        pytest.raises(CorruptedError, match="hashable"),
+    ):
         r.verify()
 
 
@@ -253,7 +265,9 @@ def test_iterative_scan_agrees_with_msgspec(monkeypatch, retry):
         changed = [data]
         for _ in range(150):
             bad = bytearray(data)
-            bad[rng.randrange(len(bad))] = rng.choice([0xC1, 0xFF, 0x80, 0x9F, 0xDC, 0xD9, 0xC7, 0xA5, rng.randrange(256)])
+            bad[rng.randrange(len(bad))] = rng.choice(
+                [0xC1, 0xFF, 0x80, 0x9F, 0xDC, 0xD9, 0xC7, 0xA5, rng.randrange(256)]
+            )
             changed.append(bytes(bad))
         changed.append(data + b"\x01")  # a trailing byte
         changed.append(data[:-1])

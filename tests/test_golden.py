@@ -54,7 +54,14 @@ def _archive(name: str) -> bytes:
     if name == "combined":
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "combined.mlc"
-            msglc.combine(path, [FileInfo(_archive("block-list"), "runs"), FileInfo(_archive("matrix"), "m"), FileInfo(None, "x", obj=1)])
+            msglc.combine(
+                path,
+                [
+                    FileInfo(_archive("block-list"), "runs"),
+                    FileInfo(_archive("matrix"), "m"),
+                    FileInfo(None, "x", obj=1),
+                ],
+            )
             return path.read_bytes()
     if name == "streamed":
         out = io.BytesIO()

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import msglc
-from msglc.util import accel
 from msglc.read.archive import LazyStats
+from msglc.util import accel
 
 N = 5000
 

@@ -60,7 +60,11 @@ def test_streamed_values_read_back_as_lists_and_dicts(tmp_path, threshold):
         arrays = got.pop("arrays")
         assert got == expected
         assert all(a.tolist() == [i] * (i + 1) for i, a in enumerate(arrays))
-        assert r["records/19999/x"] == 19999 * 0.5 and r["pairs/k2999"] == list(range(2999 % 40)) and r["nested/1/4321"] == 4321
+        assert (
+            r["records/19999/x"] == 19999 * 0.5
+            and r["pairs/k2999"] == list(range(2999 % 40))
+            and r["nested/1/4321"] == 4321
+        )
         assert len(r["records"]) == 20000 and len(r["pairs"]) == 3000
         plain = msgpack.unpackb(r.protocol_raw_data())  # still plain msgpack
         assert plain["records"][123] == expected["records"][123] and plain["pairs"]["k5"] == expected["pairs"]["k5"]
@@ -164,7 +168,11 @@ def test_pairs_must_be_pairs_and_failures_inside_the_block_are_reported(tmp_path
     with pytest.raises(TypeError, match="pairs"):
         msglc.dumps({"a": Pairs({"ab": 1})})
     # the caller swallows write()'s error inside the block
-    with pytest.raises(ValueError, match="write\\(\\) failed"), LazyWriter(tmp_path / "a.mlc") as writer, contextlib.suppress(TypeError):
+    with (
+        pytest.raises(ValueError, match="write\\(\\) failed"),
+        LazyWriter(tmp_path / "a.mlc") as writer,
+        contextlib.suppress(TypeError),
+    ):
         writer.write([Color.RED])
     assert not (tmp_path / "a.mlc").exists()
     with open(tmp_path / "b.mlc", "ab") as f, pytest.raises(TypeError, match="appending"):

@@ -21,9 +21,9 @@ from hypothesis import strategies as st
 
 import msglc
 from msglc import CorruptedError, LazyArray, LazyStats, MsglcError, UnsupportedVersionError
-from msglc.write import arrays
 from msglc.format.container import HEADER_SIZE, TRAILER_SIZE, pack_header, unpack_trailer
 from msglc.format.msgpack import parse_ext_header
+from msglc.write import arrays
 
 SCALAR_DTYPES = st.one_of(
     hnp.boolean_dtypes(),
@@ -36,7 +36,11 @@ SCALAR_DTYPES = st.one_of(
     hnp.datetime64_dtypes(endianness="?"),
     hnp.timedelta64_dtypes(endianness="?"),
 )
-DTYPES = st.one_of(SCALAR_DTYPES, hnp.array_dtypes(SCALAR_DTYPES, min_size=1, max_size=4), hnp.nested_dtypes(SCALAR_DTYPES, max_leaves=4))
+DTYPES = st.one_of(
+    SCALAR_DTYPES,
+    hnp.array_dtypes(SCALAR_DTYPES, min_size=1, max_size=4),
+    hnp.nested_dtypes(SCALAR_DTYPES, max_leaves=4),
+)
 ARRAYS = DTYPES.flatmap(lambda dt: hnp.arrays(dt, hnp.array_shapes(min_dims=0, max_dims=4, min_side=0, max_side=5)))
 
 
@@ -105,7 +109,12 @@ def test_indexing_matches_numpy(tmp_path_factory, data):
     msglc.dump(path, {"a": a}, small_obj_optimization_threshold=64)
     with msglc.LazyReader(path) as r:
         lazy = r["a"]
-        assert isinstance(lazy, LazyArray) and (lazy.shape, lazy.dtype, lazy.ndim, len(lazy)) == (a.shape, a.dtype, a.ndim, len(a))
+        assert isinstance(lazy, LazyArray) and (lazy.shape, lazy.dtype, lazy.ndim, len(lazy)) == (
+            a.shape,
+            a.dtype,
+            a.ndim,
+            len(a),
+        )
         for _ in range(5):
             index = data.draw(hnp.basic_indices(shape, allow_newaxis=True, allow_ellipsis=True))
             expected = a[index]
@@ -281,13 +290,22 @@ def header_payload(header, nbytes: int) -> bytes:
     [
         (lambda n: b"\xff\xff\xff\x7f" + b"\x00" * (n - 4), CorruptedError),  # header length past the end
         (lambda n: struct.pack("<I", 1) + b"\xc1" + b"\x00" * (n - 5), CorruptedError),  # header not msgpack
-        (lambda n: header_payload(["<f8", [2**40, 2**40]], n - len(header_payload(["<f8", [2**40, 2**40]], 0))), CorruptedError),
+        (
+            lambda n: header_payload(["<f8", [2**40, 2**40]], n - len(header_payload(["<f8", [2**40, 2**40]], 0))),
+            CorruptedError,
+        ),
         (lambda n: header_payload(["|O", [1]], n - len(header_payload(["|O", [1]], 0))), CorruptedError),
         (lambda n: header_payload(["zz9", [1]], n - len(header_payload(["zz9", [1]], 0))), CorruptedError),
-        (lambda n: header_payload([[["a", "|O"]], [1]], n - len(header_payload([[["a", "|O"]], [1]], 0))), CorruptedError),
+        (
+            lambda n: header_payload([[["a", "|O"]], [1]], n - len(header_payload([[["a", "|O"]], [1]], 0))),
+            CorruptedError,
+        ),
         (lambda n: header_payload(["<f8", [-1]], n - len(header_payload(["<f8", [-1]], 0))), CorruptedError),
         (lambda n: header_payload(["<f8", [1] * 65], n - len(header_payload(["<f8", [1] * 65], 0))), CorruptedError),
-        (lambda n: header_payload(["<f8", [1], "zstd"], n - len(header_payload(["<f8", [1], "zstd"], 0))), UnsupportedVersionError),
+        (
+            lambda n: header_payload(["<f8", [1], "zstd"], n - len(header_payload(["<f8", [1], "zstd"], 0))),
+            UnsupportedVersionError,
+        ),
     ],
 )
 def test_malformed_array_values_give_msglc_errors(small, make, error):
@@ -396,7 +414,9 @@ def test_array_protocol_copies(tmp_path):
 @pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")
 def test_lists_of_arrays_as_lists_and_subclasses():
     rows = [np.zeros(1000), np.ones(1000)]
-    with msglc.LazyReader(msglc.dumps({"rows": rows, "t": tuple(rows)}, numpy_encoder=False, small_obj_optimization_threshold=64)) as r:
+    with msglc.LazyReader(
+        msglc.dumps({"rows": rows, "t": tuple(rows)}, numpy_encoder=False, small_obj_optimization_threshold=64)
+    ) as r:
         assert r["rows/1/999"] == 1.0 and msglc.to_obj(r["t"]) == [x.tolist() for x in rows]
     mat = np.matrix(np.arange(600000.0).reshape(-1, 2))[:, 0].T  # non-contiguous, 2-d rows
     with msglc.LazyReader(msglc.dumps({"m": mat})) as r:
@@ -404,7 +424,9 @@ def test_lists_of_arrays_as_lists_and_subclasses():
 
 
 def test_dtypes_numpy_cannot_describe_are_refused_with_the_path():
-    overlapping = np.zeros(3, dtype=np.dtype({"names": ["a", "b"], "formats": ["<i4", "<i4"], "offsets": [0, 2], "itemsize": 8}))
+    overlapping = np.zeros(
+        3, dtype=np.dtype({"names": ["a", "b"], "formats": ["<i4", "<i4"], "offsets": [0, 2], "itemsize": 8})
+    )
     with pytest.raises(TypeError, match="at x/0"):
         msglc.dumps({"x": [overlapping]})
 
@@ -412,7 +434,9 @@ def test_dtypes_numpy_cannot_describe_are_refused_with_the_path():
 @pytest.mark.parametrize("shape", [[0, 2**62, 2**62], [0, 2**64 - 1], [0] * 65])
 def test_crafted_shapes_numpy_cannot_make(shape):
     data = with_payload(
-        np.zeros(40, "<f8"), lambda p: header_payload(["<f8", shape], len(p) - len(header_payload(["<f8", shape], 0))), threshold=8192
+        np.zeros(40, "<f8"),
+        lambda p: header_payload(["<f8", shape], len(p) - len(header_payload(["<f8", shape], 0))),
+        threshold=8192,
     )
     with msglc.LazyReader(data) as r, pytest.raises(CorruptedError):
         r.to_obj()

@@ -63,7 +63,9 @@ def test_an_open_that_meets_an_append_sees_one_consistent_state(tmp_path, monkey
     path = tmp_path / "week.mlc"
     msglc.combine(path, [FileInfo(None, "mon", obj={"x": list(range(3000))})], small_obj_optimization_threshold=256)
     monkeypatch.setattr(os, "pread", os.pread)  # restored at the end
-    _append_during_first_trailer_read(monkeypatch, path, lambda: msglc.append(path, [FileInfo(None, "tue", obj={"x": [1] * 3000})]))
+    _append_during_first_trailer_read(
+        monkeypatch, path, lambda: msglc.append(path, [FileInfo(None, "tue", obj={"x": [1] * 3000})])
+    )
     with msglc.LazyReader(path) as r:
         assert set(r) in ({"mon"}, {"mon", "tue"})
         assert r["mon/x/2999"] == 2999
@@ -223,7 +225,9 @@ def test_cli_combine_refuses_its_own_input(tmp_path):
     x = tmp_path / "x.mlc"
     msglc.dump(x, {"a": 1})
     before = x.read_bytes()
-    run = subprocess.run([sys.executable, "-m", "msglc", "combine", str(x), str(x), "--name", "a"], capture_output=True, text=True)
+    run = subprocess.run(
+        [sys.executable, "-m", "msglc", "combine", str(x), str(x), "--name", "a"], capture_output=True, text=True
+    )
     assert run.returncode == 1 and "itself" in run.stderr
     assert x.read_bytes() == before
 
@@ -248,11 +252,15 @@ def test_combine_writes_to_a_binary_file_object(tmp_path):
 def test_dict_methods_on_a_root_that_is_not_a_dict_say_so(root):
     with msglc.LazyReader(msglc.dumps(root, small_obj_optimization_threshold=64)) as r:
         for call in (lambda: r.get(0), r.keys, r.values, r.items):
-            with pytest.raises(TypeError, match=r"needs an archive whose root is a dict; this one's root is a (list|int|str)"):
+            with pytest.raises(
+                TypeError, match=r"needs an archive whose root is a dict; this one's root is a (list|int|str)"
+            ):
                 call()
 
 
-@pytest.mark.parametrize("args", [["ls", "--limit", "-5"], ["ls", "--limit", "0"], ["tree", "--depth", "-1"], ["ls", "--limit", "x"]])
+@pytest.mark.parametrize(
+    "args", [["ls", "--limit", "-5"], ["ls", "--limit", "0"], ["tree", "--depth", "-1"], ["ls", "--limit", "x"]]
+)
 def test_cli_refuses_negative_counts(tmp_path, args):
     x = tmp_path / "x.mlc"
     msglc.dump(x, {"a": 1})
@@ -329,7 +337,10 @@ def test_a_trailer_magic_near_the_start_of_the_scanned_tail_is_no_crash():
 def test_str_arrays_with_impossible_code_points_are_corrupted_not_a_crash():
     np = pytest.importorskip("numpy")
     d = bytearray(
-        msglc.dumps({"u": np.array(["a"] * 400, dtype="<U2"), "small": np.array(["a"], dtype="<U1")}, small_obj_optimization_threshold=64)
+        msglc.dumps(
+            {"u": np.array(["a"] * 400, dtype="<U2"), "small": np.array(["a"], dtype="<U1")},
+            small_obj_optimization_threshold=64,
+        )
     )
     at = bytes(d).index("a".encode("utf-32-le"))
     d[at : at + 4] = (0x08047F00).to_bytes(4, "little")

@@ -144,14 +144,28 @@ def test_failed_write_leaves_nothing_and_keeps_the_old_object(s3):
 # ---- read_many ---------------------------------------------------------------------------------
 
 
-PATHS = ["runs/5/tag", "m/3/4", "runs/5/tag", "blob", "runs/299/energy/0", "m/119", "runs/1:3", ["runs", 7, "id"], "runs/-1/id"]
+PATHS = [
+    "runs/5/tag",
+    "m/3/4",
+    "runs/5/tag",
+    "blob",
+    "runs/299/energy/0",
+    "m/119",
+    "runs/1:3",
+    ["runs", 7, "id"],
+    "runs/-1/id",
+]
 
 
 def _readers(tmp_path, s3):
     path = tmp_path / "doc.mlc"
     msglc.dump(path, DOC, **SMALL)
     options, _ = s3
-    return [lambda: LazyReader(path), lambda: LazyReader(path.read_bytes()), lambda: LazyReader(url("doc.mlc"), storage_options=options)]
+    return [
+        lambda: LazyReader(path),
+        lambda: LazyReader(path.read_bytes()),
+        lambda: LazyReader(url("doc.mlc"), storage_options=options),
+    ]
 
 
 def test_read_many_answers_in_order(tmp_path, s3):
@@ -304,7 +318,9 @@ def test_no_permission(s3):
     fs.pipe_file("msglc-locked/doc.mlc", msglc.dumps(DOC))
     policy = {
         "Version": "2012-10-17",
-        "Statement": [{"Effect": "Deny", "Principal": "*", "Action": "s3:GetObject", "Resource": "arn:aws:s3:::msglc-locked/*"}],
+        "Statement": [
+            {"Effect": "Deny", "Principal": "*", "Action": "s3:GetObject", "Resource": "arn:aws:s3:::msglc-locked/*"}
+        ],
     }
     fs.call_s3("put_bucket_policy", Bucket="msglc-locked", Policy=json.dumps(policy))
     with pytest.raises(PermissionError):
@@ -352,7 +368,9 @@ def test_connection_failing_midway(s3):
     endpoint = options["client_kwargs"]["endpoint_url"]
     host, port = endpoint.rsplit("//", 1)[1].split(":")
     proxy = CuttingProxy((host, int(port)))
-    through = fsspec.filesystem("s3", **{**options, "client_kwargs": {"endpoint_url": f"http://127.0.0.1:{proxy.port}"}})
+    through = fsspec.filesystem(
+        "s3", **{**options, "client_kwargs": {"endpoint_url": f"http://127.0.0.1:{proxy.port}"}}
+    )
     through.retries = 1
     with LazyReader(f"{BUCKET}/matrix.mlc", fs=through, block_size=16 << 10) as r:
         assert r[1][2] == MATRIX[1][2]

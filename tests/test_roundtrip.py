@@ -73,7 +73,10 @@ def test_roundtrip(obj, threshold):
         assert reader.raw_data() == data
 
 
-@given(st.lists(st.lists(st.floats(allow_nan=False, width=64), min_size=3, max_size=3), min_size=50, max_size=300), thresholds)
+@given(
+    st.lists(st.lists(st.floats(allow_nan=False, width=64), min_size=3, max_size=3), min_size=50, max_size=300),
+    thresholds,
+)
 def test_matrix_rows_read_by_arithmetic(rows, threshold):
     data = msglc.dumps(rows, small_obj_optimization_threshold=threshold)
     reader = msglc.LazyReader(data, cached=False)

@@ -109,7 +109,9 @@ def check(data, expected):
         r.verify()
         got = r.to_obj()
         assert ordered(got) == ordered(expected)
-        assert ordered(msgpack.unpackb(r.protocol_raw_data(), strict_map_key=False)) == ordered(expected)  # plain msgpack
+        assert ordered(msgpack.unpackb(r.protocol_raw_data(), strict_map_key=False)) == ordered(
+            expected
+        )  # plain msgpack
         if isinstance(expected, dict) and expected:
             key = list(expected)[len(expected) // 2]
             assert msglc.to_obj(r[[key]]) == expected[key]
@@ -270,7 +272,13 @@ def test_streamed_dicts_are_the_same_without_the_c_accelerator(monkeypatch):
     monkeypatch.setattr(accel, "speedups", None)
     assert msglc.dumps(obj, small_obj_optimization_threshold=256) == fast
     monkeypatch.undo()
-    check(fast, {"rows": {f"k{i}": [i, i * 0.5] for i in range(3000)}, "kids": {f"k{i}": list(range(i % 50)) for i in range(1100)}})
+    check(
+        fast,
+        {
+            "rows": {f"k{i}": [i, i * 0.5] for i in range(3000)},
+            "kids": {f"k{i}": list(range(i % 50)) for i in range(1100)},
+        },
+    )
 
 
 class Twice(Rows):
@@ -331,7 +339,9 @@ class ValuesDisagree(dict):
 
 
 @pytest.mark.parametrize(
-    "obj", [RaisesInItems(), {"a": [RaisesInIter()]}, Rows(3, value=lambda i: RaisesInItems())], ids=["items", "iter", "nested"]
+    "obj",
+    [RaisesInItems(), {"a": [RaisesInIter()]}, Rows(3, value=lambda i: RaisesInItems())],
+    ids=["items", "iter", "nested"],
 )
 def test_stop_iteration_never_escapes_to_end_the_callers_loop(obj, tmp_path):
     with pytest.raises(RuntimeError, match="StopIteration") as info:

@@ -172,7 +172,12 @@ def cmd_info(args: argparse.Namespace) -> None:
             ("data", f"{t.data_len:,} bytes (plain msgpack)"),
             ("TOC", f"{t.toc_len:,} bytes" + (f" after {free:,} bytes of free space (left by append)" if free else "")),
             ("threshold", f"{t.threshold:,} bytes"),
-            ("root", f"{kind}" + (f" of {length:,}" if length is not None else "") + ("" if t.root_len else " (small: read whole)")),
+            (
+                "root",
+                f"{kind}"
+                + (f" of {length:,}" if length is not None else "")
+                + ("" if t.root_len else " (small: read whole)"),
+            ),
             ("lazy nodes", ", ".join(f"{n} {k}" for k, n in counts.items()) + f"; {blocks} blocks"),
         ]
         for label, value in lines:
@@ -180,9 +185,13 @@ def cmd_info(args: argparse.Namespace) -> None:
 
 
 def node_kind(node: Any) -> str:
-    return {ListNode: "list", StrideNode: "fixed-stride list", MapNode: "dict", HashMapNode: "hash-indexed dict", ArrayNode: "array"}[
-        type(node)
-    ]
+    return {
+        ListNode: "list",
+        StrideNode: "fixed-stride list",
+        MapNode: "dict",
+        HashMapNode: "hash-indexed dict",
+        ArrayNode: "array",
+    }[type(node)]
 
 
 def cmd_ls(args: argparse.Namespace) -> None:
@@ -207,15 +216,21 @@ def cmd_tree(args: argparse.Namespace) -> None:
     with open_reader(args.file) as reader:
         value = reader[args.path]
         label = "/" + "/".join(map(str, split_path(args.path)))
-        if isinstance(value, LazyNode) and not value._nsize:  # a row of a fixed-stride list or array: no node of its own
+        if (
+            isinstance(value, LazyNode) and not value._nsize
+        ):  # a row of a fixed-stride list or array: no node of its own
             kind, length = type_of(value)
-            print(f"{label}  {kind} of {length:,}, {encoded_size(value):,} bytes (part of its parent's fixed-stride node)")
+            print(
+                f"{label}  {kind} of {length:,}, {encoded_size(value):,} bytes (part of its parent's fixed-stride node)"
+            )
             return
         if isinstance(value, list) and any(isinstance(v, LazyNode) for v in value):
             raise CliError("tree shows one value: give an index, not a slice")
         if not isinstance(value, LazyNode):
             kind, length = type_of(value)
-            print(f"{label}  {kind}{'' if length is None else f' of {length:,}'}, {encoded_size(value):,} bytes (small: no TOC node)")
+            print(
+                f"{label}  {kind}{'' if length is None else f' of {length:,}'}, {encoded_size(value):,} bytes (small: no TOC node)"
+            )
             return
         print_node(reader._a, value._pos, value._nsize, label, 0, args.depth)
 
@@ -355,7 +370,9 @@ def _json_lines(path: str, step: Callable[[int], None]) -> Iterator[Any]:
             step(len(line))
             if line.strip():
                 try:
-                    yield _decode_json(line.removeprefix(b"\xef\xbb\xbf") if number == 1 else line, f"{path}, line {number}")
+                    yield _decode_json(
+                        line.removeprefix(b"\xef\xbb\xbf") if number == 1 else line, f"{path}, line {number}"
+                    )
                 except CliError as e:
                     raise CliError(str(e).replace("is not valid json", "is not valid JSON")) from None
 
@@ -387,18 +404,24 @@ class _Parser(argparse.ArgumentParser):
 
 
 def parser() -> argparse.ArgumentParser:
-    top = _Parser(prog="msglc", description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    top = _Parser(
+        prog="msglc", description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     top.add_argument("--version", action="version", version=f"msglc {__version__}")
     sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
 
     def add(name: str, run: Callable, help: str, description: str = "") -> argparse.ArgumentParser:
-        p = sub.add_parser(name, help=help, description=description or help, formatter_class=argparse.RawDescriptionHelpFormatter)
+        p = sub.add_parser(
+            name, help=help, description=description or help, formatter_class=argparse.RawDescriptionHelpFormatter
+        )
         p.set_defaults(run=run)
         return p
 
     p = add("info", cmd_info, "format version, sizes, threshold, TOC node counts and the root of an archive")
     p.add_argument("file")
-    path_help = 'a path inside the archive, like "runs/42/energy" or "runs/-1" (a path that starts with "-": put -- before it)'
+    path_help = (
+        'a path inside the archive, like "runs/42/energy" or "runs/-1" (a path that starts with "-": put -- before it)'
+    )
     p = add("ls", cmd_ls, "list the children at PATH: type, length, encoded size, name")
     p.add_argument("file")
     p.add_argument("path", nargs="?", default="", help=path_help)
@@ -433,7 +456,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("output")
     p.add_argument("--from", dest="from_", choices=("json", "jsonl", "msgpack", "msglc"))
     p.add_argument("--to", choices=("json", "jsonl", "msgpack", "msglc"))
-    p.add_argument("--threshold", type=int, default=None, help="small_obj_optimization_threshold of the archive written")
+    p.add_argument(
+        "--threshold", type=int, default=None, help="small_obj_optimization_threshold of the archive written"
+    )
     p = add("combine", cmd_combine, "gather archives into one without decoding them: a dict with --name, else a list")
     p.add_argument("output")
     p.add_argument("inputs", nargs="+")

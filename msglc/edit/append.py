@@ -63,7 +63,11 @@ except ImportError:  # no advisory locks (Windows): concurrent appends are not s
 
 
 def append(
-    archive: str | os.PathLike, files: FileInfo | Sequence[FileInfo], *, progress: Callable[[int], None] | None = None, **options: Any
+    archive: str | os.PathLike,
+    files: FileInfo | Sequence[FileInfo],
+    *,
+    progress: Callable[[int], None] | None = None,
+    **options: Any,
 ) -> None:
     """Add entries to the archive at ``archive`` (its root a dict: named inputs; a list:
     unnamed ones), as ``combine`` would have written them all, in place: the existing entries
@@ -75,7 +79,9 @@ def append(
     check_names(infos)
     archive = resolve_name(archive)
     if isinstance(archive, RemotePath):
-        raise TypeError("append() needs a local archive: an object in object storage cannot be changed in place; combine() into a new one")
+        raise TypeError(
+            "append() needs a local archive: an object in object storage cannot be changed in place; combine() into a new one"
+        )
     if not isinstance(archive, (str, os.PathLike)):
         raise TypeError(f"append() needs the path of an archive, not {type(archive).__name__}")
     while True:
@@ -92,21 +98,27 @@ def append(
                 existing.close()
 
 
-def _append(archive: Any, fd: int, existing: Existing, infos: list[FileInfo], options: dict, progress: Callable[[int], None]) -> None:
+def _append(
+    archive: Any, fd: int, existing: Existing, infos: list[FileInfo], options: dict, progress: Callable[[int], None]
+) -> None:
     names = [info.name for info in infos]
     if infos and (names[0] is not None) != existing.is_map:
         raise ValueError(
             f"append() to an archive whose root is a {'dict' if existing.is_map else 'list'} takes {'named' if existing.is_map else 'unnamed'} inputs"
         )
     small = existing.small_root()  # a root without a node, decoded (checksum checked)
-    taken = [name for name in names if name is not None and (name in small if small is not None else existing.has_key(name))]
+    taken = [
+        name for name in names if name is not None and (name in small if small is not None else existing.has_key(name))
+    ]
     if taken:
         raise ValueError(f"append() input name {taken[0]!r} is already in {os.fspath(archive)!r}")
     if not infos:
         return
     if small is not None:  # its entries are re-encoded like obj= inputs
         kept = (
-            [FileInfo(None, key, obj=value) for key, value in small.items()] if existing.is_map else [FileInfo(None, obj=v) for v in small]
+            [FileInfo(None, key, obj=value) for key, value in small.items()]
+            if existing.is_map
+            else [FileInfo(None, obj=v) for v in small]
         )
         return combine_into(archive, kept + infos, None, options, progress, as_dict=existing.is_map)
     root_head = recount_header(existing.head, existing.count + len(infos))
@@ -159,7 +171,9 @@ class _Writer:
             self.pos += done
 
 
-def _in_place(fd: int, existing: Existing, inputs: list[Input], root_head: bytes, cfg: Any, progress: Callable[[int], None]) -> None:
+def _in_place(
+    fd: int, existing: Existing, inputs: list[Input], root_head: bytes, cfg: Any, progress: Callable[[int], None]
+) -> None:
     """Append ``inputs`` to ``existing`` in its file ``fd``. The file goes through three valid
     states, each entered by one write to the header, with everything it needs flushed first:
 
@@ -186,7 +200,9 @@ def _in_place(fd: int, existing: Existing, inputs: list[Input], root_head: bytes
     at = HEADER_SIZE + data_len
     if at + toc_len + 2 * TRAILER_SIZE > t.toc_off:
         at = max(at, was_end)
-    moved = msgspec.structs.replace(t, data_off=HEADER_SIZE, toc_off=at, toc_len=toc_len, root_pos=toc_len - old_len, root_len=old_len)
+    moved = msgspec.structs.replace(
+        t, data_off=HEADER_SIZE, toc_off=at, toc_len=toc_len, root_pos=toc_len - old_len, root_len=old_len
+    )
     result = Trailer(
         data_off=HEADER_SIZE,
         data_len=data_len,
@@ -199,7 +215,9 @@ def _in_place(fd: int, existing: Existing, inputs: list[Input], root_head: bytes
     )
     moved_end = at + toc_len + TRAILER_SIZE
     if moved_end + TRAILER_SIZE >= 1 << 48:
-        raise ValueError(f"append() would make the archive {moved_end + TRAILER_SIZE:,} bytes; the format allows less than 2**48")
+        raise ValueError(
+            f"append() would make the archive {moved_end + TRAILER_SIZE:,} bytes; the format allows less than 2**48"
+        )
     minor = FREE_SPACE_MINOR if at > HEADER_SIZE + data_len else MINOR  # free space before the TOC needs 1.2
     buf = bytearray(min(COPY_CHUNK, max(kept, in_tocs, data_len - t.data_len)))
     end = was_end  # where the header's last write (once flushed, the file) says the archive ends
@@ -215,7 +233,9 @@ def _in_place(fd: int, existing: Existing, inputs: list[Input], root_head: bytes
         _set_end(fd, FREE_SPACE_MINOR, moved_end)  # state 2
         end = moved_end
         os.fsync(fd)
-        copy_entries(keys, inputs, _Writer(fd, HEADER_SIZE + t.data_len), buf, progress, 0, "the archive keeps its old contents")
+        copy_entries(
+            keys, inputs, _Writer(fd, HEADER_SIZE + t.data_len), buf, progress, 0, "the archive keeps its old contents"
+        )
         if os.fstat(fd).st_size > toc.pos:  # bytes a dead append left past the result
             os.ftruncate(fd, toc.pos)
         os.fsync(fd)
@@ -274,7 +294,9 @@ class Existing:
         try:
             self.is_map, self.count, self.header_size = container_header(self.head)
         except CorruptedError:
-            raise ValueError(f"append() needs an archive whose root is a dict or a list ({os.fspath(path)!r} holds neither)") from None
+            raise ValueError(
+                f"append() needs an archive whose root is a dict or a list ({os.fspath(path)!r} holds neither)"
+            ) from None
         self.head = self.head[: self.header_size]
         self.pos = t.toc_off + t.root_pos
         self.node = self.archive.node(self.pos, t.root_len) if t.root_len else None
@@ -293,7 +315,9 @@ class Existing:
         t = self.trailer
         data = self.archive.read(t.data_off, t.data_len)
         if zlib.crc32(data) != t.data_crc:
-            raise CorruptedError(f"data section checksum mismatch ({t.data_len} bytes at offset {t.data_off}); nothing was changed")
+            raise CorruptedError(
+                f"data section checksum mismatch ({t.data_len} bytes at offset {t.data_off}); nothing was changed"
+            )
         return self.archive.decode(data, t.data_off)
 
     def close(self) -> None:
@@ -314,7 +338,9 @@ class Existing:
         before = bytes(self.archive.read(t.toc_off + self.toc_len, t.root_pos - self.toc_len))
         node = self.node
         if not isinstance(node, StrideNode):  # a fixed-stride node refers to nothing
-            node = msgspec.structs.replace(node, kids={k: (back + delta, size) for k, (back, size) in node.kids.items()})
+            node = msgspec.structs.replace(
+                node, kids={k: (back + delta, size) for k, (back, size) in node.kids.items()}
+            )
         if isinstance(node, HashMapNode) and not before:  # its index region stays in the kept TOC
             node = msgspec.structs.replace(node, index=(node.index[0] + delta, node.index[1]))
         framed = frame_node(node)
@@ -327,14 +353,20 @@ class Existing:
         followed by the inputs'."""
         shift = len(header) - self.header_size
         node = self.node
-        offs_new, kids_new = entries_layout(inputs, keys, self.trailer.data_len + shift, self.toc_len)  # after the kept entries and TOC
+        offs_new, kids_new = entries_layout(
+            inputs, keys, self.trailer.data_len + shift, self.toc_len
+        )  # after the kept entries and TOC
         builder = TocBuilder(b"", threshold, toc_base=toc_base)
         n = self.count + len(inputs)
         if isinstance(node, (ListNode, StrideNode)):
             if isinstance(node, StrideNode) and len(node.dims) > 1 and node.dims[0][2] > threshold:
                 h0, n0, s0 = node.dims[0]  # rows keep a node: one fixed-stride node all of them share
                 row = builder.add_node(StrideNode(dims=node.dims[1:], lazy_min=node.lazy_min))
-                starts, offs, kids = list(range(n0)), list(range(h0, h0 + n0 * s0 + 1, s0)), dict.fromkeys(range(n0), row)
+                starts, offs, kids = (
+                    list(range(n0)),
+                    list(range(h0, h0 + n0 * s0 + 1, s0)),
+                    dict.fromkeys(range(n0), row),
+                )
             elif isinstance(node, StrideNode):
                 h0, n0, s0 = node.dims[0]
                 starts, offs, _ = builder.spans(range(h0, h0 + n0 * s0 + 1, s0), n0, {})
@@ -345,7 +377,9 @@ class Existing:
             kids.update({len(starts) + k: ref for k, ref in new_kids.items()})
             starts = [*starts, *(self.count + s for s in new_starts)]
             offs = [o + shift for o in offs[:-1]] + new_offs
-            return builder.add_node(ListNode(n=n, starts=starts, offs=offs, kids=builder.refs(kids))), bytes(builder.toc)
+            return builder.add_node(ListNode(n=n, starts=starts, offs=offs, kids=builder.refs(kids))), bytes(
+                builder.toc
+            )
         koffs, hashes, entry_kids = self._entries(node, shift)
         koffs = koffs[:-1] + offs_new
         hashes += [zlib.crc32(k) for k in keys]
@@ -354,7 +388,9 @@ class Existing:
             names = [*node.keys, *(part.name for part in inputs)]
             voffs = [o + shift for o in node.voffs] + [o + len(k) for o, k in zip(offs_new, keys, strict=False)]
             kids = {j: ref for j, (_, ref) in entry_kids.items()}
-            return builder.add_node(MapNode(keys=names, koffs=koffs, voffs=voffs, kids=builder.refs(kids))), bytes(builder.toc)
+            return builder.add_node(MapNode(keys=names, koffs=koffs, voffs=voffs, kids=builder.refs(kids))), bytes(
+                builder.toc
+            )
         return builder.hash_node(n, koffs, entry_kids, builder.hash_index_of(hashes, koffs)), bytes(builder.toc)
 
     def _entries(self, node: Any, shift: int) -> tuple[list[int], list[int], dict[int, tuple[Any, tuple[int, int]]]]:
@@ -366,7 +402,9 @@ class Existing:
         width, n = node.offs_width, node.n
         region = self.pos - node.index[0]
         koffs = le_array("I" if width == 4 else "Q", bytes(self.archive.read(region, (n + 1) * width)))
-        records = le_array("Q", bytes(self.archive.read(region + (n + 1) * width + ((1 << node.page_bits) + 1) * 8, 8 * n)))
+        records = le_array(
+            "Q", bytes(self.archive.read(region + (n + 1) * width + ((1 << node.page_bits) + 1) * 8, 8 * n))
+        )
         hashes = [0] * n
         for record in records:
             hashes[record & 0xFFFFFFFF] = record >> 32

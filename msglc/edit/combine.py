@@ -90,7 +90,9 @@ def _write(
     keys = entry_keys(inputs, as_dict)
     kept = existing.count if existing is not None else 0
     header = (map_header if as_dict else array_header)(kept + len(inputs), wide)
-    body = existing.trailer.data_len - existing.header_size if existing is not None else 0  # the existing entries' bytes
+    body = (
+        existing.trailer.data_len - existing.header_size if existing is not None else 0
+    )  # the existing entries' bytes
     data_len = len(header) + body + sum(len(k) + part.trailer.data_len for k, part in zip(keys, inputs, strict=True))
     kept_toc = existing.toc_len if existing is not None else 0
     toc_lens = [kept_toc] + [part.trailer.live_toc_len for part in inputs]
@@ -108,20 +110,26 @@ def _write(
         buf = bytearray(min(COPY_CHUNK, max(sizes)))
         if existing is not None:
             t = existing.trailer
-            body_crc = copy_range(existing.archive, t.data_off + existing.header_size, body, f, buf, checksum=True, progress=progress)
+            body_crc = copy_range(
+                existing.archive, t.data_off + existing.header_size, body, f, buf, checksum=True, progress=progress
+            )
             if crc32_combine(zlib.crc32(existing.head), body_crc, body) != t.data_crc:
                 raise CorruptedError(f"{os.fspath(path)!r}: data section checksum mismatch; nothing was changed")
             crc = crc32_combine(crc, body_crc, body)
         crc = copy_entries(keys, inputs, f, buf, progress, crc, "nothing was written")
         if existing is not None:
-            copy_range(existing.archive, existing.trailer.toc_off, existing.toc_len, f, buf, checksum=False, progress=progress)
+            copy_range(
+                existing.archive, existing.trailer.toc_off, existing.toc_len, f, buf, checksum=False, progress=progress
+            )
         copy_tocs(inputs, f, buf, progress)
         f.write(root_toc)
         trailer = Trailer.contiguous(data_len, sum(toc_lens) + len(root_toc), root, crc, threshold)
         f.write(trailer.pack(head))
 
 
-def _root_node(inputs: list[Input], keys: list[bytes], header: bytes, threshold: int, toc_base: int) -> tuple[tuple[int, int], bytes]:
+def _root_node(
+    inputs: list[Input], keys: list[bytes], header: bytes, threshold: int, toc_base: int
+) -> tuple[tuple[int, int], bytes]:
     """The new root's node (position, length) and the TOC bytes holding it (after the copied
     TOCs, which take ``toc_base`` bytes): each input with a root node is a child."""
     n = len(inputs)
@@ -142,7 +150,9 @@ def _root_node(inputs: list[Input], keys: list[bytes], header: bytes, threshold:
     return root, bytes(builder.toc)
 
 
-def entries_layout(inputs: list[Input], keys: list[bytes], data_at: int, toc_at: int) -> tuple[list[int], dict[int, tuple[int, int]]]:
+def entries_layout(
+    inputs: list[Input], keys: list[bytes], data_at: int, toc_at: int
+) -> tuple[list[int], dict[int, tuple[int, int]]]:
     """Where the inputs go in the new root container, from its offset ``data_at`` (their entry
     offsets plus the end), and their root nodes in the new TOC, whose copies of the inputs'
     TOCs start at ``toc_at``."""
@@ -161,7 +171,9 @@ def entry_keys(inputs: list[Input], as_dict: bool) -> list[bytes]:
     return [key_encoder.encode(part.name) for part in inputs] if as_dict else [b""] * len(inputs)
 
 
-def copy_entries(keys: list[bytes], inputs: list[Input], f: Any, buf: bytearray, progress: Any, crc: int, outcome: str) -> int:
+def copy_entries(
+    keys: list[bytes], inputs: list[Input], f: Any, buf: bytearray, progress: Any, crc: int, outcome: str
+) -> int:
     """Write each key and input's data section, checking the input's data checksum (else
     ``CorruptedError``, saying ``outcome``); returns ``crc`` extended by what was written."""
     for key, part in zip(keys, inputs, strict=True):
@@ -183,10 +195,14 @@ def entries_crc(keys: list[bytes], inputs: list[Input], crc: int) -> int:
 def copy_tocs(inputs: list[Input], f: Any, buf: bytearray, progress: Any) -> None:
     """Write each input's TOC up to its root node (every node a root can refer to)."""
     for part in inputs:
-        copy_range(part.archive, part.trailer.toc_off, part.trailer.live_toc_len, f, buf, checksum=False, progress=progress)
+        copy_range(
+            part.archive, part.trailer.toc_off, part.trailer.live_toc_len, f, buf, checksum=False, progress=progress
+        )
 
 
-def copy_range(archive: Archive, offset: int, size: int, f: Any, buf: bytearray, checksum: bool, progress: Callable[[int], None]) -> int:
+def copy_range(
+    archive: Archive, offset: int, size: int, f: Any, buf: bytearray, checksum: bool, progress: Callable[[int], None]
+) -> int:
     """Copy ``size`` bytes of an input from ``offset`` to ``f`` through ``buf``; returns their
     CRC-32 when ``checksum``."""
     crc32 = data_crc32()

@@ -140,7 +140,11 @@ def unpack_trailer(buf: bytes, file_size: int, header: bytes) -> Trailer:
     end_toc = file_size - TRAILER_SIZE
     data_end = t.data_off + t.data_len
     free_ok = header[9] >= FREE_SPACE_MINOR  # 1.2: free space may lie between data and TOC
-    if not (t.data_off == HEADER_SIZE and (data_end == t.toc_off or free_ok and data_end < t.toc_off) and t.toc_off + t.toc_len == end_toc):
+    if not (
+        t.data_off == HEADER_SIZE
+        and (data_end == t.toc_off or free_ok and data_end < t.toc_off)
+        and t.toc_off + t.toc_len == end_toc
+    ):
         raise CorruptedError(
             f"trailer sections (data {t.data_off}+{t.data_len}, TOC {t.toc_off}+{t.toc_len}) do not tile a file of {file_size} bytes"
         )

@@ -87,7 +87,9 @@ def region_of(records: Any, firsts: Any, koffs: Any) -> Region:
     return region_bytes(memoryview(entry_offs).cast("B"), memoryview(records).cast("B"), firsts, page_bits, width)
 
 
-def region_bytes(offs_bytes: bytes | memoryview, rec_bytes: bytes | memoryview, firsts: Any, page_bits: int, width: int) -> Region:
+def region_bytes(
+    offs_bytes: bytes | memoryview, rec_bytes: bytes | memoryview, firsts: Any, page_bits: int, width: int
+) -> Region:
     """The region from the little-endian bytes of its entry offsets and records (as
     ``accel.speedups.map_index`` computes them) and the page starts."""
     pages = 1 << page_bits

@@ -15,8 +15,6 @@ from msglc.format.container import U32
 # Hash-index arrays (see HashMapNode): page table entries and records are pairs of u32.
 
 
-
-
 # ---- TOC nodes -------------------------------------------------------------------------------
 # A reference to a node is (distance back from the referring node's start, framed length).
 Ref = tuple[int, int]
@@ -151,7 +149,12 @@ def check_node(node: Node, where: int, toc_off: int) -> None:
             bad = "empty dims"
         else:
             for (h, n, s), inner in zip(node.dims, [*node.dims[1:], None], strict=True):
-                if not 1 <= h <= 5 or not 0 < n < 2**32 or s < 1 or (inner is not None and s != inner[0] + inner[1] * inner[2]):
+                if (
+                    not 1 <= h <= 5
+                    or not 0 < n < 2**32
+                    or s < 1
+                    or (inner is not None and s != inner[0] + inner[1] * inner[2])
+                ):
                     bad = f"inconsistent dims {node.dims}"
                     break
     elif isinstance(node, MapNode):
@@ -167,10 +170,17 @@ def check_node(node: Node, where: int, toc_off: int) -> None:
         ok = ok and node.starts[-1] < node.n < 2**32 and node.n <= node.offs[-1] - node.offs[0]
         ok = ok and _increasing(node.starts) and _increasing(node.offs)
         spans = len(node.starts)
-        ok = ok and all(0 <= k < spans and node.starts[k] + 1 == (node.starts[k + 1] if k + 1 < spans else node.n) for k in node.kids)
+        ok = ok and all(
+            0 <= k < spans and node.starts[k] + 1 == (node.starts[k + 1] if k + 1 < spans else node.n)
+            for k in node.kids
+        )
         if isinstance(node, HashMapNode):
             back, size = node.index
-            region = (node.n + 1) * node.offs_width + ((1 << node.page_bits) + 1) * 8 + node.n * 8 if 0 <= node.page_bits <= 31 else -1
+            region = (
+                (node.n + 1) * node.offs_width + ((1 << node.page_bits) + 1) * 8 + node.n * 8
+                if 0 <= node.page_bits <= 31
+                else -1
+            )
             ok = ok and node.offs_width in (4, 8) and size == region and set(node.kid_keys.values()) == set(node.kids)
             ok = ok and back > 0 and where - back >= toc_off and where - back + size <= where
         if not ok:

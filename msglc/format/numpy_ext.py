@@ -21,8 +21,6 @@ MAX_HEADER = 1 << 20  # bytes of an array header: bounds what a reader reads to 
 _ALLOWED_KINDS = frozenset("biufcSUVMm")
 
 
-
-
 _header_decoder = msgspec.msgpack.Decoder()
 
 
@@ -30,7 +28,9 @@ def _numpy() -> Any:
     try:
         import numpy
     except ImportError:
-        raise ImportError("this archive holds NumPy arrays; reading them needs numpy (pip install 'msglc[numpy]')") from None
+        raise ImportError(
+            "this archive holds NumPy arrays; reading them needs numpy (pip install 'msglc[numpy]')"
+        ) from None
     return numpy
 
 
@@ -93,7 +93,9 @@ def _label(where: int | None) -> str:
     return "NumPy array" if where is None else f"NumPy array at offset {where}"
 
 
-def parse_payload_header(payload: bytes | memoryview, length: int, where: int | None) -> tuple[Any, tuple[int, ...], int]:
+def parse_payload_header(
+    payload: bytes | memoryview, length: int, where: int | None
+) -> tuple[Any, tuple[int, ...], int]:
     """(dtype, shape, offset of the elements in the payload) of an array value whose payload
     is ``length`` bytes and starts with ``payload`` (at least up to the elements), checked: a
     malformed header raises ``CorruptedError``, never a huge allocation."""
@@ -123,7 +125,9 @@ def parse_payload_header(payload: bytes | memoryview, length: int, where: int | 
         raise CorruptedError(f"{_label(where)}: shape {tuple(shape)} of {dtype} is not an array NumPy can make")
     need = prod(shape) * dtype.itemsize
     if need != length - 4 - h:
-        raise CorruptedError(f"{_label(where)}: shape {tuple(shape)} of {dtype} needs {need} bytes, the value has {length - 4 - h}")
+        raise CorruptedError(
+            f"{_label(where)}: shape {tuple(shape)} of {dtype} needs {need} bytes, the value has {length - 4 - h}"
+        )
     return dtype, tuple(shape), 4 + h
 
 

@@ -60,5 +60,7 @@ class Source:
     def _short(self, offset: int, size: int, got: int) -> MsglcError:
         message = f"file ended at {offset + got} while reading {size} bytes at offset {offset}"
         if self.opened is not None and self.stamp() != self.opened:
-            return ArchiveChangedError(f"{message}: the file changed after the reader opened it (an append?): open a new reader")
+            return ArchiveChangedError(
+                f"{message}: the file changed after the reader opened it (an append?): open a new reader"
+            )
         return TruncatedError(f"{message} (was it truncated?)")

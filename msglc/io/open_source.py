@@ -37,14 +37,21 @@ def _open_path(path: Any) -> FileSource:
         raise
 
 
-def open_source(source: Any, counter: Any = None, fs: Any = None, storage_options: dict | None = None, **remote: Any) -> Source:
+def open_source(
+    source: Any, counter: Any = None, fs: Any = None, storage_options: dict | None = None, **remote: Any
+) -> Source:
     """A ``Source`` for a path, a bytes-like object, a memory map, a readable seekable binary
     file, or a remote archive (a URL, a ``upath.UPath``, a path with an fsspec ``fs``, an open
     fsspec file); ``remote``: ``RemoteSource`` options (``block_size``, ``cache_blocks``)."""
     source = resolve_name(source, fs, storage_options)
     if isinstance(source, RemotePath):
         return open_remote(source.fs, source.path, counter=counter, **remote)
-    if hasattr(source, "read") and hasattr(source, "fs") and isinstance(getattr(source, "path", None), str) and not is_local(source.fs):
+    if (
+        hasattr(source, "read")
+        and hasattr(source, "fs")
+        and isinstance(getattr(source, "path", None), str)
+        and not is_local(source.fs)
+    ):
         # an open fsspec file: read by ranges, not through its buffer
         return open_remote(source.fs, source.path, size=getattr(source, "size", None), counter=counter, **remote)
     if remote:
@@ -63,4 +70,6 @@ def open_source(source: Any, counter: Any = None, fs: Any = None, storage_option
             # for another file, while this reader is still open
             return FileSource(os.dup(source.fileno()))
         return StreamSource(source)
-    raise TypeError(f"LazyReader source must be a path, a URL, bytes-like object or binary file, not {type(source).__name__}")
+    raise TypeError(
+        f"LazyReader source must be a path, a URL, bytes-like object or binary file, not {type(source).__name__}"
+    )

@@ -171,7 +171,9 @@ class RemoteSource(Source):
                 raise data
             if exact and len(data) != end - start:
                 if self.ready:  # the object had at least self.size bytes when it was opened
-                    raise self._changed(f"a read of {end - start} bytes at offset {start} got {len(data)}: it is shorter now")
+                    raise self._changed(
+                        f"a read of {end - start} bytes at offset {start} got {len(data)}: it is shorter now"
+                    )
                 raise self._short(start, end - start, len(data))
         return out
 
@@ -237,7 +239,9 @@ class S3Source(RemoteSource):
         import asyncio
 
         limit = asyncio.Semaphore(getattr(self.fs, "batch_size", None) or MAX_CONCURRENT)
-        return await asyncio.gather(*(self._get_object(start, end, limit) for start, end in ranges), return_exceptions=True)
+        return await asyncio.gather(
+            *(self._get_object(start, end, limit) for start, end in ranges), return_exceptions=True
+        )
 
     async def _get_object(self, start: int, end: int | None, limit: Any) -> bytes:
         """The bytes of one range (``end`` None: the last ``-start`` bytes). s3fs retries the

@@ -118,7 +118,12 @@ class Archive:
     """State shared by a reader and its lazy views: the source, the trailer, the node cache."""
 
     def __init__(
-        self, source: Any, cached: bool, counter: LazyStats | None, root: Callable[[Archive], Any] | None = None, **where: Any
+        self,
+        source: Any,
+        cached: bool,
+        counter: LazyStats | None,
+        root: Callable[[Archive], Any] | None = None,
+        **where: Any,
     ) -> None:
         """``root(archive)``, when given, makes the root's lazy view within the consistent
         open (it reads the root's node and header), kept as ``root_view``."""
@@ -176,7 +181,9 @@ class Archive:
         changed since the open (an append overwrites the TOC this reader holds), else
         ``CorruptedError``. Only on the error path: costs one ``fstat``."""
         if self.opened is not None and not self.closed and self._changed(self.opened):
-            return ArchiveChangedError(f"{message}; the file changed after this reader opened it (an append?): open a new reader")
+            return ArchiveChangedError(
+                f"{message}; the file changed after this reader opened it (an append?): open a new reader"
+            )
         return CorruptedError(message)
 
     def _open(self) -> None:
@@ -319,13 +326,17 @@ class Archive:
             lo = min(lo, here - node.index[0] if isinstance(node, HashMapNode) else here)
         return lo, pos + size
 
-    def container(self, base: int, span: int, pos: int, size: int) -> tuple[Node, tuple[Any, tuple[int, ...], int] | None]:
+    def container(
+        self, base: int, span: int, pos: int, size: int
+    ) -> tuple[Node, tuple[Any, tuple[int, ...], int] | None]:
         """The TOC node at ``pos`` (``size`` bytes) checked against the container it describes,
         stored at ``base`` (``span`` bytes): its length and header must match. For a NumPy array
         also its (dtype, shape, start of the elements)."""
         node = self.node(pos, size)
         if node_span(node) != span or base + span > self.data_end:
-            raise self.damaged(f"TOC node at offset {pos} describes {node_span(node)} bytes where {span} are stored at offset {base}")
+            raise self.damaged(
+                f"TOC node at offset {pos} describes {node_span(node)} bytes where {span} are stored at offset {base}"
+            )
         if isinstance(node, ArrayNode):
             dtype, shape, start = parse_head(self.read(base, node.head), base, span)
             if start != node.head:

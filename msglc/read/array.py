@@ -30,7 +30,15 @@ class LazyArray(LazyNode):
     __slots__ = ("shape", "dtype", "_np", "_data", "_strides", "_ndim", "_size", "_total", "_void", "_text")
 
     def __init__(
-        self, archive: Archive, base: int, pos: int, total: int, dtype: Any, shape: tuple[int, ...], start: int, nsize: int = 0
+        self,
+        archive: Archive,
+        base: int,
+        pos: int,
+        total: int,
+        dtype: Any,
+        shape: tuple[int, ...],
+        start: int,
+        nsize: int = 0,
     ) -> None:
         super().__init__(archive, base, pos, nsize)
         self._np = sys.modules["numpy"]

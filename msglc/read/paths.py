@@ -41,7 +41,9 @@ def resolve(obj: Any, segments: list, done: tuple = ()) -> Any:
             if isinstance(index, slice):
                 before = (*done, *segments[:depth])
                 positions = range(*index.indices(len(obj)))
-                return [resolve(x, segments[depth + 1 :], (*before, i)) for i, x in zip(positions, obj[index], strict=True)]
+                return [
+                    resolve(x, segments[depth + 1 :], (*before, i)) for i, x in zip(positions, obj[index], strict=True)
+                ]
             try:
                 obj = obj[index]
             except IndexError:

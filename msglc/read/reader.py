@@ -174,6 +174,7 @@ def archive_of(x: LazyReader | LazyNode) -> Archive:
 
 def to_obj_task(x: Any) -> Task:
     """``x.to_obj()`` for a reader or lazy view ``x``, its reads made through the batch."""
+
     def materialize(batch: BatchArchive) -> Any:
         if isinstance(x, LazyReader):
             return batch.decode_all()
@@ -207,7 +208,9 @@ async def async_to_obj(x: Any) -> Any:
     for i, leaf in enumerate(leaves):
         by_archive.setdefault(id(archive_of(leaf)), []).append(i)
     groups = list(by_archive.values())
-    done = await asyncio.gather(*(async_run(archive_of(leaves[g[0]]), [to_obj_task(leaves[i]) for i in g]) for g in groups))
+    done = await asyncio.gather(
+        *(async_run(archive_of(leaves[g[0]]), [to_obj_task(leaves[i]) for i in g]) for g in groups)
+    )
     values: list[Any] = [None] * len(leaves)
     for g, got in zip(groups, done, strict=True):
         for i, value in zip(g, got, strict=True):

@@ -103,10 +103,16 @@ def _check(
             raise CorruptedError(f"{where} does not describe the fixed-stride list at data offset {start}")
         return {}, None
     # item boundaries, relative to start: item i (key, value, key, ... for a dict) at offs[i]
-    offs, raws = _items(data, start + h, end, 2 * n if is_map else n, data_off, head=None if is_map else start, base=start)
+    offs, raws = _items(
+        data, start + h, end, 2 * n if is_map else n, data_off, head=None if is_map else start, base=start
+    )
     if is_map:
         koffs, voffs = offs[0::2], offs[1::2]
-        key_raws = raws[0::2] if raws is not None else [data[start + a : start + b] for a, b in zip(koffs, voffs, strict=False)]
+        key_raws = (
+            raws[0::2]
+            if raws is not None
+            else [data[start + a : start + b] for a, b in zip(koffs, voffs, strict=False)]
+        )
     else:
         koffs = voffs = offs
         key_raws = []
@@ -138,7 +144,8 @@ def _check(
     if (
         n <= MAP_INLINE_MAX
         or node.kid_keys != kid_keys
-        or (node.page_bits, node.offs_width, node.offs_crc, node.index[1]) != (region.page_bits, region.width, region.offs_crc, region.size)
+        or (node.page_bits, node.offs_width, node.offs_crc, node.index[1])
+        != (region.page_bits, region.width, region.offs_crc, region.size)
     ):
         raise CorruptedError(f"{where} does not describe the dict at data offset {start}")
     return children, b"".join(region.parts)
@@ -154,7 +161,9 @@ def _key(raw: Any, start: int, where: str) -> str | int:
     try:
         return _key_decoder.decode(raw)
     except _DECODE_ERRORS:
-        raise CorruptedError(f"{where}: the dict at data offset {start} has a key that is not a str or an int") from None
+        raise CorruptedError(
+            f"{where}: the dict at data offset {start} has a key that is not a str or an int"
+        ) from None
 
 
 def _too_deep(offset: int) -> MsglcError:
@@ -181,7 +190,13 @@ def _check_value(data: bytes | bytearray, data_off: int) -> None:
 
 
 def item_ends(
-    data: bytes | bytearray, start: int, end: int, count: int, data_off: int = 0, decode: bool = False, head: int | None = None
+    data: bytes | bytearray,
+    start: int,
+    end: int,
+    count: int,
+    data_off: int = 0,
+    decode: bool = False,
+    head: int | None = None,
 ) -> list[int]:
     """The end offsets of the ``count`` msgpack values that fill data[start:end] exactly,
     as msgspec finds them (``indexer.list_raws``). With ``decode``, every value must also
@@ -193,7 +208,14 @@ def item_ends(
 
 
 def _items(
-    data: bytes | bytearray, start: int, end: int, count: int, data_off: int, decode: bool = False, head: int | None = None, base: int = 0
+    data: bytes | bytearray,
+    start: int,
+    end: int,
+    count: int,
+    data_off: int,
+    decode: bool = False,
+    head: int | None = None,
+    base: int = 0,
 ) -> tuple[list[int], list | None]:
     """The items' offsets from ``base`` (the first item's, then every item's end), and the
     items as ``msgspec.Raw`` views when msgspec found them (see ``item_ends``)."""
@@ -207,7 +229,9 @@ def _items(
         except RecursionError:
             pass
         except _DECODE_ERRORS as e:
-            raise CorruptedError(f"data at offset {data_off + start} ({end - start} bytes) is not {count} msgpack values: {e}") from None
+            raise CorruptedError(
+                f"data at offset {data_off + start} ({end - start} bytes) is not {count} msgpack values: {e}"
+            ) from None
     ends = Scan(data, start, end, count, data_off, decode).run()
     return [start - base] + [e - base for e in ends], None
 

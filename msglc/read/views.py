@@ -155,7 +155,9 @@ class _StrideList(LazyList):
 
     __slots__ = ("_h", "_n", "_s", "_whole", "_next")
 
-    def __init__(self, archive: Archive, base: int, pos: int, dims: list | tuple, lazy_min: int, nsize: int = 0) -> None:
+    def __init__(
+        self, archive: Archive, base: int, pos: int, dims: list | tuple, lazy_min: int, nsize: int = 0
+    ) -> None:
         super().__init__(archive, base, pos, nsize)
         self._h, self._n, self._s, self._whole, self._next = _stride_levels(dims, lazy_min)
 
@@ -363,7 +365,9 @@ class _HashDict(LazyDict):
         page = h >> (32 - node.page_bits)
         first, page_crc, end = struct.unpack("<III", a.read(table + 8 * page, 12))
         if not first <= end <= node.n:
-            raise a.damaged(f"hash index page {page} at offset {table + 8 * page} has bounds {first}..{end} outside 0..{node.n}")
+            raise a.damaged(
+                f"hash index page {page} at offset {table + 8 * page} has bounds {first}..{end} outside 0..{node.n}"
+            )
         recs = a.read(records + 8 * first, 8 * (end - first))
         if zlib.crc32(recs) != page_crc:
             raise a.damaged(f"hash index page {page} at offset {records + 8 * first} fails its checksum")

@@ -50,10 +50,14 @@ def array_head(arr: Any) -> bytes:
     np = sys.modules["numpy"]
     header = _header_encoder.encode([np.lib.format.dtype_to_descr(arr.dtype), list(arr.shape)])
     if len(header) > MAX_HEADER:
-        raise ValueError(f"msglc stores NumPy dtypes whose description takes at most {MAX_HEADER} bytes; this one takes {len(header)}")
+        raise ValueError(
+            f"msglc stores NumPy dtypes whose description takes at most {MAX_HEADER} bytes; this one takes {len(header)}"
+        )
     payload = 4 + len(header) + arr.nbytes
     if payload >= 2**32:
-        raise ValueError(f"msglc stores NumPy arrays of up to 4 GiB (an msgpack extension's limit); this one has {arr.nbytes} bytes")
+        raise ValueError(
+            f"msglc stores NumPy arrays of up to 4 GiB (an msgpack extension's limit); this one has {arr.nbytes} bytes"
+        )
     return ext_header(payload, ARRAY_EXT) + U32.pack(len(header)) + header
 
 
@@ -106,10 +110,14 @@ class ArrayEncoder:
         return msgspec.msgpack.Ext(ARRAY_EXT, self.token + (len(self.splices) - 1).to_bytes(8, "little"))
 
     def _scalar(self, np: Any, x: Any) -> Any:
-        if isinstance(x, (np.bool_, np.integer, np.str_, np.bytes_)) or (isinstance(x, np.floating) and x.dtype.itemsize <= 8):
+        if isinstance(x, (np.bool_, np.integer, np.str_, np.bytes_)) or (
+            isinstance(x, np.floating) and x.dtype.itemsize <= 8
+        ):
             return x.item()
         if not self.numpy_encoder:
-            raise self._refuse(x, f"a NumPy {type(x).__name__} scalar without numpy_encoder=True (it has no exact plain equivalent)")
+            raise self._refuse(
+                x, f"a NumPy {type(x).__name__} scalar without numpy_encoder=True (it has no exact plain equivalent)"
+            )
         return self._array(np, np.asarray(x))
 
     def placeholder(self) -> bytes:
@@ -130,7 +138,9 @@ class DataSection:
         self.splices: list[tuple[int, bytes, Any]] = []
         if encoder is not None and encoder.splices:
             self._locate(encoder)
-        self.size = len(buf) + sum(len(head) + arr.nbytes - ArrayEncoder.PLACEHOLDER_SIZE for _, head, arr in self.splices)
+        self.size = len(buf) + sum(
+            len(head) + arr.nbytes - ArrayEncoder.PLACEHOLDER_SIZE for _, head, arr in self.splices
+        )
 
     def _locate(self, encoder: ArrayEncoder) -> None:
         marker = encoder.placeholder()

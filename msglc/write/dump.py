@@ -40,7 +40,12 @@ def dumps(obj: Any, **options: Any) -> bytes:
 
 
 def dump(
-    target: str | bytes | os.PathLike | BinaryIO, obj: Any, *, fs: Any = None, storage_options: dict | None = None, **options: Any
+    target: str | bytes | os.PathLike | BinaryIO,
+    obj: Any,
+    *,
+    fs: Any = None,
+    storage_options: dict | None = None,
+    **options: Any,
 ) -> None:
     """Write ``obj`` as an archive to a path (atomically) or to a writable binary file object.
 
@@ -65,7 +70,9 @@ def dump(
                 _write_atomically(target, encoded)
                 return
             encoded.index()  # every value checked before the first byte reaches the caller's file
-        except Streamed:  # generators, Pairs or containers with their own iteration inside: written as they are produced
+        except (
+            Streamed
+        ):  # generators, Pairs or containers with their own iteration inside: written as they are produced
             from msglc.write.streaming import stream
 
             return stream(target, obj, options)  # takes a RemotePath too

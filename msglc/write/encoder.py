@@ -25,7 +25,9 @@ def encode_value(obj: Any, arrays: ArrayEncoder) -> bytes:
         return msgspec.msgpack.Encoder(enc_hook=arrays).encode(obj)
     except OverflowError:
         validate.raise_if_streamed(obj)  # the value may sit in a subclass's storage, which is not what gets written
-        raise OverflowError(f"msglc cannot store an int outside -2**63 .. 2**64-1 (at {_where(obj, validate.int_out_of_range)})") from None
+        raise OverflowError(
+            f"msglc cannot store an int outside -2**63 .. 2**64-1 (at {_where(obj, validate.int_out_of_range)})"
+        ) from None
     except UnicodeEncodeError:
         validate.raise_if_streamed(obj)
         raise ValueError(

@@ -67,8 +67,6 @@ GARBLED = (msgspec.DecodeError, ValueError, IndexError)
 _raw_list = msgspec.msgpack.Decoder(list[msgspec.Raw])
 
 
-
-
 class TocBuilder:
     """Accumulates framed TOC nodes for one encoded object ``buf``.
 
@@ -179,7 +177,9 @@ class TocBuilder:
         else:
             lens, offs = item_layout(list_raws(self.buf, a, b), h)
             real_lens, real_offs = self._real_layout(a, b, lens, offs)
-            kids = self._index_children((j, seq[j], a + offs[j], a + offs[j + 1]) for j in self.big_children(a, offs, real_lens))
+            kids = self._index_children(
+                (j, seq[j], a + offs[j], a + offs[j + 1]) for j in self.big_children(a, offs, real_lens)
+            )
         validate.check_items(seq, skip=kids.keys())
         return real_offs, kids
 
@@ -237,7 +237,9 @@ class TocBuilder:
                 for row in level:
                     _check_rows(row)
                 # NumPy arrays (stored as lists without numpy_encoder) were checked by the encoder
-                level = [r if isinstance(r, (list, tuple)) else list(r) for row in level for r in row if not _is_ndarray(r)]
+                level = [
+                    r if isinstance(r, (list, tuple)) else list(r) for row in level for r in row if not _is_ndarray(r)
+                ]
             for row in level:
                 validate.check_items(row)
         except validate.Unsupported:
@@ -273,7 +275,9 @@ class TocBuilder:
     def _index_hash_map_fast(self, d: dict, a: int, h: int, n: int) -> tuple[int, int]:
         """The hash-indexed dict with the arrays computed in C (``_speedups``)."""
         page_bits = hash_page_bits(n)
-        offs_bytes, width, rec_bytes, firsts_bytes, big = accel.speedups.map_index(self.buf, a + h, n, a, self.threshold, page_bits)
+        offs_bytes, width, rec_bytes, firsts_bytes, big = accel.speedups.map_index(
+            self.buf, a + h, n, a, self.threshold, page_bits
+        )
         koffs = le_array("I" if width == 4 else "Q", offs_bytes)
         entry_kids = {}
         if big:
@@ -284,7 +288,9 @@ class TocBuilder:
         region = self.add_region(region_bytes(offs_bytes, rec_bytes, le_array("I", firsts_bytes), page_bits, width))
         return self.hash_node(n, koffs, entry_kids, region)
 
-    def hash_node(self, n: int, koffs, entry_kids: dict[int, tuple[Any, tuple[int, int]]], region: tuple) -> tuple[int, int]:
+    def hash_node(
+        self, n: int, koffs, entry_kids: dict[int, tuple[Any, tuple[int, int]]], region: tuple
+    ) -> tuple[int, int]:
         """Write the node of a hash-indexed dict whose index region is already written."""
         position, length, page_bits, width, offs_crc = region
         starts, span_offs, span_kids = self.spans(koffs, n, {e: ref for e, (_, ref) in entry_kids.items()})
@@ -304,7 +310,9 @@ class TocBuilder:
             )
         )
 
-    def _big_values(self, d: dict, a: int, voffs: list[int], koffs: list[int], vlens: list[int]) -> dict[Any, tuple[int, int]]:
+    def _big_values(
+        self, d: dict, a: int, voffs: list[int], koffs: list[int], vlens: list[int]
+    ) -> dict[Any, tuple[int, int]]:
         """Index the values that get a node: key -> node."""
         big = set(self.big_children(a, voffs, vlens))
         if not big:

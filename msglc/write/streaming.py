@@ -115,7 +115,9 @@ class _Streamer:
             return self._container(obj)
         arrays = ArrayEncoder(self.numpy_encoder)
         try:
-            with gc_paused(self.disable_gc):  # only around msgspec and the index: the user's generators run with the GC on
+            with gc_paused(
+                self.disable_gc
+            ):  # only around msgspec and the index: the user's generators run with the GC on
                 buf = _encode_value(obj, arrays)
                 section = DataSection(buf, arrays)
                 builder = self._builder(buf, section)
@@ -175,7 +177,9 @@ class _Streamer:
         total = self.data.pos - start
         if total <= self.threshold and not spans.kids:
             return total, None
-        return total, self.add_node(ListNode(n=spans.count, starts=spans.starts, offs=[*spans.offs, total], kids=self.refs(spans.kids)))
+        return total, self.add_node(
+            ListNode(n=spans.count, starts=spans.starts, offs=[*spans.offs, total], kids=self.refs(spans.kids))
+        )
 
     def _list_batch(self, batch: list, start: int, spans: _Spans) -> int:
         """Write a batch of the list's items (the list starts at ``start``); returns the bytes
@@ -229,7 +233,9 @@ class _Streamer:
             self._pairs_one_by_one(entries, start, keys)
         else:
             section, builder, h, (raws, offs, kids) = encoded
-            keys.add_batch(at - start - h, raws, offs, kids and {j: kids[k] for j, k in enumerate(entries) if k in kids})
+            keys.add_batch(
+                at - start - h, raws, offs, kids and {j: kids[k] for j, k in enumerate(entries) if k in kids}
+            )
             self._write_body(section, builder, h)
         return self.data.pos - at
 
@@ -273,7 +279,9 @@ class _Streamer:
             return None
         koffs = list(keys.koffs)
         voffs = [k + len(raw) for k, raw in zip(koffs, raws, strict=False)]  # koffs has the end too
-        return self.add_node(MapNode(keys=list(map(msgspec.msgpack.decode, raws)), koffs=koffs, voffs=voffs, kids=self.refs(keys.kids)))
+        return self.add_node(
+            MapNode(keys=list(map(msgspec.msgpack.decode, raws)), koffs=koffs, voffs=voffs, kids=self.refs(keys.kids))
+        )
 
     def _open(self, obj: Any, sized: tuple[type, ...], header: Any) -> tuple[int, list[int]] | None:
         """Write a container's header: exact when ``obj`` is one of the ``sized`` types and
@@ -314,12 +322,19 @@ class LazyWriter:
     as it was; a file object keeps what was written before the failure."""
 
     def __init__(
-        self, target: str | os.PathLike | BinaryIO, *, fs: Any = None, storage_options: dict | None = None, **options: Any
+        self,
+        target: str | os.PathLike | BinaryIO,
+        *,
+        fs: Any = None,
+        storage_options: dict | None = None,
+        **options: Any,
     ) -> None:
         self.cfg = current(**options)
         self.target = target = resolve_name(target, fs, storage_options)
         self.is_path = is_named(target)
-        if not self.is_path and not (hasattr(target, "write") and hasattr(target, "seek") and getattr(target, "seekable", lambda: True)()):
+        if not self.is_path and not (
+            hasattr(target, "write") and hasattr(target, "seek") and getattr(target, "seekable", lambda: True)()
+        ):
             raise TypeError(f"LazyWriter needs a path or a seekable binary file, not {type(target).__name__}")
         if "a" in getattr(target, "mode", ""):
             raise TypeError("LazyWriter cannot write to a file opened for appending: its writes always go to the end")
@@ -380,7 +395,9 @@ class LazyWriter:
     def _finish(self) -> None:
         data, toc = self._data, self._streamer.toc
         data.f.write(toc)
-        trailer = Trailer.contiguous(data.pos, len(toc), self._root, data.checksum(), self.cfg.small_obj_optimization_threshold)
+        trailer = Trailer.contiguous(
+            data.pos, len(toc), self._root, data.checksum(), self.cfg.small_obj_optimization_threshold
+        )
         data.f.write(trailer.pack(pack_header()))
 
 
@@ -447,7 +464,12 @@ class _Spans:
     def add(self, at: int, length: int, ref: tuple[int, int] | None, threshold: int) -> None:
         """One item of ``length`` bytes at offset ``at`` with its node (or None): it joins the
         last span unless either has a node or the span would grow past the threshold."""
-        if ref is not None or not self.starts or len(self.starts) - 1 in self.kids or at + length - self.offs[-1] > threshold:
+        if (
+            ref is not None
+            or not self.starts
+            or len(self.starts) - 1 in self.kids
+            or at + length - self.offs[-1] > threshold
+        ):
             self.starts.append(self.count)
             self.offs.append(at)
         if ref is not None:

@@ -82,7 +82,9 @@ def _classify(t: type) -> int:
 
 def unsupported_type(t: type) -> Unsupported:
     return Unsupported(
-        f"a value of type {t.__module__}.{t.__qualname__}" if t.__module__ != "builtins" else f"a value of type {t.__name__}"
+        f"a value of type {t.__module__}.{t.__qualname__}"
+        if t.__module__ != "builtins"
+        else f"a value of type {t.__name__}"
     )
 
 
