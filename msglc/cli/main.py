@@ -21,24 +21,26 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, BinaryIO
 
 import msgspec
 
-from msglc import __version__
-from msglc.api import combine
-from msglc.edit.inputs import FileInfo
-from msglc.errors import MsglcError
-from msglc.format.nodes import ArrayNode, HashMapNode, ListNode, MapNode, StrideNode
+from msglc import (
+    CorruptedError,
+    FileInfo,
+    LazyArray,
+    LazyDict,
+    LazyList,
+    LazyReader,
+    LazyWriter,
+    MsglcError,
+    __version__,
+    combine,
+    dump,
+)
 from msglc.io.atomic import atomic_file
-from msglc.read.array import LazyArray
-from msglc.read.node import LazyNode
+from msglc.read.inspect import KINDS, NodeInfo
 from msglc.read.paths import split_path
-from msglc.read.reader import LazyReader
-from msglc.read.views import LazyDict, LazyList
-from msglc.util.checksum import data_crc32
-from msglc.write.dump import dump
-from msglc.write.streaming import LazyWriter
 
 FORMATS = {
     ".json": "json",
@@ -49,6 +51,9 @@ FORMATS = {
     ".mlc": "msglc",
     ".msglc": "msglc",
 }
+
+
+LAZY = (LazyDict, LazyList, LazyArray)  # the lazy parts of an archive
 
 
 class CliError(Exception):
@@ -87,7 +92,7 @@ def type_of(value: Any) -> tuple[str, int | None]:
 
 
 def encoded_size(value: Any) -> int:
-    return value._span() if isinstance(value, LazyNode) else len(_msgpack(value))
+    return value.location().size if isinstance(value, LAZY) else len(_msgpack(value))
 
 
 def json_default(value: Any) -> Any:
@@ -96,7 +101,7 @@ def json_default(value: Any) -> Any:
     ISO 8601 strings (datetime64, timedelta64 as their numbers)."""
     if isinstance(value, (bytes, bytearray, memoryview)):
         return base64.b64encode(bytes(value)).decode("ascii")
-    if isinstance(value, LazyNode):
+    if isinstance(value, LAZY):
         return value.to_obj()
     if isinstance(value, complex):
         return [value.real, value.imag]
@@ -123,9 +128,9 @@ def to_json(value: Any) -> str:
 
 def to_plain(value: Any) -> Any:
     """Lazy parts read whole, also inside the list a slice path gives."""
-    if isinstance(value, LazyNode):
+    if isinstance(value, LAZY):
         return value.to_obj()
-    if isinstance(value, list) and any(isinstance(v, LazyNode) for v in value):
+    if isinstance(value, list) and any(isinstance(v, LAZY) for v in value):
         return [to_plain(v) for v in value]
     return value
 
@@ -145,60 +150,42 @@ def fmt_of(path: str, given: str | None) -> str:
         return given
     ext = os.path.splitext(path)[1].lower()
     if ext not in FORMATS:
-        raise CliError(
-            f"cannot tell the format of {path!r} from its extension; give it with --from/--to ({', '.join(sorted(set(FORMATS.values())))})"
-        )
+        known = ", ".join(sorted(set(FORMATS.values())))
+        raise CliError(f"cannot tell the format of {path!r} from its extension; give it with --from/--to ({known})")
     return FORMATS[ext]
 
 
 def cmd_info(args: argparse.Namespace) -> None:
     with open_reader(args.file) as reader:
-        a = reader._a
-        t = a.trailer
-        major, minor = bytes(a.read(8, 2))
-        counts = {"list": 0, "fixed-stride list": 0, "dict": 0, "hash-indexed dict": 0, "array": 0}
+        info = reader.info()
+        counts = dict.fromkeys(KINDS, 0)
         blocks = 0
-        for _, node in a.walk(t.toc_off + t.root_pos, t.root_len) if t.root_len else ():
-            kind = node_kind(node)
-            counts[kind] += 1
-            if isinstance(node, (ListNode, HashMapNode)):
-                blocks += len(node.starts) - len(node.kids)
-        root = reader.read()
-        kind, length = type_of(root)
-        free = t.toc_off - t.data_off - t.data_len
+        for _, _, node in reader.nodes() if info.root is not None else ():
+            counts[node.kind] += 1
+            blocks += node.blocks
+        kind, length = type_of(reader.read())
+        free = info.free_space
+        toc = f"{info.toc_size:,} bytes" + (f" after {free:,} bytes of free space (left by append)" if free else "")
+        root = kind + (f" of {length:,}" if length is not None else "")
+        root += " (small: read whole)" if info.root is None else ""
         lines = [
-            ("format", f"{major}.{minor}"),
-            ("file", f"{a.size:,} bytes"),
-            ("data", f"{t.data_len:,} bytes (plain msgpack)"),
-            ("TOC", f"{t.toc_len:,} bytes" + (f" after {free:,} bytes of free space (left by append)" if free else "")),
-            ("threshold", f"{t.threshold:,} bytes"),
-            (
-                "root",
-                f"{kind}"
-                + (f" of {length:,}" if length is not None else "")
-                + ("" if t.root_len else " (small: read whole)"),
-            ),
+            ("format", "{}.{}".format(*info.version)),
+            ("file", f"{info.file_size:,} bytes"),
+            ("data", f"{info.data_size:,} bytes (plain msgpack)"),
+            ("TOC", toc),
+            ("threshold", f"{info.threshold:,} bytes"),
+            ("root", root),
             ("lazy nodes", ", ".join(f"{n} {k}" for k, n in counts.items()) + f"; {blocks} blocks"),
         ]
         for label, value in lines:
             print(f"{label:<12}{value}")
 
 
-def node_kind(node: Any) -> str:
-    return {
-        ListNode: "list",
-        StrideNode: "fixed-stride list",
-        MapNode: "dict",
-        HashMapNode: "hash-indexed dict",
-        ArrayNode: "array",
-    }[type(node)]
-
-
 def cmd_ls(args: argparse.Namespace) -> None:
     with open_reader(args.file) as reader:
         value = reader[args.path]
         if isinstance(value, (dict, LazyDict)):
-            entries: Iterator = iter(value.items())
+            entries: Iterator[tuple[Any, Any]] = iter(value.items())
         elif isinstance(value, (list, LazyList)):
             entries = enumerate(value)
         else:
@@ -216,60 +203,36 @@ def cmd_tree(args: argparse.Namespace) -> None:
     with open_reader(args.file) as reader:
         value = reader[args.path]
         label = "/" + "/".join(map(str, split_path(args.path)))
-        if (
-            isinstance(value, LazyNode) and not value._nsize
-        ):  # a row of a fixed-stride list or array: no node of its own
-            kind, length = type_of(value)
-            print(
-                f"{label}  {kind} of {length:,}, {encoded_size(value):,} bytes (part of its parent's fixed-stride node)"
-            )
-            return
-        if isinstance(value, list) and any(isinstance(v, LazyNode) for v in value):
+        if isinstance(value, list) and any(isinstance(v, LAZY) for v in value):
             raise CliError("tree shows one value: give an index, not a slice")
-        if not isinstance(value, LazyNode):
-            kind, length = type_of(value)
-            print(
-                f"{label}  {kind}{'' if length is None else f' of {length:,}'}, {encoded_size(value):,} bytes (small: no TOC node)"
-            )
+        kind, length = type_of(value)
+        if not isinstance(value, LAZY):
+            of = "" if length is None else f" of {length:,}"
+            print(f"{label}  {kind}{of}, {encoded_size(value):,} bytes (small: no TOC node)")
             return
-        print_node(reader._a, value._pos, value._nsize, label, 0, args.depth)
+        if not value.location().node_size:  # a row of a fixed-stride list or array: no node of its own
+            size = encoded_size(value)
+            print(f"{label}  {kind} of {length:,}, {size:,} bytes (part of its parent's fixed-stride node)")
+            return
+        for depth, name, node in reader.nodes(args.path, args.depth):
+            print(f"{'  ' * depth}{name if depth else label}  {describe(node)}, {node.encoded_size:,} bytes")
 
 
-def print_node(a: Any, pos: int, size: int, label: str, depth: int, max_depth: int | None) -> None:
-    node = a.node(pos, size)
-    indent = "  " * depth
-    if isinstance(node, StrideNode):
-        dims = " x ".join(f"{n:,}" for _, n, _ in node.dims)
-        what = f"fixed-stride list {dims} of {node.dims[-1][2]}-byte items"
-    elif isinstance(node, ArrayNode):
-        what = f"NumPy array, {node.size:,} bytes of elements"
-    elif isinstance(node, MapNode):
-        what = f"dict of {len(node.keys):,}"
-    elif isinstance(node, HashMapNode):
-        what = f"hash-indexed dict of {node.n:,}, {len(node.starts) - len(node.kids)} blocks"
-    else:
-        what = f"list of {node.n:,}, {len(node.starts) - len(node.kids)} blocks"
-    from msglc.format.nodes import node_span
-
-    print(f"{indent}{label}  {what}, {node_span(node):,} bytes")
-    if max_depth is not None and depth >= max_depth:
-        return
-    kids = getattr(node, "kids", {})
-    if isinstance(node, MapNode):
-        names = {j: node.keys[j] for j in kids}
-    elif isinstance(node, HashMapNode):
-        names = {k: key for key, k in node.kid_keys.items()}
-    else:
-        names = {k: node.starts[k] for k in kids}
-    for k, (back, child_size) in sorted(kids.items()):
-        print_node(a, pos - back, child_size, str(names[k]), depth + 1, max_depth)
+def describe(node: NodeInfo) -> str:
+    if node.kind == "fixed-stride list":
+        return f"fixed-stride list {' x '.join(f'{n:,}' for n in node.dims)} of {node.item_size}-byte items"
+    if node.kind == "array":
+        return f"NumPy array, {node.length:,} bytes of elements"
+    if node.kind == "dict":
+        return f"dict of {node.length:,}"
+    return f"{node.kind} of {node.length:,}, {node.blocks} blocks"
 
 
 def cmd_get(args: argparse.Namespace) -> None:
     with open_reader(args.file) as reader:
         value = reader[args.path]
         if args.format == "msgpack":
-            data = value.protocol_raw_data() if isinstance(value, LazyNode) else _msgpack(to_plain(value))
+            data = value.protocol_raw_data() if isinstance(value, LAZY) else _msgpack(to_plain(value))
             sys.stdout.buffer.write(data)
             sys.stdout.buffer.flush()
         elif args.format == "repr":
@@ -307,33 +270,29 @@ def cmd_convert(args: argparse.Namespace) -> None:
         return
     with open_reader(args.input) as reader:
         if dst == "msgpack":  # the data section is the msgpack: copied (its checksum checked), not decoded
-            t = reader._a.trailer
-            crc32, crc = data_crc32(), 0
-            with progress(t.data_len, "convert") as step, atomic_file(args.output, False) as out:
-                for offset in range(0, t.data_len, 1 << 24):
-                    chunk = reader._a.read(t.data_off + offset, min(1 << 24, t.data_len - offset))
-                    crc = crc32(chunk, crc)
-                    out.write(chunk)
-                    step(len(chunk))
-                if crc != t.data_crc:
-                    raise CliError(f"{args.input}: data section checksum mismatch; nothing was written")
+            with progress(reader.info().data_size, "convert") as step, atomic_file(args.output, False) as out:
+                try:
+                    for chunk in reader.iter_protocol_raw_data(step):
+                        out.write(chunk)
+                except CorruptedError as e:
+                    raise CliError(f"{args.input}: {e}; nothing was written") from None
             return
         with atomic_file(args.output, False) as raw:
-            out = _TextOut(raw)
+            text = _TextOut(raw)
             if dst == "jsonl":
                 root = reader.read()
                 if not isinstance(root, (list, LazyList)):
                     raise CliError("JSON Lines holds a list: the archive's root is not one")
                 for item in root:
-                    write_json(item.to_obj() if isinstance(item, LazyNode) else item, out)
+                    write_json(item.to_obj() if isinstance(item, LAZY) else item, text)
             else:
-                write_json(reader.to_obj(), out)
+                write_json(reader.to_obj(), text)
 
 
 class _TextOut:
     """Text writes to a binary file, UTF-8."""
 
-    def __init__(self, raw: Any) -> None:
+    def __init__(self, raw: BinaryIO) -> None:
         self.raw = raw
 
     def write(self, text: str) -> None:
@@ -391,7 +350,7 @@ def cmd_combine(args: argparse.Namespace) -> None:
 
 def cmd_verify(args: argparse.Namespace) -> None:
     with open_reader(args.file) as reader:
-        with progress(reader._a.trailer.data_len, "verify") as step:
+        with progress(reader.info().data_size, "verify") as step:
             reader.verify(progress=step)
         print(f"{args.file}: intact")
 
@@ -410,7 +369,9 @@ def parser() -> argparse.ArgumentParser:
     top.add_argument("--version", action="version", version=f"msglc {__version__}")
     sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
 
-    def add(name: str, run: Callable, help: str, description: str = "") -> argparse.ArgumentParser:
+    def add(
+        name: str, run: Callable[[argparse.Namespace], None], help: str, description: str = ""
+    ) -> argparse.ArgumentParser:
         p = sub.add_parser(
             name, help=help, description=description or help, formatter_class=argparse.RawDescriptionHelpFormatter
         )

@@ -14,11 +14,11 @@ import stat
 import zlib
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
-from typing import IO, Any
+from typing import IO, Any, cast
 
 import msgspec
 
-from msglc.config import current
+from msglc.config import Config, current
 from msglc.edit.combine import (
     combine_into,
     copy_entries,
@@ -27,6 +27,7 @@ from msglc.edit.combine import (
     entries_crc,
     entries_layout,
     entry_keys,
+    entry_names,
     key_encoder,
 )
 from msglc.edit.inputs import (
@@ -44,15 +45,17 @@ from msglc.format.container import (
     MINOR,
     TRAILER_SIZE,
     Trailer,
+    end_update,
     header_end,
+    header_version,
     pack_header,
 )
-from msglc.format.hash_index import MAP_INLINE_MAX, le_array
+from msglc.format.hash_index import MAP_INLINE_MAX, le_array, region_layout
 from msglc.format.msgpack import container_header, recount_header
-from msglc.format.nodes import HashMapNode, ListNode, MapNode, StrideNode, frame_node
+from msglc.format.nodes import ArrayNode, HashMapNode, ListNode, MapNode, Ref, StrideNode, frame_node
 from msglc.io.names import RemotePath, resolve_name
 from msglc.read.archive import Archive
-from msglc.read.views import view
+from msglc.read.views import LazyDict, view
 from msglc.util.checksum import crc32_combine
 from msglc.write.indexer import TocBuilder
 
@@ -63,7 +66,7 @@ except ImportError:  # no advisory locks (Windows): concurrent appends are not s
 
 
 def append(
-    archive: str | os.PathLike,
+    archive: str | os.PathLike[str],
     files: FileInfo | Sequence[FileInfo],
     *,
     progress: Callable[[int], None] | None = None,
@@ -80,7 +83,8 @@ def append(
     archive = resolve_name(archive)
     if isinstance(archive, RemotePath):
         raise TypeError(
-            "append() needs a local archive: an object in object storage cannot be changed in place; combine() into a new one"
+            "append() needs a local archive: an object in object storage cannot be changed in place; "
+            "combine() into a new one"
         )
     if not isinstance(archive, (str, os.PathLike)):
         raise TypeError(f"append() needs the path of an archive, not {type(archive).__name__}")
@@ -99,12 +103,18 @@ def append(
 
 
 def _append(
-    archive: Any, fd: int, existing: Existing, infos: list[FileInfo], options: dict, progress: Callable[[int], None]
+    archive: str | os.PathLike[str],
+    fd: int,
+    existing: Existing,
+    infos: list[FileInfo],
+    options: dict[str, Any],
+    progress: Callable[[int], None],
 ) -> None:
     names = [info.name for info in infos]
     if infos and (names[0] is not None) != existing.is_map:
         raise ValueError(
-            f"append() to an archive whose root is a {'dict' if existing.is_map else 'list'} takes {'named' if existing.is_map else 'unnamed'} inputs"
+            f"append() to an archive whose root is a {'dict' if existing.is_map else 'list'} "
+            f"takes {'named' if existing.is_map else 'unnamed'} inputs"
         )
     small = existing.small_root()  # a root without a node, decoded (checksum checked)
     taken = [
@@ -130,7 +140,7 @@ def _append(
 
 
 @contextmanager
-def _locked(path: Any) -> Iterator[IO[bytes] | None]:
+def _locked(path: str | os.PathLike[str]) -> Iterator[IO[bytes] | None]:
     """The archive opened for update and locked against other appends (an advisory ``flock``,
     waited for), or None if there is no file yet."""
     while True:
@@ -172,7 +182,7 @@ class _Writer:
 
 
 def _in_place(
-    fd: int, existing: Existing, inputs: list[Input], root_head: bytes, cfg: Any, progress: Callable[[int], None]
+    fd: int, existing: Existing, inputs: list[Input], root_head: bytes, cfg: Config, progress: Callable[[int], None]
 ) -> None:
     """Append ``inputs`` to ``existing`` in its file ``fd``. The file goes through three valid
     states, each entered by one write to the header, with everything it needs flushed first:
@@ -223,7 +233,7 @@ def _in_place(
     end = was_end  # where the header's last write (once flushed, the file) says the archive ends
     try:
         if not header_end(existing.header):
-            _set_end(fd, existing.header[9], was_end)  # state 1
+            _set_end(fd, header_version(existing.header)[1], was_end)  # state 1
             os.fsync(fd)
         toc = _Writer(fd, at)
         copy_range(existing.archive, t.toc_off, kept, toc, buf, checksum=False, progress=progress)
@@ -249,7 +259,7 @@ def _in_place(
 
 def _set_end(fd: int, minor: int, end: int) -> None:
     """Make the archive end at ``end`` (its trailer there): one small write to the header."""
-    os.pwrite(fd, bytes((minor,)) + end.to_bytes(6, "little"), 9)
+    os.pwrite(fd, *end_update(minor, end))
 
 
 def _roll_back(fd: int, end: int) -> None:
@@ -275,7 +285,7 @@ def _data_crc(existing: Existing, root_head: bytes, keys: list[bytes], inputs: l
 class Existing:
     """The archive ``append`` adds to: its root's header, node and entries, kept as bytes."""
 
-    def __init__(self, path: Any) -> None:
+    def __init__(self, path: str | os.PathLike[str]) -> None:
         self.archive = Archive(path, False, None)
         try:
             self._open(path)
@@ -283,13 +293,14 @@ class Existing:
             self.close()
             raise
 
-    def _open(self, path: Any) -> None:
+    def _open(self, path: str | os.PathLike[str]) -> None:
         self.trailer = t = self.archive.trailer
         first = bytes(self.archive.read(0, HEADER_SIZE + min(5, t.data_len)))  # header, root header
         self.header, self.head = first[:HEADER_SIZE], first[HEADER_SIZE:]
-        if self.header[9] > FREE_SPACE_MINOR:
+        minor = header_version(self.header)[1]
+        if minor > FREE_SPACE_MINOR:
             raise UnsupportedVersionError(
-                f"{os.fspath(path)!r} is format 1.{self.header[9]}, newer than this msglc can append to (1.{FREE_SPACE_MINOR})"
+                f"{os.fspath(path)!r} is format 1.{minor}, newer than this msglc can append to (1.{FREE_SPACE_MINOR})"
             )
         try:
             self.is_map, self.count, self.header_size = container_header(self.head)
@@ -324,9 +335,18 @@ class Existing:
         self.archive.close()
 
     def has_key(self, name: str | int) -> bool:
-        return name in self.view
+        """For a dict root with a node (``small_root()`` None): its view is a ``LazyDict``."""
+        return name in cast(LazyDict, self.view)
 
-    def _abs(self, kids: dict) -> dict:
+    @property
+    def root(self) -> ListNode | MapNode | HashMapNode | StrideNode:
+        """The root's node, for a root that has one (``small_root()`` None); ``_open`` checked
+        it against the root's header, a list's or a dict's."""
+        node = self.node
+        assert node is not None and not isinstance(node, ArrayNode)
+        return node
+
+    def _abs(self, kids: dict[int, Ref]) -> dict[int, Ref]:
         """Kid references as absolute TOC positions (the existing TOC is copied first)."""
         return {k: (self.pos - self.trailer.toc_off - back, size) for k, (back, size) in kids.items()}
 
@@ -336,7 +356,7 @@ class Existing:
         much); and the framed node's length, which ends the bytes."""
         t = self.trailer
         before = bytes(self.archive.read(t.toc_off + self.toc_len, t.root_pos - self.toc_len))
-        node = self.node
+        node = self.root
         if not isinstance(node, StrideNode):  # a fixed-stride node refers to nothing
             node = msgspec.structs.replace(
                 node, kids={k: (back + delta, size) for k, (back, size) in node.kids.items()}
@@ -352,7 +372,7 @@ class Existing:
         """The new root node: the existing entries' layout shifted by the header's growth,
         followed by the inputs'."""
         shift = len(header) - self.header_size
-        node = self.node
+        node = self.root
         offs_new, kids_new = entries_layout(
             inputs, keys, self.trailer.data_len + shift, self.toc_len
         )  # after the kept entries and TOC
@@ -383,9 +403,10 @@ class Existing:
         koffs, hashes, entry_kids = self._entries(node, shift)
         koffs = koffs[:-1] + offs_new
         hashes += [zlib.crc32(k) for k in keys]
-        entry_kids.update({self.count + j: (inputs[j].name, ref) for j, ref in kids_new.items()})
-        if n <= MAP_INLINE_MAX:  # the existing root is an inline dict: its keys are in its node
-            names = [*node.keys, *(part.name for part in inputs)]
+        new_names = entry_names(inputs)
+        entry_kids.update({self.count + j: (new_names[j], ref) for j, ref in kids_new.items()})
+        if n <= MAP_INLINE_MAX and isinstance(node, MapNode):  # an inline dict: its keys are in its node
+            names = [*node.keys, *new_names]
             voffs = [o + shift for o in node.voffs] + [o + len(k) for o, k in zip(offs_new, keys, strict=False)]
             kids = {j: ref for j, (_, ref) in entry_kids.items()}
             return builder.add_node(MapNode(keys=names, koffs=koffs, voffs=voffs, kids=builder.refs(kids))), bytes(
@@ -393,7 +414,9 @@ class Existing:
             )
         return builder.hash_node(n, koffs, entry_kids, builder.hash_index_of(hashes, koffs)), bytes(builder.toc)
 
-    def _entries(self, node: Any, shift: int) -> tuple[list[int], list[int], dict[int, tuple[Any, tuple[int, int]]]]:
+    def _entries(
+        self, node: MapNode | HashMapNode, shift: int
+    ) -> tuple[list[int], list[int], dict[int, tuple[str | int, Ref]]]:
         """Entry offsets (plus the end), key hashes and large values of the existing dict."""
         if isinstance(node, MapNode):
             hashes = [zlib.crc32(key_encoder.encode(k)) for k in node.keys]
@@ -402,9 +425,8 @@ class Existing:
         width, n = node.offs_width, node.n
         region = self.pos - node.index[0]
         koffs = le_array("I" if width == 4 else "Q", bytes(self.archive.read(region, (n + 1) * width)))
-        records = le_array(
-            "Q", bytes(self.archive.read(region + (n + 1) * width + ((1 << node.page_bits) + 1) * 8, 8 * n))
-        )
+        records_at = region + region_layout(n, node.page_bits, width)[1]
+        records = le_array("Q", bytes(self.archive.read(records_at, 8 * n)))
         hashes = [0] * n
         for record in records:
             hashes[record & 0xFFFFFFFF] = record >> 32

@@ -13,11 +13,11 @@ from __future__ import annotations
 import os
 import zlib
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import msgspec
 
-from msglc.config import current
+from msglc.config import Config, current
 from msglc.edit.inputs import (
     COPY_CHUNK,
     FileInfo,
@@ -36,6 +36,12 @@ from msglc.util.checksum import crc32_combine, data_crc32
 from msglc.write.indexer import TocBuilder
 
 key_encoder = msgspec.msgpack.Encoder()
+
+
+class Sink(Protocol):
+    """Where copied bytes go: a binary file, or ``append``'s positioned writer."""
+
+    def write(self, data: bytes | memoryview, /) -> object: ...
 
 
 class Base(Protocol):
@@ -60,7 +66,7 @@ def combine_into(
     infos: list[FileInfo],
     existing: Base | None,
     options: dict[str, Any],
-    progress: Any = None,
+    progress: Callable[[int], None] | None = None,
     as_dict: bool | None = None,
     wide: bool = False,
     create: bool = False,
@@ -80,7 +86,7 @@ def _write(
     path: Any,
     inputs: list[Input],
     as_dict: bool,
-    cfg: Any,
+    cfg: Config,
     existing: Base | None,
     progress: Callable[[int], None],
     wide: bool,
@@ -142,10 +148,10 @@ def _root_node(
         root = builder.add_node(ListNode(n=n, starts=starts, offs=span_offs, kids=builder.refs(span_kids)))
     elif n <= MAP_INLINE_MAX:
         voffs = [o + len(k) for o, k in zip(offs, keys, strict=False)]
-        names = [part.name for part in inputs]
-        root = builder.add_node(MapNode(keys=names, koffs=offs, voffs=voffs, kids=builder.refs(kids)))
+        root = builder.add_node(MapNode(keys=entry_names(inputs), koffs=offs, voffs=voffs, kids=builder.refs(kids)))
     else:
-        entry_kids = {j: (inputs[j].name, ref) for j, ref in kids.items()}
+        names = entry_names(inputs)
+        entry_kids = {j: (names[j], ref) for j, ref in kids.items()}
         root = builder.hash_node(n, offs, entry_kids, builder.hash_index(keys, offs))
     return root, bytes(builder.toc)
 
@@ -171,8 +177,19 @@ def entry_keys(inputs: list[Input], as_dict: bool) -> list[bytes]:
     return [key_encoder.encode(part.name) for part in inputs] if as_dict else [b""] * len(inputs)
 
 
+def entry_names(inputs: list[Input]) -> list[str | int]:
+    """The inputs' names as the keys of a dict (``check_names``: a dict's inputs all have one)."""
+    return cast("list[str | int]", [part.name for part in inputs])
+
+
 def copy_entries(
-    keys: list[bytes], inputs: list[Input], f: Any, buf: bytearray, progress: Any, crc: int, outcome: str
+    keys: list[bytes],
+    inputs: list[Input],
+    f: Sink,
+    buf: bytearray,
+    progress: Callable[[int], None],
+    crc: int,
+    outcome: str,
 ) -> int:
     """Write each key and input's data section, checking the input's data checksum (else
     ``CorruptedError``, saying ``outcome``); returns ``crc`` extended by what was written."""
@@ -192,7 +209,7 @@ def entries_crc(keys: list[bytes], inputs: list[Input], crc: int) -> int:
     return crc
 
 
-def copy_tocs(inputs: list[Input], f: Any, buf: bytearray, progress: Any) -> None:
+def copy_tocs(inputs: list[Input], f: Sink, buf: bytearray, progress: Callable[[int], None]) -> None:
     """Write each input's TOC up to its root node (every node a root can refer to)."""
     for part in inputs:
         copy_range(
@@ -201,7 +218,7 @@ def copy_tocs(inputs: list[Input], f: Any, buf: bytearray, progress: Any) -> Non
 
 
 def copy_range(
-    archive: Archive, offset: int, size: int, f: Any, buf: bytearray, checksum: bool, progress: Callable[[int], None]
+    archive: Archive, offset: int, size: int, f: Sink, buf: bytearray, checksum: bool, progress: Callable[[int], None]
 ) -> int:
     """Copy ``size`` bytes of an input from ``offset`` to ``f`` through ``buf``; returns their
     CRC-32 when ``checksum``."""

@@ -1,4 +1,5 @@
-"""TODO docstring."""
+"""The inputs of ``combine`` and ``append``: ``FileInfo`` (an archive, or an object to encode,
+under a name) opened as ``Input``, and the checks that run before any byte is written."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ class FileInfo:
 
     __slots__ = ("path", "name", "obj")
 
-    def __init__(self, path: Any = None, name: str | None = None, *, obj: Any = _MISSING) -> None:
+    def __init__(self, path: Any = None, name: str | int | None = None, *, obj: Any = _MISSING) -> None:
         if (path is None) == (obj is _MISSING):
             raise ValueError("FileInfo needs either an archive (path, bytes, file or LazyReader) or obj=, not both")
         if name is not None and (not isinstance(name, (str, int)) or isinstance(name, bool)):

@@ -65,6 +65,17 @@ def pack_header(minor: int = MINOR, end: int = 0) -> bytes:
     return _HEADER.pack(MAGIC, MAJOR, minor, end.to_bytes(6, "little"))
 
 
+def header_version(header: bytes | memoryview) -> tuple[int, int]:
+    """(major, minor) of a checked header."""
+    return header[len(MAGIC)], header[len(MAGIC) + 1]
+
+
+def end_update(minor: int, end: int) -> tuple[bytes, int]:
+    """(bytes, offset) of the one header write that sets the minor version and the committed
+    end (``append`` switches between states with it)."""
+    return bytes((minor,)) + end.to_bytes(END_FIELD.stop - END_FIELD.start, "little"), len(MAGIC) + 1
+
+
 def header_end(header: bytes | memoryview) -> int:
     """The committed end a header records: 0 when the archive ends where the file does."""
     return int.from_bytes(header[END_FIELD], "little")
@@ -132,7 +143,8 @@ def unpack_trailer(buf: bytes, file_size: int, header: bytes) -> Trailer:
     *fields, crc, end = _TRAILER.unpack(buf)
     if end != END_MAGIC:
         raise TruncatedError(
-            f"no msglc trailer at the end of the file (expected {END_MAGIC!r}, found {bytes(end)!r}): truncated or not an archive"
+            f"no msglc trailer at the end of the file (expected {END_MAGIC!r}, found {bytes(end)!r}): "
+            "truncated or not an archive"
         )
     if zlib.crc32(buf[: _TRAILER_BODY.size], zlib.crc32(_checked_header(header))) != crc:
         raise CorruptedError(f"header or trailer checksum mismatch (trailer at offset {file_size - TRAILER_SIZE})")
@@ -146,7 +158,8 @@ def unpack_trailer(buf: bytes, file_size: int, header: bytes) -> Trailer:
         and t.toc_off + t.toc_len == end_toc
     ):
         raise CorruptedError(
-            f"trailer sections (data {t.data_off}+{t.data_len}, TOC {t.toc_off}+{t.toc_len}) do not tile a file of {file_size} bytes"
+            f"trailer sections (data {t.data_off}+{t.data_len}, TOC {t.toc_off}+{t.toc_len}) "
+            f"do not tile a file of {file_size} bytes"
         )
     if t.root_len and not (0 <= t.root_pos and t.root_pos + t.root_len <= t.toc_len):
         raise CorruptedError(f"root node {t.root_pos}+{t.root_len} lies outside the TOC ({t.toc_len} bytes)")
@@ -160,4 +173,6 @@ def claimed_size(tail: bytes | memoryview) -> int | None:
     if len(tail) < TRAILER_SIZE or bytes(tail[-len(END_MAGIC) :]) != END_MAGIC:
         return None
     fields = _TRAILER.unpack_from(tail, len(tail) - TRAILER_SIZE)
-    return fields[2] + fields[3] + TRAILER_SIZE  # toc_off + toc_len + the trailer
+    toc_off: int = fields[2]
+    toc_len: int = fields[3]
+    return toc_off + toc_len + TRAILER_SIZE

@@ -12,9 +12,10 @@ import sys
 import zlib
 from array import array
 from bisect import bisect_left
+from collections.abc import Sequence
 from itertools import repeat
 from operator import lshift, or_
-from typing import Any, NamedTuple
+from typing import Literal, NamedTuple
 
 from msglc.format.container import U32
 
@@ -24,12 +25,15 @@ MAP_INLINE_MAX = 1024  # dicts with more entries get a hash index instead of an 
 PAGE_ENTRIES = 32  # average entries per hash-index page
 
 
+IntCode = Literal["I", "Q"]  # array typecodes of the index: u32, u64
+
+
 def hash_page_bits(n: int) -> int:
     """Pages of about ``PAGE_ENTRIES`` records: one lookup reads one small page."""
     return max(0, (n // PAGE_ENTRIES).bit_length() - 1)
 
 
-def hash_records(hashes: list[int]) -> tuple[array, list[int]]:
+def hash_records(hashes: list[int]) -> tuple[array[int], list[int]]:
     """The records of a hash index over keys with these hashes, sorted (hash << 32 | entry),
     and the first record of each page (plus the count)."""
     n = len(hashes)
@@ -41,7 +45,7 @@ def hash_records(hashes: list[int]) -> tuple[array, list[int]]:
     return array("Q", records), firsts
 
 
-def le_array(code: str, data: bytes) -> array:
+def le_array(code: IntCode, data: bytes) -> array[int]:
     values = array(code)
     values.frombytes(data)
     if sys.byteorder == "big":
@@ -49,9 +53,17 @@ def le_array(code: str, data: bytes) -> array:
     return values
 
 
-def le_view(code: str, data: bytes) -> memoryview | array:
+def le_view(code: IntCode, data: bytes) -> memoryview[int] | array[int]:
     """``le_array`` without a copy where the machine is little-endian."""
     return memoryview(data).cast(code) if sys.byteorder == "little" else le_array(code, data)
+
+
+def region_layout(n: int, page_bits: int, width: int) -> tuple[int, int, int]:
+    """Where the page table and the records start in an index region over ``n`` entries, and
+    the region's size (see the module docstring)."""
+    table = (n + 1) * width
+    records = table + ((1 << page_bits) + 1) * 8
+    return table, records, records + 8 * n
 
 
 class Region(NamedTuple):
@@ -68,16 +80,16 @@ class Region(NamedTuple):
         return sum(len(part) for part in self.parts)
 
 
-def region_of_keys(key_raws: list[Any], koffs: Any) -> Region:
+def region_of_keys(key_raws: Sequence[bytes | bytearray | memoryview], koffs: Sequence[int]) -> Region:
     """The region of a dict whose keys are encoded as ``key_raws``, entry j at ``koffs[j]``."""
     return region_of(*hash_records(list(map(zlib.crc32, key_raws))), koffs)
 
 
-def region_of(records: Any, firsts: Any, koffs: Any) -> Region:
+def region_of(records: array[int] | memoryview[int], firsts: Sequence[int], koffs: Sequence[int]) -> Region:
     """The region from its sorted ``records`` (native u64: an ``array("Q")`` or a memoryview)
     and page starts ``firsts`` (``hash_records``), and the entries' offsets ``koffs``."""
     width = 4 if koffs[-1] < 2**32 else 8
-    code = "I" if width == 4 else "Q"
+    code: IntCode = "I" if width == 4 else "Q"
     entry_offs = koffs if isinstance(koffs, array) and koffs.typecode == code else array(code, koffs)
     if sys.byteorder == "big":  # copies: the caller's arrays stay as they are
         records, entry_offs = array("Q", records), array(code, entry_offs)
@@ -88,7 +100,7 @@ def region_of(records: Any, firsts: Any, koffs: Any) -> Region:
 
 
 def region_bytes(
-    offs_bytes: bytes | memoryview, rec_bytes: bytes | memoryview, firsts: Any, page_bits: int, width: int
+    offs_bytes: bytes | memoryview, rec_bytes: bytes | memoryview, firsts: Sequence[int], page_bits: int, width: int
 ) -> Region:
     """The region from the little-endian bytes of its entry offsets and records (as
     ``accel.speedups.map_index`` computes them) and the page starts."""

@@ -1,4 +1,5 @@
-"""TODO docstring."""
+"""The msgpack framing msglc relies on: container headers (built and parsed), extension
+headers, and which values get a TOC node."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""TODO docstring."""
+"""TOC nodes: their types, their framing (length and CRC-32 around msgpack), and the checks a
+node must pass before a reader trusts it."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from msglc.errors import (
     UnsupportedVersionError,
 )
 from msglc.format.container import U32
+from msglc.format.hash_index import region_layout
 
 # Hash-index arrays (see HashMapNode): page table entries and records are pairs of u32.
 
@@ -81,7 +83,7 @@ Node = ListNode | MapNode | HashMapNode | StrideNode | ArrayNode
 _node_encoder = msgspec.msgpack.Encoder()
 
 
-_node_decoder = msgspec.msgpack.Decoder(Node)
+_node_decoder: msgspec.msgpack.Decoder[Node] = msgspec.msgpack.Decoder(Node)
 
 
 def frame_node(node: Node) -> bytes:
@@ -166,7 +168,8 @@ def check_node(node: Node, where: int, toc_off: int) -> None:
         elif len(set(node.keys)) != n:
             bad = "a key listed twice"
     else:  # ListNode, HashMapNode: spans
-        ok = len(node.offs) == len(node.starts) + 1 and node.starts and node.starts[0] == 0 and 1 <= node.offs[0] <= 5
+        ok = len(node.offs) == len(node.starts) + 1 and bool(node.starts)
+        ok = ok and node.starts[0] == 0 and 1 <= node.offs[0] <= 5
         ok = ok and node.starts[-1] < node.n < 2**32 and node.n <= node.offs[-1] - node.offs[0]
         ok = ok and _increasing(node.starts) and _increasing(node.offs)
         spans = len(node.starts)
@@ -176,11 +179,7 @@ def check_node(node: Node, where: int, toc_off: int) -> None:
         )
         if isinstance(node, HashMapNode):
             back, size = node.index
-            region = (
-                (node.n + 1) * node.offs_width + ((1 << node.page_bits) + 1) * 8 + node.n * 8
-                if 0 <= node.page_bits <= 31
-                else -1
-            )
+            region = region_layout(node.n, node.page_bits, node.offs_width)[2] if 0 <= node.page_bits <= 31 else -1
             ok = ok and node.offs_width in (4, 8) and size == region and set(node.kid_keys.values()) == set(node.kids)
             ok = ok and back > 0 and where - back >= toc_off and where - back + size <= where
         if not ok:
@@ -205,8 +204,9 @@ def stride_headers(node: StrideNode) -> bytes | None:
     return out
 
 
-def node_header(node: Node) -> tuple[bool, int, int]:
-    """The (is_map, item count, header size) the container of ``node`` must start with."""
+def node_header(node: ListNode | MapNode | HashMapNode | StrideNode) -> tuple[bool, int, int]:
+    """The (is_map, item count, header size) the container of ``node`` must start with (an
+    ``ArrayNode`` describes an extension value, not a container)."""
     if isinstance(node, StrideNode):
         return False, node.dims[0][1], node.dims[0][0]
     if isinstance(node, MapNode):

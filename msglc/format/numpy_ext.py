@@ -1,8 +1,10 @@
-"""TODO docstring."""
+"""NumPy arrays as msgpack extension values (type 78): the header that describes dtype and
+shape, parsed and checked without trusting the file, and the decoder hook."""
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from math import prod
 from typing import Any
 
@@ -34,7 +36,7 @@ def _numpy() -> Any:
     return numpy
 
 
-def leaves_all(dt: Any, ok: Any) -> bool:
+def leaves_all(dt: Any, ok: Callable[[Any], bool]) -> bool:
     """``ok(leaf)`` for every leaf dtype of ``dt`` (through structured fields and sub-arrays)."""
     if dt.fields is not None:
         return all(leaves_all(field[0], ok) for field in dt.fields.values())
@@ -56,9 +58,15 @@ def as_list_item(leaf: Any) -> bool:
 def check_dtype(dt: Any) -> str | None:
     """Why an array of dtype ``dt`` cannot be stored, or None if it can."""
     if dt.hasobject:
-        return f"a NumPy array of dtype {dt} (object arrays hold Python objects, not data; convert them to lists or a typed dtype)"
+        return (
+            f"a NumPy array of dtype {dt} "
+            "(object arrays hold Python objects, not data; convert them to lists or a typed dtype)"
+        )
     if not leaves_all(dt, _plain):
-        return f"a NumPy array of dtype {dt} (supported: bool, int, uint, float, complex, bytes, str, datetime, void and structured dtypes of these)"
+        return (
+            f"a NumPy array of dtype {dt} "
+            "(supported: bool, int, uint, float, complex, bytes, str, datetime, void and structured dtypes of these)"
+        )
     if dt.itemsize == 0:
         return f"a NumPy array of dtype {dt} (items of size 0)"
     try:

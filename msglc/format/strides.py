@@ -1,4 +1,5 @@
-"""TODO docstring."""
+"""Fixed-stride proofs: a list whose items all have one size and one layout is found from
+its bytes alone (strided slice comparisons at C speed), so item i is at start + i * stride."""
 
 from __future__ import annotations
 
@@ -63,7 +64,9 @@ def _str_bin_header(m: int) -> int:
     return {0xD9: 2, 0xC4: 2, 0xDA: 3, 0xC5: 3, 0xDB: 5, 0xC6: 5}.get(m, 0)
 
 
-def _proven(data: bytes | bytearray, start: int, levels: list, count: int, stride: int) -> bool:
+def _proven(
+    data: bytes | bytearray, start: int, levels: list[tuple[str, bytes, int, int]], count: int, stride: int
+) -> bool:
     """Do the ``count`` items at ``start + r * stride`` all match the template ``levels``?
     Each check compares strided slices (C speed); a work list replaces recursion."""
     work = [(start, 0, count, stride)]

@@ -1,4 +1,5 @@
-"""TODO docstring."""
+"""Targets written atomically: a temporary file in the target's directory (unnamed where the
+system allows it) that replaces the target only when complete and is removed on failure."""
 
 from __future__ import annotations
 
@@ -44,7 +45,10 @@ def output(target: Any, durable: bool, size_hint: int = 0, replace: bool = True)
 
 @contextmanager
 def atomic_file(
-    path: str | bytes | os.PathLike | RemotePath, durable: bool, size_hint: int = 0, replace: bool = True
+    path: str | bytes | os.PathLike[str] | os.PathLike[bytes] | RemotePath,
+    durable: bool,
+    size_hint: int = 0,
+    replace: bool = True,
 ) -> Iterator[BinaryIO]:
     """A new file that replaces ``path`` only if the block completes, else is removed.
 
@@ -120,10 +124,11 @@ class _Temporary:
             if not replace and _linked(lambda: _link_unnamed(self.fd, target)):
                 return
             self.path = self._named()
-        if replace or not _linked(lambda: os.link(self.path, target)):
-            os.replace(self.path, target)
+        path = self.path
+        if replace or not _linked(lambda: os.link(path, target)):
+            os.replace(path, target)
         else:
-            os.unlink(self.path)
+            os.unlink(path)
         self.path = None
 
     def _named(self) -> str:

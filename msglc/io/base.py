@@ -1,10 +1,17 @@
-"""TODO docstring."""
+"""``Source``: the one thing a reader needs from storage, ``read(offset, size)`` and friends,
+with no shared seek position."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Protocol
 
 from msglc.errors import ArchiveChangedError, MsglcError, TruncatedError
+
+
+class Counter(Protocol):
+    """Counts reads (``LazyStats``): ``size`` bytes in ``requests`` requests."""
+
+    def add(self, size: int, requests: int = 1) -> None: ...
 
 
 def closed_error() -> ValueError:
@@ -18,7 +25,7 @@ class Source:
     closed = False
     zero_copy = False  # read() returns views of memory that stays valid (arrays may keep them)
     counts_itself = False  # counts its requests in ``counter`` (else the reader counts reads)
-    counter: Any = None
+    counter: Counter | None = None
     opened: object = None  # the stamp of the state a reader opened, once it has
     # read_many: ranges closer than max_gap are read as one, up to max_request bytes; 0: read
     # every path directly (memory needs no batching)

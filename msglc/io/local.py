@@ -13,7 +13,7 @@ import os
 import threading
 import weakref
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, Protocol
 
 from msglc.io.base import Source, closed_error
 
@@ -36,8 +36,8 @@ class FileSource(Source):
         self.size = st.st_size
         return st.st_size, st.st_mtime_ns
 
-    def read(self, offset: int, size: int) -> bytes | bytearray:
-        data = self._pread(size, offset)
+    def read(self, offset: int, size: int) -> bytes | memoryview:
+        data: bytes | memoryview = self._pread(size, offset)
         if 0 < len(data) < size:  # one call reads at most ~2 GiB on Linux: read the rest
             buf = bytearray(data)
             while len(buf) < size:
@@ -45,7 +45,7 @@ class FileSource(Source):
                 if not more:
                     break
                 buf += more
-            data = buf
+            data = memoryview(buf)  # no copy
         if len(data) != size:
             raise self._short(offset, size, len(data))
         return data
@@ -118,10 +118,20 @@ class BufferSource(Source):
             self.view.release()
 
 
+class SeekableFile(Protocol):
+    """What ``StreamSource`` uses of a binary file object."""
+
+    def tell(self) -> int: ...
+
+    def seek(self, offset: int, whence: int = ..., /) -> int: ...
+
+    def read(self, size: int = ..., /) -> bytes: ...
+
+
 class StreamSource(Source):
     """A seekable file object without a usable descriptor (e.g. ``io.BytesIO``, ``gzip``)."""
 
-    def __init__(self, f: Any) -> None:
+    def __init__(self, f: SeekableFile) -> None:
         self.f = f
         self.lock = threading.Lock()
         position = f.tell()

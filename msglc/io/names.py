@@ -1,4 +1,5 @@
-"""TODO docstring."""
+"""Names of archives: local paths, URLs, ``upath.UPath`` and fsspec paths resolved to a local
+path or a ``RemotePath``."""
 
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ class RemotePath:
         return f"<RemotePath {self.path!r} on {type(self.fs).__name__}>"
 
 
-def resolve_name(target: Any, fs: Any = None, storage_options: dict | None = None) -> Any:
+def resolve_name(target: Any, fs: Any = None, storage_options: dict[str, Any] | None = None) -> Any:
     """A ``RemotePath`` when ``target`` names a remote archive: a URL such as
     ``"s3://bucket/key"`` (with ``storage_options`` for its file system), a ``upath.UPath``, or
     any path together with an fsspec file system ``fs``. A name on the local file system gives

@@ -10,7 +10,7 @@ import os
 import stat
 from typing import Any
 
-from msglc.io.base import Source
+from msglc.io.base import Counter, Source
 from msglc.io.local import BufferSource, FileSource, StreamSource
 from msglc.io.names import RemotePath, is_local, resolve_name
 from msglc.io.remote import open_remote
@@ -38,7 +38,11 @@ def _open_path(path: Any) -> FileSource:
 
 
 def open_source(
-    source: Any, counter: Any = None, fs: Any = None, storage_options: dict | None = None, **remote: Any
+    source: Any,
+    counter: Counter | None = None,
+    fs: Any = None,
+    storage_options: dict[str, Any] | None = None,
+    **remote: Any,
 ) -> Source:
     """A ``Source`` for a path, a bytes-like object, a memory map, a readable seekable binary
     file, or a remote archive (a URL, a ``upath.UPath``, a path with an fsspec ``fs``, an open

@@ -17,11 +17,17 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from msglc.errors import ArchiveChangedError
 from msglc.format.container import HEADER_SIZE, TRAILER_SIZE, claimed_size, header_end
-from msglc.io.base import Source, closed_error
+from msglc.io.base import Counter, Source, closed_error
+
+if TYPE_CHECKING:
+    import asyncio
+
+Range = tuple[int, int | None]  # (start, end) of a ranged request; end None: the last -start bytes
 
 BLOCK_SIZE = 256 * 1024  # read-ahead unit for small reads (docs/performance.md measures it)
 
@@ -50,7 +56,7 @@ class RemoteSource(Source):
         path: str,
         *,
         size: int | None = None,
-        counter: Any = None,
+        counter: Counter | None = None,
         block_size: int = BLOCK_SIZE,
         cache_blocks: int = CACHE_BLOCKS,
     ) -> None:
@@ -80,7 +86,7 @@ class RemoteSource(Source):
         if size is not None:
             self.size = size
             ranges = [(0, min(b, size))] + ([(max(b, size - b), size)] if size > b else [])
-            for (start, _), data in zip(ranges, self.fetch_many(ranges), strict=True):
+            for (start, _), data in zip(ranges, self._get_ranges(ranges), strict=True):
                 self._keep(start, data)
             return
         try:
@@ -148,46 +154,52 @@ class RemoteSource(Source):
     def _get(self, start: int, end: int) -> bytes:
         return self._checked([(start, end)], self._requests([(start, end)]))[0]
 
-    def _range_args(self, ranges: list) -> tuple[list, list, list]:
+    def _range_args(self, ranges: Sequence[Range]) -> tuple[list[str], list[int], list[int | None]]:
         return [self.path] * len(ranges), [r[0] for r in ranges], [r[1] for r in ranges]
 
-    def _requests(self, ranges: list[tuple[int, int | None]]) -> list:
+    def _requests(self, ranges: Sequence[Range]) -> list[bytes | BaseException]:
         """One concurrent round of ranged requests: the bytes, or the error, of each."""
-        return self.fs.cat_ranges(*self._range_args(ranges), on_error="return")
+        out: list[bytes | BaseException] = self.fs.cat_ranges(*self._range_args(ranges), on_error="return")
+        return out
 
-    async def _async_requests(self, ranges: list[tuple[int, int | None]]) -> list:
+    async def _async_requests(self, ranges: Sequence[Range]) -> list[bytes | BaseException]:
         """``_requests`` as a coroutine on the loop of an async file system."""
-        return await self.fs._cat_ranges(*self._range_args(ranges), on_error="return")
+        out: list[bytes | BaseException] = await self.fs._cat_ranges(*self._range_args(ranges), on_error="return")
+        return out
 
-    def _get_ranges(self, ranges: list[tuple[int, int | None]], exact: bool = True) -> list[bytes]:
+    def _get_ranges(self, ranges: Sequence[Range], exact: bool = True) -> list[bytes]:
         """One concurrent round of ranged requests; errors are raised, and with ``exact``
         short answers too."""
         return self._checked(ranges, self._requests(ranges), exact)
 
-    def _checked(self, ranges: list, out: list, exact: bool = True) -> list[bytes]:
+    def _checked(self, ranges: Sequence[Range], out: list[bytes | BaseException], exact: bool = True) -> list[bytes]:
+        """The answers ``out``, once none is an error (and, with ``exact``, none is short:
+        ``exact`` needs every range's end)."""
         self._count(len(ranges), sum(len(d) for d in out if isinstance(d, (bytes, bytearray))))
+        got: list[bytes] = []
         for (start, end), data in zip(ranges, out, strict=True):
             if isinstance(data, BaseException):
                 raise data
-            if exact and len(data) != end - start:
+            if exact and end is not None and len(data) != end - start:
                 if self.ready:  # the object had at least self.size bytes when it was opened
                     raise self._changed(
                         f"a read of {end - start} bytes at offset {start} got {len(data)}: it is shorter now"
                     )
                 raise self._short(start, end - start, len(data))
-        return out
+            got.append(data)
+        return got
 
     def _changed(self, how: str) -> ArchiveChangedError:
         return ArchiveChangedError(
             f"the object {self.fs.unstrip_protocol(self.path)} changed since it was opened ({how}): open a new reader"
         )
 
-    def fetch_many(self, ranges: list[tuple[int, int]]) -> list[bytes]:
+    def fetch_many(self, ranges: list[tuple[int, int]]) -> list[bytes | memoryview]:
         if self.closed:
             raise closed_error()
-        return self._get_ranges(ranges)
+        return list(self._get_ranges(ranges))
 
-    async def async_fetch_many(self, ranges: list[tuple[int, int]]) -> list[bytes]:
+    async def async_fetch_many(self, ranges: list[tuple[int, int]]) -> list[bytes | memoryview]:
         """``fetch_many`` without blocking the running event loop: on fsspec's own loop for an
         async file system (s3fs, http, ...), in a worker thread for the others."""
         import asyncio
@@ -196,13 +208,13 @@ class RemoteSource(Source):
             raise closed_error()
         fs = self.fs
         if not getattr(fs, "async_impl", False):
-            return await asyncio.to_thread(self._get_ranges, ranges)
+            return list(await asyncio.to_thread(self._get_ranges, ranges))
         coro = self._async_requests(ranges)
         if getattr(fs, "asynchronous", False) and fs.loop is asyncio.get_running_loop():
             out = await coro
         else:
             out = await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, fs.loop))
-        return self._checked(ranges, out)
+        return list(self._checked(ranges, out))
 
     def close(self) -> None:
         super().close()
@@ -230,20 +242,21 @@ class S3Source(RemoteSource):
             self.extents.clear()
             super()._open(size)
 
-    def _requests(self, ranges: list[tuple[int, int | None]]) -> list:
+    def _requests(self, ranges: Sequence[Range]) -> list[bytes | BaseException]:
         from fsspec.asyn import sync
 
-        return sync(self.fs.loop, self._async_requests, ranges)
+        out: list[bytes | BaseException] = sync(self.fs.loop, self._async_requests, ranges)
+        return out
 
-    async def _async_requests(self, ranges: list[tuple[int, int | None]]) -> list:
+    async def _async_requests(self, ranges: Sequence[Range]) -> list[bytes | BaseException]:
         import asyncio
 
         limit = asyncio.Semaphore(getattr(self.fs, "batch_size", None) or MAX_CONCURRENT)
         return await asyncio.gather(
-            *(self._get_object(start, end, limit) for start, end in ranges), return_exceptions=True
+            *(self.get_object(start, end, limit) for start, end in ranges), return_exceptions=True
         )
 
-    async def _get_object(self, start: int, end: int | None, limit: Any) -> bytes:
+    async def get_object(self, start: int, end: int | None, limit: asyncio.Semaphore) -> bytes:
         """The bytes of one range (``end`` None: the last ``-start`` bytes). s3fs retries the
         request; a body cut off midway is asked for again, up to ``fs.retries`` times."""
         import asyncio
@@ -259,7 +272,7 @@ class S3Source(RemoteSource):
             for attempt in range(attempts):
                 response = await self._call(args)
                 try:
-                    data = await response["Body"].read()
+                    data: bytes = await response["Body"].read()
                 except Exception:
                     if attempt + 1 == attempts:
                         raise
@@ -271,12 +284,13 @@ class S3Source(RemoteSource):
                 return data
         raise AssertionError("unreachable")
 
-    async def _call(self, args: dict) -> dict:
+    async def _call(self, args: dict[str, Any]) -> dict[str, Any]:
         """One GetObject carrying the pin; S3's 412 for it means the object was replaced."""
         if self.etag is not None:
             args["IfMatch"] = self.etag
         try:
-            return await self.fs._call_s3("get_object", **args)
+            response: dict[str, Any] = await self.fs._call_s3("get_object", **args)
+            return response
         except OSError as e:
             if _precondition_failed(e):
                 raise self._changed(f"ETag {self.etag} no longer matches") from None
@@ -298,14 +312,16 @@ class S3Source(RemoteSource):
 def _precondition_failed(error: OSError) -> bool:
     """Is this s3fs error S3's 412 for a failed ``If-Match``?"""
     response = getattr(error.__cause__, "response", None) or {}
-    return response.get("ResponseMetadata", {}).get("HTTPStatusCode") == 412
+    status: object = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+    return status == 412
 
 
 def open_remote(fs: Any, path: str, **options: Any) -> RemoteSource:
     """A ``RemoteSource`` (an ``S3Source`` on s3fs); ``options``: its keyword arguments."""
     if getattr(fs, "asynchronous", False):
         raise TypeError(
-            "LazyReader needs an fsspec file system made with asynchronous=False; its async methods use the file system's own loop"
+            "LazyReader needs an fsspec file system made with asynchronous=False; "
+            "its async methods use the file system's own loop"
         )
     is_s3 = callable(getattr(fs, "_call_s3", None)) and callable(getattr(fs, "split_path", None))
     return (S3Source if is_s3 else RemoteSource)(fs, path, **options)

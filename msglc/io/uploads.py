@@ -1,4 +1,5 @@
-"""TODO docstring."""
+"""Writing archives to object storage: streamed or spooled uploads that appear only once
+complete."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""TODO docstring."""
+"""``Archive``: what a reader and its views share. It opens an archive consistently (header,
+trailer, root node), reads and caches TOC nodes and checks them against the data they
+describe, and decodes data spans; it knows nothing of views."""
 
 from __future__ import annotations
 
@@ -131,17 +133,22 @@ class Archive:
         self.closed = False
         self.cached = cached
         self.counter = counter
-        self.nodes: dict[int, Any] = {}
+        self.nodes: dict[int, Node] = {}
         self.node_sizes: dict[int, int] = {}  # framed length of each cached node
-        self.key_maps: dict[int, dict] = {}
-        read = self.src.read
+        self.key_maps: dict[int, dict[str | int, int]] = {}
+        read: Callable[[int, int], bytes | memoryview] = self.src.read
         if counter is not None and not self.src.counts_itself:
 
-            def read(offset: int, size: int, _read=self.src.read, _add=counter.add) -> bytes | memoryview:
+            def read(
+                offset: int,
+                size: int,
+                _read: Callable[[int, int], bytes | memoryview] = self.src.read,
+                _add: Callable[[int], None] = counter.add,
+            ) -> bytes | memoryview:
                 _add(size)
                 return _read(offset, size)
 
-        self.read = read
+        self.read: Callable[[int, int], bytes | memoryview] = read
         self.root_view: Any = None
         self._make_root = root
         self.opened: object = None  # the source's stamp of the state opened
@@ -194,7 +201,7 @@ class Archive:
             if bytes(head[: len(MAGIC)]) != MAGIC[: len(head)] or not head:
                 raise NotAnArchiveError(f"not an msglc archive: {size} bytes, no msglc magic at offset 0")
             raise TruncatedError(f"file has {size} bytes, an msglc archive has at least {HEADER_SIZE + TRAILER_SIZE}")
-        check_header(head)
+        check_header(self.header)  # bytes(head)
         end = header_end(head)
         if end:  # an append is under way or died midway: the archive ends where it says
             if not HEADER_SIZE + TRAILER_SIZE <= end <= size:
@@ -205,7 +212,7 @@ class Archive:
         tail = self.read(size - TRAILER_SIZE, TRAILER_SIZE)
         if bytes(tail[-len(END_MAGIC) :]) != END_MAGIC:
             raise _NoTrailer(f"no msglc trailer at the end of the file ({size} bytes): truncated or not an archive")
-        self.trailer = t = unpack_trailer(tail, size, self.header)
+        self.trailer = t = unpack_trailer(bytes(tail), size, self.header)
         self.data_end = t.data_off + t.data_len
         self.toc_end = t.toc_off + t.toc_len
         if t.root_len and self._make_root is not None:
@@ -274,7 +281,7 @@ class Archive:
             self.counter.add(len(buf))
         self.src.read_into(offset, buf)
 
-    def node(self, pos: int, size: int) -> Any:
+    def node(self, pos: int, size: int) -> Node:
         node = self.nodes.get(pos)
         if node is None:
             if not (self.trailer.toc_off <= pos and pos + size <= self.toc_end):
@@ -304,7 +311,7 @@ class Archive:
             raise CorruptedError(f"TOC node at offset {parent_pos} references a node at {pos} that does not precede it")
         return pos
 
-    def walk(self, pos: int, size: int) -> Iterator[tuple[int, Any]]:
+    def walk(self, pos: int, size: int) -> Iterator[tuple[int, Node]]:
         """(position, node) of every TOC node reachable from the one at ``pos``, each once,
         reading TOC nodes only."""
         stack, seen = [(pos, size)], {pos}
@@ -364,7 +371,7 @@ class Archive:
             raise CorruptedError(f"data section checksum mismatch ({t.data_len} bytes at offset {t.data_off})")
         return obj
 
-    def key_map(self, pos: int, node: MapNode) -> dict:
+    def key_map(self, pos: int, node: MapNode) -> dict[str | int, int]:
         keys = self.key_maps.get(pos)
         if keys is None:
             keys = self.key_maps[pos] = {k: j for j, k in enumerate(node.keys)}

@@ -10,6 +10,7 @@ read, and a single element is one read of its bytes.
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from math import prod
 from typing import Any
 
@@ -68,7 +69,8 @@ class LazyArray(LazyNode):
 
     @property
     def nbytes(self) -> int:
-        return self._size * self.dtype.itemsize
+        nbytes: int = self._size * self.dtype.itemsize
+        return nbytes
 
     def __len__(self) -> int:
         self._check_open()
@@ -79,7 +81,7 @@ class LazyArray(LazyNode):
     def __repr__(self) -> str:
         return f"<LazyArray shape={self.shape} dtype={self.dtype}>"
 
-    def __iter__(self) -> Any:
+    def __iter__(self) -> Iterator[Any]:
         for i in range(len(self)):
             yield self[i]
 
@@ -192,7 +194,9 @@ def _outer_axes(counts: list[int], steps: list[int], itemsize: int) -> int:
     return best
 
 
-def _selection(key: tuple, shape: tuple[int, ...]) -> tuple[list[tuple[int, int, int]], list[int], list[bool], bool]:
+def _selection(
+    key: tuple[Any, ...], shape: tuple[int, ...]
+) -> tuple[list[tuple[int, int, int]], list[int], list[bool], bool]:
     """NumPy basic indexing of an array of ``shape`` by ``key``: per axis (lowest index, count,
     positive step); the result's shape; which axes to reverse; whether the result is a scalar."""
     if sum(k is Ellipsis for k in key) > 1:
@@ -243,9 +247,10 @@ def _integer(k: Any) -> int:
     if isinstance(k, bool) or type(k).__name__ == "bool_":
         raise IndexError("boolean indices are not supported by LazyArray; read the array first (np.asarray(a)[mask])")
     try:
-        return k.__index__()
+        i: int = k.__index__()
     except (AttributeError, TypeError):
         raise IndexError(
             f"LazyArray supports integers, slices, ... and None as indices, not {type(k).__name__}; "
             "for fancy indexing read a slice first (a[i:j][[...]])"
         ) from None
+    return i

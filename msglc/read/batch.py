@@ -26,7 +26,10 @@ DIRECT_AFTER = 4  # a path that stopped this often (a slice of many values) read
 ROUND_BYTES = 64 << 20  # bytes of merged requests in flight at once (the reads kept are extra)
 
 
-Task = Callable[[Archive], Any]
+Task = Callable[["BatchArchive"], Any]
+
+
+_Group = tuple[list[tuple[int, int]], int, int]  # a merged request: its reads (offset, size), start, end
 
 
 class _Need(BaseException):
@@ -57,7 +60,7 @@ class BatchArchive(Archive):
         self.__dict__.update(main.__dict__)
         self.main = main
         self.max_gap = main.src.max_gap if max_gap is None else max_gap
-        self.pieces: dict[tuple[int, int], Any] = {}
+        self.pieces: dict[tuple[int, int], bytes | memoryview] = {}
         self.direct = not main.src.max_gap  # in memory: nothing to gather
         self.read = self._read
         self._root: Any = None
@@ -67,7 +70,7 @@ class BatchArchive(Archive):
     def closed(self) -> bool:  # type: ignore[override]
         return self.main.closed
 
-    def _read(self, offset: int, size: int) -> Any:
+    def _read(self, offset: int, size: int) -> bytes | memoryview:
         data = self.pieces.get((offset, size))
         if data is None:
             data = self.src.cached(offset, size)
@@ -124,11 +127,11 @@ class BatchArchive(Archive):
         pending[:] = still
         return list(needs)
 
-    def plan(self, needs: list[tuple[int, int]]) -> list[list[tuple[list[tuple[int, int]], int, int]]]:
+    def plan(self, needs: list[tuple[int, int]]) -> list[list[_Group]]:
         """The reads as rounds of requests: reads closer than the source's ``max_gap`` share a
         request of at most ``max_request`` bytes; a round holds up to ``ROUND_BYTES``."""
         gap, most = self.max_gap, self.src.max_request
-        groups: list[tuple[list[tuple[int, int]], int, int]] = []
+        groups: list[_Group] = []
         for offset, size in sorted(needs):
             if groups:
                 members, start, end = groups[-1]
@@ -137,7 +140,7 @@ class BatchArchive(Archive):
                     groups[-1] = (members, start, max(end, offset + size))
                     continue
             groups.append(([(offset, size)], offset, offset + size))
-        rounds: list[list] = [[]]
+        rounds: list[list[_Group]] = [[]]
         total = 0
         for group in groups:
             if rounds[-1] and total + group[2] - group[1] > ROUND_BYTES:
@@ -147,7 +150,7 @@ class BatchArchive(Archive):
             total += group[2] - group[1]
         return rounds
 
-    def keep(self, groups: list, fetched: list) -> None:
+    def keep(self, groups: list[_Group], fetched: list[bytes | memoryview]) -> None:
         """Keep each read's bytes (copies of small parts, so the merged buffers are freed)."""
         for (members, start, end), data in zip(groups, fetched, strict=True):
             if len(members) == 1 and members[0] == (start, end - start):
@@ -157,7 +160,7 @@ class BatchArchive(Archive):
             for offset, size in members:
                 self.pieces[offset, size] = bytes(view[offset - start : offset - start + size])
 
-    def _requests(self, groups: list) -> list[tuple[int, int]]:
+    def _requests(self, groups: list[_Group]) -> list[tuple[int, int]]:
         """The merged ranges of one round, counted when the source does not count itself."""
         if self.counter is not None and not self.src.counts_itself:
             self.counter.add(sum(end - start for _, start, end in groups), len(groups))

@@ -1,4 +1,5 @@
-"""TODO docstring."""
+"""Paths into an archive: ``"a/b/3"``, ``["a", "b", 3]``, slices; parsed once and resolved
+against lazy views or plain values alike."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from msglc.read.array import LazyArray
 from msglc.read.views import LazyDict, LazyList
 
 
-def split_path(path: Any) -> list:
+def split_path(path: Any) -> list[Any]:
     if path is None:
         return []
     if isinstance(path, str):
@@ -22,7 +23,7 @@ def split_path(path: Any) -> list:
     raise TypeError(f"a path is a str like 'a/b/3' or a list of keys and indices, not {type(path).__name__}")
 
 
-def resolve(obj: Any, segments: list, done: tuple = ()) -> Any:
+def resolve(obj: Any, segments: list[Any], done: tuple[Any, ...] = ()) -> Any:
     """The value at ``segments`` below ``obj``; ``done``: the segments that led to ``obj``
     (errors name the whole path)."""
     for depth, seg in enumerate(segments):
@@ -30,9 +31,9 @@ def resolve(obj: Any, segments: list, done: tuple = ()) -> Any:
         if isinstance(obj, LazyArray) or _is_ndarray(obj):
             # the next ndim segments index the array at once: "m/3/4" is m[3, 4]
             take = segments[depth : depth + max(obj.ndim, 1)]
-            index = tuple(_list_index(s, [*done, *segments[: depth + k + 1]]) for k, s in enumerate(take))
+            key = tuple(_list_index(s, [*done, *segments[: depth + k + 1]]) for k, s in enumerate(take))
             try:
-                value = obj[index]
+                value = obj[key]
             except IndexError as e:
                 raise IndexError(f"{e} (at {_joined([*done, *segments[: depth + len(take)]])})") from None
             return resolve(value, segments[depth + len(take) :], (*done, *segments[: depth + len(take)]))
@@ -56,7 +57,7 @@ def resolve(obj: Any, segments: list, done: tuple = ()) -> Any:
     return obj
 
 
-def _joined(path: list) -> str:
+def _joined(path: list[Any]) -> str:
     return "/".join(map(str, path))
 
 
@@ -68,7 +69,7 @@ def _is_ndarray(obj: Any) -> bool:
     return np is not None and isinstance(obj, np.ndarray)
 
 
-def _list_index(seg: Any, where: list) -> int | slice:
+def _list_index(seg: int | slice | str, where: list[Any]) -> int | slice:
     if not isinstance(seg, str):
         return seg
     parts = seg.split(":")
@@ -80,7 +81,7 @@ def _list_index(seg: Any, where: list) -> int | slice:
     raise TypeError(f"list index must be an int or a slice like '1:5', not {seg!r} (at {'/'.join(map(str, where))})")
 
 
-def _dict_value(d: Any, seg: Any, where: list) -> Any:
+def _dict_value(d: Any, seg: Any, where: list[Any]) -> Any:
     try:
         return d[seg]
     except KeyError:

@@ -10,6 +10,8 @@ from typing import Any, BinaryIO
 from msglc.read.archive import Archive, LazyStats
 from msglc.read.array import LazyArray
 from msglc.read.batch import BatchArchive, Task, async_run, path_task, run
+from msglc.read.extract import data_chunks
+from msglc.read.inspect import ArchiveInfo, NodeInfo, archive_info, walk
 from msglc.read.node import LazyNode, rebound
 from msglc.read.node import archive_of as part_archive_of
 from msglc.read.paths import resolve, split_path
@@ -34,12 +36,12 @@ class LazyReader:
 
     def __init__(
         self,
-        source: str | os.PathLike | bytes | bytearray | memoryview | BinaryIO,
+        source: str | os.PathLike[str] | os.PathLike[bytes] | bytes | bytearray | memoryview | BinaryIO,
         *,
         cached: bool = True,
         counter: LazyStats | None = None,
         fs: Any = None,
-        storage_options: dict | None = None,
+        storage_options: dict[str, Any] | None = None,
         block_size: int | None = None,
         cache_blocks: int | None = None,
     ) -> None:
@@ -142,9 +144,9 @@ class LazyReader:
 
     def verify(self, progress: Callable[[int], None] | None = None) -> None:
         """Check the whole archive: the data checksum, and every TOC node against the item
-        boundaries, keys and headers found in the data. Raises an ``MsglcError`` naming the first problem. Reads the data section
-        into memory once; lazy reads check only what they touch. ``progress(n)`` is called as
-        the data is read."""
+        boundaries, keys and headers found in the data. Raises an ``MsglcError`` naming the first
+        problem. Reads the data section into memory once; lazy reads check only what they touch.
+        ``progress(n)`` is called as the data is read."""
         verify_archive(self._a, progress)
 
     def raw_data(self) -> bytes:
@@ -155,6 +157,27 @@ class LazyReader:
         """The data section alone: plain msgpack of the stored object."""
         t = self._a.trailer
         return bytes(self._a.read(t.data_off, t.data_len))
+
+    def iter_protocol_raw_data(self, progress: Callable[[int], None] | None = None) -> Iterator[bytes | memoryview]:
+        """``protocol_raw_data()`` in chunks of 16 MB, for output of any size in bounded memory;
+        the data checksum is checked as they go (``CorruptedError`` after the last chunk)."""
+        return data_chunks(self._a, progress or (lambda n: None))
+
+    # -- inspection --
+    def info(self) -> ArchiveInfo:
+        """The archive's layout: format version, sections, threshold, root node."""
+        self._a.check_open()
+        return archive_info(self._a)
+
+    def nodes(self, path: Any = None, max_depth: int | None = None) -> Iterator[tuple[int, str, NodeInfo]]:
+        """(depth, label, ``NodeInfo``) of the TOC node of the value at ``path`` and of the
+        nodes below it, depth first, down to ``max_depth`` levels (None: all). Nothing for a
+        value without a node of its own (small, or a row of a fixed-stride list)."""
+        value = self._root_obj() if path is None else self.read(path)
+        if not isinstance(value, LazyNode):
+            return iter(())
+        where = value.location()
+        return walk(self._a, where.node, where.node_size, max_depth) if where.node_size else iter(())
 
 
 def to_obj(x: Any) -> Any:

@@ -4,8 +4,9 @@ Lazy reads check what they touch (node CRCs, bounds, container headers, keys). `
 is the thorough pass for archives fetched from cold storage: it reads the data section once
 and checks every node against the item boundaries, keys and headers found in the bytes (with
 the writer's own functions, or loops that give the same answers where those recurse), so a
-TOC that passes its checksums but does not describe its data is reported too. The checks do not depend on the threshold: the parts of a combined archive
-may have been written with different ones.
+TOC that passes its checksums but does not describe its data is reported too. The checks do
+not depend on the threshold: the parts of a combined archive may have been written with
+different ones.
 
 Every failure is an ``MsglcError``. Nothing here recurses on the file's nesting: item
 boundaries are found by msgspec at C speed, and where a value is nested deeper than msgspec
@@ -16,7 +17,7 @@ back to msgspec. A valid archive is never called corrupted for being deep.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from itertools import accumulate
 from typing import Any
 
@@ -31,13 +32,13 @@ from msglc.format.msgpack import (
     container_header_size,
     gets_node,
 )
-from msglc.format.nodes import ArrayNode, HashMapNode, ListNode, MapNode, StrideNode
+from msglc.format.nodes import ArrayNode, HashMapNode, ListNode, MapNode, Node, Ref, StrideNode
 from msglc.format.numpy_ext import ext_hook, parse_head
 from msglc.format.strides import stride_dims
 from msglc.read.archive import Archive
 from msglc.util.checksum import data_crc32
 
-_key_decoder = msgspec.msgpack.Decoder(str | int)
+_key_decoder: msgspec.msgpack.Decoder[str | int] = msgspec.msgpack.Decoder(str | int)
 
 
 raw_items = msgspec.msgpack.Decoder(list[msgspec.Raw])
@@ -76,32 +77,32 @@ def verify_archive(a: Archive, progress: Callable[[int], None] | None = None) ->
     while stack:
         start, end, pos, size = stack.pop()
         node = a.node(pos, size)
-        children, region = _check(data, node, start, end, f"TOC node at offset {pos}", t.data_off)
-        if region is not None and bytes(a.read(pos - node.index[0], node.index[1])) != region:
+        children, index = _check(data, node, start, end, f"TOC node at offset {pos}", t.data_off)
+        if index is not None and bytes(a.read(pos - index[0][0], index[0][1])) != index[1]:
             raise CorruptedError(f"hash index of the TOC node at offset {pos} does not match its dict")
-        for k, (child_start, child_end) in children.items():
-            child = a.referred(pos, node.kids[k])
-            a.container(t.data_off + child_start, child_end - child_start, child, node.kids[k][1])
-            stack.append((child_start, child_end, child, node.kids[k][1]))
+        for ref, child_start, child_end in children:
+            child = a.referred(pos, ref)
+            a.container(t.data_off + child_start, child_end - child_start, child, ref[1])
+            stack.append((child_start, child_end, child, ref[1]))
 
 
 def _check(
-    data: bytes | bytearray, node: Any, start: int, end: int, where: str, data_off: int = 0
-) -> tuple[dict[int, tuple[int, int]], bytes | None]:
-    """Check ``node`` against the container at data[start:end]. Returns the data span of each
-    child node (by its key in ``node.kids``) and, for a hash-indexed dict, the index region
-    the writer writes for it."""
+    data: bytes | bytearray, node: Node, start: int, end: int, where: str, data_off: int = 0
+) -> tuple[list[tuple[Ref, int, int]], tuple[Ref, bytes] | None]:
+    """Check ``node`` against the container at data[start:end]. Returns each child node's
+    reference and data span (start, end), in the order of ``node.kids``, and, for a
+    hash-indexed dict, its ``index`` reference with the index region the writer writes."""
     view = memoryview(data)
     if isinstance(node, ArrayNode):
         _, _, head = parse_head(view[start:end], start, end - start)
         if (node.head, node.size) != (head, end - start - head):
             raise CorruptedError(f"{where} does not describe the NumPy array at data offset {start}")
-        return {}, None
+        return [], None
     is_map, n, h = container_header(view[start : start + 5])
     if isinstance(node, StrideNode):
         if is_map or [tuple(d) for d in node.dims] != stride_dims(data, start, h, n, end):
             raise CorruptedError(f"{where} does not describe the fixed-stride list at data offset {start}")
-        return {}, None
+        return [], None
     # item boundaries, relative to start: item i (key, value, key, ... for a dict) at offs[i]
     offs, raws = _items(
         data, start + h, end, 2 * n if is_map else n, data_off, head=None if is_map else start, base=start
@@ -123,20 +124,20 @@ def _check(
             or node.keys != [_key(r, start, where) for r in key_raws]
             or node.koffs != koffs
             or node.voffs != voffs
-            or not _kids_ok(data, start, voffs, node.kids)
+            or not _kids_ok(view, start, voffs, node.kids)
         ):
             raise CorruptedError(f"{where} does not describe the dict at data offset {start}")
-        return {j: (start + voffs[j], start + koffs[j + 1]) for j in node.kids}, None
+        return [(ref, start + voffs[j], start + koffs[j + 1]) for j, ref in node.kids.items()], None
     # spans: every span starts at an item boundary; a kid span is one item with a node of its own
     entries = [node.starts[k] for k in node.kids]
     if (
         node.n != n
         or is_map != isinstance(node, HashMapNode)
         or node.offs != [koffs[i] for i in node.starts] + [koffs[n]]
-        or not _kids_ok(data, start, voffs, dict.fromkeys(entries))
+        or not _kids_ok(view, start, voffs, dict.fromkeys(entries))
     ):
         raise CorruptedError(f"{where} does not describe the {'dict' if is_map else 'list'} at data offset {start}")
-    children = {k: (start + voffs[node.starts[k]], start + koffs[node.starts[k] + 1]) for k in node.kids}
+    children = [(ref, start + voffs[node.starts[k]], start + koffs[node.starts[k] + 1]) for k, ref in node.kids.items()]
     if isinstance(node, ListNode):
         return children, None
     kid_keys = {_key(key_raws[node.starts[k]], start, where): k for k in node.kids}
@@ -148,15 +149,15 @@ def _check(
         != (region.page_bits, region.width, region.offs_crc, region.size)
     ):
         raise CorruptedError(f"{where} does not describe the dict at data offset {start}")
-    return children, b"".join(region.parts)
+    return children, (node.index, b"".join(region.parts))
 
 
-def _kids_ok(data: bytes, start: int, voffs: list[int], kids: dict) -> bool:
+def _kids_ok(data: memoryview, start: int, voffs: list[int], kids: Mapping[int, object]) -> bool:
     """Every child with a node is an array, a map or a NumPy array."""
     return all(gets_node(data, start + voffs[j]) for j in kids)
 
 
-def _key(raw: Any, start: int, where: str) -> str | int:
+def _key(raw: msgspec.Raw | bytes | bytearray, start: int, where: str) -> str | int:
     """A dict key as a node lists it: msglc writes str and int keys only."""
     try:
         return _key_decoder.decode(raw)
@@ -216,7 +217,7 @@ def _items(
     decode: bool = False,
     head: int | None = None,
     base: int = 0,
-) -> tuple[list[int], list | None]:
+) -> tuple[list[int], list[msgspec.Raw] | None]:
     """The items' offsets from ``base`` (the first item's, then every item's end), and the
     items as ``msgspec.Raw`` views when msgspec found them (see ``item_ends``)."""
     if count > end - start:  # every value takes a byte at least
@@ -307,7 +308,7 @@ class Scan:
         if len(self.stack) == 1:
             self.ends.append(self.p)
 
-    def _decode(self, raw: Any, as_key: bool, at: int) -> None:
+    def _decode(self, raw: msgspec.Raw | memoryview, as_key: bool, at: int) -> None:
         """One value (not too deep: its bytes are one scalar, or its container was skipped by
         msgspec), decoded as the reader would decode it, as a map key if ``as_key``."""
         try:

@@ -11,14 +11,15 @@ import sys
 import zlib
 from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import ItemsView, Iterator, Mapping, Sequence, ValuesView
+from collections.abc import Callable, ItemsView, Iterator, Mapping, Sequence, ValuesView
 from typing import Any
 
 import msgspec
 
 from msglc.errors import CorruptedError
+from msglc.format.hash_index import region_layout
 from msglc.format.msgpack import array_header, map_header
-from msglc.format.nodes import HashMapNode, ListNode, MapNode, StrideNode
+from msglc.format.nodes import HashMapNode, ListNode, MapNode, Node, StrideNode
 from msglc.format.numpy_ext import ext_hook
 from msglc.read.archive import Archive
 from msglc.read.array import LazyArray
@@ -36,7 +37,7 @@ _decode = msgspec.msgpack.Decoder(ext_hook=ext_hook).decode
 _NEED_SWAP = sys.byteorder == "big"
 
 
-class LazyList(LazyNode, Sequence):
+class LazyList(LazyNode, Sequence[Any]):
     """A read-only ``Sequence`` over a large list in an archive."""
 
     __slots__ = ()
@@ -52,7 +53,7 @@ class LazyList(LazyNode, Sequence):
     def _index(self, i: Any) -> int:
         n = len(self)
         try:
-            j = i.__index__()
+            j: int = i.__index__()
         except AttributeError:
             raise TypeError(f"list indices must be integers or slices, not {type(i).__name__}") from None
         if j < 0:
@@ -61,7 +62,7 @@ class LazyList(LazyNode, Sequence):
             raise IndexError(f"list index {i} out of range for {n} items")
         return j
 
-    def _slice(self, s: slice) -> list:
+    def _slice(self, s: slice) -> list[Any]:
         return [self[i] for i in range(*s.indices(len(self)))]
 
 
@@ -114,12 +115,13 @@ class _BlockList(LazyList):
             self._cache["k", k] = obj
         return obj
 
-    def _block(self, k: int) -> list:
+    def _block(self, k: int) -> list[Any]:
         cache = self._cache
         if cache is not None and k in cache:
             self._check_open()
-            return cache[k]
-        block = _decode_block(self._a, self._base, self._node, k, array_header)
+            cached: list[Any] = cache[k]
+            return cached
+        block: list[Any] = _decode_block(self._a, self._base, self._node, k, array_header)
         if cache is not None:
             cache[k] = block
         return block
@@ -132,18 +134,24 @@ class _BlockList(LazyList):
                 yield from self._block(k)
 
 
-def _decode_block(a: Archive, base: int, node: ListNode | HashMapNode, k: int, header: Any) -> Any:
+def _decode_block(a: Archive, base: int, node: ListNode | HashMapNode, k: int, header: Callable[[int], bytes]) -> Any:
     """Span ``k`` of a spanned node, decoded behind an array or map header for its item count."""
     count = (node.starts[k + 1] if k + 1 < len(node.starts) else node.n) - node.starts[k]
     return a.decode_span(base + node.offs[k], node.offs[k + 1] - node.offs[k], header(count))
 
 
-def _stride_levels(dims: list | tuple, lazy_min: int) -> tuple:
+# (header size, item count, stride, items read whole, the next level: None for the innermost)
+_Level = tuple[int, int, int, bool, "_Level | None"]
+
+
+def _stride_levels(dims: Sequence[tuple[int, int, int]], lazy_min: int) -> _Level:
     """Per nesting level: (h, n, stride, whole, next level); computed once per node so that
-    making a row view is a single unpack. Built in a loop: nesting depth is the file's to set."""
-    level = None
-    for h, n, s in reversed(dims):
-        level = (h, n, s, level is None or s < lazy_min, level)
+    making a row view is a single unpack. Built in a loop: nesting depth is the file's to set.
+    ``dims`` is not empty (``check_node``); the innermost level is read whole."""
+    *outer, (h, n, s) = dims
+    level: _Level = (h, n, s, True, None)
+    for h, n, s in reversed(outer):
+        level = (h, n, s, s < lazy_min, level)
     return level
 
 
@@ -156,7 +164,13 @@ class _StrideList(LazyList):
     __slots__ = ("_h", "_n", "_s", "_whole", "_next")
 
     def __init__(
-        self, archive: Archive, base: int, pos: int, dims: list | tuple, lazy_min: int, nsize: int = 0
+        self,
+        archive: Archive,
+        base: int,
+        pos: int,
+        dims: Sequence[tuple[int, int, int]],
+        lazy_min: int,
+        nsize: int = 0,
     ) -> None:
         super().__init__(archive, base, pos, nsize)
         self._h, self._n, self._s, self._whole, self._next = _stride_levels(dims, lazy_min)
@@ -191,19 +205,21 @@ class _StrideList(LazyList):
             value._pos = self._pos
             value._nsize = 0  # no node of its own: its parent's describes it
             value._cache = None if cache is None else {}
-            value._h, value._n, value._s, value._whole, value._next = self._next
+            # not None: only the innermost level has no next, and its items are read whole
+            value._h, value._n, value._s, value._whole, value._next = self._next  # type: ignore[misc]
         if cache is not None:
             cache[i] = value
         return value
 
-    def _slice(self, s: slice) -> list:
+    def _slice(self, s: slice) -> list[Any]:
         start, stop, step = s.indices(self._n)
         if step == 1 and self._whole:
             count = max(0, stop - start)
             if not count:
                 return []
             off = self._base + self._h + start * self._s
-            return self._a.decode_span(off, count * self._s, array_header(count))
+            items: list[Any] = self._a.decode_span(off, count * self._s, array_header(count))
+            return items
         return super()._slice(s)
 
     def __iter__(self) -> Iterator[Any]:
@@ -214,12 +230,12 @@ class _StrideList(LazyList):
                 yield self[i]
 
 
-class LazyDict(LazyNode, Mapping):
+class LazyDict(LazyNode, Mapping[Any, Any]):
     """A read-only ``Mapping`` over a large dict in an archive, in its original key order."""
 
     __slots__ = ("_node",)
 
-    def __init__(self, archive: Archive, base: int, pos: int, node: Any, nsize: int = 0) -> None:
+    def __init__(self, archive: Archive, base: int, pos: int, node: MapNode | HashMapNode, nsize: int = 0) -> None:
         super().__init__(archive, base, pos, nsize)
         self._node = node
 
@@ -258,10 +274,10 @@ class LazyDict(LazyNode, Mapping):
             return False
         return True
 
-    def items(self) -> ItemsView:
+    def items(self) -> ItemsView[Any, Any]:
         return _Items(self)
 
-    def values(self) -> ValuesView:
+    def values(self) -> ValuesView[Any]:
         return _Values(self)
 
     def _lookup(self, key: Any) -> Any:
@@ -272,12 +288,16 @@ class LazyDict(LazyNode, Mapping):
             yield key, self[key]
 
 
-class _Items(ItemsView):
+class _Items(ItemsView[Any, Any]):
+    _mapping: LazyDict  # set by MappingView.__init__
+
     def __iter__(self) -> Iterator[tuple[Any, Any]]:
         return self._mapping._iter_items()
 
 
-class _Values(ValuesView):
+class _Values(ValuesView[Any]):
+    _mapping: LazyDict  # set by MappingView.__init__
+
     def __iter__(self) -> Iterator[Any]:
         return (v for _, v in self._mapping._iter_items())
 
@@ -286,6 +306,7 @@ class _InlineDict(LazyDict):
     """A dict whose keys are listed in its node (``MapNode``)."""
 
     __slots__ = ()
+    _node: MapNode
 
     def __len__(self) -> int:
         self._check_open()
@@ -318,6 +339,7 @@ class _HashDict(LazyDict):
     """A dict with a hash index (``HashMapNode``): one key costs one index page and one entry."""
 
     __slots__ = ()
+    _node: HashMapNode
 
     def __len__(self) -> int:
         self._check_open()
@@ -335,8 +357,9 @@ class _HashDict(LazyDict):
         start = node.offs[k] + len(kb)
         return child(self._a, self._base + start, node.offs[k + 1] - start, self._pos, node.kids[k])
 
-    def _block(self, k: int) -> dict:
-        return _decode_block(self._a, self._base, self._node, k, map_header)
+    def _block(self, k: int) -> dict[Any, Any]:
+        block: dict[Any, Any] = _decode_block(self._a, self._base, self._node, k, map_header)
+        return block
 
     def _iter_items(self) -> Iterator[tuple[Any, Any]]:
         node = self._node
@@ -360,8 +383,9 @@ class _HashDict(LazyDict):
         h = zlib.crc32(kb)
         width = node.offs_width
         region = self._pos - node.index[0]
-        table = region + (node.n + 1) * width
-        records = table + ((1 << node.page_bits) + 1) * 8
+        table, records, _ = region_layout(node.n, node.page_bits, width)
+        table += region
+        records += region
         page = h >> (32 - node.page_bits)
         first, page_crc, end = struct.unpack("<III", a.read(table + 8 * page, 12))
         if not first <= end <= node.n:
@@ -389,6 +413,7 @@ class _HashDict(LazyDict):
             data = a.read(self._base + start, stop - start)
             if data[: len(kb)] == kb:
                 return a.decode(data[len(kb) :], self._base + start + len(kb))
+            stored_key: msgspec.Raw | bytes
             try:
                 stored_key = _raw_pair.decode(b"\x92" + data)[0]
             except (msgspec.DecodeError, UnicodeDecodeError):
@@ -411,7 +436,7 @@ def _check_key(stored: bytes | memoryview, expected: bytes, where: int) -> None:
         raise CorruptedError(f"dict entry at offset {where} does not hold the key its TOC node names")
 
 
-def make_view(archive: Archive, base: int, pos: int, node: Any, nsize: int) -> LazyNode:
+def make_view(archive: Archive, base: int, pos: int, node: Node, nsize: int) -> LazyNode:
     if isinstance(node, StrideNode):
         return _StrideList(archive, base, pos, node.dims, node.lazy_min, nsize)
     if isinstance(node, ListNode):

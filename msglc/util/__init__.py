@@ -1,1 +1,1 @@
-"""TODO."""
+"""Helpers every layer may use: checksums, runtime switches, the C accelerator."""

@@ -5,17 +5,40 @@ the pure-Python paths, which write and read the same bytes."""
 from __future__ import annotations
 
 import os
-from types import ModuleType
+from typing import Protocol
+
+Big = list[tuple[int, int, int]]  # (item or entry, its value's start, its end) of each large container value
 
 
-def _load() -> ModuleType | None:
+class Speedups(Protocol):
+    """The functions of ``msglc._speedups`` (``_speedups.c``); buffers are msgpack bytes."""
+
+    def list_index(
+        self, buf: bytes | bytearray | memoryview, start: int, n: int, base: int, threshold: int, /
+    ) -> tuple[bytes, Big]:
+        """(item offsets from ``base`` as u64 LE plus the end, large container items)."""
+        ...
+
+    def map_index(
+        self, buf: bytes | bytearray | memoryview, start: int, n: int, base: int, threshold: int, page_bits: int, /
+    ) -> tuple[bytes, int, bytes, bytes, Big]:
+        """(entry offsets as u32|u64 LE, their width, sorted hash records, page starts, large values)."""
+        ...
+
+    def plain_values(self, obj: object, /) -> bool: ...
+
+    def exact_numbers(self, seq: object, depth: int, /) -> bool: ...
+
+
+def _load() -> Speedups | None:
     if os.environ.get("MSGLC_PURE_PYTHON", "").lower() in ("1", "true", "yes"):
         return None
     try:
-        from msglc import _speedups
+        import msglc._speedups as _speedups
     except ImportError:  # pragma: no cover - depends on the build
         return None
-    return _speedups
+    module: Speedups = _speedups  # a C module, untyped: ``Speedups`` declares its functions
+    return module
 
 
-speedups: ModuleType | None = _load()
+speedups: Speedups | None = _load()

@@ -4,13 +4,22 @@ from __future__ import annotations
 
 import threading
 import zlib
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Protocol, cast, overload
 
 from msglc.util.runtime import join
 
+if TYPE_CHECKING:
+    from typing_extensions import Buffer
 
-def data_crc32() -> Any:
+
+class Crc32(Protocol):
+    """A CRC-32 function, as ``zlib.crc32``: the CRC of ``data`` continuing from ``value``."""
+
+    def __call__(self, data: Buffer, value: int = 0, /) -> int: ...
+
+
+def data_crc32() -> Crc32:
     """The CRC-32 function for large buffers: zlib-ng's (SIMD, about 5x zlib's speed, same
     values) when the optional ``zlib-ng`` package is installed, else the standard library's.
     Imported on first use, so ``import msglc`` does not load it."""
@@ -24,7 +33,7 @@ def data_crc32() -> Any:
     return _crc32
 
 
-_crc32: Any = None
+_crc32: Crc32 | None = None
 
 
 def crc32_combine(crc1: int, crc2: int, len2: int) -> int:
@@ -40,7 +49,7 @@ def crc32_combine(crc1: int, crc2: int, len2: int) -> int:
     return _combine(crc1, crc2, len2)
 
 
-_combine: Any = None
+_combine: Callable[[int, int, int], int] | None = None
 
 
 _ZERO_BYTES: list[list[int]] = []  # _ZERO_BYTES[k]: the CRC's operator for 2**k zero bytes
@@ -85,17 +94,28 @@ class ParallelCrc:
 
     PARALLEL_MIN = 1 << 20
 
-    def __init__(self, buf: bytes | memoryview | Iterable, size: int | None = None) -> None:
+    @overload
+    def __init__(self, buf: bytes | memoryview) -> None: ...
+
+    @overload
+    def __init__(self, buf: Iterable[Buffer], size: int) -> None: ...
+
+    def __init__(self, buf: bytes | memoryview | Iterable[Buffer], size: int | None = None) -> None:
         self.value = 0
         self.thread: threading.Thread | None = None
-        chunks = (buf,) if size is None else buf
-        if (len(buf) if size is None else size) < self.PARALLEL_MIN:
+        if size is None:  # one buffer (the overloads tell the two forms apart)
+            whole = cast("bytes | memoryview", buf)
+            chunks: Iterable[Buffer] = (whole,)
+            size = len(whole)
+        else:
+            chunks = cast("Iterable[Buffer]", buf)
+        if size < self.PARALLEL_MIN:
             self._run(chunks)
         else:
             self.thread = threading.Thread(target=self._run, args=(chunks,), daemon=True)
             self.thread.start()
 
-    def _run(self, chunks: Iterable) -> None:
+    def _run(self, chunks: Iterable[Buffer]) -> None:
         value = 0
         crc32 = data_crc32()
         try:

@@ -1,4 +1,4 @@
-"""TODO docstring."""
+"""Process-level helpers: pausing the garbage collector during bulk work, joining helper threads."""
 
 from __future__ import annotations
 

@@ -1,1 +1,2 @@
-"""TODO."""
+"""Values to archives: validation, encoding with msgspec, TOC building, streaming writes.
+Never imports ``read``."""

@@ -23,10 +23,10 @@ from typing import Any
 
 import msgspec
 
+from msglc.format.container import U32
 from msglc.format.msgpack import ARRAY_EXT, ext_header, parse_ext_header
 from msglc.format.numpy_ext import (
     MAX_HEADER,
-    U32,
     as_list_item,
     check_dtype,
     leaves_all,
@@ -51,7 +51,8 @@ def array_head(arr: Any) -> bytes:
     header = _header_encoder.encode([np.lib.format.dtype_to_descr(arr.dtype), list(arr.shape)])
     if len(header) > MAX_HEADER:
         raise ValueError(
-            f"msglc stores NumPy dtypes whose description takes at most {MAX_HEADER} bytes; this one takes {len(header)}"
+            f"msglc stores NumPy dtypes whose description takes at most {MAX_HEADER} bytes; "
+            f"this one takes {len(header)}"
         )
     payload = 4 + len(header) + arr.nbytes
     if payload >= 2**32:
@@ -73,7 +74,7 @@ class ArrayEncoder:
 
     def __init__(self, numpy_encoder: bool) -> None:
         self.numpy_encoder = numpy_encoder
-        self.splices: list[Any] = []
+        self.splices: list[tuple[bytes, Any]] = []  # (head, array) of the arrays left out
         self.token = secrets.token_bytes(16)
         self.refused: Any = None  # the value a TypeError was raised for, to find its path
 
@@ -97,7 +98,10 @@ class ArrayEncoder:
             raise self._refuse(given, "a NumPy masked array (store its .data and .mask as two arrays)")
         why = check_dtype(given.dtype)
         if why is None and not self.numpy_encoder and not leaves_all(given.dtype, as_list_item):
-            why = f"a NumPy array of dtype {given.dtype} as lists (its items have no plain equivalent; use numpy_encoder=True)"
+            why = (
+                f"a NumPy array of dtype {given.dtype} as lists "
+                "(its items have no plain equivalent; use numpy_encoder=True)"
+            )
         if why is not None:
             raise self._refuse(given, why)
         arr = np.asarray(given)  # subclasses (np.matrix, np.memmap) as the plain array they hold
@@ -126,7 +130,9 @@ class ArrayEncoder:
 
 
 def _ext_size(head: bytes) -> int:
-    return parse_ext_header(head)[1]
+    parsed = parse_ext_header(head)
+    assert parsed is not None  # head starts with an ext header: array_head wrote it
+    return parsed[1]
 
 
 class DataSection:

@@ -12,11 +12,11 @@ import itertools
 import os
 import threading
 from collections.abc import Iterable
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 
 from msglc.format.container import HEADER_SIZE
 from msglc.io.atomic import atomic_file, check_target, is_named
-from msglc.io.names import resolve_name
+from msglc.io.names import RemotePath, resolve_name
 from msglc.util.runtime import join
 from msglc.write.encoder import Encoded
 from msglc.write.streams import Streamed
@@ -40,11 +40,11 @@ def dumps(obj: Any, **options: Any) -> bytes:
 
 
 def dump(
-    target: str | bytes | os.PathLike | BinaryIO,
+    target: str | bytes | os.PathLike[str] | BinaryIO,
     obj: Any,
     *,
     fs: Any = None,
-    storage_options: dict | None = None,
+    storage_options: dict[str, Any] | None = None,
     **options: Any,
 ) -> None:
     """Write ``obj`` as an archive to a path (atomically) or to a writable binary file object.
@@ -60,14 +60,14 @@ def dump(
     then be seekable, and keeps what was written if a value fails midway (a path is still
     replaced only on success). A ``StopIteration`` raised inside becomes a ``RuntimeError``.
     """
-    target = resolve_name(target, fs, storage_options)
-    check_target(target, "dump")
-    is_path = is_named(target)
+    dest = resolve_name(target, fs, storage_options)  # a RemotePath for a remote name
+    check_target(dest, "dump")
+    is_path = is_named(dest)
     try:
         try:
             encoded = Encoded(obj, options)
             if is_path:
-                _write_atomically(target, encoded)
+                _write_atomically(cast("str | bytes | os.PathLike[str] | RemotePath", dest), encoded)
                 return
             encoded.index()  # every value checked before the first byte reaches the caller's file
         except (
@@ -75,17 +75,18 @@ def dump(
         ):  # generators, Pairs or containers with their own iteration inside: written as they are produced
             from msglc.write.streaming import stream
 
-            return stream(target, obj, options)  # takes a RemotePath too
+            return stream(dest, obj, options)  # takes a RemotePath too
         trailer = encoded.trailer()
+        out = cast(BinaryIO, dest)  # not a name: a writable binary file (check_target)
         for part in itertools.chain((encoded.header,), encoded.data.chunks(), (encoded.toc, trailer)):
-            target.write(part)
+            out.write(part)
     except StopIteration as e:  # from a value's items() or __iter__: it must not end the caller's loop
         from msglc.write.streams import stop_iteration_error
 
         raise stop_iteration_error() from e
 
 
-def _write_atomically(path: str | bytes, encoded: Encoded) -> None:
+def _write_atomically(path: str | bytes | os.PathLike[str] | RemotePath, encoded: Encoded) -> None:
     """Write through ``atomic_file``. The data section is written by a second thread while
     this one builds the TOC (file writes release the GIL); a value refused meanwhile only costs
     the temporary file, which is removed."""
@@ -108,7 +109,7 @@ def _write_atomically(path: str | bytes, encoded: Encoded) -> None:
         raise
 
 
-def _write_parts(f: Any, parts: Iterable, failed: list[BaseException]) -> None:
+def _write_parts(f: BinaryIO, parts: Iterable[bytes | memoryview], failed: list[BaseException]) -> None:
     try:
         for part in parts:
             f.write(part)

@@ -1,7 +1,9 @@
-"""TODO docstring."""
+"""One value encoded for an archive: its data section (encoded once, in bulk), then its TOC
+and trailer, so that ``dump`` can write the data while the TOC is still being built."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -15,7 +17,7 @@ from msglc.write.arrays import ArrayEncoder, DataSection
 from msglc.write.indexer import TocBuilder
 
 
-def _where(obj: Any, bad: Any) -> str:
+def _where(obj: Any, bad: Callable[[Any], bool]) -> str:
     path = validate.find_path(obj, bad)
     return "/".join(map(str, path)) if path else "the root"
 
@@ -31,7 +33,8 @@ def encode_value(obj: Any, arrays: ArrayEncoder) -> bytes:
     except UnicodeEncodeError:
         validate.raise_if_streamed(obj)
         raise ValueError(
-            f"msglc cannot store a str that is not valid Unicode, such as a lone surrogate (at {_where(obj, validate.invalid_str)})"
+            "msglc cannot store a str that is not valid Unicode, such as a lone surrogate "
+            f"(at {_where(obj, validate.invalid_str)})"
         ) from None
     except TypeError as e:
         if arrays.refused is not None:  # a NumPy value the hook refused: say where it is

@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import sys
 import zlib
+from array import array
 from bisect import bisect_left, bisect_right
+from collections.abc import Iterable, Mapping, Sequence
 from itertools import accumulate, compress
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 
@@ -67,6 +69,9 @@ GARBLED = (msgspec.DecodeError, ValueError, IndexError)
 _raw_list = msgspec.msgpack.Decoder(list[msgspec.Raw])
 
 
+_L = TypeVar("_L")  # the label of a child: its index in a list, its key in a dict
+
+
 class TocBuilder:
     """Accumulates framed TOC nodes for one encoded object ``buf``.
 
@@ -75,7 +80,9 @@ class TocBuilder:
     uses positions in ``buf``; sizes compared with the threshold and offsets written to nodes
     are those of the data section."""
 
-    def __init__(self, buf: bytes, threshold: int, splices: list | tuple = (), toc_base: int = 0) -> None:
+    def __init__(
+        self, buf: bytes, threshold: int, splices: Sequence[tuple[int, bytes, Any]] = (), toc_base: int = 0
+    ) -> None:
         self.buf = buf
         self.threshold = threshold
         self.toc = bytearray()
@@ -145,7 +152,7 @@ class TocBuilder:
         self.toc += framed
         return pos, len(framed)
 
-    def refs(self, kids: dict[int, tuple[int, int]]) -> dict[int, Ref]:
+    def refs(self, kids: Mapping[int, tuple[int, int]]) -> dict[int, Ref]:
         """Child positions as distances back from the node about to be written."""
         here = self._here()
         return {k: (here - pos, size) for k, (pos, size) in kids.items()}
@@ -155,7 +162,7 @@ class TocBuilder:
         return self.toc_base + len(self.toc)
 
     # -- lists ---------------------------------------------------------------------------------
-    def _index_list(self, seq: list | tuple, a: int, b: int) -> tuple[int, int]:
+    def _index_list(self, seq: validate.Seq, a: int, b: int) -> tuple[int, int]:
         n = len(seq)
         h = container_header_size(self.buf[a])
         dims = None if self._spliced(a, b) else stride_dims(self.buf, a, h, n, b)
@@ -167,9 +174,10 @@ class TocBuilder:
         starts, span_offs, span_kids = self.spans(real_offs, n, kids)
         return self.add_node(ListNode(n=n, starts=starts, offs=span_offs, kids=self.refs(span_kids)))
 
-    def list_items(self, seq: list | tuple, a: int, b: int, h: int) -> tuple[Any, dict[int, tuple[int, int]]]:
+    def list_items(self, seq: validate.Seq, a: int, b: int, h: int) -> tuple[Sequence[int], dict[int, tuple[int, int]]]:
         """Item offsets (from ``a``, as in the data section, plus the end) of the list at
         buf[a:b] with an h-byte header, and the nodes of its large items; every item checked."""
+        real_offs: Sequence[int]
         if accel.speedups is not None and not self._spliced(a, b):  # the same layout without a Python object per item
             offs_bytes, big = accel.speedups.list_index(self.buf, a + h, len(seq), a, self.threshold)
             real_offs = le_array("Q", offs_bytes)
@@ -192,9 +200,9 @@ class TocBuilder:
         long = compress(range(len(lens)), map(self.threshold.__lt__, lens))
         return [j for j in long if gets_node(self.buf, a + starts[j])]
 
-    def _index_children(self, children) -> dict[Any, tuple[int, int]]:
+    def _index_children(self, children: Iterable[tuple[_L, Any, int, int]]) -> dict[_L, tuple[int, int]]:
         """Nodes for (index or key, value, start, end) children that need one."""
-        kids = {}
+        kids: dict[_L, tuple[int, int]] = {}
         for label, value, start, end in children:
             try:
                 ref = self.index(value, start, end)
@@ -205,7 +213,9 @@ class TocBuilder:
                 kids[label] = ref
         return kids
 
-    def spans(self, offs: list[int], n: int, kids) -> tuple[list[int], list[int], dict[int, tuple[int, int]]]:
+    def spans(
+        self, offs: Sequence[int], n: int, kids: Mapping[int, tuple[int, int]]
+    ) -> tuple[list[int], list[int], dict[int, tuple[int, int]]]:
         """Cut items 0..n-1 into spans of about the threshold; each kid is a span of its own."""
         starts: list[int] = []
         span_kids: dict[int, tuple[int, int]] = {}
@@ -222,7 +232,7 @@ class TocBuilder:
                 i = stop + 1
         return starts, [offs[s] for s in starts] + [offs[n]], span_kids
 
-    def _check_stride_types(self, seq, dims, a: int) -> None:
+    def _check_stride_types(self, seq: validate.Seq, dims: list[tuple[int, int, int]], a: int) -> None:
         """Sub-lists must be sequences and leaves storable. Numeric leaves (the usual matrix)
         are checked by ``accel.speedups.exact_numbers`` when built: every leaf exactly a float or
         an int, ~2 ns each. Otherwise, and for other leaves, the full type check runs: bytes
@@ -232,7 +242,7 @@ class TocBuilder:
         if numeric and accel.speedups is not None and accel.speedups.exact_numbers(seq, len(dims)):
             return
         try:
-            level = [seq]
+            level: list[validate.Seq] = [seq]
             for _ in dims[1:]:
                 for row in level:
                     _check_rows(row)
@@ -247,7 +257,7 @@ class TocBuilder:
             raise
 
     # -- dicts ---------------------------------------------------------------------------------
-    def _index_map(self, d: dict, a: int, b: int) -> tuple[int, int]:
+    def _index_map(self, d: dict[Any, Any], a: int, b: int) -> tuple[int, int]:
         keys = dict.keys(d)  # the storage msgspec encoded, whatever a subclass overrides
         n = len(keys)
         h = container_header_size(self.buf[a])
@@ -256,12 +266,14 @@ class TocBuilder:
         raws, real_offs, kids = self.map_entries(d, a, b, h)
         koffs, voffs = real_offs[0::2], real_offs[1::2]  # entry j: key at koffs[j], value voffs[j]..koffs[j+1]
         if n <= MAP_INLINE_MAX:
-            kids = {j: kids[k] for j, k in enumerate(keys) if k in kids}
-            return self.add_node(MapNode(keys=list(keys), koffs=koffs, voffs=voffs, kids=self.refs(kids)))
+            entry_refs = {j: kids[k] for j, k in enumerate(keys) if k in kids}
+            return self.add_node(MapNode(keys=list(keys), koffs=koffs, voffs=voffs, kids=self.refs(entry_refs)))
         entry_kids = {j: (k, kids[k]) for j, k in enumerate(keys) if k in kids} if kids else {}
         return self.hash_node(n, koffs, entry_kids, self.hash_index(raws[0::2], koffs))
 
-    def map_entries(self, d: dict, a: int, b: int, h: int) -> tuple[list, list[int], dict[Any, tuple[int, int]]]:
+    def map_entries(
+        self, d: dict[Any, Any], a: int, b: int, h: int
+    ) -> tuple[list[msgspec.Raw], list[int], dict[Any, tuple[int, int]]]:
         """The dict encoded at buf[a:b] with an h-byte header: its keys and values alternately
         as ``msgspec.Raw``, their offsets from ``a`` as in the data section (plus the end), and
         the nodes of its large values by key; every key and value checked."""
@@ -272,14 +284,16 @@ class TocBuilder:
         validate.check_map(d, skip=kids.keys())
         return raws, real_offs, kids
 
-    def _index_hash_map_fast(self, d: dict, a: int, h: int, n: int) -> tuple[int, int]:
+    def _index_hash_map_fast(self, d: dict[Any, Any], a: int, h: int, n: int) -> tuple[int, int]:
         """The hash-indexed dict with the arrays computed in C (``_speedups``)."""
+        speedups = accel.speedups
+        assert speedups is not None  # the caller checked
         page_bits = hash_page_bits(n)
-        offs_bytes, width, rec_bytes, firsts_bytes, big = accel.speedups.map_index(
+        offs_bytes, width, rec_bytes, firsts_bytes, big = speedups.map_index(
             self.buf, a + h, n, a, self.threshold, page_bits
         )
         koffs = le_array("I" if width == 4 else "Q", offs_bytes)
-        entry_kids = {}
+        entry_kids: dict[int, tuple[str | int, tuple[int, int]]] = {}
         if big:
             items = list(dict.items(d))
             kids = self._index_children((items[e][0], items[e][1], a + start, a + end) for e, start, end in big)
@@ -289,7 +303,11 @@ class TocBuilder:
         return self.hash_node(n, koffs, entry_kids, region)
 
     def hash_node(
-        self, n: int, koffs, entry_kids: dict[int, tuple[Any, tuple[int, int]]], region: tuple
+        self,
+        n: int,
+        koffs: Sequence[int],
+        entry_kids: Mapping[int, tuple[str | int, tuple[int, int]]],
+        region: tuple[int, int, int, int, int],
     ) -> tuple[int, int]:
         """Write the node of a hash-indexed dict whose index region is already written."""
         position, length, page_bits, width, offs_crc = region
@@ -311,7 +329,7 @@ class TocBuilder:
         )
 
     def _big_values(
-        self, d: dict, a: int, voffs: list[int], koffs: list[int], vlens: list[int]
+        self, d: dict[Any, Any], a: int, voffs: list[int], koffs: list[int], vlens: list[int]
     ) -> dict[Any, tuple[int, int]]:
         """Index the values that get a node: key -> node."""
         big = set(self.big_children(a, voffs, vlens))
@@ -321,13 +339,15 @@ class TocBuilder:
             (key, value, a + voffs[j], a + koffs[j + 1]) for j, (key, value) in enumerate(dict.items(d)) if j in big
         )
 
-    def hash_index(self, key_raws: list[Any], koffs: list[int]) -> tuple[int, int, int, int, int]:
+    def hash_index(
+        self, key_raws: list[bytes] | list[msgspec.Raw], koffs: Sequence[int]
+    ) -> tuple[int, int, int, int, int]:
         """Build and write the index region of a dict (pure Python; ``accel.speedups.map_index``
         computes the same arrays in C); its layout: ``format.hash_index``. Returns (position,
         length, page_bits, offs_width, offs_crc)."""
         return self.add_region(region_of_keys(key_raws, koffs))
 
-    def hash_index_of(self, hashes: list[int], koffs: Any) -> tuple[int, int, int, int, int]:
+    def hash_index_of(self, hashes: list[int], koffs: Sequence[int]) -> tuple[int, int, int, int, int]:
         """``hash_index`` from the keys' hashes (CRC-32 of their encodings)."""
         return self.add_region(region_of(*hash_records(hashes), koffs))
 
@@ -339,18 +359,18 @@ class TocBuilder:
         return pos, self._here() - pos, region.page_bits, region.width, region.offs_crc
 
 
-def list_raws(buf: bytes, a: int, b: int) -> list:
+def list_raws(buf: bytes, a: int, b: int) -> list[msgspec.Raw]:
     """The items of the array encoded at buf[a:b], as ``msgspec.Raw`` views (C speed)."""
     return _raw_list.decode(memoryview(buf)[a:b])
 
 
-def map_raws(buf: bytes, a: int, h: int, b: int, n: int) -> list:
+def map_raws(buf: bytes | bytearray, a: int, h: int, b: int, n: int) -> list[msgspec.Raw]:
     """Keys and values, alternately, of the n-entry map encoded at buf[a:b] with an h-byte
     header: its body read as an array of 2n items."""
     return _raw_list.decode(array_header(2 * n) + memoryview(buf)[a + h : b])
 
 
-def item_layout(raws: list, h: int) -> tuple[list[int], list[int]]:
+def item_layout(raws: Sequence[bytes], h: int) -> tuple[list[int], list[int]]:
     """Lengths of the items, and their starts relative to the container plus the end."""
     lens = list(map(len, raws))
     return lens, list(accumulate(lens, initial=h))
@@ -361,7 +381,7 @@ def _is_ndarray(x: Any) -> bool:
     return np is not None and isinstance(x, np.ndarray)
 
 
-def _check_rows(row) -> None:
+def _check_rows(row: validate.Seq) -> None:
     """Every item of ``row`` must be a sequence (a sub-list of a fixed-stride list): a
     sequence type, or a NumPy array that the encoder wrote as a list."""
     np = sys.modules.get("numpy")
@@ -372,14 +392,14 @@ def _check_rows(row) -> None:
             raise e
 
 
-def key_records(keys: bytes | bytearray, n: int) -> tuple[Any, Any, Any]:
+def key_records(keys: bytes | bytearray, n: int) -> tuple[memoryview | array[int], Sequence[int], Sequence[int]]:
     """``hash_records`` of n keys whose encodings, each followed by a nil byte, make ``keys``
     (a msgpack map body of nil values: how a streamed dict keeps its keys once their values
     are written), and where each key starts in ``keys`` (plus the end). With the C
     accelerator no Python object is made per key."""
     if accel.speedups is not None:
-        starts, width, recs, firsts, _ = accel.speedups.map_index(keys, 0, n, 0, 1, hash_page_bits(n))
-        return le_view("Q", recs), le_array("I", firsts), le_view("I" if width == 4 else "Q", starts)
+        starts_bytes, width, recs, firsts_bytes, _ = accel.speedups.map_index(keys, 0, n, 0, 1, hash_page_bits(n))
+        return le_view("Q", recs), le_array("I", firsts_bytes), le_view("I" if width == 4 else "Q", starts_bytes)
     raws = map_raws(keys, 0, 0, len(keys), n)
     records, firsts = hash_records(list(map(zlib.crc32, raws[0::2])))
     return records, firsts, list(accumulate(map(len, raws), initial=0))[0::2]

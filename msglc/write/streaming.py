@@ -17,18 +17,19 @@ import os
 import sys
 import zlib
 from array import array
-from collections.abc import ItemsView, Iterator
+from collections.abc import Callable, ItemsView, Iterable, Iterator, Sequence, Sized
 from contextlib import ExitStack
 from itertools import islice
-from typing import Any, BinaryIO
+from types import TracebackType
+from typing import Any, BinaryIO, TypeVar
 
 import msgspec
 
-from msglc.config import current
+from msglc.config import Config, current
 from msglc.format.container import HEADER_SIZE, Trailer, pack_header
 from msglc.format.hash_index import MAP_INLINE_MAX, region_of
 from msglc.format.msgpack import array_header, container_header_size, map_header
-from msglc.format.nodes import ListNode, MapNode, frame_node
+from msglc.format.nodes import ListNode, MapNode
 from msglc.io.atomic import atomic_file, is_named
 from msglc.io.names import RemotePath, resolve_name
 from msglc.io.uploads import spooled_target
@@ -49,6 +50,12 @@ BATCH_BYTES = 1 << 22  # and about this many encoded bytes (large items make sma
 _key_encoder = msgspec.msgpack.Encoder()
 
 
+_V = TypeVar("_V")  # a batch: a list of items or a dict of entries
+
+
+_R = TypeVar("_R")  # what a batch's layout returns
+
+
 class _Data:
     """The data section as it is written: its position, and its CRC-32 kept as segments so
     that headers filled in later can be checksummed in place (folded once none is pending)."""
@@ -62,7 +69,7 @@ class _Data:
         self.crc = 0
         self.length = 0
 
-    def write(self, chunk: Any) -> None:
+    def write(self, chunk: bytes | memoryview) -> None:
         self.f.write(chunk)
         self.crc = self.crc32(chunk, self.crc)
         self.length += len(chunk)
@@ -101,12 +108,13 @@ class _Data:
 class _Streamer:
     """Writes values at the end of the data section and their nodes into ``toc``."""
 
-    def __init__(self, data: _Data, cfg: Any) -> None:
+    def __init__(self, data: _Data, cfg: Config) -> None:
         self.data = data
         self.threshold = cfg.small_obj_optimization_threshold
         self.numpy_encoder = cfg.numpy_encoder
         self.disable_gc = cfg.disable_gc
-        self.toc = bytearray()
+        self.nodes = TocBuilder(b"", self.threshold)  # writes the streamed containers' nodes (and indexes)
+        self.toc = self.nodes.toc  # the whole TOC: batches' nodes are appended to it in place
 
     def emit(self, obj: Any) -> tuple[int, tuple[int, int] | None]:
         """Write ``obj``; returns its encoded length and its node (TOC position, length).
@@ -136,7 +144,9 @@ class _Streamer:
         """A list, tuple, set or dict holding streamed values, or a streamed value itself."""
         return self._dict(obj) if isinstance(obj, (dict, Pairs, ItemsView)) else self._list(obj)
 
-    def _batch(self, value: list | dict, layout: Any) -> tuple[DataSection, TocBuilder, int, Any] | None:
+    def _batch(
+        self, value: _V, layout: Callable[[TocBuilder, _V, int, int, int], _R]
+    ) -> tuple[DataSection, TocBuilder, int, _R] | None:
         """Encode a batch of items (a list) or entries (a dict) in one msgspec call and lay it
         out with ``layout(builder, value, 0, len(buf), h)`` (``TocBuilder.list_items`` or
         ``map_entries``): (section, builder, header size h, layout). None when the batch holds
@@ -177,11 +187,11 @@ class _Streamer:
         total = self.data.pos - start
         if total <= self.threshold and not spans.kids:
             return total, None
-        return total, self.add_node(
-            ListNode(n=spans.count, starts=spans.starts, offs=[*spans.offs, total], kids=self.refs(spans.kids))
+        return total, self.nodes.add_node(
+            ListNode(n=spans.count, starts=spans.starts, offs=[*spans.offs, total], kids=self.nodes.refs(spans.kids))
         )
 
-    def _list_batch(self, batch: list, start: int, spans: _Spans) -> int:
+    def _list_batch(self, batch: list[Any], start: int, spans: _Spans) -> int:
         """Write a batch of the list's items (the list starts at ``start``); returns the bytes
         written. One msgspec call, unless items hold streamed values."""
         at = self.data.pos
@@ -198,7 +208,7 @@ class _Streamer:
             self._write_body(section, builder, h)
         return self.data.pos - at
 
-    def _items_one_by_one(self, batch: list, start: int, spans: _Spans) -> None:
+    def _items_one_by_one(self, batch: list[Any], start: int, spans: _Spans) -> None:
         """Items holding streamed values, each written by ``emit``."""
         for item in batch:
             at = self.data.pos - start
@@ -224,7 +234,7 @@ class _Streamer:
         total = self.data.pos - start
         return total, self._map_node(keys, total)
 
-    def _dict_batch(self, entries: dict, start: int, keys: _Keys) -> int:
+    def _dict_batch(self, entries: dict[Any, Any], start: int, keys: _Keys) -> int:
         """Write a batch of the dict's entries (the dict starts at ``start``); returns the
         bytes written. One msgspec call, unless values hold streamed values."""
         at = self.data.pos
@@ -239,7 +249,7 @@ class _Streamer:
             self._write_body(section, builder, h)
         return self.data.pos - at
 
-    def _pairs_one_by_one(self, entries: dict, start: int, keys: _Keys) -> None:
+    def _pairs_one_by_one(self, entries: dict[Any, Any], start: int, keys: _Keys) -> None:
         """Entries holding streamed values, each value written by ``emit``."""
         for key, value in entries.items():
             raw = _key_encoder.encode(key)
@@ -264,12 +274,11 @@ class _Streamer:
         if total <= self.threshold and not keys.kids:
             return None
         kids = {j: (keys.key(j, starts), ref) for j, ref in keys.kids.items()}
-        keys.blob = starts = None  # not needed for the index: freed before it is written
-        builder = TocBuilder(b"", self.threshold)
-        builder.toc = self.toc  # written in place: the index of 2M keys takes 24 MB, not copied
-        region = builder.add_region(region_of(records, firsts, keys.koffs))
+        keys.blob = bytearray()  # not needed for the index: freed before it is written
+        del starts
+        region = self.nodes.add_region(region_of(records, firsts, keys.koffs))  # the index of 2M keys: 24 MB
         del records
-        return builder.hash_node(keys.count, keys.koffs, kids, region)
+        return self.nodes.hash_node(keys.count, keys.koffs, kids, region)
 
     def _inline_map_node(self, keys: _Keys, total: int) -> tuple[int, int] | None:
         """``_map_node`` of a dict of at most ``MAP_INLINE_MAX`` keys: they are in its node."""
@@ -279,11 +288,15 @@ class _Streamer:
             return None
         koffs = list(keys.koffs)
         voffs = [k + len(raw) for k, raw in zip(koffs, raws, strict=False)]  # koffs has the end too
-        return self.add_node(
-            MapNode(keys=list(map(msgspec.msgpack.decode, raws)), koffs=koffs, voffs=voffs, kids=self.refs(keys.kids))
+        return self.nodes.add_node(
+            MapNode(
+                keys=list(map(msgspec.msgpack.decode, raws)), koffs=koffs, voffs=voffs, kids=self.nodes.refs(keys.kids)
+            )
         )
 
-    def _open(self, obj: Any, sized: tuple[type, ...], header: Any) -> tuple[int, list[int]] | None:
+    def _open(
+        self, obj: Any, sized: tuple[type[Sized], ...], header: Callable[[int], bytes]
+    ) -> tuple[int, list[int]] | None:
         """Write a container's header: exact when ``obj`` is one of the ``sized`` types and
         yields its storage (whose length the base type's ``__len__`` gives, whatever a
         subclass's says), else 5 bytes reserved for ``_close`` (the count is known at the end)."""
@@ -299,16 +312,6 @@ class _Streamer:
                 raise ValueError("msglc containers hold fewer than 2**32 items")
             self.data.fill(*reserved, marker32 + count.to_bytes(4, "big"))
 
-    def refs(self, kids: dict[Any, tuple[int, int]]) -> dict[Any, tuple[int, int]]:
-        """Node positions as references from the node written next."""
-        here = len(self.toc)
-        return {k: (here - pos, size) for k, (pos, size) in kids.items()}
-
-    def add_node(self, node: Any) -> tuple[int, int]:
-        pos = len(self.toc)
-        self.toc += frame_node(node)
-        return pos, len(self.toc) - pos
-
 
 class LazyWriter:
     """Write one object whose lists may be generators or other iterators (and whose dicts may
@@ -323,10 +326,10 @@ class LazyWriter:
 
     def __init__(
         self,
-        target: str | os.PathLike | BinaryIO,
+        target: str | os.PathLike[str] | BinaryIO,
         *,
         fs: Any = None,
-        storage_options: dict | None = None,
+        storage_options: dict[str, Any] | None = None,
         **options: Any,
     ) -> None:
         self.cfg = current(**options)
@@ -379,7 +382,9 @@ class LazyWriter:
             raise stop_iteration_error() from e
         self._failed = False
 
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         try:
             if exc_type is None:
                 if not self._written:
@@ -393,7 +398,7 @@ class LazyWriter:
         self._stack.__exit__(exc_type, exc, tb)
 
     def _finish(self) -> None:
-        data, toc = self._data, self._streamer.toc
+        data, toc = self._streamer.data, self._streamer.toc  # the streamer writes to self._data
         data.f.write(toc)
         trailer = Trailer.contiguous(
             data.pos, len(toc), self._root, data.checksum(), self.cfg.small_obj_optimization_threshold
@@ -417,7 +422,7 @@ def _next_size(size: int, nbytes: int) -> int:
     return max(1, min(BATCH, size * 2, size * BATCH_BYTES // max(nbytes, 1)))
 
 
-def _entries(batch: list) -> dict:
+def _entries(batch: list[Any]) -> dict[Any, Any]:
     """A batch of (key, value) pairs as a dict, checked: pairs, str or int keys, none twice
     in the batch (``_Keys`` finds those repeated across batches). C-level passes only."""
     if not all(issubclass(t, (tuple, list)) for t in set(map(type, batch))) or set(map(len, batch)) != {2}:
@@ -435,14 +440,14 @@ def _entries(batch: list) -> dict:
     return entries
 
 
-def _bad_pair(batch: list) -> TypeError:
+def _bad_pair(batch: list[Any]) -> TypeError:
     for pair in batch:
         if not isinstance(pair, (tuple, list)) or len(pair) != 2:
             return TypeError(f"a streamed dict takes (key, value) pairs, not {type(pair).__name__} {pair!r:.40}")
     return TypeError("a streamed dict takes (key, value) pairs")  # pragma: no cover - a pair changed meanwhile
 
 
-def _refuse_repeated(raws: Any) -> None:
+def _refuse_repeated(raws: Iterable[bytes]) -> None:
     """Keys are distinct: equal keys have equal encodings; refuse the first met twice."""
     seen: set[bytes] = set()
     for raw in map(bytes, raws):
@@ -476,7 +481,9 @@ class _Spans:
             self.kids[len(self.starts) - 1] = ref
         self.count += 1
 
-    def add_batch(self, builder: TocBuilder, shift: int, item_offs: Any, n: int, batch_kids: dict) -> None:
+    def add_batch(
+        self, builder: TocBuilder, shift: int, item_offs: Sequence[int], n: int, batch_kids: dict[int, tuple[int, int]]
+    ) -> None:
         """A batch of n items laid out by ``TocBuilder.list_items``, its byte 0 at ``shift``."""
         span_starts, span_offs, span_kids = builder.spans(item_offs, n, batch_kids)
         self.kids.update({len(self.starts) + k: ref for k, ref in span_kids.items()})
@@ -506,7 +513,7 @@ class _Keys:
             self.kids[self.count] = ref
         self.count += 1
 
-    def add_batch(self, shift: int, raws: list, offs: list[int], kids: dict[int, tuple[int, int]]) -> None:
+    def add_batch(self, shift: int, raws: Sequence[bytes], offs: list[int], kids: dict[int, tuple[int, int]]) -> None:
         """A batch laid out by ``TocBuilder.map_entries`` (keys and values alternately), its
         byte 0 at offset ``shift``; ``kids`` by entry in the batch."""
         n = len(raws) // 2
@@ -522,22 +529,22 @@ class _Keys:
         if offset >= 2**32 and self.koffs.typecode == "I":
             self.koffs = array("Q", self.koffs)
 
-    def raws(self) -> list:
+    def raws(self) -> list[msgspec.Raw]:
         """Every key's encoding (``msgspec.Raw``), in order: for dicts of inline keys."""
         return map_raws(self.blob, 0, 0, len(self.blob), self.count)[0::2]
 
-    def key(self, entry: int, starts: Any) -> Any:
+    def key(self, entry: int, starts: Sequence[int]) -> Any:
         """The key of ``entry``, decoded (``starts`` from ``key_records``)."""
         return msgspec.msgpack.decode(self.blob[starts[entry] : starts[entry + 1] - 1])
 
-    def sharing_hash(self, records: Any, starts: Any) -> list[bytes]:
+    def sharing_hash(self, records: memoryview | array[int], starts: Sequence[int]) -> list[bytes]:
         """The encodings of the keys whose hash another key shares: only those can be
         repeated. ``records`` (hash << 32 | entry) are sorted, so equal hashes are adjacent."""
         entries = sorted({records[i + d] & 0xFFFFFFFF for i in _equal_hash_neighbours(records) for d in (0, 1)})
         return [bytes(self.blob[starts[e] : starts[e + 1] - 1]) for e in entries]
 
 
-def _equal_hash_neighbours(records: Any, chunk: int = 1 << 16) -> Iterator[int]:
+def _equal_hash_neighbours(records: memoryview | array[int], chunk: int = 1 << 16) -> Iterator[int]:
     """The indices i where records i and i + 1 have the same hash (high 32 bits), found a
     chunk of hashes at a time: a few MB at most, whatever the number of keys."""
     words = memoryview(records).cast("B").cast("I")

@@ -66,7 +66,7 @@ def _own_iteration(t: type) -> bool:
     return False
 
 
-def reordered(d: dict) -> bool:
+def reordered(d: dict[Any, Any]) -> bool:
     """Is ``d`` an OrderedDict whose order is no longer its storage's (after ``move_to_end``)?
     msgspec writes the storage order; such a dict is streamed in its own order instead. A C
     pass over the keys, only for OrderedDicts."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import enum
 import sys
+from collections.abc import Callable, Container, Iterable
 from contextlib import suppress
 from typing import Any
 
@@ -20,6 +21,9 @@ from msglc.util import accel
 from msglc.write.streams import Streamed, iterates, reordered
 
 SCALAR, SEQ, MAP = 1, 2, 3
+
+
+Seq = list[Any] | tuple[Any, ...]  # a sequence as msgspec encodes it, from its C storage
 
 
 ITERATED = -1  # a container subclass written from its own iteration: kind() raises Streamed
@@ -45,8 +49,8 @@ class Unsupported(Exception):
     def error(self) -> TypeError:
         where = "/".join(str(p) for p in reversed(self.path)) or "the root"
         return TypeError(
-            f"msglc cannot store {self.what} (at {where}): supported are None, bool, int, float, str, bytes, list, tuple, set, "
-            "dict with str or int keys, and NumPy arrays and scalars"
+            f"msglc cannot store {self.what} (at {where}): supported are None, bool, int, float, str, bytes, "
+            "list, tuple, set, dict with str or int keys, and NumPy arrays and scalars"
         )
 
 
@@ -98,13 +102,15 @@ def check_value(x: Any) -> None:
         raise unsupported_type(type(x))
 
 
-def check_items(seq: list | tuple, skip: frozenset[int] | set[int] = frozenset()) -> None:
+def check_items(seq: Seq, skip: Container[int] = frozenset()) -> None:
     """Check every item of ``seq`` except the indices in ``skip`` (checked elsewhere)."""
     if not (accel.speedups is not None and accel.speedups.plain_values(seq)):
         _check_values(seq, lambda: enumerate(seq), skip)
 
 
-def _check_values(values: Any, labelled: Any, skip: Any) -> None:
+def _check_values(
+    values: Iterable[Any], labelled: Callable[[], Iterable[tuple[Any, Any]]], skip: Container[Any]
+) -> None:
     """One C-level pass over the value types; a per-item walk only when containers are present.
     ``labelled()`` yields (index or key, value) pairs, for the path in an error."""
     nested = False
@@ -134,14 +140,14 @@ def bad_key(key: Any) -> Unsupported:
     return Unsupported(f"a dict key of type {type(key).__name__} ({key!r:.40})")
 
 
-def check_keys(d: dict) -> None:
+def check_keys(d: dict[Any, Any]) -> None:
     keys = dict.keys(d)
     for t in set(map(type, keys)):
         if not key_type_ok(t):
             raise bad_key(label_of(zip(keys, keys, strict=True), t))
 
 
-def label_of(labelled: Any, t: type) -> Any:
+def label_of(labelled: Iterable[tuple[Any, Any]], t: type) -> Any:
     """The label of the first value of type ``t`` among (label, value) pairs, to say where an
     error is. Not a bare ``next()``: its StopIteration would end the caller's loop."""
     for label, x in labelled:
@@ -150,7 +156,7 @@ def label_of(labelled: Any, t: type) -> Any:
     raise RuntimeError("a container changed while msglc was writing it")
 
 
-def check_map(d: dict, skip: frozenset | set = frozenset()) -> None:
+def check_map(d: dict[Any, Any], skip: Container[Any] = frozenset()) -> None:
     """Check keys and values of ``d`` except the values of the keys in ``skip``. Raises
     ``Streamed`` for an OrderedDict whose order is not its storage's (``reordered``)."""
     if accel.speedups is not None and accel.speedups.plain_values(d):
@@ -161,7 +167,7 @@ def check_map(d: dict, skip: frozenset | set = frozenset()) -> None:
     _check_values(dict.values(d), lambda: dict.items(d), skip)
 
 
-def find_path(x: Any, bad: Any, path: tuple = ()) -> tuple | None:
+def find_path(x: Any, bad: Callable[[Any], bool], path: tuple[Any, ...] = ()) -> tuple[Any, ...] | None:
     """Slow walk used only to explain an encoder error: the path of the first value (or key)
     for which ``bad(value)`` is true."""
     if bad(x):

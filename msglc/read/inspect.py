@@ -1,0 +1,107 @@
+"""What an archive holds, for tools and curious users: its layout (``ArchiveInfo``) and its
+TOC nodes (``NodeInfo``), read from the TOC only, never from the data."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import NamedTuple
+
+from msglc.format.container import header_version
+from msglc.format.nodes import ArrayNode, HashMapNode, ListNode, MapNode, Node, StrideNode, node_span
+from msglc.read.archive import Archive
+
+KINDS = ("list", "fixed-stride list", "dict", "hash-indexed dict", "array")
+
+
+class NodeInfo(NamedTuple):
+    """One TOC node: the container it describes and how it is indexed.
+
+    ``kind``: one of ``KINDS``. ``length``: items or entries (an array: bytes of elements).
+    ``blocks``: runs of small items or entries read whole (lists and hash-indexed dicts).
+    ``dims``: items per level of a fixed-stride list; ``item_size`` its innermost items'
+    bytes. ``children``: how many of its items have nodes of their own."""
+
+    kind: str
+    position: int  # of the node in the file
+    size: int  # of the node
+    encoded_size: int  # bytes of the container it describes
+    length: int
+    blocks: int
+    dims: tuple[int, ...]
+    item_size: int
+    children: int
+
+
+class ArchiveInfo(NamedTuple):
+    """The layout of an archive (offsets are absolute)."""
+
+    version: tuple[int, int]
+    file_size: int
+    data_offset: int
+    data_size: int  # the data section: plain msgpack of the stored object
+    toc_offset: int
+    toc_size: int
+    free_space: int  # between the data and the TOC (left by ``append``)
+    threshold: int
+    data_crc: int
+    root: NodeInfo | None  # None: the root is small, read whole
+
+
+def archive_info(a: Archive) -> ArchiveInfo:
+    t = a.trailer
+    return ArchiveInfo(
+        version=header_version(a.header),
+        file_size=a.size,
+        data_offset=t.data_off,
+        data_size=t.data_len,
+        toc_offset=t.toc_off,
+        toc_size=t.toc_len,
+        free_space=t.toc_off - t.data_off - t.data_len,
+        threshold=t.threshold,
+        data_crc=t.data_crc,
+        root=node_info(a, t.toc_off + t.root_pos, t.root_len) if t.root_len else None,
+    )
+
+
+def node_info(a: Archive, pos: int, size: int) -> NodeInfo:
+    """The node at ``pos`` (``size`` bytes), checked as every read checks it."""
+    return describe(a.node(pos, size), pos, size)
+
+
+def describe(node: Node, pos: int, size: int) -> NodeInfo:
+    span, kids = node_span(node), len(getattr(node, "kids", ()))
+    if isinstance(node, StrideNode):
+        dims = tuple(n for _, n, _ in node.dims)
+        return NodeInfo("fixed-stride list", pos, size, span, dims[0], 0, dims, node.dims[-1][2], 0)
+    if isinstance(node, ArrayNode):
+        return NodeInfo("array", pos, size, span, node.size, 0, (), 0, 0)
+    if isinstance(node, MapNode):
+        return NodeInfo("dict", pos, size, span, len(node.keys), 0, (), 0, kids)
+    kind = "hash-indexed dict" if isinstance(node, HashMapNode) else "list"
+    return NodeInfo(kind, pos, size, span, node.n, len(node.starts) - kids, (), 0, kids)
+
+
+def walk(a: Archive, pos: int, size: int, max_depth: int | None = None) -> Iterator[tuple[int, str, NodeInfo]]:
+    """(depth, label within its parent, info) of the node at ``pos`` and of the nodes below it,
+    depth first in stored order, down to ``max_depth`` levels below it (None: all)."""
+    stack: list[tuple[int, str, int, int]] = [(0, "", pos, size)]
+    while stack:
+        depth, label, here, length = stack.pop()
+        node = a.node(here, length)
+        yield depth, label, describe(node, here, length)
+        if max_depth is not None and depth >= max_depth or isinstance(node, (StrideNode, ArrayNode)):
+            continue
+        names = _labels(node)
+        stack.extend(
+            (depth + 1, str(names[k]), a.referred(here, ref), ref[1])
+            for k, ref in sorted(node.kids.items(), reverse=True)
+        )
+
+
+def _labels(node: ListNode | MapNode | HashMapNode) -> dict[int, object]:
+    """The key or index of each child that ``node.kids`` refers to."""
+    if isinstance(node, MapNode):
+        return {k: node.keys[k] for k in node.kids}
+    if isinstance(node, HashMapNode):
+        return {k: key for key, k in node.kid_keys.items()}
+    return {k: node.starts[k] for k in node.kids}
