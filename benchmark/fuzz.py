@@ -1737,7 +1737,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.list:
         for s in make_context(kinds).corpus:
             print(
-                f"{s.name:24} {len(s.data):8} bytes  root {'node' if s.trailer.root_len else 'plain'}{'  slack' if s.slack else ''}"
+                f"{s.name:24} {len(s.data):8} bytes  root {'node' if s.trailer.root_len else 'plain'}"
+                f"{'  slack' if s.slack else ''}"
             )
         return 0
     sweep_stride = args.stride or (1 if args.sweep else None)

@@ -38,13 +38,22 @@ def markdown(results: dict) -> str:
     if p:
         lines += [
             "",
-            f"Random paths in a {p['plain_bytes'] / 1e6:.0f} MB JSON-like document ({p['paths']} paths, mean depth {p['mean_depth']:.1f}):",
+            (
+                f"Random paths in a {p['plain_bytes'] / 1e6:.0f} MB JSON-like document"
+                f" ({p['paths']} paths, mean depth {p['mean_depth']:.1f}):"
+            ),
             "",
             "| figure | value |",
             "|---|---|",
-            f"| msglc read of one random path, open reader, `cached=False` | {p['msglc_seconds_per_path'] * 1e6:.1f} us |",
+            (
+                "| msglc read of one random path, open reader, `cached=False`"
+                f" | {p['msglc_seconds_per_path'] * 1e6:.1f} us |"
+            ),
             f"| msglc open + first path (fresh reader) | {p['msglc_open_and_first_path_seconds'] * 1e3:.2f} ms |",
-            f"| plain msgpack: read + decode the whole file (needed for any one value) | {p['plain_decode_seconds'] * 1e3:.0f} ms |",
+            (
+                "| plain msgpack: read + decode the whole file (needed for any one value)"
+                f" | {p['plain_decode_seconds'] * 1e3:.0f} ms |"
+            ),
             f"| speed-up for one value | {p['plain_decode_seconds'] / p['msglc_open_and_first_path_seconds']:.0f}x |",
             f"| msglc dump of the document | {p['msglc_dump_seconds']:.2f} s |",
             f"| file size, archive / plain msgpack | {p['archive_bytes'] / p['plain_bytes']:.3f} |",

@@ -10,6 +10,7 @@ from archives import RUN1, RUN2, check
 
 import msglc
 from msglc import CorruptedError, FileInfo, NotAnArchiveError, TruncatedError, UnsupportedVersionError
+from msglc.read import archive
 
 
 def test_named_inputs_make_a_dict(runs):
@@ -162,7 +163,7 @@ def test_repacking_copies_bytes_when_the_threshold_is_the_same(tmp_path, thresho
 
 
 def test_raw_data_when_the_node_cache_is_evicted(monkeypatch):
-    monkeypatch.setattr("msglc.read.archive.MAX_NODE_CACHE", 8)
+    monkeypatch.setattr(archive, "MAX_NODE_CACHE", 8)
     data = msglc.dumps({"a": [{"a": "x" * 70, "i": i} for i in range(200)]}, small_obj_optimization_threshold=64)
     with msglc.LazyReader(data) as r:
         part = msglc.LazyReader(r["a"].raw_data())

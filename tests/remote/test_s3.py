@@ -1,15 +1,14 @@
 """Remote archives through a real S3-compatible server on loopback (moto) and s3fs; batched and
-async reads, locally and remotely."""
+async reads, locally and remotely. (Tests that need no S3 server: tests/io/test_fsspec.py,
+tests/read/test_async_reads.py.)"""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import random
 import socket
 import threading
-import time
 
 import pytest
 
@@ -18,17 +17,25 @@ pytest.importorskip("s3fs")
 pytest.importorskip("moto")
 
 import msglc  # noqa: E402
-from benchmark.remote import LatencyFileSystem, s3_server  # noqa: E402
-from msglc import FileInfo, LazyReader, LazyStats, MsglcError, TruncatedError  # noqa: E402
+from benchmark.remote import s3_server  # noqa: E402
+from msglc import FileInfo, LazyReader, LazyStats, MsglcError  # noqa: E402
 
 BUCKET = "msglc-test"
+
+
 SMALL = {"small_obj_optimization_threshold": 1024}
+
+
 DOC = {
     "runs": [{"id": i, "energy": [float(i + j) for j in range(50)], "tag": f"r{i}"} for i in range(300)],
     "m": [[float(i * j) for j in range(120)] for i in range(120)],
     "blob": b"x" * 1000,
 }
+
+
 N = 600
+
+
 MATRIX = [[float(i * N + j) for j in range(N)] for i in range(N)]  # 3.2 MB encoded
 
 
@@ -161,11 +168,7 @@ def _readers(tmp_path, s3):
     path = tmp_path / "doc.mlc"
     msglc.dump(path, DOC, **SMALL)
     options, _ = s3
-    return [
-        lambda: LazyReader(path),
-        lambda: LazyReader(path.read_bytes()),
-        lambda: LazyReader(url("doc.mlc"), storage_options=options),
-    ]
+    return [lambda: LazyReader(url("doc.mlc"), storage_options=options)]  # local: tests/read/test_read_many.py
 
 
 def test_read_many_answers_in_order(tmp_path, s3):
@@ -204,40 +207,18 @@ def test_read_many_coalesces_nearby_reads(s3):
         assert stats.requests == 11  # one request each, sent together
 
 
-def test_read_many_slices_and_counts_local_requests(tmp_path, s3):
+def test_read_many_slices_remotely_in_few_requests(tmp_path, s3):
     options, _ = s3
     doc = {"a": [{"x": i, "pad": "p" * 40} for i in range(2000)]}
     path = tmp_path / "slices.mlc"
     msglc.dump(path, doc, **SMALL)
     stats = LazyStats()
-    paths = ["a/0:2000:20/x", "a/5/x"]
-    with LazyReader(path, counter=stats) as r:
-        assert [r[p] for p in paths] == [list(range(0, 2000, 20)), 5]
-    loop = stats.requests
-    stats.clear()
-    with LazyReader(path, counter=stats) as r:
-        assert r.read_many(paths) == [list(range(0, 2000, 20)), 5]
-    assert loop - 5 <= stats.requests <= loop + 5  # counted like the loop's reads
-    two = ["a/5/x", "a/1500/x"]
-    with LazyReader(path, counter=stats) as r:
-        stats.clear()
-        assert [r[p] for p in two] == [5, 1500]
-    loop = stats.requests
-    with LazyReader(path, counter=stats) as r:
-        stats.clear()
-        assert r.read_many(two, max_gap=0) == [5, 1500]
-        assert stats.requests >= loop  # every read of the batched rounds is counted
     fs = fsspec.filesystem("s3", **options)
     fs.put_file(str(path), f"{BUCKET}/slices.mlc")
     with LazyReader(url("slices.mlc"), storage_options=options, counter=stats, block_size=4096) as r:
         stats.clear()
         assert r.read_many(["a/0:2000:20/x"]) == [list(range(0, 2000, 20))]
         assert stats.requests < 40
-
-
-def test_append_to_a_remote_archive_is_refused():
-    with pytest.raises(TypeError, match="local archive"):
-        msglc.append("memory://msglc-test/doc.mlc", [FileInfo(obj=1, name="x")])
 
 
 def test_read_many_of_views_keeps_them_usable(s3):
@@ -254,11 +235,11 @@ def test_read_many_of_views_keeps_them_usable(s3):
 
 
 @pytest.mark.asyncio
-async def test_async_api_remote_and_local(tmp_path, s3):
+async def test_async_api_remote(tmp_path, s3):
     options, _ = s3
     path = tmp_path / "doc.mlc"
     msglc.dump(path, DOC, **SMALL)
-    for r in (LazyReader(url("doc.mlc"), storage_options=options), LazyReader(path)):
+    for r in (LazyReader(url("doc.mlc"), storage_options=options),):  # local: tests/read/test_read_many.py
         with r:
             assert await r.async_read("runs/42/energy/3") == 45.0
             assert await r.async_read_many(["m/2/3", "runs/1/tag"]) == [6.0, "r1"]
@@ -267,30 +248,6 @@ async def test_async_api_remote_and_local(tmp_path, s3):
             assert await msglc.async_to_obj([r["m"], 5, [r["runs"][3]]]) == [DOC["m"], 5, [DOC["runs"][3]]]
             with pytest.raises(KeyError):
                 await r.async_read("runs/1/nope")
-
-
-@pytest.mark.asyncio
-async def test_async_reads_do_not_block_the_loop():
-    inner = fsspec.filesystem("memory")
-    inner.pipe_file("/slow/doc.mlc", msglc.dumps(DOC, **SMALL))
-    slow = LatencyFileSystem(inner, latency=0.2)
-    with LazyReader("/slow/doc.mlc", fs=slow, block_size=4096) as r:
-        ticks = 0
-
-        async def ticker():
-            nonlocal ticks
-            while True:
-                await asyncio.sleep(0.01)
-                ticks += 1
-
-        task = asyncio.create_task(ticker())
-        start = time.perf_counter()
-        values = await r.async_read_many([f"runs/{i}/energy/{i % 50}" for i in range(0, 300, 7)])
-        elapsed = time.perf_counter() - start
-        task.cancel()
-    assert values == [float(i + i % 50) for i in range(0, 300, 7)]
-    assert 0.2 < elapsed < 2  # a few rounds of 0.2 s, not one per path
-    assert ticks >= elapsed / 0.01 / 3  # the loop kept running meanwhile
 
 
 # ---- errors ------------------------------------------------------------------------------------
@@ -385,16 +342,3 @@ def test_connection_failing_midway(s3):
                 or "botocore" in type(failure.value).__module__
             )
     proxy.listener.close()
-
-
-def test_local_readers_unchanged_by_remote_options(tmp_path):
-    path = tmp_path / "doc.mlc"
-    msglc.dump(path, DOC, **SMALL)
-    with pytest.raises(TypeError, match="remote"):
-        LazyReader(path, block_size=1 << 16)
-    with pytest.raises(TypeError, match="URL"):
-        LazyReader(path, storage_options={"anon": True})
-    with LazyReader(f"file://{path}") as r:  # a file:// URL is a local file
-        assert r["runs/3/id"] == 3 and type(r._a.src).__name__ == "FileSource"
-    with pytest.raises(TruncatedError):
-        LazyReader(path.read_bytes()[:-3])

@@ -382,3 +382,9 @@ def test_free_space_before_the_toc_is_format_1_2(tmp_path):
             with pytest.raises(CorruptedError, match="tile"):
                 msglc.LazyReader(archive)
     assert msgpack.unpackb(msglc.LazyReader(archive).protocol_raw_data(), strict_map_key=False) == obj
+
+
+def test_append_to_a_remote_archive_is_refused():
+    pytest.importorskip("fsspec")  # the URL is resolved through fsspec before append refuses it
+    with pytest.raises(TypeError, match="local archive"):
+        msglc.append("memory://msglc-test/doc.mlc", [FileInfo(obj=1, name="x")])

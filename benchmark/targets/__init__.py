@@ -1,0 +1,123 @@
+"""The performance targets of the issues (core, NumPy, combine, remote), each a ratio measured in this run.
+
+    python -m benchmark.targets                 # full sizes (5000x5000 matrix, 2M-key dict, 1 GB)
+    python -m benchmark.targets --quick         # small sizes, well under a minute
+    python -m benchmark.targets --only arrays   # one section: matrix, dict, memory, arrays, combine, stream, remote
+    python -m benchmark.targets --remote        # add the remote section (needs the bench-remote extra)
+
+Prints a Markdown table (figure, measured, target, verdict) and writes results.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+from .arrays import array_targets
+from .combine import append_targets, combine_targets
+from .common import THRESHOLDS, Row, fresh, machine
+from .dicts import dict_targets
+from .matrix import matrix_targets
+from .memory import make_big, memory_target, read_one
+from .remote import remote_targets
+from .stream import stream, stream_floor, stream_targets
+
+__all__ = [
+    "SECTIONS",
+    "THRESHOLDS",
+    "Row",
+    "append_targets",
+    "array_targets",
+    "combine_targets",
+    "dict_targets",
+    "fresh",
+    "machine",
+    "main",
+    "matrix_targets",
+    "memory_target",
+    "remote_targets",
+    "stream_targets",
+]
+
+SECTIONS = ("matrix", "dict", "memory", "arrays", "combine", "stream", "remote")  # remote is opt-in
+REMOTE_NEEDS = """pip install -e ".[bench-remote]" -c tests/constraints.txt"""
+
+
+def _missing_remote_modules() -> list[str]:
+    """The modules of the bench-remote extra that cannot be imported here."""
+    import importlib.util
+
+    return [m for m in ("fsspec", "s3fs", "moto", "flask", "flask_cors") if importlib.util.find_spec(m) is None]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmark.targets", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true", help="small sizes (N=1000, 200k keys, 100 MB)")
+    parser.add_argument("--out", type=Path, default=Path("benchmark-out"), help="where targets.json goes")
+    parser.add_argument(
+        "--only",
+        choices=SECTIONS,
+        action="append",
+        help="run only these sections (repeatable)",
+    )
+    parser.add_argument("--remote", action="store_true", help=f"add the remote section ({REMOTE_NEEDS})")
+    # the sections' child processes: python -m benchmark.targets --make-big/--read-one/--stream/--stream-floor
+    parser.add_argument("--make-big", nargs=2, help=argparse.SUPPRESS)
+    parser.add_argument("--read-one", help=argparse.SUPPRESS)
+    parser.add_argument("--stream", nargs=2, help=argparse.SUPPRESS)
+    parser.add_argument("--stream-floor", nargs=2, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.make_big:
+        make_big(args.make_big[0], int(args.make_big[1]))
+        return 0
+    if args.read_one:
+        read_one(args.read_one)
+        return 0
+    if args.stream or args.stream_floor:
+        (stream if args.stream else stream_floor)(
+            *(args.stream or args.stream_floor)[:1], int((args.stream or args.stream_floor)[1])
+        )
+        return 0
+    sections = set(args.only or SECTIONS[:-1]) | ({"remote"} if args.remote else set())
+    if "remote" in sections and _missing_remote_modules():
+        parser.error(f"the remote section needs {', '.join(_missing_remote_modules())}: {REMOTE_NEEDS}")
+    n, reads, keys, lookups, big_mb = (
+        (1000, 2000, 200_000, 2000, 100) if args.quick else (5000, 10_000, 2_000_000, 10_000, 1024)
+    )
+    rows: list[Row] = []
+    with tempfile.TemporaryDirectory(prefix="msglc-bench-") as tmp:
+        for name, run in (
+            ("matrix", lambda: matrix_targets(n, reads, Path(tmp))),
+            ("dict", lambda: dict_targets(keys, lookups, Path(tmp))),
+            ("memory", lambda: memory_target(big_mb, Path(tmp))),
+            ("arrays", lambda: array_targets(n, reads, Path(tmp))),
+            ("combine", lambda: combine_targets(20 if args.quick else 200, Path(tmp))),
+            ("stream", lambda: stream_targets(1_000_000 if args.quick else 10_000_000, Path(tmp))),
+            ("remote", lambda: remote_targets(n, Path(tmp))),
+        ):
+            if name not in sections:
+                continue
+            print(f"running {name} ...", file=sys.stderr, flush=True)
+            rows += run()
+            for f in Path(tmp).iterdir():
+                f.unlink()
+    print(f"\nmsglc targets ({'quick' if args.quick else 'full'} run; {machine()})\n")
+    print("| figure | measured | target | ok | detail |\n|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r.figure} | {r.measured:.3g} | {r.target} | {'yes' if r.ok else '**no**'} | {r.detail} |")
+    args.out.mkdir(parents=True, exist_ok=True)
+    report = {
+        "machine": machine(),
+        "quick": args.quick,
+        "date": time.strftime("%Y-%m-%d"),
+        "rows": [asdict(r) for r in rows],
+    }
+    (args.out / "targets.json").write_text(json.dumps(report, indent=2))
+    return 0
