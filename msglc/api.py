@@ -33,8 +33,18 @@ def dump(
     """Write ``obj`` as an archive to a path (atomically) or to a writable binary file object.
 
     A ``LazyReader`` or a lazy part of one is copied as its encoded bytes when the threshold
-    is the source's (no decoding), else decoded and written anew. Any other value: see
-    ``msglc.write.dump.dump``, which documents remote targets, streaming and failure.
+    is the source's (no decoding), else decoded and written anew.
+
+    A remote target (``"s3://bucket/key"`` with ``storage_options``, a ``upath.UPath``, or a
+    path on the fsspec file system ``fs``) is streamed to the object, which appears only once
+    it is complete.
+
+    The file object is written sequentially, never seeked, so pipes and sockets work, and only
+    once every value is checked. Objects holding generators, ``Pairs`` or containers that
+    define their own iteration (dict subclasses with their own ``items()``, list, tuple and set
+    subclasses with their own ``__iter__``) are streamed by ``LazyWriter``: a file object must
+    then be seekable, and keeps what was written if a value fails midway (a path is still
+    replaced only on success). A ``StopIteration`` raised inside becomes a ``RuntimeError``.
     """
     if isinstance(obj, (LazyNode, LazyReader)):
         target = resolve_name(target, fs, storage_options)

@@ -1,11 +1,45 @@
-"""Archives the combine and append tests share: two runs and a thorough check of a result."""
+"""Documents and archives that several test modules share: a document of runs for the read,
+batch and remote tests, a small-threshold document for the damage and target tests, two runs
+for combine and append, and a thorough check of a result."""
+
+import random
 
 import msgpack
+import pytest
 
 import msglc
 
 RUN1 = {"energy": [float(i) for i in range(3000)], "meta": {"name": "run1", "rows": [[i, i * 2] for i in range(400)]}}
 RUN2 = {"energy": [1.5, 2.5], "tags": ["a", "b"]}
+
+
+# read, batch, async and remote tests (threshold 1 KB)
+RUNS_DOC = {
+    "runs": [{"id": i, "energy": [float(i + j) for j in range(50)], "tag": f"r{i}"} for i in range(300)],
+    "m": [[float(i * j) for j in range(120)] for i in range(120)],
+    "blob": b"x" * 1000,
+}
+
+RUNS_PATHS = [
+    "runs/5/tag",
+    "m/3/4",
+    "runs/5/tag",
+    "blob",
+    "runs/299/energy/0",
+    "m/119",
+    "runs/1:3",
+    ["runs", 7, "id"],
+    "runs/-1/id",
+]
+
+# damage and target tests (threshold 64 bytes: nodes everywhere)
+SMALL_DOC = {
+    "list": list(range(300)),
+    "rows": [[float(i), float(-i)] for i in range(40)],
+    "map": {f"k{i}": "v" * (i % 5) for i in range(60)},
+    "hash": {f"h{i}": i for i in range(1100)},
+    "nested": [{"x": [i] * 10} for i in range(20)],
+}
 
 
 def write_runs(directory):
@@ -20,3 +54,36 @@ def check(path, expected):
         r.verify()
         assert r.to_obj() == expected
         assert msgpack.unpackb(r.protocol_raw_data(), strict_map_key=False) == expected
+
+
+def check_read_many(make):
+    """``read_many`` of a reader of RUNS_DOC (``make()`` opens one) answers like single reads."""
+    with make() as r:
+        expected = [msglc.to_obj(r[p]) for p in RUNS_PATHS]
+    with make() as r:
+        got = r.read_many(RUNS_PATHS)
+        assert [msglc.to_obj(v) for v in got] == expected
+        assert r.read_many([]) == []
+        shuffled = random.Random(3).sample(range(300), 300)
+        assert r.read_many([f"runs/{i}/id" for i in shuffled]) == shuffled
+
+
+def check_read_many_failures(make):
+    """``read_many`` raises what the first failing path would, and the reader still works."""
+    with make() as r:
+        with pytest.raises(IndexError, match="runs/300"):
+            r.read_many(["m/1/1", "runs/300/id", "nope"])
+        with pytest.raises(KeyError, match="nope"):
+            r.read_many(["m/1/1", "nope", "runs/300/id"])
+        assert r.read_many(["m/2/2"]) == [4.0]
+
+
+async def check_async_api(r):
+    """The async API of a reader of RUNS_DOC."""
+    assert await r.async_read("runs/42/energy/3") == 45.0
+    assert await r.async_read_many(["m/2/3", "runs/1/tag"]) == [6.0, "r1"]
+    assert await msglc.async_to_obj(r["runs"]) == RUNS_DOC["runs"]
+    assert await msglc.async_to_obj(r) == RUNS_DOC
+    assert await msglc.async_to_obj([r["m"], 5, [r["runs"][3]]]) == [RUNS_DOC["m"], 5, [RUNS_DOC["runs"][3]]]
+    with pytest.raises(KeyError):
+        await r.async_read("runs/1/nope")

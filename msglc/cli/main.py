@@ -38,9 +38,12 @@ from msglc import (
     combine,
     dump,
 )
+from msglc.format.numpy_ext import ext_hook
 from msglc.io.atomic import atomic_file
 from msglc.read.inspect import KINDS, NodeInfo
 from msglc.read.paths import split_path
+from msglc.write.arrays import ArrayEncoder
+from msglc.write.encoder import encode_value
 
 FORMATS = {
     ".json": "json",
@@ -242,9 +245,6 @@ def cmd_get(args: argparse.Namespace) -> None:
 
 
 def _msgpack(value: Any) -> bytes:
-    from msglc.write.arrays import ArrayEncoder
-    from msglc.write.encoder import encode_value
-
     return encode_value(value, ArrayEncoder(True))
 
 
@@ -315,8 +315,6 @@ def _decode_json(data: bytes, where: str) -> Any:
 
 def _decode_msgpack(data: bytes, where: str) -> Any:
     """msgpack, with msglc's NumPy array extension values read back as arrays."""
-    from msglc.format.numpy_ext import ext_hook
-
     try:
         return msgspec.msgpack.Decoder(ext_hook=ext_hook).decode(data)
     except (msgspec.DecodeError, UnicodeDecodeError, RecursionError) as e:

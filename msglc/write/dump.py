@@ -19,7 +19,8 @@ from msglc.io.atomic import atomic_file, check_target, is_named
 from msglc.io.names import RemotePath, resolve_name
 from msglc.util.runtime import join
 from msglc.write.encoder import Encoded
-from msglc.write.streams import Streamed
+from msglc.write.streaming import stream, stream_bytes
+from msglc.write.streams import Streamed, stop_iteration_error
 
 
 def dumps(obj: Any, **options: Any) -> bytes:
@@ -29,13 +30,9 @@ def dumps(obj: Any, **options: Any) -> bytes:
             encoded = Encoded(obj, options)
             encoded.index()
         except Streamed:  # generators, Pairs or containers with their own iteration inside
-            from msglc.write.streaming import stream_bytes
-
             return stream_bytes(obj, options)
         return b"".join(itertools.chain((encoded.header,), encoded.data.chunks(), (encoded.toc, encoded.trailer())))
     except StopIteration as e:  # from a value's items() or __iter__: it must not end the caller's loop
-        from msglc.write.streams import stop_iteration_error
-
         raise stop_iteration_error() from e
 
 
@@ -47,19 +44,7 @@ def dump(
     storage_options: dict[str, Any] | None = None,
     **options: Any,
 ) -> None:
-    """Write ``obj`` as an archive to a path (atomically) or to a writable binary file object.
-
-    A remote target (``"s3://bucket/key"`` with ``storage_options``, a ``upath.UPath``, or a
-    path on the fsspec file system ``fs``) is streamed to the object, which appears only once
-    it is complete.
-
-    The file object is written sequentially, never seeked, so pipes and sockets work, and only
-    once every value is checked. Objects holding generators, ``Pairs`` or containers that
-    define their own iteration (dict subclasses with their own ``items()``, list, tuple and set
-    subclasses with their own ``__iter__``) are streamed by ``LazyWriter``: a file object must
-    then be seekable, and keeps what was written if a value fails midway (a path is still
-    replaced only on success). A ``StopIteration`` raised inside becomes a ``RuntimeError``.
-    """
+    """``msglc.dump`` of a value (anything but a reader or a lazy part): see ``msglc.api.dump``."""
     dest = resolve_name(target, fs, storage_options)  # a RemotePath for a remote name
     check_target(dest, "dump")
     is_path = is_named(dest)
@@ -73,16 +58,12 @@ def dump(
         except (
             Streamed
         ):  # generators, Pairs or containers with their own iteration inside: written as they are produced
-            from msglc.write.streaming import stream
-
             return stream(dest, obj, options)  # takes a RemotePath too
         trailer = encoded.trailer()
         out = cast(BinaryIO, dest)  # not a name: a writable binary file (check_target)
         for part in itertools.chain((encoded.header,), encoded.data.chunks(), (encoded.toc, trailer)):
             out.write(part)
     except StopIteration as e:  # from a value's items() or __iter__: it must not end the caller's loop
-        from msglc.write.streams import stop_iteration_error
-
         raise stop_iteration_error() from e
 
 

@@ -10,6 +10,8 @@ import pytest
 
 fsspec = pytest.importorskip("fsspec")
 
+from archives import RUNS_DOC as DOC  # noqa: E402
+
 import msglc  # noqa: E402
 from msglc import ArchiveChangedError, LazyReader, MsglcError, TruncatedError  # noqa: E402
 
@@ -82,13 +84,6 @@ def test_a_failed_dump_into_a_zip_leaves_the_zip_readable(tmp_path):
 
 
 SMALL = {"small_obj_optimization_threshold": 1024}
-
-
-DOC = {
-    "runs": [{"id": i, "energy": [float(i + j) for j in range(50)], "tag": f"r{i}"} for i in range(300)],
-    "m": [[float(i * j) for j in range(120)] for i in range(120)],
-    "blob": b"x" * 1000,
-}
 
 
 def test_local_readers_unchanged_by_remote_options(tmp_path):

@@ -5,19 +5,11 @@ import io
 import os
 
 import pytest
+from archives import SMALL_DOC as DOC
 
 import msglc
 
 SMALL = {"small_obj_optimization_threshold": 64}
-
-
-DOC = {
-    "list": list(range(300)),
-    "rows": [[float(i), float(-i)] for i in range(40)],
-    "map": {f"k{i}": "v" * (i % 5) for i in range(60)},
-    "hash": {f"h{i}": i for i in range(1100)},
-    "nested": [{"x": [i] * 10} for i in range(20)],
-}
 
 
 def test_failed_dump_leaves_target_untouched(tmp_path, monkeypatch):

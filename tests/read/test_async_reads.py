@@ -7,18 +7,12 @@ import asyncio
 import time
 
 import pytest
+from archives import RUNS_DOC as DOC
 
 import msglc
 from msglc import LazyReader
 
 SMALL = {"small_obj_optimization_threshold": 1024}
-
-
-DOC = {
-    "runs": [{"id": i, "energy": [float(i + j) for j in range(50)], "tag": f"r{i}"} for i in range(300)],
-    "m": [[float(i * j) for j in range(120)] for i in range(120)],
-    "blob": b"x" * 1000,
-}
 
 
 @pytest.mark.asyncio

@@ -4,21 +4,13 @@ format version, truncated, shrunk under an open reader, bit flips, crafted huge 
 import os
 
 import pytest
+from archives import SMALL_DOC as DOC
 
 import msglc
 from msglc import CorruptedError, MsglcError, NotAnArchiveError, UnsupportedVersionError
 from msglc.format.container import HEADER_SIZE
 
 SMALL = {"small_obj_optimization_threshold": 64}
-
-
-DOC = {
-    "list": list(range(300)),
-    "rows": [[float(i), float(-i)] for i in range(40)],
-    "map": {f"k{i}": "v" * (i % 5) for i in range(60)},
-    "hash": {f"h{i}": i for i in range(1100)},
-    "nested": [{"x": [i] * 10} for i in range(20)],
-}
 
 
 def _walk(x):

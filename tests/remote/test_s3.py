@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import random
 import socket
 import threading
 
@@ -16,6 +15,9 @@ fsspec = pytest.importorskip("fsspec")
 pytest.importorskip("s3fs")
 pytest.importorskip("moto")
 
+from archives import RUNS_DOC as DOC  # noqa: E402
+from archives import check_async_api, check_read_many, check_read_many_failures  # noqa: E402
+
 import msglc  # noqa: E402
 from benchmark.remote import s3_server  # noqa: E402
 from msglc import FileInfo, LazyReader, LazyStats, MsglcError  # noqa: E402
@@ -24,13 +26,6 @@ BUCKET = "msglc-test"
 
 
 SMALL = {"small_obj_optimization_threshold": 1024}
-
-
-DOC = {
-    "runs": [{"id": i, "energy": [float(i + j) for j in range(50)], "tag": f"r{i}"} for i in range(300)],
-    "m": [[float(i * j) for j in range(120)] for i in range(120)],
-    "blob": b"x" * 1000,
-}
 
 
 N = 600
@@ -151,19 +146,6 @@ def test_failed_write_leaves_nothing_and_keeps_the_old_object(s3):
 # ---- read_many ---------------------------------------------------------------------------------
 
 
-PATHS = [
-    "runs/5/tag",
-    "m/3/4",
-    "runs/5/tag",
-    "blob",
-    "runs/299/energy/0",
-    "m/119",
-    "runs/1:3",
-    ["runs", 7, "id"],
-    "runs/-1/id",
-]
-
-
 def _readers(tmp_path, s3):
     path = tmp_path / "doc.mlc"
     msglc.dump(path, DOC, **SMALL)
@@ -173,24 +155,12 @@ def _readers(tmp_path, s3):
 
 def test_read_many_answers_in_order(tmp_path, s3):
     for make in _readers(tmp_path, s3):
-        with make() as r:
-            expected = [msglc.to_obj(r[p]) for p in PATHS]
-        with make() as r:
-            got = r.read_many(PATHS)
-            assert [msglc.to_obj(v) for v in got] == expected
-            assert r.read_many([]) == []
-            shuffled = random.Random(3).sample(range(300), 300)
-            assert r.read_many([f"runs/{i}/id" for i in shuffled]) == shuffled
+        check_read_many(make)
 
 
 def test_read_many_raises_the_first_failure_in_order(tmp_path, s3):
     for make in _readers(tmp_path, s3):
-        with make() as r:
-            with pytest.raises(IndexError, match="runs/300"):
-                r.read_many(["m/1/1", "runs/300/id", "nope"])
-            with pytest.raises(KeyError, match="nope"):
-                r.read_many(["m/1/1", "nope", "runs/300/id"])
-            assert r.read_many(["m/2/2"]) == [4.0]  # the reader still works
+        check_read_many_failures(make)
 
 
 def test_read_many_coalesces_nearby_reads(s3):
@@ -235,19 +205,10 @@ def test_read_many_of_views_keeps_them_usable(s3):
 
 
 @pytest.mark.asyncio
-async def test_async_api_remote(tmp_path, s3):
+async def test_async_api_remote(s3):
     options, _ = s3
-    path = tmp_path / "doc.mlc"
-    msglc.dump(path, DOC, **SMALL)
-    for r in (LazyReader(url("doc.mlc"), storage_options=options),):  # local: tests/read/test_read_many.py
-        with r:
-            assert await r.async_read("runs/42/energy/3") == 45.0
-            assert await r.async_read_many(["m/2/3", "runs/1/tag"]) == [6.0, "r1"]
-            assert await msglc.async_to_obj(r["runs"]) == DOC["runs"]
-            assert await msglc.async_to_obj(r) == DOC
-            assert await msglc.async_to_obj([r["m"], 5, [r["runs"][3]]]) == [DOC["m"], 5, [DOC["runs"][3]]]
-            with pytest.raises(KeyError):
-                await r.async_read("runs/1/nope")
+    with LazyReader(url("doc.mlc"), storage_options=options) as r:  # local: tests/read/test_read_many.py
+        await check_async_api(r)
 
 
 # ---- errors ------------------------------------------------------------------------------------
