@@ -16,8 +16,9 @@ from msglc.errors import (
     TruncatedError,
     UnsupportedVersionError,
 )
-from msglc.read.archive import LazyStats
+from msglc.read.archive import LazyStats, Location
 from msglc.read.array import LazyArray
+from msglc.read.inspect import ArchiveInfo, NodeInfo
 from msglc.read.reader import LazyReader, async_to_obj, to_obj
 from msglc.read.views import LazyDict, LazyList
 from msglc.write.streaming import LazyWriter
@@ -25,6 +26,7 @@ from msglc.write.streams import Pairs
 
 __all__ = [
     "ArchiveChangedError",
+    "ArchiveInfo",
     "Config",
     "CorruptedError",
     "FileInfo",
@@ -33,8 +35,10 @@ __all__ = [
     "LazyList",
     "LazyReader",
     "LazyWriter",
+    "Location",
     "LazyStats",
     "MsglcError",
+    "NodeInfo",
     "NotAnArchiveError",
     "Pairs",
     "TruncatedError",

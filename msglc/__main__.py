@@ -1,5 +1,5 @@
 """``python -m msglc``: the command line (see ``msglc.cli``)."""
 
-from msglc.cli.main import main
+from msglc.cli import main
 
 raise SystemExit(main())

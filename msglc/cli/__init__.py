@@ -1,1 +1,6 @@
-"""The ``msglc`` command line (``msglc.cli.main``), built on the public API only."""
+"""The ``msglc`` command line: ``msglc.cli.main(argv)`` runs it (the console script and
+``python -m msglc`` call it); the commands are in ``msglc.cli.commands``."""
+
+from msglc.cli.commands import main
+
+__all__ = ["main"]

@@ -10,7 +10,7 @@ from typing import Any
 
 from msglc.format.container import Trailer
 from msglc.read.archive import Archive
-from msglc.read.reader import LazyReader
+from msglc.read.reader import LazyReader, archive_of
 from msglc.write.dump import dumps
 
 COPY_CHUNK = 1 << 24
@@ -50,7 +50,7 @@ class Input:
         if info.path is None:
             self.archive = Archive(dumps(info.obj, **options), False, None)
         elif isinstance(info.path, LazyReader):
-            self.archive = info.path._a
+            self.archive = archive_of(info.path)
             if self.archive.closed:
                 raise ValueError(f"{self.label}: the LazyReader is closed")
         else:

@@ -127,8 +127,9 @@ class Archive:
         root: Callable[[Archive], Any] | None = None,
         **where: Any,
     ) -> None:
-        """``root(archive)``, when given, makes the root's lazy view within the consistent
-        open (it reads the root's node and header), kept as ``root_view``."""
+        """The open checks the root's TOC node against the root container (every user of an
+        archive relies on that); ``root(archive)``, when given, does it by making the root's
+        lazy view, kept as ``root_view``. Both run within the consistent open."""
         self.src = open_source(source, counter, **where)
         self.closed = False
         self.cached = cached
@@ -217,6 +218,8 @@ class Archive:
         self.toc_end = t.toc_off + t.toc_len
         if t.root_len and self._make_root is not None:
             self.root_view = self._make_root(self)
+        elif t.root_len:
+            self.container(t.data_off, t.data_len, t.toc_off + t.root_pos, t.root_len)
 
     def _no_trailer(self, size: int) -> NoReturn:
         """Say why the file does not end in a trailer: truncated, or bytes after a complete

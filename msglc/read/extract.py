@@ -32,7 +32,8 @@ def part_archive(a: Archive, where: Location, count: int) -> Iterator[bytes | me
         lo, end = a.toc_range(where.node, where.node_size)
         toc: bytes | memoryview = a.read(lo, end - lo)
         root = (where.node - lo, end - where.node)
-    else:
+    else:  # a row: checked as the reader checks data it decodes, since nothing else checks it
+        a.decode(data, where.offset)
         toc = _row_node(bytes(data), count, a.trailer.threshold)
         root = (0, len(toc))
     yield head

@@ -83,8 +83,11 @@ def describe(node: Node, pos: int, size: int) -> NodeInfo:
 
 def walk(a: Archive, pos: int, size: int, max_depth: int | None = None) -> Iterator[tuple[int, str, NodeInfo]]:
     """(depth, label within its parent, info) of the node at ``pos`` and of the nodes below it,
-    depth first in stored order, down to ``max_depth`` levels below it (None: all)."""
+    depth first in stored order, down to ``max_depth`` levels below it (None: all). A node that
+    several parents refer to (``append`` shares one row node among the rows of a matrix) comes
+    once, under the first."""
     stack: list[tuple[int, str, int, int]] = [(0, "", pos, size)]
+    seen = {pos}
     while stack:
         depth, label, here, length = stack.pop()
         node = a.node(here, length)
@@ -92,10 +95,13 @@ def walk(a: Archive, pos: int, size: int, max_depth: int | None = None) -> Itera
         if max_depth is not None and depth >= max_depth or isinstance(node, (StrideNode, ArrayNode)):
             continue
         names = _labels(node)
-        stack.extend(
-            (depth + 1, str(names[k]), a.referred(here, ref), ref[1])
-            for k, ref in sorted(node.kids.items(), reverse=True)
-        )
+        below = []
+        for k, ref in sorted(node.kids.items()):
+            child = a.referred(here, ref)
+            if child not in seen:
+                seen.add(child)
+                below.append((depth + 1, str(names[k]), child, ref[1]))
+        stack.extend(reversed(below))
 
 
 def _labels(node: ListNode | MapNode | HashMapNode) -> dict[int, object]:

@@ -34,6 +34,7 @@ class LazyNode:
     def location(self) -> Location:
         """Where this part is stored: its encoding's offset and size in the file, and its TOC
         node's (0 and 0 for a row of a fixed-stride list: its parent's node describes it)."""
+        self._check_open()
         return Location(self._base, self._span(), self._pos if self._nsize else 0, self._nsize)
 
     def to_obj(self) -> Any:

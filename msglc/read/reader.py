@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, BinaryIO
@@ -231,6 +230,8 @@ async def async_to_obj(x: Any) -> Any:
     for i, leaf in enumerate(leaves):
         by_archive.setdefault(id(archive_of(leaf)), []).append(i)
     groups = list(by_archive.values())
+    import asyncio  # only here: importing it costs ~25 ms, and most programs never await
+
     done = await asyncio.gather(
         *(async_run(archive_of(leaves[g[0]]), [to_obj_task(leaves[i]) for i in g]) for g in groups)
     )

@@ -239,3 +239,11 @@ def test_paths_through_arrays_and_slices(files):
     assert out == "/3  list of 2,000, 18,003 bytes (part of its parent's fixed-stride node)\n"
     code, _, err = run("get", files / "a.mlc", "-1/id", ok=False)
     assert code == 2 and len(err.splitlines()) == 1
+
+
+def test_entry_points_and_a_light_import():
+    """The console script's target (msglc.cli:main) runs the CLI; import msglc stays light
+    (no asyncio: only the async API needs it)."""
+    code = "import sys, msglc; from msglc.cli import main; print('asyncio' in sys.modules); main(['--version'])"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, cwd=ROOT, timeout=120)
+    assert proc.stdout.decode().split() == ["False", "msglc", msglc.__version__], proc.stderr.decode()

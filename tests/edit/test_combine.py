@@ -2,6 +2,7 @@
 inputs that leave the output untouched."""
 
 import io
+import zlib
 
 import msgpack
 import numpy as np
@@ -169,3 +170,42 @@ def test_raw_data_when_the_node_cache_is_evicted(monkeypatch):
         part = msglc.LazyReader(r["a"].raw_data())
         part.verify()
         assert part[199]["i"] == 199
+
+
+def _with_root_node(data: bytes, change) -> bytes:
+    """``data`` with its root TOC node's payload changed by ``change`` (CRC recomputed when
+    ``change`` keeps the framing valid, else left as it is)."""
+    with msglc.LazyReader(data) as r:
+        root = r.info().root
+    assert root is not None
+    out = bytearray(data)
+    out[root.position : root.position + root.size] = change(bytes(data[root.position : root.position + root.size]))
+    return bytes(out)
+
+
+def _flip(node: bytes) -> bytes:
+    return node[:3] + bytes([node[3] ^ 1]) + node[4:]
+
+
+def _unknown_type(node: bytes) -> bytes:
+    payload = node[:-4]
+    assert payload[1] == 4  # [tag 4 (StrideNode), ...]
+    payload = payload[:1] + b"\x09" + payload[2:]  # a node type a newer msglc might write
+    return payload + zlib.crc32(payload).to_bytes(4, "little")
+
+
+@pytest.mark.parametrize(("change", "error"), [(_flip, CorruptedError), (_unknown_type, UnsupportedVersionError)])
+def test_inputs_with_a_bad_root_node_are_refused(tmp_path, change, error):
+    """Every input's root node is checked before anything is written or changed: a damaged one
+    and one of a newer version are refused by combine and by append alike."""
+    bad = tmp_path / "bad.mlc"
+    bad.write_bytes(_with_root_node(msglc.dumps([[float(i)] * 1200 for i in range(10)]), change))
+    with pytest.raises(error):
+        msglc.combine(tmp_path / "out.mlc", [FileInfo(bad, "x")])
+    assert not (tmp_path / "out.mlc").exists()
+    target = tmp_path / "app.mlc"
+    msglc.dump(target, {"a": [1] * 5000})
+    before = target.read_bytes()
+    with pytest.raises(error):
+        msglc.append(target, [FileInfo(bad, "x")])
+    assert target.read_bytes() == before

@@ -183,3 +183,56 @@ def test_bad_sources():
         LazyReader(io.StringIO("text"))
     with pytest.raises(FileNotFoundError):
         LazyReader("/nonexistent/file.mlc")
+
+
+def test_inspection_api_describes_layout_and_nodes(tmp_path):
+    """info() and nodes() read the TOC only; a node that several parents share (append makes
+    the rows of a matrix share one) comes once, and location() says where a part is stored."""
+    path = tmp_path / "m.mlc"
+    msglc.dump(path, [[float(i)] * 1200 for i in range(10)], small_obj_optimization_threshold=1024)
+    msglc.append(path, [msglc.FileInfo(None, obj=[0.5] * 1200)], small_obj_optimization_threshold=1024)
+    with LazyReader(path) as r:
+        info = r.info()
+        assert info.version == (1, 1) and info.data_offset == 16 and info.threshold == 1024
+        assert info.file_size == path.stat().st_size and info.root is not None and info.root.kind == "list"
+        nodes = list(r.nodes())
+        kinds = [node.kind for _, _, node in nodes]
+        assert (
+            kinds.count("list") == 1 and kinds.count("fixed-stride list") == len({n.position for _, _, n in nodes}) - 1
+        )
+        assert len({node.position for _, _, node in nodes}) == len(nodes)  # each node once
+        assert list(r.nodes(max_depth=0)) == nodes[:1]
+        row = r[3]
+        where = row.location()
+        assert where.size == len(row.protocol_raw_data()) and r.read_many([3])[0] == row
+        assert bytes(r.raw_data()[where.offset : where.offset + where.size]) == row.protocol_raw_data()
+    with LazyReader(msglc.dumps({"small": 1})) as r:
+        assert r.info().root is None and list(r.nodes()) == []
+
+
+def test_inspection_after_close_is_refused():
+    r = LazyReader(msglc.dumps({"a": list(range(1000))}, small_obj_optimization_threshold=64))
+    part = r["a"]
+    r.close()
+    for call in (
+        r.info,
+        lambda: list(r.nodes()),
+        part.location,
+        part.raw_data,
+        lambda: list(r.iter_protocol_raw_data()),
+    ):
+        with pytest.raises(ValueError, match="closed"):
+            call()
+
+
+def test_a_damaged_row_is_not_copied_into_a_new_archive():
+    """A row of a fixed-stride list has no node of its own; raw_data() (and dump of the row)
+    decode it once, so damage in it is reported rather than copied under a fresh checksum."""
+    data = bytearray(msglc.dumps([[float(i)] * 100 for i in range(50)], small_obj_optimization_threshold=1024))
+    with LazyReader(bytes(data)) as r:
+        where = r[3].location()
+    data[where.offset + 3 + 9 * 7] = 0xC1  # never used in msgpack
+    with LazyReader(bytes(data)) as r:
+        with pytest.raises(msglc.CorruptedError, match="not valid msgpack"):
+            r[3].raw_data()
+        assert msglc.LazyReader(r[4].raw_data()).to_obj() == [4.0] * 100

@@ -274,8 +274,8 @@ def cmd_convert(args: argparse.Namespace) -> None:
                 try:
                     for chunk in reader.iter_protocol_raw_data(step):
                         out.write(chunk)
-                except CorruptedError as e:
-                    raise CliError(f"{args.input}: {e}; nothing was written") from None
+                except CorruptedError:
+                    raise CliError(f"{args.input}: data section checksum mismatch; nothing was written") from None
             return
         with atomic_file(args.output, False) as raw:
             text = _TextOut(raw)
