@@ -424,9 +424,9 @@ class Existing:
             return [o + shift for o in node.koffs], hashes, kids
         width, n = node.offs_width, node.n
         region = self.pos - node.index[0]
-        koffs = le_array("I" if width == 4 else "Q", bytes(self.archive.read(region, (n + 1) * width)))
-        records_at = region + region_layout(n, node.page_bits, width)[1]
-        records = le_array("Q", bytes(self.archive.read(records_at, 8 * n)))
+        table, records_at, _ = region_layout(n, node.page_bits, width)
+        koffs = le_array("I" if width == 4 else "Q", bytes(self.archive.read(region, table)))
+        records = le_array("Q", bytes(self.archive.read(region + records_at, 8 * n)))
         hashes = [0] * n
         for record in records:
             hashes[record & 0xFFFFFFFF] = record >> 32

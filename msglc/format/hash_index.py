@@ -8,11 +8,12 @@ records. Hashes are CRC-32 of the keys' msgpack encodings (stable across process
 
 from __future__ import annotations
 
+import struct
 import sys
 import zlib
 from array import array
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from itertools import repeat
 from operator import lshift, or_
 from typing import Literal, NamedTuple
@@ -64,6 +65,56 @@ def region_layout(n: int, page_bits: int, width: int) -> tuple[int, int, int]:
     table = (n + 1) * width
     records = table + ((1 << page_bits) + 1) * 8
     return table, records, records + 8 * n
+
+
+def entries_of_hash(
+    read: Callable[[int, int], bytes | memoryview],
+    damaged: Callable[[str], Exception],
+    region: int,
+    n: int,
+    page_bits: int,
+    width: int,
+    h: int,
+    span: tuple[int, int],
+) -> list[tuple[int, int]]:
+    """(start, stop) of every entry whose key hash is ``h``, in record order, from the index
+    region at ``region`` over ``n`` entries: one read of the page's slot in the page table, one
+    of its records (CRC-checked), one of each candidate's entry offsets, which must lie in
+    ``span`` (the dict's entries, as offsets from its start). ``read(offset, size)`` reads the
+    file; ``damaged(message)`` makes the error to raise for bytes that do not fit."""
+    table, records, _ = region_layout(n, page_bits, width)
+    page = h >> (32 - page_bits)
+    slot = region + table + 8 * page
+    first, page_crc, end = _PAGE_SLOT.unpack(read(slot, 12))
+    if not first <= end <= n:
+        raise damaged(f"hash index page {page} at offset {slot} has bounds {first}..{end} outside 0..{n}")
+    at = region + records + 8 * first
+    recs = read(at, 8 * (end - first))
+    if zlib.crc32(recs) != page_crc:
+        raise damaged(f"hash index page {page} at offset {at} fails its checksum")
+    page_records = array("Q")
+    page_records.frombytes(recs)
+    if sys.byteorder == "big":
+        page_records.byteswap()
+    lo, hi = span
+    pair = _OFFSET_PAIRS[width]
+    found = []
+    for r in range(bisect_left(page_records, h << 32), len(page_records)):
+        record = page_records[r]
+        if record >> 32 != h:
+            break
+        entry = record & 0xFFFFFFFF
+        entry_at = region + entry * width
+        start, stop = pair.unpack(read(entry_at, 2 * width)) if entry < n else (0, 0)
+        if not lo <= start < stop <= hi:
+            raise damaged(f"hash index entry at offset {entry_at} points outside its dict")
+        found.append((start, stop))
+    return found
+
+
+# a page-table slot and the next slot's first record: (first record, CRC-32 of the page's records, end)
+_PAGE_SLOT = struct.Struct("<III")
+_OFFSET_PAIRS = {4: struct.Struct("<II"), 8: struct.Struct("<QQ")}  # an entry's offset and the next one's
 
 
 class Region(NamedTuple):

@@ -6,18 +6,16 @@ indexing reads only the span holding the item. Small containers come back as pla
 
 from __future__ import annotations
 
-import struct
 import sys
 import zlib
-from array import array
-from bisect import bisect_left, bisect_right
+from bisect import bisect_right
 from collections.abc import Callable, ItemsView, Iterator, Mapping, Sequence, ValuesView
 from typing import Any
 
 import msgspec
 
 from msglc.errors import CorruptedError
-from msglc.format.hash_index import region_layout
+from msglc.format.hash_index import entries_of_hash
 from msglc.format.msgpack import array_header, map_header
 from msglc.format.nodes import HashMapNode, ListNode, MapNode, Node, StrideNode
 from msglc.format.numpy_ext import ext_hook
@@ -34,7 +32,6 @@ _raw_pair = msgspec.msgpack.Decoder(tuple[msgspec.Raw, msgspec.Raw])
 _decode = msgspec.msgpack.Decoder(ext_hook=ext_hook).decode
 
 
-_NEED_SWAP = sys.byteorder == "big"
 
 
 class LazyList(LazyNode, Sequence[Any]):
@@ -381,35 +378,9 @@ class _HashDict(LazyDict):
         a = self._a
         kb = _encode_key(key)
         h = zlib.crc32(kb)
-        width = node.offs_width
         region = self._pos - node.index[0]
-        table, records, _ = region_layout(node.n, node.page_bits, width)
-        table += region
-        records += region
-        page = h >> (32 - node.page_bits)
-        first, page_crc, end = struct.unpack("<III", a.read(table + 8 * page, 12))
-        if not first <= end <= node.n:
-            raise a.damaged(
-                f"hash index page {page} at offset {table + 8 * page} has bounds {first}..{end} outside 0..{node.n}"
-            )
-        recs = a.read(records + 8 * first, 8 * (end - first))
-        if zlib.crc32(recs) != page_crc:
-            raise a.damaged(f"hash index page {page} at offset {records + 8 * first} fails its checksum")
-        page_records = array("Q")
-        page_records.frombytes(recs)
-        if _NEED_SWAP:
-            page_records.byteswap()
-        lo, hi = node.offs[0], node.offs[-1]
-        fmt = "<II" if width == 4 else "<QQ"
-        for r in range(bisect_left(page_records, h << 32), len(page_records)):
-            record = page_records[r]
-            if record >> 32 != h:
-                break
-            entry = record & 0xFFFFFFFF
-            entry_at = region + entry * width
-            start, stop = struct.unpack(fmt, a.read(entry_at, 2 * width)) if entry < node.n else (0, 0)
-            if not lo <= start < stop <= hi:
-                raise a.damaged(f"hash index entry at offset {entry_at} points outside its dict")
+        span = (node.offs[0], node.offs[-1])
+        for start, stop in entries_of_hash(a.read, a.damaged, region, node.n, node.page_bits, node.offs_width, h, span):
             data = a.read(self._base + start, stop - start)
             if data[: len(kb)] == kb:
                 return a.decode(data[len(kb) :], self._base + start + len(kb))
