@@ -32,8 +32,6 @@ _raw_pair = msgspec.msgpack.Decoder(tuple[msgspec.Raw, msgspec.Raw])
 _decode = msgspec.msgpack.Decoder(ext_hook=ext_hook).decode
 
 
-
-
 class LazyList(LazyNode, Sequence[Any]):
     """A read-only ``Sequence`` over a large list in an archive."""
 
