@@ -163,7 +163,8 @@ def cmd_info(args: argparse.Namespace) -> None:
         info = reader.info()
         counts = dict.fromkeys(KINDS, 0)
         blocks = 0
-        for _, _, node in reader.nodes() if info.root is not None else ():
+        nodes = {node.position: node for _, _, node in reader.nodes()}  # each node once
+        for node in nodes.values():
             counts[node.kind] += 1
             blocks += node.blocks
         kind, length = type_of(reader.read())

@@ -75,13 +75,11 @@ def entries_of_hash(
     page_bits: int,
     width: int,
     h: int,
-    span: tuple[int, int],
-) -> list[tuple[int, int]]:
-    """(start, stop) of every entry whose key hash is ``h``, in record order, from the index
-    region at ``region`` over ``n`` entries: one read of the page's slot in the page table, one
-    of its records (CRC-checked), one of each candidate's entry offsets, which must lie in
-    ``span`` (the dict's entries, as offsets from its start). ``read(offset, size)`` reads the
-    file; ``damaged(message)`` makes the error to raise for bytes that do not fit."""
+) -> list[int]:
+    """The entries whose key hash is ``h``, in record order (usually one; more only where keys
+    collide), from the index region at ``region`` over ``n`` entries: one read of the page's
+    slot in the page table and one of its records, whose CRC-32 is checked. ``read(offset,
+    size)`` reads the file; ``damaged(message)`` makes the error for bytes that do not fit."""
     table, records, _ = region_layout(n, page_bits, width)
     page = h >> (32 - page_bits)
     slot = region + table + 8 * page
@@ -96,20 +94,31 @@ def entries_of_hash(
     page_records.frombytes(recs)
     if sys.byteorder == "big":
         page_records.byteswap()
-    lo, hi = span
-    pair = _OFFSET_PAIRS[width]
     found = []
     for r in range(bisect_left(page_records, h << 32), len(page_records)):
         record = page_records[r]
         if record >> 32 != h:
             break
-        entry = record & 0xFFFFFFFF
-        entry_at = region + entry * width
-        start, stop = pair.unpack(read(entry_at, 2 * width)) if entry < n else (0, 0)
-        if not lo <= start < stop <= hi:
-            raise damaged(f"hash index entry at offset {entry_at} points outside its dict")
-        found.append((start, stop))
+        found.append(record & 0xFFFFFFFF)
     return found
+
+
+def entry_span(
+    read: Callable[[int, int], bytes | memoryview],
+    damaged: Callable[[str], Exception],
+    region: int,
+    n: int,
+    width: int,
+    entry: int,
+    span: tuple[int, int],
+) -> tuple[int, int]:
+    """(start, stop) of ``entry`` (key and value, as offsets from the dict's start), read from
+    the region's entry offsets; they must lie in ``span``, the dict's entries."""
+    at = region + entry * width
+    start, stop = _OFFSET_PAIRS[width].unpack(read(at, 2 * width)) if entry < n else (0, 0)
+    if not span[0] <= start < stop <= span[1]:
+        raise damaged(f"hash index entry at offset {at} points outside its dict")
+    return start, stop
 
 
 # a page-table slot and the next slot's first record: (first record, CRC-32 of the page's records, end)

@@ -84,23 +84,23 @@ def describe(node: Node, pos: int, size: int) -> NodeInfo:
 def walk(a: Archive, pos: int, size: int, max_depth: int | None = None) -> Iterator[tuple[int, str, NodeInfo]]:
     """(depth, label within its parent, info) of the node at ``pos`` and of the nodes below it,
     depth first in stored order, down to ``max_depth`` levels below it (None: all). A node that
-    several parents refer to (``append`` shares one row node among the rows of a matrix) comes
-    once, under the first."""
-    stack: list[tuple[int, str, int, int]] = [(0, "", pos, size)]
+    several parents refer to (``append`` shares one row node among the rows of a matrix) is
+    listed under each but expanded once, so the walk is as long as the references, whatever
+    the file (count distinct ``position`` values to count nodes)."""
+    stack: list[tuple[int, str, int, int, bool]] = [(0, "", pos, size, True)]
     seen = {pos}
     while stack:
-        depth, label, here, length = stack.pop()
+        depth, label, here, length, expand = stack.pop()
         node = a.node(here, length)
         yield depth, label, describe(node, here, length)
-        if max_depth is not None and depth >= max_depth or isinstance(node, (StrideNode, ArrayNode)):
+        if not expand or max_depth is not None and depth >= max_depth or isinstance(node, (StrideNode, ArrayNode)):
             continue
         names = _labels(node)
         below = []
         for k, ref in sorted(node.kids.items()):
             child = a.referred(here, ref)
-            if child not in seen:
-                seen.add(child)
-                below.append((depth + 1, str(names[k]), child, ref[1]))
+            below.append((depth + 1, str(names[k]), child, ref[1], child not in seen))
+            seen.add(child)
         stack.extend(reversed(below))
 
 

@@ -170,8 +170,9 @@ class LazyReader:
 
     def nodes(self, path: Any = None, max_depth: int | None = None) -> Iterator[tuple[int, str, NodeInfo]]:
         """(depth, label, ``NodeInfo``) of the TOC node of the value at ``path`` and of the
-        nodes below it, depth first, down to ``max_depth`` levels (None: all). Nothing for a
-        value without a node of its own (small, or a row of a fixed-stride list)."""
+        nodes below it, depth first, down to ``max_depth`` levels (None: all); a node several
+        parents share is listed under each, expanded once. Nothing for a value without a node
+        of its own (small, or a row of a fixed-stride list)."""
         value = self._root_obj() if path is None else self.read(path)
         if not isinstance(value, LazyNode):
             return iter(())

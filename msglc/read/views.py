@@ -15,7 +15,7 @@ from typing import Any
 import msgspec
 
 from msglc.errors import CorruptedError
-from msglc.format.hash_index import entries_of_hash
+from msglc.format.hash_index import entries_of_hash, entry_span
 from msglc.format.msgpack import array_header, map_header
 from msglc.format.nodes import HashMapNode, ListNode, MapNode, Node, StrideNode
 from msglc.format.numpy_ext import ext_hook
@@ -378,7 +378,8 @@ class _HashDict(LazyDict):
         h = zlib.crc32(kb)
         region = self._pos - node.index[0]
         span = (node.offs[0], node.offs[-1])
-        for start, stop in entries_of_hash(a.read, a.damaged, region, node.n, node.page_bits, node.offs_width, h, span):
+        for entry in entries_of_hash(a.read, a.damaged, region, node.n, node.page_bits, node.offs_width, h):
+            start, stop = entry_span(a.read, a.damaged, region, node.n, node.offs_width, entry, span)
             data = a.read(self._base + start, stop - start)
             if data[: len(kb)] == kb:
                 return a.decode(data[len(kb) :], self._base + start + len(kb))

@@ -110,3 +110,31 @@ def test_c_and_python_paths_write_identical_archives(threshold, monkeypatch):
             r.verify()
             key = list(doc)[len(doc) // 2]
             assert msglc.dumps(msglc.to_obj(r[[key]])) == msglc.dumps(doc[key])  # same value, arrays included
+
+
+def test_keys_with_equal_hashes_are_probed_in_record_order():
+    """Two keys whose encodings have the same CRC-32 share a page run: the first costs what any
+    key costs (page slot, records, entry offsets, entry), the second reads the first entry on
+    the way, and neither is disturbed by damage to the other's entry."""
+    first, second = "s29685295", "s32060020"  # crc32 of their msgpack encodings collide
+    assert zlib.crc32(msgspec.msgpack.encode(first)) == zlib.crc32(msgspec.msgpack.encode(second))
+    d = {f"k{i}": i for i in range(3000)} | {first: "A", second: "B"}
+    data = msglc.dumps(d)
+    requests = {}
+    for key in (first, second, "k5"):
+        stats = LazyStats()
+        with msglc.LazyReader(data, counter=stats, cached=False) as r:
+            r[key]
+            stats.clear()
+            assert r[key] == d[key]
+            requests[key] = stats.requests
+    assert requests == {first: 4, second: 6, "k5": 4}
+    with msglc.LazyReader(data) as r:
+        where = r.read().location()
+    bad = bytearray(data)
+    at = bad.index(msgspec.msgpack.encode(second), where.offset)  # the second entry's key
+    bad[at + 1] ^= 0x20  # another key now: its record no longer matches it
+    with msglc.LazyReader(bytes(bad)) as r:
+        assert r[first] == "A"
+        with pytest.raises(msglc.CorruptedError, match="does not match its hash index record"):
+            r[second]
