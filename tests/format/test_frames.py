@@ -1,0 +1,102 @@
+"""The seek table of a compressed data section (format/frames.py): what standard zstd tools
+read, what msglc maps offsets with, and refusals of every malformed table before any
+allocation from its numbers."""
+
+import random
+import struct
+
+import pytest
+
+from msglc import CorruptedError, UnsupportedVersionError
+from msglc.format.frames import FOOTER_SIZE, pack_seek_table, parse_seek_table, seek_table_size
+
+zstandard = pytest.importorskip("zstandard")
+
+
+def section(plain: bytes, cuts: list[int]) -> tuple[bytes, list[tuple[int, int]]]:
+    """A data section: independent frames of plain[cuts[i]:cuts[i + 1]], then the seek table."""
+    compressor = zstandard.ZstdCompressor(level=3, write_checksum=True)
+    spans = list(zip(cuts, cuts[1:], strict=False))
+    frames = [compressor.compress(plain[a:b]) for a, b in spans]
+    sizes = [(len(f), b - a) for f, (a, b) in zip(frames, spans, strict=True)]
+    return b"".join(frames) + pack_seek_table(sizes), sizes
+
+
+def table_of(data: bytes, max_frame: int = 1 << 20):
+    size = seek_table_size(data[-FOOTER_SIZE:])
+    return parse_seek_table(data[len(data) - size :], len(data), max_frame)
+
+
+def test_standard_tools_read_the_section_as_the_plain_data():
+    rng = random.Random(1)
+    plain = bytes(rng.choice(b"abcdefgh") for _ in range(200_000))
+    data, _ = section(plain, [0, 50_000, 50_001, 120_000, 200_000])
+    with zstandard.ZstdDecompressor().stream_reader(data, read_across_frames=True) as reader:
+        assert reader.read() == plain  # the seek table is a skippable frame
+
+
+def test_logical_offsets_map_to_their_frames():
+    plain = bytes(range(256)) * 1000
+    cuts = [0, 1000, 1001, 60_000, 256_000]
+    data, sizes = section(plain, cuts)
+    table = table_of(data)
+    assert table.frames == 4 and list(table.logical) == cuts
+    assert list(table.stored) == [0, *[sum(c for c, _ in sizes[: i + 1]) for i in range(4)]]
+    decompressor = zstandard.ZstdDecompressor()
+    for offset in (0, 999, 1000, 1001, 59_999, 60_000, 255_999):
+        i = table.frame_of(offset)
+        assert table.logical[i] <= offset < table.logical[i + 1]
+        frame = decompressor.decompress(data[table.stored[i] : table.stored[i + 1]])
+        assert frame[offset - table.logical[i]] == plain[offset]
+
+
+def test_an_empty_section_has_an_empty_table():
+    data = pack_seek_table([])
+    table = table_of(data)
+    assert table.frames == 0 and list(table.logical) == [0]
+
+
+def _footer(count: int, descriptor: int = 0, magic: int = 0x8F92EAB1) -> bytes:
+    return struct.pack("<IBI", count, descriptor, magic)
+
+
+@pytest.mark.parametrize(
+    ("footer", "error", "match"),
+    [
+        (_footer(1, magic=0x12345678), CorruptedError, "no seek table"),
+        (_footer(1, descriptor=0x80), UnsupportedVersionError, "descriptor"),
+        (_footer(1, descriptor=0x04), UnsupportedVersionError, "descriptor"),
+    ],
+)
+def test_footers_msglc_does_not_read_are_refused(footer, error, match):
+    with pytest.raises(error, match=match):
+        seek_table_size(footer)
+
+
+def test_malformed_tables_are_refused_before_allocating():
+    data, sizes = section(bytes(100_000), [0, 40_000, 100_000])
+    table_bytes = data[len(data) - seek_table_size(data[-FOOTER_SIZE:]) :]
+    # a count of 2**32 - 1 frames: refused from the footer alone (the table cannot fit)
+    huge = data[:-FOOTER_SIZE] + _footer(2**32 - 1)
+    with pytest.raises(CorruptedError, match="does not fit"):
+        table_of(huge)
+    # a frame claiming to decompress to more than the reader allows (a decompression bomb)
+    with pytest.raises(CorruptedError, match="out of bounds"):
+        table_of(data, max_frame=50_000)
+    # sizes that do not tile the section
+    shifted = bytearray(data)
+    entry = len(data) - len(table_bytes) + 8  # the first entry's compressed size
+    shifted[entry : entry + 4] = struct.pack("<I", sizes[0][0] + 1)
+    with pytest.raises(CorruptedError, match="do not make"):
+        table_of(bytes(shifted))
+    # a decompressed size of zero, and a stored size below the smallest frame
+    for value, where in ((0, entry + 4), (3, entry)):
+        bad = bytearray(data)
+        bad[where : where + 4] = struct.pack("<I", value)
+        with pytest.raises(CorruptedError, match="out of bounds"):
+            table_of(bytes(bad))
+    # not a skippable frame
+    bad = bytearray(data)
+    bad[len(data) - len(table_bytes)] ^= 1
+    with pytest.raises(CorruptedError, match="skippable"):
+        table_of(bytes(bad))
