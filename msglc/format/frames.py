@@ -30,6 +30,8 @@ FOOTER_SIZE = _FOOTER.size  # 9
 _CHECKSUM_FLAG = 0x80
 _RESERVED_BITS = 0x7C
 MIN_FRAME = 9  # bytes of the smallest zstd frame (header, one empty block), a bound for the count
+MIN_FRAME_SIZE = 4096  # plain bytes per frame that writers use at least (but for the last)
+MAX_FRAME = 1 << 20  # plain bytes of any frame: a reader refuses a table claiming more
 
 
 class FrameTable(NamedTuple):

@@ -1,0 +1,118 @@
+"""``FramedSource``: a compressed archive read as if its data section were plain (format 2.0,
+in progress: docs/compression.md). Logical offsets inside the data section are served from
+the zstd frames that hold them, each decompressed at most once while it stays in a small
+cache; offsets before it (the header) and after it (TOC, trailer) from the file, shifted by
+what compression saved."""
+
+from __future__ import annotations
+
+import threading
+from bisect import bisect_right
+from collections import OrderedDict
+from typing import Any
+
+from msglc.errors import CorruptedError
+from msglc.format.frames import FrameTable
+from msglc.io.base import Source
+
+CACHE_FRAMES = 16  # decompressed frames kept (at most 16 MB; 16 x the threshold typically)
+
+
+def _zstandard() -> Any:
+    try:
+        import zstandard
+    except ImportError:
+        raise ImportError("this archive is compressed: pip install 'msglc[zstd]' to read it") from None
+    return zstandard
+
+
+class FramedSource(Source):
+    """``raw`` holds ``data_off`` bytes, then the frames of ``table`` (``stored`` bytes with
+    the seek table), then the rest; this source shows ``data_off`` bytes, the plain data
+    (``table.logical[-1]`` bytes), then the rest."""
+
+    def __init__(self, raw: Source, data_off: int, table: FrameTable, stored: int) -> None:
+        self._zstd = _zstandard()
+        self.raw = raw
+        self.data_off = data_off
+        self.table = table
+        self.plain = table.logical[-1]
+        self.shift = stored - self.plain  # add to a logical offset past the data to find it in the file
+        self.size = raw.size - self.shift
+        self.counter = raw.counter
+        self.counts_itself = raw.counts_itself
+        self.max_gap = raw.max_gap
+        self.max_request = raw.max_request
+        self._frames: OrderedDict[int, bytes] = OrderedDict()
+        self._lock = threading.Lock()
+        self._local = threading.local()
+
+    def read(self, offset: int, size: int) -> bytes | memoryview:
+        end, data_end = offset + size, self.data_off + self.plain
+        if end <= self.data_off:
+            return self.raw.read(offset, size)
+        if offset >= data_end:
+            return self.raw.read(offset + self.shift, size)
+        if offset < 0 or size < 0 or end > self.size:
+            raise self._short(offset, size, max(0, min(size, self.size - offset)))
+        parts: list[bytes | memoryview] = []
+        if offset < self.data_off:
+            parts.append(self.raw.read(offset, self.data_off - offset))
+        lo, hi = max(offset, self.data_off) - self.data_off, min(end, data_end) - self.data_off
+        first = bisect_right(self.table.logical, lo) - 1
+        for i in range(first, self.table.frames):
+            start = self.table.logical[i]
+            if start >= hi:
+                break
+            frame = self.frame(i)
+            parts.append(memoryview(frame)[max(lo - start, 0) : min(hi - start, len(frame))])
+        if end > data_end:
+            parts.append(self.raw.read(data_end + self.shift, end - data_end))
+        return parts[0] if len(parts) == 1 else b"".join(parts)
+
+    def frame(self, i: int) -> bytes:
+        """Frame ``i`` decompressed: from the cache, or read and decompressed (and checked: its
+        declared size must be the table's, its zstd checksum must hold)."""
+        with self._lock:
+            cached = self._frames.get(i)
+            if cached is not None:
+                self._frames.move_to_end(i)
+                return cached
+        start, stop = self.table.stored[i], self.table.stored[i + 1]
+        at = self.data_off + start
+        data = self.raw.read(at, stop - start)
+        expected = self.table.logical[i + 1] - self.table.logical[i]
+        zstd = self._zstd
+        try:
+            declared = zstd.frame_content_size(data)
+        except zstd.ZstdError as e:
+            raise CorruptedError(f"compressed frame {i} at offset {at} is not a zstd frame: {e}") from None
+        if declared != expected:
+            raise CorruptedError(
+                f"compressed frame {i} at offset {at} declares {declared} bytes where the seek table says {expected}"
+            )
+        decompressor = getattr(self._local, "decompressor", None)
+        if decompressor is None:  # one per thread: a decompressor is not thread-safe
+            decompressor = self._local.decompressor = zstd.ZstdDecompressor()
+        try:
+            frame: bytes = decompressor.decompress(data, max_output_size=expected)
+        except zstd.ZstdError as e:
+            raise CorruptedError(f"compressed frame {i} at offset {at} does not decompress: {e}") from None
+        if len(frame) != expected:
+            raise CorruptedError(f"compressed frame {i} at offset {at} holds {len(frame)} bytes, not {expected}")
+        with self._lock:
+            self._frames[i] = frame
+            if len(self._frames) > CACHE_FRAMES:
+                self._frames.popitem(last=False)
+        return frame
+
+    def stamp(self) -> object:
+        return self.raw.stamp()
+
+    def identity(self) -> tuple[int, int] | None:
+        return self.raw.identity()
+
+    def close(self) -> None:
+        super().close()
+        self._frames.clear()
+        self.raw.close()
