@@ -19,12 +19,17 @@ class Config:
     returning, so the archive survives a power loss too, not only a crash of the process.
     ``numpy_encoder``: store NumPy arrays as typed binary (read back as arrays, lazily when
     large); with False they are stored as nested lists and read back as lists.
+    ``compression``: None (plain msgpack data) or ``"zstd"`` (independent zstd frames of about
+    the threshold each; needs ``msglc[zstd]``; ``dump`` and ``dumps`` only, so far);
+    ``compression_level``: the zstd level, 1 to 22.
     """
 
     small_obj_optimization_threshold: int = 8192
     disable_gc: bool = True
     durable: bool = False
     numpy_encoder: bool = True
+    compression: str | None = None
+    compression_level: int = 3
 
 
 _NAMES = frozenset(f.name for f in fields(Config))
@@ -40,9 +45,23 @@ def _check(options: dict[str, Any]) -> None:
         not isinstance(threshold, int) or isinstance(threshold, bool) or not 64 <= threshold <= 2**31
     ):
         raise ValueError(f"small_obj_optimization_threshold must be an int in [64, 2**31], got {threshold!r}")
+    if "compression" in options and options["compression"] not in (None, "zstd"):
+        raise ValueError(f"compression must be None or 'zstd', got {options['compression']!r}")
+    level = options.get("compression_level")
+    if level is not None and (not isinstance(level, int) or isinstance(level, bool) or not 1 <= level <= 22):
+        raise ValueError(f"compression_level must be an int in [1, 22], got {level!r}")
     for name in ("disable_gc", "durable", "numpy_encoder"):
         if name in options and not isinstance(options[name], bool):
             raise TypeError(f"{name} must be True or False, got {options[name]!r}")
+
+
+def refuse_compression(cfg: Config, caller: str) -> None:
+    """For the writers that cannot compress yet: a clear error rather than a plain archive."""
+    if cfg.compression is not None:
+        raise ValueError(
+            f"{caller}() cannot write compressed archives yet (compression={cfg.compression!r}): "
+            "dump() and dumps() of an in-memory value can"
+        )
 
 
 def configure(**options: Any) -> Config:

@@ -169,13 +169,18 @@ def cmd_info(args: argparse.Namespace) -> None:
             blocks += node.blocks
         kind, length = type_of(reader.read())
         free = info.free_space
+        data = f"{info.data_size:,} bytes (plain msgpack)"
+        if info.compression:
+            ratio = info.data_size / info.stored_data_size
+            stored = f"{info.stored_data_size:,} bytes of {info.compression} frames"
+            data = f"{info.data_size:,} bytes of msgpack in {stored} ({ratio:.2f}x)"
         toc = f"{info.toc_size:,} bytes" + (f" after {free:,} bytes of free space (left by append)" if free else "")
         root = kind + (f" of {length:,}" if length is not None else "")
         root += " (small: read whole)" if info.root is None else ""
         lines = [
             ("format", "{}.{}".format(*info.version)),
             ("file", f"{info.file_size:,} bytes"),
-            ("data", f"{info.data_size:,} bytes (plain msgpack)"),
+            ("data", data),
             ("TOC", toc),
             ("threshold", f"{info.threshold:,} bytes"),
             ("root", root),

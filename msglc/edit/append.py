@@ -18,7 +18,7 @@ from typing import IO, Any, cast
 
 import msgspec
 
-from msglc.config import Config, current
+from msglc.config import Config, current, refuse_compression
 from msglc.edit.combine import (
     combine_into,
     copy_entries,
@@ -40,6 +40,7 @@ from msglc.edit.inputs import (
 )
 from msglc.errors import CorruptedError, UnsupportedVersionError
 from msglc.format.container import (
+    COMPRESSED,
     FREE_SPACE_MINOR,
     HEADER_SIZE,
     MINOR,
@@ -110,6 +111,7 @@ def _append(
     options: dict[str, Any],
     progress: Callable[[int], None],
 ) -> None:
+    refuse_compression(current(**options), "append")
     names = [info.name for info in infos]
     if infos and (names[0] is not None) != existing.is_map:
         raise ValueError(
@@ -297,7 +299,12 @@ class Existing:
         self.trailer = t = self.archive.trailer
         first = bytes(self.archive.read(0, HEADER_SIZE + min(5, t.data_len)))  # header, root header
         self.header, self.head = first[:HEADER_SIZE], first[HEADER_SIZE:]
-        minor = header_version(self.header)[1]
+        major, minor = header_version(self.header)
+        if major == COMPRESSED:
+            raise UnsupportedVersionError(
+                f"{os.fspath(path)!r} is compressed (format {major}.{minor}): append() cannot extend it in place "
+                "yet; combine() it with the new entries into a new archive"
+            )
         if minor > FREE_SPACE_MINOR:
             raise UnsupportedVersionError(
                 f"{os.fspath(path)!r} is format 1.{minor}, newer than this msglc can append to (1.{FREE_SPACE_MINOR})"

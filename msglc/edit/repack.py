@@ -19,7 +19,7 @@ def repack(target: Any, source: LazyReader | LazyNode, options: dict[str, Any]) 
     anew."""
     a = archive_of(source)
     cfg = current(**options)
-    if cfg.small_obj_optimization_threshold != a.trailer.threshold:
+    if cfg.small_obj_optimization_threshold != a.trailer.threshold or cfg.compression is not None:
         return dump_decoded(target, source.to_obj(), **options)
     parts: Iterator[bytes | memoryview] = compacted(a) if isinstance(source, LazyReader) else standalone(source)
     with output(target, cfg.durable) as f:

@@ -31,6 +31,7 @@ END_MAGIC = b"\x89MLC-TOC"
 MAJOR = 1
 
 
+COMPRESSED = 2  # the major version of compressed archives (2.0: docs/compression.md)
 MINOR = 1  # what writers put in a new archive: 1.1, NumPy arrays (ext type 78, ArrayNode)
 
 
@@ -59,10 +60,10 @@ TRAILER_SIZE = _TRAILER.size  # 64
 U32 = struct.Struct("<I")  # every little-endian u32 of the format: CRCs, lengths
 
 
-def pack_header(minor: int = MINOR, end: int = 0) -> bytes:
+def pack_header(minor: int = MINOR, end: int = 0, major: int = MAJOR) -> bytes:
     """The 16-byte header. ``end`` is the committed end of the archive, nonzero only while
     ``append`` works on a file (or after it died midway): bytes past it are not part of it."""
-    return _HEADER.pack(MAGIC, MAJOR, minor, end.to_bytes(6, "little"))
+    return _HEADER.pack(MAGIC, major, minor, end.to_bytes(6, "little"))
 
 
 def header_version(header: bytes | memoryview) -> tuple[int, int]:
@@ -94,8 +95,10 @@ def check_header(buf: bytes) -> None:
     magic, major, minor, _ = _HEADER.unpack_from(buf)
     if magic != MAGIC:
         raise NotAnArchiveError(f"not an msglc archive: expected magic {MAGIC!r} at offset 0, found {bytes(magic)!r}")
-    if major != MAJOR:
-        raise UnsupportedVersionError(f"archive format {major}.{minor} is not readable by this msglc (reads {MAJOR}.x)")
+    if major not in (MAJOR, COMPRESSED):
+        raise UnsupportedVersionError(
+            f"archive format {major}.{minor} is not readable by this msglc (reads {MAJOR}.x and {COMPRESSED}.0)"
+        )
 
 
 class Trailer(msgspec.Struct, frozen=True):

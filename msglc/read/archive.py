@@ -20,14 +20,18 @@ from msglc.errors import (
     UnsupportedVersionError,
 )
 from msglc.format.container import (
+    COMPRESSED,
     END_MAGIC,
     HEADER_SIZE,
     MAGIC,
     TRAILER_SIZE,
+    Trailer,
     check_header,
     header_end,
+    header_version,
     unpack_trailer,
 )
+from msglc.format.frames import FOOTER_SIZE, MAX_FRAME, parse_seek_table, seek_table_size
 from msglc.format.msgpack import container_header
 from msglc.format.nodes import (
     ArrayNode,
@@ -42,6 +46,8 @@ from msglc.format.nodes import (
     unframe_node,
 )
 from msglc.format.numpy_ext import ext_hook, parse_head
+from msglc.io.base import Source
+from msglc.io.framed import FramedSource
 from msglc.io.open_source import open_source
 from msglc.util.checksum import ParallelCrc
 
@@ -137,19 +143,8 @@ class Archive:
         self.nodes: dict[int, Node] = {}
         self.node_sizes: dict[int, int] = {}  # framed length of each cached node
         self.key_maps: dict[int, dict[str | int, int]] = {}
-        read: Callable[[int, int], bytes | memoryview] = self.src.read
-        if counter is not None and not self.src.counts_itself:
-
-            def read(
-                offset: int,
-                size: int,
-                _read: Callable[[int, int], bytes | memoryview] = self.src.read,
-                _add: Callable[[int], None] = counter.add,
-            ) -> bytes | memoryview:
-                _add(size)
-                return _read(offset, size)
-
-        self.read: Callable[[int, int], bytes | memoryview] = read
+        self.file = self.src  # the file itself; ``src`` may put a FramedSource in front of it
+        self._bind(self.src)
         self.root_view: Any = None
         self._make_root = root
         self.opened: object = None  # the source's stamp of the state opened
@@ -158,6 +153,24 @@ class Archive:
         except BaseException:
             self.src.close()
             raise
+
+    def _bind(self, source: Source) -> None:
+        """Read through ``source`` from now on (counting the bytes in ``counter``)."""
+        self.src = source
+        read: Callable[[int, int], bytes | memoryview] = source.read
+        counter = self.counter
+        if counter is not None and not source.counts_itself:
+
+            def read(
+                offset: int,
+                size: int,
+                _read: Callable[[int, int], bytes | memoryview] = source.read,
+                _add: Callable[[int], None] = counter.add,
+            ) -> bytes | memoryview:
+                _add(size)
+                return _read(offset, size)
+
+        self.read: Callable[[int, int], bytes | memoryview] = read
 
     def _open_consistently(self) -> object:
         """Open (header, trailer, and the root's node and header), reading them again if the
@@ -195,6 +208,8 @@ class Archive:
         return CorruptedError(message)
 
     def _open(self) -> None:
+        if self.src is not self.file:  # a second attempt at a compressed archive
+            self._bind(self.file)
         self.size = size = self.src.size  # the archive's end: the file's, or the header's
         head = self.read(0, min(size, HEADER_SIZE))
         self.header = bytes(head)
@@ -214,12 +229,33 @@ class Archive:
         if bytes(tail[-len(END_MAGIC) :]) != END_MAGIC:
             raise _NoTrailer(f"no msglc trailer at the end of the file ({size} bytes): truncated or not an archive")
         self.trailer = t = unpack_trailer(bytes(tail), size, self.header)
+        self.file_size = size
+        self.stored_data_len = t.data_len  # the data section's bytes in the file
+        if header_version(self.header)[0] == COMPRESSED:
+            self.trailer = t = self._framed(t)
         self.data_end = t.data_off + t.data_len
         self.toc_end = t.toc_off + t.toc_len
         if t.root_len and self._make_root is not None:
             self.root_view = self._make_root(self)
         elif t.root_len:
             self.container(t.data_off, t.data_len, t.toc_off + t.root_pos, t.root_len)
+
+    def _framed(self, t: Trailer) -> Trailer:
+        """Serve the data section of a compressed archive as the plain data it holds: read its
+        seek table, put a ``FramedSource`` in front of the file, and return the trailer of that
+        logical view (the data as long as it decompresses to, the TOC right after it); every
+        check and offset after this one is the same as for a plain archive."""
+        stored, end = t.data_len, t.data_off + t.data_len
+        if stored < FOOTER_SIZE:
+            raise CorruptedError(f"compressed data section of {stored} bytes cannot hold its seek table")
+        size = seek_table_size(self.read(end - FOOTER_SIZE, FOOTER_SIZE))
+        if size > stored:
+            raise CorruptedError(f"a seek table of {size} bytes does not fit the {stored}-byte data section")
+        table = parse_seek_table(self.read(end - size, size), stored, MAX_FRAME)
+        self._bind(FramedSource(self.file, t.data_off, table, stored))
+        plain = table.logical[-1]
+        self.size -= stored - plain
+        return msgspec.structs.replace(t, data_len=plain, toc_off=t.toc_off - stored + plain)
 
     def _no_trailer(self, size: int) -> NoReturn:
         """Say why the file does not end in a trailer: truncated, or bytes after a complete

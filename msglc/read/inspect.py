@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import NamedTuple
 
-from msglc.format.container import header_version
+from msglc.format.container import COMPRESSED, header_version
 from msglc.format.nodes import ArrayNode, HashMapNode, ListNode, MapNode, Node, StrideNode, node_span
 from msglc.read.archive import Archive
 
@@ -39,6 +39,8 @@ class ArchiveInfo(NamedTuple):
     file_size: int
     data_offset: int
     data_size: int  # the data section: plain msgpack of the stored object
+    compression: str | None  # None, or "zstd": the data section is stored as zstd frames
+    stored_data_size: int  # the data section's bytes in the file (data_size when not compressed)
     toc_offset: int
     toc_size: int
     free_space: int  # between the data and the TOC (left by ``append``)
@@ -51,9 +53,11 @@ def archive_info(a: Archive) -> ArchiveInfo:
     t = a.trailer
     return ArchiveInfo(
         version=header_version(a.header),
-        file_size=a.size,
+        file_size=a.file_size,
         data_offset=t.data_off,
         data_size=t.data_len,
+        compression="zstd" if info_major(a) == COMPRESSED else None,
+        stored_data_size=a.stored_data_len,
         toc_offset=t.toc_off,
         toc_size=t.toc_len,
         free_space=t.toc_off - t.data_off - t.data_len,
@@ -61,6 +65,10 @@ def archive_info(a: Archive) -> ArchiveInfo:
         data_crc=t.data_crc,
         root=node_info(a, t.toc_off + t.root_pos, t.root_len) if t.root_len else None,
     )
+
+
+def info_major(a: Archive) -> int:
+    return header_version(a.header)[0]
 
 
 def node_info(a: Archive, pos: int, size: int) -> NodeInfo:

@@ -149,8 +149,10 @@ class LazyReader:
         verify_archive(self._a, progress)
 
     def raw_data(self) -> bytes:
-        """The archive's own bytes."""
-        return bytes(self._a.read(0, self._a.size))
+        """The archive's own bytes (a compressed one's as stored)."""
+        a = self._a
+        a.check_open()
+        return bytes(a.file.read(0, a.file_size))
 
     def protocol_raw_data(self) -> bytes:
         """The data section alone: plain msgpack of the stored object."""

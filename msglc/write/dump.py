@@ -31,7 +31,7 @@ def dumps(obj: Any, **options: Any) -> bytes:
             encoded.index()
         except Streamed:  # generators, Pairs or containers with their own iteration inside
             return stream_bytes(obj, options)
-        return b"".join(itertools.chain((encoded.header,), encoded.data.chunks(), (encoded.toc, encoded.trailer())))
+        return b"".join(encoded.sections())
     except StopIteration as e:  # from a value's items() or __iter__: it must not end the caller's loop
         raise stop_iteration_error() from e
 
@@ -59,10 +59,9 @@ def dump(
             Streamed
         ):  # generators, Pairs or containers with their own iteration inside: written as they are produced
             return stream(dest, obj, options)  # takes a RemotePath too
-        trailer = encoded.trailer()
         out = cast(BinaryIO, dest)  # not a name: a writable binary file (check_target)
-        for part in itertools.chain((encoded.header,), encoded.data.chunks(), (encoded.toc, trailer)):
-            out.write(part)
+        for part in list(encoded.sections()) if encoded.compression else encoded.sections():
+            out.write(part)  # (compressed: every frame made before the first byte goes out)
     except StopIteration as e:  # from a value's items() or __iter__: it must not end the caller's loop
         raise stop_iteration_error() from e
 
@@ -71,6 +70,12 @@ def _write_atomically(path: str | bytes | os.PathLike[str] | RemotePath, encoded
     """Write through ``atomic_file``. The data section is written by a second thread while
     this one builds the TOC (file writes release the GIL); a value refused meanwhile only costs
     the temporary file, which is removed."""
+    if encoded.compression is not None:  # the frames are made once the TOC is built
+        encoded.index()
+        with atomic_file(path, encoded.durable) as f:
+            for part in encoded.sections():
+                f.write(part)
+        return
     try:
         with atomic_file(path, encoded.durable, HEADER_SIZE + encoded.data.size) as f:
             failed: list[BaseException] = []

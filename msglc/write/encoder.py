@@ -3,17 +3,18 @@ and trailer, so that ``dump`` can write the data while the TOC is still being bu
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import msgspec
 
 from msglc.config import current
-from msglc.format.container import Trailer, pack_header
+from msglc.format.container import COMPRESSED, Trailer, pack_header
 from msglc.util.checksum import ParallelCrc
 from msglc.util.runtime import gc_paused
 from msglc.write import values as validate
 from msglc.write.arrays import ArrayEncoder, DataSection
+from msglc.write.frames import compressed_section, frame_size, zstandard
 from msglc.write.indexer import TocBuilder
 
 
@@ -60,7 +61,11 @@ class Encoded:
         with gc_paused(self.disable_gc):
             self.data = DataSection(encode_value(obj, arrays), arrays)
         self.checksum = ParallelCrc(self.data.chunks(), self.data.size)
-        self.header = pack_header()
+        self.compression = cfg.compression
+        self.level = cfg.compression_level
+        if self.compression is not None:
+            zstandard()  # fail before any work when the binding is missing
+        self.header = pack_header(0, major=COMPRESSED) if self.compression else pack_header()
         self.toc = bytearray()
         self.root = (0, 0)
 
@@ -81,6 +86,24 @@ class Encoded:
         self.toc = builder.toc
         self.obj = None
 
-    def trailer(self) -> bytes:
-        trailer = Trailer.contiguous(self.data.size, len(self.toc), self.root, self.checksum.result(), self.threshold)
+    def sections(self) -> Iterator[bytes | bytearray | memoryview]:
+        """The archive, once indexed: header, data section (plain, or zstd frames and their seek
+        table), TOC, trailer."""
+        yield self.header
+        if self.compression is None:
+            yield from self.data.chunks()
+            stored = self.data.size
+        else:
+            stored = 0
+            plain = b"".join(self.data.chunks())
+            for frame in compressed_section(plain, frame_size(self.threshold), self.level):
+                stored += len(frame)
+                yield frame
+        yield self.toc
+        yield self.trailer(stored)
+
+    def trailer(self, stored: int | None = None) -> bytes:
+        """The trailer; ``stored``: the data section's bytes in the file, when compressed."""
+        size = self.data.size if stored is None else stored
+        trailer = Trailer.contiguous(size, len(self.toc), self.root, self.checksum.result(), self.threshold)
         return trailer.pack(self.header)

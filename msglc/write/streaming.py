@@ -25,7 +25,7 @@ from typing import Any, BinaryIO, TypeVar
 
 import msgspec
 
-from msglc.config import Config, current
+from msglc.config import Config, current, refuse_compression
 from msglc.format.container import HEADER_SIZE, Trailer, pack_header
 from msglc.format.hash_index import MAP_INLINE_MAX, region_of
 from msglc.format.msgpack import array_header, container_header_size, map_header
@@ -333,6 +333,7 @@ class LazyWriter:
         **options: Any,
     ) -> None:
         self.cfg = current(**options)
+        refuse_compression(self.cfg, "LazyWriter")
         self.target = target = resolve_name(target, fs, storage_options)
         self.is_path = is_named(target)
         if not self.is_path and not (

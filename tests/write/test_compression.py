@@ -1,0 +1,154 @@
+"""Compressed archives (format 2.0, docs/compression.md): dump and dumps with
+compression="zstd" write zstd frames that the reader serves as the plain data, lazily; the
+data section stays readable by standard zstd; damage gives only documented errors; the writers
+that cannot compress yet say so."""
+
+import io
+import random
+import sys
+
+import msgpack
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import msglc
+from msglc import FileInfo, LazyReader, MsglcError, UnsupportedVersionError
+
+zstandard = pytest.importorskip("zstandard")
+
+ZSTD = {"compression": "zstd"}
+
+
+def document(seed=3, n=3000):
+    rng = random.Random(seed)
+    return {
+        "runs": [{"id": i, "energy": [rng.random() for _ in range(20)], "tag": f"run-{i % 17}"} for i in range(n)],
+        "m": [[float(i * j) for j in range(150)] for i in range(150)],
+        "names": {f"key-{i}": "v" * (i % 9) for i in range(3000)},
+        "blob": bytes(range(256)) * 64,
+    }
+
+
+DOC = document()
+
+
+def test_compressed_archives_read_like_plain_ones(tmp_path):
+    plain = msglc.dumps(DOC)
+    data = msglc.dumps(DOC, **ZSTD)
+    assert data[8:10] == b"\x02\x00" and len(data) < len(plain)  # format 2.0, smaller
+    msglc.dump(tmp_path / "c.mlc", DOC, **ZSTD)
+    assert (tmp_path / "c.mlc").read_bytes() == data
+    out = io.BytesIO()
+    msglc.dump(out, DOC, **ZSTD)
+    assert out.getvalue() == data
+    for source in (data, tmp_path / "c.mlc", open(tmp_path / "c.mlc", "rb")):  # noqa: SIM115
+        with LazyReader(source, cached=False) as r:
+            assert r["runs/1234/energy/7"] == DOC["runs"][1234]["energy"][7]
+            assert r["m"][77][101] == 77.0 * 101 and r["names"]["key-2999"] == DOC["names"]["key-2999"]
+            assert r.read_many(["runs/5/tag", "m/3/4", "blob"]) == ["run-5", 12.0, DOC["blob"]]
+            assert r.to_obj() == DOC
+            assert r.protocol_raw_data() == LazyReader(plain).protocol_raw_data()  # plain msgpack
+            assert r.raw_data() == data  # the file as stored
+            info = r.info()
+            assert info.version == (2, 0) and info.data_size == len(r.protocol_raw_data())
+            r.verify()
+
+
+def test_standard_zstd_reads_the_data_section():
+    data = msglc.dumps(DOC, **ZSTD)
+    with LazyReader(data) as r:
+        expected, toc_size = r.protocol_raw_data(), r.info().toc_size
+    section = data[16 : len(data) - 64 - toc_size]
+    with zstandard.ZstdDecompressor().stream_reader(section, read_across_frames=True) as reader:
+        assert reader.read() == expected
+    assert msgpack.unpackb(expected, strict_map_key=False) == DOC
+
+
+def test_parts_and_repacking_give_plain_archives():
+    data = msglc.dumps(DOC, **ZSTD)
+    with LazyReader(data) as r:
+        assert LazyReader(r["runs"].raw_data()).to_obj() == DOC["runs"]  # a part: plain 1.x
+        out = io.BytesIO()
+        msglc.dump(out, r)  # the reader repacked: a plain archive, as dump(DOC) writes it
+        assert out.getvalue() == msglc.dumps(DOC)
+        again = io.BytesIO()
+        msglc.dump(again, r, **ZSTD)
+        assert again.getvalue() == data
+
+
+def test_writers_that_cannot_compress_yet_say_so(tmp_path):
+    msglc.dump(tmp_path / "c.mlc", DOC, **ZSTD)
+    with pytest.raises(ValueError, match="cannot write compressed"):
+        msglc.LazyWriter(tmp_path / "w.mlc", **ZSTD)
+    with pytest.raises(ValueError, match="cannot write compressed"):
+        msglc.dumps({"a": (i for i in range(3))}, **ZSTD)  # a generator: streamed by LazyWriter
+    with pytest.raises(ValueError, match="cannot write compressed"):
+        msglc.combine(tmp_path / "out.mlc", [FileInfo(tmp_path / "c.mlc", "c")], **ZSTD)
+    msglc.dump(tmp_path / "a.mlc", {"a": list(range(5000))})
+    with pytest.raises(ValueError, match="cannot write compressed"):
+        msglc.append(tmp_path / "a.mlc", [FileInfo(tmp_path / "c.mlc", "c")], **ZSTD)
+    before = (tmp_path / "c.mlc").read_bytes()
+    with pytest.raises(UnsupportedVersionError, match="compressed"):
+        msglc.append(tmp_path / "c.mlc", [FileInfo(None, "x", obj=1)])
+    assert (tmp_path / "c.mlc").read_bytes() == before
+    # a compressed input of combine is copied decompressed: the result is a plain archive
+    msglc.combine(tmp_path / "out.mlc", [FileInfo(tmp_path / "c.mlc", "c")])
+    with LazyReader(tmp_path / "out.mlc") as r:
+        assert r.info().version[0] == 1 and r["c"].to_obj() == DOC
+        r.verify()
+
+
+@pytest.mark.parametrize(
+    ("option", "value"), [("compression", "gzip"), ("compression_level", 0), ("compression_level", 23)]
+)
+def test_bad_compression_options_are_refused(option, value):
+    with pytest.raises(ValueError, match=option):
+        msglc.dumps([1], **{option: value})
+
+
+def test_damage_gives_only_documented_errors():
+    """A flipped bit is reported (checksums of the frames, the data, the TOC and the trailer),
+    or changes nothing that decompresses (a bit zstd does not use): never a wrong value."""
+    doc = document(n=300)
+    data = msglc.dumps(doc, small_obj_optimization_threshold=1024, **ZSTD)
+    rng = random.Random(5)
+    for pos in sorted(rng.sample(range(len(data)), 250)):
+        bad = bytearray(data)
+        bad[pos] ^= 1 << rng.randrange(8)
+        try:
+            with LazyReader(bytes(bad)) as r:
+                value = r.to_obj()
+                r.verify()
+        except MsglcError:
+            continue
+        assert value == doc, f"a flipped bit at offset {pos} changed the value unnoticed"
+    for size in range(0, len(data), len(data) // 150):
+        with pytest.raises(MsglcError):
+            LazyReader(data[:size]).to_obj()
+
+
+def test_without_the_binding_the_error_names_the_extra(monkeypatch):
+    data = msglc.dumps([1, 2, 3], **ZSTD)
+    monkeypatch.setitem(sys.modules, "zstandard", None)
+    with pytest.raises(ImportError, match=r"msglc\[zstd\]"):
+        msglc.dumps([1, 2, 3], **ZSTD)
+    with pytest.raises(ImportError, match=r"msglc\[zstd\]"):
+        LazyReader(data)
+
+
+values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1) | st.floats(allow_nan=False) | st.text() | st.binary(),
+    lambda inner: st.lists(inner, max_size=40) | st.dictionaries(st.text(max_size=8), inner, max_size=40),
+    max_leaves=400,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(value=values, threshold=st.sampled_from([64, 1024, 8192]), level=st.sampled_from([1, 3, 19]))
+def test_round_trips_at_thresholds_and_levels(value, threshold, level):
+    data = msglc.dumps(value, small_obj_optimization_threshold=threshold, compression="zstd", compression_level=level)
+    with LazyReader(data) as r:
+        assert r.to_obj() == value
+        assert r.protocol_raw_data() == LazyReader(msglc.dumps(value)).protocol_raw_data()
+        r.verify()
