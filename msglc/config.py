@@ -59,8 +59,9 @@ def refuse_compression(cfg: Config, caller: str) -> None:
     """For the writers that cannot compress yet: a clear error rather than a plain archive."""
     if cfg.compression is not None:
         raise ValueError(
-            f"{caller}() cannot write compressed archives yet (compression={cfg.compression!r}): "
-            "dump() and dumps() of an in-memory value can"
+            f"{caller} cannot write compressed archives yet (compression={cfg.compression!r}); so far only "
+            "dump() and dumps() of a value held in memory can (no generators, Pairs or containers with "
+            "their own iteration)"
         )
 
 

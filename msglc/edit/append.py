@@ -111,7 +111,7 @@ def _append(
     options: dict[str, Any],
     progress: Callable[[int], None],
 ) -> None:
-    refuse_compression(current(**options), "append")
+    refuse_compression(current(**options), "append()")
     names = [info.name for info in infos]
     if infos and (names[0] is not None) != existing.is_map:
         raise ValueError(

@@ -75,7 +75,7 @@ def combine_into(
     ``wide``: give the root a 5-byte header, so that later appends fit in place; ``create``:
     raise ``FileExistsError`` rather than replace a file that appeared meanwhile."""
     cfg = current(**options)
-    refuse_compression(cfg, "combine")
+    refuse_compression(cfg, "combine()")
     with opened(infos, options) as inputs:
         refuse_target_among(archive, inputs)
         if as_dict is None:

@@ -11,7 +11,7 @@ from bisect import bisect_right
 from collections import OrderedDict
 from typing import Any
 
-from msglc.errors import CorruptedError
+from msglc.errors import ArchiveChangedError, CorruptedError, MsglcError
 from msglc.format.frames import FrameTable
 from msglc.io.base import Source
 
@@ -84,27 +84,37 @@ class FramedSource(Source):
         expected = self.table.logical[i + 1] - self.table.logical[i]
         zstd = self._zstd
         try:
-            declared = zstd.frame_content_size(data)
+            params = zstd.get_frame_parameters(data)
         except zstd.ZstdError as e:
-            raise CorruptedError(f"compressed frame {i} at offset {at} is not a zstd frame: {e}") from None
-        if declared != expected:
-            raise CorruptedError(
-                f"compressed frame {i} at offset {at} declares {declared} bytes where the seek table says {expected}"
+            raise self.damaged(f"compressed frame {i} at offset {at} is not a zstd frame: {e}") from None
+        if params.content_size != expected:
+            raise self.damaged(
+                f"compressed frame {i} at offset {at} declares {params.content_size} bytes where the seek table "
+                f"says {expected}"
             )
+        if not params.has_checksum:
+            raise self.damaged(f"compressed frame {i} at offset {at} carries no checksum")
         decompressor = getattr(self._local, "decompressor", None)
         if decompressor is None:  # one per thread: a decompressor is not thread-safe
             decompressor = self._local.decompressor = zstd.ZstdDecompressor()
         try:
-            frame: bytes = decompressor.decompress(data, max_output_size=expected)
+            frame: bytes = decompressor.decompress(data, max_output_size=expected, allow_extra_data=False)
         except zstd.ZstdError as e:
-            raise CorruptedError(f"compressed frame {i} at offset {at} does not decompress: {e}") from None
+            raise self.damaged(f"compressed frame {i} at offset {at} does not decompress: {e}") from None
         if len(frame) != expected:
-            raise CorruptedError(f"compressed frame {i} at offset {at} holds {len(frame)} bytes, not {expected}")
+            raise self.damaged(f"compressed frame {i} at offset {at} holds {len(frame)} bytes, not {expected}")
         with self._lock:
             self._frames[i] = frame
             if len(self._frames) > CACHE_FRAMES:
                 self._frames.popitem(last=False)
         return frame
+
+    def damaged(self, message: str) -> MsglcError:
+        """``ArchiveChangedError`` when the file changed since the reader opened it (frames are
+        read after the open), else ``CorruptedError``."""
+        if self.opened is not None and self.stamp() != self.opened:
+            return ArchiveChangedError(f"{message}: the file changed after the reader opened it: open a new reader")
+        return CorruptedError(message)
 
     def stamp(self) -> object:
         return self.raw.stamp()

@@ -182,7 +182,7 @@ class Archive:
             before = self.src.stamp()
             try:
                 self._open()
-                self.src.opened = before
+                self.src.opened = self.file.opened = before
                 return before
             except MsglcError as e:
                 self.nodes.clear()

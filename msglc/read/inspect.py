@@ -39,14 +39,14 @@ class ArchiveInfo(NamedTuple):
     file_size: int
     data_offset: int
     data_size: int  # the data section: plain msgpack of the stored object
-    compression: str | None  # None, or "zstd": the data section is stored as zstd frames
-    stored_data_size: int  # the data section's bytes in the file (data_size when not compressed)
     toc_offset: int
     toc_size: int
     free_space: int  # between the data and the TOC (left by ``append``)
     threshold: int
     data_crc: int
     root: NodeInfo | None  # None: the root is small, read whole
+    compression: str | None  # None, or "zstd": the data section is stored as zstd frames
+    stored_data_size: int  # the data section's bytes in the file (data_size when not compressed)
 
 
 def archive_info(a: Archive) -> ArchiveInfo:

@@ -58,15 +58,23 @@ RETRY_STEPS = 64  # items stepped through one by one before msgspec is tried aga
 
 def verify_archive(a: Archive, progress: Callable[[int], None] | None = None) -> None:
     t = a.trailer
-    data = bytearray(t.data_len)
-    view = memoryview(data)
+    # a plain data section is as long as the file says; a compressed one's length comes from
+    # its seek table, unchecked until its frames decompress: the buffer grows with the data
+    plain = a.stored_data_len == t.data_len
+    data = bytearray(t.data_len if plain else 0)
     crc32, crc = data_crc32(), 0
     for offset in range(0, t.data_len, CHUNK):  # in pieces, to report progress
-        piece = view[offset : offset + CHUNK]
-        piece[:] = a.read(t.data_off + offset, len(piece))
+        size = min(CHUNK, t.data_len - offset)
+        if plain:
+            piece = memoryview(data)[offset : offset + size]
+            piece[:] = a.read(t.data_off + offset, size)
+        else:
+            data += a.read(t.data_off + offset, size)
+            piece = memoryview(data)[offset:]
         crc = crc32(piece, crc)
+        piece.release()
         if progress is not None:
-            progress(len(piece))
+            progress(size)
     if crc != t.data_crc:
         raise CorruptedError(f"data section checksum mismatch ({t.data_len} bytes at offset {t.data_off})")
     if not t.root_len:

@@ -333,7 +333,7 @@ class LazyWriter:
         **options: Any,
     ) -> None:
         self.cfg = current(**options)
-        refuse_compression(self.cfg, "LazyWriter")
+        refuse_compression(self.cfg, "LazyWriter (which also streams dump() of generators and Pairs)")
         self.target = target = resolve_name(target, fs, storage_options)
         self.is_path = is_named(target)
         if not self.is_path and not (

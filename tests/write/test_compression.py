@@ -6,6 +6,7 @@ that cannot compress yet say so."""
 import io
 import random
 import sys
+import zlib
 
 import msgpack
 import pytest
@@ -13,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import msglc
-from msglc import FileInfo, LazyReader, MsglcError, UnsupportedVersionError
+from msglc import CorruptedError, FileInfo, LazyReader, MsglcError, UnsupportedVersionError
 
 zstandard = pytest.importorskip("zstandard")
 
@@ -152,3 +153,64 @@ def test_round_trips_at_thresholds_and_levels(value, threshold, level):
         assert r.to_obj() == value
         assert r.protocol_raw_data() == LazyReader(msglc.dumps(value)).protocol_raw_data()
         r.verify()
+
+
+def _archive_with_section(frames: list[bytes], plain_sizes: list[int], crc: int = 0) -> bytes:
+    """A 2.0 archive of a small root whose data section is ``frames`` (any bytes) and the seek
+    table giving them ``plain_sizes``: everything but the frames themselves is consistent."""
+    from msglc.format.container import COMPRESSED, Trailer, pack_header
+    from msglc.format.frames import pack_seek_table
+
+    head = pack_header(0, major=COMPRESSED)
+    section = b"".join(frames) + pack_seek_table([(len(f), n) for f, n in zip(frames, plain_sizes, strict=True)])
+    return head + section + Trailer.contiguous(len(section), 0, (0, 0), crc, 8192).pack(head)
+
+
+def test_a_seek_table_claiming_huge_frames_costs_no_memory():
+    """100 GB claimed by 100,000 nine-byte frames: opening and verify() fail at the first frame,
+    allocating nothing from the claim."""
+    data = _archive_with_section([b"\x00" * 9] * 100_000, [1 << 20] * 100_000)
+    with LazyReader(data) as r:
+        assert r.info().data_size == 100_000 << 20
+        with pytest.raises(CorruptedError, match="frame 0"):
+            r.verify()
+        with pytest.raises(CorruptedError, match="frame 0"):
+            r.read()
+
+
+def test_frames_must_carry_their_checksum_and_nothing_else():
+    plain = msgpack.packb(list(range(100)))
+    bare = zstandard.ZstdCompressor(write_checksum=False).compress(plain)
+    checked = zstandard.ZstdCompressor(write_checksum=True).compress(plain)
+    with pytest.raises(CorruptedError, match="no checksum"):
+        LazyReader(_archive_with_section([bare], [len(plain)])).read()
+    with pytest.raises(CorruptedError, match="does not decompress"):
+        LazyReader(_archive_with_section([checked + b"junkjunk"], [len(plain)])).read()
+    good = _archive_with_section([checked], [len(plain)], zlib.crc32(plain))
+    assert LazyReader(good).read() == list(range(100))
+
+
+def test_a_compressed_archive_changed_under_a_reader(tmp_path):
+    path = tmp_path / "c.mlc"
+    msglc.dump(path, DOC, small_obj_optimization_threshold=1024, **ZSTD)
+    with LazyReader(path, cached=False) as r:
+        runs = r["runs"]
+        data = path.read_bytes()
+        path.write_bytes(data[: len(data) // 3])  # another writer cut the file
+        with pytest.raises(msglc.ArchiveChangedError):
+            runs[2999].to_obj()
+
+
+def test_verify_of_a_compressed_archive_in_many_pieces(monkeypatch):
+    from msglc.read import verify
+
+    monkeypatch.setattr(verify, "CHUNK", 4096)
+    data = msglc.dumps(DOC, **ZSTD)
+    steps = []
+    with LazyReader(data) as r:
+        r.verify(progress=steps.append)
+        assert sum(steps) == r.info().data_size and len(steps) > 100
+    bad = bytearray(data)
+    bad[len(data) // 3] ^= 0x10
+    with pytest.raises(MsglcError):
+        LazyReader(bytes(bad)).verify()
