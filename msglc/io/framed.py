@@ -40,24 +40,31 @@ class FramedSource(Source):
         self.shift = stored - self.plain  # add to a logical offset past the data to find it in the file
         self.size = raw.size - self.shift
         self.counter = raw.counter
-        self.counts_itself = raw.counts_itself
+        self.counts_itself = True  # the file's reads are counted (below, or by the file itself)
+        self._count = raw.counter is not None and not raw.counts_itself
         self.max_gap = raw.max_gap
         self.max_request = raw.max_request
         self._frames: OrderedDict[int, bytes] = OrderedDict()
         self._lock = threading.Lock()
         self._local = threading.local()
 
+    def _raw(self, offset: int, size: int) -> bytes | memoryview:
+        """A read of the file, counted as one request when the file does not count itself."""
+        if self._count and self.counter is not None:
+            self.counter.add(size)
+        return self.raw.read(offset, size)
+
     def read(self, offset: int, size: int) -> bytes | memoryview:
         end, data_end = offset + size, self.data_off + self.plain
         if end <= self.data_off:
-            return self.raw.read(offset, size)
+            return self._raw(offset, size)
         if offset >= data_end:
-            return self.raw.read(offset + self.shift, size)
+            return self._raw(offset + self.shift, size)
         if offset < 0 or size < 0 or end > self.size:
             raise self._short(offset, size, max(0, min(size, self.size - offset)))
         parts: list[bytes | memoryview] = []
         if offset < self.data_off:
-            parts.append(self.raw.read(offset, self.data_off - offset))
+            parts.append(self._raw(offset, self.data_off - offset))
         lo, hi = max(offset, self.data_off) - self.data_off, min(end, data_end) - self.data_off
         first = bisect_right(self.table.logical, lo) - 1
         for i in range(first, self.table.frames):
@@ -67,8 +74,25 @@ class FramedSource(Source):
             frame = self.frame(i)
             parts.append(memoryview(frame)[max(lo - start, 0) : min(hi - start, len(frame))])
         if end > data_end:
-            parts.append(self.raw.read(data_end + self.shift, end - data_end))
+            parts.append(self._raw(data_end + self.shift, end - data_end))
         return parts[0] if len(parts) == 1 else b"".join(parts)
+
+    def read_into(self, offset: int, out: memoryview) -> None:
+        """Fill ``out`` from logical ``offset`` frame by frame (large NumPy reads): no frame is
+        kept longer than its copy into ``out`` needs."""
+        lo = offset - self.data_off
+        if lo < 0 or lo + len(out) > self.plain:
+            out[:] = self.read(offset, len(out))
+            return
+        done, first = 0, bisect_right(self.table.logical, lo) - 1
+        for i in range(first, self.table.frames):
+            if done == len(out):
+                break
+            start = self.table.logical[i]
+            frame = self.frame(i)
+            piece = memoryview(frame)[lo + done - start : min(len(frame), lo + len(out) - start)]
+            out[done : done + len(piece)] = piece
+            done += len(piece)
 
     def frame(self, i: int) -> bytes:
         """Frame ``i`` decompressed: from the cache, or read and decompressed (and checked: its
@@ -80,7 +104,7 @@ class FramedSource(Source):
                 return cached
         start, stop = self.table.stored[i], self.table.stored[i + 1]
         at = self.data_off + start
-        data = self.raw.read(at, stop - start)
+        data = self._raw(at, stop - start)
         expected = self.table.logical[i + 1] - self.table.logical[i]
         zstd = self._zstd
         try:

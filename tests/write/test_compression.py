@@ -214,3 +214,19 @@ def test_verify_of_a_compressed_archive_in_many_pieces(monkeypatch):
     bad[len(data) // 3] ^= 0x10
     with pytest.raises(MsglcError):
         LazyReader(bytes(bad)).verify()
+
+
+def test_requests_count_the_file_and_arrays_fill_frame_by_frame(tmp_path):
+    """LazyStats counts what is read from the file (compressed bytes), and a NumPy array read
+    from frames comes out equal, whole or sliced."""
+    np = pytest.importorskip("numpy")
+    a = np.random.default_rng(0).random((500, 400))
+    path = tmp_path / "a.mlc"
+    msglc.dump(path, {"a": a, "x": list(range(1000))}, compression="zstd", small_obj_optimization_threshold=4096)
+    stats = msglc.LazyStats()
+    with LazyReader(path, counter=stats, cached=False) as r:
+        assert np.array_equal(np.asarray(r["a"]), a)
+        assert np.array_equal(r["a"][10:300:7, 5:390], a[10:300:7, 5:390])
+        stats.clear()
+        r.to_obj()
+        assert stats() <= path.stat().st_size  # every frame once, as stored
