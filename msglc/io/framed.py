@@ -42,7 +42,9 @@ class FramedSource(Source):
         self.counter = raw.counter
         self.counts_itself = True  # the file's reads are counted (below, or by the file itself)
         self._count = raw.counter is not None and not raw.counts_itself
-        self.max_gap = raw.max_gap
+        # read_many: logical ranges are merged only where they touch (their frames are merged
+        # below, in stored bytes, with the file's own gap); in memory every read is direct
+        self.max_gap = 1 if raw.max_gap else 0
         self.max_request = raw.max_request
         self._frames: OrderedDict[int, bytes] = OrderedDict()
         self._lock = threading.Lock()
@@ -103,8 +105,11 @@ class FramedSource(Source):
                 self._frames.move_to_end(i)
                 return cached
         start, stop = self.table.stored[i], self.table.stored[i + 1]
-        at = self.data_off + start
-        data = self._raw(at, stop - start)
+        return self._decompressed(i, self._raw(self.data_off + start, stop - start))
+
+    def _decompressed(self, i: int, data: bytes | memoryview) -> bytes:
+        """Frame ``i`` from its stored bytes ``data``: checked, decompressed, cached."""
+        at = self.data_off + self.table.stored[i]
         expected = self.table.logical[i + 1] - self.table.logical[i]
         zstd = self._zstd
         try:
@@ -132,6 +137,121 @@ class FramedSource(Source):
             if len(self._frames) > CACHE_FRAMES:
                 self._frames.popitem(last=False)
         return frame
+
+    def cached(self, offset: int, size: int) -> bytes | memoryview | None:
+        """The bytes, when the file's cache or the frame cache holds them (batched reads then
+        need no request for them)."""
+        end, data_end = offset + size, self.data_off + self.plain
+        if end <= self.data_off:
+            return self.raw.cached(offset, size)
+        if offset >= data_end:
+            return self.raw.cached(offset + self.shift, size)
+        if offset < self.data_off or end > data_end:
+            return None
+        lo, hi = offset - self.data_off, end - self.data_off
+        parts: list[bytes | memoryview] = []
+        with self._lock:
+            for i in range(bisect_right(self.table.logical, lo) - 1, self.table.frames):
+                first = self.table.logical[i]
+                if first >= hi:
+                    break
+                frame = self._frames.get(i)
+                if frame is None:
+                    return None
+                parts.append(memoryview(frame)[max(lo - first, 0) : min(hi - first, len(frame))])
+        return parts[0] if len(parts) == 1 else b"".join(parts)
+
+    def fetch_many(self, ranges: list[tuple[int, int]]) -> list[bytes | memoryview]:
+        """The logical ranges, with the stored bytes of every frame they need (and the parts
+        outside the data section) fetched from the file in one ``fetch_many``."""
+        requests, frames_at, held = self._requests(ranges)
+        fetched = self.raw.fetch_many(requests) if requests else []
+        return self._assemble(ranges, requests, frames_at, held, fetched)
+
+    async def async_fetch_many(self, ranges: list[tuple[int, int]]) -> list[bytes | memoryview]:
+        import asyncio
+
+        requests, frames_at, held = self._requests(ranges)
+        fetched = await self.raw.async_fetch_many(requests) if requests else []
+        return await asyncio.to_thread(self._assemble, ranges, requests, frames_at, held, fetched)
+
+    def _requests(
+        self, ranges: list[tuple[int, int]]
+    ) -> tuple[list[tuple[int, int]], dict[int, int], dict[int, bytes]]:
+        """File ranges to fetch: the parts of ``ranges`` outside the data section, and the
+        frames inside it that are not cached, merged where they lie within the file's gap.
+        Also, for each such frame, the index of the request holding it, and the frames taken
+        from the cache (held for this batch: decompressing the others may evict them)."""
+        data_end, out = self.data_off + self.plain, []
+        needed: set[int] = set()
+        for start, end in ranges:
+            if start < self.data_off:
+                out.append((start, min(end, self.data_off)))
+            if end > data_end:
+                lo = max(start, data_end) + self.shift
+                out.append((lo, end + self.shift))
+            lo, hi = max(start, self.data_off) - self.data_off, min(end, data_end) - self.data_off
+            if lo < hi:
+                first = bisect_right(self.table.logical, lo) - 1
+                last = bisect_right(self.table.logical, hi - 1) - 1
+                needed.update(range(first, last + 1))
+        with self._lock:
+            held = {i: self._frames[i] for i in needed.intersection(self._frames)}
+        needed.difference_update(held)
+        frames_at: dict[int, int] = {}
+        gap, stored = self.raw.max_gap, self.table.stored
+        for i in sorted(needed):
+            a, b = self.data_off + stored[i], self.data_off + stored[i + 1]
+            if frames_at and out and a - out[-1][1] <= gap and out[-1][0] >= self.data_off:
+                out[-1] = (out[-1][0], b)
+            else:
+                out.append((a, b))
+            frames_at[i] = len(out) - 1
+        if self._count and self.counter is not None:
+            for a, b in out:
+                self.counter.add(b - a)
+        return out, frames_at, held
+
+    def _assemble(
+        self,
+        ranges: list[tuple[int, int]],
+        requests: list[tuple[int, int]],
+        frames_at: dict[int, int],
+        held: dict[int, bytes],
+        fetched: list[bytes | memoryview],
+    ) -> list[bytes | memoryview]:
+        """Decompress the fetched frames, then serve ``ranges`` as ``read`` would (the frames
+        of this batch are kept for it even where the cache is smaller)."""
+        batch = dict(held)
+        for i, k in frames_at.items():
+            a = self.data_off + self.table.stored[i] - requests[k][0]
+            data = memoryview(fetched[k])[a : a + self.table.stored[i + 1] - self.table.stored[i]]
+            batch[i] = self._decompressed(i, data)
+        parts = dict(zip(requests, fetched, strict=True))
+        return [self._slice(start, end, batch, parts) for start, end in ranges]
+
+    def _slice(
+        self,
+        start: int,
+        end: int,
+        batch: dict[int, bytes],
+        parts: dict[tuple[int, int], bytes | memoryview],
+    ) -> bytes | memoryview:
+        data_end = self.data_off + self.plain
+        out: list[bytes | memoryview] = []
+        if start < self.data_off:
+            out.append(parts[(start, min(end, self.data_off))])
+        lo, hi = max(start, self.data_off) - self.data_off, min(end, data_end) - self.data_off
+        if lo < hi:
+            for i in range(bisect_right(self.table.logical, lo) - 1, self.table.frames):
+                first = self.table.logical[i]
+                if first >= hi:
+                    break
+                frame = batch.get(i) or self.frame(i)
+                out.append(memoryview(frame)[max(lo - first, 0) : min(hi - first, len(frame))])
+        if end > data_end:
+            out.append(parts[(max(start, data_end) + self.shift, end + self.shift)])
+        return out[0] if len(out) == 1 else b"".join(out)
 
     def damaged(self, message: str) -> MsglcError:
         """``ArchiveChangedError`` when the file changed since the reader opened it (frames are

@@ -230,3 +230,24 @@ def test_requests_count_the_file_and_arrays_fill_frame_by_frame(tmp_path):
         stats.clear()
         r.to_obj()
         assert stats() <= path.stat().st_size  # every frame once, as stored
+
+
+def test_read_many_fetches_frames_together_from_a_remote_archive():
+    """Batched reads of a remote compressed archive fetch the frames they need in as few
+    requests as a plain archive's batch (not one request per path)."""
+    fsspec = pytest.importorskip("fsspec")
+    rng = random.Random(2)
+    fs = fsspec.filesystem("memory")
+    doc = document(n=3000)
+    for name, options in (("plain", {}), ("zstd", ZSTD)):
+        fs.pipe_file(f"/framed/{name}.mlc", msglc.dumps(doc, **options))
+    paths = [f"runs/{rng.randrange(3000)}/energy/{rng.randrange(20)}" for _ in range(200)]
+    requests = {}
+    for name in ("plain", "zstd"):
+        stats = msglc.LazyStats()
+        with LazyReader(f"/framed/{name}.mlc", fs=fs, counter=stats, cached=False, block_size=4096) as r:
+            stats.clear()
+            got = r.read_many(paths)
+            requests[name] = stats.requests
+            assert got == [r[p] for p in paths]
+    assert requests["zstd"] <= 2 * requests["plain"] + 5, requests
