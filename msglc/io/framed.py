@@ -199,10 +199,10 @@ class FramedSource(Source):
             held = {i: self._frames[i] for i in needed.intersection(self._frames)}
         needed.difference_update(held)
         frames_at: dict[int, int] = {}
-        gap, stored = self.raw.max_gap, self.table.stored
+        gap, stored = self.raw.max_gap, self.table.stored  # merged up to the file's max_request
         for i in sorted(needed):
             a, b = self.data_off + stored[i], self.data_off + stored[i + 1]
-            if frames_at and out and a - out[-1][1] <= gap and out[-1][0] >= self.data_off:
+            if frames_at and a - out[-1][1] <= gap and b - out[-1][0] <= self.raw.max_request:
                 out[-1] = (out[-1][0], b)
             else:
                 out.append((a, b))
