@@ -9,21 +9,13 @@ from __future__ import annotations
 import threading
 from bisect import bisect_right
 from collections import OrderedDict
-from typing import Any
 
 from msglc.errors import ArchiveChangedError, CorruptedError, MsglcError
 from msglc.format.frames import FrameTable
 from msglc.io.base import Source
+from msglc.util.optional import zstandard
 
 CACHE_FRAMES = 16  # decompressed frames kept (at most 16 MB; 16 x the threshold typically)
-
-
-def _zstandard() -> Any:
-    try:
-        import zstandard
-    except ImportError:
-        raise ImportError("this archive is compressed: pip install 'msglc[zstd]' to read it") from None
-    return zstandard
 
 
 class FramedSource(Source):
@@ -32,7 +24,7 @@ class FramedSource(Source):
     (``table.logical[-1]`` bytes), then the rest."""
 
     def __init__(self, raw: Source, data_off: int, table: FrameTable, stored: int) -> None:
-        self._zstd = _zstandard()
+        self._zstd = zstandard()
         self.raw = raw
         self.data_off = data_off
         self.table = table
@@ -64,20 +56,7 @@ class FramedSource(Source):
             return self._raw(offset + self.shift, size)
         if offset < 0 or size < 0 or end > self.size:
             raise self._short(offset, size, max(0, min(size, self.size - offset)))
-        parts: list[bytes | memoryview] = []
-        if offset < self.data_off:
-            parts.append(self._raw(offset, self.data_off - offset))
-        lo, hi = max(offset, self.data_off) - self.data_off, min(end, data_end) - self.data_off
-        first = bisect_right(self.table.logical, lo) - 1
-        for i in range(first, self.table.frames):
-            start = self.table.logical[i]
-            if start >= hi:
-                break
-            frame = self.frame(i)
-            parts.append(memoryview(frame)[max(lo - start, 0) : min(hi - start, len(frame))])
-        if end > data_end:
-            parts.append(self._raw(data_end + self.shift, end - data_end))
-        return parts[0] if len(parts) == 1 else b"".join(parts)
+        return self._slice(offset, end, {}, None)
 
     def read_into(self, offset: int, out: memoryview) -> None:
         """Fill ``out`` from logical ``offset`` frame by frame (large NumPy reads): no frame is
@@ -235,12 +214,15 @@ class FramedSource(Source):
         start: int,
         end: int,
         batch: dict[int, bytes],
-        parts: dict[tuple[int, int], bytes | memoryview],
+        parts: dict[tuple[int, int], bytes | memoryview] | None,
     ) -> bytes | memoryview:
+        """Logical bytes [start, end): frames from ``batch`` or the cache (else read), the rest
+        from ``parts`` fetched already (None: read from the file now)."""
         data_end = self.data_off + self.plain
         out: list[bytes | memoryview] = []
         if start < self.data_off:
-            out.append(parts[(start, min(end, self.data_off))])
+            head = (start, min(end, self.data_off))
+            out.append(self._raw(start, head[1] - start) if parts is None else parts[head])
         lo, hi = max(start, self.data_off) - self.data_off, min(end, data_end) - self.data_off
         if lo < hi:
             for i in range(bisect_right(self.table.logical, lo) - 1, self.table.frames):
@@ -250,7 +232,8 @@ class FramedSource(Source):
                 frame = batch.get(i) or self.frame(i)
                 out.append(memoryview(frame)[max(lo - first, 0) : min(hi - first, len(frame))])
         if end > data_end:
-            out.append(parts[(max(start, data_end) + self.shift, end + self.shift)])
+            tail = (max(start, data_end) + self.shift, end + self.shift)
+            out.append(self._raw(tail[0], tail[1] - tail[0]) if parts is None else parts[tail])
         return out[0] if len(out) == 1 else b"".join(out)
 
     def damaged(self, message: str) -> MsglcError:

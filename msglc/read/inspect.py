@@ -56,7 +56,7 @@ def archive_info(a: Archive) -> ArchiveInfo:
         file_size=a.file_size,
         data_offset=t.data_off,
         data_size=t.data_len,
-        compression="zstd" if info_major(a) == COMPRESSED else None,
+        compression="zstd" if header_version(a.header)[0] == COMPRESSED else None,
         stored_data_size=a.stored_data_len,
         toc_offset=t.toc_off,
         toc_size=t.toc_len,
@@ -65,10 +65,6 @@ def archive_info(a: Archive) -> ArchiveInfo:
         data_crc=t.data_crc,
         root=node_info(a, t.toc_off + t.root_pos, t.root_len) if t.root_len else None,
     )
-
-
-def info_major(a: Archive) -> int:
-    return header_version(a.header)[0]
 
 
 def node_info(a: Archive, pos: int, size: int) -> NodeInfo:

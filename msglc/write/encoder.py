@@ -11,10 +11,11 @@ import msgspec
 from msglc.config import current
 from msglc.format.container import COMPRESSED, Trailer, pack_header
 from msglc.util.checksum import ParallelCrc
+from msglc.util.optional import zstandard
 from msglc.util.runtime import gc_paused
 from msglc.write import values as validate
 from msglc.write.arrays import ArrayEncoder, DataSection
-from msglc.write.frames import compressed_section, frame_size, zstandard
+from msglc.write.frames import compressed_section, frame_size
 from msglc.write.indexer import TocBuilder
 
 

@@ -7,20 +7,11 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
 from msglc.format.frames import MAX_FRAME, MIN_FRAME_SIZE, pack_seek_table
+from msglc.util.optional import zstandard
 
 THREADS = 2  # compression threads (this machine has 2 cores; more only queue)
-
-
-def zstandard() -> Any:
-    """The zstd binding, imported when first needed (``msglc[zstd]``)."""
-    try:
-        import zstandard as module
-    except ImportError:
-        raise ImportError("compressed archives need the zstandard package: pip install 'msglc[zstd]'") from None
-    return module
 
 
 def frame_size(threshold: int) -> int:
