@@ -83,7 +83,8 @@ import numpy as np  # noqa: E402
 import msglc  # noqa: E402
 from msglc import FileInfo, LazyArray, LazyDict, LazyList, MsglcError  # noqa: E402
 from msglc.format.container import HEADER_SIZE, TRAILER_SIZE, Trailer, unpack_trailer  # noqa: E402
-from msglc.format.nodes import HashMapNode, frame_node, unframe_node  # noqa: E402
+from msglc.format.hash_index import block_count  # noqa: E402
+from msglc.format.nodes import BlockHashMapNode, HashMapNode, frame_node, unframe_node  # noqa: E402
 from msglc.format.numpy_ext import ext_hook  # noqa: E402
 
 BUG_CLASSES = (
@@ -707,8 +708,9 @@ def relayout(data: bytes, items: list[TocItem], root: int, edit: Any = None) -> 
                 node = msgspec.structs.replace(node, index=(here - new_pos[at], new_len[at]))
                 if it.pos in region_bytes:  # an edited region: its offsets' CRC follows it
                     width = node.offs_width
+                    count = block_count(node.n, node.block_bits) if isinstance(node, BlockHashMapNode) else node.n
                     node = msgspec.structs.replace(
-                        node, offs_crc=zlib.crc32(region_bytes[it.pos][: (node.n + 1) * width])
+                        node, offs_crc=zlib.crc32(region_bytes[it.pos][: (count + 1) * width])
                     )
             if edit is not None:
                 blob = edit(it, node, new_pos, new_len, here)

@@ -247,6 +247,70 @@ done:
     return result;
 }
 
+/* block_records(records, page_bits, block_bits, block_width) -> bytes: the records of a block
+ * index (format.hash_index.block_records) from n little-endian u64 records crc << 32 | entry:
+ * per record, the fingerprint byte (the 8 crc bits after the page bits) and entry >> block_bits
+ * as block_width little-endian bytes. */
+static PyObject *block_records(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer view;
+    int page_bits, block_bits, width;
+    if (!PyArg_ParseTuple(args, "y*iii", &view, &page_bits, &block_bits, &width)) return NULL;
+    PyObject *out = NULL;
+    if (view.len % 8 || page_bits < 0 || page_bits > 31 || block_bits < 0 || block_bits > 31 || width < 1 || width > 4) {
+        PyErr_SetString(PyExc_ValueError, "block_records: arguments out of range");
+        goto done;
+    }
+    Py_ssize_t n = view.len / 8, size = 1 + width;
+    out = PyBytes_FromStringAndSize(NULL, n * size);
+    if (!out) goto done;
+    const unsigned char *r = view.buf;
+    unsigned char *o = (unsigned char *)PyBytes_AS_STRING(out);
+    for (Py_ssize_t i = 0; i < n; i++, r += 8, o += size) {
+        uint32_t entry = (uint32_t)r[0] | (uint32_t)r[1] << 8 | (uint32_t)r[2] << 16 | (uint32_t)r[3] << 24;
+        uint32_t crc = (uint32_t)r[4] | (uint32_t)r[5] << 8 | (uint32_t)r[6] << 16 | (uint32_t)r[7] << 24;
+        o[0] = (unsigned char)((uint32_t)((uint64_t)crc << page_bits) >> 24);
+        put_le(o + 1, entry >> block_bits, width);
+    }
+done:
+    PyBuffer_Release(&view);
+    return out;
+}
+
+/* find_entry(block, count, key) -> (start, end) | None: the value of the entry whose key is
+ * encoded exactly as key, among the count entries (key, value, ...) that make block; None if
+ * none is, and ValueError if block is not exactly count entries (items are skipped, never
+ * decoded). */
+static PyObject *find_entry(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer view, key;
+    Py_ssize_t count;
+    if (!PyArg_ParseTuple(args, "y*ny*", &view, &count, &key)) return NULL;
+    PyObject *result = NULL;
+    const unsigned char *buf = view.buf, *end = buf + view.len, *p = buf, *v, *q;
+    for (Py_ssize_t e = 0; e < count; e++) {
+        if (!(v = skip(p, end)) || !(q = skip(v, end))) {
+            PyErr_SetString(PyExc_ValueError, "find_entry: not as many msgpack entries as the index says");
+            goto done;
+        }
+        if (v - p == key.len && memcmp(p, key.buf, (size_t)key.len) == 0) {
+            result = Py_BuildValue("(nn)", (Py_ssize_t)(v - buf), (Py_ssize_t)(q - buf));
+            goto done;
+        }
+        p = q;
+    }
+    if (count < 0 || p != end) {
+        PyErr_SetString(PyExc_ValueError, "find_entry: not as many msgpack entries as the index says");
+        goto done;
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    PyBuffer_Release(&view);
+    PyBuffer_Release(&key);
+    return result;
+}
+
 /* exact_numbers(seq, depth): True if seq is a list/tuple nested depth levels deep (lists or
  * tuples at every level) whose leaves are all exactly float or int. False otherwise (the
  * caller then runs its full type check). Only reads ob_type pointers: a few ns per leaf. */
@@ -319,6 +383,8 @@ static PyMethodDef methods[] = {
     {"list_index", list_index, METH_VARARGS, "Item offsets and large container items of a msgpack array."},
     {"plain_values", plain_values, METH_O, "Whether a value holds only exact None/bool/int/float/str/bytes/list/tuple/dict values."},
     {"map_index", map_index, METH_VARARGS, "Entry offsets, sorted hash records and page starts of a msgpack map body."},
+    {"block_records", block_records, METH_VARARGS, "The records of a block hash index from sorted hash records."},
+    {"find_entry", find_entry, METH_VARARGS, "Where the value of a key's entry is in a run of msgpack map entries."},
     {"exact_numbers", exact_numbers, METH_VARARGS, "Whether every leaf of nested lists is exactly a float or an int."},
     {NULL, NULL, 0, NULL},
 };

@@ -41,7 +41,6 @@ from msglc.edit.inputs import (
 from msglc.errors import CorruptedError, UnsupportedVersionError
 from msglc.format.container import (
     COMPRESSED,
-    FREE_SPACE_MINOR,
     HEADER_SIZE,
     MINOR,
     TRAILER_SIZE,
@@ -51,9 +50,9 @@ from msglc.format.container import (
     header_version,
     pack_header,
 )
-from msglc.format.hash_index import MAP_INLINE_MAX, le_array, region_layout
+from msglc.format.hash_index import MAP_INLINE_MAX, entry_hashes, le_array, region_layout
 from msglc.format.msgpack import container_header, recount_header
-from msglc.format.nodes import ArrayNode, HashMapNode, ListNode, MapNode, Ref, StrideNode, frame_node
+from msglc.format.nodes import ArrayNode, BlockHashMapNode, HashMapNode, ListNode, MapNode, Ref, StrideNode, frame_node
 from msglc.io.names import RemotePath, resolve_name
 from msglc.read.archive import Archive
 from msglc.read.views import LazyDict, view
@@ -230,7 +229,6 @@ def _in_place(
         raise ValueError(
             f"append() would make the archive {moved_end + TRAILER_SIZE:,} bytes; the format allows less than 2**48"
         )
-    minor = FREE_SPACE_MINOR if at > HEADER_SIZE + data_len else MINOR  # free space before the TOC needs 1.2
     buf = bytearray(min(COPY_CHUNK, max(kept, in_tocs, data_len - t.data_len)))
     end = was_end  # where the header's last write (once flushed, the file) says the archive ends
     try:
@@ -240,9 +238,9 @@ def _in_place(
         toc = _Writer(fd, at)
         copy_range(existing.archive, t.toc_off, kept, toc, buf, checksum=False, progress=progress)
         copy_tocs(inputs, toc, buf, progress)
-        toc.write(root_toc + old_root + moved.pack(pack_header(FREE_SPACE_MINOR)) + result.pack(pack_header(minor)))
+        toc.write(root_toc + old_root + moved.pack(pack_header(MINOR)) + result.pack(pack_header(MINOR)))
         os.fsync(fd)
-        _set_end(fd, FREE_SPACE_MINOR, moved_end)  # state 2
+        _set_end(fd, MINOR, moved_end)  # state 2 (1.3 allows free space before the TOC)
         end = moved_end
         os.fsync(fd)
         copy_entries(
@@ -251,7 +249,7 @@ def _in_place(
         if os.fstat(fd).st_size > toc.pos:  # bytes a dead append left past the result
             os.ftruncate(fd, toc.pos)
         os.fsync(fd)
-        os.pwrite(fd, bytes((minor,)) + bytes(6) + root_head, 9)  # state 3: the end is the file's
+        os.pwrite(fd, bytes((MINOR,)) + bytes(6) + root_head, 9)  # state 3: the end is the file's
     except BaseException:
         _roll_back(fd, end)
         raise
@@ -305,9 +303,9 @@ class Existing:
                 f"{os.fspath(path)!r} is compressed (format {major}.{minor}): append() cannot extend it in place "
                 "yet; combine() it with the new entries into a new archive"
             )
-        if minor > FREE_SPACE_MINOR:
+        if minor > MINOR:
             raise UnsupportedVersionError(
-                f"{os.fspath(path)!r} is format 1.{minor}, newer than this msglc can append to (1.{FREE_SPACE_MINOR})"
+                f"{os.fspath(path)!r} is format 1.{minor}, newer than this msglc can append to (1.{MINOR})"
             )
         try:
             self.is_map, self.count, self.header_size = container_header(self.head)
@@ -429,6 +427,16 @@ class Existing:
             hashes = [zlib.crc32(key_encoder.encode(k)) for k in node.keys]
             kids = {j: (node.keys[j], ref) for j, ref in self._abs(node.kids).items()}
             return [o + shift for o in node.koffs], hashes, kids
+        by_span = {k: key for key, k in node.kid_keys.items()}
+        kids = {node.starts[k]: (by_span[k], ref) for k, ref in self._abs(node.kids).items()}
+        if isinstance(node, BlockHashMapNode):  # offsets and hashes from the entries themselves
+            start, end = node.offs[0], node.offs[-1]
+            body = self.archive.read(self.trailer.data_off + start, end - start)
+            try:
+                entry_offs, hashes = entry_hashes(body, node.n, start)
+            except ValueError as e:
+                raise CorruptedError(f"the root dict of the archive is damaged: {e}") from None
+            return [o + shift for o in entry_offs], hashes, kids
         width, n = node.offs_width, node.n
         region = self.pos - node.index[0]
         table, records_at, _ = region_layout(n, node.page_bits, width)
@@ -437,6 +445,4 @@ class Existing:
         hashes = [0] * n
         for record in records:
             hashes[record & 0xFFFFFFFF] = record >> 32
-        by_span = {k: key for key, k in node.kid_keys.items()}
-        kids = {node.starts[k]: (by_span[k], ref) for k, ref in self._abs(node.kids).items()}
         return [o + shift for o in koffs], hashes, kids

@@ -32,10 +32,10 @@ MAJOR = 1
 
 
 COMPRESSED = 2  # the major version of compressed archives (2.0: docs/compression.md)
-MINOR = 1  # what writers put in a new archive: 1.1, NumPy arrays (ext type 78, ArrayNode)
+MINOR = 3  # what writers put in every 1.x archive: 1.3, the block hash index (node type 6)
 
 
-FREE_SPACE_MINOR = 2  # 1.2: free space between the data and the TOC (left by append)
+FREE_SPACE_MINOR = 2  # 1.2 and later: free space between the data and the TOC (left by append)
 
 
 _HEADER = struct.Struct("<8sBB6s")

@@ -12,10 +12,7 @@ from msglc.errors import (
     UnsupportedVersionError,
 )
 from msglc.format.container import U32
-from msglc.format.hash_index import region_layout
-
-# Hash-index arrays (see HashMapNode): page table entries and records are pairs of u32.
-
+from msglc.format.hash_index import READ_MAX_BLOCK_BITS, block_layout, region_layout
 
 # ---- TOC nodes -------------------------------------------------------------------------------
 # A reference to a node is (distance back from the referring node's start, framed length).
@@ -58,6 +55,14 @@ class HashMapNode(msgspec.Struct, array_like=True, tag=3, frozen=True):
     index: Ref  # the raw index region: entry offsets, page table, records
 
 
+class BlockHashMapNode(HashMapNode, tag=6, frozen=True):
+    """A ``HashMapNode`` whose index is a block index (docs/format.md, node type 6): records
+    name blocks of 2**block_bits entries, ``offs_width`` and ``offs_crc`` are those of the
+    block offsets. Every other field means what it does in type 3."""
+
+    block_bits: int
+
+
 class StrideNode(msgspec.Struct, array_like=True, tag=4, frozen=True):
     """A list whose items all have one encoded size, nested as deep as that holds.
     dims[d] = (header size, item count, item stride) at depth d; the innermost items are
@@ -77,7 +82,7 @@ class ArrayNode(msgspec.Struct, array_like=True, tag=5, frozen=True):
     size: int
 
 
-Node = ListNode | MapNode | HashMapNode | StrideNode | ArrayNode
+Node = ListNode | MapNode | HashMapNode | BlockHashMapNode | StrideNode | ArrayNode
 
 
 _node_encoder = msgspec.msgpack.Encoder()
@@ -111,7 +116,9 @@ def unframe_node(buf: bytes | memoryview, where: int) -> Node:
         ) from None
 
 
-_NODE_TYPES = {cls.__struct_config__.tag for cls in (ListNode, MapNode, HashMapNode, StrideNode, ArrayNode)}
+_NODE_TYPES = {
+    cls.__struct_config__.tag for cls in (ListNode, MapNode, HashMapNode, BlockHashMapNode, StrideNode, ArrayNode)
+}
 
 
 def _node_type(payload: bytes | memoryview) -> int | None:
@@ -179,13 +186,22 @@ def check_node(node: Node, where: int, toc_off: int) -> None:
         )
         if isinstance(node, HashMapNode):
             back, size = node.index
-            region = region_layout(node.n, node.page_bits, node.offs_width)[2] if 0 <= node.page_bits <= 31 else -1
+            region = index_size(node) if 0 <= node.page_bits <= 31 else -1
             ok = ok and node.offs_width in (4, 8) and size == region and set(node.kid_keys.values()) == set(node.kids)
             ok = ok and back > 0 and where - back >= toc_off and where - back + size <= where
         if not ok:
             bad = "inconsistent spans"
     if bad:
         raise CorruptedError(f"TOC node at offset {where} is malformed: {bad}")
+
+
+def index_size(node: HashMapNode) -> int:
+    """The size of a hash-indexed dict's index region (-1 for a block size out of bounds)."""
+    if isinstance(node, BlockHashMapNode):
+        if not 0 <= node.block_bits <= READ_MAX_BLOCK_BITS:
+            return -1
+        return block_layout(node.n, node.page_bits, node.offs_width, node.block_bits)[2]
+    return region_layout(node.n, node.page_bits, node.offs_width)[2]
 
 
 def stride_headers(node: StrideNode) -> bytes | None:

@@ -32,7 +32,7 @@ from msglc.format.msgpack import (
     container_header_size,
     gets_node,
 )
-from msglc.format.nodes import ArrayNode, HashMapNode, ListNode, MapNode, Node, Ref, StrideNode
+from msglc.format.nodes import ArrayNode, BlockHashMapNode, HashMapNode, ListNode, MapNode, Node, Ref, StrideNode
 from msglc.format.numpy_ext import ext_hook, parse_head
 from msglc.format.strides import stride_dims
 from msglc.read.archive import Archive
@@ -149,7 +149,7 @@ def _check(
     if isinstance(node, ListNode):
         return children, None
     kid_keys = {_key(key_raws[node.starts[k]], start, where): k for k in node.kids}
-    region = region_of_keys(key_raws, koffs)
+    region = region_of_keys(key_raws, koffs, node.block_bits if isinstance(node, BlockHashMapNode) else None)
     if (
         n <= MAP_INLINE_MAX
         or node.kid_keys != kid_keys

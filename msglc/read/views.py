@@ -15,9 +15,9 @@ from typing import Any
 import msgspec
 
 from msglc.errors import CorruptedError
-from msglc.format.hash_index import entries_of_hash, entry_span
+from msglc.format.hash_index import BlockIndex, entries_of_hash, entry_span
 from msglc.format.msgpack import array_header, map_header
-from msglc.format.nodes import HashMapNode, ListNode, MapNode, Node, StrideNode
+from msglc.format.nodes import BlockHashMapNode, HashMapNode, ListNode, MapNode, Node, StrideNode
 from msglc.format.numpy_ext import ext_hook
 from msglc.read.archive import Archive
 from msglc.read.array import LazyArray
@@ -331,10 +331,15 @@ class _InlineDict(LazyDict):
 
 
 class _HashDict(LazyDict):
-    """A dict with a hash index (``HashMapNode``): one key costs one index page and one entry."""
+    """A dict with a hash index (``HashMapNode``): one key costs one index page and one entry
+    (type 3) or one block of entries (type 6)."""
 
-    __slots__ = ()
+    __slots__ = ("_index",)
     _node: HashMapNode
+
+    def __init__(self, archive: Archive, base: int, pos: int, node: HashMapNode, nsize: int = 0) -> None:
+        super().__init__(archive, base, pos, node, nsize)
+        self._index: BlockIndex | None = None
 
     def __len__(self) -> int:
         self._check_open()
@@ -373,9 +378,11 @@ class _HashDict(LazyDict):
         k = node.kid_keys.get(key)
         if k is not None:
             return self._kid(k, key)
-        a = self._a
         kb = _encode_key(key)
         h = zlib.crc32(kb)
+        if isinstance(node, BlockHashMapNode):
+            return self._block_lookup(node, key, kb, h)
+        a = self._a
         region = self._pos - node.index[0]
         span = (node.offs[0], node.offs[-1])
         for entry in entries_of_hash(a.read, a.damaged, region, node.n, node.page_bits, node.offs_width, h):
@@ -391,6 +398,19 @@ class _HashDict(LazyDict):
             if zlib.crc32(stored_key) != h:
                 raise a.damaged(f"dict entry at offset {self._base + start} does not match its hash index record")
         raise KeyError(key)
+
+    def _block_lookup(self, node: BlockHashMapNode, key: Any, kb: bytes, h: int) -> Any:
+        """A key of a dict with a block index (``format.hash_index.BlockIndex``)."""
+        index = self._index
+        if index is None:
+            region = self._pos - node.index[0]
+            span = (node.offs[0], node.offs[-1])
+            index = self._index = BlockIndex(region, node.n, node.page_bits, node.offs_width, node.block_bits, span)
+        a = self._a
+        found = index.find(a.read, a.damaged, self._base, kb, h)
+        if found is None:
+            raise KeyError(key)
+        return a.decode(found[1], found[0])
 
 
 def _encode_key(key: Any) -> bytes:

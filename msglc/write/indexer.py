@@ -19,18 +19,18 @@ from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import accumulate, compress
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import msgspec
 
 from msglc.format.hash_index import (
     MAP_INLINE_MAX,
     Region,
+    block_bits_for,
     hash_page_bits,
     hash_records,
     le_array,
     le_view,
-    region_bytes,
     region_of,
     region_of_keys,
 )
@@ -42,7 +42,7 @@ from msglc.format.msgpack import (
 )
 from msglc.format.nodes import (
     ArrayNode,
-    HashMapNode,
+    BlockHashMapNode,
     ListNode,
     MapNode,
     Node,
@@ -299,7 +299,8 @@ class TocBuilder:
             kids = self._index_children((items[e][0], items[e][1], a + start, a + end) for e, start, end in big)
             entry_kids = {e: (items[e][0], kids[items[e][0]]) for e, _, _ in big if items[e][0] in kids}
         validate.check_map(d, skip={key for key, _ in entry_kids.values()})
-        region = self.add_region(region_bytes(offs_bytes, rec_bytes, le_array("I", firsts_bytes), page_bits, width))
+        firsts = le_array("I", firsts_bytes)
+        region = self.add_region(region_of(le_view("Q", rec_bytes), firsts, koffs, block_bits_for(koffs)))
         return self.hash_node(n, koffs, entry_kids, region)
 
     def hash_node(
@@ -307,15 +308,15 @@ class TocBuilder:
         n: int,
         koffs: Sequence[int],
         entry_kids: Mapping[int, tuple[str | int, tuple[int, int]]],
-        region: tuple[int, int, int, int, int],
+        region: WrittenRegion,
     ) -> tuple[int, int]:
         """Write the node of a hash-indexed dict whose index region is already written."""
-        position, length, page_bits, width, offs_crc = region
+        position, length, page_bits, width, offs_crc, block_bits = region
         starts, span_offs, span_kids = self.spans(koffs, n, {e: ref for e, (_, ref) in entry_kids.items()})
         span_of_entry = {starts[k]: k for k in span_kids}
         here = self._here()
         return self.add_node(
-            HashMapNode(
+            BlockHashMapNode(
                 n=n,
                 starts=starts,
                 offs=span_offs,
@@ -325,6 +326,7 @@ class TocBuilder:
                 offs_width=width,
                 offs_crc=offs_crc,
                 index=(here - position, length),
+                block_bits=block_bits,
             )
         )
 
@@ -339,24 +341,37 @@ class TocBuilder:
             (key, value, a + voffs[j], a + koffs[j + 1]) for j, (key, value) in enumerate(dict.items(d)) if j in big
         )
 
-    def hash_index(
-        self, key_raws: list[bytes] | list[msgspec.Raw], koffs: Sequence[int]
-    ) -> tuple[int, int, int, int, int]:
-        """Build and write the index region of a dict (pure Python; ``accel.speedups.map_index``
-        computes the same arrays in C); its layout: ``format.hash_index``. Returns (position,
-        length, page_bits, offs_width, offs_crc)."""
-        return self.add_region(region_of_keys(key_raws, koffs))
+    def hash_index(self, key_raws: list[bytes] | list[msgspec.Raw], koffs: Sequence[int]) -> WrittenRegion:
+        """Build and write the block index region of a dict (pure Python;
+        ``accel.speedups.map_index`` computes the same arrays in C); its layout:
+        ``format.hash_index``."""
+        return self.add_region(region_of_keys(key_raws, koffs, block_bits_for(koffs)))
 
-    def hash_index_of(self, hashes: list[int], koffs: Sequence[int]) -> tuple[int, int, int, int, int]:
+    def hash_index_of(self, hashes: list[int], koffs: Sequence[int]) -> WrittenRegion:
         """``hash_index`` from the keys' hashes (CRC-32 of their encodings)."""
-        return self.add_region(region_of(*hash_records(hashes), koffs))
+        return self.add_region(region_of(*hash_records(hashes), koffs, block_bits_for(koffs)))
 
-    def add_region(self, region: Region) -> tuple[int, int, int, int, int]:
-        """Append an index region to the TOC: (position, length, page_bits, width, offs_crc)."""
+    def add_region(self, region: Region) -> WrittenRegion:
+        """Append a block index region to the TOC."""
+        if region.block_bits is None:
+            raise ValueError("writers write block indexes only (node type 6)")
         pos = self._here()
         for part in region.parts:
             self.toc += part
-        return pos, self._here() - pos, region.page_bits, region.width, region.offs_crc
+        return WrittenRegion(
+            pos, self._here() - pos, region.page_bits, region.width, region.offs_crc, region.block_bits
+        )
+
+
+class WrittenRegion(NamedTuple):
+    """Where ``TocBuilder.add_region`` put an index region, and what its node records of it."""
+
+    position: int
+    length: int
+    page_bits: int
+    width: int
+    offs_crc: int
+    block_bits: int
 
 
 def list_raws(buf: bytes, a: int, b: int) -> list[msgspec.Raw]:

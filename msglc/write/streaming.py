@@ -27,7 +27,7 @@ import msgspec
 
 from msglc.config import Config, current, refuse_compression
 from msglc.format.container import HEADER_SIZE, Trailer, pack_header
-from msglc.format.hash_index import MAP_INLINE_MAX, region_of
+from msglc.format.hash_index import MAP_INLINE_MAX, block_bits_for, region_of
 from msglc.format.msgpack import array_header, container_header_size, map_header
 from msglc.format.nodes import ListNode, MapNode
 from msglc.io.atomic import atomic_file, is_named
@@ -276,7 +276,7 @@ class _Streamer:
         kids = {j: (keys.key(j, starts), ref) for j, ref in keys.kids.items()}
         keys.blob = bytearray()  # not needed for the index: freed before it is written
         del starts
-        region = self.nodes.add_region(region_of(records, firsts, keys.koffs))  # the index of 2M keys: 24 MB
+        region = self.nodes.add_region(region_of(records, firsts, keys.koffs, block_bits_for(keys.koffs)))
         del records
         return self.nodes.hash_node(keys.count, keys.koffs, kids, region)
 

@@ -15,7 +15,16 @@ from archives import RUN1, RUN2, check
 
 import msglc
 from msglc import CorruptedError, FileInfo, TruncatedError
-from msglc.format.container import FREE_SPACE_MINOR, HEADER_SIZE, TRAILER_SIZE, Trailer, pack_header, unpack_trailer
+from msglc.format.container import (
+    FREE_SPACE_MINOR,
+    HEADER_SIZE,
+    MINOR,
+    TRAILER_SIZE,
+    Trailer,
+    pack_header,
+    unpack_trailer,
+)
+from msglc.util import accel
 
 BIG = {"x": [float(i) for i in range(20_000)]}
 
@@ -127,22 +136,24 @@ def test_append_writes_in_place_and_keeps_the_existing_bytes(runs):
     assert out.stat().st_ino == inode  # not a new file
     assert after[17 : HEADER_SIZE + t.data_len] == before[17 : HEADER_SIZE + t.data_len]  # entries untouched
     assert after[16] == before[16] + 2  # the root's count
-    assert after[9:16] == bytes((1,)) + bytes(6)  # 1.1 layout (the new entries cover the old TOC), no end left set
+    assert after[9:16] == bytes((MINOR,)) + bytes(6)  # 1.3 (the new entries cover the old TOC), no end left set
     new = trailer_of(out)
     assert new.data_off + new.data_len == new.toc_off and len(after) == new.toc_off + new.toc_len + TRAILER_SIZE
     check(out, {**{f"r{i}": RUN1 for i in range(3)}, "run2": RUN2, "big": BIG})
 
 
-def test_a_small_append_leaves_free_space_and_says_1_2(runs):
+def test_a_small_append_leaves_free_space_and_says_1_3(runs):
     out = runs / "all.mlc"
     msglc.combine(out, [FileInfo(runs / "run1.mlc", f"r{i}") for i in range(3)])
     msglc.append(out, [FileInfo(None, "tiny", obj=1)])
     t = trailer_of(out)
-    assert out.read_bytes()[9] == FREE_SPACE_MINOR and t.data_off + t.data_len < t.toc_off
+    assert out.read_bytes()[9] == MINOR >= FREE_SPACE_MINOR and t.data_off + t.data_len < t.toc_off
     check(out, {**{f"r{i}": RUN1 for i in range(3)}, "tiny": 1})
     msglc.dump(runs / "repacked.mlc", msglc.LazyReader(out))  # repacking drops the free space
     repacked = trailer_of(runs / "repacked.mlc")
-    assert repacked.data_off + repacked.data_len == repacked.toc_off and (runs / "repacked.mlc").read_bytes()[9] == 1
+    assert (
+        repacked.data_off + repacked.data_len == repacked.toc_off and (runs / "repacked.mlc").read_bytes()[9] == MINOR
+    )
     check(runs / "repacked.mlc", {**{f"r{i}": RUN1 for i in range(3)}, "tiny": 1})
 
 
@@ -270,7 +281,7 @@ def test_a_failed_write_or_flush_rolls_back(appending):
         else:
             assert got == old
             outcomes.append("as it was" if data == original else "TOC moved")
-            assert data == original or data[9] == FREE_SPACE_MINOR
+            assert data == original or data[9] == MINOR
     check(out, new)
     assert {"as it was", "TOC moved"} <= set(outcomes) and ("landed" in outcomes) == durable
 
@@ -388,3 +399,24 @@ def test_append_to_a_remote_archive_is_refused():
     pytest.importorskip("fsspec")  # the URL is resolved through fsspec before append refuses it
     with pytest.raises(TypeError, match="local archive"):
         msglc.append("memory://msglc-test/doc.mlc", [FileInfo(obj=1, name="x")])
+
+
+@pytest.mark.parametrize("pure", [False, True])
+def test_append_to_a_hash_indexed_root_of_either_index_kind(tmp_path, monkeypatch, pure):
+    """A root dict with a block index (node type 6) or an entry index (type 3, written before
+    1.3: the golden file) takes new entries; its new index is a block index either way."""
+    if pure:
+        monkeypatch.setattr(accel, "speedups", None)
+    golden = pathlib.Path(__file__).parents[1] / "golden" / "1.1" / "hash-dict.mlc"
+    block = tmp_path / "block.mlc"
+    msglc.dump(block, {f"key-{i}": i * i for i in range(1200)}, small_obj_optimization_threshold=64)
+    for source in (golden, block):
+        out = tmp_path / f"appended-{source.name}"
+        out.write_bytes(source.read_bytes())
+        msglc.append(out, [FileInfo(None, f"new{i}", obj=[i]) for i in range(30)], small_obj_optimization_threshold=64)
+        with msglc.LazyReader(out, cached=False) as r:
+            r.verify()
+            assert r["key-1199"] == 1199 * 1199 and r["new29"] == [29] and len(r) == 1230
+            assert [info.kind for _, _, info in r.nodes(max_depth=0)] == ["hash-indexed dict"]
+            with pytest.raises(KeyError):
+                r["new30"]

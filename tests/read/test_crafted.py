@@ -161,3 +161,65 @@ def test_stride_rows_that_lie_about_their_items():
 def test_inline_dict_node_listing_a_key_twice():
     data = msglc.dumps({"a": 1, "b": [2] * 100}, small_obj_optimization_threshold=64)
     errors(rewrite_root(data, lambda n: msgspec.structs.replace(n, keys=["b", "b"])), "a", "b")
+
+
+def _region_of_root(data: bytes):
+    """(offset, node) of the root dict's index region and its node."""
+    t = unpack_trailer(data[-TRAILER_SIZE:], len(data), data[:HEADER_SIZE])
+    root_at = t.toc_off + t.root_pos
+    node = unframe_node(data[root_at : root_at + t.root_len], root_at)
+    return root_at - node.index[0], node
+
+
+def test_block_index_that_lies_about_its_blocks():
+    """Block offsets (not covered by a page's CRC) or a page (its CRC recomputed) that name the
+    wrong bytes give CorruptedError for the keys they serve, never a KeyError or another value."""
+    doc = {f"key{i:05d}": f"value {i}" for i in range(3000)}
+    data = msglc.dumps(doc)
+    region, node = _region_of_root(data)
+    assert type(node).__name__ == "BlockHashMapNode" and node.block_bits > 0
+    entries = 1 << node.block_bits
+    keys_of_block_1 = list(doc)[entries : 2 * entries]
+    for delta in (1, -1, 7):  # block 1 starts a few bytes off
+        bad = bytearray(data)
+        at = region + node.offs_width
+        bad[at : at + 4] = (int.from_bytes(bad[at : at + 4], "little") + delta).to_bytes(4, "little")
+        with msglc.LazyReader(bytes(bad), cached=False) as r:
+            for key in keys_of_block_1[:5]:
+                with pytest.raises(CorruptedError):
+                    r[key]
+            assert r["key00000"] == "value 0"  # block 0 is intact
+        with pytest.raises(CorruptedError), msglc.LazyReader(bytes(bad)) as r:
+            r.verify()
+    errors(rewrite_root(data, lambda n: msgspec.structs.replace(n, block_bits=40)), "key00005")
+    errors(rewrite_root(data, lambda n: msgspec.structs.replace(n, block_bits=node.block_bits + 1)), "key00005")
+
+
+def test_block_index_record_naming_a_block_past_the_end():
+    import zlib
+
+    from msglc.format.hash_index import BlockIndex
+
+    doc = {f"key{i:05d}": i for i in range(3000)}
+    data = msglc.dumps(doc)
+    region, node = _region_of_root(data)
+    index = BlockIndex(region, node.n, node.page_bits, node.offs_width, node.block_bits, (0, 0))
+    bad = bytearray(data)
+    slot = region + index.table  # page 0: point its first record at block 0xFFFF.., fix its CRC
+    first, _, end = (
+        int.from_bytes(bad[slot : slot + 4], "little"),
+        0,
+        int.from_bytes(bad[slot + 8 : slot + 12], "little"),
+    )
+    recs = region + index.records + index.size * first
+    bad[recs + 1 : recs + index.size] = b"\xff" * (index.size - 1)
+    bad[slot + 4 : slot + 8] = zlib.crc32(bad[recs : region + index.records + index.size * end]).to_bytes(4, "little")
+    page0 = [k for k in doc if zlib.crc32(msgspec.msgpack.encode(k)) >> (32 - node.page_bits) == 0]
+    with msglc.LazyReader(bytes(bad), cached=False) as r:
+        outcomes = set()
+        for key in page0:
+            try:
+                outcomes.add(r[key] == doc[key])
+            except CorruptedError:
+                outcomes.add("corrupted")
+        assert outcomes <= {True, "corrupted"} and "corrupted" in outcomes

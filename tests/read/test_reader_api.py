@@ -193,7 +193,7 @@ def test_inspection_api_describes_layout_and_nodes(tmp_path):
     msglc.append(path, [msglc.FileInfo(None, obj=[0.5] * 1200)], small_obj_optimization_threshold=1024)
     with LazyReader(path) as r:
         info = r.info()
-        assert info.version == (1, 1) and info.data_offset == 16 and info.threshold == 1024
+        assert info.version == (1, 3) and info.data_offset == 16 and info.threshold == 1024
         assert info.file_size == path.stat().st_size and info.root is not None and info.root.kind == "list"
         nodes = list(r.nodes())
         assert [(depth, label) for depth, label, _ in nodes] == [(0, "")] + [(1, str(i)) for i in range(11)]
