@@ -401,12 +401,12 @@ class _HashDict(LazyDict):
 
     def _block_lookup(self, node: BlockHashMapNode, key: Any, kb: bytes, h: int) -> Any:
         """A key of a dict with a block index (``format.hash_index.BlockIndex``)."""
+        a = self._a
         index = self._index
         if index is None:
-            region = self._pos - node.index[0]
-            span = (node.offs[0], node.offs[-1])
-            index = self._index = BlockIndex(region, node.n, node.page_bits, node.offs_width, node.block_bits, span)
-        a = self._a
+            fields = (node.n, node.page_bits, node.offs_width, node.offs_crc, node.block_bits)
+            region, span = self._pos - node.index[0], (node.offs[0], node.offs[-1])
+            index = self._index = BlockIndex(a.read, a.damaged, region, fields, span)
         found = index.find(a.read, a.damaged, self._base, kb, h)
         if found is None:
             raise KeyError(key)

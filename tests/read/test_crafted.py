@@ -12,6 +12,7 @@ import pytest
 import msglc
 from msglc import CorruptedError, MsglcError
 from msglc.format.container import HEADER_SIZE, TRAILER_SIZE, Trailer, pack_header, unpack_trailer
+from msglc.format.hash_index import block_count, block_layout, block_width
 from msglc.format.nodes import frame_node, unframe_node
 
 
@@ -172,54 +173,63 @@ def _region_of_root(data: bytes):
 
 
 def test_block_index_that_lies_about_its_blocks():
-    """Block offsets (not covered by a page's CRC) or a page (its CRC recomputed) that name the
-    wrong bytes give CorruptedError for the keys they serve, never a KeyError or another value."""
+    """Block offsets that name the wrong bytes fail their CRC; with the CRC made to match they
+    still give CorruptedError for the keys of the blocks they misplace, never a KeyError or
+    another value."""
+    import zlib
+
     doc = {f"key{i:05d}": f"value {i}" for i in range(3000)}
     data = msglc.dumps(doc)
     region, node = _region_of_root(data)
     assert type(node).__name__ == "BlockHashMapNode" and node.block_bits > 0
     entries = 1 << node.block_bits
     keys_of_block_1 = list(doc)[entries : 2 * entries]
+    offsets = (block_count(node.n, node.block_bits) + 1) * node.offs_width
     for delta in (1, -1, 7):  # block 1 starts a few bytes off
         bad = bytearray(data)
         at = region + node.offs_width
         bad[at : at + 4] = (int.from_bytes(bad[at : at + 4], "little") + delta).to_bytes(4, "little")
-        with msglc.LazyReader(bytes(bad), cached=False) as r:
+        errors(bytes(bad), "key00000")
+        crc = zlib.crc32(bad[region : region + offsets])
+        fixed = rewrite_root(bytes(bad), lambda n, crc=crc: msgspec.structs.replace(n, offs_crc=crc))
+        with msglc.LazyReader(fixed, cached=False) as r:
             for key in keys_of_block_1[:5]:
                 with pytest.raises(CorruptedError):
                     r[key]
             assert r["key00000"] == "value 0"  # block 0 is intact
-        with pytest.raises(CorruptedError), msglc.LazyReader(bytes(bad)) as r:
+        with pytest.raises(CorruptedError), msglc.LazyReader(fixed) as r:
             r.verify()
     errors(rewrite_root(data, lambda n: msgspec.structs.replace(n, block_bits=40)), "key00005")
     errors(rewrite_root(data, lambda n: msgspec.structs.replace(n, block_bits=node.block_bits + 1)), "key00005")
 
 
 def test_block_index_record_naming_a_block_past_the_end():
+    """A record (its page's and the table's CRCs made to match) naming a block the dict does
+    not have: CorruptedError for the keys of that page that reach it."""
     import zlib
-
-    from msglc.format.hash_index import BlockIndex
 
     doc = {f"key{i:05d}": i for i in range(3000)}
     data = msglc.dumps(doc)
     region, node = _region_of_root(data)
-    index = BlockIndex(region, node.n, node.page_bits, node.offs_width, node.block_bits, (0, 0))
+    blocks = block_count(node.n, node.block_bits)
+    size = 1 + block_width(blocks)
+    table, records, _ = block_layout(node.n, node.page_bits, node.offs_width, node.block_bits)
     bad = bytearray(data)
-    slot = region + index.table  # page 0: point its first record at block 0xFFFF.., fix its CRC
-    first, _, end = (
-        int.from_bytes(bad[slot : slot + 4], "little"),
-        0,
-        int.from_bytes(bad[slot + 8 : slot + 12], "little"),
+    slot = region + table  # page 0: its first record names block 0xFF.., its CRC and the table's fixed
+    first, end = int.from_bytes(bad[slot : slot + 4], "little"), int.from_bytes(bad[slot + 8 : slot + 12], "little")
+    recs = region + records + size * first
+    bad[recs + 1 : recs + size] = b"\xff" * (size - 1)
+    bad[slot + 4 : slot + 8] = zlib.crc32(bad[recs : region + records + size * end]).to_bytes(4, "little")
+    bad[region + records - 4 : region + records] = zlib.crc32(bad[region + table : region + records - 4]).to_bytes(
+        4, "little"
     )
-    recs = region + index.records + index.size * first
-    bad[recs + 1 : recs + index.size] = b"\xff" * (index.size - 1)
-    bad[slot + 4 : slot + 8] = zlib.crc32(bad[recs : region + index.records + index.size * end]).to_bytes(4, "little")
     page0 = [k for k in doc if zlib.crc32(msgspec.msgpack.encode(k)) >> (32 - node.page_bits) == 0]
     with msglc.LazyReader(bytes(bad), cached=False) as r:
         outcomes = set()
         for key in page0:
             try:
                 outcomes.add(r[key] == doc[key])
-            except CorruptedError:
+            except CorruptedError as e:
+                assert "names block" in str(e)
                 outcomes.add("corrupted")
-        assert outcomes <= {True, "corrupted"} and "corrupted" in outcomes
+        assert outcomes == {True, "corrupted"}
