@@ -32,8 +32,8 @@ from msglc.edit.inputs import (
     opened,
     refuse_target_among,
 )
-from msglc.errors import CorruptedError
 from msglc.edit.sections import Sink, compressed, copy_data, copy_plain
+from msglc.errors import CorruptedError
 from msglc.format.container import COMPRESSED, HEADER_SIZE, Trailer, pack_header
 from msglc.format.hash_index import MAP_INLINE_MAX
 from msglc.format.msgpack import array_header, map_header

@@ -84,7 +84,13 @@ def copy_plain(
 
 
 def _copy_frames(
-    archive: Archive, src: FramedSource, first: int, end: int, out: FrameWriter, crc: int, progress: Callable[[int], None]
+    archive: Archive,
+    src: FramedSource,
+    first: int,
+    end: int,
+    out: FrameWriter,
+    crc: int,
+    progress: Callable[[int], None],
 ) -> int:
     """Frames ``first`` to ``end`` (excluded) of ``src``, copied as stored, a run of about
     ``COPY_FRAMES`` bytes at a time, each frame checked by decompressing it."""

@@ -61,7 +61,7 @@ def raw_frame(content: bytes | bytearray | memoryview) -> bytes:
     size = len(content)
     if not 0 < size < 256:
         raise ValueError(f"a raw frame holds 1 to 255 bytes, not {size}")
-    checksum = zstandard().ZstdCompressor(write_checksum=True).compress(bytes(content))[-4:]
+    checksum: bytes = zstandard().ZstdCompressor(write_checksum=True).compress(bytes(content))[-4:]
     # magic | descriptor: single segment, checksum, 1-byte content size | size | last raw block of size
     head = (0xFD2FB528).to_bytes(4, "little") + bytes((0x24, size)) + (1 | size << 3).to_bytes(3, "little")
     return head + bytes(content) + checksum
