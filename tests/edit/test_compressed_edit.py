@@ -25,7 +25,7 @@ BIG = {"x": [float(i) for i in range(20_000)], "s": [f"item {i}" for i in range(
 def frames_bytes(path, skip=0):
     """The frames of a compressed archive's data section as stored (its seek table left out),
     from frame ``skip`` on."""
-    data = open(path, "rb").read()
+    data = path.read_bytes()
     with LazyReader(path) as r:
         section = data[16 : 16 + r.info().stored_data_size]
     size = seek_table_size(section[-FOOTER_SIZE:])
