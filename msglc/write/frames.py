@@ -47,7 +47,7 @@ def compressed_section(data: bytes | memoryview, size: int, level: int) -> Itera
     yield pack_seek_table(sizes)
 
 
-GROUP = 1 << 20  # plain bytes compressed per thread-pool task (many small frames per task: less overhead)
+GROUP = 1 << 18  # plain bytes compressed per thread-pool task (many small frames per task: less overhead)
 
 
 AHEAD = 2 * THREADS  # tasks in flight before the writer waits for the oldest
