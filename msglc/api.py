@@ -33,7 +33,9 @@ def dump(
     """Write ``obj`` as an archive to a path (atomically) or to a writable binary file object.
 
     A ``LazyReader`` or a lazy part of one is copied as its encoded bytes when the threshold
-    is the source's (no decoding), else decoded and written anew.
+    and the compression are the source's (no decoding; a compressed archive's frames are copied
+    as they are), else decoded and written anew. Without ``compression=`` (per call, or a
+    configured default other than None) the copy keeps the source's compression.
 
     A remote target (``"s3://bucket/key"`` with ``storage_options``, a ``upath.UPath``, or a
     path on the fsspec file system ``fs``) is streamed to the object, which appears only once
@@ -69,7 +71,10 @@ def combine(
 
     ``mode="w"`` writes a new archive (atomically, like ``dump``); ``mode="a"`` is ``append``.
     ``progress(n)`` is called as bytes are copied. ``options``: as for ``dump`` (the
-    threshold cuts the new root's spans and encodes ``obj=`` inputs); a remote ``archive``
+    threshold cuts the new root's spans and encodes ``obj=`` inputs). With ``compression="zstd"``
+    the frames of compressed inputs are copied as they are and the rest is compressed; without
+    it (per call, or configured) the result is compressed when every archive input is, and
+    ``append`` keeps the archive's compression. A remote ``archive``
     (URL with ``storage_options``, ``upath.UPath``, path with ``fs``) is streamed, as by
     ``dump``."""
     if mode not in ("w", "a"):

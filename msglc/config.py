@@ -20,7 +20,9 @@ class Config:
     ``numpy_encoder``: store NumPy arrays as typed binary (read back as arrays, lazily when
     large); with False they are stored as nested lists and read back as lists.
     ``compression``: None (plain msgpack data) or ``"zstd"`` (independent zstd frames of about
-    the threshold each; needs ``msglc[zstd]``; ``dump`` and ``dumps`` only, so far);
+    the threshold each; needs ``msglc[zstd]``; every writer: ``dump``, ``dumps``, ``LazyWriter``,
+    ``combine``; ``append`` keeps the archive's own; copies of an archive, ``combine`` of
+    compressed archives only, default to their source's when this is None);
     ``compression_level``: the zstd level, 1 to 22.
     """
 
@@ -53,16 +55,6 @@ def _check(options: dict[str, Any]) -> None:
     for name in ("disable_gc", "durable", "numpy_encoder"):
         if name in options and not isinstance(options[name], bool):
             raise TypeError(f"{name} must be True or False, got {options[name]!r}")
-
-
-def refuse_compression(cfg: Config, caller: str) -> None:
-    """For the writers that cannot compress yet: a clear error rather than a plain archive."""
-    if cfg.compression is not None:
-        raise ValueError(
-            f"{caller} cannot write compressed archives yet (compression={cfg.compression!r}); so far only "
-            "dump() and dumps() of a value held in memory can (no generators, Pairs or containers with "
-            "their own iteration)"
-        )
 
 
 def configure(**options: Any) -> Config:

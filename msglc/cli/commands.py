@@ -4,7 +4,7 @@
     msglc ls FILE [PATH]                the children at PATH: type, length, encoded size
     msglc tree FILE [PATH] [--depth N]  the structure, from TOC nodes only
     msglc get FILE PATH [--format F]    the value at PATH as JSON (default), msgpack or repr
-    msglc convert IN OUT                JSON, JSON Lines, msgpack <-> archive
+    msglc convert IN OUT                JSON, JSON Lines, msgpack <-> archive; archive -> archive
     msglc combine OUT IN... [--name N]  gather archives into one (a dict with --name, else a list)
     msglc verify FILE                   check everything; exit status 0 when intact
 
@@ -260,10 +260,18 @@ def cmd_convert(args: argparse.Namespace) -> None:
         raise CliError(f"no such file: {args.input}")
     if os.path.exists(args.output) and os.path.samefile(args.input, args.output):
         raise CliError(f"the output {args.output!r} is the input: write to another file")
-    if (src == "msglc") == (dst == "msglc"):
+    if src != "msglc" and dst != "msglc":
         raise CliError(f"convert reads or writes an archive: {src} -> {dst} is neither")
-    options = {} if args.threshold is None else {"small_obj_optimization_threshold": args.threshold}
+    options: dict[str, Any] = {} if args.threshold is None else {"small_obj_optimization_threshold": args.threshold}
+    if args.compression is not None:
+        if dst != "msglc":
+            raise CliError(f"--compression is for writing an archive, not {dst}")
+        options.update(args.compression)
     size = os.path.getsize(args.input)
+    if src == dst:  # an archive repacked: copied as it is when nothing changes, else rewritten
+        with open_reader(args.input) as reader:
+            dump(args.output, reader, **options)
+        return
     if dst == "msglc":
         if src == "jsonl":
             with progress(size, "convert") as step, LazyWriter(args.output, **options) as writer:
@@ -349,7 +357,8 @@ def cmd_combine(args: argparse.Namespace) -> None:
     names = args.name or [None] * len(args.inputs)
     total = sum(os.path.getsize(p) for p in args.inputs)
     with progress(total, "combine") as step:
-        combine(args.output, [FileInfo(p, n) for p, n in zip(args.inputs, names, strict=True)], progress=step)
+        infos = [FileInfo(p, n) for p, n in zip(args.inputs, names, strict=True)]
+        combine(args.output, infos, progress=step, **(args.compression or {}))
 
 
 def cmd_verify(args: argparse.Namespace) -> None:
@@ -415,7 +424,9 @@ def parser() -> argparse.ArgumentParser:
         "msgpack (.msgpack, .mpk). JSON Lines inputs are streamed (any size; the archive's root is "
         "a list of the lines). JSON and msgpack inputs are read whole and need memory for the "
         "whole document. An archive becomes msgpack by copying its data section; JSON Lines "
-        "output writes one line per item of the root list, read lazily.",
+        "output writes one line per item of the root list, read lazily. An archive converted to "
+        "an archive is repacked with --threshold and --compression (copied as it is when neither "
+        "changes anything).",
     )
     p.add_argument("input")
     p.add_argument("output")
@@ -424,13 +435,39 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--threshold", type=int, default=None, help="small_obj_optimization_threshold of the archive written"
     )
+    p.add_argument(
+        "--compression",
+        type=_compression,
+        default=None,
+        metavar="none|zstd[:LEVEL]",
+        help="compression of the archive written (zstd level 1-22, default 3); an archive converted "
+        "to an archive keeps its own unless this is given",
+    )
     p = add("combine", cmd_combine, "gather archives into one without decoding them: a dict with --name, else a list")
     p.add_argument("output")
     p.add_argument("inputs", nargs="+")
     p.add_argument("--name", action="append", help="the key of each input, in order (repeat once per input)")
+    p.add_argument(
+        "--compression",
+        type=_compression,
+        default=None,
+        metavar="none|zstd[:LEVEL]",
+        help="compression of the result (default: zstd when every input is compressed, else none); "
+        "compressed inputs' frames are copied, not recompressed",
+    )
     p = add("verify", cmd_verify, "check the whole archive; exit status 0 when intact, 1 with what is wrong")
     p.add_argument("file")
     return top
+
+
+def _compression(text: str) -> dict[str, Any]:
+    """``none``, ``zstd`` or ``zstd:LEVEL`` as ``dump`` options."""
+    name, _, level = text.partition(":")
+    if name == "none" and not level:
+        return {"compression": None}
+    if name == "zstd" and (not level or level.isdigit() and 1 <= int(level) <= 22):
+        return {"compression": "zstd", **({"compression_level": int(level)} if level else {})}
+    raise argparse.ArgumentTypeError(f"expected none, zstd or zstd:LEVEL (LEVEL 1 to 22), not {text!r}")
 
 
 def _count(least: int) -> Callable[[str], int]:

@@ -5,6 +5,11 @@ the TOC moves past them. The file is a valid archive at every moment: the header
 end (docs/format.md, "Appending in place") says which trailer counts, and it changes by one
 small write, made only once everything that trailer needs is on disk. The existing entries
 are neither read nor moved; the TOC is copied.
+
+A compressed archive (2.0) is rewritten instead, atomically like ``dump``: its root header sits
+inside its first zstd frame, so no small write can commit a new count. Its frames are copied
+as they are (only the one holding the root header is recompressed), the new entries are
+compressed (or copied, from compressed inputs) after them, and the seek table is new.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from typing import IO, Any, cast
 
 import msgspec
 
-from msglc.config import Config, current, refuse_compression
+from msglc.config import Config, current
 from msglc.edit.combine import (
     combine_into,
     copy_entries,
@@ -77,7 +82,9 @@ def append(
     stay where they are, the new ones follow them and the TOC moves past. If the process dies
     midway, readers see the old archive (the next append reuses what the dead one left).
     An archive whose root has no TOC node (it is small), or whose root header is too short
-    for the new count (16 or 65,536 entries), is rewritten once instead, atomically."""
+    for the new count (16 or 65,536 entries), is rewritten once instead, atomically; so is a
+    compressed archive, every time (its frames copied, not recompressed). The archive keeps its
+    compression: a ``compression=`` that differs is refused."""
     infos = [files] if isinstance(files, FileInfo) else list(files)
     check_names(infos)
     archive = resolve_name(archive)
@@ -110,7 +117,7 @@ def _append(
     options: dict[str, Any],
     progress: Callable[[int], None],
 ) -> None:
-    refuse_compression(current(**options), "append()")
+    options = _keep_compression(existing, options)
     names = [info.name for info in infos]
     if infos and (names[0] is not None) != existing.is_map:
         raise ValueError(
@@ -132,12 +139,27 @@ def _append(
             else [FileInfo(None, obj=v) for v in small]
         )
         return combine_into(archive, kept + infos, None, options, progress, as_dict=existing.is_map)
+    if existing.compressed:  # the root header is inside a frame: rewritten (its frames copied, not recompressed)
+        return combine_into(archive, infos, existing, options, progress)
     root_head = recount_header(existing.head, existing.count + len(infos))
     if root_head is None:  # the count outgrows the root's header: rewrite once, with room to grow
         return combine_into(archive, infos, existing, options, progress, wide=True)
     with opened(infos, options) as inputs:
         refuse_target_among(archive, inputs)
         _in_place(fd, existing, inputs, root_head, current(**options), progress)
+
+
+def _keep_compression(existing: Existing, options: dict[str, Any]) -> dict[str, Any]:
+    """``options`` with the archive's own compression: appending keeps it (a rewrite included);
+    a ``compression=`` that says otherwise is refused rather than ignored."""
+    current(**options)  # the options checked first
+    kept = "zstd" if existing.compressed else None
+    if "compression" in options and options["compression"] != kept:
+        raise ValueError(
+            f"append() keeps the archive's compression ({kept}), not compression={options['compression']!r}: "
+            "combine() it into a new archive to change that"
+        )
+    return {**options, "compression": kept}
 
 
 @contextmanager
@@ -298,10 +320,10 @@ class Existing:
         first = bytes(self.archive.read(0, HEADER_SIZE + min(5, t.data_len)))  # header, root header
         self.header, self.head = first[:HEADER_SIZE], first[HEADER_SIZE:]
         major, minor = header_version(self.header)
-        if major == COMPRESSED:
+        self.compressed = major == COMPRESSED  # appended to by a rewrite (``_append``)
+        if self.compressed and minor > 0:
             raise UnsupportedVersionError(
-                f"{os.fspath(path)!r} is compressed (format {major}.{minor}): append() cannot extend it in place "
-                "yet; combine() it with the new entries into a new archive"
+                f"{os.fspath(path)!r} is format {major}.{minor}, newer than this msglc can append to ({major}.0)"
             )
         if minor > MINOR:
             raise UnsupportedVersionError(

@@ -6,6 +6,12 @@ new root node refers to the inputs' root nodes. That works because every offset 
 relative (docs/format.md): a subtree's data and nodes stay valid wherever they are copied.
 Inputs are checked while they are copied (their data checksum) and refused before the output
 exists if they are not archives, are truncated or are of an unknown version.
+
+A compressed result (format 2.0) gets the frames of compressed inputs as they are (their seek
+table entries join the result's), and the rest (root header, keys, plain inputs) compressed
+into frames of its own; every TOC offset is logical, so the nodes relocate as for plain parts.
+Without ``compression=`` (per call, or configured), the result is compressed when every
+archive among the inputs is.
 """
 
 from __future__ import annotations
@@ -13,11 +19,12 @@ from __future__ import annotations
 import os
 import zlib
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any, Protocol, cast
 
 import msgspec
 
-from msglc.config import Config, current, refuse_compression
+from msglc.config import Config, current
 from msglc.edit.inputs import (
     COPY_CHUNK,
     FileInfo,
@@ -25,23 +32,19 @@ from msglc.edit.inputs import (
     opened,
     refuse_target_among,
 )
+from msglc.edit.sections import Sink, compressed, copy_data, copy_plain
 from msglc.errors import CorruptedError
-from msglc.format.container import HEADER_SIZE, Trailer, pack_header
+from msglc.format.container import COMPRESSED, HEADER_SIZE, Trailer, pack_header
 from msglc.format.hash_index import MAP_INLINE_MAX
 from msglc.format.msgpack import array_header, map_header
 from msglc.format.nodes import ListNode, MapNode
 from msglc.io.atomic import output
 from msglc.read.archive import Archive
-from msglc.util.checksum import crc32_combine, data_crc32
+from msglc.util.checksum import crc32_combine
+from msglc.write.frames import FrameWriter, frame_size
 from msglc.write.indexer import TocBuilder
 
 key_encoder = msgspec.msgpack.Encoder()
-
-
-class Sink(Protocol):
-    """Where copied bytes go: a binary file, or ``append``'s positioned writer."""
-
-    def write(self, data: bytes | memoryview, /) -> object: ...
 
 
 class Base(Protocol):
@@ -75,12 +78,20 @@ def combine_into(
     ``wide``: give the root a 5-byte header, so that later appends fit in place; ``create``:
     raise ``FileExistsError`` rather than replace a file that appeared meanwhile."""
     cfg = current(**options)
-    refuse_compression(cfg, "combine()")
     with opened(infos, options) as inputs:
         refuse_target_among(archive, inputs)
         if as_dict is None:
             as_dict = existing.is_map if existing is not None else bool(infos) and infos[0].name is not None
+        if "compression" not in options and cfg.compression is None:
+            cfg = replace(cfg, compression=result_compression(inputs))
         _write(archive, inputs, as_dict, cfg, existing, progress or (lambda n: None), wide, create)
+
+
+def result_compression(inputs: list[Input]) -> str | None:
+    """The compression of a combined archive that no option asks for: compressed ("zstd") when
+    every archive among the inputs is (``obj=`` inputs do not count), else plain."""
+    archives = [part.archive for part in inputs if part.from_archive]
+    return "zstd" if archives and all(map(compressed, archives)) else None
 
 
 def _write(
@@ -108,29 +119,35 @@ def _write(
         root, root_toc = _root_node(inputs, keys, header, threshold, sum(toc_lens))
     else:
         root, root_toc = existing.root_node(inputs, keys, header, threshold, sum(toc_lens))
-    with output(path, cfg.durable, HEADER_SIZE + data_len + sum(toc_lens) + len(root_toc), replace=not create) as f:
-        head = pack_header()
+    size_hint = 0 if cfg.compression else HEADER_SIZE + data_len + sum(toc_lens) + len(root_toc)
+    with output(path, cfg.durable, size_hint, replace=not create) as f:
+        head = pack_header(0, major=COMPRESSED) if cfg.compression else pack_header()
         f.write(head)
-        f.write(header)
-        crc = zlib.crc32(header)
-        sizes = [part.trailer.data_len for part in inputs] + toc_lens + [body, 1]
-        buf = bytearray(min(COPY_CHUNK, max(sizes)))
-        if existing is not None:
-            t = existing.trailer
-            body_crc = copy_range(
-                existing.archive, t.data_off + existing.header_size, body, f, buf, checksum=True, progress=progress
-            )
-            if crc32_combine(zlib.crc32(existing.head), body_crc, body) != t.data_crc:
-                raise CorruptedError(f"{os.fspath(path)!r}: data section checksum mismatch; nothing was changed")
-            crc = crc32_combine(crc, body_crc, body)
-        crc = copy_entries(keys, inputs, f, buf, progress, crc, "nothing was written")
+        frames = FrameWriter(f, frame_size(threshold), cfg.compression_level, HEADER_SIZE) if cfg.compression else None
+        out: Sink = f if frames is None else frames
+        try:
+            out.write(header)
+            crc = zlib.crc32(header)
+            sizes = [part.trailer.data_len for part in inputs] + toc_lens + [body, 1]
+            buf = bytearray(min(COPY_CHUNK, max(sizes)))
+            if existing is not None:
+                t = existing.trailer
+                body_crc = copy_data(existing.archive, t.data_off + existing.header_size, body, out, buf, progress)
+                if crc32_combine(zlib.crc32(existing.head), body_crc, body) != t.data_crc:
+                    raise CorruptedError(f"{os.fspath(path)!r}: data section checksum mismatch; nothing was changed")
+                crc = crc32_combine(crc, body_crc, body)
+            crc = copy_entries(keys, inputs, out, buf, progress, crc, "nothing was written")
+            stored = data_len if frames is None else frames.close()
+        finally:
+            if frames is not None:
+                frames.abort()
         if existing is not None:
             copy_range(
                 existing.archive, existing.trailer.toc_off, existing.toc_len, f, buf, checksum=False, progress=progress
             )
         copy_tocs(inputs, f, buf, progress)
         f.write(root_toc)
-        trailer = Trailer.contiguous(data_len, sum(toc_lens) + len(root_toc), root, crc, threshold)
+        trailer = Trailer.contiguous(stored, sum(toc_lens) + len(root_toc), root, crc, threshold)
         f.write(trailer.pack(head))
 
 
@@ -197,7 +214,7 @@ def copy_entries(
     for key, part in zip(keys, inputs, strict=True):
         f.write(key)
         t = part.trailer
-        if copy_range(part.archive, t.data_off, t.data_len, f, buf, checksum=True, progress=progress) != t.data_crc:
+        if copy_data(part.archive, t.data_off, t.data_len, f, buf, progress) != t.data_crc:
             raise CorruptedError(f"{part.label}: data section checksum mismatch; {outcome}")
     return entries_crc(keys, inputs, crc)
 
@@ -223,16 +240,4 @@ def copy_range(
 ) -> int:
     """Copy ``size`` bytes of an input from ``offset`` to ``f`` through ``buf``; returns their
     CRC-32 when ``checksum``."""
-    crc32 = data_crc32()
-    view = memoryview(buf)
-    crc = 0
-    done = 0
-    while done < size:
-        chunk = view[: min(len(view), size - done)]
-        archive.src.read_into(offset + done, chunk)
-        f.write(chunk)
-        if checksum:
-            crc = crc32(chunk, crc)
-        done += len(chunk)
-        progress(len(chunk))
-    return crc
+    return copy_plain(archive, offset, size, f, buf, progress, checksum=checksum)

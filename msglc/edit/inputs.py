@@ -47,6 +47,7 @@ class Input:
         self.name = info.name
         self.label = repr(info)
         self.owned = not isinstance(info.path, LazyReader)
+        self.from_archive = info.path is not None  # not an ``obj=`` encoded here
         if info.path is None:
             self.archive = Archive(dumps(info.obj, **options), False, None)
         elif isinstance(info.path, LazyReader):

@@ -6,7 +6,10 @@ from collections.abc import Iterator
 from typing import Any
 
 from msglc.config import current
+from msglc.edit.sections import COPY_FRAMES, compressed
+from msglc.format.container import COMPRESSED, HEADER_SIZE, Trailer, pack_header
 from msglc.io.atomic import output
+from msglc.read.archive import Archive
 from msglc.read.extract import compacted
 from msglc.read.node import LazyNode, standalone
 from msglc.read.reader import LazyReader, archive_of
@@ -14,14 +17,37 @@ from msglc.write.dump import dump as dump_decoded
 
 
 def repack(target: Any, source: LazyReader | LazyNode, options: dict[str, Any]) -> None:
-    """Copy the encoded bytes when the threshold is the source's (for a part that ``dump``
-    wrote, the result is what ``dump`` of the decoded value writes), else decode and write
-    anew."""
+    """Copy the encoded bytes when the threshold and the compression are the source's (for a
+    part that ``dump`` wrote, the result is what ``dump`` of the decoded value writes), else
+    decode and write anew. Without ``compression=`` (per call, or configured) the source's is
+    kept; a compressed archive is then copied frames and all, unless ``compression_level=`` asks
+    for recompression."""
     a = archive_of(source)
     cfg = current(**options)
-    if cfg.small_obj_optimization_threshold != a.trailer.threshold or cfg.compression is not None:
-        return dump_decoded(target, source.to_obj(), **options)
-    parts: Iterator[bytes | memoryview] = compacted(a) if isinstance(source, LazyReader) else standalone(source)
+    compression = options.get("compression", cfg.compression)
+    if "compression" not in options and compression is None and compressed(a):
+        compression = "zstd"
+    same = cfg.small_obj_optimization_threshold == a.trailer.threshold and "compression_level" not in options
+    if compression is None and same:
+        parts: Iterator[bytes | memoryview] = compacted(a) if isinstance(source, LazyReader) else standalone(source)
+    elif compression is not None and same and isinstance(source, LazyReader) and compressed(a):
+        parts = _compressed_copy(a)
+    else:
+        return dump_decoded(target, source.to_obj(), **{**options, "compression": compression})
     with output(target, cfg.durable) as f:
         for part in parts:
             f.write(part)
+
+
+def _compressed_copy(a: Archive) -> Iterator[bytes | memoryview]:
+    """``compacted`` of a compressed archive: its stored data section (frames and seek table)
+    as it is, the TOC up to the root node, a new trailer."""
+    a.check_open()
+    t = a.trailer
+    head = pack_header(0, major=COMPRESSED)
+    yield head
+    for at in range(0, a.stored_data_len, COPY_FRAMES):
+        yield a.file.read(HEADER_SIZE + at, min(COPY_FRAMES, a.stored_data_len - at))
+    yield a.read(t.toc_off, t.live_toc_len)
+    root = (t.root_pos, t.root_len)
+    yield Trailer.contiguous(a.stored_data_len, t.live_toc_len, root, t.data_crc, t.threshold).pack(head)

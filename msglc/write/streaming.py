@@ -8,6 +8,11 @@ keys' encodings and offsets are kept, for the hash index and to refuse a key met
 container's msgpack header, whose count is known only at the end, is written as a 5-byte
 array32 or map32 header and filled in afterwards, so the target must be a path or a seekable
 file. Memory holds one batch plus the TOC (and the keys), never the data.
+
+Compressed (``compression="zstd"``), the data goes through a ``FrameWriter``: frames are
+compressed in a thread pool as the batches come, and a header reserved for later is patched
+while its frame is still buffered, or else becomes a raw zstd frame of its own, rewritten in
+place once the count is known (it keeps its size).
 """
 
 from __future__ import annotations
@@ -25,8 +30,8 @@ from typing import Any, BinaryIO, TypeVar
 
 import msgspec
 
-from msglc.config import Config, current, refuse_compression
-from msglc.format.container import HEADER_SIZE, Trailer, pack_header
+from msglc.config import Config, current
+from msglc.format.container import COMPRESSED, HEADER_SIZE, Trailer, pack_header
 from msglc.format.hash_index import MAP_INLINE_MAX, block_bits_for, region_of
 from msglc.format.msgpack import array_header, container_header_size, map_header
 from msglc.format.nodes import ListNode, MapNode
@@ -38,6 +43,7 @@ from msglc.util.runtime import gc_paused
 from msglc.write import values as validate
 from msglc.write.arrays import ArrayEncoder, DataSection
 from msglc.write.encoder import encode_value
+from msglc.write.frames import FrameWriter, Slot, frame_size
 from msglc.write.indexer import GARBLED, TocBuilder, key_records, map_raws
 from msglc.write.streams import Pairs, Streamed, is_streamed, stop_iteration_error
 
@@ -57,11 +63,14 @@ _R = TypeVar("_R")  # what a batch's layout returns
 
 
 class _Data:
-    """The data section as it is written: its position, and its CRC-32 kept as segments so
-    that headers filled in later can be checksummed in place (folded once none is pending)."""
+    """The data section as it is written: its (plain) position, and its CRC-32 kept as
+    segments so that headers filled in later can be checksummed in place (folded once none is
+    pending). Compressed, the bytes go to ``frames`` (the file gets zstd frames)."""
 
-    def __init__(self, f: BinaryIO) -> None:
+    def __init__(self, f: BinaryIO, frames: FrameWriter | None = None) -> None:
         self.f = f
+        self.frames = frames
+        self.out: Any = f if frames is None else frames
         self.pos = 0
         self.crc32 = data_crc32()
         self.parts: list[list[int]] = []  # [crc, length] of closed segments, in order
@@ -70,28 +79,35 @@ class _Data:
         self.length = 0
 
     def write(self, chunk: bytes | memoryview) -> None:
-        self.f.write(chunk)
+        self.out.write(chunk)
         self.crc = self.crc32(chunk, self.crc)
         self.length += len(chunk)
         self.pos += len(chunk)
 
-    def reserve(self, size: int) -> tuple[int, list[int]]:
+    def reserve(self, size: int) -> tuple[int | Slot, list[int]]:
         """Room for ``size`` bytes written later by ``fill``."""
         self.parts.append([self.crc, self.length])
         slot = [0, size]
         self.parts.append(slot)
         self.pending += 1
         self.crc, self.length = 0, 0
-        at = self.pos
-        self.f.write(bytes(size))
+        at: int | Slot = self.pos
+        if self.frames is not None:
+            at = self.frames.reserve(size)
+        else:
+            self.f.write(bytes(size))
         self.pos += size
         return at, slot
 
-    def fill(self, at: int, slot: list[int], data: bytes) -> None:
-        back = self.f.tell()
-        self.f.seek(HEADER_SIZE + at)
-        self.f.write(data)
-        self.f.seek(back)
+    def fill(self, at: int | Slot, slot: list[int], data: bytes) -> None:
+        if isinstance(at, Slot):
+            assert self.frames is not None
+            self.frames.fill(at, data)
+        else:
+            back = self.f.tell()
+            self.f.seek(HEADER_SIZE + at)
+            self.f.write(data)
+            self.f.seek(back)
         slot[0] = zlib.crc32(data)
         self.pending -= 1
         if not self.pending:  # fold: no slot left to fill
@@ -296,7 +312,7 @@ class _Streamer:
 
     def _open(
         self, obj: Any, sized: tuple[type[Sized], ...], header: Callable[[int], bytes]
-    ) -> tuple[int, list[int]] | None:
+    ) -> tuple[int | Slot, list[int]] | None:
         """Write a container's header: exact when ``obj`` is one of the ``sized`` types and
         yields its storage (whose length the base type's ``__len__`` gives, whatever a
         subclass's says), else 5 bytes reserved for ``_close`` (the count is known at the end)."""
@@ -306,7 +322,7 @@ class _Streamer:
                 return None
         return self.data.reserve(5)
 
-    def _close(self, reserved: tuple[int, list[int]] | None, marker32: bytes, count: int) -> None:
+    def _close(self, reserved: tuple[int | Slot, list[int]] | None, marker32: bytes, count: int) -> None:
         if reserved is not None:
             if count >= 2**32:
                 raise ValueError("msglc containers hold fewer than 2**32 items")
@@ -333,7 +349,7 @@ class LazyWriter:
         **options: Any,
     ) -> None:
         self.cfg = current(**options)
-        refuse_compression(self.cfg, "LazyWriter (which also streams dump() of generators and Pairs)")
+        self.header = pack_header(0, major=COMPRESSED) if self.cfg.compression else pack_header()
         self.target = target = resolve_name(target, fs, storage_options)
         self.is_path = is_named(target)
         if not self.is_path and not (
@@ -357,11 +373,16 @@ class LazyWriter:
                 f = self.target
             if not self.is_path and f.tell():
                 raise ValueError("LazyWriter writes a whole archive: the file must be positioned at its start")
-            f.write(pack_header())
+            frames = None
+            if self.cfg.compression is not None:
+                size = frame_size(self.cfg.small_obj_optimization_threshold)
+                frames = FrameWriter(f, size, self.cfg.compression_level, HEADER_SIZE)
+                self._stack.callback(frames.abort)
+            f.write(self.header)
         except BaseException:
             self._stack.__exit__(*sys.exc_info())
             raise
-        self._data = _Data(f)
+        self._data = _Data(f, frames)
         return self
 
     def write(self, obj: Any) -> None:
@@ -400,11 +421,12 @@ class LazyWriter:
 
     def _finish(self) -> None:
         data, toc = self._streamer.data, self._streamer.toc  # the streamer writes to self._data
+        stored = data.pos if data.frames is None else data.frames.close()
         data.f.write(toc)
         trailer = Trailer.contiguous(
-            data.pos, len(toc), self._root, data.checksum(), self.cfg.small_obj_optimization_threshold
+            stored, len(toc), self._root, data.checksum(), self.cfg.small_obj_optimization_threshold
         )
-        data.f.write(trailer.pack(pack_header()))
+        data.f.write(trailer.pack(self.header))
 
 
 def _encode_value(value: Any, arrays: ArrayEncoder) -> bytes:

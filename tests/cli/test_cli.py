@@ -144,7 +144,7 @@ def test_combine_and_verify(files, tmp_path):
         (("ls", "{a}", "meta/n"), "not a dict or a list"),
         (("verify", "{text}"), "not an msglc archive"),
         (("convert", "{text}", "{out}"), "cannot tell the format"),
-        (("convert", "{a}", "{out}.mlc"), "neither"),
+        (("convert", "{bad_json}", "{out}.msgpack"), "neither"),
         (("convert", "{bad_json}", "{out}.mlc"), "is not valid json"),
         (("combine", "{out}.mlc", "{a}", "--name", "x", "--name", "y"), "give one per input"),
         (("combine", "{out}.mlc", "{text}"), "not an msglc archive"),
@@ -247,3 +247,37 @@ def test_entry_points_and_a_light_import():
     code = "import sys, msglc; from msglc.cli import main; print('asyncio' in sys.modules); main(['--version'])"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, cwd=ROOT, timeout=120)
     assert proc.stdout.decode().split() == ["False", "msglc", msglc.__version__], proc.stderr.decode()
+
+
+def test_convert_and_combine_with_compression(tmp_path):
+    pytest.importorskip("zstandard")
+    users = document(3, 800)["users"]
+    (tmp_path / "u.jsonl").write_text("".join(json.dumps(u) + "\n" for u in users))
+    (tmp_path / "u.json").write_text(json.dumps(users))
+
+    def version(path):
+        with msglc.LazyReader(path) as r:
+            assert r.to_obj() == users
+            r.verify()
+            return r.info().version
+
+    run("convert", tmp_path / "u.jsonl", tmp_path / "s.mlc", "--compression", "zstd")  # streamed
+    run("convert", tmp_path / "u.json", tmp_path / "j.mlc", "--compression", "zstd:19")
+    assert version(tmp_path / "s.mlc") == version(tmp_path / "j.mlc") == (2, 0)
+    assert "zstd frames" in run("info", tmp_path / "j.mlc")[1]
+    run("convert", tmp_path / "j.mlc", tmp_path / "kept.mlc")  # archive -> archive keeps the compression
+    assert (tmp_path / "kept.mlc").read_bytes() == (tmp_path / "j.mlc").read_bytes()
+    run("convert", tmp_path / "j.mlc", tmp_path / "plain.mlc", "--compression", "none")
+    assert version(tmp_path / "plain.mlc")[0] == 1
+    assert (tmp_path / "plain.mlc").read_bytes() == msglc.dumps(users)
+    run("convert", tmp_path / "plain.mlc", tmp_path / "z.mlc", "--compression", "zstd", "--threshold", "1024")
+    assert version(tmp_path / "z.mlc") == (2, 0)
+    run("combine", tmp_path / "c.mlc", tmp_path / "j.mlc", tmp_path / "z.mlc")  # all compressed: compressed
+    run("combine", tmp_path / "p.mlc", tmp_path / "j.mlc", tmp_path / "z.mlc", "--compression", "none")
+    for path, major in (("c.mlc", 2), ("p.mlc", 1)):
+        with msglc.LazyReader(tmp_path / path) as r:
+            assert r.info().version[0] == major and r.to_obj() == [users, users]
+    status, _, err = run("convert", tmp_path / "u.json", tmp_path / "x.mlc", "--compression", "zstd:0", ok=False)
+    assert status == 2 and "zstd:LEVEL" in err
+    status, _, err = run("convert", tmp_path / "j.mlc", tmp_path / "x.json", "--compression", "zstd", ok=False)
+    assert status == 1 and "--compression is for writing an archive" in err

@@ -303,3 +303,30 @@ def test_connection_failing_midway(s3):
                 or "botocore" in type(failure.value).__module__
             )
     proxy.listener.close()
+
+
+def test_compressed_archives_written_to_s3_by_every_writer(s3):
+    pytest.importorskip("zstandard")
+    options, fs = s3
+    z = {"compression": "zstd", **SMALL}
+    msglc.dump(url("z/doc.mlc"), DOC, storage_options=options, **z)
+    with msglc.LazyWriter(url("z/stream.mlc"), storage_options=options, **z) as w:
+        w.write({"records": ({"i": i} for i in range(20000))})
+    inputs = [FileInfo(url("z/doc.mlc"), "doc"), FileInfo(url("doc.mlc"), "plain")]
+    msglc.combine(
+        url("z/combined.mlc"),
+        [FileInfo(LazyReader(i.path, storage_options=options), i.name) for i in inputs],
+        storage_options=options,
+        **z,
+    )
+    with LazyReader(url("z/doc.mlc"), storage_options=options) as r:
+        msglc.dump(url("z/copy.mlc"), r, storage_options=options, **SMALL)  # repacked: the frames copied
+    assert fs.cat_file(f"{BUCKET}/z/doc.mlc") == msglc.dumps(DOC, **z)
+    assert fs.cat_file(f"{BUCKET}/z/copy.mlc") == fs.cat_file(f"{BUCKET}/z/doc.mlc")
+    with LazyReader(url("z/stream.mlc"), storage_options=options) as r:
+        assert r.info().version == (2, 0) and r["records/19999/i"] == 19999
+        r.verify()
+    with LazyReader(url("z/combined.mlc"), storage_options=options) as r:
+        assert r.info().version == (2, 0)
+        assert r["doc/runs/299/energy/49"] == 348.0 and msglc.to_obj(r["plain"]) == DOC
+        r.verify()

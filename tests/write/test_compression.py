@@ -1,7 +1,7 @@
 """Compressed archives (format 2.0, docs/compression.md): dump and dumps with
 compression="zstd" write zstd frames that the reader serves as the plain data, lazily; the
-data section stays readable by standard zstd; damage gives only documented errors; the writers
-that cannot compress yet say so."""
+data section stays readable by standard zstd; damage gives only documented errors; repacking
+keeps the compression unless asked. (LazyWriter, combine, append: test_compressed_writers.py.)"""
 
 import io
 import random
@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import msglc
-from msglc import CorruptedError, FileInfo, LazyReader, MsglcError, UnsupportedVersionError
+from msglc import CorruptedError, FileInfo, LazyReader, MsglcError
 
 zstandard = pytest.importorskip("zstandard")
 
@@ -66,37 +66,42 @@ def test_standard_zstd_reads_the_data_section():
     assert msgpack.unpackb(expected, strict_map_key=False) == DOC
 
 
-def test_parts_and_repacking_give_plain_archives():
+def test_repacking_keeps_the_compression_unless_asked():
     data = msglc.dumps(DOC, **ZSTD)
     with LazyReader(data) as r:
-        assert LazyReader(r["runs"].raw_data()).to_obj() == DOC["runs"]  # a part: plain 1.x
+        assert LazyReader(r["runs"].raw_data()).to_obj() == DOC["runs"]  # a part's raw_data(): plain 1.x
         out = io.BytesIO()
-        msglc.dump(out, r)  # the reader repacked: a plain archive, as dump(DOC) writes it
-        assert out.getvalue() == msglc.dumps(DOC)
+        msglc.dump(out, r)  # the source's compression kept: the archive copied, frames and all
+        assert out.getvalue() == data
+        plain = io.BytesIO()
+        msglc.dump(plain, r, compression=None)  # asked for plain: as dump(DOC) writes it
+        assert plain.getvalue() == msglc.dumps(DOC)
         again = io.BytesIO()
-        msglc.dump(again, r, **ZSTD)
-        assert again.getvalue() == data
+        msglc.dump(again, r, compression_level=9)  # recompressed at another level
+        with LazyReader(again.getvalue()) as r9:
+            assert r9.info().version == (2, 0) and r9.to_obj() == DOC
+        part = io.BytesIO()
+        msglc.dump(part, r["runs"])  # a part of a compressed archive: compressed too
+        assert part.getvalue() == msglc.dumps(DOC["runs"], **ZSTD)
+    with LazyReader(msglc.dumps(DOC)) as r:
+        out = io.BytesIO()
+        msglc.dump(out, r, **ZSTD)
+        assert out.getvalue() == data
 
 
-def test_writers_that_cannot_compress_yet_say_so(tmp_path):
+def test_every_writer_compresses(tmp_path):
     msglc.dump(tmp_path / "c.mlc", DOC, **ZSTD)
-    with pytest.raises(ValueError, match="cannot write compressed"):
-        msglc.LazyWriter(tmp_path / "w.mlc", **ZSTD)
-    with pytest.raises(ValueError, match="cannot write compressed"):
-        msglc.dumps({"a": (i for i in range(3))}, **ZSTD)  # a generator: streamed by LazyWriter
-    with pytest.raises(ValueError, match="cannot write compressed"):
-        msglc.combine(tmp_path / "out.mlc", [FileInfo(tmp_path / "c.mlc", "c")], **ZSTD)
-    msglc.dump(tmp_path / "a.mlc", {"a": list(range(5000))})
-    with pytest.raises(ValueError, match="cannot write compressed"):
-        msglc.append(tmp_path / "a.mlc", [FileInfo(tmp_path / "c.mlc", "c")], **ZSTD)
-    before = (tmp_path / "c.mlc").read_bytes()
-    with pytest.raises(UnsupportedVersionError, match="compressed"):
-        msglc.append(tmp_path / "c.mlc", [FileInfo(None, "x", obj=1)])
-    assert (tmp_path / "c.mlc").read_bytes() == before
-    # a compressed input of combine is copied decompressed: the result is a plain archive
-    msglc.combine(tmp_path / "out.mlc", [FileInfo(tmp_path / "c.mlc", "c")])
-    with LazyReader(tmp_path / "out.mlc") as r:
+    streamed = msglc.dumps({"a": (i for i in range(3000))}, **ZSTD)  # a generator: streamed by LazyWriter
+    with LazyReader(streamed) as r:
+        assert r.info().version == (2, 0) and r.to_obj() == {"a": list(range(3000))}
+    msglc.combine(tmp_path / "out.mlc", [FileInfo(tmp_path / "c.mlc", "c")], compression=None)
+    with LazyReader(tmp_path / "out.mlc") as r:  # asked for plain: the frames decompressed
         assert r.info().version[0] == 1 and r["c"].to_obj() == DOC
+        r.verify()
+    msglc.append(tmp_path / "c2.mlc", [FileInfo(tmp_path / "c.mlc", "c")], **ZSTD)  # created
+    msglc.append(tmp_path / "c2.mlc", [FileInfo(None, "x", obj=1)])
+    with LazyReader(tmp_path / "c2.mlc") as r:
+        assert r.info().version == (2, 0) and r.to_obj() == {"c": DOC, "x": 1}
         r.verify()
 
 

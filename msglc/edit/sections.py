@@ -1,0 +1,129 @@
+"""Copying data sections for ``combine`` and ``append``: a run of an input's plain data into a
+plain output, or into a compressed one (``FrameWriter``), where the frames of a compressed
+input that the run covers whole are copied as they are, never recompressed. Every byte copied
+is checked: the caller compares the CRC-32 of the plain data returned with the input's own;
+a copied frame is decompressed for that (much cheaper than compressing it again), with the
+checks a reader makes (declared size, checksum flag, zstd's content checksum)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from msglc.errors import CorruptedError
+from msglc.io.framed import FramedSource
+from msglc.read.archive import Archive
+from msglc.util.checksum import data_crc32
+from msglc.util.optional import zstandard
+from msglc.write.frames import FrameWriter
+
+COPY_FRAMES = 1 << 24  # stored bytes of frames read (and copied) at once
+
+
+class Sink(Protocol):
+    """Where copied bytes go: a binary file, ``append``'s positioned writer, a ``FrameWriter``."""
+
+    def write(self, data: bytes | memoryview, /) -> object: ...
+
+
+def compressed(archive: Archive) -> bool:
+    """Is the archive's data section stored as zstd frames (format 2.0)?"""
+    return isinstance(archive.src, FramedSource)
+
+
+def copy_data(
+    archive: Archive, offset: int, size: int, out: Sink, buf: bytearray, progress: Callable[[int], None]
+) -> int:
+    """Copy ``size`` plain bytes of the archive's data from (logical) ``offset`` to ``out``;
+    returns their CRC-32. Into a ``FrameWriter``, the frames of a compressed archive lying
+    wholly inside the run are copied as they are (``progress`` counts their plain bytes)."""
+    src = archive.src
+    if not (isinstance(out, FrameWriter) and isinstance(src, FramedSource)):
+        return copy_plain(archive, offset, size, out, buf, progress)
+    table, lo, hi = src.table, offset - src.data_off, offset + size - src.data_off
+    first = table.frame_of(lo) if lo < table.logical[-1] else table.frames
+    crc, i = 0, first
+    if lo < hi and table.logical[first] < lo:  # the run starts inside a frame: its part goes plain
+        part = min(table.logical[first + 1], hi) - lo
+        crc = copy_plain(archive, offset, part, out, buf, progress)
+        i = first + 1
+    end = i
+    while end < table.frames and table.logical[end + 1] <= hi:
+        end += 1
+    crc = _copy_frames(archive, src, i, end, out, crc, progress)
+    if end < table.frames and table.logical[end] < hi:  # the run ends inside a frame
+        part = hi - max(table.logical[end], lo)
+        crc = copy_plain(archive, src.data_off + hi - part, part, out, buf, progress, crc)
+    return crc
+
+
+def copy_plain(
+    archive: Archive,
+    offset: int,
+    size: int,
+    out: Sink,
+    buf: bytearray,
+    progress: Callable[[int], None],
+    crc: int = 0,
+    checksum: bool = True,
+) -> int:
+    """Copy ``size`` bytes of the archive (logical offsets) from ``offset`` to ``out`` through
+    ``buf``; returns ``crc`` extended by their CRC-32 (unless not ``checksum``: then ``crc``)."""
+    crc32 = data_crc32()
+    view = memoryview(buf)
+    done = 0
+    while done < size:
+        chunk = view[: min(len(view), size - done)]
+        archive.src.read_into(offset + done, chunk)
+        out.write(chunk)
+        if checksum:
+            crc = crc32(chunk, crc)
+        done += len(chunk)
+        progress(len(chunk))
+    return crc
+
+
+def _copy_frames(
+    archive: Archive,
+    src: FramedSource,
+    first: int,
+    end: int,
+    out: FrameWriter,
+    crc: int,
+    progress: Callable[[int], None],
+) -> int:
+    """Frames ``first`` to ``end`` (excluded) of ``src``, copied as stored, a run of about
+    ``COPY_FRAMES`` bytes at a time, each frame checked by decompressing it."""
+    zstd = zstandard()
+    crc32, dctx = data_crc32(), zstd.ZstdDecompressor()
+    stored, logical = src.table.stored, src.table.logical
+    i = first
+    while i < end:
+        j = i + 1
+        while j < end and stored[j + 1] - stored[i] <= COPY_FRAMES:
+            j += 1
+        data = memoryview(archive.file.read(src.data_off + stored[i], stored[j] - stored[i]))
+        entries = []
+        for k in range(i, j):
+            frame, plain = data[stored[k] - stored[i] : stored[k + 1] - stored[i]], logical[k + 1] - logical[k]
+            crc = crc32(_checked(zstd, dctx, frame, plain, k), crc)
+            entries.append((len(frame), plain))
+        out.copy_frames(bytes(data), entries)
+        progress(logical[j] - logical[i])
+        i = j
+    return crc
+
+
+def _checked(zstd: Any, dctx: Any, frame: memoryview, plain: int, k: int) -> bytes:
+    """Frame ``k`` decompressed, refused unless it is a zstd frame declaring ``plain`` bytes
+    with a content checksum that holds."""
+    try:
+        params = zstd.get_frame_parameters(frame)
+        if params.content_size != plain or not params.has_checksum:
+            raise CorruptedError(f"compressed frame {k} does not declare its {plain} bytes and a checksum")
+        data: bytes = dctx.decompress(frame, max_output_size=plain, allow_extra_data=False)
+    except zstd.ZstdError as e:
+        raise CorruptedError(f"compressed frame {k} does not decompress: {e}") from None
+    if len(data) != plain:
+        raise CorruptedError(f"compressed frame {k} holds {len(data)} bytes, not {plain}")
+    return data

@@ -1,0 +1,242 @@
+"""combine and append of compressed archives (format 2.0): compressed inputs' frames copied as
+they are, plain and compressed inputs mixed, the default compression of a result, and append
+to a compressed archive (a rewrite) leaving the old archive whole whatever fails or dies."""
+
+import errno
+import itertools
+import os
+
+import pytest
+from archives import RUN1, RUN2, check
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import msglc
+from msglc import CorruptedError, FileInfo, LazyReader
+from msglc.format.frames import FOOTER_SIZE, MAX_FRAME, parse_seek_table, seek_table_size
+from msglc.write.frames import FrameWriter
+
+pytest.importorskip("zstandard")
+
+ZSTD = {"compression": "zstd"}
+BIG = {"x": [float(i) for i in range(20_000)], "s": [f"item {i}" for i in range(5000)]}
+
+
+def frames_bytes(path, skip=0):
+    """The frames of a compressed archive's data section as stored (its seek table left out),
+    from frame ``skip`` on."""
+    data = path.read_bytes()
+    with LazyReader(path) as r:
+        section = data[16 : 16 + r.info().stored_data_size]
+    size = seek_table_size(section[-FOOTER_SIZE:])
+    table = parse_seek_table(section[-size:], len(section), MAX_FRAME)
+    return section[table.stored[skip] : -size]
+
+
+def version(path):
+    with LazyReader(path) as r:
+        return r.info().version
+
+
+@pytest.fixture
+def parts(tmp_path):
+    """Four archives, compressed and plain alternately, at different thresholds."""
+    docs = [RUN1, RUN2, BIG, {"nested": [RUN1, BIG]}]
+    paths = []
+    for i, doc in enumerate(docs):
+        path = tmp_path / f"p{i}.mlc"
+        msglc.dump(
+            path, doc, small_obj_optimization_threshold=[1024, 8192, 4096, 64][i], **(ZSTD if i % 2 == 0 else {})
+        )
+        paths.append(path)
+    return tmp_path, docs, paths
+
+
+@pytest.mark.parametrize("threshold", [64, 8192])
+def test_mixed_inputs_combine_to_the_same_values(parts, threshold):
+    tmp_path, docs, paths = parts
+    infos = [FileInfo(p, f"n{i}") for i, p in enumerate(paths)]
+    expected = {f"n{i}": doc for i, doc in enumerate(docs)}
+    msglc.combine(tmp_path / "plain.mlc", infos, small_obj_optimization_threshold=threshold)
+    msglc.combine(tmp_path / "c.mlc", infos, small_obj_optimization_threshold=threshold, **ZSTD)
+    assert version(tmp_path / "plain.mlc")[0] == 1 and version(tmp_path / "c.mlc") == (2, 0)
+    check(tmp_path / "plain.mlc", expected)
+    check(tmp_path / "c.mlc", expected)
+    with LazyReader(tmp_path / "plain.mlc") as a, LazyReader(tmp_path / "c.mlc", cached=False) as b:
+        assert a.protocol_raw_data() == b.protocol_raw_data()  # the same plain data, offsets and all
+        assert b["n2/x/19999"] == 19999.0 and b["n3/nested/1/s/4999"] == "item 4999"
+    out = (tmp_path / "c.mlc").read_bytes()
+    for i in (0, 2):  # the compressed inputs' frames are in the result byte for byte: not recompressed
+        assert frames_bytes(paths[i]) in out
+
+
+def test_combined_frames_are_copied_not_recompressed(parts, monkeypatch):
+    tmp_path, docs, paths = parts
+    compressed = [FileInfo(paths[0]), FileInfo(paths[2])]
+    calls = []
+    real = FrameWriter._compress
+    monkeypatch.setattr(FrameWriter, "_compress", lambda self, d, a, b: calls.append(b - a) or real(self, d, a, b))
+    msglc.combine(tmp_path / "c.mlc", compressed)  # every input compressed: so is the result
+    assert version(tmp_path / "c.mlc") == (2, 0)
+    assert sum(calls) == 1  # only the root's one-byte header was compressed
+    check(tmp_path / "c.mlc", [docs[0], docs[2]])
+    msglc.combine(tmp_path / "p.mlc", compressed, compression=None)  # asked for plain
+    assert version(tmp_path / "p.mlc")[0] == 1
+    msglc.combine(tmp_path / "m.mlc", [FileInfo(paths[0]), FileInfo(paths[1])])  # a plain input: plain
+    assert version(tmp_path / "m.mlc")[0] == 1
+    msglc.combine(tmp_path / "o.mlc", [FileInfo(paths[0]), FileInfo(None, obj=[1, 2])])  # obj= does not count
+    assert version(tmp_path / "o.mlc") == (2, 0)
+    check(tmp_path / "o.mlc", [docs[0], [1, 2]])
+
+
+def test_a_damaged_compressed_input_is_refused_before_the_output_exists(parts):
+    tmp_path, _, paths = parts
+    data = bytearray(paths[2].read_bytes())
+    data[200] ^= 0x10  # inside a frame
+    with pytest.raises(CorruptedError):
+        msglc.combine(tmp_path / "out.mlc", [FileInfo(bytes(data), "bad")], **ZSTD)
+    assert not (tmp_path / "out.mlc").exists()
+
+
+def test_combine_of_combined_compressed_archives(parts):
+    tmp_path, docs, paths = parts
+    msglc.combine(tmp_path / "a.mlc", [FileInfo(paths[0], "a"), FileInfo(paths[1], "b")], **ZSTD)
+    msglc.combine(tmp_path / "b.mlc", [FileInfo(tmp_path / "a.mlc"), FileInfo(paths[2])])
+    check(tmp_path / "b.mlc", [{"a": docs[0], "b": docs[1]}, docs[2]])
+    assert frames_bytes(tmp_path / "a.mlc") in (tmp_path / "b.mlc").read_bytes()
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    kinds=st.lists(st.sampled_from(["zstd", "plain", "obj"]), min_size=1, max_size=5),
+    threshold=st.sampled_from([64, 1024, 8192]),
+)
+def test_any_mix_of_inputs_combines(tmp_path_factory, kinds, threshold):
+    tmp_path = tmp_path_factory.mktemp("mix")
+    infos, expected = [], []
+    for i, kind in enumerate(kinds):
+        doc = {"i": i, "v": list(range(i * 700)), "s": "x" * (i * 300)}
+        expected.append(doc)
+        if kind == "obj":
+            infos.append(FileInfo(None, obj=doc))
+        else:
+            path = tmp_path / f"{i}.mlc"
+            msglc.dump(path, doc, small_obj_optimization_threshold=threshold, **(ZSTD if kind == "zstd" else {}))
+            infos.append(FileInfo(path))
+    msglc.combine(tmp_path / "out.mlc", infos, small_obj_optimization_threshold=threshold, **ZSTD)
+    check(tmp_path / "out.mlc", expected)
+
+
+# ---- append ---------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def compressed_target(runs):
+    out = runs / "all.mlc"
+    msglc.combine(out, [FileInfo(runs / "run1.mlc", "run1"), FileInfo(runs / "run1.mlc", "again")], **ZSTD)
+    return out
+
+
+def test_append_to_a_compressed_archive(runs, compressed_target):
+    out = compressed_target
+    old_frames = frames_bytes(out, skip=1)
+    msglc.append(out, [FileInfo(runs / "run2.mlc", "run2"), FileInfo(None, "big", obj=BIG)])
+    assert version(out) == (2, 0)
+    check(out, {"run1": RUN1, "again": RUN1, "run2": RUN2, "big": BIG})
+    assert len(old_frames) > 1000 and old_frames in out.read_bytes()  # all but the root header's frame copied
+    with pytest.raises(ValueError, match="keeps the archive's compression"):
+        msglc.append(out, [FileInfo(runs / "run2.mlc", "x")], compression=None)
+    with pytest.raises(ValueError, match="already in"):
+        msglc.append(out, [FileInfo(runs / "run2.mlc", "run2")])
+    plain = runs / "plain.mlc"
+    msglc.combine(plain, [FileInfo(runs / "run1.mlc", "run1")])
+    with pytest.raises(ValueError, match="keeps the archive's compression"):
+        msglc.append(plain, [FileInfo(runs / "run2.mlc", "x")], **ZSTD)
+    msglc.append(plain, [FileInfo(out, "c")])  # a compressed input of a plain archive: decompressed
+    assert version(plain)[0] == 1
+    check(plain, {"run1": RUN1, "c": {"run1": RUN1, "again": RUN1, "run2": RUN2, "big": BIG}})
+
+
+def test_append_to_a_streamed_compressed_list(tmp_path, runs):
+    out = tmp_path / "s.mlc"
+    with msglc.LazyWriter(out, small_obj_optimization_threshold=256, **ZSTD) as w:
+        w.write({"i": i, "v": list(range(i))} for i in range(300))  # a 5-byte root header
+    msglc.append(out, [FileInfo(runs / "run2.mlc"), FileInfo(None, obj=[1, 2])])
+    check(out, [{"i": i, "v": list(range(i))} for i in range(300)] + [RUN2, [1, 2]])
+
+
+def test_append_to_a_small_compressed_root(tmp_path, runs):
+    out = tmp_path / "small.mlc"
+    msglc.dump(out, {"a": 1}, **ZSTD)
+    msglc.append(out, [FileInfo(runs / "run1.mlc", "r")])
+    assert version(out) == (2, 0)
+    check(out, {"a": 1, "r": RUN1})
+
+
+def _fail_at(step, effect, monkeypatch):
+    """Run ``effect()`` instead of the ``step``-th write of frames or publication of the file."""
+    calls = itertools.count()
+    targets = [(FrameWriter, "_emit"), (FrameWriter, "copy_frames"), (os, "replace"), (os, "link")]
+    for owner, name in targets:
+        real = getattr(owner, name)
+
+        def instead(*args, _real=real, **kwargs):
+            if next(calls) == step:
+                effect()
+            return _real(*args, **kwargs)
+
+        monkeypatch.setattr(owner, name, instead)
+
+
+def _eio():
+    raise OSError(errno.EIO, "Input/output error")
+
+
+def test_a_failed_append_to_a_compressed_archive_changes_nothing(runs, compressed_target):
+    out = compressed_target
+    original = out.read_bytes()
+    old = {"run1": RUN1, "again": RUN1}
+    new = {**old, "run2": RUN2, "big": BIG}
+    failures = 0
+    for step in itertools.count():
+        out.write_bytes(original)
+        with pytest.MonkeyPatch.context() as monkeypatch:
+            _fail_at(step, _eio, monkeypatch)
+            try:
+                msglc.append(out, [FileInfo(runs / "run2.mlc", "run2"), FileInfo(None, "big", obj=BIG)])
+            except OSError as e:
+                assert e.errno == errno.EIO
+                failures += 1
+            else:
+                break
+        assert out.read_bytes() == original
+        assert sorted(os.listdir(runs)) == ["all.mlc", "run1.mlc", "run2.mlc"]  # no temporary file left
+        check(out, old)
+    assert failures >= 3
+    check(out, new)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="kills a forked child")
+def test_a_process_killed_while_appending_to_a_compressed_archive_leaves_it_readable(runs, compressed_target):
+    out = compressed_target
+    original = out.read_bytes()
+    old = {"run1": RUN1, "again": RUN1}
+    for k in itertools.count():
+        out.write_bytes(original)
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover (the child)
+            with pytest.MonkeyPatch.context() as monkeypatch:
+                _fail_at(k, lambda: os._exit(9), monkeypatch)
+                try:
+                    msglc.append(out, [FileInfo(runs / "run2.mlc", "run2"), FileInfo(None, "big", obj=BIG)])
+                except BaseException:
+                    os._exit(1)
+            os._exit(0)
+        status = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+        assert status in (0, 9)
+        if status == 0:
+            check(out, {**old, "run2": RUN2, "big": BIG})
+            break
+        assert out.read_bytes() == original
+        check(out, old)
+    assert k >= 3

@@ -1,0 +1,155 @@
+"""Every writer compresses (format 2.0): LazyWriter streams frames as it goes (containers of
+unknown length patched wherever their header ended up), ``FrameWriter`` on its own, and the
+compressed output reads back exactly as the plain one."""
+
+import io
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import msglc
+from msglc import LazyReader, Pairs
+from msglc.format.frames import FOOTER_SIZE, MAX_FRAME, parse_seek_table, seek_table_size
+from msglc.write.frames import FrameWriter, raw_frame
+
+zstandard = pytest.importorskip("zstandard")
+
+ZSTD = {"compression": "zstd"}
+
+
+def records(n, seed=1):
+    rng = random.Random(seed)
+    return [{"id": i, "name": f"user-{i}", "score": rng.random(), "tags": ["a", "b"][: i % 3]} for i in range(n)]
+
+
+def streamed(n):
+    """A document with generators at several depths and a Pairs dict: every header reserved."""
+    return {
+        "meta": {"n": n},
+        "records": (dict(r, sub=(j for j in range(i % 40))) for i, r in enumerate(records(n))),
+        "lookup": Pairs((f"k{i}", i) for i in range(n)),
+        "big": (list(range(k)) for k in range(200)),
+    }
+
+
+def expected(n):
+    return {
+        "meta": {"n": n},
+        "records": [dict(r, sub=list(range(i % 40))) for i, r in enumerate(records(n))],
+        "lookup": {f"k{i}": i for i in range(n)},
+        "big": [list(range(k)) for k in range(200)],
+    }
+
+
+def section_of(data):
+    with LazyReader(data) as r:
+        info = r.info()
+    return data[16 : 16 + info.stored_data_size]
+
+
+@pytest.mark.parametrize("threshold", [64, 1024, 8192, 1 << 20])
+def test_lazy_writer_compressed_reads_back_exactly(threshold, tmp_path):
+    options = {"small_obj_optimization_threshold": threshold, **ZSTD}
+    path = tmp_path / "s.mlc"
+    with msglc.LazyWriter(path, **options) as w:
+        w.write(streamed(3000))
+    value = expected(3000)
+    with LazyReader(path, cached=False) as r:
+        assert r.info().version == (2, 0)
+        assert r["records/2345/sub/7"] == 7 and r["lookup/k2999"] == 2999
+        assert r.to_obj() == value
+        r.verify()
+        plain = msglc.dumps(streamed(3000), small_obj_optimization_threshold=threshold)  # streamed plain
+        assert r.protocol_raw_data() == LazyReader(plain).protocol_raw_data()
+    section = section_of(path.read_bytes())  # standard zstd decompresses the section to the msgpack
+    with zstandard.ZstdDecompressor().stream_reader(section, read_across_frames=True) as reader:
+        assert reader.read() == LazyReader(plain).protocol_raw_data()
+
+
+def test_lazy_writer_compressed_to_a_file_object_and_through_dump():
+    out = io.BytesIO()
+    with msglc.LazyWriter(out, **ZSTD) as w:
+        w.write(streamed(3000))
+    assert out.getvalue() == msglc.dumps(streamed(3000), **ZSTD)  # dumps of generators streams the same way
+    with LazyReader(out.getvalue()) as r:
+        assert r.to_obj() == expected(3000)
+
+
+def test_a_failed_compressed_stream_leaves_no_file(tmp_path):
+    def bad():
+        yield from range(100_000)
+        raise RuntimeError("the source failed")
+
+    with pytest.raises(RuntimeError, match="source failed"), msglc.LazyWriter(tmp_path / "x.mlc", **ZSTD) as w:
+        w.write({"a": bad()})
+    assert list(tmp_path.iterdir()) == []
+
+
+values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1) | st.floats(allow_nan=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=30) | st.dictionaries(st.text(max_size=6), inner, max_size=30),
+    max_leaves=300,
+)
+
+
+def as_streamed(value):
+    """``value`` with every list a generator and every dict a ``Pairs``."""
+    if isinstance(value, list):
+        return (as_streamed(v) for v in value)
+    if isinstance(value, dict):
+        return Pairs((k, as_streamed(v)) for k, v in value.items())
+    return value
+
+
+@settings(max_examples=40, deadline=None)
+@given(value=values, threshold=st.sampled_from([64, 1024, 8192]), level=st.sampled_from([1, 3, 19]))
+def test_streamed_round_trips_at_thresholds_and_levels(value, threshold, level):
+    options = {"small_obj_optimization_threshold": threshold, "compression": "zstd", "compression_level": level}
+    data = msglc.dumps(as_streamed(value), **options)
+    with LazyReader(data) as r:
+        assert r.to_obj() == value
+        r.verify()
+
+
+def frames_of(section):
+    table = parse_seek_table(section[-seek_table_size(section[-FOOTER_SIZE:]) :], len(section), MAX_FRAME)
+    with zstandard.ZstdDecompressor().stream_reader(section, read_across_frames=True) as reader:
+        return table, reader.read()
+
+
+@pytest.mark.parametrize("before", [0, 10, 5000, 3 << 20])
+@pytest.mark.parametrize("after", [0, 100, 3 << 20])
+def test_frame_writer_fills_a_slot_wherever_it_is(before, after):
+    """A slot filled while buffered, queued as a raw frame, or already written: the section
+    decompresses to the bytes with the slot's content in place."""
+    rng = random.Random(before + after)
+    head, tail = rng.randbytes(before), bytes(rng.randrange(4) for _ in range(after))
+    out = io.BytesIO()
+    out.write(b"H" * 16)
+    w = FrameWriter(out, 4096, 3, base=16)
+    w.write(head)
+    slot = w.reserve(5)
+    w.write(tail)
+    w.fill(slot, b"\xdd\x01\x02\x03\x04")
+    stored = w.close()
+    section = out.getvalue()[16:]
+    assert len(section) == stored
+    table, plain = frames_of(section)
+    assert plain == head + b"\xdd\x01\x02\x03\x04" + tail
+    sizes = [table.logical[i + 1] - table.logical[i] for i in range(table.frames)]
+    assert max(sizes) <= 4096 and min(sizes) > 0
+
+
+def test_raw_frames_are_standard_and_of_fixed_size():
+    for content in (b"\x00" * 5, b"\xdd" * 5, b"\xdf\x00\x00\x01\x00", b"x"):
+        frame = raw_frame(content)
+        assert len(frame) == 13 + len(content)
+        params = zstandard.get_frame_parameters(frame)
+        assert params.content_size == len(content) and params.has_checksum
+        assert zstandard.ZstdDecompressor().decompress(frame) == content
+    bad = bytearray(raw_frame(b"abcde"))
+    bad[-6] ^= 1
+    with pytest.raises(zstandard.ZstdError):
+        zstandard.ZstdDecompressor().decompress(bytes(bad))
