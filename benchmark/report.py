@@ -66,7 +66,7 @@ def _records(results: dict) -> list[str]:
     rows = results.get("records") or []
     if not rows:
         return []
-    whole = next(r["bytes"] for r in rows if r["series"].startswith("plain msgpack, whole"))
+    whole = next(r["bytes"] for r in rows if "whole file zstd" in r["series"])
     lines = [
         "",
         f"{results['settings']['records']:,} JSON-like records (a list; one random record read with `cached=False`):",
