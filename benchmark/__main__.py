@@ -52,10 +52,10 @@ def parse(argv: list[str] | None) -> tuple[Settings, argparse.Namespace]:
     parser.add_argument(
         "--records",
         type=int,
-        help="JSON-like records for the records figure (default 300000; 5000 quick; 0: none)",
+        help="JSON-like records for the records figure (default 300000; 2000 quick; 0: none)",
     )
     parser.add_argument(
-        "--bulk-mb", type=int, help="size in MB of the bulk-read array (default 400; 4 with --quick; 0: none)"
+        "--bulk-mb", type=int, help="size in MB of the bulk-read array (default 400; 2 with --quick; 0: none)"
     )
     parser.add_argument("--threads", type=_ints, help="read_threads of the bulk-read figure (default 1,2)")
     parser.add_argument("--no-compressed", action="store_true", help="no msglc zstd series in the matrix figures")
@@ -67,7 +67,7 @@ def parse(argv: list[str] | None) -> tuple[Settings, argparse.Namespace]:
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
     s = (
-        Settings(size=1000, thresholds=(12, 16, 20), budget=1.0, doc_mb=5, paths=300, records=5000, bulk_mb=4)
+        Settings(size=1000, thresholds=(12, 16, 20), budget=1.0, doc_mb=5, paths=300, records=2000, bulk_mb=2)
         if args.quick
         else Settings()
     )
