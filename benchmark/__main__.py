@@ -1,7 +1,11 @@
 """``python -m benchmark`` (from the checkout): msglc vs h5py on a random float matrix.
 
-Writes write_time, read_time_log_1k, read_time_log_10k and file_size (PNG and PDF) and
-results.json to --out, and prints a Markdown table. ``--quick`` is a small run (under a minute).
+Writes write_time, read_time_log_1k, read_time_log_10k and file_size (PNG and PDF), with
+msglc's zstd-compressed series beside h5py's gzip and lzf, records_size (JSON-like records:
+msglc plain and zstd against plain msgpack and the whole file zstd-compressed) and bulk_read
+(MB/s reading a compressed array whole, by read_threads), and results.json to --out, and prints
+Markdown tables. ``--quick`` is a small run (under a minute). The compressed series, records
+and bulk figures need zstandard (``pip install -e ".[zstd]"``) and are skipped without it.
 """
 
 from __future__ import annotations
@@ -45,6 +49,16 @@ def parse(argv: list[str] | None) -> tuple[Settings, argparse.Namespace]:
     parser.add_argument(
         "--doc-mb", type=int, help="size of the random-path document in MB (default 100; 5 with --quick)"
     )
+    parser.add_argument(
+        "--records",
+        type=int,
+        help="JSON-like records for the records figure (default 300000; 2000 quick; 0: none)",
+    )
+    parser.add_argument(
+        "--bulk-mb", type=int, help="size in MB of the bulk-read array (default 400; 2 with --quick; 0: none)"
+    )
+    parser.add_argument("--threads", type=_ints, help="read_threads of the bulk-read figure (default 1,2)")
+    parser.add_argument("--no-compressed", action="store_true", help="no msglc zstd series in the matrix figures")
     parser.add_argument("--out", type=Path, default=Path("benchmark-out"), help="folder for figures and results.json")
     parser.add_argument(
         "--quick", action="store_true", help="small run: N=1000, thresholds 12,16,20, budget 1 s, 5 MB document"
@@ -52,30 +66,37 @@ def parse(argv: list[str] | None) -> tuple[Settings, argparse.Namespace]:
     parser.add_argument("--keep", action="store_true", help="keep the written archives and HDF5 files")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
-    s = Settings(size=1000, thresholds=(12, 16, 20), budget=1.0, doc_mb=5, paths=300) if args.quick else Settings()
+    s = (
+        Settings(size=1000, thresholds=(12, 16, 20), budget=1.0, doc_mb=5, paths=300, records=2000, bulk_mb=2)
+        if args.quick
+        else Settings()
+    )
+    s.compressed = not args.no_compressed
     for name, value in (
         ("size", args.size),
         ("repeats", args.repeat),
         ("thresholds", args.thresholds),
         ("budget", args.budget),
         ("doc_mb", args.doc_mb),
+        ("records", args.records),
+        ("bulk_mb", args.bulk_mb),
+        ("threads", args.threads),
     ):
         if value is not None:
             setattr(s, name, value)
     if s.size < 2 or any(not 6 <= e <= 30 for e in s.thresholds):
         parser.error("--size must be at least 2 and thresholds between 6 and 30")
+    if s.records < 0 or s.bulk_mb < 0:
+        parser.error("--records and --bulk-mb must not be negative")
     return s, args
 
 
 def main(argv: list[str] | None = None) -> int:
     settings, args = parse(argv)
     results = Results(settings=asdict(settings), machine=machine(), date=time.strftime("%Y-%m-%d"))
-    steps = (
-        ["matrix"]
-        + ["write"] * (2 + 4 * len(settings.thresholds))
-        + ["read"] * (2 + 4 * len(settings.thresholds))
-        + ["paths"] * 3
-    )
+    k = len(settings.thresholds)
+    steps = ["matrix"] + ["write"] * (2 + 5 * k) + ["read"] * (2 + 4 * k) + ["paths"] * 3
+    steps += ["records"] * (1 + 2 * k) + ["bulk"] * 11
     try:
         from tqdm import tqdm
 
@@ -94,6 +115,8 @@ def main(argv: list[str] | None = None) -> int:
         experiment.write_all()
         experiment.read_all()
         experiment.paths()
+        experiment.records()
+        experiment.bulk()
     if bar is not None:
         bar.close()
     args.out.mkdir(parents=True, exist_ok=True)

@@ -1,9 +1,11 @@
 """The comparison msglc vs h5py: write time, random reads, file sizes, and a random-path test.
 
 Data: an N x N matrix of random floats, stored by msglc as nested lists once per threshold
-and once as a NumPy array (typed binary, ``numpy_encoder``), and by h5py once per threshold
-(chunks of about the threshold's bytes) with no compression, gzip and lzf, plus one
-contiguous dataset. Every measured figure lands in a ``Results``.
+and once as a NumPy array (typed binary, ``numpy_encoder``), each plain and compressed
+(``compression="zstd"``), and by h5py once per threshold (chunks of about the threshold's bytes)
+with no compression, gzip and lzf, plus one contiguous dataset. Then JSON-like records (file
+size against plain msgpack and the whole file zstd-compressed) and the bulk read of a smooth
+compressible array by number of threads. Every measured figure lands in a ``Results``.
 """
 
 from __future__ import annotations
@@ -21,9 +23,12 @@ import msgspec
 
 import msglc
 
+from .compressed import LEVEL, have_zstd, note_once, read_threads, records, row_chunks, smooth_field, zstd_whole
 from .timing import best_of
 
 COMPRESSIONS = (None, "gzip", "lzf")
+ZSTD = {"compression": "zstd", "compression_level": LEVEL}
+BULK_FRAME = 1 << 20  # frames of the bulk-read array and h5py's chunk bytes there
 
 
 @dataclass
@@ -35,6 +40,10 @@ class Settings:
     doc_mb: int = 100  # size of the random JSON-like document
     paths: int = 1000  # random paths read from it
     seed: int = 2024
+    compressed: bool = True  # msglc zstd series beside h5py's gzip and lzf (needs zstandard)
+    records: int = 300_000  # JSON-like records for the records figure (0: none)
+    bulk_mb: int = 400  # the smooth array read whole by threads (0: none)
+    threads: tuple[int, ...] = (1, 2)  # read_threads of the bulk figure
 
 
 @dataclass
@@ -46,6 +55,8 @@ class Results:
     read: list[dict] = field(default_factory=list)  # series, threshold, reads, seconds, measured_reads
     size: list[dict] = field(default_factory=list)  # series, threshold, bytes
     paths: dict = field(default_factory=dict)
+    records: list[dict] = field(default_factory=list)  # series, threshold, bytes, dump_seconds, read_seconds
+    bulk: list[dict] = field(default_factory=list)  # series, threads, seconds, bytes, nbytes
 
 
 def h5_series(compression: str | None) -> str:
@@ -90,6 +101,13 @@ class Experiment:
         n = settings.size
         self.matrix = [[rng.random() for _ in range(n)] for _ in range(n)]
         self.points = [(rng.randrange(n), rng.randrange(n)) for _ in range(max(settings.repeats))]
+        self.zstd = have_zstd()
+        if not self.zstd:
+            note_once("zstandard is not installed: no compressed msglc series, records or bulk-read figures")
+
+    @property
+    def compressed(self) -> bool:
+        return self.zstd and self.s.compressed
 
     # -- writing -------------------------------------------------------------------------------
     def write_all(self) -> None:
@@ -113,6 +131,15 @@ class Experiment:
             self._write(
                 "msglc", t, lambda p=path, t=t: msglc.dump(p, self.matrix, small_obj_optimization_threshold=t), path
             )
+            if self.compressed:
+                path = self.dir / f"m-{e}-zstd.mlc"
+                self.step(f"write: msglc zstd threshold 2^{e}")
+                self._write(
+                    "msglc zstd",
+                    t,
+                    lambda p=path, t=t: msglc.dump(p, self.matrix, small_obj_optimization_threshold=t, **ZSTD),
+                    path,
+                )
         convert = best_of(lambda: np.asarray(self.matrix), repeat=2)
         self.r.write.append(
             {"series": "list to numpy array (h5py's input, not in its times)", "threshold": None, "seconds": convert}
@@ -121,6 +148,9 @@ class Experiment:
         self.step("write: msglc NumPy array")
         path = self.dir / "array.mlc"
         self._write("msglc NumPy array", None, lambda: msglc.dump(path, array), path)
+        if self.compressed:
+            zpath = self.dir / "array-zstd.mlc"
+            self._write("msglc NumPy array zstd", None, lambda: msglc.dump(zpath, array, **ZSTD), zpath)
         npy = self.dir / "array.npy"
         self._write("floor: numpy.save", None, lambda: np.save(npy, array), npy)
         self.step("write: h5py contiguous")
@@ -163,15 +193,19 @@ class Experiment:
         for e in self.s.thresholds:
             self.step(f"read: msglc threshold 2^{e}")
             self.warm(self.dir / f"m-{e}.mlc")
-            with msglc.LazyReader(self.dir / f"m-{e}.mlc", cached=False) as reader:
-                self._check(lambda i, j, r=reader: r[i][j])
-                self._reads("msglc reader[i][j]", 1 << e, lambda i, j, r=reader: r[i][j])
+            kinds = [("", f"m-{e}.mlc")] + ([(" zstd", f"m-{e}-zstd.mlc")] if self.compressed else [])
+            for kind, name in kinds:
+                self.warm(self.dir / name)
+                with msglc.LazyReader(self.dir / name, cached=False) as reader:
+                    self._check(lambda i, j, r=reader: r[i][j])
+                    self._reads(f"msglc{kind} reader[i][j]", 1 << e, lambda i, j, r=reader: r[i][j])
         self.step("read: msglc NumPy array")
-        self.warm(self.dir / "array.mlc")
-        with msglc.LazyReader(self.dir / "array.mlc", cached=False) as reader:
-            lazy = reader.read()
-            self._check(lambda i, j: lazy[i, j])
-            self._reads("msglc NumPy array a[i, j]", None, lambda i, j: lazy[i, j])
+        for kind, name in [("", "array.mlc")] + ([(" zstd", "array-zstd.mlc")] if self.compressed else []):
+            self.warm(self.dir / name)
+            with msglc.LazyReader(self.dir / name, cached=False) as reader:
+                lazy = reader.read()
+                self._check(lambda i, j, a=lazy: a[i, j])
+                self._reads(f"msglc NumPy array{kind} a[i, j]", None, lambda i, j, a=lazy: a[i, j])
         datasets = [("h5py contiguous", None, self.dir / "contiguous.h5")]
         datasets += [
             (h5_series(c), 1 << e, self.dir / f"m-{e}-{c}.h5") for c in COMPRESSIONS for e in self.s.thresholds
@@ -249,6 +283,130 @@ class Experiment:
             "msglc_open_and_first_path_seconds": sorted(firsts)[len(firsts) // 2],
             "plain_decode_seconds": decode_s,
         }
+
+    # -- JSON-like records: file size against plain msgpack and the whole file compressed ------
+    def records(self) -> None:
+        """Sizes (and dump time, one random record read with ``cached=False``) of records
+        ``{"id", "name", "score", "tags", "params"}`` stored as a list, per threshold, plain and
+        zstd, against plain msgpack and the whole plain msgpack compressed as one zstd frame."""
+        if not self.zstd or self.s.records <= 0:
+            return
+        self.step(f"records: building {self.s.records:,} records")
+        recs = records(self.s.records)
+        data = msgspec.msgpack.encode(recs)
+        rows = self.r.records
+        rows.append({"series": "floor: plain msgpack", "threshold": None, "bytes": len(data)})
+        rows.append(
+            {
+                "series": f"floor: plain msgpack, whole file zstd -{LEVEL}",
+                "threshold": None,
+                "bytes": len(zstd_whole(data)),
+            }
+        )
+        del data
+        rng = random.Random(self.s.seed + 2)
+        picks = [rng.randrange(len(recs)) for _ in range(min(1000, self.s.records))]
+        for e in self.s.thresholds:
+            for series, options in (("msglc", {}), ("msglc zstd", ZSTD)):
+                self.step(f"records: {series} threshold 2^{e}")
+                path = self.dir / f"records-{e}{'-zstd' if options else ''}.mlc"
+                dump_s = best_of(
+                    lambda p=path, o=options, t=1 << e: msglc.dump(p, recs, small_obj_optimization_threshold=t, **o),
+                    repeat=1,
+                    setup=lambda p=path: p.unlink(missing_ok=True),
+                )
+                with msglc.LazyReader(path, cached=False) as reader:
+                    if any(reader[i] != recs[i] for i in picks[:20]):
+                        raise AssertionError(f"wrong record in {path.name}")
+                    t, done, budget = time.perf_counter(), 0, self.s.budget / 4
+                    for i in picks:  # large blocks take ms a record: stop after a quarter budget
+                        reader[i]
+                        done += 1
+                        if time.perf_counter() - t > budget:
+                            break
+                    per_read = (time.perf_counter() - t) / done
+                rows.append(
+                    {
+                        "series": series,
+                        "threshold": 1 << e,
+                        "bytes": path.stat().st_size,
+                        "dump_seconds": dump_s,
+                        "read_seconds": per_read,
+                    }
+                )
+                path.unlink()
+
+    # -- bulk reads of a compressed array, by number of threads --------------------------------
+    def bulk(self) -> None:
+        """A smooth float64 field read whole: ``np.asarray`` of msglc's lazy array (frames of
+        1 MB) with ``read_threads`` 1, 2, ... against h5py ``ds[...]`` of datasets chunked in
+        whole rows of the same bytes (one thread: one value for every thread count)."""
+        if not self.zstd or self.s.bulk_mb <= 0:
+            return
+        import h5py
+        import numpy as np
+
+        self.step(f"bulk: building a {self.s.bulk_mb} MB smooth array")
+        array = smooth_field(max(1, self.s.bulk_mb * 10**6 // 40_000))
+        nbytes, chunks = array.nbytes, row_chunks(array.shape, BULK_FRAME)
+        files = {
+            "msglc zstd": self.dir / "field-zstd.mlc",
+            "msglc uncompressed": self.dir / "field.mlc",
+        }
+        msglc.dump(files["msglc zstd"], array, small_obj_optimization_threshold=BULK_FRAME, **ZSTD)
+        msglc.dump(files["msglc uncompressed"], array, small_obj_optimization_threshold=BULK_FRAME)
+        for series, options in (
+            ("h5py gzip", {"compression": "gzip"}),
+            ("h5py gzip + shuffle", {"compression": "gzip", "shuffle": True}),
+            ("h5py lzf", {"compression": "lzf"}),
+            ("h5py uncompressed", {}),
+        ):
+            self.step(f"bulk: writing {series}")
+            files[series] = self.dir / f"field-{len(files)}.h5"
+            with h5py.File(files[series], "w") as f:
+                f.create_dataset("a", data=array, chunks=chunks, **options)
+        probe = array[:: max(1, array.shape[0] // 7), ::997].copy()
+        del array
+
+        def check(whole: Any, series: str) -> None:
+            if not np.array_equal(whole[:: max(1, whole.shape[0] // 7), ::997], probe):
+                raise AssertionError(f"{series}: wrong values read")
+
+        def msglc_whole(path: Path) -> Any:
+            with msglc.LazyReader(path, cached=False) as reader:
+                return np.asarray(reader.read())
+
+        def h5_whole(path: Path) -> Any:
+            with h5py.File(path, "r") as f:
+                return f["a"][...]
+
+        # each read opens the file afresh: no frame or chunk cache carries over (a small
+        # array would otherwise sit whole in msglc's 16-frame cache)
+        for series, path in files.items():
+            self.step(f"bulk: reading {series}")
+            self.warm(path)
+            whole = msglc_whole if series.startswith("msglc") else h5_whole
+            check(whole(path), series)
+            if series.startswith("msglc"):
+                for n in self.s.threads:
+                    with read_threads(n) as applied:
+                        seconds = best_of(lambda p=path: msglc_whole(p))
+                    self._bulk(series, n, seconds, path, nbytes, applied)
+            else:
+                self._bulk(series, None, best_of(lambda p=path: h5_whole(p)), path, nbytes, True)
+            path.unlink()
+
+    def _bulk(self, series: str, threads: int | None, seconds: float, path: Path, nbytes: int, applied: bool) -> None:
+        self.r.bulk.append(
+            {
+                "series": series,
+                "threads": threads,
+                "seconds": seconds,
+                "bytes": path.stat().st_size,
+                "nbytes": nbytes,
+                "read_threads_applied": applied,
+            }
+        )
 
 
 def _h5_write(h5py: Any, path: Path, array: Any, chunks: tuple[int, int] | None, compression: str | None) -> None:

@@ -1,4 +1,5 @@
-"""Figures from a ``Results``: write time, read time (1k and 10k reads, log scale), file size.
+"""Figures from a ``Results``: write time, read time (1k and 10k reads, log scale), file size,
+the records' file size, and the bulk read throughput of a compressed array by threads.
 
 The horizontal axis is the threshold (msglc) or chunk size (h5py); series without one
 (contiguous h5py, the floors) are drawn as horizontal lines. Read times estimated from fewer
@@ -10,7 +11,7 @@ from __future__ import annotations
 from collections import defaultdict
 from pathlib import Path
 
-FIGURES = ("write_time", "read_time_log_1k", "read_time_log_10k", "file_size")
+FIGURES = ("write_time", "read_time_log_1k", "read_time_log_10k", "file_size", "records_size", "bulk_read")
 
 
 def _title(results: dict, what: str) -> str:
@@ -48,6 +49,47 @@ def _draw(ax, rows: list[dict], value: str, xs: list[int]) -> None:
     ax.legend(fontsize=7, ncol=2)
 
 
+def _save(fig, out: Path, name: str, written: list[Path]) -> None:
+    fig.tight_layout()
+    for ext in ("png", "pdf"):
+        path = out / f"{name}.{ext}"
+        fig.savefig(path, dpi=120)
+        written.append(path)
+
+
+def _bulk(plt, results: dict, out: Path, written: list[Path]) -> None:
+    """MB/s of the decompressed array read whole, by threads; a series without a thread count
+    (h5py: one thread) is a horizontal line, as in the multitables benchmark's figures."""
+    rows = results["bulk"]
+    threads = sorted({r["threads"] for r in rows if r["threads"] is not None}) or [1]
+    fig, ax = plt.subplots(figsize=(9, 6))
+    by_series: dict[str, list[dict]] = defaultdict(list)
+    for row in rows:
+        by_series[row["series"]].append(row)
+    for series, points in by_series.items():
+        if "uncompressed" in series:  # 5-20x faster than any decompression: in the table only
+            continue
+        mbps = [p["nbytes"] / p["seconds"] / 1e6 for p in points]
+        ratio = points[0]["nbytes"] / points[0]["bytes"]
+        label = f"{series} (file {points[0]['bytes'] / 1e6:.0f} MB, {ratio:.2f}x)"
+        if points[0]["threads"] is None:
+            ax.plot([threads[0], threads[-1]], [mbps[0]] * 2, "--", label=label, linewidth=1.2)
+        else:
+            label += "" if all(p.get("read_threads_applied", True) for p in points) else " [no read_threads: default]"
+            ax.plot([p["threads"] for p in points], mbps, "-", marker="o", label=label, linewidth=2.5)
+    ax.set_xticks(threads, [str(t) for t in threads])
+    ax.set_xlabel("threads (msglc read_threads; h5py reads on one thread)")
+    ax.set_ylabel("MB/s of the decompressed array (best of 3)")
+    ax.set_ylim(bottom=0)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7)
+    nbytes = rows[0]["nbytes"]
+    what = f"Reading a compressed {nbytes / 1e6:.0f} MB smooth float64 array whole (1 MB frames / chunks)"
+    ax.set_title(f"{what}\n{results['date']}\n{results['machine']}", fontsize=9)
+    _save(fig, out, "bulk_read", written)
+    plt.close(fig)
+
+
 def draw_all(results: dict, out: Path) -> list[Path]:
     import matplotlib
 
@@ -75,6 +117,16 @@ def draw_all(results: dict, out: Path) -> list[Path]:
             "log",
             f"{count:,} random element reads (hollow: estimated from fewer reads)",
         )
+    records = results.get("records") or []
+    if records:
+        count = results["settings"]["records"]
+        panels["records_size"] = (
+            [{**r, "MB": r["bytes"] / 1e6} for r in records],
+            "MB",
+            "file size (MB)",
+            "linear",
+            f"File size of {count:,} JSON-like records",
+        )
     for name, (rows, value, ylabel, yscale, title) in panels.items():
         if not rows:
             continue
@@ -82,11 +134,14 @@ def draw_all(results: dict, out: Path) -> list[Path]:
         _draw(ax, rows, value, xs)
         ax.set_yscale(yscale)
         ax.set_ylabel(ylabel)
-        ax.set_title(_title(results, title), fontsize=9)
-        fig.tight_layout()
-        for ext in ("png", "pdf"):
-            path = out / f"{name}.{ext}"
-            fig.savefig(path, dpi=120)
-            written.append(path)
+        matrix = name != "records_size"  # the records are not the matrix: no N or read counts
+        ax.set_title(
+            _title(results, title) if matrix else f"{title}\n{results['date']}\n{results['machine']}", fontsize=9
+        )
+        if name == "records_size":
+            ax.set_ylim(bottom=0)
+        _save(fig, out, name, written)
         plt.close(fig)
+    if results.get("bulk"):
+        _bulk(plt, results, out, written)
     return written

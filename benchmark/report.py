@@ -58,4 +58,49 @@ def markdown(results: dict) -> str:
             f"| msglc dump of the document | {p['msglc_dump_seconds']:.2f} s |",
             f"| file size, archive / plain msgpack | {p['archive_bytes'] / p['plain_bytes']:.3f} |",
         ]
+    lines += _records(results) + _bulk(results)
     return "\n".join(lines)
+
+
+def _records(results: dict) -> list[str]:
+    rows = results.get("records") or []
+    if not rows:
+        return []
+    whole = next(r["bytes"] for r in rows if "whole file zstd" in r["series"])
+    lines = [
+        "",
+        f"{results['settings']['records']:,} JSON-like records (a list; one random record read with `cached=False`):",
+        "",
+        "| series | threshold | size (MB) | size / whole file zstd | dump (s) | one record (us) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        dump = f"{r['dump_seconds']:.3f}" if "dump_seconds" in r else ""
+        read = f"{r['read_seconds'] * 1e6:.1f}" if "read_seconds" in r else ""
+        lines.append(
+            f"| {r['series']} | {_size(r['threshold'])} | {r['bytes'] / 1e6:.2f} | {r['bytes'] / whole:.2f} "
+            f"| {dump} | {read} |"
+        )
+    return lines
+
+
+def _bulk(results: dict) -> list[str]:
+    rows = results.get("bulk") or []
+    if not rows:
+        return []
+    lines = [
+        "",
+        f"Reading a {rows[0]['nbytes'] / 1e6:.0f} MB smooth float64 array whole (best of 3):",
+        "",
+        "| series | threads | file (MB) | seconds | MB/s |",
+        "|---|---|---|---|---|",
+    ]
+    for r in rows:
+        threads = "1 (h5py)" if r["threads"] is None else str(r["threads"])
+        if not r.get("read_threads_applied", True):
+            threads += " (no read_threads option: default)"
+        lines.append(
+            f"| {r['series']} | {threads} | {r['bytes'] / 1e6:.1f} | {r['seconds']:.3f} "
+            f"| {r['nbytes'] / r['seconds'] / 1e6:.0f} |"
+        )
+    return lines

@@ -2,7 +2,9 @@
 
     python -m benchmark.targets                 # full sizes (5000x5000 matrix, 2M-key dict, 1 GB)
     python -m benchmark.targets --quick         # small sizes, well under a minute
-    python -m benchmark.targets --only arrays   # one section: matrix, dict, memory, arrays, combine, stream, remote
+    python -m benchmark.targets --only arrays   # one section: matrix, dict, memory, arrays, combine, stream,
+                                                # compression, remote
+    python -m benchmark.targets --only compression --array-mb 40   # compressed archives, a 40 MB array
     python -m benchmark.targets --remote        # add the remote section (needs the bench-remote extra)
 
 Prints a Markdown table (figure, measured, target, verdict) and writes results.json.
@@ -18,9 +20,11 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
+from ..compressed import have_zstd
 from .arrays import array_targets
 from .combine import append_targets, combine_targets
 from .common import THRESHOLDS, Row, fresh, machine
+from .compression import compression_targets
 from .dicts import dict_targets
 from .matrix import matrix_targets
 from .memory import make_big, memory_target, read_one
@@ -34,6 +38,7 @@ __all__ = [
     "append_targets",
     "array_targets",
     "combine_targets",
+    "compression_targets",
     "dict_targets",
     "fresh",
     "machine",
@@ -44,7 +49,8 @@ __all__ = [
     "stream_targets",
 ]
 
-SECTIONS = ("matrix", "dict", "memory", "arrays", "combine", "stream", "remote")  # remote is opt-in
+SECTIONS = ("matrix", "dict", "memory", "arrays", "combine", "stream", "compression", "remote")  # remote is opt-in
+ZSTD_NEEDS = 'pip install -e ".[zstd]"'
 REMOTE_NEEDS = """pip install -e ".[bench-remote]" -c tests/constraints.txt"""
 
 
@@ -68,6 +74,11 @@ def main(argv: list[str] | None = None) -> int:
         help="run only these sections (repeatable)",
     )
     parser.add_argument("--remote", action="store_true", help=f"add the remote section ({REMOTE_NEEDS})")
+    parser.add_argument(
+        "--array-mb",
+        type=int,
+        help="size of the compression section's smooth NumPy array in MB (default 400; 40 with --quick)",
+    )
     # the sections' child processes: python -m benchmark.targets --make-big/--read-one/--stream/--stream-floor
     parser.add_argument("--make-big", nargs=2, help=argparse.SUPPRESS)
     parser.add_argument("--read-one", help=argparse.SUPPRESS)
@@ -88,6 +99,14 @@ def main(argv: list[str] | None = None) -> int:
     sections = set(args.only or SECTIONS[:-1]) | ({"remote"} if args.remote else set())
     if "remote" in sections and _missing_remote_modules():
         parser.error(f"the remote section needs {', '.join(_missing_remote_modules())}: {REMOTE_NEEDS}")
+    if args.array_mb is not None and args.array_mb < 1:
+        parser.error("--array-mb must be at least 1")
+    if "compression" in sections and not have_zstd():
+        if args.only and "compression" in args.only:
+            parser.error(f"the compression section needs zstandard: {ZSTD_NEEDS}")
+        print(f"skipping the compression section: it needs zstandard ({ZSTD_NEEDS})", file=sys.stderr)
+        sections.discard("compression")
+    array_mb = args.array_mb or (40 if args.quick else 400)
     n, reads, keys, lookups, big_mb = (
         (1000, 2000, 200_000, 2000, 100) if args.quick else (5000, 10_000, 2_000_000, 10_000, 1024)
     )
@@ -100,6 +119,12 @@ def main(argv: list[str] | None = None) -> int:
             ("arrays", lambda: array_targets(n, reads, Path(tmp))),
             ("combine", lambda: combine_targets(20 if args.quick else 200, Path(tmp))),
             ("stream", lambda: stream_targets(1_000_000 if args.quick else 10_000_000, Path(tmp))),
+            (
+                "compression",
+                lambda: compression_targets(
+                    keys, lookups, 30_000 if args.quick else 300_000, reads, array_mb, Path(tmp)
+                ),
+            ),
             ("remote", lambda: remote_targets(n, Path(tmp))),
         ):
             if name not in sections:

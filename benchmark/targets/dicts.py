@@ -15,9 +15,15 @@ from ..timing import best_of, per_call
 from .common import Row, fresh
 
 
-def dict_targets(n: int, lookups: int, tmp: Path) -> list[Row]:
+def str_dict(n: int) -> tuple[dict[str, str], random.Random]:
+    """The section's dict of ``n`` short str -> str entries, and the generator that made it
+    (it then picks the keys looked up), so the compressed section uses the same data."""
     rng = random.Random(7)
-    d = {f"key{i:08d}": f"v{rng.getrandbits(48):x}" for i in range(n)}
+    return {f"key{i:08d}": f"v{rng.getrandbits(48):x}" for i in range(n)}, rng
+
+
+def dict_targets(n: int, lookups: int, tmp: Path) -> list[Row]:
+    d, rng = str_dict(n)
     enc = msgspec.msgpack.Encoder()
     plain = tmp / "dict.msgpack"
     path = tmp / "dict.mlc"
@@ -70,5 +76,13 @@ def dict_targets(n: int, lookups: int, tmp: Path) -> list[Row]:
         later = per_call(reader.__getitem__, keys)
     rows.append(Row("later lookups, cached=False (us each)", later * 1e6, "<= 10 us", later <= 10e-6))
     size_ratio = path.stat().st_size / plain.stat().st_size
-    rows.append(Row("dict archive size / plain msgpack size", size_ratio, "(reported)", True))
+    rows.append(
+        Row(
+            "dict archive size / plain msgpack size",
+            size_ratio,
+            "<= 1.15",
+            size_ratio <= 1.15,
+            f"{path.stat().st_size / 1e6:.1f} MB vs {plain.stat().st_size / 1e6:.1f} MB",
+        )
+    )
     return rows
