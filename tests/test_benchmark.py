@@ -28,7 +28,9 @@ def test_quick_run_writes_figures_and_results(tmp_path):
     write_series = {r["series"] for r in results["write"]}
     expected = {
         "msglc",
+        "msglc zstd",
         "msglc NumPy array",
+        "msglc NumPy array zstd",
         "h5py uncompressed",
         "h5py gzip",
         "h5py lzf",
@@ -40,6 +42,8 @@ def test_quick_run_writes_figures_and_results(tmp_path):
     read_series = {r["series"] for r in results["read"]}
     for system in (
         "msglc reader[i][j]",
+        "msglc zstd reader[i][j]",
+        "msglc NumPy array zstd a[i, j]",
         "msglc NumPy array a[i, j]",
         "floor: pread + decode",
         "h5py contiguous ds[i, j]",
@@ -58,7 +62,7 @@ def test_quick_run_writes_figures_and_results(tmp_path):
 def test_default_counts_give_the_named_read_figures(tmp_path):
     out = tmp_path / "out"
     quick_run(out, "--size", "40", "--thresholds", "12", "--budget", "0.2")
-    for name in ("write_time", "read_time_log_1k", "read_time_log_10k", "file_size"):
+    for name in ("write_time", "read_time_log_1k", "read_time_log_10k", "file_size", "records_size", "bulk_read"):
         assert (out / f"{name}.png").exists() and (out / f"{name}.pdf").exists()
 
 
