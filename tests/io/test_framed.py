@@ -73,7 +73,7 @@ def test_a_frame_claiming_another_size_is_refused_before_decompressing():
     swapped = file[:start] + bomb + file[stop:]
     shift = len(bomb) - (stop - start)
     table = source.table._replace(
-        stored=type(source.table.stored)("Q", [0, *(s + shift for s in source.table.stored[1:])])
+        stored=[0, *(s + shift for s in source.table.stored[1:])]
     )
     bombed = FramedSource(BufferSource(swapped), len(HEAD), table, len(swapped) - len(HEAD) - len(TAIL))
     with pytest.raises(CorruptedError, match="declares 67108864 bytes where the seek table says 4096"):
