@@ -81,6 +81,15 @@ class FramedSource(Source):
             return self._raw(offset + self.shift, size)
         if offset < 0 or size < 0 or end > self.size:
             raise self._short(offset, size, max(0, min(size, self.size - offset)))
+        lo = offset - self.data_off
+        logical = self.table.logical
+        i = bisect_right(logical, lo) - 1
+        if lo >= 0 and end - self.data_off <= logical[i + 1]:  # one frame: the usual small read
+            with self._lock:
+                entry = self._frames.get(i)
+            if entry is None:
+                entry = self._entry(i)
+            return self._piece(i, entry, lo - logical[i], lo - logical[i] + size)
         return self._slice(offset, end, {}, None)
 
     def read_into(self, offset: int, out: memoryview) -> None:

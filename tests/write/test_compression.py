@@ -57,13 +57,16 @@ def test_compressed_archives_read_like_plain_ones(tmp_path):
 
 
 def test_standard_zstd_reads_the_data_section():
-    data = msglc.dumps(DOC, **ZSTD)
+    """Without runs of numbers (no frame shuffled), ``zstd -d`` of the section is the plain
+    msgpack; with them, it is the plain msgpack with those frames' bytes shuffled."""
+    doc = {k: v for k, v in DOC.items() if k != "m"}
+    data = msglc.dumps(doc, **ZSTD)
     with LazyReader(data) as r:
         expected, toc_size = r.protocol_raw_data(), r.info().toc_size
     section = data[16 : len(data) - 64 - toc_size]
     with zstandard.ZstdDecompressor().stream_reader(section, read_across_frames=True) as reader:
         assert reader.read() == expected
-    assert msgpack.unpackb(expected, strict_map_key=False) == DOC
+    assert msgpack.unpackb(expected, strict_map_key=False) == doc
 
 
 def test_parts_and_repacking_give_plain_archives():
