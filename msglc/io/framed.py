@@ -6,11 +6,12 @@ what compression saved."""
 
 from __future__ import annotations
 
+import sys
 import threading
 from bisect import bisect_right
 from collections import OrderedDict
-from typing import Any
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 from msglc.config import current
 from msglc.errors import ArchiveChangedError, CorruptedError, MsglcError
@@ -23,7 +24,7 @@ GATHER_MAX = 64  # reads of at most this many bytes of a shuffled frame gather t
 TASK_BYTES = 1 << 20  # plain bytes per task of a bulk read (a few frames: the pool's overhead stays small)
 
 
-def unshuffle(data: bytes | memoryview, element: int) -> bytearray:
+def unshuffle(data: bytes | bytearray | memoryview, element: int) -> bytearray:
     """The plain bytes of a byte-shuffled frame: ``data`` holds byte 0 of every element of
     ``element`` bytes, then byte 1 of every element, and so on (slice copies at C speed)."""
     out = bytearray(len(data))
@@ -33,7 +34,7 @@ def unshuffle(data: bytes | memoryview, element: int) -> bytearray:
     return out
 
 
-def gather(data: bytes | memoryview, element: int, lo: int, hi: int) -> bytes:
+def gather(data: bytes | bytearray | memoryview, element: int, lo: int, hi: int) -> bytes:
     """Plain bytes [lo, hi) of a byte-shuffled frame, picked from ``data`` one by one (a
     point read then costs a few index operations instead of unshuffling the frame)."""
     m = len(data) // element
@@ -129,17 +130,36 @@ class FramedSource(Source):
         logical, stored = self.table.logical, self.table.stored
         base = self.data_off + stored[a]
         data = memoryview(self._raw(base, stored[b] - stored[a]))
+        np = sys.modules.get("numpy")  # loaded when ``out`` is an array's: unshuffles without the GIL
         for i in range(a, b):
             start, end = logical[i], logical[i + 1]
             piece = data[stored[i] - stored[a] : stored[i + 1] - stored[a]]
-            if lo <= start and end <= hi and not self.table.shuffle(i):
-                self._decompress_into(i, piece, out[start - lo : end - lo])
-                continue
+            if lo <= start and end <= hi:
+                element = self.table.shuffle(i)
+                if not element:
+                    self._decompress_into(i, piece, out[start - lo : end - lo])
+                    continue
+                if np is not None:
+                    scratch = self._scratch(end - start)
+                    self._decompress_into(i, piece, scratch)
+                    m = (end - start) // element
+                    np.copyto(
+                        np.frombuffer(out[start - lo : end - lo], np.uint8).reshape(m, element),
+                        np.frombuffer(scratch, np.uint8).reshape(element, m).T,
+                    )
+                    continue
             with self._lock:
                 entry = self._frames.get(i)
             plain = self._plain(i, entry if entry is not None else self._checked(i, piece, keep=False))
             a_, b_ = max(lo, start), min(hi, end)
             out[a_ - lo : b_ - lo] = memoryview(plain)[a_ - start : b_ - start]
+
+    def _scratch(self, size: int) -> memoryview:
+        """A buffer of ``size`` bytes of this thread's own, reused from frame to frame."""
+        buf: bytearray | None = getattr(self._local, "scratch", None)
+        if buf is None or len(buf) < size:
+            buf = self._local.scratch = bytearray(max(size, 1 << 16))
+        return memoryview(buf)[:size]
 
     def frame(self, i: int) -> bytes | bytearray:
         """Frame ``i`` decompressed (and unshuffled): from the cache, or read and decompressed
@@ -248,7 +268,9 @@ class FramedSource(Source):
             )
 
     def _undecompressable(self, i: int, e: Exception) -> MsglcError:
-        return self.damaged(f"compressed frame {i} at offset {self.data_off + self.table.stored[i]} does not decompress: {e}")
+        return self.damaged(
+            f"compressed frame {i} at offset {self.data_off + self.table.stored[i]} does not decompress: {e}"
+        )
 
     def cached(self, offset: int, size: int) -> bytes | memoryview | None:
         """The bytes, when the file's cache or the frame cache holds them (batched reads then

@@ -33,6 +33,8 @@ from msglc.util.optional import zstandard
 THREADS = 2  # compression threads (this machine has 2 cores; more only queue)
 SLACK = 8  # a frame may exceed the frame size by 1/SLACK to end at an item boundary
 MAX_ELEMENT = 255  # the largest element a shuffle filter names (one byte)
+ARRAY_FRAME = 1 << 16  # least plain bytes per frame of NumPy elements: bulk reads then cost ~1/8 of
+# the per-frame Python work of 8 KB frames, and one element read decompresses 64 KB (~70 us)
 
 # A planned frame: (end offset in the plain data, element size it may be shuffled by, or 0;
 # the run it belongs to, or -1: frames of one run are shuffled or not together)
@@ -77,7 +79,7 @@ def compressed_frames(data: bytes | memoryview, frames: Sequence[Frame], level: 
         return frame
 
     shuffled: dict[int, bool] = {}  # run -> shuffled or not, from its first frame
-    for i, (end, element, run) in enumerate(frames):
+    for i, (_, element, run) in enumerate(frames):
         if element and run not in shuffled:
             shuffled[run] = len(compress(i, element)) < len(compress(i, 0))
     filters = [(SHUFFLE, e) if e and shuffled[run] else (NO_FILTER, 0) for _, e, run in frames]
@@ -102,14 +104,14 @@ def plan_frames(
     total: int,
     size: int,
     boundaries: Sequence[int],
-    runs: Sequence[tuple[int, int, int]] = (),
+    runs: Sequence[tuple[int, int, int, int]] = (),
     forced: Sequence[int] = (),
 ) -> list[Frame]:
     """Frames for ``total`` plain bytes of about ``size`` each: outside runs, cut at the last
     item boundary (``boundaries``, any order) within ``size`` (plus a little slack), else at
-    ``size``, and always at ``forced`` offsets; a run (start, end, element) of fixed-size
-    numbers starts a frame and is cut into whole multiples of ``element`` bytes (its last
-    frame takes the rest)."""
+    ``size``, and always at ``forced`` offsets; a run (start, end, element, least) of
+    fixed-size numbers starts a frame and is cut into whole multiples of ``element`` bytes of
+    about ``max(size, least)`` (its last frame takes the rest)."""
     cuts = sorted(set(boundaries).union(forced))
     must = sorted(set(forced))
     runs = sorted(runs)
@@ -117,8 +119,8 @@ def plan_frames(
     pos, r = 0, 0
     while pos < total:
         if r < len(runs) and runs[r][0] <= pos:
-            start, end, element = runs[r]
-            step = max(element, size // element * element)
+            start, end, element, least = runs[r]
+            step = max(element, min(max(size, least), MAX_FRAME) // element * element)
             while pos < end:
                 stop = min(end, pos + step)
                 out.append((stop, element if (stop - pos) % element == 0 else 0, r))
@@ -140,15 +142,16 @@ def plan_frames(
 
 def toc_layout(
     toc: bytes | bytearray, root: tuple[int, int], data: bytes | memoryview
-) -> tuple[list[int], list[tuple[int, int, int]], list[int]]:
+) -> tuple[list[int], list[tuple[int, int, int, int]], list[int]]:
     """Where frames may be cut in ``data`` (the plain data section) whose TOC is ``toc``
     with its root node at ``root`` (position, length; (0, 0): none): the offsets where the
     spans and entries of its list and dict nodes start; its runs of fixed-size numbers as
-    (start, end, element size): fixed-stride lists of numbers and NumPy elements; and where
+    (start, end, element size, least frame size): fixed-stride lists of numbers and NumPy
+    elements (in frames of at least ``ARRAY_FRAME``: mostly read in bulk); and where
     frames must be cut: the spans of a hash-indexed dict, and the entry nearest the middle of
     each (a lookup reads one entry, so it decompresses half a span; iterating reads both)."""
     boundaries: list[int] = []
-    runs: list[tuple[int, int, int]] = []
+    runs: list[tuple[int, int, int, int]] = []
     forced: list[int] = []
     if not root[1]:
         return boundaries, runs, forced
@@ -172,11 +175,11 @@ def toc_layout(
             first = base + sum(h for h, _, _ in node.dims)
             element = node.dims[-1][2]
             if 2 <= element <= MAX_ELEMENT and FIXED_SCALAR_SIZE.get(data[first]) == element:
-                runs.append((first, base + node_span(node), element))
+                runs.append((first, base + node_span(node), element, 0))
         elif isinstance(node, ArrayNode) and "numpy" in sys.modules:
             dtype, _, start = parse_head(data[base : base + node.head], base, node.head + node.size)
             if 2 <= dtype.itemsize <= MAX_ELEMENT and node.size:
-                runs.append((base + start, base + start + node.size, dtype.itemsize))
+                runs.append((base + start, base + start + node.size, dtype.itemsize, ARRAY_FRAME))
     return boundaries, runs, forced
 
 
