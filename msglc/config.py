@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+import os
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 
@@ -24,6 +25,9 @@ class Config:
     ``combine``; ``append`` keeps the archive's own; copies of an archive, ``combine`` of
     compressed archives only, default to their source's when this is None);
     ``compression_level``: the zstd level, 1 to 22.
+    ``read_threads``: threads that decompress the frames of a compressed archive in bulk reads
+    (``np.asarray`` of a large array, ``to_obj`` and ``verify`` of a large part); zstd releases
+    the GIL, so up to one per core pays. An int >= 1; default ``min(4, os.cpu_count())``.
     """
 
     small_obj_optimization_threshold: int = 8192
@@ -32,6 +36,7 @@ class Config:
     numpy_encoder: bool = True
     compression: str | None = None
     compression_level: int = 3
+    read_threads: int = field(default_factory=lambda: min(4, os.cpu_count() or 1))
 
 
 _NAMES = frozenset(f.name for f in fields(Config))
@@ -52,6 +57,10 @@ def _check(options: dict[str, Any]) -> None:
     level = options.get("compression_level")
     if level is not None and (not isinstance(level, int) or isinstance(level, bool) or not 1 <= level <= 22):
         raise ValueError(f"compression_level must be an int in [1, 22], got {level!r}")
+    if "read_threads" in options:
+        threads = options["read_threads"]
+        if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
+            raise ValueError(f"read_threads must be an int >= 1, got {threads!r}")
     for name in ("disable_gc", "durable", "numpy_encoder"):
         if name in options and not isinstance(options[name], bool):
             raise TypeError(f"{name} must be True or False, got {options[name]!r}")

@@ -11,7 +11,8 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from msglc.errors import CorruptedError
-from msglc.io.framed import FramedSource
+from msglc.format.frames import NO_FILTER, SHUFFLE
+from msglc.io.framed import FramedSource, unshuffle
 from msglc.read.archive import Archive
 from msglc.util.checksum import data_crc32
 from msglc.util.optional import zstandard
@@ -103,12 +104,17 @@ def _copy_frames(
         while j < end and stored[j + 1] - stored[i] <= COPY_FRAMES:
             j += 1
         data = memoryview(archive.file.read(src.data_off + stored[i], stored[j] - stored[i]))
-        entries = []
+        entries, filters = [], []
         for k in range(i, j):
             frame, plain = data[stored[k] - stored[i] : stored[k + 1] - stored[i]], logical[k + 1] - logical[k]
-            crc = crc32(_checked(zstd, dctx, frame, plain, k), crc)
+            content: bytes | bytearray = _checked(zstd, dctx, frame, plain, k)
+            element = src.table.shuffle(k)
+            if element:  # the checksum is of the plain data
+                content = unshuffle(content, element)
+            crc = crc32(content, crc)
             entries.append((len(frame), plain))
-        out.copy_frames(bytes(data), entries)
+            filters.append((SHUFFLE, element) if element else (NO_FILTER, 0))
+        out.copy_frames(bytes(data), entries, filters)
         progress(logical[j] - logical[i])
         i = j
     return crc

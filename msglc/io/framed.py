@@ -6,16 +6,42 @@ what compression saved."""
 
 from __future__ import annotations
 
+import sys
 import threading
 from bisect import bisect_right
 from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
+from msglc.config import current
 from msglc.errors import ArchiveChangedError, CorruptedError, MsglcError
-from msglc.format.frames import FrameTable
+from msglc.format.frames import MAX_FRAME, FrameTable
 from msglc.io.base import Source
 from msglc.util.optional import zstandard
 
 CACHE_FRAMES = 16  # decompressed frames kept (at most 16 MB; 16 x the threshold typically)
+GATHER_MAX = 64  # reads of at most this many bytes of a shuffled frame gather them, unshuffling nothing
+TASK_BYTES = 1 << 20  # plain bytes per task of a bulk read (a few frames: the pool's overhead stays small)
+
+
+def unshuffle(data: bytes | bytearray | memoryview, element: int) -> bytearray:
+    """The plain bytes of a byte-shuffled frame: ``data`` holds byte 0 of every element of
+    ``element`` bytes, then byte 1 of every element, and so on (slice copies at C speed)."""
+    out = bytearray(len(data))
+    m = len(data) // element
+    for k in range(element):
+        out[k::element] = data[k * m : (k + 1) * m]
+    return out
+
+
+def gather(data: bytes | bytearray | memoryview, element: int, lo: int, hi: int) -> bytes:
+    """Plain bytes [lo, hi) of a byte-shuffled frame, picked from ``data`` one by one (a
+    point read then costs a few index operations instead of unshuffling the frame)."""
+    m = len(data) // element
+    return bytes(data[(p % element) * m + p // element] for p in range(lo, hi))
+
+
+Entry = tuple[bytes | bytearray, int]  # a decompressed frame as stored, and its shuffle's element size (0: plain)
 
 
 class FramedSource(Source):
@@ -38,7 +64,7 @@ class FramedSource(Source):
         # below, in stored bytes, with the file's own gap); in memory every read is direct
         self.max_gap = 1 if raw.max_gap else 0
         self.max_request = raw.max_request
-        self._frames: OrderedDict[int, bytes] = OrderedDict()
+        self._frames: OrderedDict[int, Entry] = OrderedDict()
         self._lock = threading.Lock()
         self._local = threading.local()
 
@@ -56,39 +82,125 @@ class FramedSource(Source):
             return self._raw(offset + self.shift, size)
         if offset < 0 or size < 0 or end > self.size:
             raise self._short(offset, size, max(0, min(size, self.size - offset)))
+        lo = offset - self.data_off
+        logical = self.table.logical
+        i = bisect_right(logical, lo) - 1
+        if lo >= 0 and end - self.data_off <= logical[i + 1]:  # one frame: the usual small read
+            with self._lock:
+                entry = self._frames.get(i)
+            if entry is None:
+                entry = self._entry(i)
+            return self._piece(i, entry, lo - logical[i], lo - logical[i] + size)
         return self._slice(offset, end, {}, None)
 
     def read_into(self, offset: int, out: memoryview) -> None:
-        """Fill ``out`` from logical ``offset`` frame by frame (large NumPy reads): no frame is
-        kept longer than its copy into ``out`` needs."""
+        """Fill ``out`` from logical ``offset`` (large NumPy reads): whole frames decompress
+        straight into ``out``, in a pool of ``read_threads`` threads (zstd releases the GIL)
+        when the read spans several tasks' worth; no frame is cached or copied whole."""
         lo = offset - self.data_off
         if lo < 0 or lo + len(out) > self.plain:
             out[:] = self.read(offset, len(out))
             return
-        done, first = 0, bisect_right(self.table.logical, lo) - 1
-        for i in range(first, self.table.frames):
-            if done == len(out):
-                break
-            start = self.table.logical[i]
-            frame = self.frame(i)
-            piece = memoryview(frame)[lo + done - start : min(len(frame), lo + len(out) - start)]
-            out[done : done + len(piece)] = piece
-            done += len(piece)
+        hi = lo + len(out)
+        logical = self.table.logical
+        first, last = bisect_right(logical, lo) - 1, bisect_right(logical, hi - 1) - 1
+        tasks: list[tuple[int, int]] = []  # runs of frames [a, b), each about TASK_BYTES
+        for i in range(first, last + 1):
+            if tasks and logical[i] - logical[tasks[-1][0]] < TASK_BYTES:
+                tasks[-1] = (tasks[-1][0], i + 1)
+            else:
+                tasks.append((i, i + 1))
 
-    def frame(self, i: int) -> bytes:
-        """Frame ``i`` decompressed: from the cache, or read and decompressed (and checked: its
-        declared size must be the table's, its zstd checksum must hold)."""
+        def fill(task: tuple[int, int]) -> None:
+            self._fill(task[0], task[1], lo, hi, out)
+
+        threads = min(current().read_threads, len(tasks))
+        if threads <= 1:
+            for task in tasks:
+                fill(task)
+            return
+        with ThreadPoolExecutor(threads) as pool:
+            for _ in pool.map(fill, tasks):  # raises the first task's error
+                pass
+
+    def _fill(self, a: int, b: int, lo: int, hi: int, out: memoryview) -> None:
+        """Frames [a, b) into ``out``, which holds logical bytes [lo, hi): their stored bytes
+        in one read of the file; frames inside ``out`` decompress into it, the ones at its
+        edges (or cached already) are copied."""
+        logical, stored = self.table.logical, self.table.stored
+        base = self.data_off + stored[a]
+        data = memoryview(self._raw(base, stored[b] - stored[a]))
+        np = sys.modules.get("numpy")  # loaded when ``out`` is an array's: unshuffles without the GIL
+        for i in range(a, b):
+            start, end = logical[i], logical[i + 1]
+            piece = data[stored[i] - stored[a] : stored[i + 1] - stored[a]]
+            if lo <= start and end <= hi:
+                element = self.table.shuffle(i)
+                if not element:
+                    self._decompress_into(i, piece, out[start - lo : end - lo])
+                    continue
+                if np is not None:
+                    scratch = self._scratch(end - start)
+                    self._decompress_into(i, piece, scratch)
+                    m = (end - start) // element
+                    np.copyto(
+                        np.frombuffer(out[start - lo : end - lo], np.uint8).reshape(m, element),
+                        np.frombuffer(scratch, np.uint8).reshape(element, m).T,
+                    )
+                    continue
+            with self._lock:
+                entry = self._frames.get(i)
+            plain = self._plain(i, entry if entry is not None else self._checked(i, piece, keep=False))
+            a_, b_ = max(lo, start), min(hi, end)
+            out[a_ - lo : b_ - lo] = memoryview(plain)[a_ - start : b_ - start]
+
+    def _scratch(self, size: int) -> memoryview:
+        """A buffer of ``size`` bytes of this thread's own, reused from frame to frame."""
+        buf: bytearray | None = getattr(self._local, "scratch", None)
+        if buf is None or len(buf) < size:
+            buf = self._local.scratch = bytearray(max(size, 1 << 16))
+        return memoryview(buf)[:size]
+
+    def frame(self, i: int) -> bytes | bytearray:
+        """Frame ``i`` decompressed (and unshuffled): from the cache, or read and decompressed
+        (and checked: its declared size must be the table's, its zstd checksum must hold)."""
+        return self._plain(i, self._entry(i))
+
+    def _entry(self, i: int) -> Entry:
         with self._lock:
             cached = self._frames.get(i)
             if cached is not None:
                 self._frames.move_to_end(i)
                 return cached
         start, stop = self.table.stored[i], self.table.stored[i + 1]
-        return self._decompressed(i, self._raw(self.data_off + start, stop - start))
+        return self._checked(i, self._raw(self.data_off + start, stop - start))
 
-    def _decompressed(self, i: int, data: bytes | memoryview) -> bytes:
-        """Frame ``i`` from its stored bytes ``data``: checked, decompressed, cached."""
+    def _plain(self, i: int, entry: Entry) -> bytes | bytearray:
+        """The plain bytes of frame ``i`` from its ``entry``; a shuffled frame is unshuffled
+        (once: the cache then holds the plain bytes)."""
+        data, element = entry
+        if not element:
+            return data
+        plain = unshuffle(data, element)
+        with self._lock:
+            if i in self._frames:
+                self._frames[i] = (plain, 0)
+        return plain
+
+    def _piece(self, i: int, entry: Entry, a: int, b: int) -> bytes | memoryview:
+        """Bytes [a, b) of frame ``i`` (``entry``): a slice, or gathered from a shuffled frame."""
+        data, element = entry
+        if element and b - a <= GATHER_MAX:
+            return gather(data, element, a, b)
+        return memoryview(self._plain(i, entry))[a:b]
+
+    def _check(self, i: int, data: bytes | memoryview) -> int:
+        """Check frame ``i``'s table entry and zstd header (``data``: its stored bytes) before
+        anything is decompressed; returns its plain size."""
         at = self.data_off + self.table.stored[i]
+        why = self.table.check_frame(i, MAX_FRAME)
+        if why is not None:
+            raise CorruptedError(f"compressed frame {i} at offset {at}: {why}")
         expected = self.table.logical[i + 1] - self.table.logical[i]
         zstd = self._zstd
         try:
@@ -102,20 +214,63 @@ class FramedSource(Source):
             )
         if not params.has_checksum:
             raise self.damaged(f"compressed frame {i} at offset {at} carries no checksum")
+        return expected
+
+    def _decompressor(self) -> object:
         decompressor = getattr(self._local, "decompressor", None)
         if decompressor is None:  # one per thread: a decompressor is not thread-safe
-            decompressor = self._local.decompressor = zstd.ZstdDecompressor()
+            decompressor = self._local.decompressor = self._zstd.ZstdDecompressor()
+        return decompressor
+
+    def _checked(self, i: int, data: bytes | memoryview, keep: bool = True) -> Entry:
+        """Frame ``i`` from its stored bytes ``data``: checked, decompressed, cached (``keep``)."""
+        expected = self._check(i, data)
+        zstd = self._zstd
+        decompressor: Any = self._decompressor()
         try:
             frame: bytes = decompressor.decompress(data, max_output_size=expected, allow_extra_data=False)
         except zstd.ZstdError as e:
-            raise self.damaged(f"compressed frame {i} at offset {at} does not decompress: {e}") from None
+            raise self._undecompressable(i, e) from None
         if len(frame) != expected:
-            raise self.damaged(f"compressed frame {i} at offset {at} holds {len(frame)} bytes, not {expected}")
-        with self._lock:
-            self._frames[i] = frame
-            if len(self._frames) > CACHE_FRAMES:
-                self._frames.popitem(last=False)
-        return frame
+            raise self.damaged(
+                f"compressed frame {i} at offset {self.data_off + self.table.stored[i]} holds {len(frame)} bytes, "
+                f"not {expected}"
+            )
+        entry = (frame, self.table.shuffle(i))
+        if keep:
+            with self._lock:
+                self._frames[i] = entry
+                if len(self._frames) > CACHE_FRAMES:
+                    self._frames.popitem(last=False)
+        return entry
+
+    def _decompress_into(self, i: int, data: bytes | memoryview, out: memoryview) -> None:
+        """Frame ``i`` (plain, not shuffled) from its stored bytes straight into ``out``, which
+        is exactly its size; the read past its end makes zstd check the content checksum."""
+        self._check(i, data)
+        decompressor: Any = self._decompressor()
+        zstd = self._zstd
+        try:
+            reader = decompressor.stream_reader(data, read_across_frames=False)
+            got = reader.readinto(out)
+            while got < len(out):
+                more = reader.readinto(out[got:])
+                if not more:
+                    break
+                got += more
+            extra = reader.read(1)
+        except zstd.ZstdError as e:
+            raise self._undecompressable(i, e) from None
+        if got != len(out) or extra:
+            raise self.damaged(
+                f"compressed frame {i} at offset {self.data_off + self.table.stored[i]} does not hold the "
+                f"{len(out)} bytes it declares"
+            )
+
+    def _undecompressable(self, i: int, e: Exception) -> MsglcError:
+        return self.damaged(
+            f"compressed frame {i} at offset {self.data_off + self.table.stored[i]} does not decompress: {e}"
+        )
 
     def cached(self, offset: int, size: int) -> bytes | memoryview | None:
         """The bytes, when the file's cache or the frame cache holds them (batched reads then
@@ -128,17 +283,22 @@ class FramedSource(Source):
         if offset < self.data_off or end > data_end:
             return None
         lo, hi = offset - self.data_off, end - self.data_off
-        parts: list[bytes | memoryview] = []
+        entries: list[tuple[int, Entry]] = []
         with self._lock:
             for i in range(bisect_right(self.table.logical, lo) - 1, self.table.frames):
-                first = self.table.logical[i]
-                if first >= hi:
+                if self.table.logical[i] >= hi:
                     break
-                frame = self._frames.get(i)
-                if frame is None:
+                entry = self._frames.get(i)
+                if entry is None:
                     return None
-                parts.append(memoryview(frame)[max(lo - first, 0) : min(hi - first, len(frame))])
+                entries.append((i, entry))
+        parts = [self._cut(i, entry, lo, hi) for i, entry in entries]
         return parts[0] if len(parts) == 1 else b"".join(parts)
+
+    def _cut(self, i: int, entry: Entry, lo: int, hi: int) -> bytes | memoryview:
+        """The part of logical [lo, hi) (data-relative) that frame ``i`` holds."""
+        first = self.table.logical[i]
+        return self._piece(i, entry, max(lo - first, 0), min(hi, self.table.logical[i + 1]) - first)
 
     def fetch_many(self, ranges: list[tuple[int, int]]) -> list[bytes | memoryview]:
         """The logical ranges, with the stored bytes of every frame they need (and the parts
@@ -156,7 +316,7 @@ class FramedSource(Source):
 
     def _requests(
         self, ranges: list[tuple[int, int]]
-    ) -> tuple[list[tuple[int, int]], dict[int, int], dict[int, bytes]]:
+    ) -> tuple[list[tuple[int, int]], dict[int, int], dict[int, Entry]]:
         """File ranges to fetch: the parts of ``ranges`` outside the data section, and the
         frames inside it that are not cached, merged where they lie within the file's gap.
         Also, for each such frame, the index of the request holding it, and the frames taken
@@ -196,7 +356,7 @@ class FramedSource(Source):
         ranges: list[tuple[int, int]],
         requests: list[tuple[int, int]],
         frames_at: dict[int, int],
-        held: dict[int, bytes],
+        held: dict[int, Entry],
         fetched: list[bytes | memoryview],
     ) -> list[bytes | memoryview]:
         """Decompress the fetched frames, then serve ``ranges`` as ``read`` would (the frames
@@ -205,7 +365,7 @@ class FramedSource(Source):
         for i, k in frames_at.items():
             a = self.data_off + self.table.stored[i] - requests[k][0]
             data = memoryview(fetched[k])[a : a + self.table.stored[i + 1] - self.table.stored[i]]
-            batch[i] = self._decompressed(i, data)
+            batch[i] = self._checked(i, data)
         parts = dict(zip(requests, fetched, strict=True))
         return [self._slice(start, end, batch, parts) for start, end in ranges]
 
@@ -213,7 +373,7 @@ class FramedSource(Source):
         self,
         start: int,
         end: int,
-        batch: dict[int, bytes],
+        batch: dict[int, Entry],
         parts: dict[tuple[int, int], bytes | memoryview] | None,
     ) -> bytes | memoryview:
         """Logical bytes [start, end): frames from ``batch`` or the cache (else read), the rest
@@ -226,11 +386,9 @@ class FramedSource(Source):
         lo, hi = max(start, self.data_off) - self.data_off, min(end, data_end) - self.data_off
         if lo < hi:
             for i in range(bisect_right(self.table.logical, lo) - 1, self.table.frames):
-                first = self.table.logical[i]
-                if first >= hi:
+                if self.table.logical[i] >= hi:
                     break
-                frame = batch.get(i) or self.frame(i)
-                out.append(memoryview(frame)[max(lo - first, 0) : min(hi - first, len(frame))])
+                out.append(self._cut(i, batch.get(i) or self._entry(i), lo, hi))
         if end > data_end:
             tail = (max(start, data_end) + self.shift, end + self.shift)
             out.append(self._raw(tail[0], tail[1] - tail[0]) if parts is None else parts[tail])

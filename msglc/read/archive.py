@@ -31,7 +31,7 @@ from msglc.format.container import (
     header_version,
     unpack_trailer,
 )
-from msglc.format.frames import FOOTER_SIZE, MAX_FRAME, parse_seek_table, seek_table_size
+from msglc.format.frames import FOOTER_SIZE, MAX_FRAME, parse_seek_table, tables_size
 from msglc.format.msgpack import container_header
 from msglc.format.nodes import (
     ArrayNode,
@@ -248,9 +248,7 @@ class Archive:
         stored, end = t.data_len, t.data_off + t.data_len
         if stored < FOOTER_SIZE:
             raise CorruptedError(f"compressed data section of {stored} bytes cannot hold its seek table")
-        size = seek_table_size(self.read(end - FOOTER_SIZE, FOOTER_SIZE))
-        if size > stored:
-            raise CorruptedError(f"a seek table of {size} bytes does not fit the {stored}-byte data section")
+        size = tables_size(self.read(end - FOOTER_SIZE, FOOTER_SIZE), stored)  # with the filter table if any
         table = parse_seek_table(self.read(end - size, size), stored, MAX_FRAME)
         self._bind(FramedSource(self.file, t.data_off, table, stored))
         plain = table.logical[-1]

@@ -15,7 +15,7 @@ from msglc.util.optional import zstandard
 from msglc.util.runtime import gc_paused
 from msglc.write import values as validate
 from msglc.write.arrays import ArrayEncoder, DataSection
-from msglc.write.frames import compressed_section, frame_size
+from msglc.write.frames import compressed_frames, frame_size, plan_frames, toc_layout
 from msglc.write.indexer import TocBuilder
 
 
@@ -97,7 +97,9 @@ class Encoded:
         else:
             stored = 0
             plain = b"".join(self.data.chunks())
-            for frame in compressed_section(plain, frame_size(self.threshold), self.level):
+            boundaries, runs, forced = toc_layout(self.toc, self.root, plain)
+            frames = plan_frames(len(plain), frame_size(self.threshold), boundaries, runs, forced)
+            for frame in compressed_frames(plain, frames, self.level):
                 stored += len(frame)
                 yield frame
         yield self.toc

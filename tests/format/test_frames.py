@@ -8,7 +8,17 @@ import struct
 import pytest
 
 from msglc import CorruptedError, UnsupportedVersionError
-from msglc.format.frames import FOOTER_SIZE, pack_seek_table, parse_seek_table, seek_table_size
+from msglc.format.frames import (
+    FILTER_MAGIC,
+    FOOTER_SIZE,
+    NO_FILTER,
+    SHUFFLE,
+    pack_filter_table,
+    pack_seek_table,
+    parse_seek_table,
+    seek_table_size,
+    tables_size,
+)
 
 zstandard = pytest.importorskip("zstandard")
 
@@ -80,23 +90,78 @@ def test_malformed_tables_are_refused_before_allocating():
     huge = data[:-FOOTER_SIZE] + _footer(2**32 - 1)
     with pytest.raises(CorruptedError, match="does not fit"):
         table_of(huge)
-    # a frame claiming to decompress to more than the reader allows (a decompression bomb)
-    with pytest.raises(CorruptedError, match="out of bounds"):
-        table_of(data, max_frame=50_000)
+    # a frame claiming to decompress to more than the reader allows (a decompression bomb):
+    # the table opens (at C speed, whatever its size), the frame is refused before it is read
+    table = table_of(data)
+    assert table.check_frame(0, 50_000) is None
+    assert "out of bounds" in table.check_frame(1, 50_000)
     # sizes that do not tile the section
     shifted = bytearray(data)
     entry = len(data) - len(table_bytes) + 8  # the first entry's compressed size
     shifted[entry : entry + 4] = struct.pack("<I", sizes[0][0] + 1)
     with pytest.raises(CorruptedError, match="do not make"):
         table_of(bytes(shifted))
-    # a decompressed size of zero, and a stored size below the smallest frame
+    # a decompressed size of zero, and a stored size below the smallest frame (the stored
+    # sizes then no longer tile the section: the last frame takes up the difference)
     for value, where in ((0, entry + 4), (3, entry)):
         bad = bytearray(data)
         bad[where : where + 4] = struct.pack("<I", value)
-        with pytest.raises(CorruptedError, match="out of bounds"):
-            table_of(bytes(bad))
+        if value == 3:
+            last = entry + 8
+            bad[last : last + 4] = struct.pack("<I", sizes[1][0] + sizes[0][0] - 3)
+        assert "out of bounds" in table_of(bytes(bad)).check_frame(0, 1 << 20)
     # not a skippable frame
     bad = bytearray(data)
     bad[len(data) - len(table_bytes)] ^= 1
     with pytest.raises(CorruptedError, match="skippable"):
         table_of(bytes(bad))
+
+
+def _filtered(filters: list[tuple[int, int]], cuts: list[int]) -> bytes:
+    """A section of frames cut at ``cuts`` of zeros, with a filter table naming ``filters``."""
+    data, sizes = section(bytes(cuts[-1]), cuts)
+    return data[: -len(pack_seek_table(sizes))] + pack_filter_table(filters) + pack_seek_table(sizes)
+
+
+def test_a_filter_table_names_each_frames_filter():
+    data = _filtered([(SHUFFLE, 8), (NO_FILTER, 0)], [0, 4096, 5000])
+    table = _table(data)
+    assert (table.shuffle(0), table.shuffle(1)) == (8, 0) and table.frames == 2
+    assert table.check_frame(0, 1 << 20) is None
+    # an element size that does not divide its frame is refused when the frame is read
+    bad = _table(_filtered([(SHUFFLE, 3), (NO_FILTER, 0)], [0, 4096, 5000]))
+    assert "do not divide" in bad.check_frame(0, 1 << 20)
+
+
+def _table(data: bytes):
+    return parse_seek_table(data[-tables_size(data[-FOOTER_SIZE:], len(data)) :], len(data), 1 << 20)
+
+
+@pytest.mark.parametrize(
+    ("filters", "error", "match"),
+    [
+        ([(7, 0), (NO_FILTER, 0)], UnsupportedVersionError, "filter 7 is unknown"),
+        ([(NO_FILTER, 4), (NO_FILTER, 0)], CorruptedError, "parameter"),
+        ([(SHUFFLE, 1), (NO_FILTER, 0)], CorruptedError, "parameter"),
+        ([(SHUFFLE, 0), (NO_FILTER, 0)], CorruptedError, "parameter"),
+    ],
+)
+def test_filter_tables_msglc_cannot_read_are_refused(filters, error, match):
+    with pytest.raises(error, match=match):
+        _table(_filtered(filters, [0, 4096, 8192]))
+
+
+def test_crafted_filter_tables_are_refused():
+    good = _filtered([(SHUFFLE, 8), (NO_FILTER, 0)], [0, 4096, 8192])
+    start = good.index(struct.pack("<I", FILTER_MAGIC))
+    for offset, value in ((0, 0x184D2A50), (8, 0x46434C4E), (12, 3)):  # magic, tag, frame count
+        bad = bytearray(good)
+        bad[start + offset : start + offset + 4] = struct.pack("<I", value)
+        with pytest.raises(CorruptedError, match="filter table"):
+            _table(bytes(bad))
+    # a table that is not there, though the frames leave room for one: the section does not tile
+    data, sizes = section(bytes(8192), [0, 4096, 8192])
+    for pad, match in ((20, "filter table is not well formed"), (21, "do not make")):  # 20: a filter table's size
+        padded = data[: -len(pack_seek_table(sizes))] + b"\0" * pad + pack_seek_table(sizes)
+        with pytest.raises(CorruptedError, match=match):
+            _table(padded)

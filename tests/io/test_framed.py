@@ -4,11 +4,15 @@ offset and across the section's edges; damaged frames, and frames that claim ano
 than the seek table (a decompression bomb), raise CorruptedError."""
 
 import random
+from itertools import accumulate
 
+import msgspec
 import pytest
 
+import msglc
 from msglc import CorruptedError
 from msglc.format.frames import FOOTER_SIZE, MAX_FRAME, parse_seek_table, seek_table_size
+from msglc.format.msgpack import array_header, container_header
 from msglc.io.framed import FramedSource
 from msglc.io.local import BufferSource
 from msglc.write.frames import compressed_section, frame_size
@@ -72,9 +76,79 @@ def test_a_frame_claiming_another_size_is_refused_before_decompressing():
     start, stop = len(HEAD) + source.table.stored[0], len(HEAD) + source.table.stored[1]
     swapped = file[:start] + bomb + file[stop:]
     shift = len(bomb) - (stop - start)
-    table = source.table._replace(
-        stored=type(source.table.stored)("Q", [0, *(s + shift for s in source.table.stored[1:])])
-    )
+    table = source.table._replace(stored=[0, *(s + shift for s in source.table.stored[1:])])
     bombed = FramedSource(BufferSource(swapped), len(HEAD), table, len(swapped) - len(HEAD) - len(TAIL))
     with pytest.raises(CorruptedError, match="declares 67108864 bytes where the seek table says 4096"):
         bombed.read(16, 10)
+
+
+def test_frames_end_where_items_end():
+    """A record of a long list, or an entry of a large dict, never needs two frames: frames
+    are cut at the spans the TOC names (and a dict's spans also at an entry in the middle)."""
+    rng = random.Random(3)
+    records = [{"id": i, "name": f"run{i}", "score": rng.random(), "tags": ["a", "b"]} for i in range(20_000)]
+    words = {f"key{i:06d}": f"v{rng.getrandbits(40):x}" for i in range(20_000)}
+    for value in (records, words):
+        plain = msglc.dumps(value)
+        data = msglc.dumps(value, compression="zstd")
+        buf = msglc.LazyReader(plain).protocol_raw_data()
+        with msglc.LazyReader(data) as r:
+            source = r._a.src  # noqa: SLF001
+            cuts = source.table.logical
+            is_map, n, h = container_header(buf[:5])
+            items = msgspec.msgpack.Decoder(list[msgspec.Raw]).decode(array_header(2 * n if is_map else n) + buf[h:])
+            lengths = list(map(len, items))
+            if is_map:  # an entry is a key and a value
+                lengths = [k + v for k, v in zip(lengths[0::2], lengths[1::2], strict=True)]
+            starts = set(accumulate(lengths, initial=h))
+            assert set(cuts[1:-1]) <= starts | {h}
+            assert all(cuts[i + 1] - cuts[i] <= 8192 + 1024 for i in range(source.table.frames))
+            assert r.to_obj() == value
+
+
+def test_runs_of_numbers_are_shuffled_and_read_back():
+    np = pytest.importorskip("numpy")
+    matrix = np.random.default_rng(1).random((300, 200))
+    for value in (matrix.tolist(), {"a": matrix, "b": matrix[:, :7].astype(np.int32)}):
+        data = msglc.dumps(value, compression="zstd", small_obj_optimization_threshold=4096)
+        with msglc.LazyReader(data, cached=False) as r:
+            table = r._a.src.table  # noqa: SLF001
+            elements = {table.shuffle(i) for i in range(table.frames)}
+            assert elements - {0}  # some frames are shuffled (9-byte msgpack floats, or 8 / 4-byte elements)
+            if isinstance(value, list):
+                assert elements <= {0, 9} and r[123][45] == value[123][45] and r[299].to_obj() == value[299]
+                assert r.to_obj() == value
+            else:
+                assert r["a"][123, 45] == matrix[123, 45]
+                assert np.array_equal(np.asarray(r["a"]), matrix) and np.array_equal(
+                    r["a"][7:250:3, 5:9], matrix[7:250:3, 5:9]
+                )
+                assert np.array_equal(np.asarray(r["b"]), value["b"])
+            r.verify()
+
+
+def test_bulk_reads_on_many_threads_equal_one_thread():
+    np = pytest.importorskip("numpy")
+    y, x = np.mgrid[0:700, 0:900]
+    smooth = np.sin(x / 50.0) * np.cos(y / 30.0)
+    value = {"f": smooth, "i": (smooth * 1000).astype(np.int64), "b": np.arange(300_000, dtype=np.uint8)}
+    data = msglc.dumps(value, compression="zstd")
+    got = {}
+    for threads in (1, 2, 3):
+        with msglc.LazyReader(data, cached=False) as r:
+            got[threads] = {k: np.asarray(r[k]) for k in value}
+            got[threads]["rows"] = r["f"][13:611]
+            got[threads]["obj"] = r.to_obj()
+            msglc.configure(read_threads=threads)
+    msglc.configure(read_threads=2)
+    for threads in (1, 2, 3):
+        for k in value:
+            assert np.array_equal(got[threads][k], value[k])
+            assert np.array_equal(got[threads]["obj"][k], value[k])
+        assert np.array_equal(got[threads]["rows"], smooth[13:611])
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True, None, "2"])
+def test_read_threads_must_be_a_positive_int(bad):
+    with pytest.raises(ValueError, match="read_threads"):
+        msglc.configure(read_threads=bad)

@@ -57,13 +57,16 @@ def test_compressed_archives_read_like_plain_ones(tmp_path):
 
 
 def test_standard_zstd_reads_the_data_section():
-    data = msglc.dumps(DOC, **ZSTD)
+    """Without runs of numbers (no frame shuffled), ``zstd -d`` of the section is the plain
+    msgpack; with them, it is the plain msgpack with those frames' bytes shuffled."""
+    doc = {k: v for k, v in DOC.items() if k != "m"}
+    data = msglc.dumps(doc, **ZSTD)
     with LazyReader(data) as r:
         expected, toc_size = r.protocol_raw_data(), r.info().toc_size
     section = data[16 : len(data) - 64 - toc_size]
     with zstandard.ZstdDecompressor().stream_reader(section, read_across_frames=True) as reader:
         assert reader.read() == expected
-    assert msgpack.unpackb(expected, strict_map_key=False) == DOC
+    assert msgpack.unpackb(expected, strict_map_key=False) == doc
 
 
 def test_repacking_keeps_the_compression_unless_asked():
@@ -256,3 +259,18 @@ def test_read_many_fetches_frames_together_from_a_remote_archive():
             requests[name] = stats.requests
             assert got == [r[p] for p in paths]
     assert requests["zstd"] <= 2 * requests["plain"] + 5, requests
+
+
+def test_standard_zstd_gives_shuffled_frames_as_the_filter_table_says():
+    from msglc.io.framed import unshuffle
+
+    data = msglc.dumps(DOC, **ZSTD)
+    with LazyReader(data) as r:
+        expected, table = r.protocol_raw_data(), r._a.src.table  # noqa: SLF001
+    assert any(table.shuffle(i) for i in range(table.frames))  # the matrix "m": 9-byte floats
+    section = data[16 : 16 + table.stored[-1]]
+    decompressor = zstandard.ZstdDecompressor()
+    for i in range(table.frames):
+        frame = decompressor.decompress(section[table.stored[i] : table.stored[i + 1]])
+        plain = unshuffle(frame, table.shuffle(i)) if table.shuffle(i) else frame
+        assert plain == expected[table.logical[i] : table.logical[i + 1]]
