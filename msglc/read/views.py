@@ -98,6 +98,8 @@ class _BlockList(LazyList):
         k = bisect_right(node.starts, i) - 1
         if k in node.kids:
             return self._kid(k)
+        if self._cache is None:  # one item of the span: its neighbours skipped, not decoded
+            return _decode_item(self._a, self._base, node, k, i - node.starts[k])
         return self._block(k)[i - node.starts[k]]
 
     def _kid(self, k: int) -> Any:
@@ -133,6 +135,23 @@ def _decode_block(a: Archive, base: int, node: ListNode | HashMapNode, k: int, h
     """Span ``k`` of a spanned node, decoded behind an array or map header for its item count."""
     count = (node.starts[k + 1] if k + 1 < len(node.starts) else node.n) - node.starts[k]
     return a.decode_span(base + node.offs[k], node.offs[k + 1] - node.offs[k], header(count))
+
+
+def _decode_item(a: Archive, base: int, node: ListNode, k: int, j: int) -> Any:
+    """Item ``j`` of span ``k``: the span read as raw items (msgspec skips them at C speed,
+    making no objects) and only item ``j`` decoded."""
+    count = (node.starts[k + 1] if k + 1 < len(node.starts) else node.n) - node.starts[k]
+    start, size = base + node.offs[k], node.offs[k + 1] - node.offs[k]
+    if start < a.trailer.data_off or start + size > a.data_end or size <= 0:
+        raise a.damaged(f"data span {start}+{size} lies outside the data section")
+    try:
+        raws = _raw_items.decode(array_header(count) + a.read(start, size))
+    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError) as e:
+        raise a.damaged(f"data at offset {start} ({size} bytes) is not {count} msgpack items: {e}") from None
+    return a.decode(raws[j], start)
+
+
+_raw_items = msgspec.msgpack.Decoder(list[msgspec.Raw])
 
 
 # (header size, item count, stride, items read whole, the next level: None for the innermost)
