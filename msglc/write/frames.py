@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 import threading
+from array import array
 from bisect import bisect_right
 from collections import deque
 from collections.abc import Iterator, Sequence
@@ -27,12 +28,23 @@ from msglc.format.frames import (
     pack_filter_table,
     pack_seek_table,
 )
+from msglc.format.hash_index import block_count, le_array
 from msglc.format.msgpack import FIXED_SCALAR_SIZE, array_header
-from msglc.format.nodes import ArrayNode, HashMapNode, ListNode, MapNode, StrideNode, node_span, unframe_node
+from msglc.format.nodes import (
+    ArrayNode,
+    BlockHashMapNode,
+    HashMapNode,
+    ListNode,
+    MapNode,
+    StrideNode,
+    node_span,
+    unframe_node,
+)
 from msglc.format.numpy_ext import parse_head
 from msglc.util.optional import zstandard
 
 THREADS = 2  # compression threads (this machine has 2 cores; more only queue)
+GROUP = 1 << 18  # plain bytes compressed per thread-pool task (many small frames per task: less overhead)
 SLACK = 8  # a frame may exceed the frame size by 1/SLACK to end at an item boundary
 MAX_ELEMENT = 255  # the largest element a shuffle filter names (one byte)
 ARRAY_FRAME = 1 << 16  # least plain bytes per frame of NumPy elements: bulk reads then cost ~1/8 of
@@ -85,14 +97,33 @@ def compressed_frames(data: bytes | memoryview, frames: Sequence[Frame], level: 
         if element and run not in shuffled:
             shuffled[run] = len(compress(i, element)) < len(compress(i, 0))
     filters = [(SHUFFLE, e) if e and shuffled[run] else (NO_FILTER, 0) for _, e, run in frames]
+    groups = _groups([end - start for (end, _, _), start in zip(frames, starts, strict=True)])
+
+    def compress_group(group: range) -> list[bytes]:
+        return [compress(i, filters[i][1]) for i in group]
+
     sizes = []
     with ThreadPoolExecutor(THREADS) as pool:
-        for i, frame in enumerate(pool.map(compress, range(len(frames)), [e for _, e in filters])):
-            sizes.append((len(frame), frames[i][0] - starts[i]))
-            yield frame
+        for group, compressed in zip(groups, pool.map(compress_group, groups), strict=True):
+            sizes.extend((len(frame), frames[i][0] - starts[i]) for i, frame in zip(group, compressed, strict=True))
+            yield b"".join(compressed)
     if any(code for code, _ in filters):
         yield pack_filter_table(filters)
     yield pack_seek_table(sizes)
+
+
+def _groups(plain: Sequence[int]) -> list[range]:
+    """Consecutive frames of about ``GROUP`` plain bytes together (``plain``: each frame's):
+    one thread-pool task and one write each, rather than one per frame."""
+    out, first, total = [], 0, 0
+    for i, size in enumerate(plain):
+        total += size
+        if total >= GROUP:
+            out.append(range(first, i + 1))
+            first, total = i + 1, 0
+    if first < len(plain):
+        out.append(range(first, len(plain)))
+    return out
 
 
 def shuffle(piece: memoryview, element: int) -> bytes:
@@ -147,10 +178,11 @@ def toc_layout(
 ) -> tuple[list[int], list[tuple[int, int, int, int]], list[int]]:
     """Where frames may be cut in ``data`` (the plain data section) whose TOC is ``toc``
     with its root node at ``root`` (position, length; (0, 0): none): the offsets where the
-    spans and entries of its list and dict nodes start; its runs of fixed-size numbers as
+    spans and entries of its list and dict nodes and the blocks of its block-indexed dicts
+    start; its runs of fixed-size numbers as
     (start, end, element size, least frame size): fixed-stride lists of numbers and NumPy
     elements (in frames of at least ``ARRAY_FRAME``: mostly read in bulk); and where
-    frames must be cut: the spans of a hash-indexed dict, and the entry nearest the middle of
+    frames must be cut: the spans of a type-3 hash-indexed dict, and the entry nearest the middle of
     each (a lookup reads one entry, so it decompresses half a span; iterating reads both)."""
     boundaries: list[int] = []
     runs: list[tuple[int, int, int, int]] = []
@@ -165,6 +197,9 @@ def toc_layout(
         if isinstance(node, ListNode):
             boundaries.extend(base + o for o in node.offs)
             work.extend((pos - back, size, base + node.offs[k], True) for k, (back, size) in node.kids.items())
+        elif isinstance(node, BlockHashMapNode):  # a lookup reads one block: never cut one in two
+            boundaries.extend(base + o for o in _block_starts(toc, pos, node))
+            work.extend((pos - back, size, base + node.offs[k + 1], False) for k, (back, size) in node.kids.items())
         elif isinstance(node, HashMapNode):
             forced.extend(base + o for o in node.offs)
             forced.extend(_middles(data, base, node))
@@ -188,6 +223,14 @@ def toc_layout(
 _raws = msgspec.msgpack.Decoder(list[msgspec.Raw])
 
 
+def _block_starts(toc: bytes | bytearray, pos: int, node: BlockHashMapNode) -> array[int]:
+    """Where the blocks of a block-indexed dict start (its index region's block offsets; the
+    last is the dict's end)."""
+    blocks = block_count(node.n, node.block_bits)
+    at = pos - node.index[0]
+    return le_array("I" if node.offs_width == 4 else "Q", bytes(toc[at : at + (blocks + 1) * node.offs_width]))
+
+
 def _middles(data: bytes | memoryview, base: int, node: HashMapNode) -> Iterator[int]:
     """For each span of a hash-indexed dict (but those holding one large value), where the
     entry nearest its middle starts (its entries read as raw items at C speed)."""
@@ -203,9 +246,6 @@ def _middles(data: bytes | memoryview, base: int, node: HashMapNode) -> Iterator
         mid = (a + b) // 2
         j = min(max(bisect_right(offs, mid), 1), count - 1)
         yield offs[j] if offs[j] - mid < mid - offs[j - 1] or j == 1 else offs[j - 1]
-
-
-GROUP = 1 << 18  # plain bytes compressed per thread-pool task (many small frames per task: less overhead)
 
 
 AHEAD = 2 * THREADS  # tasks in flight before the writer waits for the oldest
