@@ -78,7 +78,7 @@ def compressed_frames(data: bytes | memoryview, frames: Sequence[Frame], level: 
     zstd = zstandard()
     local = threading.local()
     view = memoryview(data).cast("B")
-    starts = [0, *(end for end, _, _ in frames[:-1])]
+    starts = [0, *(end for end, _, _ in frames[:-1])] if frames else []
 
     def compressor() -> object:
         c = getattr(local, "compressor", None)
@@ -102,7 +102,7 @@ def compressed_frames(data: bytes | memoryview, frames: Sequence[Frame], level: 
     def compress_group(group: range) -> list[bytes]:
         return [compress(i, filters[i][1]) for i in group]
 
-    sizes = []
+    sizes: list[tuple[int, int]] = []
     with ThreadPoolExecutor(THREADS) as pool:
         for group, compressed in zip(groups, pool.map(compress_group, groups), strict=True):
             sizes.extend((len(frame), frames[i][0] - starts[i]) for i, frame in zip(group, compressed, strict=True))
