@@ -277,6 +277,55 @@ done:
     return out;
 }
 
+/* page_blocks(records, size, fp, blocks) -> [(block, count), ...]: the blocks named by the
+ * records (size bytes each: a fingerprint byte, then a little-endian block number) whose
+ * fingerprint is fp, in record order, each with how many of them name it; ValueError naming
+ * the record's index if one names a block >= blocks. */
+static PyObject *page_blocks(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer view;
+    int size, fp;
+    Py_ssize_t blocks;
+    if (!PyArg_ParseTuple(args, "y*iin", &view, &size, &fp, &blocks)) return NULL;
+    PyObject *out = NULL;
+    uint64_t *seen = NULL;
+    Py_ssize_t *counts = NULL, found = 0;
+    if (size < 2 || size > 5 || view.len % size) {
+        PyErr_SetString(PyExc_ValueError, "page_blocks: arguments out of range");
+        goto done;
+    }
+    const unsigned char *r = view.buf;
+    Py_ssize_t n = view.len / size;
+    seen = malloc(sizeof(uint64_t) * (n ? n : 1));  /* at most one candidate per record */
+    counts = malloc(sizeof(Py_ssize_t) * (n ? n : 1));
+    if (!seen || !counts) { PyErr_NoMemory(); goto done; }
+    for (Py_ssize_t i = 0; i < n; i++, r += size) {
+        if (r[0] != fp) continue;
+        uint64_t block = 0;
+        for (int k = size - 1; k >= 1; k--) block = (block << 8) | r[k];
+        if (block >= (uint64_t)blocks) {
+            PyErr_Format(PyExc_ValueError, "record %zd names block %llu of %zd", i, (unsigned long long)block, blocks);
+            goto done;
+        }
+        Py_ssize_t j = 0;
+        while (j < found && seen[j] != block) j++;
+        if (j == found) { seen[found] = block; counts[found++] = 0; }
+        counts[j]++;
+    }
+    out = PyList_New(found);
+    if (!out) goto done;
+    for (Py_ssize_t j = 0; j < found; j++) {
+        PyObject *item = Py_BuildValue("(Kn)", (unsigned long long)seen[j], counts[j]);
+        if (!item) { Py_CLEAR(out); goto done; }
+        PyList_SET_ITEM(out, j, item);
+    }
+done:
+    free(seen);
+    free(counts);
+    PyBuffer_Release(&view);
+    return out;
+}
+
 /* find_entry(block, count, key) -> (start, end) | None: the value of the entry whose key is
  * encoded exactly as key, among the count entries (key, value, ...) that make block; None if
  * none is, and ValueError if block is not exactly count entries (items are skipped, never
@@ -384,6 +433,7 @@ static PyMethodDef methods[] = {
     {"plain_values", plain_values, METH_O, "Whether a value holds only exact None/bool/int/float/str/bytes/list/tuple/dict values."},
     {"map_index", map_index, METH_VARARGS, "Entry offsets, sorted hash records and page starts of a msgpack map body."},
     {"block_records", block_records, METH_VARARGS, "The records of a block hash index from sorted hash records."},
+    {"page_blocks", page_blocks, METH_VARARGS, "The candidate blocks of a fingerprint in a block index page."},
     {"find_entry", find_entry, METH_VARARGS, "Where the value of a key's entry is in a run of msgpack map entries."},
     {"exact_numbers", exact_numbers, METH_VARARGS, "Whether every leaf of nested lists is exactly a float or an int."},
     {NULL, NULL, 0, NULL},

@@ -244,19 +244,11 @@ class BlockIndex:
         recs = bytes(read(at, size * (end - first)))
         if zlib.crc32(recs) != page_crc:
             raise damaged(f"hash index page {page} at offset {at} fails its checksum")
-        fp = ((h << bits) & 0xFFFFFFFF) >> 24  # fingerprint()
-        fps = recs[::size]
-        i = fps.find(fp)
-        if i < 0:
-            return None
-        sharing: dict[int, int] = {}  # block -> its keys with this page and fingerprint
-        while i < len(fps) and fps[i] == fp:
-            block = int.from_bytes(recs[i * size + 1 : (i + 1) * size], "little")
-            if block >= self.blocks:
-                raise damaged(f"hash index record at offset {at + i * size} names block {block} of {self.blocks}")
-            sharing[block] = sharing.get(block, 0) + 1
-            i += 1
-        for block, count in sharing.items():
+        try:
+            sharing = page_blocks(recs, size, ((h << bits) & 0xFFFFFFFF) >> 24, self.blocks)  # fingerprint()
+        except ValueError as e:
+            raise damaged(f"hash index page {page} at offset {at}: {e}") from None
+        for block, count in sharing:
             found = self._in_block(read, damaged, base, key, h, block, count)
             if found is not None:
                 return found
@@ -290,6 +282,25 @@ class BlockIndex:
         if sum((fingerprint(c, bits), c >> (32 - bits)) == mark for c in crcs) != sharing:
             raise damaged(f"dict block at offset {base + start} does not match its hash index")
         return None
+
+
+def page_blocks(recs: bytes, size: int, fp: int, blocks: int) -> list[tuple[int, int]]:
+    """The blocks named by the records ``recs`` (``size`` bytes each) whose fingerprint is
+    ``fp``, in record order, each with how many records name it (in C where available); a
+    record naming a block ``>= blocks`` raises ValueError."""
+    speedups = accel.speedups
+    if speedups is not None:
+        return speedups.page_blocks(recs, size, fp, blocks)
+    fps = recs[::size]
+    sharing: dict[int, int] = {}
+    i = fps.find(fp)
+    while i >= 0:
+        block = int.from_bytes(recs[i * size + 1 : (i + 1) * size], "little")
+        if block >= blocks:
+            raise ValueError(f"record {i} names block {block} of {blocks}")
+        sharing[block] = sharing.get(block, 0) + 1
+        i = fps.find(fp, i + 1)
+    return list(sharing.items())
 
 
 def block_records(records: array[int] | memoryview, page_bits: int, block_bits: int, size: int) -> bytes:

@@ -29,6 +29,10 @@ class Speedups(Protocol):
         """The records of a block hash index (fingerprint byte, block number) from LE u64 records."""
         ...
 
+    def page_blocks(self, records: bytes, size: int, fp: int, blocks: int, /) -> list[tuple[int, int]]:
+        """The (block, count) of the records whose fingerprint is ``fp``."""
+        ...
+
     def find_entry(self, block: bytes | bytearray | memoryview, count: int, key: bytes, /) -> tuple[int, int] | None:
         """(start, end) of the value whose key is encoded as ``key`` among ``count`` entries."""
         ...
