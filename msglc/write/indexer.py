@@ -87,6 +87,7 @@ class TocBuilder:
         self.threshold = threshold
         self.toc = bytearray()
         self.toc_base = toc_base  # TOC bytes written before this builder's (combine copies them)
+        self.all_plain = False  # every value is a plain one (checked once, in C): no container checks
         self._splice_pos = [pos for pos, _, _ in splices]
         self._splice_head = {pos: head for pos, head, _ in splices}
         deltas = (len(head) + arr.nbytes - ArrayEncoder.PLACEHOLDER_SIZE for _, head, arr in splices)
@@ -114,6 +115,7 @@ class TocBuilder:
     # -- entry point ---------------------------------------------------------------------------
     def build_root(self, obj: Any) -> tuple[int, int]:
         """Index the whole object; returns the root node's (position in TOC, length) or (0, 0)."""
+        self.all_plain = accel.speedups is not None and accel.speedups.plain_values(obj)
         try:
             ref = self.index(obj, 0, len(self.buf))
         except GARBLED:
@@ -188,7 +190,8 @@ class TocBuilder:
             kids = self._index_children(
                 (j, seq[j], a + offs[j], a + offs[j + 1]) for j in self.big_children(a, offs, real_lens)
             )
-        validate.check_items(seq, skip=kids.keys())
+        if not self.all_plain:
+            validate.check_items(seq, skip=kids.keys())
         return real_offs, kids
 
     def big_children(self, a: int, starts: list[int], lens: list[int]) -> list[int]:
@@ -238,6 +241,8 @@ class TocBuilder:
         an int, ~2 ns each. Otherwise, and for other leaves, the full type check runs: bytes
         alone prove nothing, since msgspec also writes plain ``Enum`` members and ``Raw``
         values with those markers."""
+        if self.all_plain:
+            return
         numeric = self.buf[a + sum(d[0] for d in dims)] in _NUMERIC_MARKERS
         if numeric and accel.speedups is not None and accel.speedups.exact_numbers(seq, len(dims)):
             return
@@ -281,7 +286,8 @@ class TocBuilder:
         lens, offs = item_layout(raws, h)
         real_lens, real_offs = self._real_layout(a, b, lens, offs)
         kids = self._big_values(d, a, offs[1::2], offs[0::2], real_lens[1::2])
-        validate.check_map(d, skip=kids.keys())
+        if not self.all_plain:
+            validate.check_map(d, skip=kids.keys())
         return raws, real_offs, kids
 
     def _index_hash_map_fast(self, d: dict[Any, Any], a: int, h: int, n: int) -> tuple[int, int]:
@@ -298,7 +304,8 @@ class TocBuilder:
             items = list(dict.items(d))
             kids = self._index_children((items[e][0], items[e][1], a + start, a + end) for e, start, end in big)
             entry_kids = {e: (items[e][0], kids[items[e][0]]) for e, _, _ in big if items[e][0] in kids}
-        validate.check_map(d, skip={key for key, _ in entry_kids.values()})
+        if not self.all_plain:
+            validate.check_map(d, skip={key for key, _ in entry_kids.values()})
         firsts = le_array("I", firsts_bytes)
         region = self.add_region(region_of(le_view("Q", rec_bytes), firsts, koffs, block_bits_for(koffs)))
         return self.hash_node(n, koffs, entry_kids, region)
