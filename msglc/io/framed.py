@@ -19,6 +19,8 @@ from msglc.format.frames import MAX_FRAME, FrameTable
 from msglc.io.base import Source
 from msglc.util.optional import zstandard
 
+BULK_BYTES = 1 << 21  # a read of the data this long decompresses its frames in the thread pool (read_into)
+BULK_RATIO = 64  # ... when it is at most this many times its frames' stored bytes (else frame by frame)
 CACHE_FRAMES = 16  # decompressed frames kept (at most 16 MB; 16 x the threshold typically)
 GATHER_MAX = 64  # reads of at most this many bytes of a shuffled frame gather them, unshuffling nothing
 TASK_BYTES = 1 << 20  # plain bytes per task of a bulk read (a few frames: the pool's overhead stays small)
@@ -91,6 +93,14 @@ class FramedSource(Source):
             if entry is None:
                 entry = self._entry(i)
             return self._piece(i, entry, lo - logical[i], lo - logical[i] + size)
+        if size >= BULK_BYTES and lo >= 0 and end - self.data_off <= self.plain:  # to_obj, raw_data, ...
+            # decompressed in the pool straight into one buffer, allocated before any frame is
+            # checked: only for what the frames' stored bytes (in the file) can plausibly hold
+            stored = self.table.stored
+            if size <= BULK_RATIO * (stored[bisect_right(logical, end - self.data_off - 1)] - stored[i]):
+                out = bytearray(size)
+                self.read_into(offset, memoryview(out))
+                return memoryview(out)
         return self._slice(offset, end, {}, None)
 
     def read_into(self, offset: int, out: memoryview) -> None:
