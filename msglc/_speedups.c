@@ -329,22 +329,22 @@ done:
 /* find_entry(block, count, key) -> (start, end) | None: the value of the entry whose key is
  * encoded exactly as key, among the count entries (key, value, ...) that make block; None if
  * none is, and ValueError if block is not exactly count entries (items are skipped, never
- * decoded). */
+ * decoded; the whole block is walked, as the pure-Python path decodes it whole). */
 static PyObject *find_entry(PyObject *self, PyObject *args) {
     (void)self;
     Py_buffer view, key;
     Py_ssize_t count;
     if (!PyArg_ParseTuple(args, "y*ny*", &view, &count, &key)) return NULL;
     PyObject *result = NULL;
-    const unsigned char *buf = view.buf, *end = buf + view.len, *p = buf, *v, *q;
-    for (Py_ssize_t e = 0; e < count; e++) {
+    const unsigned char *buf = view.buf, *end = buf + view.len, *p = buf, *v, *q, *at = NULL, *stop = NULL;
+    for (Py_ssize_t e = 0; e < count; e++) {  /* the whole block is walked: it must be count entries */
         if (!(v = skip(p, end)) || !(q = skip(v, end))) {
             PyErr_SetString(PyExc_ValueError, "find_entry: not as many msgpack entries as the index says");
             goto done;
         }
-        if (v - p == key.len && memcmp(p, key.buf, (size_t)key.len) == 0) {
-            result = Py_BuildValue("(nn)", (Py_ssize_t)(v - buf), (Py_ssize_t)(q - buf));
-            goto done;
+        if (!at && v - p == key.len && memcmp(p, key.buf, (size_t)key.len) == 0) {
+            at = v;
+            stop = q;
         }
         p = q;
     }
@@ -352,8 +352,12 @@ static PyObject *find_entry(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "find_entry: not as many msgpack entries as the index says");
         goto done;
     }
-    result = Py_None;
-    Py_INCREF(result);
+    if (at) {
+        result = Py_BuildValue("(nn)", (Py_ssize_t)(at - buf), (Py_ssize_t)(stop - buf));
+    } else {
+        result = Py_None;
+        Py_INCREF(result);
+    }
 done:
     PyBuffer_Release(&view);
     PyBuffer_Release(&key);

@@ -14,6 +14,7 @@ compressed (or copied, from compressed inputs) after them, and the seek table is
 
 from __future__ import annotations
 
+import itertools
 import os
 import stat
 import zlib
@@ -441,6 +442,28 @@ class Existing:
             )
         return builder.hash_node(n, koffs, entry_kids, builder.hash_index_of(hashes, koffs)), bytes(builder.toc)
 
+    def _block_entries(self, node: BlockHashMapNode, kid_keys: dict[int, str | int]) -> tuple[list[int], list[int]]:
+        """Entry offsets (plus the end) and key hashes of a dict whose index (a block index)
+        keeps neither: read from its entries a span at a time, but for the spans of large
+        values, whose key the node names (their values are not read)."""
+        offs: list[int] = []
+        hashes: list[int] = []
+        ends = [*node.starts[1:], node.n]
+        for k, (start, end) in enumerate(itertools.pairwise(node.offs)):
+            if k in kid_keys:
+                offs.append(start)
+                hashes.append(zlib.crc32(key_encoder.encode(kid_keys[k])))
+                continue
+            body = self.archive.read(self.trailer.data_off + start, end - start)
+            try:
+                span_offs, span_hashes = entry_hashes(body, ends[k] - node.starts[k], start)
+            except ValueError as e:
+                raise CorruptedError(f"the root dict of the archive is damaged: {e}") from None
+            offs += span_offs[:-1]
+            hashes += span_hashes
+        offs.append(node.offs[-1])
+        return offs, hashes
+
     def _entries(
         self, node: MapNode | HashMapNode, shift: int
     ) -> tuple[list[int], list[int], dict[int, tuple[str | int, Ref]]]:
@@ -451,13 +474,8 @@ class Existing:
             return [o + shift for o in node.koffs], hashes, kids
         by_span = {k: key for key, k in node.kid_keys.items()}
         kids = {node.starts[k]: (by_span[k], ref) for k, ref in self._abs(node.kids).items()}
-        if isinstance(node, BlockHashMapNode):  # offsets and hashes from the entries themselves
-            start, end = node.offs[0], node.offs[-1]
-            body = self.archive.read(self.trailer.data_off + start, end - start)
-            try:
-                entry_offs, hashes = entry_hashes(body, node.n, start)
-            except ValueError as e:
-                raise CorruptedError(f"the root dict of the archive is damaged: {e}") from None
+        if isinstance(node, BlockHashMapNode):  # offsets and hashes from the entries, a span at a time
+            entry_offs, hashes = self._block_entries(node, by_span)
             return [o + shift for o in entry_offs], hashes, kids
         width, n = node.offs_width, node.n
         region = self.pos - node.index[0]

@@ -11,15 +11,18 @@ writes it clear (each frame carries zstd's own content checksum instead) and ref
 that sets it or any reserved bit (2-6).
 
 Filter table (only when some frame is filtered): skippable-frame magic (u32 0x184D2A5D) | its
-content size (u32, 8 + 2n) | tag ``MLCF`` | u32 frame count n | n filter codes (u8) | n filter
-parameters (u8). Code 0: none (parameter 0); code 1: byte shuffle of elements of ``parameter``
-bytes (2..255, dividing the frame's plain size): the frame holds byte 0 of every element, then
+content size (u32, 12 + 2n) | tag ``MLCF`` | u32 frame count n | n filter codes (u8) | n filter
+parameters (u8) | u32 CRC-32 of the codes and parameters (a wrong element size would unshuffle
+into other values, silently: the frames' zstd checksums cover the shuffled bytes). Code 0:
+none (parameter 0); code 1: byte shuffle of elements of ``parameter`` bytes (2..255,
+dividing the frame's plain size): the frame holds byte 0 of every element, then
 byte 1 of every element, and so on.
 """
 
 from __future__ import annotations
 
 import struct
+import zlib
 from bisect import bisect_right
 from itertools import accumulate
 from typing import NamedTuple
@@ -34,6 +37,7 @@ _SKIPPABLE_HEADER = struct.Struct("<II")  # magic, content size
 _ENTRY = struct.Struct("<II")  # compressed size, decompressed size
 _FOOTER = struct.Struct("<IBI")  # frame count, descriptor, seekable magic
 _FILTER_HEAD = struct.Struct("<II4sI")  # magic, content size, tag, frame count
+_CRC = struct.Struct("<I")  # ends the filter table: CRC-32 of its codes and parameters
 FOOTER_SIZE = _FOOTER.size  # 9
 _CHECKSUM_FLAG = 0x80
 _RESERVED_BITS = 0x7C
@@ -99,12 +103,12 @@ def pack_filter_table(filters: list[tuple[int, int]]) -> bytes:
     before the seek table, and only when some frame is filtered."""
     n = len(filters)
     body = bytes(c for c, _ in filters) + bytes(p for _, p in filters)
-    return _FILTER_HEAD.pack(FILTER_MAGIC, 8 + 2 * n, FILTER_TAG, n) + body
+    return _FILTER_HEAD.pack(FILTER_MAGIC, 12 + 2 * n, FILTER_TAG, n) + body + _CRC.pack(zlib.crc32(body))
 
 
 def filter_table_size(frames: int) -> int:
     """Bytes of the filter table of ``frames`` frames (a reader fetches them with the seek table)."""
-    return _FILTER_HEAD.size + 2 * frames
+    return _FILTER_HEAD.size + 2 * frames + _CRC.size
 
 
 def seek_table_size(footer: bytes | memoryview) -> int:
@@ -129,6 +133,10 @@ def tables_size(footer: bytes | memoryview, section_size: int) -> int:
     """Bytes to read from the end of a section of ``section_size`` bytes to have its tables:
     the seek table, and the filter table it may have (its size follows from the count)."""
     size = seek_table_size(footer)
+    if size > section_size:  # refused before anything is read from the claim
+        raise CorruptedError(
+            f"compressed data section: a seek table of {size} bytes does not fit ({section_size} in all)"
+        )
     count = (size - _SKIPPABLE_HEADER.size - FOOTER_SIZE) // _ENTRY.size
     return min(section_size, size + filter_table_size(count))
 
@@ -169,10 +177,12 @@ def parse_filter_table(data: bytes | memoryview, count: int) -> tuple[bytes, byt
     codes this msglc does not know raise ``UnsupportedVersionError``, any other inconsistency
     ``CorruptedError`` (element sizes are checked against each frame when it is read)."""
     magic, content, tag, n = _FILTER_HEAD.unpack_from(data)
-    if magic != FILTER_MAGIC or content != 8 + 2 * count or tag != FILTER_TAG or n != count:
+    if magic != FILTER_MAGIC or content != 12 + 2 * count or tag != FILTER_TAG or n != count:
         raise CorruptedError("compressed data section: the frame filter table is not well formed")
-    codes = bytes(data[_FILTER_HEAD.size : _FILTER_HEAD.size + count])
-    params = bytes(data[_FILTER_HEAD.size + count :])
+    body = bytes(data[_FILTER_HEAD.size : _FILTER_HEAD.size + 2 * count])
+    if zlib.crc32(body) != _CRC.unpack_from(data, _FILTER_HEAD.size + 2 * count)[0]:
+        raise CorruptedError("compressed data section: the frame filter table fails its checksum")
+    codes, params = body[:count], body[count:]
     unknown = codes.translate(None, _FILTER_CODES)
     if unknown:
         raise UnsupportedVersionError(

@@ -193,13 +193,34 @@ def block_layout(n: int, page_bits: int, width: int, block_bits: int) -> tuple[i
     return table, records, records + (1 + block_width(blocks)) * n
 
 
-class BlockIndex:
-    """The block index region of one dict, with its block offsets and page table in memory
-    (read once, about 4.3 bytes per block and 8 per page of 32 keys, both CRC-checked): ``find``
-    answers a key with one read of its page's records (CRC-checked) and one of its block,
-    whose entries are skipped until the key's."""
+TABLES_IN_MEMORY = 1 << 20  # a dict's block offsets and page table up to this size are read once
 
-    __slots__ = ("region", "n", "page_bits", "block_bits", "blocks", "size", "records", "span", "offs", "pages")
+
+class BlockIndex:
+    """The block index region of one dict, its layout worked out once. ``find`` answers a key
+    with one read of its page's records (CRC-checked) and one of its block, whose entries are
+    skipped until the key's; the block offsets and the page table (about 4.3 bytes per block
+    and 8 per page of 32 keys) are read once and CRC-checked while they take at most
+    ``TABLES_IN_MEMORY``, else a lookup reads its page's slot and its block's offsets too.
+    Entries whose value has a node of its own (``kids``: their start, end and encoded key, by
+    start) are never read: a lookup never asks for them (their keys are in the node)."""
+
+    __slots__ = (
+        "region",
+        "n",
+        "page_bits",
+        "width",
+        "block_bits",
+        "blocks",
+        "size",
+        "table",
+        "records",
+        "span",
+        "offs",
+        "pages",
+        "kids",
+        "kid_starts",
+    )
 
     def __init__(
         self,
@@ -208,21 +229,28 @@ class BlockIndex:
         region: int,
         node: tuple[int, int, int, int, int],
         span: tuple[int, int],
+        kids: list[tuple[int, int, bytes]],
     ):
         """``node``: (n, page_bits, offs_width, offs_crc, block_bits) of the dict's node;
         ``span``: (first, end) of its entries, which every block must lie in."""
         n, page_bits, width, offs_crc, block_bits = node
-        self.region, self.n, self.page_bits, self.block_bits, self.span = region, n, page_bits, block_bits, span
+        self.region, self.n, self.page_bits, self.width, self.block_bits = region, n, page_bits, width, block_bits
+        self.span, self.kids = span, sorted(kids)
+        self.kid_starts = [k[0] for k in self.kids]
         self.blocks = block_count(n, block_bits)
         self.size = 1 + block_width(self.blocks)  # bytes per record
-        table, self.records, _ = block_layout(n, page_bits, width, block_bits)
+        self.table, self.records, _ = block_layout(n, page_bits, width, block_bits)
+        self.offs: array[int] | None = None
+        self.pages: array[int] | None = None
+        if self.records > TABLES_IN_MEMORY:
+            return
         head = memoryview(bytes(read(region, self.records)))
-        if zlib.crc32(head[:table]) != offs_crc:
+        if zlib.crc32(head[: self.table]) != offs_crc:
             raise damaged(f"hash index block offsets at offset {region} fail their checksum")
-        pages = head[table:]
+        pages = head[self.table :]
         if zlib.crc32(pages[:-4]) != U32.unpack_from(pages, len(pages) - 4)[0]:
-            raise damaged(f"hash index page table at offset {region + table} fails its checksum")
-        self.offs = le_array("I" if width == 4 else "Q", bytes(head[:table]))
+            raise damaged(f"hash index page table at offset {region + self.table} fails its checksum")
+        self.offs = le_array("I" if width == 4 else "Q", bytes(head[: self.table]))
         self.pages = le_array("I", bytes(pages))
 
     def find(
@@ -237,7 +265,10 @@ class BlockIndex:
         whose first byte is at ``base``, or None if it has no such key."""
         bits, size = self.page_bits, self.size
         page = h >> (32 - bits)
-        first, page_crc, end = self.pages[2 * page : 2 * page + 3]
+        if self.pages is not None:
+            first, page_crc, end = self.pages[2 * page : 2 * page + 3]
+        else:
+            first, page_crc, end = _PAGE_SLOT.unpack(read(self.region + self.table + 8 * page, 12))
         if not first <= end <= self.n:
             raise damaged(f"hash index page {page} has bounds {first}..{end} outside 0..{self.n}")
         at = self.region + self.records + size * first
@@ -264,24 +295,66 @@ class BlockIndex:
         block: int,
         sharing: int,
     ) -> tuple[int, bytes | memoryview] | None:
-        start, stop = self.offs[block], self.offs[block + 1]
+        if self.offs is not None:
+            start, stop = self.offs[block], self.offs[block + 1]
+        else:
+            start, stop = _OFFSET_PAIRS[self.width].unpack(read(self.region + block * self.width, 2 * self.width))
         if not self.span[0] <= start < stop <= self.span[1]:
             raise damaged(f"hash index block {block} at offset {self.region} points outside its dict")
-        data = read(base + start, stop - start)
         entries = min(1 << self.block_bits, self.n - (block << self.block_bits))
+        k = bisect_left(self.kid_starts, start)
+        data: bytes | memoryview
+        skipped: list[int] = []
+        if k == len(self.kids) or self.kids[k][0] >= stop:  # the usual block: no large value inside
+            data, pieces = read(base + start, stop - start), [(0, start)]
+        else:
+            data, pieces, skipped = self._around_kids(read, damaged, base, start, stop, k)
+            entries -= len(skipped)
         try:
             found = find_entry(data, entries, key)
-            crcs = map(zlib.crc32, block_keys(data, entries)) if found is None else ()
+            crcs = [*map(zlib.crc32, block_keys(data, entries)), *skipped] if found is None else []
         except ValueError as e:  # (the block's bytes are not its entries)
             raise damaged(f"dict block at offset {base + start}: {e}") from None
         if found is not None:
-            return base + start + found[0], data[found[0] : found[1]]
+            joined, where = next((j, w) for j, w in reversed(pieces) if j <= found[0])
+            return base + where + found[0] - joined, data[found[0] : found[1]]
         # the fingerprint is other keys': the block must hold as many keys with it as records say
         bits = self.page_bits
         mark = (fingerprint(h, bits), h >> (32 - bits))
         if sum((fingerprint(c, bits), c >> (32 - bits)) == mark for c in crcs) != sharing:
             raise damaged(f"dict block at offset {base + start} does not match its hash index")
         return None
+
+    def _around_kids(
+        self,
+        read: Callable[[int, int], bytes | memoryview],
+        damaged: Callable[[str], Exception],
+        base: int,
+        start: int,
+        stop: int,
+        k: int,
+    ) -> tuple[bytes, list[tuple[int, int]], list[int]]:
+        """The entries of block [start, stop) but the large values' (from ``self.kids[k]`` on):
+        their bytes joined, where each piece starts (in the joined bytes, in the dict), and
+        the hashes of the keys left out."""
+        parts: list[bytes | memoryview] = []
+        pieces: list[tuple[int, int]] = []
+        skipped: list[int] = []
+        pos, joined = start, 0
+        while k < len(self.kids) and self.kids[k][0] < stop:
+            kid_start, kid_end, kid_key = self.kids[k]
+            if kid_end > stop or kid_start < pos:
+                raise damaged(f"dict block at offset {base + start} cuts through a large value's entry")
+            if kid_start > pos:
+                parts.append(read(base + pos, kid_start - pos))
+                pieces.append((joined, pos))
+                joined += kid_start - pos
+            skipped.append(zlib.crc32(kid_key))
+            pos, k = kid_end, k + 1
+        if pos < stop:
+            parts.append(read(base + pos, stop - pos))
+            pieces.append((joined, pos))
+        return b"".join(parts), pieces or [(0, start)], skipped
 
 
 def page_blocks(recs: bytes, size: int, fp: int, blocks: int) -> list[tuple[int, int]]:

@@ -17,7 +17,7 @@ back to msgspec. A valid archive is never called corrupted for being deep.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from itertools import accumulate
 from typing import Any
 
@@ -39,6 +39,7 @@ from msglc.read.archive import Archive
 from msglc.util.checksum import data_crc32
 
 _key_decoder: msgspec.msgpack.Decoder[str | int] = msgspec.msgpack.Decoder(str | int)
+_keys_decoder: msgspec.msgpack.Decoder[list[str | int]] = msgspec.msgpack.Decoder(list[str | int])
 
 
 raw_items = msgspec.msgpack.Decoder(list[msgspec.Raw])
@@ -149,6 +150,8 @@ def _check(
     if isinstance(node, ListNode):
         return children, None
     kid_keys = {_key(key_raws[node.starts[k]], start, where): k for k in node.kids}
+    if len(set(_keys(key_raws, start, where))) != n:  # (an inline dict's node is checked for this)
+        raise CorruptedError(f"{where}: the dict at data offset {start} holds a key twice")
     region = region_of_keys(key_raws, koffs, node.block_bits if isinstance(node, BlockHashMapNode) else None)
     if (
         n <= MAP_INLINE_MAX
@@ -169,6 +172,16 @@ def _key(raw: msgspec.Raw | bytes | bytearray, start: int, where: str) -> str | 
     """A dict key as a node lists it: msglc writes str and int keys only."""
     try:
         return _key_decoder.decode(raw)
+    except _DECODE_ERRORS:
+        raise CorruptedError(
+            f"{where}: the dict at data offset {start} has a key that is not a str or an int"
+        ) from None
+
+
+def _keys(raws: Sequence[msgspec.Raw | bytes | bytearray], start: int, where: str) -> list[str | int]:
+    """``_key`` of every raw key, decoded in one C call."""
+    try:
+        return _keys_decoder.decode(array_header(len(raws)) + b"".join(raws))
     except _DECODE_ERRORS:
         raise CorruptedError(
             f"{where}: the dict at data offset {start} has a key that is not a str or an int"

@@ -148,7 +148,7 @@ def _decode_item(a: Archive, base: int, node: ListNode, k: int, j: int) -> Any:
         raws = _raw_items.decode(array_header(count) + a.read(start, size))
     except (msgspec.DecodeError, UnicodeDecodeError, RecursionError) as e:
         raise a.damaged(f"data at offset {start} ({size} bytes) is not {count} msgpack items: {e}") from None
-    return a.decode(raws[j], start)
+    return a.decode(raws[j], start + sum(map(len, raws[:j])))
 
 
 _raw_items = msgspec.msgpack.Decoder(list[msgspec.Raw])
@@ -425,7 +425,8 @@ class _HashDict(LazyDict):
         if index is None:
             fields = (node.n, node.page_bits, node.offs_width, node.offs_crc, node.block_bits)
             region, span = self._pos - node.index[0], (node.offs[0], node.offs[-1])
-            index = self._index = BlockIndex(a.read, a.damaged, region, fields, span)
+            kids = [(node.offs[k], node.offs[k + 1], _encode_key(key)) for key, k in node.kid_keys.items()]
+            index = self._index = BlockIndex(a.read, a.damaged, region, fields, span, kids)
         found = index.find(a.read, a.damaged, self._base, kb, h)
         if found is None:
             raise KeyError(key)

@@ -420,3 +420,24 @@ def test_append_to_a_hash_indexed_root_of_either_index_kind(tmp_path, monkeypatc
             assert [info.kind for _, _, info in r.nodes(max_depth=0)] == ["hash-indexed dict"]
             with pytest.raises(KeyError):
                 r["new30"]
+
+
+def test_append_to_a_block_indexed_root_does_not_read_its_large_values(tmp_path):
+    """The index keeps no per-entry hashes: append reads the entries again, a span at a time,
+    and never the values with nodes of their own."""
+    import tracemalloc
+
+    doc = {f"k{i:05d}": i for i in range(3000)}
+    doc["big"] = list(range(2_000_000))  # about 10 MB
+    out = tmp_path / "a.mlc"
+    msglc.dump(out, doc)
+    tracemalloc.start()
+    try:
+        msglc.append(out, [FileInfo(None, "new", obj=[1])])
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 2_000_000, peak
+    with msglc.LazyReader(out) as r:
+        r.verify()
+        assert r["new"] == [1] and r["k02999"] == 2999 and r["big"][1_999_999] == 1_999_999

@@ -159,9 +159,14 @@ def test_crafted_filter_tables_are_refused():
         bad[start + offset : start + offset + 4] = struct.pack("<I", value)
         with pytest.raises(CorruptedError, match="filter table"):
             _table(bytes(bad))
+    for at in range(start + 16, start + 20):  # a code or an element size changed: the CRC tells
+        bad = bytearray(good)
+        bad[at] ^= 0x10
+        with pytest.raises((CorruptedError, UnsupportedVersionError), match="filter"):
+            _table(bytes(bad))
     # a table that is not there, though the frames leave room for one: the section does not tile
     data, sizes = section(bytes(8192), [0, 4096, 8192])
-    for pad, match in ((20, "filter table is not well formed"), (21, "do not make")):  # 20: a filter table's size
+    for pad, match in ((24, "filter table is not well formed"), (25, "do not make")):  # 24: a filter table's size
         padded = data[: -len(pack_seek_table(sizes))] + b"\0" * pad + pack_seek_table(sizes)
         with pytest.raises(CorruptedError, match=match):
             _table(padded)

@@ -166,3 +166,28 @@ def test_the_index_costs_a_few_bytes_per_key(n, tmp_path):
     assert len(archive) - plain <= 4 * n + 300
     with msglc.LazyReader(archive) as r:
         assert r[f"k{n - 1:07d}"] == doc[f"k{n - 1:07d}"]
+
+
+def test_a_lookup_never_reads_a_large_value_beside_its_key(tmp_path):
+    """A value with a node of its own may share a block with small ones: looking up a small one
+    reads the rest of the block around it, not the large value."""
+    doc = {f"k{i:05d}": i for i in range(3000)}
+    keys = list(doc)
+    doc[keys[100]] = list(range(300_000))  # about 1.5 MB, in the block of keys 96..127
+    path = tmp_path / "big-neighbour.mlc"
+    msglc.dump(path, doc)
+    for pure in (False, True):
+        with pytest.MonkeyPatch.context() as m:
+            if pure:
+                m.setattr(accel, "speedups", None)
+            stats = LazyStats()
+            with msglc.LazyReader(path, counter=stats, cached=False) as r:
+                r["k00000"]  # the root node and the index tables
+                for key in (keys[99], keys[101], keys[127], keys[96]):
+                    stats.clear()
+                    assert r[key] == doc[key]
+                    assert stats.bytes < 4 * BLOCK_BYTES, str(stats)
+                with pytest.raises(KeyError):
+                    r["k-none"]
+                assert r[keys[100]][299_999] == 299_999
+                r.verify()

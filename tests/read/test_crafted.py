@@ -234,3 +234,41 @@ def test_block_index_record_naming_a_block_past_the_end():
                 assert "names block" in str(e)
                 outcomes.add("corrupted")
         assert outcomes == {True, "corrupted"}
+
+
+def _block_indexed(pairs, block_bits=4):
+    """An archive of the map of ``pairs`` (duplicates allowed) with a type-6 root node whose
+    index is what a writer computes from those entries, every CRC valid."""
+    import zlib
+
+    from msglc.format.hash_index import region_of_keys
+    from msglc.format.msgpack import map_header
+    from msglc.format.nodes import BlockHashMapNode
+
+    data = bytearray(map_header(len(pairs)))
+    koffs, key_raws = [], []
+    for key, value in pairs:
+        koffs.append(len(data))
+        key_raws.append(msgspec.msgpack.encode(key))
+        data += key_raws[-1] + msgspec.msgpack.encode(value)
+    koffs.append(len(data))
+    region = region_of_keys(key_raws, koffs, block_bits)
+    toc = b"".join(bytes(part) for part in region.parts)
+    node = BlockHashMapNode(
+        n=len(pairs), starts=[0], offs=[koffs[0], koffs[-1]], kids={}, kid_keys={}, page_bits=region.page_bits,
+        offs_width=region.width, offs_crc=region.offs_crc, index=(len(toc), len(toc)), block_bits=block_bits,
+    )  # fmt: skip
+    framed = frame_node(node)
+    t = Trailer.contiguous(len(data), len(toc) + len(framed), (len(toc), len(framed)), zlib.crc32(data), 1024)
+    return pack_header() + bytes(data) + toc + framed + t.pack(pack_header())
+
+
+def test_verify_refuses_a_hash_indexed_dict_holding_a_key_twice():
+    """Lookups would answer one of the two values and to_obj() the other: verify() says so."""
+    pairs = [(f"k{i:05d}", i) for i in range(2000)]
+    with msglc.LazyReader(_block_indexed(pairs)) as r:
+        r.verify()
+        assert r["k01500"] == 1500
+    pairs[1500] = ("k00003", "again")
+    with msglc.LazyReader(_block_indexed(pairs)) as r, pytest.raises(CorruptedError, match="twice"):
+        r.verify()

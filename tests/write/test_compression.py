@@ -274,3 +274,17 @@ def test_standard_zstd_gives_shuffled_frames_as_the_filter_table_says():
         frame = decompressor.decompress(section[table.stored[i] : table.stored[i + 1]])
         plain = unshuffle(frame, table.shuffle(i)) if table.shuffle(i) else frame
         assert plain == expected[table.logical[i] : table.logical[i + 1]]
+
+
+def test_a_damaged_frame_count_is_refused_before_the_section_is_read():
+    """A seek-table footer claiming more frames than the section can hold: the open refuses it
+    from the footer alone, without reading (or downloading) the section."""
+    data = msglc.dumps({"v": list(range(300_000))}, **ZSTD)
+    with LazyReader(data) as r:
+        end = 16 + r.info().stored_data_size
+    bad = bytearray(data)
+    bad[end - 6] ^= 0x80  # the top byte of the footer's u32 frame count
+    stats = msglc.LazyStats()
+    with pytest.raises(CorruptedError, match="seek table"):
+        LazyReader(bytes(bad), counter=stats)
+    assert stats.bytes < 10_000, str(stats)
