@@ -302,21 +302,21 @@ class BlockIndex:
         if not self.span[0] <= start < stop <= self.span[1]:
             raise damaged(f"hash index block {block} at offset {self.region} points outside its dict")
         entries = min(1 << self.block_bits, self.n - (block << self.block_bits))
-        k = bisect_left(self.kid_starts, start)
         data: bytes | memoryview
         skipped: list[int] = []
-        if k == len(self.kids) or self.kids[k][0] >= stop:  # the usual block: no large value inside
-            data, pieces = read(base + start, stop - start), [(0, start)]
-        else:
+        pieces = None  # where the parts of ``data`` lie in the dict, when large values are left out
+        if self.kids and (k := bisect_left(self.kid_starts, start)) < len(self.kids) and self.kids[k][0] < stop:
             data, pieces, skipped = self._around_kids(read, damaged, base, start, stop, k)
             entries -= len(skipped)
+        else:  # the usual block: no large value inside
+            data = read(base + start, stop - start)
         try:
             found = find_entry(data, entries, key)
             crcs = [*map(zlib.crc32, block_keys(data, entries)), *skipped] if found is None else []
         except ValueError as e:  # (the block's bytes are not its entries)
             raise damaged(f"dict block at offset {base + start}: {e}") from None
         if found is not None:
-            joined, where = next((j, w) for j, w in reversed(pieces) if j <= found[0])
+            joined, where = (0, start) if pieces is None else next((j, w) for j, w in reversed(pieces) if j <= found[0])
             return base + where + found[0] - joined, data[found[0] : found[1]]
         # the fingerprint is other keys': the block must hold as many keys with it as records say
         bits = self.page_bits
