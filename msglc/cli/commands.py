@@ -462,10 +462,10 @@ def parser() -> argparse.ArgumentParser:
 
 def _compression(text: str) -> dict[str, Any]:
     """``none``, ``zstd`` or ``zstd:LEVEL`` as ``dump`` options."""
-    name, _, level = text.partition(":")
-    if name == "none" and not level:
+    name, colon, level = text.partition(":")
+    if name == "none" and not colon:
         return {"compression": None}
-    if name == "zstd" and (not level or level.isdigit() and 1 <= int(level) <= 22):
+    if name == "zstd" and (not colon or level.isdigit() and 1 <= int(level) <= 22):
         return {"compression": "zstd", **({"compression_level": int(level)} if level else {})}
     raise argparse.ArgumentTypeError(f"expected none, zstd or zstd:LEVEL (LEVEL 1 to 22), not {text!r}")
 

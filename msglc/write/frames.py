@@ -316,11 +316,17 @@ class FrameWriter:
         self._local = threading.local()
 
     def write(self, data: bytes | bytearray | memoryview) -> None:
-        """Plain bytes, appended to the section."""
-        self._buf += data
-        self.plain += len(data)
-        if len(self._buf) >= self.group + self.size:
-            self._cut(len(self._buf) - len(self._buf) % self.group)
+        """Plain bytes, appended to the section a task's worth at a time (a large chunk is never
+        buffered or copied whole)."""
+        view = memoryview(data)
+        if view.ndim != 1 or view.format != "B":
+            view = view.cast("B")
+        for lo in range(0, len(view), self.group):
+            piece = view[lo : lo + self.group]
+            self._buf += piece
+            self.plain += len(piece)
+            if len(self._buf) >= self.group + self.size:
+                self._cut(len(self._buf) - len(self._buf) % self.group)
 
     def reserve(self, size: int) -> Slot:
         """``size`` plain bytes (zeros for now) that ``fill`` gives later."""
@@ -387,7 +393,8 @@ class FrameWriter:
         for slot in self._slots:  # never cut through a slot: it is written whole, so it is buffered whole
             if slot.at - at0 < n < slot.at - at0 + slot.size:
                 n = slot.at - at0 + slot.size
-        data = bytes(self._buf[:n])
+        with memoryview(self._buf) as buf, buf[:n] as head:
+            data = bytes(head)  # one copy, which the compression tasks share
         del self._buf[:n]
         start = 0
         for slot in [s for s in self._slots if s.at - at0 < n]:

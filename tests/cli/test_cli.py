@@ -277,7 +277,8 @@ def test_convert_and_combine_with_compression(tmp_path):
     for path, major in (("c.mlc", 2), ("p.mlc", 1)):
         with msglc.LazyReader(tmp_path / path) as r:
             assert r.info().version[0] == major and r.to_obj() == [users, users]
-    status, _, err = run("convert", tmp_path / "u.json", tmp_path / "x.mlc", "--compression", "zstd:0", ok=False)
-    assert status == 2 and "zstd:LEVEL" in err
+    for bad in ("zstd:0", "zstd:", "none:3", "gzip"):
+        status, _, err = run("convert", tmp_path / "u.json", tmp_path / "x.mlc", "--compression", bad, ok=False)
+        assert status == 2 and "zstd:LEVEL" in err, bad
     status, _, err = run("convert", tmp_path / "j.mlc", tmp_path / "x.json", "--compression", "zstd", ok=False)
     assert status == 1 and "--compression is for writing an archive" in err

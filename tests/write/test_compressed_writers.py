@@ -153,3 +153,22 @@ def test_raw_frames_are_standard_and_of_fixed_size():
     bad[-6] ^= 1
     with pytest.raises(zstandard.ZstdError):
         zstandard.ZstdDecompressor().decompress(bytes(bad))
+
+
+def test_a_large_chunk_is_compressed_without_copies_of_it(tmp_path):
+    """LazyWriter compressing a 40 MB array holds a task's worth of plain bytes at a time, as
+    the plain writer does, not copies of the chunk it was given."""
+    import tracemalloc
+
+    np = pytest.importorskip("numpy")
+    arr = np.random.default_rng(0).random(5_000_000)
+    tracemalloc.start()
+    try:
+        with msglc.LazyWriter(tmp_path / "a.mlc", compression="zstd") as w:
+            w.write({"field": arr, "rows": (i for i in range(10))})
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 16_000_000, peak
+    with msglc.LazyReader(tmp_path / "a.mlc") as r:
+        assert np.array_equal(np.asarray(r["field"]), arr) and r["rows"] == list(range(10))
