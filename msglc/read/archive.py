@@ -141,6 +141,8 @@ class Archive:
         self.cached = cached
         self.counter = counter
         self.nodes: dict[int, Node] = {}
+        # container() results: a node checked against its container's header is not read again
+        self.fitted: dict[tuple[int, int, int, int], tuple[Node, tuple[Any, tuple[int, ...], int] | None]] = {}
         self.node_sizes: dict[int, int] = {}  # framed length of each cached node
         self.key_maps: dict[int, dict[str | int, int]] = {}
         self.file = self.src  # the file itself; ``src`` may put a FramedSource in front of it
@@ -186,6 +188,7 @@ class Archive:
                 return before
             except MsglcError as e:
                 self.nodes.clear()
+                self.fitted.clear()
                 if before is None or attempt == OPEN_ATTEMPTS - 1 or not self._changed(before):
                     if isinstance(e, _NoTrailer):
                         self._no_trailer(self.size)  # only now: it may read up to STALE_SCAN bytes
@@ -375,7 +378,11 @@ class Archive:
     ) -> tuple[Node, tuple[Any, tuple[int, ...], int] | None]:
         """The TOC node at ``pos`` (``size`` bytes) checked against the container it describes,
         stored at ``base`` (``span`` bytes): its length and header must match. For a NumPy array
-        also its (dtype, shape, start of the elements)."""
+        also its (dtype, shape, start of the elements). Checked once per container while the
+        node cache keeps its node."""
+        fitted = self.fitted.get((base, span, pos, size))
+        if fitted is not None and pos in self.nodes:
+            return fitted
         node = self.node(pos, size)
         if node_span(node) != span or base + span > self.data_end:
             raise self.damaged(
@@ -385,7 +392,7 @@ class Archive:
             dtype, shape, start = parse_head(self.read(base, node.head), base, span)
             if start != node.head:
                 raise CorruptedError(f"NumPy array at offset {base} does not match its TOC node at offset {pos}")
-            return node, (dtype, shape, start)
+            return self._fitted(base, span, pos, size, (node, (dtype, shape, start)))
         if isinstance(node, StrideNode):
             heads = stride_headers(node)
             fits = heads is not None and bytes(self.read(base, len(heads))) == heads
@@ -393,7 +400,15 @@ class Archive:
             fits = container_header(self.read(base, min(5, span))) == node_header(node)
         if not fits:
             raise self.damaged(f"container at offset {base} does not match its TOC node at offset {pos}")
-        return node, None
+        return self._fitted(base, span, pos, size, (node, None))
+
+    def _fitted(
+        self, base: int, span: int, pos: int, size: int, result: tuple[Node, tuple[Any, tuple[int, ...], int] | None]
+    ) -> tuple[Node, tuple[Any, tuple[int, ...], int] | None]:
+        if len(self.fitted) >= MAX_NODE_CACHE:
+            self.fitted.clear()
+        self.fitted[base, span, pos, size] = result
+        return result
 
     def decode_all(self) -> Any:
         """The whole data section decoded, its checksum checked (on another core meanwhile)."""
