@@ -289,16 +289,20 @@ static PyObject *page_blocks(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "y*iin", &view, &size, &fp, &blocks)) return NULL;
     PyObject *out = NULL;
     uint64_t *seen = NULL;
-    Py_ssize_t *counts = NULL, found = 0;
+    Py_ssize_t *counts = NULL, *slots = NULL, found = 0;
     if (size < 2 || size > 5 || view.len % size) {
         PyErr_SetString(PyExc_ValueError, "page_blocks: arguments out of range");
         goto done;
     }
     const unsigned char *r = view.buf;
     Py_ssize_t n = view.len / size;
+    size_t cap = 16;  /* an open-addressing table block -> candidate, twice the records: linear in a crafted page too */
+    while (cap < 2 * (size_t)(n ? n : 1)) cap <<= 1;
     seen = malloc(sizeof(uint64_t) * (n ? n : 1));  /* at most one candidate per record */
     counts = malloc(sizeof(Py_ssize_t) * (n ? n : 1));
-    if (!seen || !counts) { PyErr_NoMemory(); goto done; }
+    slots = malloc(sizeof(Py_ssize_t) * cap);
+    if (!seen || !counts || !slots) { PyErr_NoMemory(); goto done; }
+    for (size_t q = 0; q < cap; q++) slots[q] = -1;
     for (Py_ssize_t i = 0; i < n; i++, r += size) {
         if (r[0] != fp) continue;
         uint64_t block = 0;
@@ -307,10 +311,10 @@ static PyObject *page_blocks(PyObject *self, PyObject *args) {
             PyErr_Format(PyExc_ValueError, "record %zd names block %llu of %zd", i, (unsigned long long)block, blocks);
             goto done;
         }
-        Py_ssize_t j = 0;
-        while (j < found && seen[j] != block) j++;
-        if (j == found) { seen[found] = block; counts[found++] = 0; }
-        counts[j]++;
+        size_t q = (size_t)(block * 0x9E3779B97F4A7C15ull) & (cap - 1);
+        while (slots[q] >= 0 && seen[slots[q]] != block) q = (q + 1) & (cap - 1);
+        if (slots[q] < 0) { slots[q] = found; seen[found] = block; counts[found++] = 0; }
+        counts[slots[q]]++;
     }
     out = PyList_New(found);
     if (!out) goto done;
@@ -322,6 +326,43 @@ static PyObject *page_blocks(PyObject *self, PyObject *args) {
 done:
     free(seen);
     free(counts);
+    free(slots);
+    PyBuffer_Release(&view);
+    return out;
+}
+
+/* key_crcs(block, count) -> [crc32 of each key]: the keys of the count entries (key, value,
+ * ...) that make block, hashed without decoding (nesting costs no recursion); ValueError if
+ * the block is not exactly count entries. */
+static PyObject *key_crcs(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer view;
+    Py_ssize_t count;
+    if (!PyArg_ParseTuple(args, "y*n", &view, &count)) return NULL;
+    PyObject *out = NULL;
+    const unsigned char *buf = view.buf, *end = buf + view.len, *p = buf, *v;
+    if (count < 0 || count > view.len) {
+        PyErr_SetString(PyExc_ValueError, "key_crcs: not as many msgpack entries as the index says");
+        goto done;
+    }
+    out = PyList_New(count);
+    if (!out) goto done;
+    for (Py_ssize_t e = 0; e < count; e++) {
+        const unsigned char *key = p;
+        if (!(v = skip(key, end)) || !(p = skip(v, end))) {
+            PyErr_SetString(PyExc_ValueError, "key_crcs: not as many msgpack entries as the index says");
+            Py_CLEAR(out);
+            goto done;
+        }
+        PyObject *crc = PyLong_FromUnsignedLong(crc32_of(key, (size_t)(v - key)));
+        if (!crc) { Py_CLEAR(out); goto done; }
+        PyList_SET_ITEM(out, e, crc);
+    }
+    if (p != end) {
+        PyErr_SetString(PyExc_ValueError, "key_crcs: not as many msgpack entries as the index says");
+        Py_CLEAR(out);
+    }
+done:
     PyBuffer_Release(&view);
     return out;
 }
@@ -438,6 +479,7 @@ static PyMethodDef methods[] = {
     {"map_index", map_index, METH_VARARGS, "Entry offsets, sorted hash records and page starts of a msgpack map body."},
     {"block_records", block_records, METH_VARARGS, "The records of a block hash index from sorted hash records."},
     {"page_blocks", page_blocks, METH_VARARGS, "The candidate blocks of a fingerprint in a block index page."},
+    {"key_crcs", key_crcs, METH_VARARGS, "CRC-32 of the keys of a run of msgpack map entries."},
     {"find_entry", find_entry, METH_VARARGS, "Where the value of a key's entry is in a run of msgpack map entries."},
     {"exact_numbers", exact_numbers, METH_VARARGS, "Whether every leaf of nested lists is exactly a float or an int."},
     {NULL, NULL, 0, NULL},

@@ -312,7 +312,7 @@ class BlockIndex:
             data = read(base + start, stop - start)
         try:
             found = find_entry(data, entries, key)
-            crcs = [*map(zlib.crc32, block_keys(data, entries)), *skipped] if found is None else []
+            crcs = [*block_key_crcs(data, entries), *skipped] if found is None else []
         except ValueError as e:  # (the block's bytes are not its entries)
             raise damaged(f"dict block at offset {base + start}: {e}") from None
         if found is not None:
@@ -405,10 +405,7 @@ def find_entry(block: bytes | memoryview, count: int, key: bytes) -> tuple[int, 
     speedups = accel.speedups
     if speedups is not None:
         return speedups.find_entry(block, count, key)
-    try:
-        raws = _RAW_ITEMS.decode(array_header(2 * count) + bytes(block))
-    except (msgspec.DecodeError, UnicodeDecodeError) as e:
-        raise ValueError(f"not {count} msgpack entries: {e}") from None
+    raws = _raw_entries(block, count)
     wanted = msgspec.Raw(key)
     for j in range(0, len(raws), 2):
         if raws[j] == wanted:
@@ -417,13 +414,26 @@ def find_entry(block: bytes | memoryview, count: int, key: bytes) -> tuple[int, 
     return None
 
 
-def block_keys(block: bytes | memoryview, count: int) -> list[bytes]:
-    """The encoded keys of the ``count`` entries that make ``block`` (ValueError if they do not)."""
+def block_key_crcs(block: bytes | memoryview, count: int) -> list[int]:
+    """The CRC-32 of each key of the ``count`` entries that make ``block`` (in C where
+    available: nesting costs no recursion; ValueError if they do not make it)."""
+    speedups = accel.speedups
+    if speedups is not None:
+        return speedups.key_crcs(block, count)
+    return [zlib.crc32(r) for r in _raw_entries(block, count)[0::2]]
+
+
+def _raw_entries(block: bytes | memoryview, count: int) -> list[msgspec.Raw]:
+    """Keys and values of the ``count`` entries that make ``block``, as raw items."""
     try:
-        raws = _RAW_ITEMS.decode(array_header(2 * count) + bytes(block))
+        raws: list[msgspec.Raw] = _RAW_ITEMS.decode(array_header(2 * count) + bytes(block))
     except (msgspec.DecodeError, UnicodeDecodeError) as e:
         raise ValueError(f"not {count} msgpack entries: {e}") from None
-    return [bytes(r) for r in raws[0::2]]
+    except RecursionError:
+        raise ValueError(
+            "an entry is nested deeper than this Python process can skip without the C accelerator"
+        ) from None
+    return raws
 
 
 def entry_hashes(body: bytes | memoryview, n: int, base: int) -> tuple[list[int], list[int]]:

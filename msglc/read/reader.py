@@ -87,7 +87,7 @@ class LazyReader:
             root = self._root_obj()
         if type(path) is int:
             return root[path]
-        if type(path) is str and "/" not in path and isinstance(root, LazyDict):
+        if type(path) is str and path and "/" not in path and isinstance(root, LazyDict):
             try:  # one key: no path to split (a miss goes the long way, for its int retry and message)
                 return root[path]
             except KeyError:

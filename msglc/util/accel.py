@@ -33,6 +33,10 @@ class Speedups(Protocol):
         """The (block, count) of the records whose fingerprint is ``fp``."""
         ...
 
+    def key_crcs(self, block: bytes | memoryview, count: int, /) -> list[int]:
+        """CRC-32 of the keys of ``count`` entries."""
+        ...
+
     def find_entry(self, block: bytes | bytearray | memoryview, count: int, key: bytes, /) -> tuple[int, int] | None:
         """(start, end) of the value whose key is encoded as ``key`` among ``count`` entries."""
         ...

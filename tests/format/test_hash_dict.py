@@ -191,3 +191,26 @@ def test_a_lookup_never_reads_a_large_value_beside_its_key(tmp_path):
                     r["k-none"]
                 assert r[keys[100]][299_999] == 299_999
                 r.verify()
+
+
+def test_a_deeply_nested_neighbour_does_not_break_lookups():
+    """A small value nested 3000 deep inside a block: with the C accelerator, the other keys
+    and misses of its block are answered as usual (items are skipped without recursion)."""
+    import sys
+
+    deep: list = [1]
+    for _ in range(3000):
+        deep = [deep]
+    doc = {f"k{i:05d}": i for i in range(2000)}
+    doc["deep"] = deep
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(20_000)
+    try:
+        data = msglc.dumps(doc)
+    finally:
+        sys.setrecursionlimit(limit)
+    with msglc.LazyReader(data, cached=False) as r:
+        assert all(r[k] == doc[k] for k in doc if k != "deep")
+        for missing in (f"m{i}" for i in range(3000)):
+            with pytest.raises(KeyError):
+                r[missing]

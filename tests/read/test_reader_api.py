@@ -234,3 +234,10 @@ def test_a_damaged_row_is_not_copied_into_a_new_archive():
         with pytest.raises(msglc.CorruptedError, match="not valid msgpack"):
             r[3].raw_data()
         assert msglc.LazyReader(r[4].raw_data()).to_obj() == [4.0] * 100
+
+
+def test_an_empty_path_is_the_root_even_where_a_key_is_empty():
+    """``reader[""]`` is the root (no path), as ``reader.read()``; the key "" is ``[""]``."""
+    doc = {"": "empty", **{f"k{i}": i for i in range(2000)}}
+    with LazyReader(msglc.dumps(doc)) as r:
+        assert r[""] == doc and r[[""]] == "empty" and r["k7"] == 7 and r[["k7"]] == 7
