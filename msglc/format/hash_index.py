@@ -430,9 +430,7 @@ def _raw_entries(block: bytes | memoryview, count: int) -> list[msgspec.Raw]:
     except (msgspec.DecodeError, UnicodeDecodeError) as e:
         raise ValueError(f"not {count} msgpack entries: {e}") from None
     except RecursionError:
-        raise ValueError(
-            "an entry is nested deeper than this Python process can skip without the C accelerator"
-        ) from None
+        raise ValueError("an entry is nested too deeply to skip without the C accelerator") from None
     return raws
 
 
