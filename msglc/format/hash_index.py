@@ -23,7 +23,7 @@ from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from itertools import accumulate, repeat
 from operator import lshift, or_
-from typing import Literal, NamedTuple
+from typing import Literal, NamedTuple, Protocol
 
 import msgspec
 
@@ -196,6 +196,15 @@ def block_layout(n: int, page_bits: int, width: int, block_bits: int) -> tuple[i
 TABLES_IN_MEMORY = 1 << 20  # a dict's block offsets and page table up to this size are read once
 
 
+class Reads(Protocol):
+    """What a ``BlockIndex`` lookup reads through (an archive): file reads, and the error for
+    bytes that do not fit."""
+
+    def read(self, offset: int, size: int, /) -> bytes | memoryview: ...
+
+    def damaged(self, message: str, /) -> Exception: ...
+
+
 class BlockIndex:
     """The block index region of one dict, its layout worked out once. ``find`` answers a key
     with one read of its page's records (CRC-checked) and one of its block, whose entries are
@@ -224,8 +233,7 @@ class BlockIndex:
 
     def __init__(
         self,
-        read: Callable[[int, int], bytes | memoryview],
-        damaged: Callable[[str], Exception],
+        a: Reads,
         region: int,
         node: tuple[int, int, int, int, int],
         span: tuple[int, int],
@@ -244,23 +252,16 @@ class BlockIndex:
         self.pages: array[int] | None = None
         if self.records > TABLES_IN_MEMORY:
             return
-        head = memoryview(bytes(read(region, self.records)))
+        head = memoryview(bytes(a.read(region, self.records)))
         if zlib.crc32(head[: self.table]) != offs_crc:
-            raise damaged(f"hash index block offsets at offset {region} fail their checksum")
+            raise a.damaged(f"hash index block offsets at offset {region} fail their checksum")
         pages = head[self.table :]
         if zlib.crc32(pages[:-4]) != U32.unpack_from(pages, len(pages) - 4)[0]:
-            raise damaged(f"hash index page table at offset {region + self.table} fails its checksum")
+            raise a.damaged(f"hash index page table at offset {region + self.table} fails its checksum")
         self.offs = le_array("I" if width == 4 else "Q", bytes(head[: self.table]))
         self.pages = le_array("I", bytes(pages))
 
-    def find(
-        self,
-        read: Callable[[int, int], bytes | memoryview],
-        damaged: Callable[[str], Exception],
-        base: int,
-        key: bytes,
-        h: int,
-    ) -> tuple[int, bytes | memoryview] | None:
+    def find(self, a: Reads, base: int, key: bytes, h: int) -> tuple[int, bytes | memoryview] | None:
         """(offset, bytes) of the value of the key encoded as ``key`` (hash ``h``) in the dict
         whose first byte is at ``base``, or None if it has no such key."""
         bits, size = self.page_bits, self.size
@@ -268,53 +269,46 @@ class BlockIndex:
         if self.pages is not None:
             first, page_crc, end = self.pages[2 * page : 2 * page + 3]
         else:
-            first, page_crc, end = _PAGE_SLOT.unpack(read(self.region + self.table + 8 * page, 12))
+            first, page_crc, end = _PAGE_SLOT.unpack(a.read(self.region + self.table + 8 * page, 12))
         if not first <= end <= self.n:
-            raise damaged(f"hash index page {page} has bounds {first}..{end} outside 0..{self.n}")
+            raise a.damaged(f"hash index page {page} has bounds {first}..{end} outside 0..{self.n}")
         at = self.region + self.records + size * first
-        recs = bytes(read(at, size * (end - first)))
+        recs = bytes(a.read(at, size * (end - first)))
         if zlib.crc32(recs) != page_crc:
-            raise damaged(f"hash index page {page} at offset {at} fails its checksum")
+            raise a.damaged(f"hash index page {page} at offset {at} fails its checksum")
         try:
             sharing = page_blocks(recs, size, ((h << bits) & 0xFFFFFFFF) >> 24, self.blocks)  # fingerprint()
         except ValueError as e:
-            raise damaged(f"hash index page {page} at offset {at}: {e}") from None
+            raise a.damaged(f"hash index page {page} at offset {at}: {e}") from None
         for block, count in sharing:
-            found = self._in_block(read, damaged, base, key, h, block, count)
+            found = self._in_block(a, base, key, h, block, count)
             if found is not None:
                 return found
         return None
 
     def _in_block(
-        self,
-        read: Callable[[int, int], bytes | memoryview],
-        damaged: Callable[[str], Exception],
-        base: int,
-        key: bytes,
-        h: int,
-        block: int,
-        sharing: int,
+        self, a: Reads, base: int, key: bytes, h: int, block: int, sharing: int
     ) -> tuple[int, bytes | memoryview] | None:
         if self.offs is not None:
             start, stop = self.offs[block], self.offs[block + 1]
         else:
-            start, stop = _OFFSET_PAIRS[self.width].unpack(read(self.region + block * self.width, 2 * self.width))
+            start, stop = _OFFSET_PAIRS[self.width].unpack(a.read(self.region + block * self.width, 2 * self.width))
         if not self.span[0] <= start < stop <= self.span[1]:
-            raise damaged(f"hash index block {block} at offset {self.region} points outside its dict")
+            raise a.damaged(f"hash index block {block} at offset {self.region} points outside its dict")
         entries = min(1 << self.block_bits, self.n - (block << self.block_bits))
         data: bytes | memoryview
         skipped: list[int] = []
         pieces = None  # where the parts of ``data`` lie in the dict, when large values are left out
         if self.kids and (k := bisect_left(self.kid_starts, start)) < len(self.kids) and self.kids[k][0] < stop:
-            data, pieces, skipped = self._around_kids(read, damaged, base, start, stop, k)
+            data, pieces, skipped = self._around_kids(a, base, start, stop, k)
             entries -= len(skipped)
         else:  # the usual block: no large value inside
-            data = read(base + start, stop - start)
+            data = a.read(base + start, stop - start)
         try:
             found = find_entry(data, entries, key)
             crcs = [*block_key_crcs(data, entries), *skipped] if found is None else []
         except ValueError as e:  # (the block's bytes are not its entries)
-            raise damaged(f"dict block at offset {base + start}: {e}") from None
+            raise a.damaged(f"dict block at offset {base + start}: {e}") from None
         if found is not None:
             joined, where = (0, start) if pieces is None else next((j, w) for j, w in reversed(pieces) if j <= found[0])
             return base + where + found[0] - joined, data[found[0] : found[1]]
@@ -322,17 +316,11 @@ class BlockIndex:
         bits = self.page_bits
         mark = (fingerprint(h, bits), h >> (32 - bits))
         if sum((fingerprint(c, bits), c >> (32 - bits)) == mark for c in crcs) != sharing:
-            raise damaged(f"dict block at offset {base + start} does not match its hash index")
+            raise a.damaged(f"dict block at offset {base + start} does not match its hash index")
         return None
 
     def _around_kids(
-        self,
-        read: Callable[[int, int], bytes | memoryview],
-        damaged: Callable[[str], Exception],
-        base: int,
-        start: int,
-        stop: int,
-        k: int,
+        self, a: Reads, base: int, start: int, stop: int, k: int
     ) -> tuple[bytes, list[tuple[int, int]], list[int]]:
         """The entries of block [start, stop) but the large values' (from ``self.kids[k]`` on):
         their bytes joined, where each piece starts (in the joined bytes, in the dict), and
@@ -344,15 +332,15 @@ class BlockIndex:
         while k < len(self.kids) and self.kids[k][0] < stop:
             kid_start, kid_end, kid_key = self.kids[k]
             if kid_end > stop or kid_start < pos:
-                raise damaged(f"dict block at offset {base + start} cuts through a large value's entry")
+                raise a.damaged(f"dict block at offset {base + start} cuts through a large value's entry")
             if kid_start > pos:
-                parts.append(read(base + pos, kid_start - pos))
+                parts.append(a.read(base + pos, kid_start - pos))
                 pieces.append((joined, pos))
                 joined += kid_start - pos
             skipped.append(zlib.crc32(kid_key))
             pos, k = kid_end, k + 1
         if pos < stop:
-            parts.append(read(base + pos, stop - pos))
+            parts.append(a.read(base + pos, stop - pos))
             pieces.append((joined, pos))
         return b"".join(parts), pieces or [(0, start)], skipped
 

@@ -426,8 +426,8 @@ class _HashDict(LazyDict):
             fields = (node.n, node.page_bits, node.offs_width, node.offs_crc, node.block_bits)
             region, span = self._pos - node.index[0], (node.offs[0], node.offs[-1])
             kids = [(node.offs[k], node.offs[k + 1], _encode_key(key)) for key, k in node.kid_keys.items()]
-            index = self._index = BlockIndex(a.read, a.damaged, region, fields, span, kids)
-        found = index.find(a.read, a.damaged, self._base, kb, h)
+            index = self._index = BlockIndex(a, region, fields, span, kids)
+        found = index.find(a, self._base, kb, h)
         if found is None:
             raise KeyError(key)
         return a.decode(found[1], found[0])
