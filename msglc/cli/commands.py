@@ -435,29 +435,27 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--threshold", type=int, default=None, help="small_obj_optimization_threshold of the archive written"
     )
-    p.add_argument(
-        "--compression",
-        type=_compression,
-        default=None,
-        metavar="none|zstd[:LEVEL]",
-        help="compression of the archive written (zstd level 1-22, default 3); an archive converted "
-        "to an archive keeps its own unless this is given",
+    _compression_option(
+        p,
+        "compression of the archive written (zstd level 1-22, default 3); an archive converted to an "
+        "archive keeps its own unless this is given",
     )
     p = add("combine", cmd_combine, "gather archives into one without decoding them: a dict with --name, else a list")
     p.add_argument("output")
     p.add_argument("inputs", nargs="+")
     p.add_argument("--name", action="append", help="the key of each input, in order (repeat once per input)")
-    p.add_argument(
-        "--compression",
-        type=_compression,
-        default=None,
-        metavar="none|zstd[:LEVEL]",
-        help="compression of the result (default: zstd when every input is compressed, else none); "
+    _compression_option(
+        p,
+        "compression of the result (default: zstd when every input is compressed, else none); "
         "compressed inputs' frames are copied, not recompressed",
     )
     p = add("verify", cmd_verify, "check the whole archive; exit status 0 when intact, 1 with what is wrong")
     p.add_argument("file")
     return top
+
+
+def _compression_option(parser: argparse.ArgumentParser, help: str) -> None:
+    parser.add_argument("--compression", type=_compression, default=None, metavar="none|zstd[:LEVEL]", help=help)
 
 
 def _compression(text: str) -> dict[str, Any]:

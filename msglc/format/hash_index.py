@@ -428,17 +428,15 @@ def entry_hashes(body: bytes | memoryview, n: int, base: int) -> tuple[list[int]
     entries themselves (ValueError if ``body`` is not ``n`` entries)."""
     speedups = accel.speedups
     if speedups is not None:
-        offs, width, recs, _, _ = speedups.map_index(body, 0, n, 0, 1 << 62, 0)
-        if width * (n + 1) != len(offs) or le_array("I" if width == 4 else "Q", offs)[-1] != len(body):
+        offs_bytes, width, recs, _, _ = speedups.map_index(body, 0, n, 0, 1 << 62, 0)
+        offs = le_array("I" if width == 4 else "Q", offs_bytes)
+        if len(offs) != n + 1 or offs[-1] != len(body):
             raise ValueError(f"not {n} msgpack entries")
         hashes = [0] * n
         for record in le_array("Q", recs):
             hashes[record & 0xFFFFFFFF] = record >> 32
-        return [base + o for o in le_array("I" if width == 4 else "Q", offs)], hashes
-    try:
-        raws = _RAW_ITEMS.decode(array_header(2 * n) + bytes(body))
-    except (msgspec.DecodeError, UnicodeDecodeError) as e:
-        raise ValueError(f"not {n} msgpack entries: {e}") from None
+        return [base + o for o in offs], hashes
+    raws = _raw_entries(body, n)
     lens = [len(raws[j]) + len(raws[j + 1]) for j in range(0, 2 * n, 2)]
     return list(accumulate(lens, initial=base)), [zlib.crc32(k) for k in raws[0::2]]
 
