@@ -281,6 +281,59 @@ done:
  * records (size bytes each: a fingerprint byte, then a little-endian block number) whose
  * fingerprint is fp, in record order, each with how many of them name it; ValueError naming
  * the record's index if one names a block >= blocks. */
+/* The candidates of fingerprint fp among the n records at r (size bytes each): the distinct
+ * blocks in record order into seen[], how many records name each into counts[] (both room
+ * for n), deduped through slots[] (cap entries, a power of two >= 2n). Returns how many, or
+ * -1 - i when record i names a block >= blocks. */
+static Py_ssize_t fp_blocks(const unsigned char *r, Py_ssize_t n, int size, int fp, uint64_t blocks, uint64_t *seen,
+                            Py_ssize_t *counts, Py_ssize_t *slots, size_t cap) {
+    Py_ssize_t found = 0;
+    for (size_t q = 0; q < cap; q++) slots[q] = -1;
+    for (Py_ssize_t i = 0; i < n; i++, r += size) {
+        if (r[0] != fp) continue;
+        uint64_t block = 0;
+        for (int k = size - 1; k >= 1; k--) block = (block << 8) | r[k];
+        if (block >= blocks) return -1 - i;
+        size_t q = (size_t)(block * 0x9E3779B97F4A7C15ull) & (cap - 1);
+        while (slots[q] >= 0 && seen[slots[q]] != block) q = (q + 1) & (cap - 1);
+        if (slots[q] < 0) { slots[q] = found; seen[found] = block; counts[found++] = 0; }
+        counts[slots[q]]++;
+    }
+    return found;
+}
+
+/* Room for fp_blocks over n records: on the stack for a usual page, else from the heap. */
+typedef struct {
+    uint64_t seen_s[128];
+    Py_ssize_t counts_s[128], slots_s[256];
+    uint64_t *seen;
+    Py_ssize_t *counts, *slots;
+    size_t cap;
+} Candidates;
+
+static int candidates_init(Candidates *c, Py_ssize_t n) {
+    c->cap = 16;  /* an open-addressing table block -> candidate, twice the records: linear in a crafted page too */
+    while (c->cap < 2 * (size_t)(n ? n : 1)) c->cap <<= 1;
+    if (n <= 128) {
+        c->seen = c->seen_s, c->counts = c->counts_s, c->slots = c->slots_s;
+        return 0;
+    }
+    c->seen = malloc(sizeof(uint64_t) * (size_t)n);
+    c->counts = malloc(sizeof(Py_ssize_t) * (size_t)n);
+    c->slots = malloc(sizeof(Py_ssize_t) * c->cap);
+    if (c->seen && c->counts && c->slots) return 0;
+    PyErr_NoMemory();
+    return -1;
+}
+
+static void candidates_free(Candidates *c) {
+    if (c->seen != c->seen_s) {
+        free(c->seen);
+        free(c->counts);
+        free(c->slots);
+    }
+}
+
 static PyObject *page_blocks(PyObject *self, PyObject *args) {
     (void)self;
     Py_buffer view;
@@ -288,45 +341,31 @@ static PyObject *page_blocks(PyObject *self, PyObject *args) {
     Py_ssize_t blocks;
     if (!PyArg_ParseTuple(args, "y*iin", &view, &size, &fp, &blocks)) return NULL;
     PyObject *out = NULL;
-    uint64_t *seen = NULL;
-    Py_ssize_t *counts = NULL, *slots = NULL, found = 0;
-    if (size < 2 || size > 5 || view.len % size) {
+    Candidates c = {.seen = NULL};
+    if (size < 2 || size > 5 || view.len % size || blocks < 0) {
         PyErr_SetString(PyExc_ValueError, "page_blocks: arguments out of range");
-        goto done;
+        PyBuffer_Release(&view);
+        return NULL;
     }
-    const unsigned char *r = view.buf;
     Py_ssize_t n = view.len / size;
-    size_t cap = 16;  /* an open-addressing table block -> candidate, twice the records: linear in a crafted page too */
-    while (cap < 2 * (size_t)(n ? n : 1)) cap <<= 1;
-    seen = malloc(sizeof(uint64_t) * (n ? n : 1));  /* at most one candidate per record */
-    counts = malloc(sizeof(Py_ssize_t) * (n ? n : 1));
-    slots = malloc(sizeof(Py_ssize_t) * cap);
-    if (!seen || !counts || !slots) { PyErr_NoMemory(); goto done; }
-    for (size_t q = 0; q < cap; q++) slots[q] = -1;
-    for (Py_ssize_t i = 0; i < n; i++, r += size) {
-        if (r[0] != fp) continue;
+    if (candidates_init(&c, n) < 0) goto done;
+    Py_ssize_t found = fp_blocks(view.buf, n, size, fp, (uint64_t)blocks, c.seen, c.counts, c.slots, c.cap);
+    if (found < 0) {
+        const unsigned char *r = (const unsigned char *)view.buf + (-1 - found) * size;
         uint64_t block = 0;
         for (int k = size - 1; k >= 1; k--) block = (block << 8) | r[k];
-        if (block >= (uint64_t)blocks) {
-            PyErr_Format(PyExc_ValueError, "record %zd names block %llu of %zd", i, (unsigned long long)block, blocks);
-            goto done;
-        }
-        size_t q = (size_t)(block * 0x9E3779B97F4A7C15ull) & (cap - 1);
-        while (slots[q] >= 0 && seen[slots[q]] != block) q = (q + 1) & (cap - 1);
-        if (slots[q] < 0) { slots[q] = found; seen[found] = block; counts[found++] = 0; }
-        counts[slots[q]]++;
+        PyErr_Format(PyExc_ValueError, "record %zd names block %llu of %zd", -1 - found, (unsigned long long)block, blocks);
+        goto done;
     }
     out = PyList_New(found);
     if (!out) goto done;
     for (Py_ssize_t j = 0; j < found; j++) {
-        PyObject *item = Py_BuildValue("(Kn)", (unsigned long long)seen[j], counts[j]);
+        PyObject *item = Py_BuildValue("(Kn)", (unsigned long long)c.seen[j], c.counts[j]);
         if (!item) { Py_CLEAR(out); goto done; }
         PyList_SET_ITEM(out, j, item);
     }
 done:
-    free(seen);
-    free(counts);
-    free(slots);
+    candidates_free(&c);
     PyBuffer_Release(&view);
     return out;
 }
@@ -371,39 +410,238 @@ done:
  * encoded exactly as key, among the count entries (key, value, ...) that make block; None if
  * none is, and ValueError if block is not exactly count entries (items are skipped, never
  * decoded; the whole block is walked, as the pure-Python path decodes it whole). */
+/* Walk the count entries (key, value, ...) that must make [buf, end) exactly; *at and *stop
+ * get the value of the entry whose key is encoded as key (NULL if none). -1 if they do not
+ * make it. */
+static int walk_entries(const unsigned char *buf, const unsigned char *end, Py_ssize_t count, const unsigned char *key,
+                        Py_ssize_t klen, const unsigned char **at, const unsigned char **stop) {
+    const unsigned char *p = buf, *v, *q;
+    *at = *stop = NULL;
+    if (count < 0) return -1;
+    for (Py_ssize_t e = 0; e < count; e++) {  /* the whole block is walked: it must be count entries */
+        if (!(v = skip(p, end)) || !(q = skip(v, end))) return -1;
+        if (!*at && v - p == klen && memcmp(p, key, (size_t)klen) == 0) {
+            *at = v;
+            *stop = q;
+        }
+        p = q;
+    }
+    return p == end ? 0 : -1;
+}
+
 static PyObject *find_entry(PyObject *self, PyObject *args) {
     (void)self;
     Py_buffer view, key;
     Py_ssize_t count;
     if (!PyArg_ParseTuple(args, "y*ny*", &view, &count, &key)) return NULL;
     PyObject *result = NULL;
-    const unsigned char *buf = view.buf, *end = buf + view.len, *p = buf, *v, *q, *at = NULL, *stop = NULL;
-    for (Py_ssize_t e = 0; e < count; e++) {  /* the whole block is walked: it must be count entries */
-        if (!(v = skip(p, end)) || !(q = skip(v, end))) {
-            PyErr_SetString(PyExc_ValueError, "find_entry: not as many msgpack entries as the index says");
-            goto done;
-        }
-        if (!at && v - p == key.len && memcmp(p, key.buf, (size_t)key.len) == 0) {
-            at = v;
-            stop = q;
-        }
-        p = q;
-    }
-    if (count < 0 || p != end) {
+    const unsigned char *buf = view.buf, *at, *stop;
+    if (walk_entries(buf, buf + view.len, count, key.buf, key.len, &at, &stop) < 0) {
         PyErr_SetString(PyExc_ValueError, "find_entry: not as many msgpack entries as the index says");
-        goto done;
-    }
-    if (at) {
+    } else if (at) {
         result = Py_BuildValue("(nn)", (Py_ssize_t)(at - buf), (Py_ssize_t)(stop - buf));
     } else {
         result = Py_None;
         Py_INCREF(result);
     }
-done:
     PyBuffer_Release(&view);
     PyBuffer_Release(&key);
     return result;
 }
+
+/* BlockProbe(pages, offs, width, kids, records_at, n, page_bits, blocks, block_bits, span_lo, span_hi):
+ * one dict's block index (format/hash_index.py, BlockIndex) with its page table and block
+ * offsets in memory; probe.find(read, base, key, h) looks the key up with read(offset, size)
+ * for the page's records and each candidate block: (offset, value bytes), or None for a key
+ * the dict does not hold. It returns NotImplemented for anything unusual (a checksum that
+ * fails, bounds that do not fit, a block around a large value, a miss the records do not
+ * explain): the Python path then answers, with its errors. kids: sorted native u64 pairs
+ * (start, end) of the entries whose value has a node of its own. */
+typedef struct {
+    PyObject_HEAD
+    PyObject *pages, *offs, *kids;  /* bytes */
+    Py_ssize_t records_at, n, blocks, span_lo, span_hi, nkids;
+    int width, page_bits, block_bits, size;
+} BlockProbe;
+
+static void probe_dealloc(BlockProbe *self) {
+    Py_XDECREF(self->pages);
+    Py_XDECREF(self->offs);
+    Py_XDECREF(self->kids);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static uint64_t le(const unsigned char *p, int n) {
+    uint64_t v = 0;
+    for (int i = n - 1; i >= 0; i--) v = (v << 8) | p[i];
+    return v;
+}
+
+static PyObject *probe_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
+    PyObject *pages, *offs, *kids;
+    int width, page_bits, block_bits;
+    Py_ssize_t records_at, n, blocks, span_lo, span_hi;
+    if (kw && PyDict_GET_SIZE(kw)) {
+        PyErr_SetString(PyExc_TypeError, "BlockProbe takes no keyword arguments");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(args, "SSiSnnininn", &pages, &offs, &width, &kids, &records_at, &n, &page_bits, &blocks,
+                          &block_bits, &span_lo, &span_hi))
+        return NULL;
+    Py_ssize_t size = 1;
+    while (size < 8 && (blocks - 1) >> (8 * size)) size++;  /* block_width(): the fewest bytes that hold the largest */
+    if ((width != 4 && width != 8) || page_bits < 0 || page_bits > 31 || block_bits < 0 || block_bits > 30 || n < 0 ||
+        blocks < 1 || size > 4 || PyBytes_GET_SIZE(pages) != (((Py_ssize_t)1 << page_bits) + 1) * 8 ||
+        PyBytes_GET_SIZE(offs) != (blocks + 1) * width || PyBytes_GET_SIZE(kids) % 16) {
+        PyErr_SetString(PyExc_ValueError, "BlockProbe: arguments out of range");
+        return NULL;
+    }
+    BlockProbe *self = (BlockProbe *)type->tp_alloc(type, 0);
+    if (!self) return NULL;
+    Py_INCREF(pages), Py_INCREF(offs), Py_INCREF(kids);
+    self->pages = pages, self->offs = offs, self->kids = kids;
+    self->width = width, self->page_bits = page_bits, self->block_bits = block_bits, self->size = 1 + (int)size;
+    self->records_at = records_at, self->n = n, self->blocks = blocks, self->span_lo = span_lo, self->span_hi = span_hi;
+    self->nkids = PyBytes_GET_SIZE(kids) / 16;
+    return (PyObject *)self;
+}
+
+/* read(offset, size) as a new reference whose buffer view gets exactly size bytes; NULL with
+ * an exception set if read raised, NULL without one if it returned something else. */
+static PyObject *probe_read(PyObject *read, Py_ssize_t offset, Py_ssize_t size, Py_buffer *view) {
+    PyObject *args[2] = {PyLong_FromSsize_t(offset), PyLong_FromSsize_t(size)};
+    PyObject *got = NULL;
+    if (args[0] && args[1]) got = PyObject_Vectorcall(read, args, 2, NULL);
+    Py_XDECREF(args[0]);
+    Py_XDECREF(args[1]);
+    if (!got) return NULL;
+    if (PyObject_GetBuffer(got, view, PyBUF_SIMPLE) < 0) {
+        PyErr_Clear();
+        Py_DECREF(got);
+        return NULL;
+    }
+    if (view->len != size) {
+        PyBuffer_Release(view);
+        Py_DECREF(got);
+        return NULL;
+    }
+    return got;
+}
+
+/* Does the block [start, stop) hold a large value's entry? */
+static int probe_kid_inside(BlockProbe *self, uint64_t start, uint64_t stop) {
+    const uint64_t *k = (const uint64_t *)PyBytes_AS_STRING(self->kids);
+    Py_ssize_t lo = 0, hi = self->nkids;
+    while (lo < hi) {  /* the first kid starting at or after start */
+        Py_ssize_t mid = (lo + hi) / 2;
+        if (k[2 * mid] < start) lo = mid + 1; else hi = mid;
+    }
+    return lo < self->nkids && k[2 * lo] < stop;
+}
+
+/* How many of the count entries of [p, end) have a key whose CRC-32 falls in the page and
+ * has the fingerprint of the records (a miss must find as many as the records name). */
+static Py_ssize_t sharing_keys(const unsigned char *p, const unsigned char *end, Py_ssize_t count, int bits,
+                               uint32_t page, int fp) {
+    Py_ssize_t same = 0;
+    for (Py_ssize_t e = 0; e < count; e++) {
+        const unsigned char *v = skip(p, end), *q = v ? skip(v, end) : NULL;
+        if (!q) return -1;
+        uint32_t c = crc32_of(p, (size_t)(v - p));
+        if ((bits ? c >> (32 - bits) : 0) == page && (int)((uint32_t)((uint64_t)c << bits) >> 24) == fp) same++;
+        p = q;
+    }
+    return same;
+}
+
+static PyObject *probe_find(BlockProbe *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "find(read, base, key, h)");
+        return NULL;
+    }
+    PyObject *read = args[0];
+    Py_ssize_t base = PyLong_AsSsize_t(args[1]);
+    unsigned long hl = PyLong_AsUnsignedLong(args[3]);
+    if (PyErr_Occurred()) return NULL;
+    if (!PyBytes_Check(args[2]) || hl > 0xFFFFFFFFul) {
+        PyErr_SetString(PyExc_TypeError, "find: key must be bytes and h a CRC-32");
+        return NULL;
+    }
+    const unsigned char *key = (const unsigned char *)PyBytes_AS_STRING(args[2]);
+    Py_ssize_t klen = PyBytes_GET_SIZE(args[2]);
+    uint32_t h = (uint32_t)hl;
+    int bits = self->page_bits, size = self->size, width = self->width, bb = self->block_bits;
+    uint32_t page = bits ? h >> (32 - bits) : 0;
+    int fp = (int)((uint32_t)((uint64_t)h << bits) >> 24);
+    const unsigned char *slot = (const unsigned char *)PyBytes_AS_STRING(self->pages) + 8 * (size_t)page;
+    uint64_t first = le(slot, 4), crc = le(slot + 4, 4), end = le(slot + 8, 4);
+    if (!(first <= end && end <= (uint64_t)self->n)) Py_RETURN_NOTIMPLEMENTED;
+    Py_buffer view;
+    Py_ssize_t nrecs = (Py_ssize_t)(end - first);
+    PyObject *recs = probe_read(read, self->records_at + size * (Py_ssize_t)first, size * nrecs, &view);
+    if (!recs) {
+        if (PyErr_Occurred()) return NULL;
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    Candidates c = {.seen = NULL};
+    Py_ssize_t found = -1;
+    if (crc32_of(view.buf, (size_t)view.len) == crc && candidates_init(&c, nrecs) == 0)
+        found = fp_blocks(view.buf, nrecs, size, fp, (uint64_t)self->blocks, c.seen, c.counts, c.slots, c.cap);
+    PyBuffer_Release(&view);
+    Py_DECREF(recs);
+    PyObject *result = NULL;
+    if (found < 0) {
+        if (!PyErr_Occurred()) result = Py_NewRef(Py_NotImplemented);
+        goto done;
+    }
+    const unsigned char *offs = (const unsigned char *)PyBytes_AS_STRING(self->offs);
+    for (Py_ssize_t j = 0; j < found; j++) {
+        uint64_t block = c.seen[j];
+        uint64_t start = le(offs + block * width, width), stop = le(offs + (block + 1) * width, width);
+        if (!((uint64_t)self->span_lo <= start && start < stop && stop <= (uint64_t)self->span_hi) ||
+            probe_kid_inside(self, start, stop)) {
+            result = Py_NewRef(Py_NotImplemented);
+            goto done;
+        }
+        Py_ssize_t entries = self->n - (Py_ssize_t)(block << bb);
+        if (entries > ((Py_ssize_t)1 << bb)) entries = (Py_ssize_t)1 << bb;
+        PyObject *data = probe_read(read, base + (Py_ssize_t)start, (Py_ssize_t)(stop - start), &view);
+        if (!data) {
+            if (!PyErr_Occurred()) result = Py_NewRef(Py_NotImplemented);
+            goto done;
+        }
+        const unsigned char *buf = view.buf, *bend = buf + view.len, *at, *vend;
+        int ok = walk_entries(buf, bend, entries, key, klen, &at, &vend) == 0;
+        if (ok && at) {
+            result = Py_BuildValue("(ny#)", base + (Py_ssize_t)start + (at - buf), (const char *)at, (Py_ssize_t)(vend - at));
+        } else if (!ok || sharing_keys(buf, bend, entries, bits, page, fp) != c.counts[j]) {
+            result = Py_NewRef(Py_NotImplemented);  /* not its entries, or other keys than the records say */
+        }
+        PyBuffer_Release(&view);
+        Py_DECREF(data);
+        if (result) goto done;
+    }
+    result = Py_NewRef(Py_None);
+done:
+    candidates_free(&c);
+    return result;
+}
+
+static PyMethodDef probe_methods[] = {
+    {"find", (PyCFunction)(void (*)(void))probe_find, METH_FASTCALL, "(offset, value bytes) of a key, None, or NotImplemented."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject BlockProbeType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "msglc._speedups.BlockProbe",
+    .tp_basicsize = sizeof(BlockProbe),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A block index's lookups in C (see find).",
+    .tp_new = probe_new,
+    .tp_dealloc = (destructor)probe_dealloc,
+    .tp_methods = probe_methods,
+};
 
 /* exact_numbers(seq, depth): True if seq is a list/tuple nested depth levels deep (lists or
  * tuples at every level) whose leaves are all exactly float or int. False otherwise (the
@@ -489,5 +727,14 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_speedups", "Optiona
 
 PyMODINIT_FUNC PyInit__speedups(void) {
     crc_init();
-    return PyModule_Create(&module);
+    if (PyType_Ready(&BlockProbeType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (!m) return NULL;
+    Py_INCREF(&BlockProbeType);
+    if (PyModule_AddObject(m, "BlockProbe", (PyObject *)&BlockProbeType) < 0) {
+        Py_DECREF(&BlockProbeType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
 }

@@ -30,6 +30,7 @@ import msgspec
 from msglc.format.container import U32
 from msglc.format.msgpack import array_header
 from msglc.util import accel
+from msglc.util.accel import BlockProbe
 
 MAP_INLINE_MAX = 1024  # dicts with more entries get a hash index instead of an inline key list
 
@@ -154,17 +155,25 @@ class Region(NamedTuple):
 
 # ---- the block index (node type 6) ------------------------------------------------------------
 BLOCK_BYTES = 1024  # about how many bytes of entries a lookup reads: blocks are cut to hold about this
+# ... in a compressed archive, where a lookup decompresses a whole frame (several KB) anyway:
+# larger blocks cost a slightly longer skip through the block, and save a block offset each
+COMPRESSED_BLOCK_BYTES = 2048
 MAX_BLOCK_BITS = 6  # writers put at most 64 entries in a block
 READ_MAX_BLOCK_BITS = 16  # readers accept blocks of up to 65536 entries
 
 
-def block_bits_for(koffs: Sequence[int]) -> int:
+def writer_block_bytes(compressed: bool) -> int:
+    """The block size writers aim at: ``COMPRESSED_BLOCK_BYTES`` in a compressed archive."""
+    return COMPRESSED_BLOCK_BYTES if compressed else BLOCK_BYTES
+
+
+def block_bits_for(koffs: Sequence[int], block_bytes: int = BLOCK_BYTES) -> int:
     """The writers' block size for entries at these offsets (plus the end): as many entries as
-    make about ``BLOCK_BYTES`` on average, a power of two, at most 2**MAX_BLOCK_BITS."""
+    make about ``block_bytes`` on average, a power of two, at most 2**MAX_BLOCK_BITS."""
     n = len(koffs) - 1
     mean = (koffs[-1] - koffs[0]) / max(n, 1)
     bits = 0
-    while bits < MAX_BLOCK_BITS and (2 << bits) * mean <= BLOCK_BYTES:
+    while bits < MAX_BLOCK_BITS and (2 << bits) * mean <= block_bytes:
         bits += 1
     return bits
 
@@ -229,6 +238,7 @@ class BlockIndex:
         "pages",
         "kids",
         "kid_starts",
+        "probe",
     )
 
     def __init__(
@@ -250,6 +260,7 @@ class BlockIndex:
         self.table, self.records, _ = block_layout(n, page_bits, width, block_bits)
         self.offs: array[int] | None = None
         self.pages: array[int] | None = None
+        self.probe: BlockProbe | None = None
         if self.records > TABLES_IN_MEMORY:
             return
         head = memoryview(bytes(a.read(region, self.records)))
@@ -260,14 +271,23 @@ class BlockIndex:
             raise a.damaged(f"hash index page table at offset {region + self.table} fails its checksum")
         self.offs = le_array("I" if width == 4 else "Q", bytes(head[: self.table]))
         self.pages = le_array("I", bytes(pages))
+        speedups = accel.speedups
+        if speedups is not None:  # the whole lookup in C, with the same reads
+            ranges = array("Q", [x for start, end, _ in self.kids for x in (start, end)]).tobytes()
+            fields = (self.region + self.records, n, page_bits, self.blocks, block_bits, *span)
+            self.probe = speedups.BlockProbe(bytes(pages), bytes(head[: self.table]), width, ranges, *fields)
 
     def find(self, a: Reads, base: int, key: bytes, h: int) -> tuple[int, bytes | memoryview] | None:
         """(offset, bytes) of the value of the key encoded as ``key`` (hash ``h``) in the dict
         whose first byte is at ``base``, or None if it has no such key."""
-        bits, size = self.page_bits, self.size
+        if self.probe is not None and accel.speedups is not None:
+            answer = self.probe.find(a.read, base, key, h)
+            if answer is not NotImplemented:
+                return answer
+        bits, size, pages = self.page_bits, self.size, self.pages
         page = h >> (32 - bits)
-        if self.pages is not None:
-            first, page_crc, end = self.pages[2 * page : 2 * page + 3]
+        if pages is not None:
+            first, page_crc, end = pages[2 * page : 2 * page + 3]
         else:
             first, page_crc, end = _PAGE_SLOT.unpack(a.read(self.region + self.table + 8 * page, 12))
         if not first <= end <= self.n:
@@ -289,13 +309,14 @@ class BlockIndex:
     def _in_block(
         self, a: Reads, base: int, key: bytes, h: int, block: int, sharing: int
     ) -> tuple[int, bytes | memoryview] | None:
-        if self.offs is not None:
-            start, stop = self.offs[block], self.offs[block + 1]
+        offs, block_bits = self.offs, self.block_bits
+        if offs is not None:
+            start, stop = offs[block], offs[block + 1]
         else:
             start, stop = _OFFSET_PAIRS[self.width].unpack(a.read(self.region + block * self.width, 2 * self.width))
         if not self.span[0] <= start < stop <= self.span[1]:
             raise a.damaged(f"hash index block {block} at offset {self.region} points outside its dict")
-        entries = min(1 << self.block_bits, self.n - (block << self.block_bits))
+        entries = min(1 << block_bits, self.n - (block << block_bits))
         data: bytes | memoryview
         skipped: list[int] = []
         pieces = None  # where the parts of ``data`` lie in the dict, when large values are left out
@@ -306,12 +327,14 @@ class BlockIndex:
             data = a.read(base + start, stop - start)
         try:
             found = find_entry(data, entries, key)
-            crcs = [*block_key_crcs(data, entries), *skipped] if found is None else []
+            if found is not None:
+                if pieces is None:
+                    return base + start + found[0], data[found[0] : found[1]]
+                joined, where = next((j, w) for j, w in reversed(pieces) if j <= found[0])
+                return base + where + found[0] - joined, data[found[0] : found[1]]
+            crcs = [*block_key_crcs(data, entries), *skipped]
         except ValueError as e:  # (the block's bytes are not its entries)
             raise a.damaged(f"dict block at offset {base + start}: {e}") from None
-        if found is not None:
-            joined, where = (0, start) if pieces is None else next((j, w) for j, w in reversed(pieces) if j <= found[0])
-            return base + where + found[0] - joined, data[found[0] : found[1]]
         # the fingerprint is other keys': the block must hold as many keys with it as records say
         bits = self.page_bits
         mark = (fingerprint(h, bits), h >> (32 - bits))

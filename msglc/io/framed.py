@@ -88,11 +88,11 @@ class FramedSource(Source):
         logical = self.table.logical
         i = bisect_right(logical, lo) - 1
         if lo >= 0 and end - self.data_off <= logical[i + 1]:  # one frame: the usual small read
-            with self._lock:
-                entry = self._frames.get(i)
-            if entry is None:
-                entry = self._entry(i)
-            return self._piece(i, entry, lo - logical[i], lo - logical[i] + size)
+            entry = self._entry(i)
+            a = lo - logical[i]
+            if not entry[1]:
+                return memoryview(entry[0])[a : a + size]
+            return self._piece(i, entry, a, a + size)
         if size >= BULK_BYTES and lo >= 0 and end - self.data_off <= self.plain:  # to_obj, raw_data, ...
             # decompressed in the pool straight into one buffer, allocated before any frame is
             # checked: only for what the frames' stored bytes (in the file) can plausibly hold
@@ -236,7 +236,7 @@ class FramedSource(Source):
         """Frame ``i`` from its stored bytes ``data``: checked, decompressed, cached (``keep``)."""
         expected = self._check(i, data)
         zstd = self._zstd
-        decompressor: Any = self._decompressor()
+        decompressor: Any = getattr(self._local, "decompressor", None) or self._decompressor()
         try:
             frame: bytes = decompressor.decompress(data, max_output_size=expected, allow_extra_data=False)
         except zstd.ZstdError as e:
@@ -246,12 +246,13 @@ class FramedSource(Source):
                 f"compressed frame {i} at offset {self.data_off + self.table.stored[i]} holds {len(frame)} bytes, "
                 f"not {expected}"
             )
-        entry = (frame, self.table.shuffle(i))
+        entry = (frame, self.table.shuffle(i) if self.table.codes else 0)
         if keep:
+            frames = self._frames
             with self._lock:
-                self._frames[i] = entry
-                if len(self._frames) > CACHE_FRAMES:
-                    self._frames.popitem(last=False)
+                frames[i] = entry
+                if len(frames) > CACHE_FRAMES:
+                    frames.popitem(last=False)
         return entry
 
     def _decompress_into(self, i: int, data: bytes | memoryview, out: memoryview) -> None:

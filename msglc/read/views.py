@@ -398,10 +398,20 @@ class _HashDict(LazyDict):
         if k is not None:
             return self._kid(k, key)
         kb = _encode_key(key)
-        h = zlib.crc32(kb)
-        if isinstance(node, BlockHashMapNode):
-            return self._block_lookup(node, key, kb, h)
+        index = self._index
+        if index is None:
+            if not isinstance(node, BlockHashMapNode):
+                return self._hash_lookup(key, kb)
+            index = self._block_index(node)
         a = self._a
+        found = index.find(a, self._base, kb, zlib.crc32(kb))
+        if found is None:
+            raise KeyError(key)
+        return a.decode(found[1], found[0])
+
+    def _hash_lookup(self, key: Any, kb: bytes) -> Any:
+        """A key of a dict with a type-3 index: its hash's records, each naming one entry."""
+        node, a, h = self._node, self._a, zlib.crc32(kb)
         region = self._pos - node.index[0]
         span = (node.offs[0], node.offs[-1])
         for entry in entries_of_hash(a.read, a.damaged, region, node.n, node.page_bits, node.offs_width, h):
@@ -418,19 +428,13 @@ class _HashDict(LazyDict):
                 raise a.damaged(f"dict entry at offset {self._base + start} does not match its hash index record")
         raise KeyError(key)
 
-    def _block_lookup(self, node: BlockHashMapNode, key: Any, kb: bytes, h: int) -> Any:
-        """A key of a dict with a block index (``format.hash_index.BlockIndex``)."""
-        a = self._a
-        index = self._index
-        if index is None:
-            fields = (node.n, node.page_bits, node.offs_width, node.offs_crc, node.block_bits)
-            region, span = self._pos - node.index[0], (node.offs[0], node.offs[-1])
-            kids = [(node.offs[k], node.offs[k + 1], _encode_key(key)) for key, k in node.kid_keys.items()]
-            index = self._index = BlockIndex(a, region, fields, span, kids)
-        found = index.find(a, self._base, kb, h)
-        if found is None:
-            raise KeyError(key)
-        return a.decode(found[1], found[0])
+    def _block_index(self, node: BlockHashMapNode) -> BlockIndex:
+        """The dict's block index (``format.hash_index.BlockIndex``), made at its first lookup."""
+        fields = (node.n, node.page_bits, node.offs_width, node.offs_crc, node.block_bits)
+        region, span = self._pos - node.index[0], (node.offs[0], node.offs[-1])
+        kids = [(node.offs[k], node.offs[k + 1], _encode_key(key)) for key, k in node.kid_keys.items()]
+        index = self._index = BlockIndex(self._a, region, fields, span, kids)
+        return index
 
 
 def _encode_key(key: Any) -> bytes:

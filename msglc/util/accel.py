@@ -5,9 +5,21 @@ the pure-Python paths, which write and read the same bytes."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from types import NotImplementedType
 from typing import Protocol
 
 Big = list[tuple[int, int, int]]  # (item or entry, its value's start, its end) of each large container value
+
+
+class BlockProbe(Protocol):
+    """``_speedups.BlockProbe``: one dict's block index lookups in C (``BlockIndex.find``)."""
+
+    def find(
+        self, read: Callable[[int, int], bytes | memoryview], base: int, key: bytes, h: int, /
+    ) -> tuple[int, bytes] | None | NotImplementedType:
+        """(offset, value bytes), None for a key not held, NotImplemented: ask the Python path."""
+        ...
 
 
 class Speedups(Protocol):
@@ -42,6 +54,24 @@ class Speedups(Protocol):
         ...
 
     def plain_values(self, obj: object, /) -> bool: ...
+
+    def BlockProbe(  # noqa: N802 (a class of the C module)
+        self,
+        pages: bytes,
+        offs: bytes,
+        width: int,
+        kids: bytes,
+        records_at: int,
+        n: int,
+        page_bits: int,
+        blocks: int,
+        block_bits: int,
+        span_lo: int,
+        span_hi: int,
+        /,
+    ) -> BlockProbe:
+        """A probe over a block index whose page table and block offsets are in memory."""
+        ...
 
     def exact_numbers(self, seq: object, depth: int, /) -> bool: ...
 

@@ -10,6 +10,7 @@ import msgspec
 
 from msglc.config import current
 from msglc.format.container import COMPRESSED, Trailer, pack_header
+from msglc.format.hash_index import writer_block_bytes
 from msglc.util.checksum import ParallelCrc
 from msglc.util.optional import zstandard
 from msglc.util.runtime import gc_paused
@@ -73,7 +74,12 @@ class Encoded:
     def index(self) -> None:
         """Build the TOC, checking every value's type on the way (raises before any TOC byte
         is written)."""
-        builder = TocBuilder(self.data.buf, self.threshold, self.data.splices)
+        builder = TocBuilder(
+            self.data.buf,
+            self.threshold,
+            self.data.splices,
+            block_bytes=writer_block_bytes(self.compression is not None),
+        )
         try:
             with gc_paused(self.disable_gc):
                 self.root = builder.build_root(self.obj)
@@ -97,8 +103,9 @@ class Encoded:
         else:
             stored = 0
             plain = b"".join(self.data.chunks())
-            boundaries, runs, forced = toc_layout(self.toc, self.root, plain)
-            frames = plan_frames(len(plain), frame_size(self.threshold), boundaries, runs, forced)
+            size = frame_size(self.threshold)
+            boundaries, runs, forced = toc_layout(self.toc, self.root, plain, size)
+            frames = plan_frames(len(plain), size, boundaries, runs, forced)
             for frame in compressed_frames(plain, frames, self.level):
                 stored += len(frame)
                 yield frame

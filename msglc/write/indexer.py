@@ -24,6 +24,7 @@ from typing import Any, NamedTuple, TypeVar
 import msgspec
 
 from msglc.format.hash_index import (
+    BLOCK_BYTES,
     MAP_INLINE_MAX,
     Region,
     block_bits_for,
@@ -81,10 +82,16 @@ class TocBuilder:
     are those of the data section."""
 
     def __init__(
-        self, buf: bytes, threshold: int, splices: Sequence[tuple[int, bytes, Any]] = (), toc_base: int = 0
+        self,
+        buf: bytes,
+        threshold: int,
+        splices: Sequence[tuple[int, bytes, Any]] = (),
+        toc_base: int = 0,
+        block_bytes: int = BLOCK_BYTES,
     ) -> None:
         self.buf = buf
         self.threshold = threshold
+        self.block_bytes = block_bytes  # the block index's block size (larger in compressed archives)
         self.toc = bytearray()
         self.toc_base = toc_base  # TOC bytes written before this builder's (combine copies them)
         self.all_plain = False  # every value is a plain one (checked once, in C): no container checks
@@ -307,7 +314,9 @@ class TocBuilder:
         if not self.all_plain:
             validate.check_map(d, skip={key for key, _ in entry_kids.values()})
         firsts = le_array("I", firsts_bytes)
-        region = self.add_region(region_of(le_view("Q", rec_bytes), firsts, koffs, block_bits_for(koffs)))
+        region = self.add_region(
+            region_of(le_view("Q", rec_bytes), firsts, koffs, block_bits_for(koffs, self.block_bytes))
+        )
         return self.hash_node(n, koffs, entry_kids, region)
 
     def hash_node(
@@ -352,11 +361,11 @@ class TocBuilder:
         """Build and write the block index region of a dict (pure Python;
         ``accel.speedups.map_index`` computes the same arrays in C); its layout:
         ``format.hash_index``."""
-        return self.add_region(region_of_keys(key_raws, koffs, block_bits_for(koffs)))
+        return self.add_region(region_of_keys(key_raws, koffs, block_bits_for(koffs, self.block_bytes)))
 
     def hash_index_of(self, hashes: list[int], koffs: Sequence[int]) -> WrittenRegion:
         """``hash_index`` from the keys' hashes (CRC-32 of their encodings)."""
-        return self.add_region(region_of(*hash_records(hashes), koffs, block_bits_for(koffs)))
+        return self.add_region(region_of(*hash_records(hashes), koffs, block_bits_for(koffs, self.block_bytes)))
 
     def add_region(self, region: Region) -> WrittenRegion:
         """Append a block index region to the TOC."""

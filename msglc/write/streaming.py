@@ -32,7 +32,7 @@ import msgspec
 
 from msglc.config import Config, current
 from msglc.format.container import COMPRESSED, HEADER_SIZE, Trailer, pack_header
-from msglc.format.hash_index import MAP_INLINE_MAX, block_bits_for, region_of
+from msglc.format.hash_index import MAP_INLINE_MAX, block_bits_for, region_of, writer_block_bytes
 from msglc.format.msgpack import array_header, container_header_size, map_header
 from msglc.format.nodes import ListNode, MapNode
 from msglc.io.atomic import atomic_file, is_named
@@ -129,7 +129,9 @@ class _Streamer:
         self.threshold = cfg.small_obj_optimization_threshold
         self.numpy_encoder = cfg.numpy_encoder
         self.disable_gc = cfg.disable_gc
-        self.nodes = TocBuilder(b"", self.threshold)  # writes the streamed containers' nodes (and indexes)
+        self.block_bytes = writer_block_bytes(cfg.compression is not None)
+        # writes the streamed containers' nodes (and indexes)
+        self.nodes = TocBuilder(b"", self.threshold, block_bytes=self.block_bytes)
         self.toc = self.nodes.toc  # the whole TOC: batches' nodes are appended to it in place
 
     def emit(self, obj: Any) -> tuple[int, tuple[int, int] | None]:
@@ -154,7 +156,7 @@ class _Streamer:
         return section.size, ref if ref[1] else None
 
     def _builder(self, buf: bytes, section: DataSection) -> TocBuilder:
-        return TocBuilder(buf, self.threshold, section.splices, toc_base=len(self.toc))
+        return TocBuilder(buf, self.threshold, section.splices, toc_base=len(self.toc), block_bytes=self.block_bytes)
 
     def _container(self, obj: Any) -> tuple[int, tuple[int, int] | None]:
         """A list, tuple, set or dict holding streamed values, or a streamed value itself."""
@@ -292,7 +294,9 @@ class _Streamer:
         kids = {j: (keys.key(j, starts), ref) for j, ref in keys.kids.items()}
         keys.blob = bytearray()  # not needed for the index: freed before it is written
         del starts
-        region = self.nodes.add_region(region_of(records, firsts, keys.koffs, block_bits_for(keys.koffs)))
+        region = self.nodes.add_region(
+            region_of(records, firsts, keys.koffs, block_bits_for(keys.koffs, self.block_bytes))
+        )
         del records
         return self.nodes.hash_node(keys.count, keys.koffs, kids, region)
 

@@ -215,3 +215,42 @@ def test_a_deeply_nested_neighbour_does_not_break_lookups():
         for missing in (f"m{i}" for i in range(3000)):
             with pytest.raises(KeyError):
                 r[missing]
+
+
+def _outcome(r, key):
+    try:
+        return "value", msglc.to_obj(r[key])
+    except (KeyError, msglc.MsglcError) as e:  # (messages differ: C and msgspec name a bad block's bytes apart)
+        return type(e).__name__, None
+
+
+@pytest.mark.skipif(accel.speedups is None, reason="compares the C lookup with the pure-Python one")
+def test_c_lookups_agree_with_python_on_damaged_archives(monkeypatch):
+    """The lookup in C (``BlockProbe``) hands anything unusual to the Python path: on an
+    archive with any one byte of its index or entries flipped, both give the same value or
+    the same error, for keys held and keys not held."""
+    rng = random.Random(5)
+    doc = {f"key{i:05d}": f"v{rng.getrandbits(40):x}" for i in range(6000)}
+    doc["large"] = list(range(5000))  # a value with a node of its own, inside a block
+    data = msglc.dumps(doc, small_obj_optimization_threshold=1024)
+    with msglc.LazyReader(data) as r:
+        info = r.info()
+    keys = [*rng.sample(list(doc), 40), "key-none", "other", "large"]
+    speedups = accel.speedups
+    differ = []
+    for _ in range(150):
+        bad = bytearray(data)
+        at = rng.randrange(info.data_offset + 1, info.toc_offset + info.toc_size)
+        bad[at] ^= 1 << rng.randrange(8)
+        outcomes = []
+        for mode in (speedups, None):
+            monkeypatch.setattr(accel, "speedups", mode)
+            try:
+                with msglc.LazyReader(bytes(bad), cached=False) as r:
+                    outcomes.append([_outcome(r, k) for k in keys])
+            except msglc.MsglcError as e:
+                outcomes.append([(type(e).__name__, None)])
+        if outcomes[0] != outcomes[1]:
+            differ.append((at, outcomes))
+    monkeypatch.setattr(accel, "speedups", speedups)
+    assert not differ, differ[:2]
