@@ -15,7 +15,7 @@ from typing import Any
 
 from msglc.config import current
 from msglc.errors import ArchiveChangedError, CorruptedError, MsglcError
-from msglc.format.frames import MAX_FRAME, FrameTable
+from msglc.format.frames import MAX_FRAME, MIN_FRAME, FrameTable
 from msglc.io.base import Source
 from msglc.util.optional import zstandard
 
@@ -206,7 +206,22 @@ class FramedSource(Source):
 
     def _check(self, i: int, data: bytes | memoryview) -> int:
         """Check frame ``i``'s table entry and zstd header (``data``: its stored bytes) before
-        anything is decompressed; returns its plain size."""
+        anything is decompressed; returns its plain size. (The usual frame in a few steps:
+        anything else is looked at closely, for its error.)"""
+        table = self.table
+        expected = table.logical[i + 1] - table.logical[i]
+        try:
+            params = self._zstd.get_frame_parameters(data)
+        except self._zstd.ZstdError:
+            return self._check_closely(i, data)
+        if table.codes or not (params.content_size == expected and params.has_checksum):
+            return self._check_closely(i, data)
+        if MIN_FRAME <= len(data) and 0 < expected <= MAX_FRAME:
+            return expected
+        return self._check_closely(i, data)
+
+    def _check_closely(self, i: int, data: bytes | memoryview) -> int:
+        """``_check``, each condition with its own error."""
         at = self.data_off + self.table.stored[i]
         why = self.table.check_frame(i, MAX_FRAME)
         if why is not None:

@@ -65,6 +65,15 @@ def test_damaged_frames_raise_corrupted_error():
         damaged.read(16 + 4096, 10)
 
 
+def _swap_frame(file: bytes, source: FramedSource, frame: bytes) -> FramedSource:
+    """``source`` with its first frame replaced by ``frame`` (the seek table moved to fit)."""
+    start, stop = len(HEAD) + source.table.stored[0], len(HEAD) + source.table.stored[1]
+    swapped = file[:start] + frame + file[stop:]
+    shift = len(frame) - (stop - start)
+    table = source.table._replace(stored=[0, *(s + shift for s in source.table.stored[1:])])
+    return FramedSource(BufferSource(swapped), len(HEAD), table, len(swapped) - len(HEAD) - len(TAIL))
+
+
 def test_a_frame_claiming_another_size_is_refused_before_decompressing():
     """The seek table says 4096 bytes; a frame declaring more (here: one from a larger input
     put in its place) is refused from its header, without decompressing it."""
@@ -73,13 +82,27 @@ def test_a_frame_claiming_another_size_is_refused_before_decompressing():
     plain = bytes(8192)
     file, source = framed(plain)
     bomb = zstandard.ZstdCompressor(level=3, write_checksum=True).compress(bytes(64 << 20))
-    start, stop = len(HEAD) + source.table.stored[0], len(HEAD) + source.table.stored[1]
-    swapped = file[:start] + bomb + file[stop:]
-    shift = len(bomb) - (stop - start)
-    table = source.table._replace(stored=[0, *(s + shift for s in source.table.stored[1:])])
-    bombed = FramedSource(BufferSource(swapped), len(HEAD), table, len(swapped) - len(HEAD) - len(TAIL))
+    bombed = _swap_frame(file, source, bomb)
     with pytest.raises(CorruptedError, match="declares 67108864 bytes where the seek table says 4096"):
         bombed.read(16, 10)
+
+
+def test_frames_without_checksum_or_header_are_refused():
+    """Every frame is checked before it is decompressed: a frame without zstd's content
+    checksum (a flipped flag would let damage through unseen), bytes that are no zstd frame,
+    and a table entry outside the bounds readers accept."""
+    import zstandard
+
+    plain = bytes(range(256)) * 32
+    file, source = framed(plain)
+    unchecked = zstandard.ZstdCompressor(level=3, write_checksum=False).compress(plain[:4096])
+    with pytest.raises(CorruptedError, match="frame 0 at offset 16 carries no checksum"):
+        _swap_frame(file, source, unchecked).read(16, 10)
+    with pytest.raises(CorruptedError, match="frame 0 at offset 16 is not a zstd frame"):
+        _swap_frame(file, source, b"\x00" * 40).read(16, 10)
+    huge = source.table._replace(logical=[0, MAX_FRAME + 1, MAX_FRAME + 4097])
+    with pytest.raises(CorruptedError, match="frame 0 at offset 16: its entry in the seek table is out of bounds"):
+        FramedSource(BufferSource(file), len(HEAD), huge, len(file) - len(HEAD) - len(TAIL)).read(16, 10)
 
 
 def test_frames_end_where_items_end():
