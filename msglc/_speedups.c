@@ -612,14 +612,17 @@ static PyObject *probe_find(BlockProbe *self, PyObject *const *args, Py_ssize_t 
         }
         const unsigned char *buf = view.buf, *bend = buf + view.len, *at, *vend;
         int ok = walk_entries(buf, bend, entries, key, klen, &at, &vend) == 0;
+        int answered = 1;  /* result holds the answer, or NULL with the error (no memory) */
         if (ok && at) {
             result = Py_BuildValue("(ny#)", base + (Py_ssize_t)start + (at - buf), (const char *)at, (Py_ssize_t)(vend - at));
         } else if (!ok || sharing_keys(buf, bend, entries, bits, page, fp) != c.counts[j]) {
             result = Py_NewRef(Py_NotImplemented);  /* not its entries, or other keys than the records say */
+        } else {
+            answered = 0;  /* a clean miss in this block: on to the next candidate */
         }
         PyBuffer_Release(&view);
         Py_DECREF(data);
-        if (result) goto done;
+        if (answered) goto done;
     }
     result = Py_NewRef(Py_None);
 done:

@@ -254,3 +254,35 @@ def test_c_lookups_agree_with_python_on_damaged_archives(monkeypatch):
             differ.append((at, outcomes))
     monkeypatch.setattr(accel, "speedups", speedups)
     assert not differ, differ[:2]
+
+
+@pytest.mark.skipif(accel.speedups is None, reason="checks the C lookup")
+def test_a_c_lookup_out_of_memory_raises_memory_error():
+    """Whichever allocation fails during a lookup in C, the lookup raises MemoryError (or
+    answers): it never returns with an error still set (the next C call would then fail
+    with a SystemError that names another function)."""
+    testcapi = pytest.importorskip("_testcapi")
+    if not hasattr(testcapi, "set_nomemory"):
+        pytest.skip("needs _testcapi.set_nomemory")
+    data = msglc.dumps({f"k{i}": f"v{i}" * 3 for i in range(5000)})
+    with msglc.LazyReader(data) as r:
+        root = r.read()
+        root["k1"]
+        probe, read, base = root._index.probe, root._a.read, root._base  # noqa: SLF001
+        assert probe is not None
+        keys = [msgspec.msgpack.encode(f"{c}{i}") for c in "km" for i in range(30)]
+        crcs = [zlib.crc32(kb) for kb in keys]
+        broken = []
+        for start in range(40):
+            for kb, h in zip(keys, crcs, strict=True):
+                testcapi.set_nomemory(start, 0)
+                try:
+                    probe.find(read, base, kb, h)
+                except MemoryError:
+                    pass
+                finally:
+                    try:
+                        testcapi.remove_mem_hooks()
+                    except SystemError:  # find returned with MemoryError still set
+                        broken.append((start, kb))
+        assert not broken, broken[:3]
