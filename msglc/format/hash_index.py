@@ -163,7 +163,8 @@ READ_MAX_BLOCK_BITS = 16  # readers accept blocks of up to 65536 entries
 
 
 def writer_block_bytes(compressed: bool) -> int:
-    """The block size writers aim at: ``COMPRESSED_BLOCK_BYTES`` in a compressed archive."""
+    """The block size writers aim at: ``COMPRESSED_BLOCK_BYTES`` in a compressed archive whose
+    frames are cut at block starts (``dump``'s; elsewhere a larger block spans frames more often)."""
     return COMPRESSED_BLOCK_BYTES if compressed else BLOCK_BYTES
 
 

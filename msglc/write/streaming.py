@@ -32,7 +32,7 @@ import msgspec
 
 from msglc.config import Config, current
 from msglc.format.container import COMPRESSED, HEADER_SIZE, Trailer, pack_header
-from msglc.format.hash_index import MAP_INLINE_MAX, block_bits_for, region_of, writer_block_bytes
+from msglc.format.hash_index import BLOCK_BYTES, MAP_INLINE_MAX, block_bits_for, region_of
 from msglc.format.msgpack import array_header, container_header_size, map_header
 from msglc.format.nodes import ListNode, MapNode
 from msglc.io.atomic import atomic_file, is_named
@@ -129,7 +129,9 @@ class _Streamer:
         self.threshold = cfg.small_obj_optimization_threshold
         self.numpy_encoder = cfg.numpy_encoder
         self.disable_gc = cfg.disable_gc
-        self.block_bytes = writer_block_bytes(cfg.compression is not None)
+        # plain-archive blocks, compressed too: frames are cut at fixed sizes here, not at block
+        # starts, and a block across a cut costs its lookup a second frame (2 KB blocks: 11% slower)
+        self.block_bytes = BLOCK_BYTES
         # writes the streamed containers' nodes (and indexes)
         self.nodes = TocBuilder(b"", self.threshold, block_bytes=self.block_bytes)
         self.toc = self.nodes.toc  # the whole TOC: batches' nodes are appended to it in place

@@ -3,6 +3,7 @@ unknown length patched wherever their header ended up), ``FrameWriter`` on its o
 compressed output reads back exactly as the plain one."""
 
 import io
+from bisect import bisect_right
 import random
 
 import pytest
@@ -172,3 +173,22 @@ def test_a_large_chunk_is_compressed_without_copies_of_it(tmp_path):
     assert peak < 16_000_000, peak
     with msglc.LazyReader(tmp_path / "a.mlc") as r:
         assert np.array_equal(np.asarray(r["field"]), arr) and r["rows"] == list(range(10))
+
+
+def test_lazy_writer_dict_blocks_seldom_straddle_its_fixed_frames():
+    """LazyWriter cuts frames at fixed sizes, not at a dict's block starts: a lookup whose
+    block straddles a cut decompresses two frames, so its blocks stay small (about 1 KB,
+    as in a plain archive; ``dump`` cuts its frames at block starts and may use 2 KB)."""
+    rng = random.Random(2)
+    doc = {f"k{i}": f"v{rng.getrandbits(40):x}" for i in range(50_000)}
+    f = io.BytesIO()
+    with msglc.LazyWriter(f, **ZSTD) as w:
+        w.write(Pairs(iter(doc.items())))
+    with LazyReader(f.getvalue()) as r:
+        root = r.read()
+        assert root["k1"] == doc["k1"]
+        base = root._base - r._a.src.data_off  # noqa: SLF001
+        offs = [base + o for o in root._index.offs]  # noqa: SLF001
+        cuts = r._a.src.table.logical  # noqa: SLF001
+    straddling = sum(1 for a, b in zip(offs, offs[1:]) if any(a < c < b for c in cuts[bisect_right(cuts, a) :][:1]))
+    assert straddling / (len(offs) - 1) < 0.1
