@@ -13,6 +13,9 @@
  * ValueError.
  */
 #define PY_SSIZE_T_CLEAN
+/* What msglc/util/accel.py expects (API there): raised whenever a function is added or changes,
+ * so that a stale build is set aside instead of failing at a call. */
+#define SPEEDUPS_API 2
 #include <Python.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -733,6 +736,10 @@ PyMODINIT_FUNC PyInit__speedups(void) {
     if (PyType_Ready(&BlockProbeType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
+    if (PyModule_AddIntConstant(m, "API", SPEEDUPS_API) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
     Py_INCREF(&BlockProbeType);
     if (PyModule_AddObject(m, "BlockProbe", (PyObject *)&BlockProbeType) < 0) {
         Py_DECREF(&BlockProbeType);

@@ -5,6 +5,7 @@ the pure-Python paths, which write and read the same bytes."""
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Callable
 from types import NotImplementedType
 from typing import Protocol
@@ -76,12 +77,23 @@ class Speedups(Protocol):
     def exact_numbers(self, seq: object, depth: int, /) -> bool: ...
 
 
+API = 2  # the version of ``_speedups`` this code calls (SPEEDUPS_API in _speedups.c)
+
+
 def _load() -> Speedups | None:
     if os.environ.get("MSGLC_PURE_PYTHON", "").lower() in ("1", "true", "yes"):
         return None
     try:
         import msglc._speedups as _speedups
     except ImportError:  # pragma: no cover - depends on the build
+        return None
+    if getattr(_speedups, "API", 0) != API:  # a build left from another version (an editable install)
+        warnings.warn(
+            f"msglc._speedups ({_speedups.__file__}) was built from another version of msglc: msglc uses its "
+            "pure-Python path (the same bytes, more slowly); reinstall msglc to rebuild it",
+            RuntimeWarning,
+            stacklevel=2,
+        )
         return None
     module: Speedups = _speedups  # a C module, untyped: ``Speedups`` declares its functions
     return module
