@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from msglc.edit.legacy import converted
 from msglc.format.container import Trailer
 from msglc.read.archive import Archive
 from msglc.read.reader import LazyReader, archive_of
@@ -56,6 +57,11 @@ class Input:
                 raise ValueError(f"{self.label}: the LazyReader is closed")
         else:
             self.archive = Archive(info.path, False, None)
+        if self.archive.legacy is not None:  # the published msglc's: converted in memory, then copied
+            if self.owned:
+                self.archive.close()
+            self.archive = Archive(converted(info.path, options), False, None)
+            self.owned = True
         self.trailer: Trailer = self.archive.trailer
 
     def close(self) -> None:

@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from typing import Any, cast
+from collections.abc import Iterator
+from typing import Any
 
 from msglc.config import current
+from msglc.edit.legacy import convert_legacy
 from msglc.edit.sections import COPY_FRAMES, compressed
 from msglc.format.container import COMPRESSED, HEADER_SIZE, Trailer, pack_header
 from msglc.io.atomic import output
 from msglc.read.archive import Archive
 from msglc.read.extract import compacted
 from msglc.read.node import LazyNode, standalone
-from msglc.read.reader import LazyDict, LazyReader, archive_of, to_obj
+from msglc.read.reader import LazyReader, archive_of
 from msglc.write.dump import dump as dump_decoded
-from msglc.write.streaming import LazyWriter
-from msglc.write.streams import Pairs
 
 
 def repack(target: Any, source: LazyReader | LazyNode, options: dict[str, Any]) -> None:
@@ -42,27 +41,6 @@ def repack(target: Any, source: LazyReader | LazyNode, options: dict[str, Any]) 
     with output(target, cfg.durable) as f:
         for part in parts:
             f.write(part)
-
-
-STREAM_ABOVE = 1 << 24  # a part of a published-msglc archive larger than this is written item by item
-
-
-def convert_legacy(target: Any, source: LazyReader | LazyNode, options: dict[str, Any]) -> None:
-    """An archive of the published msglc (or a part of one) written as an msglc archive: parts
-    of up to ``STREAM_ABOVE`` bytes decoded whole, larger ones streamed item by item through a
-    ``LazyWriter``, so memory stays bounded whatever the archive's size."""
-    root = source.read() if isinstance(source, LazyReader) else source
-    with LazyWriter(target, **options) as writer:
-        writer.write(_streamed(root))
-
-
-def _streamed(value: Any) -> Any:
-    if not isinstance(value, LazyNode) or value.location().size <= STREAM_ABOVE:
-        return to_obj(value)
-    if isinstance(value, LazyDict):
-        return Pairs((key, _streamed(item)) for key, item in value.items())
-    items = cast(Iterable[Any], value)  # a LazyList: the one other kind a published-msglc archive has
-    return (_streamed(item) for item in items)
 
 
 def _compressed_copy(a: Archive) -> Iterator[bytes | memoryview]:
