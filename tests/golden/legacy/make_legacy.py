@@ -183,6 +183,7 @@ def arrays() -> dict:
         "vec": np.arange(50) * 0.25,  # the numpy fast path: blocks of threshold // 9 + 1 floats
         "mat": np.arange(48.0).reshape(3, 16),
         "ints": np.arange(30),
+        "one_block": np.arange(8.0),  # 73 bytes: the fast path's single block, {"p": [[8, start, end]]}
     }
 
 
@@ -338,7 +339,7 @@ def main() -> None:
 
     name = write("numpy-t64.msg", arrays(), 64)
     values[name] = plain(arrays())
-    record(name, "dict", 64, values[name], [["vec", 49], ["mat", 2, 15], ["ints", 29]])
+    record(name, "dict", 64, values[name], [["vec", 49], ["mat", 2, 15], ["ints", 29], ["one_block", 7]])
 
     name = write("datetime-t8192.msg", dates(), 8192)
     values[name] = plain(dates())
