@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import pathlib
 import socket
 import threading
 
@@ -108,6 +109,24 @@ def test_requests_to_open_and_to_read_an_element(s3):
         stats.clear()
         assert r[400][124] == MATRIX[400][124]  # read-ahead: the block is kept
         assert stats.requests == 0
+
+
+def test_archives_of_the_published_msglc_read_remotely(s3):
+    """An archive the published msglc wrote (a combined one, members nested) reads from S3
+    as it does locally, in a few requests."""
+    import msgpack
+
+    options, fs = s3
+    legacy = pathlib.Path(__file__).parent.parent / "golden" / "legacy"
+    fs.pipe_file(f"{BUCKET}/combined-nested.msg", (legacy / "combined-nested.msg").read_bytes())
+    value = msgpack.unpackb((legacy / "combined-nested.expected.msgpack").read_bytes(), strict_map_key=False)
+    stats = LazyStats()
+    with LazyReader(url("combined-nested.msg"), storage_options=options, counter=stats, cached=False) as r:
+        assert r.to_obj() == value
+        stats.clear()
+        key = next(iter(value))
+        assert msglc.to_obj(r[key]) == value[key]
+        assert stats.requests <= 4
 
 
 def test_an_object_uploaded_after_an_append_died_reads_as_the_old_archive(s3):
