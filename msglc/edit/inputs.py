@@ -85,8 +85,8 @@ def refuse_target_among(target: Any, inputs: list[Input]) -> None:
     """An output may not be one of its inputs (by file identity, so a symlink or another name
     counts): writing it would replace, or change in place, what is being copied."""
     for part in inputs:
-        if part.given is target:  # the same file object (a BytesIO has no identity)
-            raise ValueError(f"{part.label} is the output itself: write to another file")
+        if part.given is target and not isinstance(target, (str, bytes, os.PathLike)):  # (a BytesIO has no inode)
+            raise ValueError(f"{part.label} is the output {_label(target)} itself: write to another file")
     try:
         if isinstance(target, (str, bytes, os.PathLike)):
             st = os.stat(target)
