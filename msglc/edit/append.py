@@ -92,8 +92,9 @@ def append(
     compression: a ``compression=`` that differs is refused.
 
     ``archive`` may also be a readable, writable, seekable binary file object holding an
-    archive from its start (``io.BytesIO``, a file opened "r+b"), or nothing: see
-    ``_append_to_file``. ``validate``: the published msglc's switch; inputs are always checked
+    archive from its start (``io.BytesIO``, a file opened "r+b"), or nothing: it is appended
+    to through a temporary copy and rewritten whole, and left as it was if the append fails.
+    ``validate``: the published msglc's switch; inputs are always checked
     (False is accepted and changes nothing)."""
     infos = [files] if isinstance(files, FileInfo) else list(files)
     check_names(infos)
