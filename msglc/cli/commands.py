@@ -38,6 +38,9 @@ from msglc import (
     combine,
     dump,
 )
+from msglc.format.container import MAGIC
+from msglc.format.legacy import MAGIC as LEGACY_MAGIC
+from msglc.format.legacy import is_legacy
 from msglc.format.numpy_ext import ext_hook
 from msglc.io.atomic import atomic_file
 from msglc.read.inspect import KINDS, NodeInfo
@@ -53,6 +56,7 @@ FORMATS = {
     ".mpk": "msgpack",
     ".mlc": "msglc",
     ".msglc": "msglc",
+    ".msg": "msglc",  # the published msglc's customary extension: its archives are read (and converted) too
 }
 
 
@@ -152,10 +156,22 @@ def fmt_of(path: str, given: str | None) -> str:
     if given:
         return given
     ext = os.path.splitext(path)[1].lower()
-    if ext not in FORMATS:
-        known = ", ".join(sorted(set(FORMATS.values())))
-        raise CliError(f"cannot tell the format of {path!r} from its extension; give it with --from/--to ({known})")
-    return FORMATS[ext]
+    if ext in FORMATS:
+        return FORMATS[ext]
+    if is_archive_file(path):  # an archive, ours or the published msglc's, whatever its name
+        return "msglc"
+    known = ", ".join(sorted(set(FORMATS.values())))
+    raise CliError(f"cannot tell the format of {path!r} from its extension; give it with --from/--to ({known})")
+
+
+def is_archive_file(path: str) -> bool:
+    """Does the file at ``path`` start as an msglc archive or one of the published msglc?"""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(len(LEGACY_MAGIC))
+    except OSError:
+        return False
+    return head.startswith(MAGIC) or is_legacy(head)
 
 
 def cmd_info(args: argparse.Namespace) -> None:
@@ -176,9 +192,14 @@ def cmd_info(args: argparse.Namespace) -> None:
             data = f"{info.data_size:,} bytes of msgpack in {stored} ({ratio:.2f}x)"
         toc = f"{info.toc_size:,} bytes" + (f" after {free:,} bytes of free space (left by append)" if free else "")
         root = kind + (f" of {length:,}" if length is not None else "")
-        root += " (small: read whole)" if info.root is None else ""
+        root += " (small: read whole)" if info.root is None and not isinstance(reader.read(), LAZY) else ""
+        version = "{}.{}".format(*info.version)
+        if info.format != "msglc":
+            version = f"{info.format}: an archive of the published msglc, read as it is; to convert it: " + (
+                f"msglc convert {args.file} NEW.mlc"
+            )
         lines = [
-            ("format", "{}.{}".format(*info.version)),
+            ("format", version),
             ("file", f"{info.file_size:,} bytes"),
             ("data", data),
             ("TOC", toc),
@@ -186,6 +207,8 @@ def cmd_info(args: argparse.Namespace) -> None:
             ("root", root),
             ("lazy nodes", ", ".join(f"{n} {k}" for k, n in counts.items()) + f"; {blocks} blocks"),
         ]
+        if info.format != "msglc":  # the published msglc records neither its threshold nor nodes of ours
+            lines = [line for line in lines if line[0] not in ("threshold", "lazy nodes")]
         for label, value in lines:
             print(f"{label:<12}{value}")
 

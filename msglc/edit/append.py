@@ -363,6 +363,11 @@ class Existing:
             raise
 
     def _open(self, path: str | os.PathLike[str]) -> None:
+        if self.archive.legacy is not None:
+            raise UnsupportedVersionError(
+                f"{os.fsdecode(path)!r} is an archive of the published msglc: append() adds to msglc archives; "
+                "convert it first (msglc convert OLD.msg NEW.mlc, or msglc.dump(new, msglc.LazyReader(old)))"
+            )
         self.trailer = t = self.archive.trailer
         first = bytes(self.archive.read(0, HEADER_SIZE + min(5, t.data_len)))  # header, root header
         self.header, self.head = first[:HEADER_SIZE], first[HEADER_SIZE:]

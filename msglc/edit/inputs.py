@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from msglc.edit.legacy import converted
 from msglc.format.container import Trailer
 from msglc.read.archive import Archive
 from msglc.read.reader import LazyReader, archive_of
@@ -61,6 +62,16 @@ class Input:
                 raise ValueError(f"{self.label}: the LazyReader is closed")
         else:
             self.archive = Archive(info.path, False, None, fs=info.fs)
+        if self.archive.legacy is not None:  # the published msglc's: converted in memory, then copied
+            if self.owned:
+                self.archive.close()
+            if info.fs is None:
+                data = converted(info.path, options)
+            else:
+                with LazyReader(info.path, cached=False, fs=info.fs) as reader:
+                    data = converted(reader, options)
+            self.archive = Archive(data, False, None)
+            self.owned = True
         self.trailer: Trailer = self.archive.trailer
 
     def close(self) -> None:

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from msglc.config import current
+from msglc.edit.legacy import convert_legacy
 from msglc.edit.sections import COPY_FRAMES, compressed
 from msglc.format.container import COMPRESSED, HEADER_SIZE, Trailer, pack_header
 from msglc.io.atomic import output
@@ -23,6 +24,9 @@ def repack(target: Any, source: LazyReader | LazyNode, options: dict[str, Any]) 
     kept; a compressed archive is then copied frames and all, unless ``compression_level=`` asks
     for recompression."""
     a = archive_of(source)
+    if a.legacy is not None:
+        convert_legacy(target, source, options)
+        return
     cfg = current(**options)
     compression = options.get("compression", cfg.compression)
     if "compression" not in options and compression is None and compressed(a):

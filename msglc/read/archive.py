@@ -32,6 +32,10 @@ from msglc.format.container import (
     unpack_trailer,
 )
 from msglc.format.frames import FOOTER_SIZE, MAX_FRAME, parse_seek_table, tables_size
+from msglc.format.legacy import HEADER_SIZE as LEGACY_HEADER_SIZE
+from msglc.format.legacy import MAGIC as LEGACY_MAGIC
+from msglc.format.legacy import Header as LegacyHeader
+from msglc.format.legacy import is_legacy, parse_header
 from msglc.format.msgpack import container_header
 from msglc.format.nodes import (
     ArrayNode,
@@ -163,6 +167,8 @@ class Archive:
         self.fitted: dict[tuple[int, int, int, int], tuple[Node, tuple[Any, tuple[int, ...], int] | None]] = {}
         self.node_sizes: dict[int, int] = {}  # framed length of each cached node
         self.key_maps: dict[int, dict[str | int, int]] = {}
+        self.legacy: LegacyHeader | None = None  # set for an archive of the published msglc (format.legacy)
+        self.root_leaf: tuple[int, int] | None = None  # ... whose root is read whole: (offset, size)
         self.file = self.src  # the file itself; ``src`` may put a FramedSource in front of it
         self._bind(self.src)
         self.root_view: Any = None
@@ -234,6 +240,10 @@ class Archive:
         self.size = size = self.src.size  # the archive's end: the file's, or the header's
         head = self.read(0, min(size, HEADER_SIZE))
         self.header = bytes(head)
+        self.legacy = self.root_leaf = None
+        if self.header[:1] == b"\0" and is_legacy(self.read(0, min(size, len(LEGACY_MAGIC)))):
+            self._open_legacy(size)
+            return
         if size < HEADER_SIZE + TRAILER_SIZE:
             if bytes(head[: len(MAGIC)]) != MAGIC[: len(head)] or not head:
                 raise NotAnArchiveError(f"not an msglc archive: {size} bytes, no msglc magic at offset 0")
@@ -260,6 +270,22 @@ class Archive:
             self.root_view = self._make_root(self)
         elif t.root_len:
             self.container(t.data_off, t.data_len, t.toc_off + t.root_pos, t.root_len)
+
+    def _open_legacy(self, size: int) -> None:
+        """Open an archive of the published msglc (format.legacy): its TOC must be in the file;
+        the trailer this sets says where its data section and TOC are (it has no checksum)."""
+        header = parse_header(self.read(0, min(size, LEGACY_HEADER_SIZE)), 0)
+        end = LEGACY_HEADER_SIZE + header.toc_start + header.toc_size
+        if end > size:
+            raise TruncatedError(f"the published-msglc archive's TOC ends at offset {end}; the file has {size} bytes")
+        self.legacy = header
+        data = LEGACY_HEADER_SIZE
+        self.trailer = Trailer(data, header.toc_start, data + header.toc_start, header.toc_size, 0, 0, 0, 0)
+        self.file_size = size
+        self.stored_data_len = header.toc_start
+        self.data_end, self.toc_end = self.trailer.toc_off, end
+        if self._make_root is not None:
+            self.root_view = self._make_root(self)
 
     def _framed(self, t: Trailer) -> Trailer:
         """Serve the data section of a compressed archive as the plain data it holds: read its
@@ -429,7 +455,10 @@ class Archive:
         return result
 
     def decode_all(self) -> Any:
-        """The whole data section decoded, its checksum checked (on another core meanwhile)."""
+        """The whole data section decoded, its checksum checked (on another core meanwhile);
+        of an archive of the published msglc, its root's range (it has no checksum)."""
+        if self.legacy is not None:  # its root: stored whole, or a lazy view decoded part by part
+            return self.decode_span(*self.root_leaf) if self.root_leaf is not None else self.root_view.to_obj()
         t = self.trailer
         data = self.read(t.data_off, t.data_len)
         crc = ParallelCrc(data)

@@ -14,8 +14,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from msglc.read.archive import Archive
+from msglc.read.legacy import any_root_of
 from msglc.read.paths import resolve, split_path
-from msglc.read.views import root_of
 
 MAX_ROUNDS = 64  # then every path still pending finishes with direct reads
 
@@ -91,7 +91,7 @@ class BatchArchive(Archive):
 
     def root(self) -> Any:
         if self._root is None:
-            self._root = root_of(self)
+            self._root = any_root_of(self)
         return self._root
 
     # -- rounds --

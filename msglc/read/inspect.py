@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from typing import NamedTuple
 
 from msglc.format.container import COMPRESSED, header_version
+from msglc.format.legacy import MAGIC_TEXT
 from msglc.format.nodes import ArrayNode, HashMapNode, ListNode, MapNode, Node, StrideNode, node_span
 from msglc.read.archive import Archive
 
@@ -47,6 +48,10 @@ class ArchiveInfo(NamedTuple):
     root: NodeInfo | None  # None: the root is small, read whole
     compression: str | None  # None, or "zstd": the data section is stored as zstd frames
     stored_data_size: int  # the data section's bytes in the file (data_size when not compressed)
+    format: str = "msglc"  # "msglc-2024": an archive of the published msglc (docs/legacy-format.md)
+
+
+LEGACY_FORMAT = MAGIC_TEXT.decode()
 
 
 def archive_info(a: Archive) -> ArchiveInfo:
@@ -64,6 +69,7 @@ def archive_info(a: Archive) -> ArchiveInfo:
         threshold=t.threshold,
         data_crc=t.data_crc,
         root=node_info(a, t.toc_off + t.root_pos, t.root_len) if t.root_len else None,
+        format="msglc" if a.legacy is None else LEGACY_FORMAT,
     )
 
 

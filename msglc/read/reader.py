@@ -12,11 +12,12 @@ from msglc.read.array import LazyArray
 from msglc.read.batch import BatchArchive, Task, async_run, path_task, run
 from msglc.read.extract import data_chunks
 from msglc.read.inspect import ArchiveInfo, NodeInfo, archive_info, walk
+from msglc.read.legacy import any_root, walk_legacy
 from msglc.read.node import LazyNode, rebound
 from msglc.read.node import archive_of as part_archive_of
 from msglc.read.paths import resolve, split_path
 from msglc.read.verify import verify_archive
-from msglc.read.views import LazyDict, LazyList, equal, root_view
+from msglc.read.views import LazyDict, LazyList, equal
 from msglc.util.runtime import gc_paused
 
 __all__ = ["LazyArray", "LazyReader", "LazyStats", "LazyDict", "LazyList", "to_obj"]
@@ -53,7 +54,7 @@ class LazyReader:
         if unpacker is not None:
             check_codec_arg("unpacker", unpacker)
         remote = {k: v for k, v in (("block_size", block_size), ("cache_blocks", cache_blocks)) if v is not None}
-        self._a = Archive(source, cached, counter, root_view, fs=fs, storage_options=storage_options, **remote)
+        self._a = Archive(source, cached, counter, any_root, fs=fs, storage_options=storage_options, **remote)
         self._root: Any = None
 
     # -- lifecycle --
@@ -172,7 +173,12 @@ class LazyReader:
         """Check the whole archive: the data checksum, and every TOC node against the item
         boundaries, keys and headers found in the data. Raises an ``MsglcError`` naming the first
         problem. Reads the data section into memory once; lazy reads check only what they touch.
-        ``progress(n)`` is called as the data is read."""
+        ``progress(n)`` is called as the data is read. An archive of the published msglc has no
+        checksum: its TOC entries, their ranges and its values are checked (``walk_legacy``)."""
+        if self._a.legacy is not None:
+            self._a.check_open()
+            walk_legacy(self._a)
+            return
         verify_archive(self._a, progress)
 
     def raw_data(self) -> bytes:

@@ -482,9 +482,3 @@ def root_view(a: Archive) -> LazyNode | None:
     """The root's lazy view, or None when it has no TOC node (it is small: read whole)."""
     t = a.trailer
     return view(a, t.data_off, t.data_len, t.toc_off + t.root_pos, t.root_len) if t.root_len else None
-
-
-def root_of(a: Archive) -> Any:
-    """The root: a lazy view when it has a TOC node, else the whole (small) object."""
-    root = root_view(a)
-    return a.decode_all() if root is None else root
