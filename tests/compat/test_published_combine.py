@@ -4,7 +4,9 @@ system), ``combine``/``append`` to binary file objects, ``validate=``."""
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
+import msgpack
 import pytest
 
 import msglc
@@ -36,6 +38,16 @@ def test_inputs_read_from_a_file_system(tmp_path):
         assert r == {"a": A, "b": B}
     msglc.append(tmp_path / "c.mlc", FileInfo("/compat/b.mlc", "b2", fs=mem))
     assert msglc.LazyReader(tmp_path / "c.mlc")["b2"] == B
+
+
+def test_an_archive_of_the_published_package_read_from_a_file_system(tmp_path):
+    fsspec = pytest.importorskip("fsspec")
+    legacy = Path(__file__).parent.parent / "golden" / "legacy"
+    mem = fsspec.filesystem("memory")
+    mem.pipe_file("/compat/doc.msg", (legacy / "doc-t1024.msg").read_bytes())
+    expected = msgpack.unpackb((legacy / "doc-t1024.expected.msgpack").read_bytes(), strict_map_key=False)
+    msglc.combine(tmp_path / "c.mlc", [FileInfo("/compat/doc.msg", "doc", fs=mem)])
+    assert msglc.LazyReader(tmp_path / "c.mlc") == {"doc": expected}
 
 
 def test_a_local_file_system_reads_local_paths(parts):

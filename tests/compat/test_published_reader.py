@@ -5,7 +5,9 @@
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
+import msgpack
 import pytest
 
 import msglc
@@ -101,6 +103,16 @@ def test_a_combined_member_equals_its_source(tmp_path):
         assert r[0] == big and big == r[0]
         assert r[1] == lst
         assert r[0] != lst
+
+
+@pytest.mark.parametrize("name", ["doc-t64", "doc-t8192", "combined-dict", "list-root-t64", "scalar-str"])
+def test_archives_of_the_published_package_compare_and_unwrap(name):
+    legacy = Path(__file__).parent.parent / "golden" / "legacy"
+    expected = msgpack.unpackb((legacy / f"{name}.expected.msgpack").read_bytes(), strict_map_key=False)
+    with msglc.LazyReader(legacy / f"{name}.msg") as r:
+        assert r == expected
+        assert r.unwrap() == expected
+        assert r != [expected]
 
 
 def test_numpy_roots_compare_whole():
