@@ -56,10 +56,11 @@ def dump(
 
 
 def combine(
-    archive: str | os.PathLike[str],
+    archive: str | os.PathLike[str] | BinaryIO,
     files: FileInfo | Sequence[FileInfo],
     *,
     mode: str = "w",
+    validate: bool = True,
     progress: Callable[[int], None] | None = None,
     fs: Any = None,
     storage_options: dict[str, Any] | None = None,
@@ -76,7 +77,13 @@ def combine(
     it (per call, or configured) the result is compressed when every archive input is, and
     ``append`` keeps the archive's compression. A remote ``archive``
     (URL with ``storage_options``, ``upath.UPath``, path with ``fs``) is streamed, as by
-    ``dump``."""
+    ``dump``.
+
+    ``archive`` may be a writable binary file object: ``mode="w"`` writes the archive from its
+    current position on, in sequence, as ``dump`` does (read it from there: a reader reads a
+    file object from offset 0); ``mode="a"`` appends to the archive it holds from offset 0
+    (see ``append``). ``validate``: the published msglc's switch; inputs are always checked
+    (False is accepted and changes nothing)."""
     if mode not in ("w", "a"):
         raise ValueError(f"combine() mode must be 'w' (write) or 'a' (append), not {mode!r}")
     archive = resolve_name(archive, fs, storage_options)

@@ -1,8 +1,17 @@
-"""Global defaults for writing and reading, overridable per call with the same names."""
+"""Global defaults for writing and reading, overridable per call with the same names.
+
+``configure()`` also takes every option name of the published msglc (PyPI 261017), so code
+written for it runs unchanged: those that mean something here keep msglc's meaning, the others
+are checked as it checks them, kept (``config`` shows them) and have no effect
+(docs/migrating.md says why, one by one). ``config`` and the GC counter functions are its names
+too."""
 
 from __future__ import annotations
 
+import gc
 import os
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
@@ -43,10 +52,81 @@ _NAMES = frozenset(f.name for f in fields(Config))
 _current = Config()
 
 
-def _check(options: dict[str, Any]) -> None:
-    unknown = set(options) - _NAMES
+def _int_above_0(name: str, value: Any) -> None:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"{name} must be an int, got {value!r}")
+    if value <= 0:
+        raise ValueError(f"{name} must be > 0, got {value!r}")
+
+
+def _flag(name: str, value: Any) -> None:
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be True or False, got {value!r}")
+
+
+def _fraction(name: str, value: Any) -> None:
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        raise TypeError(f"{name} must be a number, got {value!r}")
+    if not 0 <= value <= 1:
+        raise ValueError(f"{name} must be in [0, 1], got {value!r}")
+
+
+def _magic(name: str, value: Any) -> None:
+    if not isinstance(value, bytes):
+        raise TypeError(f"{name} must be bytes, got {value!r}")
+    if not 0 < len(value) <= 30:
+        raise ValueError(f"{name} must be 1 to 30 bytes, got {len(value)}")
+
+
+def _callable(name: str, value: Any) -> None:
+    if value is not None and not callable(value):
+        raise TypeError(f"{name} must be a callable or None, got {value!r}")
+
+
+def _no_fs(name: str, value: Any) -> None:
+    if value is not None:
+        raise ValueError(
+            "configure(fs=...) is not supported: msglc has no default file system. Pass fs= to each call "
+            "(dump, LazyReader, LazyWriter, combine, FileInfo) or name the archive by a URL such as 's3://bucket/key'"
+        )
+
+
+# The published msglc's options that have no effect here: (default, check). Its I/O buffer
+# and chunk sizes (msglc reads with pread and copies in chunks of its own), its reading
+# strategy (msglc decodes a container in one call), its TOC shape (trivial_size: msglc's
+# TOC is laid out differently), its repr choice (msglc's repr never reads), its Rust
+# back-end's switches, and its magic (a different format: changing it would make archives
+# nothing reads). ``fs`` is refused but for None: ignoring it would write elsewhere.
+_INERT: dict[str, tuple[Any, Callable[[str, Any], None]]] = {
+    "write_buffer_size": (2**23, _int_above_0),
+    "read_buffer_size": (2**16, _int_above_0),
+    "copy_chunk_size": (2**24, _int_above_0),
+    "fast_loading": (True, _flag),
+    "fast_loading_threshold": (0.3, _fraction),
+    "trivial_size": (20, _int_above_0),
+    "simple_repr": (True, _flag),
+    "numpy_fast_int_pack": (False, _flag),
+    "enable_custom_container": (True, _flag),
+    "has_set": (True, _flag),
+    "has_tuple": (True, _flag),
+    "has_numpy": (True, _flag),
+    "magic": (b"msglc-2024", _magic),
+    "compatibility_check": (None, _callable),
+    "fs": (None, _no_fs),
+}
+_inert: dict[str, Any] = {name: default for name, (default, _) in _INERT.items()}
+# published names whose None means "leave unchanged" (as its configure() takes them)
+_NONE_KEEPS = (frozenset(_INERT) - {"fs", "compatibility_check"}) | {
+    "small_obj_optimization_threshold",
+    "disable_gc",
+    "numpy_encoder",
+}
+
+
+def _check(options: dict[str, Any], known: frozenset[str] = _NAMES) -> None:
+    unknown = set(options) - known
     if unknown:
-        raise TypeError(f"unknown msglc option(s): {', '.join(sorted(unknown))}; known: {', '.join(sorted(_NAMES))}")
+        raise TypeError(f"unknown msglc option(s): {', '.join(sorted(unknown))}; known: {', '.join(sorted(known))}")
     threshold = options.get("small_obj_optimization_threshold")
     if threshold is not None and (
         not isinstance(threshold, int) or isinstance(threshold, bool) or not 64 <= threshold <= 2**31
@@ -67,16 +147,114 @@ def _check(options: dict[str, Any]) -> None:
 
 
 def configure(**options: Any) -> Config:
-    """Set global defaults (see ``Config``); returns the new configuration."""
+    """Set global defaults (see ``Config``); returns the new configuration. The published
+    msglc's other option names are accepted too and have no effect (docs/migrating.md); None
+    for one of its names leaves that option as it is, as there."""
     global _current
-    _check(options)
+    options = {k: v for k, v in options.items() if v is not None or k not in _NONE_KEEPS}
+    inert = {k: options.pop(k) for k in list(options) if k in _INERT}
+    _check(options, _NAMES | _INERT.keys())
+    for name, value in inert.items():
+        _INERT[name][1](name, value)
     _current = replace(_current, **options)
+    _inert.update(inert)
     return _current
 
 
+# the published msglc's codec and back-end arguments
+CODEC_ARGS = frozenset(("packer", "unpacker", "backend"))
+
+
+def check_codec_arg(name: str, value: Any) -> None:
+    """Refuse a codec plug-in or back-end of the published msglc (``packer=``, ``unpacker=``,
+    ``backend=``) other than its default: msglc has neither, and ignoring one would write or
+    read another format than the caller asked for."""
+    if value is None or (name == "backend" and isinstance(value, str) and value == "python"):
+        return
+    if name == "backend":
+        raise ValueError(
+            f"backend={value!r}: msglc has one writer (msgspec with a C accelerator), not the published msglc's "
+            "Rust back-end; drop backend= (or pass 'python')"
+        )
+    raise ValueError(
+        f"{name}={value!r}: msglc archives are always msgpack; the codec plug-ins of the published msglc "
+        "(CBOR, ormsgpack, custom codecs) are not supported. Drop the argument: msglc writes and reads msgpack "
+        "itself (for CBOR data, store the encoded bytes, or convert the values before dump)"
+    )
+
+
 def current(**overrides: Any) -> Config:
-    """The global configuration with per-call ``overrides`` applied."""
+    """The global configuration with per-call ``overrides`` applied (the published msglc's
+    ``packer``/``unpacker``/``backend`` arguments with their default values are dropped)."""
     if not overrides:
         return _current
+    if not CODEC_ARGS.isdisjoint(overrides):
+        for name in CODEC_ARGS & overrides.keys():
+            check_codec_arg(name, overrides[name])
+        overrides = {k: v for k, v in overrides.items() if k not in CODEC_ARGS}
     _check(overrides)
     return replace(_current, **overrides)
+
+
+class Settings:
+    """``msglc.config.config``: the current settings by attribute, the published msglc's
+    options included (``config.small_obj_optimization_threshold``); setting one is
+    ``configure(name=value)``, checked the same way."""
+
+    __slots__ = ()
+
+    def __getattr__(self, name: str) -> Any:
+        if name in _NAMES:
+            return getattr(_current, name)
+        if name in _inert:
+            return _inert[name]
+        raise AttributeError(f"no msglc option {name!r}")
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        configure(**{name: value})
+
+    def __dir__(self) -> list[str]:
+        return sorted(_NAMES | _inert.keys())
+
+    def __repr__(self) -> str:
+        return f"<msglc settings {_current!r}>"
+
+
+config = Settings()
+
+
+_gc_count = 0
+_gc_lock = threading.Lock()
+
+
+def increment_gc_counter() -> int:
+    """The published msglc's GC counter: with ``disable_gc`` on, count one more user of the
+    pause, the first pausing the cyclic GC; returns the count. msglc's own readers and
+    writers do not use it (they pause the GC only while they decode or encode in bulk)."""
+    global _gc_count
+    with _gc_lock:
+        if _current.disable_gc:
+            if _gc_count == 0:
+                gc.disable()
+            _gc_count += 1
+        return _gc_count
+
+
+def decrement_gc_counter() -> int:
+    """One user of the pause fewer; the last one re-enables the GC and collects. Returns the
+    count. A decrement with none counted raises ``RuntimeError`` (when ``disable_gc`` is on;
+    otherwise it does nothing), and counted ones are undone even if ``disable_gc`` was turned
+    off meanwhile, so balanced calls always leave the GC as they found it."""
+    global _gc_count
+    with _gc_lock:
+        if _gc_count == 0:
+            if _current.disable_gc:
+                raise RuntimeError("decrement_gc_counter() called more often than increment_gc_counter()")
+            return 0
+        _gc_count -= 1
+        count = _gc_count
+        if count == 0:
+            gc.enable()
+    if count == 0:
+        gc.collect()
+    return count

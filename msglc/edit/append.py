@@ -14,9 +14,12 @@ compressed (or copied, from compressed inputs) after them, and the seek table is
 
 from __future__ import annotations
 
+import io
 import itertools
 import os
+import shutil
 import stat
+import tempfile
 import zlib
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
@@ -72,9 +75,10 @@ except ImportError:  # no advisory locks (Windows): concurrent appends are not s
 
 
 def append(
-    archive: str | os.PathLike[str],
+    archive: str | os.PathLike[str] | IO[bytes],
     files: FileInfo | Sequence[FileInfo],
     *,
+    validate: bool = True,
     progress: Callable[[int], None] | None = None,
     **options: Any,
 ) -> None:
@@ -85,10 +89,18 @@ def append(
     An archive whose root has no TOC node (it is small), or whose root header is too short
     for the new count (16 or 65,536 entries), is rewritten once instead, atomically; so is a
     compressed archive, every time (its frames copied, not recompressed). The archive keeps its
-    compression: a ``compression=`` that differs is refused."""
+    compression: a ``compression=`` that differs is refused.
+
+    ``archive`` may also be a readable, writable, seekable binary file object holding an
+    archive from its start (``io.BytesIO``, a file opened "r+b"), or nothing: it is appended
+    to through a temporary copy and rewritten whole, and left as it was if the append fails.
+    ``validate``: the published msglc's switch; inputs are always checked
+    (False is accepted and changes nothing)."""
     infos = [files] if isinstance(files, FileInfo) else list(files)
     check_names(infos)
     archive = resolve_name(archive)
+    if hasattr(archive, "write") and hasattr(archive, "read") and not isinstance(archive, (str, os.PathLike)):
+        return _append_to_file(archive, infos, options, progress)
     if isinstance(archive, RemotePath):
         raise TypeError(
             "append() needs a local archive: an object in object storage cannot be changed in place; "
@@ -108,6 +120,40 @@ def append(
                 return _append(archive, f.fileno(), existing, infos, options, progress or (lambda n: None))
             finally:
                 existing.close()
+
+
+def _append_to_file(
+    f: Any, infos: list[FileInfo], options: dict[str, Any], progress: Callable[[int], None] | None
+) -> None:
+    """Append to the archive a file object holds (from its offset 0, where a reader reads it;
+    an empty one gets a new archive), as to a path: on a temporary copy, then written back
+    over the object's bytes from 0 (truncated to the result, the position left at its end).
+    If the append fails, nothing is written to ``f`` and its position is restored; if writing
+    back fails (an error of ``f`` itself), ``f`` holds part of the result."""
+    if isinstance(f, io.TextIOBase):
+        raise TypeError("append() needs a binary file, not a text file (open it with 'r+b')")
+    for able in ("readable", "writable", "seekable"):
+        if not getattr(f, able, lambda: True)():
+            raise TypeError(f"append() needs a readable, writable and seekable file; this one is not {able}")
+    if "a" in getattr(f, "mode", ""):
+        raise TypeError("append() cannot rewrite a file opened for appending (its writes go to the end): use 'r+b'")
+    current(**options)  # the options checked before any copy
+    position = f.tell()
+    with tempfile.TemporaryDirectory(prefix="msglc-append-") as scratch:
+        path = os.path.join(scratch, f"{type(f).__name__}.mlc")  # (named in error messages)
+        try:
+            if f.seek(0, io.SEEK_END):
+                f.seek(0)
+                with open(path, "wb") as copy:
+                    shutil.copyfileobj(f, copy, COPY_CHUNK)
+            append(path, infos, progress=progress, **options)
+        except BaseException:
+            f.seek(position)
+            raise
+        with open(path, "rb") as result:
+            f.seek(0)
+            shutil.copyfileobj(result, f, COPY_CHUNK)
+        f.truncate()
 
 
 def _append(

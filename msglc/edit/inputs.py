@@ -23,18 +23,22 @@ _MISSING = object()
 class FileInfo:
     """One input of ``combine``: an archive (a path, bytes, a binary file or an open
     ``LazyReader``) or, with ``obj=``, a Python object to store; ``name`` is its key (str or
-    int) in the combined dict (leave every name out for a list)."""
+    int) in the combined dict (leave every name out for a list). ``fs``: the fsspec file
+    system a path is read from (default: a local path, or a URL's own)."""
 
-    __slots__ = ("path", "name", "obj")
+    __slots__ = ("path", "name", "obj", "fs")
 
-    def __init__(self, path: Any = None, name: str | int | None = None, *, obj: Any = _MISSING) -> None:
+    def __init__(self, path: Any = None, name: str | int | None = None, *, fs: Any = None, obj: Any = _MISSING) -> None:
         if (path is None) == (obj is _MISSING):
             raise ValueError("FileInfo needs either an archive (path, bytes, file or LazyReader) or obj=, not both")
         if name is not None and (not isinstance(name, (str, int)) or isinstance(name, bool)):
             raise TypeError(f"FileInfo name must be a str or an int (a dict key), not {type(name).__name__}")
+        if fs is not None and not isinstance(path, (str, os.PathLike)):
+            raise TypeError(f"FileInfo fs= is where a path is read from; the input here is a {type(path).__name__}")
         self.path = path
         self.name = name
         self.obj = obj
+        self.fs = fs
 
     def __repr__(self) -> str:
         what = f"obj={type(self.obj).__name__}" if self.path is None else repr(self.path)
@@ -46,6 +50,7 @@ class Input:
 
     def __init__(self, info: FileInfo, options: dict[str, Any]) -> None:
         self.name = info.name
+        self.given = info.path
         self.label = repr(info)
         self.owned = not isinstance(info.path, LazyReader)
         self.from_archive = info.path is not None  # not an ``obj=`` encoded here
@@ -56,11 +61,16 @@ class Input:
             if self.archive.closed:
                 raise ValueError(f"{self.label}: the LazyReader is closed")
         else:
-            self.archive = Archive(info.path, False, None)
+            self.archive = Archive(info.path, False, None, fs=info.fs)
         if self.archive.legacy is not None:  # the published msglc's: converted in memory, then copied
             if self.owned:
                 self.archive.close()
-            self.archive = Archive(converted(info.path, options), False, None)
+            if info.fs is None:
+                data = converted(info.path, options)
+            else:
+                with LazyReader(info.path, cached=False, fs=info.fs) as reader:
+                    data = converted(reader, options)
+            self.archive = Archive(data, False, None)
             self.owned = True
         self.trailer: Trailer = self.archive.trailer
 
@@ -85,6 +95,9 @@ def opened(infos: list[FileInfo], options: dict[str, Any]) -> Iterator[list[Inpu
 def refuse_target_among(target: Any, inputs: list[Input]) -> None:
     """An output may not be one of its inputs (by file identity, so a symlink or another name
     counts): writing it would replace, or change in place, what is being copied."""
+    for part in inputs:
+        if part.given is target and not isinstance(target, (str, bytes, os.PathLike)):  # (a BytesIO has no inode)
+            raise ValueError(f"{part.label} is the output {_label(target)} itself: write to another file")
     try:
         if isinstance(target, (str, bytes, os.PathLike)):
             st = os.stat(target)

@@ -41,6 +41,10 @@ class LazyNode:
         """The whole container as plain Python objects, decoded in one call."""
         return self._a.decode_span(self._base, self._span())
 
+    def unwrap(self) -> LazyNode:
+        """Itself (``LazyReader.unwrap()`` gives its root; the published msglc's parts have this too)."""
+        return self
+
     def raw_data(self) -> bytes:
         """This part as a stand-alone archive (its data and TOC nodes copied, not decoded):
         ``LazyReader(x.raw_data())`` reads what ``x`` holds. The reverse of ``combine``."""

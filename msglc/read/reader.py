@@ -6,6 +6,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, BinaryIO
 
+from msglc.config import check_codec_arg
 from msglc.read.archive import Archive, LazyStats
 from msglc.read.array import LazyArray
 from msglc.read.batch import BatchArchive, Task, async_run, path_task, run
@@ -16,7 +17,7 @@ from msglc.read.node import LazyNode, rebound
 from msglc.read.node import archive_of as part_archive_of
 from msglc.read.paths import resolve, split_path
 from msglc.read.verify import verify_archive
-from msglc.read.views import LazyDict, LazyList
+from msglc.read.views import LazyDict, LazyList, equal
 from msglc.util.runtime import gc_paused
 
 __all__ = ["LazyArray", "LazyReader", "LazyStats", "LazyDict", "LazyList", "to_obj"]
@@ -31,7 +32,11 @@ class LazyReader:
     fsspec file. ``cached``: keep decoded values in the lazy views so repeated reads are free
     (TOC nodes are always cached). ``counter``: a ``LazyStats`` that counts the requests.
     Remote archives are read in blocks of ``block_size`` bytes (read-ahead for small reads),
-    the ``cache_blocks`` most recent kept.
+    the ``cache_blocks`` most recent kept. ``unpacker``: the published msglc's codec argument,
+    None only (every archive is msgpack).
+
+    ``reader == x`` compares the stored object with ``x`` by value (``x`` may be another
+    reader), as the lazy views do; readers are therefore unhashable.
     """
 
     def __init__(
@@ -44,7 +49,10 @@ class LazyReader:
         storage_options: dict[str, Any] | None = None,
         block_size: int | None = None,
         cache_blocks: int | None = None,
+        unpacker: Any = None,
     ) -> None:
+        if unpacker is not None:
+            check_codec_arg("unpacker", unpacker)
         remote = {k: v for k, v in (("block_size", block_size), ("cache_blocks", cache_blocks)) if v is not None}
         self._a = Archive(source, cached, counter, any_root, fs=fs, storage_options=storage_options, **remote)
         self._root: Any = None
@@ -59,6 +67,13 @@ class LazyReader:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, LazyReader):
+            other = other._root_obj()
+        return equal(self._root_obj(), other)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return f"<LazyReader {self._a.trailer.data_len} data bytes, TOC {self._a.trailer.toc_len} bytes>"
@@ -81,6 +96,11 @@ class LazyReader:
         return self[path]
 
     visit = read
+
+    def unwrap(self) -> Any:
+        """The root: a lazy view (``LazyDict``, ``LazyList``, ``LazyArray``) or, for a root
+        small enough to have no TOC node, the plain value; ``read()`` is the same."""
+        return self._root_obj()
 
     def __getitem__(self, path: Any) -> Any:
         root = self._root
@@ -141,6 +161,8 @@ class LazyReader:
     async def async_read(self, path: Any = None) -> Any:
         """``read`` for an event loop (see ``async_read_many``)."""
         return (await self.async_read_many([path]))[0]
+
+    async_visit = async_read
 
     def to_obj(self) -> Any:
         """The whole stored object as plain Python objects (checks the data checksum)."""

@@ -40,7 +40,7 @@ class LazyList(LazyNode, Sequence[Any]):
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, (list, LazyList)):
             return NotImplemented
-        return len(self) == len(other) and all(map(_equal, self, other))
+        return len(self) == len(other) and all(map(equal, self, other))
 
     def __repr__(self) -> str:
         return f"<LazyList of {len(self)} items>"
@@ -61,7 +61,7 @@ class LazyList(LazyNode, Sequence[Any]):
         return [self[i] for i in range(*s.indices(len(self)))]
 
 
-def _equal(a: Any, b: Any) -> bool:
+def equal(a: Any, b: Any) -> bool:
     """``a == b`` as one bool; NumPy arrays (and lazy ones) compare whole, not elementwise."""
     np = sys.modules.get("numpy")
     if np is not None and (_is_array(a, np) or _is_array(b, np)):
@@ -260,7 +260,7 @@ class LazyDict(LazyNode, Mapping[Any, Any]):
             return False
         for key, value in self.items():
             try:
-                if not _equal(value, other[key]):
+                if not equal(value, other[key]):
                     return False
             except KeyError:
                 return False
