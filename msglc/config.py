@@ -11,9 +11,10 @@ from typing import Any
 class Config:
     """Options that shape an archive.
 
-    ``small_obj_optimization_threshold``: containers whose encoding is at most this many bytes
-    are stored without a TOC entry and read back whole; longer lists are cut into blocks of
-    about this size. Smaller means finer random access and a larger TOC.
+    ``small_obj_optimization_threshold``: containers whose encoding is shorter than this many
+    bytes (and empty ones) are stored without a TOC entry and read back whole; longer lists are
+    cut into blocks of about this size. Smaller means finer random access and a larger TOC; 0
+    and 1 give every non-empty container an entry (the published msglc's meaning).
     ``disable_gc``: pause the cyclic garbage collector while encoding or decoding many objects
     (it otherwise rescans the growing heap again and again).
     ``durable``: ``dump`` to a path flushes the file and the rename to disk (``fsync``) before
@@ -49,9 +50,9 @@ def _check(options: dict[str, Any]) -> None:
         raise TypeError(f"unknown msglc option(s): {', '.join(sorted(unknown))}; known: {', '.join(sorted(_NAMES))}")
     threshold = options.get("small_obj_optimization_threshold")
     if threshold is not None and (
-        not isinstance(threshold, int) or isinstance(threshold, bool) or not 64 <= threshold <= 2**31
+        not isinstance(threshold, int) or isinstance(threshold, bool) or not 0 <= threshold <= 2**31
     ):
-        raise ValueError(f"small_obj_optimization_threshold must be an int in [64, 2**31], got {threshold!r}")
+        raise ValueError(f"small_obj_optimization_threshold must be an int in [0, 2**31], got {threshold!r}")
     if "compression" in options and options["compression"] not in (None, "zstd"):
         raise ValueError(f"compression must be None or 'zstd', got {options['compression']!r}")
     level = options.get("compression_level")

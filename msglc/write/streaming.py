@@ -34,7 +34,7 @@ from msglc.config import Config, current
 from msglc.format.container import COMPRESSED, HEADER_SIZE, Trailer, pack_header
 from msglc.format.hash_index import BLOCK_BYTES, MAP_INLINE_MAX, block_bits_for, region_of
 from msglc.format.msgpack import array_header, container_header_size, map_header
-from msglc.format.nodes import ListNode, MapNode
+from msglc.format.nodes import ListNode, MapNode, whole_max
 from msglc.io.atomic import atomic_file, is_named
 from msglc.io.names import RemotePath, resolve_name
 from msglc.io.uploads import spooled_target
@@ -126,7 +126,8 @@ class _Streamer:
 
     def __init__(self, data: _Data, cfg: Config) -> None:
         self.data = data
-        self.threshold = cfg.small_obj_optimization_threshold
+        self.threshold = cfg.small_obj_optimization_threshold  # spans are cut at about this size
+        self.whole = whole_max(self.threshold)  # containers up to this size get no node
         self.numpy_encoder = cfg.numpy_encoder
         self.disable_gc = cfg.disable_gc
         # plain-archive blocks, compressed too: frames are cut at fixed sizes here, not at block
@@ -205,7 +206,7 @@ class _Streamer:
             size = _next_size(size, self._list_batch(batch, start, spans))
         self._close(reserved, b"\xdd", spans.count)
         total = self.data.pos - start
-        if total <= self.threshold and not spans.kids:
+        if (total <= self.whole or not spans.count) and not spans.kids:
             return total, None
         return total, self.nodes.add_node(
             ListNode(n=spans.count, starts=spans.starts, offs=[*spans.offs, total], kids=self.nodes.refs(spans.kids))
@@ -291,7 +292,7 @@ class _Streamer:
             return self._inline_map_node(keys, total)
         records, firsts, starts = key_records(keys.blob, keys.count)
         _refuse_repeated(keys.sharing_hash(records, starts))
-        if total <= self.threshold and not keys.kids:
+        if (total <= self.whole or not keys.count) and not keys.kids:
             return None
         kids = {j: (keys.key(j, starts), ref) for j, ref in keys.kids.items()}
         keys.blob = bytearray()  # not needed for the index: freed before it is written
@@ -306,7 +307,7 @@ class _Streamer:
         """``_map_node`` of a dict of at most ``MAP_INLINE_MAX`` keys: they are in its node."""
         raws = keys.raws()
         _refuse_repeated(raws)
-        if total <= self.threshold and not keys.kids:
+        if (total <= self.whole or not keys.count) and not keys.kids:
             return None
         koffs = list(keys.koffs)
         voffs = [k + len(raw) for k, raw in zip(koffs, raws, strict=False)]  # koffs has the end too
