@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
@@ -29,6 +30,9 @@ class Config:
     ``read_threads``: threads that decompress the frames of a compressed archive in bulk reads
     (``np.asarray`` of a large array, ``to_obj`` and ``verify`` of a large part); zstd releases
     the GIL, so up to one per core pays. An int >= 1; default ``min(4, os.cpu_count())``.
+    ``enc_hook``: None, or a function called with each value msglc does not store (a UUID,
+    Decimal, dataclass, plain ``Enum`` member, date, naive datetime, ...) that returns a value
+    it does, e.g. ``str``; without it such values are refused (``TypeError``).
     """
 
     small_obj_optimization_threshold: int = 8192
@@ -38,6 +42,7 @@ class Config:
     compression: str | None = None
     compression_level: int = 3
     read_threads: int = field(default_factory=lambda: min(4, os.cpu_count() or 1))
+    enc_hook: Callable[[Any], Any] | None = None
 
 
 _NAMES = frozenset(f.name for f in fields(Config))
@@ -62,6 +67,8 @@ def _check(options: dict[str, Any]) -> None:
         threads = options["read_threads"]
         if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
             raise ValueError(f"read_threads must be an int >= 1, got {threads!r}")
+    if options.get("enc_hook") is not None and not callable(options["enc_hook"]):
+        raise TypeError(f"enc_hook must be a function or None, got {options['enc_hook']!r}")
     for name in ("disable_gc", "durable", "numpy_encoder"):
         if name in options and not isinstance(options[name], bool):
             raise TypeError(f"{name} must be True or False, got {options[name]!r}")

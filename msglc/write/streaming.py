@@ -26,7 +26,7 @@ from collections.abc import Callable, ItemsView, Iterable, Iterator, Sequence, S
 from contextlib import ExitStack
 from itertools import islice
 from types import TracebackType
-from typing import Any, BinaryIO, TypeVar
+from typing import Any, BinaryIO, TypeVar, cast
 
 import msgspec
 
@@ -38,6 +38,7 @@ from msglc.format.nodes import ListNode, MapNode, whole_max
 from msglc.io.atomic import atomic_file, is_named
 from msglc.io.names import RemotePath, resolve_name
 from msglc.io.uploads import spooled_target
+from msglc.util import accel
 from msglc.util.checksum import crc32_combine, data_crc32
 from msglc.util.runtime import gc_paused
 from msglc.write import values as validate
@@ -130,6 +131,7 @@ class _Streamer:
         self.whole = whole_max(self.threshold)  # containers up to this size get no node
         self.numpy_encoder = cfg.numpy_encoder
         self.disable_gc = cfg.disable_gc
+        self.enc_hook = cfg.enc_hook
         # plain-archive blocks, compressed too: frames are cut at fixed sizes here, not at block
         # starts, and a block across a cut costs its lookup a second frame (2 KB blocks: 11% slower)
         self.block_bytes = BLOCK_BYTES
@@ -142,6 +144,7 @@ class _Streamer:
         Raises ``validate.Unsupported`` (with the path below ``obj``) for values it refuses."""
         if is_streamed(obj):
             return self._container(obj)
+        obj = self._converted(obj)
         arrays = ArrayEncoder(self.numpy_encoder)
         try:
             with gc_paused(
@@ -157,6 +160,12 @@ class _Streamer:
         for chunk in section.chunks():
             self.data.write(chunk)
         return section.size, ref if ref[1] else None
+
+    def _converted(self, value: _V) -> _V:
+        """``value`` with the values msglc refuses converted by the ``enc_hook`` option."""
+        if self.enc_hook is None or (accel.speedups is not None and accel.speedups.plain_values(value)):
+            return value
+        return cast(_V, validate.converted(value, self.enc_hook))
 
     def _builder(self, buf: bytes, section: DataSection) -> TocBuilder:
         return TocBuilder(buf, self.threshold, section.splices, toc_base=len(self.toc), block_bytes=self.block_bytes)
@@ -216,6 +225,7 @@ class _Streamer:
         """Write a batch of the list's items (the list starts at ``start``); returns the bytes
         written. One msgspec call, unless items hold streamed values."""
         at = self.data.pos
+        batch = self._converted(batch)
         try:
             encoded = self._batch(batch, TocBuilder.list_items)
         except validate.Unsupported as e:
@@ -250,7 +260,7 @@ class _Streamer:
         keys = _Keys()
         size = 16
         while batch := list(islice(pairs, size)):
-            size = _next_size(size, self._dict_batch(_entries(batch), start, keys))
+            size = _next_size(size, self._dict_batch(_entries(batch, self._converted), start, keys))
         self._close(reserved, b"\xdf", keys.count)
         total = self.data.pos - start
         return total, self._map_node(keys, total)
@@ -452,9 +462,10 @@ def _next_size(size: int, nbytes: int) -> int:
     return max(1, min(BATCH, size * 2, size * BATCH_BYTES // max(nbytes, 1)))
 
 
-def _entries(batch: list[Any]) -> dict[Any, Any]:
-    """A batch of (key, value) pairs as a dict, checked: pairs, str or int keys, none twice
-    in the batch (``_Keys`` finds those repeated across batches). C-level passes only."""
+def _entries(batch: list[Any], convert: Callable[[dict[Any, Any]], dict[Any, Any]]) -> dict[Any, Any]:
+    """A batch of (key, value) pairs as a dict, ``convert``-ed (the ``enc_hook`` option) and
+    checked: pairs, str or int keys, none twice in the batch (``_Keys`` finds those repeated
+    across batches). C-level passes only."""
     if not all(issubclass(t, (tuple, list)) for t in set(map(type, batch))) or set(map(len, batch)) != {2}:
         raise _bad_pair(batch)
     try:
@@ -464,6 +475,7 @@ def _entries(batch: list[Any]) -> dict[Any, Any]:
             if not validate.key_type_ok(type(key)):
                 raise validate.bad_key(key) from None
         raise
+    entries = convert(entries)
     validate.check_keys(entries)
     if len(entries) < len(batch):
         _refuse_repeated([_key_encoder.encode(key) for key, _ in batch])
