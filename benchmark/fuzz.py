@@ -193,13 +193,27 @@ def plain(x: Any) -> Any:
     return x
 
 
-def _segment(seg: Any) -> int | slice:
+def _segment(seg: Any, n: int) -> int | slice:
+    """A str segment on n items, as the README defines it: ``start:stop`` or
+    ``start:step:stop`` (defaults 0, 1, n), a start outside [-n, n) or a stop outside
+    [1-n, n] moved by n at a time until inside."""
     if not isinstance(seg, str):
         return seg
     parts = seg.split(":")
     if len(parts) == 1:
         return int(seg)
-    return slice(*(int(p) if p else None for p in parts))
+    if len(parts) == 2:
+        parts.insert(1, "")
+    start, step, stop = (int(p) if p else d for p, d in zip(parts, (0, 1, n), strict=True))
+    while n and start < -n:
+        start += n
+    while n and start >= n:
+        start -= n
+    while n and stop < 1 - n:
+        stop += n
+    while n and stop > n:
+        stop -= n
+    return slice(start, stop, step)
 
 
 def expect(obj: Any, segs: list) -> Any:
@@ -208,9 +222,12 @@ def expect(obj: Any, segs: list) -> Any:
     for d, seg in enumerate(segs):
         if isinstance(obj, np.ndarray):
             take = segs[d : d + max(obj.ndim, 1)]
-            return expect(obj[tuple(_segment(s) for s in take)], segs[d + len(take) :])
+            return expect(
+                obj[tuple(_segment(s, obj.shape[k] if k < obj.ndim else 0) for k, s in enumerate(take))],
+                segs[d + len(take) :],
+            )
         if isinstance(obj, list):
-            index = _segment(seg)
+            index = _segment(seg, len(obj))
             if isinstance(index, slice):
                 return [expect(x, segs[d + 1 :]) for x in obj[index]]
             obj = obj[index]
@@ -622,10 +639,10 @@ def _paths(truth: Any, rng: random.Random, most: int = 14) -> list:
             path = "/".join(map(str, path))
         paths.append(path)
     if isinstance(truth, list) and truth:
-        paths += [f"1:{min(4, len(truth))}", "::7", "-2:"]
+        paths += [f"1:{min(4, len(truth))}", ":7:", "-2:", f"{-len(truth) - 2}:2:{len(truth) + 3}"]
     lists = [p for p in found if all(_plain_key(seg) for seg in p) and isinstance(_expected(truth, p), list)]
     for p in rng.sample(lists, min(2, len(lists))):
-        paths.append("/".join(p) + rng.choice(["/-2:", "/0:3", "/::5"]))
+        paths.append("/".join(p) + rng.choice(["/-2:", "/0:3", "/:5:", "/1:2:-1"]))
     paths.append(["\x00no such key"] if isinstance(truth, dict) else [10**9])
     return paths
 

@@ -20,9 +20,10 @@ from typing import Any
 class Config:
     """Options that shape an archive.
 
-    ``small_obj_optimization_threshold``: containers whose encoding is at most this many bytes
-    are stored without a TOC entry and read back whole; longer lists are cut into blocks of
-    about this size. Smaller means finer random access and a larger TOC.
+    ``small_obj_optimization_threshold``: containers whose encoding is shorter than this many
+    bytes (and empty ones) are stored without a TOC entry and read back whole; longer lists are
+    cut into blocks of about this size. Smaller means finer random access and a larger TOC; 0
+    and 1 give every non-empty container an entry (the published msglc's meaning).
     ``disable_gc``: pause the cyclic garbage collector while encoding or decoding many objects
     (it otherwise rescans the growing heap again and again).
     ``durable``: ``dump`` to a path flushes the file and the rename to disk (``fsync``) before
@@ -37,6 +38,9 @@ class Config:
     ``read_threads``: threads that decompress the frames of a compressed archive in bulk reads
     (``np.asarray`` of a large array, ``to_obj`` and ``verify`` of a large part); zstd releases
     the GIL, so up to one per core pays. An int >= 1; default ``min(4, os.cpu_count())``.
+    ``enc_hook``: None, or a function called with each value msglc does not store (a UUID,
+    Decimal, dataclass, plain ``Enum`` member, date, naive datetime, ...) that returns a value
+    it does, e.g. ``str``; without it such values are refused (``TypeError``).
     """
 
     small_obj_optimization_threshold: int = 8192
@@ -46,6 +50,7 @@ class Config:
     compression: str | None = None
     compression_level: int = 3
     read_threads: int = field(default_factory=lambda: min(4, os.cpu_count() or 1))
+    enc_hook: Callable[[Any], Any] | None = None
 
 
 _NAMES = frozenset(f.name for f in fields(Config))
@@ -129,9 +134,9 @@ def _check(options: dict[str, Any], known: frozenset[str] = _NAMES) -> None:
         raise TypeError(f"unknown msglc option(s): {', '.join(sorted(unknown))}; known: {', '.join(sorted(known))}")
     threshold = options.get("small_obj_optimization_threshold")
     if threshold is not None and (
-        not isinstance(threshold, int) or isinstance(threshold, bool) or not 64 <= threshold <= 2**31
+        not isinstance(threshold, int) or isinstance(threshold, bool) or not 0 <= threshold <= 2**31
     ):
-        raise ValueError(f"small_obj_optimization_threshold must be an int in [64, 2**31], got {threshold!r}")
+        raise ValueError(f"small_obj_optimization_threshold must be an int in [0, 2**31], got {threshold!r}")
     if "compression" in options and options["compression"] not in (None, "zstd"):
         raise ValueError(f"compression must be None or 'zstd', got {options['compression']!r}")
     level = options.get("compression_level")
@@ -141,6 +146,8 @@ def _check(options: dict[str, Any], known: frozenset[str] = _NAMES) -> None:
         threads = options["read_threads"]
         if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
             raise ValueError(f"read_threads must be an int >= 1, got {threads!r}")
+    if options.get("enc_hook") is not None and not callable(options["enc_hook"]):
+        raise TypeError(f"enc_hook must be a function or None, got {options['enc_hook']!r}")
     for name in ("disable_gc", "durable", "numpy_encoder"):
         if name in options and not isinstance(options[name], bool):
             raise TypeError(f"{name} must be True or False, got {options[name]!r}")

@@ -31,7 +31,7 @@ values = st.recursive(
     ),
     max_leaves=200,
 )
-thresholds = st.sampled_from([64, 100, 256, 1024, 8192])
+thresholds = st.sampled_from([0, 1, 16, 64, 100, 256, 1024, 8192])
 
 
 def check_lazy(lazy, expected, depth=0):

@@ -61,7 +61,17 @@ from msglc.format.container import (
 )
 from msglc.format.hash_index import MAP_INLINE_MAX, entry_hashes, le_array, region_layout
 from msglc.format.msgpack import container_header, recount_header
-from msglc.format.nodes import ArrayNode, BlockHashMapNode, HashMapNode, ListNode, MapNode, Ref, StrideNode, frame_node
+from msglc.format.nodes import (
+    ArrayNode,
+    BlockHashMapNode,
+    HashMapNode,
+    ListNode,
+    MapNode,
+    Ref,
+    StrideNode,
+    frame_node,
+    whole_max,
+)
 from msglc.io.names import RemotePath, resolve_name
 from msglc.read.archive import Archive
 from msglc.read.views import LazyDict, view
@@ -458,7 +468,7 @@ class Existing:
         builder = TocBuilder(b"", threshold, toc_base=toc_base)
         n = self.count + len(inputs)
         if isinstance(node, (ListNode, StrideNode)):
-            if isinstance(node, StrideNode) and len(node.dims) > 1 and node.dims[0][2] > threshold:
+            if isinstance(node, StrideNode) and len(node.dims) > 1 and node.dims[0][2] > whole_max(threshold):
                 h0, n0, s0 = node.dims[0]  # rows keep a node: one fixed-stride node all of them share
                 row = builder.add_node(StrideNode(dims=node.dims[1:], lazy_min=node.lazy_min))
                 starts, offs, kids = (

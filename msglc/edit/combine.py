@@ -37,7 +37,7 @@ from msglc.errors import CorruptedError
 from msglc.format.container import COMPRESSED, HEADER_SIZE, Trailer, pack_header
 from msglc.format.hash_index import MAP_INLINE_MAX
 from msglc.format.msgpack import array_header, map_header
-from msglc.format.nodes import ListNode, MapNode
+from msglc.format.nodes import ListNode, MapNode, whole_max
 from msglc.io.atomic import output
 from msglc.read.archive import Archive
 from msglc.util.checksum import crc32_combine
@@ -158,7 +158,7 @@ def _root_node(
     TOCs, which take ``toc_base`` bytes): each input with a root node is a child."""
     n = len(inputs)
     offs, kids = entries_layout(inputs, keys, len(header), 0)
-    if not kids and offs[-1] <= threshold:
+    if not kids and (offs[-1] <= whole_max(threshold) or not n):
         return (0, 0), b""  # small: the root is read whole, as dump() would write it
     builder = TocBuilder(b"", threshold, toc_base=toc_base)
     if not keys or not keys[0]:

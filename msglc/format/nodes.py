@@ -14,6 +14,15 @@ from msglc.errors import (
 from msglc.format.container import U32
 from msglc.format.hash_index import READ_MAX_BLOCK_BITS, block_layout, region_layout
 
+
+def whole_max(threshold: int) -> int:
+    """The longest container encoding that writers store without a node of its own under the
+    small-object ``threshold``: a container shorter than the threshold is read whole (the
+    published msglc's meaning), and so is an empty one, which has nothing to index. So 0
+    and 1 both give every non-empty container a node."""
+    return max(threshold - 1, 1)
+
+
 # ---- TOC nodes -------------------------------------------------------------------------------
 # A reference to a node is (distance back from the referring node's start, framed length).
 Ref = tuple[int, int]

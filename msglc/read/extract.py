@@ -11,7 +11,7 @@ import msgspec
 from msglc.errors import CorruptedError
 from msglc.format.container import HEADER_SIZE, Trailer, pack_header
 from msglc.format.msgpack import container_header_size
-from msglc.format.nodes import StrideNode, frame_node
+from msglc.format.nodes import StrideNode, frame_node, whole_max
 from msglc.format.strides import STRIDE_LAZY_MIN, stride_dims
 from msglc.read.archive import Archive, Location
 from msglc.util.checksum import data_crc32
@@ -43,14 +43,14 @@ def part_archive(a: Archive, where: Location, count: int) -> Iterator[bytes | me
 
 
 def _row_node(data: bytes, count: int, threshold: int) -> bytes:
-    """The TOC ``dump`` writes for a fixed-stride row: none up to the threshold, else its
+    """The TOC ``dump`` writes for a fixed-stride row: none when shorter than the threshold, else its
     ``StrideNode`` (the row's bytes prove its strides as its parent's did)."""
-    if len(data) <= threshold:
+    if len(data) <= whole_max(threshold):
         return b""
     dims = stride_dims(data, 0, container_header_size(data[0]), count, len(data))
     if dims is None:
         raise CorruptedError(f"a row of {len(data)} bytes in a fixed-stride list does not have fixed strides")
-    return frame_node(StrideNode(dims=dims, lazy_min=min(threshold, STRIDE_LAZY_MIN)))
+    return frame_node(StrideNode(dims=dims, lazy_min=min(whole_max(threshold) + 1, STRIDE_LAZY_MIN)))
 
 
 def compacted(a: Archive) -> Iterator[bytes | memoryview]:

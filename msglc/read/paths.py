@@ -1,11 +1,17 @@
 """Paths into an archive: ``"a/b/3"``, ``["a", "b", 3]``, slices; parsed once and resolved
-against lazy views or plain values alike."""
+against lazy views or plain values alike.
+
+A str segment on a list follows the published msglc's syntax: an int (``int()``'s), or a slice
+``start:stop`` or ``start:step:stop`` (the middle part is the step), empty parts meaning 0, 1
+and the length; out-of-range slice bounds wrap by the length (``normalised_slice``). Python
+``slice`` objects and ints in list paths keep Python's meaning, and an int out of range raises
+IndexError."""
 
 from __future__ import annotations
 
 import re
 import sys
-from typing import Any
+from typing import Any, cast
 
 from msglc.read.array import LazyArray
 from msglc.read.views import LazyDict, LazyList
@@ -18,7 +24,7 @@ def split_path(path: Any) -> list[Any]:
         return [seg for seg in path.split("/") if seg != ""]
     if isinstance(path, (list, tuple)):
         return list(path)
-    if isinstance(path, int) and not isinstance(path, bool):
+    if (isinstance(path, int) and not isinstance(path, bool)) or isinstance(path, slice):
         return [path]
     raise TypeError(f"a path is a str like 'a/b/3' or a list of keys and indices, not {type(path).__name__}")
 
@@ -31,17 +37,24 @@ def resolve(obj: Any, segments: list[Any], done: tuple[Any, ...] = ()) -> Any:
         if isinstance(obj, LazyArray) or _is_ndarray(obj):
             # the next ndim segments index the array at once: "m/3/4" is m[3, 4]
             take = segments[depth : depth + max(obj.ndim, 1)]
-            key = tuple(_list_index(s, [*done, *segments[: depth + k + 1]]) for k, s in enumerate(take))
+            shape = obj.shape
+            key = tuple(
+                _list_index(s, shape[k] if k < len(shape) else 0, [*done, *segments[: depth + k + 1]])
+                for k, s in enumerate(take)
+            )
             try:
                 value = obj[key]
             except IndexError as e:
                 raise IndexError(f"{e} (at {_joined([*done, *segments[: depth + len(take)]])})") from None
             return resolve(value, segments[depth + len(take) :], (*done, *segments[: depth + len(take)]))
         if isinstance(obj, (list, LazyList)):
-            index = _list_index(seg, where)
+            index = _list_index(seg, len(obj), where)
             if isinstance(index, slice):
                 before = (*done, *segments[:depth])
-                positions = range(*index.indices(len(obj)))
+                try:
+                    positions = range(*index.indices(len(obj)))
+                except ValueError as e:  # a step of 0
+                    raise ValueError(f"{e} (at {_joined(where)})") from None
                 return [
                     resolve(x, segments[depth + 1 :], (*before, i)) for i, x in zip(positions, obj[index], strict=True)
                 ]
@@ -69,16 +82,43 @@ def _is_ndarray(obj: Any) -> bool:
     return np is not None and isinstance(obj, np.ndarray)
 
 
-def _list_index(seg: int | slice | str, where: list[Any]) -> int | slice:
+def _list_index(seg: int | slice | str, n: int, where: list[Any]) -> int | slice:
+    """A list segment as an index into a list of ``n``: a str is parsed (published syntax),
+    anything else is used as it is."""
     if not isinstance(seg, str):
         return seg
+    index = _int(seg)
+    if index is not None:
+        return index
     parts = seg.split(":")
-    if len(parts) <= 3 and all(p == "" or _INT.fullmatch(p) for p in parts) and (len(parts) > 1 or parts[0]):
-        if len(parts) == 1:
-            return int(seg)
-        if parts[2:] != ["0"]:
-            return slice(*(int(p) if p else None for p in parts))
-    raise TypeError(f"list index must be an int or a slice like '1:5', not {seg!r} (at {'/'.join(map(str, where))})")
+    if 2 <= len(parts) <= 3:
+        start, step, stop = parts[0], parts[1] if len(parts) == 3 else "", parts[-1]
+        bounds = (_int(start) if start else 0, _int(step) if step else 1, _int(stop) if stop else n)
+        if None not in bounds:
+            return normalised_slice(*cast("tuple[int, int, int]", bounds), n)
+    raise TypeError(
+        f"list index must be an int, 'start:stop' or 'start:step:stop', not {seg!r} (at {'/'.join(map(str, where))})"
+    )
+
+
+def _int(text: str) -> int | None:
+    try:
+        return int(text)
+    except ValueError:
+        return None
+
+
+def normalised_slice(start: int, step: int, stop: int, n: int) -> slice:
+    """The slice a path segment ``start:step:stop`` means on a list of ``n``, as the published
+    msglc computes it: a start outside [-n, n) and a stop outside [1-n, n] are shifted by
+    multiples of n into those ranges (so ``"-202:"`` and ``"398:"`` on 200 items both mean the
+    last two); the slice then applies as Python's. An empty list has nothing to wrap around."""
+    if n:
+        if not -n <= start < n:
+            start = start % n - (n if start < 0 else 0)
+        if not 1 - n <= stop <= n:
+            stop = (stop - 1) % n + (1 - n if stop < 0 else 1)
+    return slice(start, stop, step)
 
 
 def _dict_value(d: Any, seg: Any, where: list[Any]) -> Any:

@@ -11,6 +11,7 @@ import msgspec
 from msglc.config import current
 from msglc.format.container import COMPRESSED, Trailer, pack_header
 from msglc.format.hash_index import writer_block_bytes
+from msglc.util import accel
 from msglc.util.checksum import ParallelCrc
 from msglc.util.optional import zstandard
 from msglc.util.runtime import gc_paused
@@ -59,6 +60,8 @@ class Encoded:
         self.durable = cfg.durable
         self.disable_gc = cfg.disable_gc
         self.obj = obj
+        if cfg.enc_hook is not None and not (accel.speedups is not None and accel.speedups.plain_values(obj)):
+            obj = self.obj = validate.converted(obj, cfg.enc_hook)
         arrays = ArrayEncoder(cfg.numpy_encoder)
         with gc_paused(self.disable_gc):
             self.data = DataSection(encode_value(obj, arrays), arrays)

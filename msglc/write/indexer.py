@@ -50,6 +50,7 @@ from msglc.format.nodes import (
     Ref,
     StrideNode,
     frame_node,
+    whole_max,
 )
 from msglc.format.numpy_ext import parse_head
 from msglc.format.strides import STRIDE_LAZY_MIN, stride_dims
@@ -90,7 +91,8 @@ class TocBuilder:
         block_bytes: int = BLOCK_BYTES,
     ) -> None:
         self.buf = buf
-        self.threshold = threshold
+        self.threshold = threshold  # spans are cut at about this size
+        self.whole = whole_max(threshold)  # containers up to this size get no node
         self.block_bytes = block_bytes  # the block index's block size (larger in compressed archives)
         self.toc = bytearray()
         self.toc_base = toc_base  # TOC bytes written before this builder's (combine copies them)
@@ -135,7 +137,7 @@ class TocBuilder:
 
     def index(self, obj: Any, a: int, b: int) -> tuple[int, int] | None:
         """Node for the container encoded at buf[a:b], or None when it needs none."""
-        if self._real(b) - self._real(a) <= self.threshold:
+        if self._real(b) - self._real(a) <= self.whole:
             return None
         k = validate.kind(type(obj))
         if k == validate.SEQ:
@@ -177,7 +179,7 @@ class TocBuilder:
         dims = None if self._spliced(a, b) else stride_dims(self.buf, a, h, n, b)
         if dims is not None:
             self._check_stride_types(seq, dims, a)
-            lazy_min = min(self.threshold, STRIDE_LAZY_MIN)
+            lazy_min = min(self.whole + 1, STRIDE_LAZY_MIN)
             return self.add_node(StrideNode(dims=dims, lazy_min=lazy_min))
         real_offs, kids = self.list_items(seq, a, b, h)
         starts, span_offs, span_kids = self.spans(real_offs, n, kids)
@@ -188,7 +190,7 @@ class TocBuilder:
         buf[a:b] with an h-byte header, and the nodes of its large items; every item checked."""
         real_offs: Sequence[int]
         if accel.speedups is not None and not self._spliced(a, b):  # the same layout without a Python object per item
-            offs_bytes, big = accel.speedups.list_index(self.buf, a + h, len(seq), a, self.threshold)
+            offs_bytes, big = accel.speedups.list_index(self.buf, a + h, len(seq), a, self.whole)
             real_offs = le_array("Q", offs_bytes)
             kids = self._index_children((j, seq[j], a + start, a + end) for j, start, end in big)
         else:
@@ -202,12 +204,12 @@ class TocBuilder:
         return real_offs, kids
 
     def big_children(self, a: int, starts: list[int], lens: list[int]) -> list[int]:
-        """Indices of the children that get a node of their own: longer than the threshold,
+        """Indices of the children that get a node of their own: not shorter than the threshold,
         and arrays, maps or NumPy arrays (the C path decides the same way; ``verify`` asks the
         same). ``starts[j]`` is child j's offset from ``a``, ``lens[j]`` its length."""
-        if not lens or max(lens) <= self.threshold:
+        if not lens or max(lens) <= self.whole:
             return []
-        long = compress(range(len(lens)), map(self.threshold.__lt__, lens))
+        long = compress(range(len(lens)), map(self.whole.__lt__, lens))
         return [j for j in long if gets_node(self.buf, a + starts[j])]
 
     def _index_children(self, children: Iterable[tuple[_L, Any, int, int]]) -> dict[_L, tuple[int, int]]:
@@ -303,7 +305,7 @@ class TocBuilder:
         assert speedups is not None  # the caller checked
         page_bits = hash_page_bits(n)
         offs_bytes, width, rec_bytes, firsts_bytes, big = speedups.map_index(
-            self.buf, a + h, n, a, self.threshold, page_bits
+            self.buf, a + h, n, a, self.whole, page_bits
         )
         koffs = le_array("I" if width == 4 else "Q", offs_bytes)
         entry_kids: dict[int, tuple[str | int, tuple[int, int]]] = {}

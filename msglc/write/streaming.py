@@ -26,7 +26,7 @@ from collections.abc import Callable, ItemsView, Iterable, Iterator, Sequence, S
 from contextlib import ExitStack
 from itertools import islice
 from types import TracebackType
-from typing import Any, BinaryIO, TypeVar
+from typing import Any, BinaryIO, TypeVar, cast
 
 import msgspec
 
@@ -34,10 +34,11 @@ from msglc.config import Config, current
 from msglc.format.container import COMPRESSED, HEADER_SIZE, Trailer, pack_header
 from msglc.format.hash_index import BLOCK_BYTES, MAP_INLINE_MAX, block_bits_for, region_of
 from msglc.format.msgpack import array_header, container_header_size, map_header
-from msglc.format.nodes import ListNode, MapNode
+from msglc.format.nodes import ListNode, MapNode, whole_max
 from msglc.io.atomic import atomic_file, is_named
 from msglc.io.names import RemotePath, resolve_name
 from msglc.io.uploads import spooled_target
+from msglc.util import accel
 from msglc.util.checksum import crc32_combine, data_crc32
 from msglc.util.runtime import gc_paused
 from msglc.write import values as validate
@@ -126,9 +127,11 @@ class _Streamer:
 
     def __init__(self, data: _Data, cfg: Config) -> None:
         self.data = data
-        self.threshold = cfg.small_obj_optimization_threshold
+        self.threshold = cfg.small_obj_optimization_threshold  # spans are cut at about this size
+        self.whole = whole_max(self.threshold)  # containers up to this size get no node
         self.numpy_encoder = cfg.numpy_encoder
         self.disable_gc = cfg.disable_gc
+        self.enc_hook = cfg.enc_hook
         # plain-archive blocks, compressed too: frames are cut at fixed sizes here, not at block
         # starts, and a block across a cut costs its lookup a second frame (2 KB blocks: 11% slower)
         self.block_bytes = BLOCK_BYTES
@@ -141,6 +144,7 @@ class _Streamer:
         Raises ``validate.Unsupported`` (with the path below ``obj``) for values it refuses."""
         if is_streamed(obj):
             return self._container(obj)
+        obj = self._converted(obj)
         arrays = ArrayEncoder(self.numpy_encoder)
         try:
             with gc_paused(
@@ -156,6 +160,12 @@ class _Streamer:
         for chunk in section.chunks():
             self.data.write(chunk)
         return section.size, ref if ref[1] else None
+
+    def _converted(self, value: _V) -> _V:
+        """``value`` with the values msglc refuses converted by the ``enc_hook`` option."""
+        if self.enc_hook is None or (accel.speedups is not None and accel.speedups.plain_values(value)):
+            return value
+        return cast(_V, validate.converted(value, self.enc_hook))
 
     def _builder(self, buf: bytes, section: DataSection) -> TocBuilder:
         return TocBuilder(buf, self.threshold, section.splices, toc_base=len(self.toc), block_bytes=self.block_bytes)
@@ -205,7 +215,7 @@ class _Streamer:
             size = _next_size(size, self._list_batch(batch, start, spans))
         self._close(reserved, b"\xdd", spans.count)
         total = self.data.pos - start
-        if total <= self.threshold and not spans.kids:
+        if (total <= self.whole or not spans.count) and not spans.kids:
             return total, None
         return total, self.nodes.add_node(
             ListNode(n=spans.count, starts=spans.starts, offs=[*spans.offs, total], kids=self.nodes.refs(spans.kids))
@@ -215,6 +225,7 @@ class _Streamer:
         """Write a batch of the list's items (the list starts at ``start``); returns the bytes
         written. One msgspec call, unless items hold streamed values."""
         at = self.data.pos
+        batch = self._converted(batch)
         try:
             encoded = self._batch(batch, TocBuilder.list_items)
         except validate.Unsupported as e:
@@ -249,7 +260,7 @@ class _Streamer:
         keys = _Keys()
         size = 16
         while batch := list(islice(pairs, size)):
-            size = _next_size(size, self._dict_batch(_entries(batch), start, keys))
+            size = _next_size(size, self._dict_batch(_entries(batch, self._converted), start, keys))
         self._close(reserved, b"\xdf", keys.count)
         total = self.data.pos - start
         return total, self._map_node(keys, total)
@@ -291,7 +302,7 @@ class _Streamer:
             return self._inline_map_node(keys, total)
         records, firsts, starts = key_records(keys.blob, keys.count)
         _refuse_repeated(keys.sharing_hash(records, starts))
-        if total <= self.threshold and not keys.kids:
+        if (total <= self.whole or not keys.count) and not keys.kids:
             return None
         kids = {j: (keys.key(j, starts), ref) for j, ref in keys.kids.items()}
         keys.blob = bytearray()  # not needed for the index: freed before it is written
@@ -306,7 +317,7 @@ class _Streamer:
         """``_map_node`` of a dict of at most ``MAP_INLINE_MAX`` keys: they are in its node."""
         raws = keys.raws()
         _refuse_repeated(raws)
-        if total <= self.threshold and not keys.kids:
+        if (total <= self.whole or not keys.count) and not keys.kids:
             return None
         koffs = list(keys.koffs)
         voffs = [k + len(raw) for k, raw in zip(koffs, raws, strict=False)]  # koffs has the end too
@@ -451,9 +462,10 @@ def _next_size(size: int, nbytes: int) -> int:
     return max(1, min(BATCH, size * 2, size * BATCH_BYTES // max(nbytes, 1)))
 
 
-def _entries(batch: list[Any]) -> dict[Any, Any]:
-    """A batch of (key, value) pairs as a dict, checked: pairs, str or int keys, none twice
-    in the batch (``_Keys`` finds those repeated across batches). C-level passes only."""
+def _entries(batch: list[Any], convert: Callable[[dict[Any, Any]], dict[Any, Any]]) -> dict[Any, Any]:
+    """A batch of (key, value) pairs as a dict, ``convert``-ed (the ``enc_hook`` option) and
+    checked: pairs, str or int keys, none twice in the batch (``_Keys`` finds those repeated
+    across batches). C-level passes only."""
     if not all(issubclass(t, (tuple, list)) for t in set(map(type, batch))) or set(map(len, batch)) != {2}:
         raise _bad_pair(batch)
     try:
@@ -463,6 +475,7 @@ def _entries(batch: list[Any]) -> dict[Any, Any]:
             if not validate.key_type_ok(type(key)):
                 raise validate.bad_key(key) from None
         raise
+    entries = convert(entries)
     validate.check_keys(entries)
     if len(entries) < len(batch):
         _refuse_repeated([_key_encoder.encode(key) for key, _ in batch])

@@ -1,8 +1,11 @@
 """Refuse values msglc cannot store faithfully, naming the type and where it sits.
 
-msgspec happily encodes datetimes, UUIDs, dataclasses, enums and more, but they would read back
-as different types. The check visits containers with C-level ``set(map(type, ...))`` passes and
-descends only into container items, so runs of scalars cost a few nanoseconds each.
+msgspec happily encodes naive datetimes, UUIDs, dataclasses, enums and more, but they would read
+back as different types (strs, dicts, plain values). Aware datetimes are stored, as msgpack
+timestamps (extension -1, which msgspec decodes to UTC datetimes). The check visits containers
+with C-level ``set(map(type, ...))`` passes and descends only into container items, so runs of
+scalars cost a few nanoseconds each. ``converted`` applies the ``enc_hook`` option: the user's
+conversion of refused values into storable ones.
 
 It reads containers as msgspec encodes them, from their C storage (``dict.items(d)``, never a
 subclass's override), and raises ``Streamed`` at a subclass whose own iteration would give
@@ -11,6 +14,7 @@ something else (``streamed.iterates``): the writer then streams the object inste
 
 from __future__ import annotations
 
+import datetime
 import enum
 import sys
 from collections.abc import Callable, Container, Iterable
@@ -18,7 +22,7 @@ from contextlib import suppress
 from typing import Any
 
 from msglc.util import accel
-from msglc.write.streams import Streamed, iterates, reordered
+from msglc.write.streams import Streamed, is_streamed, iterates, reordered
 
 SCALAR, SEQ, MAP = 1, 2, 3
 
@@ -33,6 +37,7 @@ _KINDS: dict[type, int] = {
     type(None): SCALAR, bool: SCALAR, int: SCALAR, float: SCALAR, str: SCALAR,
     bytes: SCALAR, bytearray: SCALAR, memoryview: SCALAR,
     list: SEQ, tuple: SEQ, set: SEQ, frozenset: SEQ, dict: MAP,
+    datetime.datetime: SCALAR,  # an aware one (``naive`` checks each value)
 }  # fmt: skip
 
 
@@ -42,16 +47,30 @@ _CONTAINER_BASES = ((list, SEQ), (tuple, SEQ), (set, SEQ), (frozenset, SEQ), (di
 class Unsupported(Exception):
     """Internal: carries the offending type and the path to it, built while unwinding."""
 
-    def __init__(self, what: str) -> None:
+    def __init__(self, what: str, hint: str = "") -> None:
         self.what = what
+        self.hint = hint
         self.path: list[Any] = []
 
     def error(self) -> TypeError:
         where = "/".join(str(p) for p in reversed(self.path)) or "the root"
         return TypeError(
-            f"msglc cannot store {self.what} (at {where}): supported are None, bool, int, float, str, bytes, "
-            "list, tuple, set, dict with str or int keys, and NumPy arrays and scalars"
+            f"msglc cannot store {self.what} (at {where}){self.hint}: supported are None, bool, int, float, str, "
+            "bytes, list, tuple, set, dict with str or int keys, datetimes with a timezone, and NumPy arrays and "
+            "scalars; to store other values, pass enc_hook=<function returning a supported value> (per call or to "
+            "msglc.configure), e.g. enc_hook=str for UUID and Decimal"
         )
+
+
+def naive(x: Any) -> bool:
+    """A datetime without a UTC offset, which msgspec would write as a str."""
+    return type(x) is datetime.datetime and x.utcoffset() is None
+
+
+def naive_datetime() -> Unsupported:
+    return Unsupported(
+        "a naive datetime", " (it has no timezone: give it one, e.g. dt.replace(tzinfo=datetime.timezone.utc))"
+    )
 
 
 def kind(t: type) -> int:
@@ -100,6 +119,8 @@ def check_value(x: Any) -> None:
         check_map(x)
     elif not k:
         raise unsupported_type(type(x))
+    elif naive(x):
+        raise naive_datetime()
 
 
 def check_items(seq: Seq, skip: Container[int] = frozenset()) -> None:
@@ -121,6 +142,12 @@ def _check_values(
             e.path.append(label_of(labelled(), t))
             raise e
         nested = nested or k != SCALAR
+        if t is datetime.datetime:
+            for label, x in labelled():
+                if naive(x):
+                    e = naive_datetime()
+                    e.path.append(label)
+                    raise e
     if nested:
         for label, x in labelled():
             if _KINDS.get(type(x)) != SCALAR and label not in skip:
@@ -165,6 +192,45 @@ def check_map(d: dict[Any, Any], skip: Container[Any] = frozenset()) -> None:
         raise Streamed
     check_keys(d)
     _check_values(dict.values(d), lambda: dict.items(d), skip)
+
+
+def converted(x: Any, hook: Callable[[Any], Any]) -> Any:
+    """``x`` with every value msglc refuses (``kind`` 0, naive datetimes, dict keys other than
+    str and int) replaced by ``hook(value)``, converted in turn. Containers are copied only
+    where something changed (tuples and sets then become lists, as they read back anyway);
+    NumPy values and streamed values are left as they are: the streaming writer converts the
+    items it draws."""
+    t = type(x)
+    k = _KINDS.get(t)
+    if k is None:
+        k = _KINDS[t] = _classify(t)
+    if k == SCALAR:
+        return _hooked(x, hook) if t is datetime.datetime and naive(x) else x
+    if k == SEQ:
+        items = x if t is list or t is tuple else list(x)
+        new = [converted(v, hook) for v in items]
+        return x if all(map(_same, new, items)) else new
+    if k == MAP:
+        if t is not dict and reordered(x):
+            return x  # streamed in its own order
+        out = {(k2 if key_type_ok(type(k2)) else converted(k2, hook)): converted(v, hook) for k2, v in dict.items(x)}
+        if len(out) != len(x):
+            raise ValueError("enc_hook converted two keys of a dict into the same key")
+        return x if all(map(_same, out.items(), dict.items(x))) else out
+    if k == ITERATED or is_streamed(x):
+        return x
+    return _hooked(x, hook)
+
+
+def _same(a: Any, b: Any) -> bool:
+    return a is b or (type(a) is tuple and a[0] is b[0] and a[1] is b[1])
+
+
+def _hooked(x: Any, hook: Callable[[Any], Any]) -> Any:
+    y = hook(x)
+    if type(y) is type(x) and (type(x) is not datetime.datetime or naive(y)):
+        raise TypeError(f"enc_hook returned a {type(x).__name__} for a {type(x).__name__}: it must convert the value")
+    return converted(y, hook)
 
 
 def find_path(x: Any, bad: Callable[[Any], bool], path: tuple[Any, ...] = ()) -> tuple[Any, ...] | None:

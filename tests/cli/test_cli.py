@@ -232,6 +232,8 @@ def test_paths_through_arrays_and_slices(files):
     )
     assert msgpack.unpackb(proc.stdout) == [1, 2]
     assert run("get", files / "a.mlc", "runs/1:3/id", "--format", "repr")[1] == "[1, 2]\n"
+    assert run("get", files / "a.mlc", "runs/0:2:6/id", "--format", "repr")[1] == "[0, 2, 4]\n"  # start:step:stop
+    assert run("get", "--format", "repr", files / "a.mlc", "--", "runs/-202:/id")[1] == "[198, 199]\n"
     assert run("get", files / "a.mlc", "--", "runs/-1/id")[1] == "199\n"
     assert "put -- before it" in " ".join(run("get", "--help")[1].split())
     msglc.dump(files / "m.mlc", [[1.0] * 2000] * 50, small_obj_optimization_threshold=1024)

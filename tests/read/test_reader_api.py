@@ -43,7 +43,7 @@ def test_paths(reader):
     assert reader.visit("meta/name") == "sim"
     assert reader.read("/meta/n/") == 30
     assert reader.read("runs/1:4/id") == [1, 2, 3]
-    assert reader.read("runs/::10/id") == [0, 10, 20]
+    assert reader.read("runs/:10:/id") == [0, 10, 20]  # start:step:stop
     assert reader.read("runs/-2:/id") == [28, 29]
     assert reader["runs/5/energy/2:5"] == [7.0, 8.0, 9.0]
     assert reader[7] == "int key" and reader["7"] == "str key"

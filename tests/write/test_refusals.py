@@ -111,7 +111,9 @@ def test_options_are_checked():
     with pytest.raises(TypeError, match="unknown"):
         msglc.dumps([1], small_obj_optimization=10)
     with pytest.raises(ValueError):
-        msglc.dumps([1], small_obj_optimization_threshold=0)
+        msglc.dumps([1], small_obj_optimization_threshold=-1)
+    with pytest.raises(ValueError):
+        msglc.dumps([1], small_obj_optimization_threshold=True)
     from msglc.config import configure as configure_from_module
 
     try:

@@ -357,3 +357,67 @@ def test_stop_iteration_never_escapes_to_end_the_callers_loop(obj, tmp_path):
 def test_values_that_disagree_with_items_do_not_stop_the_callers_loop():
     got = list(map(lambda i: msglc.dumps(ValuesDisagree(a=i)), range(3)))
     assert [msglc.LazyReader(data).to_obj() for data in got] == [{"a": 0}, {"a": 1}, {"a": 2}]
+
+
+class Draining:
+    """An iterator that is also the container: the published msglc's streaming idiom (a class
+    deriving from it and from list, or from dict with ``items()`` returning ``self``)."""
+
+    def __init__(self, source):
+        self._source = iter(source)
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        return next(self._source)
+
+
+class DrainingList(Draining, list):
+    pass
+
+
+class DrainingDict(Draining, dict):
+    def items(self):
+        return self
+
+
+class GeneratedList(list):
+    def __init__(self, source):
+        super().__init__()
+        self._source = source
+
+    def __iter__(self):
+        yield from self._source
+
+
+class GeneratedDict(dict):
+    def __init__(self, source):
+        super().__init__()
+        self._source = source
+
+    def items(self):
+        yield from self._source
+
+
+@pytest.mark.parametrize("how", ["dumps", "dump", "LazyWriter"])
+def test_the_published_streaming_idiom(how):
+    for make in (DrainingList, GeneratedList):
+        check(written(make(i * 3 for i in range(1000)), 64, how), [i * 3 for i in range(1000)])
+    for make in (DrainingDict, GeneratedDict):
+        check(written(make((f"r{i}", [i]) for i in range(1000)), 64, how), {f"r{i}": [i] for i in range(1000)})
+
+
+@pytest.mark.parametrize("make", [DrainingDict, GeneratedDict])
+def test_nested_streamed_dicts_keep_memory_bounded(make, tmp_path):
+    """Three levels of rows made on the fly, 1000 strings of 16 KB (16 MB) in all: never held."""
+
+    def rows(depth):
+        for i in range(10):
+            yield str(i), (make(rows(depth - 1)) if depth else "x" * (16 * 1024 + i))
+
+    peak = peak_memory(lambda: msglc.dump(tmp_path / "nested.mlc", make(rows(2))))
+    assert peak < 4 * 1024 * 1024, peak
+    with msglc.LazyReader(tmp_path / "nested.mlc") as r:
+        assert len(r) == 10 and r["3/4/5"] == "x" * (16 * 1024 + 5)
+        assert sum(len(r[f"{i}/{j}/{k}"]) for i in range(10) for j in range(10) for k in range(10)) > 16_000_000
