@@ -90,6 +90,8 @@ def append(
     *,
     validate: bool = True,
     progress: Callable[[int], None] | None = None,
+    fs: Any = None,
+    storage_options: dict[str, Any] | None = None,
     **options: Any,
 ) -> None:
     """Add entries to the archive at ``archive`` (its root a dict: named inputs; a list:
@@ -108,7 +110,7 @@ def append(
     (False is accepted and changes nothing)."""
     infos = [files] if isinstance(files, FileInfo) else list(files)
     check_names(infos)
-    archive = resolve_name(archive)
+    archive = resolve_name(archive, fs, storage_options)  # (a remote one is refused below)
     if hasattr(archive, "write") and hasattr(archive, "read") and not isinstance(archive, (str, os.PathLike)):
         return _append_to_file(archive, infos, options, progress)
     if isinstance(archive, RemotePath):

@@ -35,12 +35,22 @@ def check_target(target: Any, caller: str) -> None:
 def output(target: Any, durable: bool, size_hint: int = 0, replace: bool = True) -> Iterator[BinaryIO]:
     """Where an archive goes: a path or remote name through ``atomic_file``; a writable binary
     file object as it is (written in sequence, never seeked; it keeps what was written if the
-    write fails midway)."""
+    write fails midway), cut where the archive ends (``end_here``)."""
     if is_named(target):
         with atomic_file(target, durable, size_hint, replace) as f:
             yield f
     else:
         yield target
+        end_here(target)
+
+
+def end_here(f: Any) -> None:
+    """Cut a seekable file object at its position, where an archive just written ends: bytes
+    of an older, longer content after it (a reused ``io.BytesIO``, a file opened "r+b") would
+    make it no archive, or, read as one, show the old archive's TOC over the new data."""
+    seekable = getattr(f, "seekable", None)
+    if seekable is not None and seekable() and hasattr(f, "truncate"):
+        f.truncate()
 
 
 @contextmanager

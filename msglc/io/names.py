@@ -35,6 +35,16 @@ class RemotePath:
         return f"<RemotePath {self.path!r} on {type(self.fs).__name__}>"
 
 
+def _names_its_fs(target: Any) -> bool:
+    """Is ``target`` a path that carries its own file system (a ``upath.UPath``)?"""
+    return (
+        not isinstance(target, str)
+        and not hasattr(target, "read")
+        and hasattr(target, "fs")
+        and isinstance(getattr(target, "path", None), str)
+    )
+
+
 def resolve_name(target: Any, fs: Any = None, storage_options: dict[str, Any] | None = None) -> Any:
     """A ``RemotePath`` when ``target`` names a remote archive: a URL such as
     ``"s3://bucket/key"`` (with ``storage_options`` for its file system), a ``upath.UPath``, or
@@ -42,6 +52,8 @@ def resolve_name(target: Any, fs: Any = None, storage_options: dict[str, Any] | 
     its local path; anything else (a local path, bytes, a file object) is returned as it is."""
     if fs is None and not storage_options and not isinstance(target, str) and not hasattr(target, "fs"):
         return target
+    if fs is not None and (hasattr(target, "read") or hasattr(target, "write") or _names_its_fs(target)):
+        fs = None  # an open file, or a UPath: it knows its file system (the published msglc ignores fs= there too)
     if fs is not None:
         if storage_options:
             raise TypeError("pass storage_options or fs, not both (the file system already has its options)")
@@ -54,12 +66,7 @@ def resolve_name(target: Any, fs: Any = None, storage_options: dict[str, Any] | 
             return RemotePath(fs, path, owned=not getattr(fs, "cachable", True))
     elif storage_options:
         raise TypeError("storage_options apply to URLs such as 's3://bucket/key' only")
-    elif (
-        not isinstance(target, os.PathLike)
-        and not hasattr(target, "read")
-        and hasattr(target, "fs")
-        and isinstance(getattr(target, "path", None), str)
-    ):
+    elif _names_its_fs(target):
         fs, path = target.fs, target.path  # a UPath (or a RemotePath)
     else:
         return target

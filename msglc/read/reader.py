@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Literal, overload
 
 from msglc.config import check_codec_arg
 from msglc.read.archive import Archive, LazyStats
@@ -19,6 +19,8 @@ from msglc.read.paths import resolve, split_path
 from msglc.read.verify import verify_archive
 from msglc.read.views import LazyDict, LazyList, equal
 from msglc.util.runtime import gc_paused
+
+CHUNK = 1 << 24  # bytes per piece of raw_data(chunked=True)
 
 __all__ = ["LazyArray", "LazyReader", "LazyStats", "LazyDict", "LazyList", "to_obj"]
 
@@ -181,14 +183,28 @@ class LazyReader:
             return
         verify_archive(self._a, progress)
 
-    def raw_data(self) -> bytes:
-        """The archive's own bytes (a compressed one's as stored)."""
+    @overload
+    def raw_data(self, chunked: Literal[False] = False) -> bytes: ...
+    @overload
+    def raw_data(self, chunked: Literal[True]) -> Iterator[bytes]: ...
+    def raw_data(self, chunked: bool = False) -> bytes | Iterator[bytes]:
+        """The archive's own bytes (a compressed one's as stored); ``chunked=True``: in
+        pieces of at most 16 MB (the published msglc's default; here the whole is)."""
         a = self._a
         a.check_open()
+        if chunked:
+            return (bytes(a.file.read(at, min(CHUNK, a.file_size - at))) for at in range(0, a.file_size, CHUNK))
         return bytes(a.file.read(0, a.file_size))
 
-    def protocol_raw_data(self) -> bytes:
-        """The data section alone: plain msgpack of the stored object."""
+    @overload
+    def protocol_raw_data(self, chunked: Literal[False] = False) -> bytes: ...
+    @overload
+    def protocol_raw_data(self, chunked: Literal[True]) -> Iterator[bytes]: ...
+    def protocol_raw_data(self, chunked: bool = False) -> bytes | Iterator[bytes]:
+        """The data section alone: plain msgpack of the stored object; ``chunked=True``: in
+        pieces (``iter_protocol_raw_data``, its checksum checked as they go)."""
+        if chunked:
+            return (bytes(chunk) for chunk in self.iter_protocol_raw_data())
         t = self._a.trailer
         return bytes(self._a.read(t.data_off, t.data_len))
 

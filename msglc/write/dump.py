@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from typing import Any, BinaryIO, cast
 
 from msglc.format.container import HEADER_SIZE
-from msglc.io.atomic import atomic_file, check_target, is_named
+from msglc.io.atomic import atomic_file, check_target, end_here, is_named
 from msglc.io.names import RemotePath, resolve_name
 from msglc.util.runtime import join
 from msglc.write.encoder import Encoded
@@ -62,6 +62,7 @@ def dump(
         out = cast(BinaryIO, dest)  # not a name: a writable binary file (check_target)
         for part in list(encoded.sections()) if encoded.compression else encoded.sections():
             out.write(part)  # (compressed: every frame made before the first byte goes out)
+        end_here(out)
     except StopIteration as e:  # from a value's items() or __iter__: it must not end the caller's loop
         raise stop_iteration_error() from e
 

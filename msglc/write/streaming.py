@@ -35,7 +35,7 @@ from msglc.format.container import COMPRESSED, HEADER_SIZE, Trailer, pack_header
 from msglc.format.hash_index import BLOCK_BYTES, MAP_INLINE_MAX, block_bits_for, region_of
 from msglc.format.msgpack import array_header, container_header_size, map_header
 from msglc.format.nodes import ListNode, MapNode, whole_max
-from msglc.io.atomic import atomic_file, is_named
+from msglc.io.atomic import atomic_file, end_here, is_named
 from msglc.io.names import RemotePath, resolve_name
 from msglc.io.uploads import spooled_target
 from msglc.util import accel
@@ -444,6 +444,8 @@ class LazyWriter:
             stored, len(toc), self._root, data.checksum(), self.cfg.small_obj_optimization_threshold
         )
         data.f.write(trailer.pack(self.header))
+        if not self.is_path:
+            end_here(data.f)
 
 
 def _encode_value(value: Any, arrays: ArrayEncoder) -> bytes:
