@@ -73,6 +73,7 @@ from msglc.format.nodes import (
     whole_max,
 )
 from msglc.io.names import RemotePath, resolve_name
+from msglc.io.uploads import remote_target
 from msglc.read.archive import Archive
 from msglc.read.views import LazyDict, view
 from msglc.util.checksum import crc32_combine
@@ -110,14 +111,11 @@ def append(
     (False is accepted and changes nothing)."""
     infos = [files] if isinstance(files, FileInfo) else list(files)
     check_names(infos)
-    archive = resolve_name(archive, fs, storage_options)  # (a remote one is refused below)
+    archive = resolve_name(archive, fs, storage_options)
     if hasattr(archive, "write") and hasattr(archive, "read") and not isinstance(archive, (str, os.PathLike)):
         return _append_to_file(archive, infos, options, progress)
     if isinstance(archive, RemotePath):
-        raise TypeError(
-            "append() needs a local archive: an object in object storage cannot be changed in place; "
-            "combine() into a new one"
-        )
+        return _append_remote(archive, infos, options, progress)
     if not isinstance(archive, (str, os.PathLike)):
         raise TypeError(f"append() needs the path of an archive, not {type(archive).__name__}")
     while True:
@@ -132,6 +130,23 @@ def append(
                 return _append(archive, f.fileno(), existing, infos, options, progress or (lambda n: None))
             finally:
                 existing.close()
+
+
+def _append_remote(
+    target: RemotePath, infos: list[FileInfo], options: dict[str, Any], progress: Callable[[int], None] | None
+) -> None:
+    """An archive in object storage, where nothing changes in place: downloaded to a local
+    temporary copy, appended to there, and uploaded whole (``remote_target``: where the store
+    commits on completion, S3 among them, a failure leaves the old object as it was)."""
+    current(**options)  # the options checked before any copy
+    with tempfile.TemporaryDirectory(prefix="msglc-append-") as scratch:
+        path = os.path.join(scratch, os.path.basename(target.path) or "remote.mlc")
+        if target.fs.exists(target.path):
+            with target.fs.open(target.path, "rb") as src, open(path, "wb") as copy:
+                shutil.copyfileobj(src, copy, COPY_CHUNK)
+        append(path, infos, progress=progress, **options)
+        with open(path, "rb") as result, remote_target(target) as out:
+            shutil.copyfileobj(result, out, COPY_CHUNK)
 
 
 def _append_to_file(

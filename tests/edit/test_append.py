@@ -395,10 +395,19 @@ def test_free_space_before_the_toc_is_format_1_2(tmp_path):
     assert msgpack.unpackb(msglc.LazyReader(archive).protocol_raw_data(), strict_map_key=False) == obj
 
 
-def test_append_to_a_remote_archive_is_refused():
-    pytest.importorskip("fsspec")  # the URL is resolved through fsspec before append refuses it
-    with pytest.raises(TypeError, match="local archive"):
-        msglc.append("memory://msglc-test/doc.mlc", [FileInfo(obj=1, name="x")])
+def test_append_to_a_remote_archive_rewrites_the_object():
+    """An object cannot change in place: append downloads it, appends to a local copy and
+    uploads the result whole (a first append creates it); a failed one leaves it as it was."""
+    fsspec = pytest.importorskip("fsspec")
+    url = "memory://msglc-test/appended.mlc"
+    msglc.append(url, [FileInfo(obj=1, name="x")])
+    msglc.append(url, [FileInfo(obj=[2, 3], name="y")])
+    with msglc.LazyReader(url) as r:
+        assert r.to_obj() == {"x": 1, "y": [2, 3]}
+    before = fsspec.filesystem("memory").cat_file("/msglc-test/appended.mlc")
+    with pytest.raises(ValueError):
+        msglc.append(url, [FileInfo(obj=4)])  # unnamed into a dict: refused
+    assert fsspec.filesystem("memory").cat_file("/msglc-test/appended.mlc") == before
 
 
 @pytest.mark.parametrize("pure", [False, True])
