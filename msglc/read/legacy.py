@@ -168,15 +168,7 @@ class _LegacyList(LazyList):
     def __getitem__(self, i: Any) -> Any:
         if isinstance(i, slice):
             return self._slice(i)
-        j = self._index(i)
-        self._check_open()
-        cache = self._cache
-        if cache is not None and j in cache:
-            return cache[j]
-        value = self._kid(j)
-        if cache is not None:
-            cache[j] = value
-        return value
+        return self._memo(self._index(i), self._kid)
 
     def __iter__(self) -> Iterator[Any]:
         for j in range(len(self)):
@@ -291,14 +283,7 @@ class _LegacyDict(LazyDict):
         self._keyed = keyed
 
     def __getitem__(self, key: Any) -> Any:  # any key the TOC holds (published archives may key by float)
-        self._check_open()
-        cache = self._cache
-        if cache is not None and key in cache:
-            return cache[key]
-        value = self._lookup(key)
-        if cache is not None:
-            cache[key] = value
-        return value
+        return self._memo(key, self._lookup)
 
     def __len__(self) -> int:
         self._check_open()

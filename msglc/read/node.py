@@ -4,7 +4,7 @@ and its TOC node are, and what every part answers alike."""
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from msglc.read.archive import Archive, Location
@@ -26,6 +26,17 @@ class LazyNode:
 
     def _span(self) -> int:
         raise NotImplementedError
+
+    def _memo(self, key: Any, compute: Callable[[Any], Any]) -> Any:
+        """``compute(key)``, kept in the part's cache while the reader is ``cached``."""
+        self._check_open()
+        cache = self._cache
+        if cache is not None and key in cache:
+            return cache[key]
+        value = compute(key)
+        if cache is not None:
+            cache[key] = value
+        return value
 
     def _check_open(self) -> None:
         """For answers that need no read (lengths, keys, cached values): still refuse after close."""
