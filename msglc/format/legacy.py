@@ -139,6 +139,8 @@ def entry(raw: bytes | memoryview | msgspec.Raw, limit: int, where: str) -> Entr
         raise CorruptedError(f"published-msglc TOC entry {where}: its children are neither a list nor a map")
     except (msgspec.DecodeError, UnicodeDecodeError, TypeError, ValueError) as e:
         raise CorruptedError(f"published-msglc TOC entry {where} is not valid: {e}") from None
+    except RecursionError:  # (msgspec walks nested values recursively)
+        raise CorruptedError(f"published-msglc TOC entry {where} is nested too deeply") from None
 
 
 def _is_range(p: Any) -> bool:

@@ -155,3 +155,29 @@ def test_the_cli_tells_an_archive_by_its_first_bytes(tmp_path):
     bare.write_bytes((HERE / "scalar-str.msg").read_bytes())
     out = subprocess.run([sys.executable, "-m", "msglc", "info", str(bare)], text=True, capture_output=True)
     assert out.returncode == 0 and "msglc-2024" in out.stdout
+
+
+def test_a_crafted_deep_toc_is_refused():
+    """A TOC entry nested 100,000 deep (msgspec walks nesting recursively): an msglc error."""
+    from msglc.format.legacy import MAGIC
+
+    def field(n: int) -> bytes:
+        return msgpack.packb(n).rjust(10, b"\0")
+
+    toc = b"\x81\xa1p" + b"\x91" * 100_000 + b"\x00"
+    with pytest.raises(CorruptedError, match="nested too deeply"):
+        LazyReader(MAGIC + field(1) + field(len(toc)) + b"\xc0" + toc).to_obj()
+
+
+def test_converting_streams_without_filling_the_readers_cache(tmp_path, monkeypatch):
+    """Parts written item by item are read without a cache, so a cached reader does not keep
+    every converted item (memory stays bounded by a part)."""
+    from msglc.edit import legacy
+
+    monkeypatch.setattr(legacy, "STREAM_ABOVE", 0)  # every part streamed
+    fixture = next(f for f in INDEX if f["file"] == "doc-t64.msg")
+    with LazyReader(HERE / "doc-t64.msg") as r:
+        msglc.dump(tmp_path / "doc.mlc", r)
+        assert not r.read()._cache and not r.read()["records"]._cache  # noqa: SLF001
+    with LazyReader(tmp_path / "doc.mlc") as r:
+        assert r.to_obj() == expected(fixture)
