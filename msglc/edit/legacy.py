@@ -7,7 +7,7 @@ import io
 from collections.abc import Iterable
 from typing import Any, cast
 
-from msglc.read.node import LazyNode
+from msglc.read.node import LazyNode, archive_of, rebound
 from msglc.read.reader import LazyDict, LazyReader, to_obj
 from msglc.write.streaming import LazyWriter
 from msglc.write.streams import Pairs
@@ -39,6 +39,7 @@ def converted(source: Any, options: dict[str, Any]) -> bytes:
 def _streamed(value: Any) -> Any:
     if not isinstance(value, LazyNode) or value.location().size <= STREAM_ABOVE:
         return to_obj(value)
+    value = rebound(value, archive_of(value))  # without a cache: a cached reader's would keep every item
     if isinstance(value, LazyDict):
         return Pairs((key, _streamed(item)) for key, item in value.items())
     items = cast(Iterable[Any], value)  # a LazyList: the one other kind a published-msglc archive has
