@@ -137,9 +137,11 @@ def entry(raw: bytes | memoryview | msgspec.Raw, limit: int, where: str) -> Entr
         if t and t[0] in _MAP_FIRST:
             return Indexed(start, end, _children_map.decode(t))
         raise CorruptedError(f"published-msglc TOC entry {where}: its children are neither a list nor a map")
+    except CorruptedError:
+        raise
     except (msgspec.DecodeError, UnicodeDecodeError, TypeError, ValueError) as e:
         raise CorruptedError(f"published-msglc TOC entry {where} is not valid: {e}") from None
-    except RecursionError:  # (msgspec walks nested values recursively)
+    except RecursionError:  # msgspec skips nested values recursively; the published writer nests a few hundred
         raise CorruptedError(f"published-msglc TOC entry {where} is nested too deeply") from None
 
 

@@ -11,6 +11,8 @@ from collections.abc import Iterator
 from itertools import accumulate
 from typing import Any
 
+import msgspec
+
 from msglc.errors import CorruptedError
 from msglc.format.legacy import (
     HEADER_SIZE,
@@ -22,23 +24,30 @@ from msglc.format.legacy import (
     entry,
     parse_header,
 )
-from msglc.format.msgpack import array_header
+from msglc.format.msgpack import array_header, container_header, map_header
 from msglc.read.archive import Archive
 from msglc.read.node import LazyNode
 from msglc.read.views import LazyDict, LazyList, root_view
 
-__all__ = ["any_root", "any_root_of", "walk_legacy"]
+__all__ = ["any_root", "any_root_of", "combined_msgpack", "walk_legacy"]
+
+
+MAX_MEMBER_DEPTH = 100  # combined archives inside combined archives: deeper is refused, not recursed into
+CHUNK = 1 << 24  # bytes per piece when a combined archive's members are copied out as msgpack
 
 
 class _Owner:
     """One archive (the file's, or a member of a combined one): where its data section
-    starts in the file and how long it is; the ranges of its TOC entries are relative to it."""
+    starts in the file and how long it is; the ranges of its TOC entries are relative to it.
+    Its TOC follows the data (``toc_size`` bytes); ``depth``: how many combined archives hold it."""
 
-    __slots__ = ("data", "limit")
+    __slots__ = ("data", "limit", "toc_size", "depth")
 
-    def __init__(self, data: int, limit: int) -> None:
+    def __init__(self, data: int, limit: int, toc_size: int, depth: int = 0) -> None:
         self.data = data
         self.limit = limit
+        self.toc_size = toc_size
+        self.depth = depth
 
 
 def any_root(a: Archive) -> LazyNode | None:
@@ -47,13 +56,12 @@ def any_root(a: Archive) -> LazyNode | None:
     if a.legacy is None:
         return root_view(a)
     t = a.trailer
-    root = _root_entry(a, _Owner(t.data_off, t.data_len), t.toc_off, t.toc_len)
+    root = _root_entry(a, _Owner(t.data_off, t.data_len, t.toc_len), t.toc_off, t.toc_len)
     if isinstance(root, Leaf):
         a.root_leaf = (t.data_off + root.start, root.end - root.start)
         return None
-    value = _value(a, _Owner(t.data_off, t.data_len), root)
-    if not isinstance(value, LazyNode):  # a member archive as the root: not written by the published msglc
-        raise CorruptedError("the published-msglc TOC's root names a member archive")
+    value = _value(a, _Owner(t.data_off, t.data_len, t.toc_len), root)
+    assert isinstance(value, LazyNode)  # (neither a leaf nor a bare integer: _root_entry)
     return value
 
 
@@ -63,56 +71,196 @@ def any_root_of(a: Archive) -> Any:
     return a.decode_all() if root is None else root
 
 
-def walk_legacy(a: Archive) -> int:
-    """Check a whole published-msglc archive (``verify``): every TOC entry, member header and
-    range, each entry's children inside it and in order, every value decoded. It has no
-    checksum, so damage inside a value that still decodes goes unseen. Returns the entries."""
+def combined_msgpack(a: Archive) -> Iterator[bytes | memoryview] | None:
+    """The msgpack encoding of a published-msglc archive whose root is combined (its data
+    section holds whole member archives, not msgpack): an array or map header, then each
+    member's data section (with its name), copied in pieces of at most ``CHUNK`` bytes. None
+    for any other archive: its data section is its msgpack."""
+    if a.legacy is None:
+        return None
     t = a.trailer
-    work: list[tuple[_Owner, Entry]] = []
-    owner = _Owner(t.data_off, t.data_len)
-    work.append((owner, _root_entry(a, owner, t.toc_off, t.toc_len)))
+    top = _Owner(t.data_off, t.data_len, t.toc_len)
+    root = _root_entry(a, top, t.toc_off, t.toc_len)
+    return _combined_pieces(a, top, root) if isinstance(root, Combined) else None
+
+
+def _combined_pieces(a: Archive, owner: _Owner, e: Combined) -> Iterator[bytes | memoryview]:
+    members = e.members
+    if isinstance(members, list):
+        yield array_header(len(members))
+        named: Iterator[tuple[bytes, int]] = ((b"", offset) for offset in members)
+    else:
+        yield map_header(len(members))
+        named = ((msgspec.msgpack.encode(name), offset) for name, offset in members.items())
+    for name, offset in named:
+        yield name
+        inner, root = _member_entry(a, owner, offset)
+        if isinstance(root, Combined):
+            yield from _combined_pieces(a, inner, root)
+            continue
+        for at in range(0, inner.limit, CHUNK):
+            yield a.read(inner.data + at, min(CHUNK, inner.limit - at))
+
+
+def walk_legacy(a: Archive) -> int:
+    """Check a whole published-msglc archive (``verify``): every TOC entry must name exactly
+    the bytes of the value it stands for, found by walking the data itself (a container's
+    kind, item count and keys as its entry says; a list's runs back to back from its header
+    to its end; a combined archive's members back to back, each a whole archive), and every
+    value must decode. So whatever a verified archive gives by path, it gives whole too. It
+    has no checksum: damage inside a value that still decodes goes unseen. The data section
+    is read once; returns the number of entries checked."""
+    t = a.trailer
+    top = _Owner(t.data_off, t.data_len, t.toc_len)
+    data = memoryview(a.read(t.data_off, t.data_len)).cast("B")
+    work: list[Iterator[_Task]] = [iter([(top, _root_entry(a, top, t.toc_off, t.toc_len), 0, t.data_len)])]
     seen = 0
     while work:
-        owner, e = work.pop()
+        task = next(work[-1], None)
+        if task is None:
+            work.pop()
+            continue
         seen += 1
-        if isinstance(e, int):
-            work.append(_member_entry(a, owner, e))
-        elif isinstance(e, Leaf):
-            a.decode_span(owner.data + e.start, e.end - e.start)
-        elif isinstance(e, Blocked):
-            _BlockedList(a, owner, e).to_obj()
-        elif isinstance(e, Combined):
-            members = e.members if isinstance(e.members, list) else list(e.members.values())
-            work.extend((owner, offset) for offset in members)
-        else:
-            kids = e.children if isinstance(e.children, list) else list(e.children.values())
-            at = e.start
-            for k, raw in enumerate(kids):
-                kid = entry(raw, owner.limit, f"{k} of the container at offset {owner.data + e.start}")
-                first, last = _bounds(kid)
-                if not at <= first <= last <= e.end:
-                    raise a.damaged(
-                        f"published-msglc TOC entry {k} of the container at offset {owner.data + e.start} lies "
-                        f"outside it or before the entry it follows"
-                    )
-                at = last
-                work.append((owner, kid))
-            a.decode_span(owner.data + e.start, e.end - e.start)
+        owner, e, start, end = task
+        here = data[owner.data - t.data_off + start : owner.data - t.data_off + end]
+        kids = _checked_entry(a, owner, e, start, end, here)
+        if kids is not None:
+            work.append(kids)
     return seen
 
 
-def _bounds(e: Entry) -> tuple[int, int]:
-    """The data range an entry covers (a member: no range of its own in its parent's data)."""
-    if isinstance(e, (Leaf, Indexed)):
-        return e.start, e.end
+_Task = tuple[_Owner, Entry, int, int]  # an entry and the bytes [start, end) of its owner's data it must name
+_raw_items = msgspec.msgpack.Decoder(list[msgspec.Raw])
+_key = msgspec.msgpack.Decoder()
+
+
+def _checked_entry(
+    a: Archive, owner: _Owner, e: Entry, start: int, end: int, here: memoryview
+) -> Iterator[_Task] | None:
+    """Check the entry ``e`` against ``here``, the value it stands for (``owner``'s data bytes
+    [start, end)); the entries below it, to be checked in turn, or None."""
+    at = owner.data + start
+    if isinstance(e, Combined):
+        return _checked_members(a, owner, e, start, end)
+    if isinstance(e, int):
+        raise CorruptedError(f"the published-msglc TOC entry of the value at offset {at} names a member archive")
     if isinstance(e, Blocked):
-        return e.blocks[0][1], e.blocks[-1][2]
-    raise CorruptedError("a published-msglc container entry names a member archive, which only combined TOCs do")
+        _check_runs(a, owner, e, start, end, here)
+        return None
+    if (e.start, e.end) != (start, end):
+        raise CorruptedError(
+            f"a published-msglc TOC entry names bytes [{owner.data + e.start}, {owner.data + e.end}) where its "
+            f"value lies at [{at}, {owner.data + end})"
+        )
+    if isinstance(e, Leaf):
+        a.decode(here, at)
+        return None
+    is_map, count, size = _header(here, at)
+    if is_map != isinstance(e.children, dict) or count != len(e.children):
+        kind = "dict" if isinstance(e.children, dict) else "list"
+        raise CorruptedError(
+            f"the published-msglc TOC entry of the value at offset {at} names a {kind} of {len(e.children)} items: "
+            f"the data holds {'a map' if is_map else 'an array'} of {count}"
+        )
+    items = _split(here, is_map, count, size, at)
+    offsets = list(accumulate((len(item) for item in items), initial=start + size))
+    if not is_map:
+        kids = e.children
+        assert isinstance(kids, list)
+        return (
+            (owner, entry(raw, owner.limit, f"{k} of the list at offset {at}"), offsets[k], offsets[k + 1])
+            for k, raw in enumerate(kids)
+        )
+    assert isinstance(e.children, dict)
+    return _checked_keys(owner, e.children, items, offsets, at)
+
+
+def _checked_keys(
+    owner: _Owner, kids: dict[Any, msgspec.Raw], items: list[msgspec.Raw], offsets: list[int], at: int
+) -> Iterator[_Task]:
+    """The children of a dict, each after checking that its key is the data's."""
+    for k, (key, raw) in enumerate(kids.items()):
+        try:
+            stored = _key.decode(items[2 * k])
+        except (msgspec.DecodeError, UnicodeDecodeError, RecursionError, TypeError) as e:
+            raise CorruptedError(f"key {k} of the dict at offset {at} is not valid msgpack: {e}") from None
+        if type(stored) is not type(key) or (stored != key and (stored == stored or key == key)):
+            raise CorruptedError(
+                f"the published-msglc TOC names key {k} of the dict at offset {at} {key!r:.40}; the data holds "
+                f"{stored!r:.40}"
+            )
+        kid = entry(raw, owner.limit, f"{key!r:.40} of the dict at offset {at}")
+        yield owner, kid, offsets[2 * k + 1], offsets[2 * k + 2]
+
+
+def _header(here: memoryview, at: int) -> tuple[bool, int, int]:
+    """(is_map, count, header size) of the container that ``here`` holds."""
+    try:
+        return container_header(here)
+    except CorruptedError as e:
+        raise CorruptedError(f"the published-msglc TOC names a container at offset {at}: {e}") from None
+
+
+def _split(here: memoryview, is_map: bool, count: int, size: int, at: int) -> list[msgspec.Raw]:
+    """The items of the container that ``here`` holds (``count`` after a ``size``-byte header;
+    a map's keys and values in turn), undecoded: they must fill it exactly."""
+    try:  # a list read through its own header (no copy); a map's pairs behind an array header
+        return _raw_items.decode(array_header(2 * count) + here[size:] if is_map else here)
+    except (msgspec.DecodeError, RecursionError) as e:
+        raise CorruptedError(f"the container at offset {at} does not hold {count} msgpack items: {e}") from None
+
+
+def _check_runs(a: Archive, owner: _Owner, e: Blocked, start: int, end: int, here: memoryview) -> None:
+    """A blocked list: an array header, then its runs back to back to its end, each holding
+    its count of values, the counts adding up to the array's length."""
+    at = owner.data + start
+    is_map, count, size = _header(here, at)
+    total = sum(n for n, _, _ in e.blocks)
+    if is_map or count != total:
+        raise CorruptedError(
+            f"the published-msglc TOC entry of the value at offset {at} names a list of {total} items in runs: the "
+            f"data holds {'a map' if is_map else 'an array'} of {count}"
+        )
+    expected = start + size
+    for n, lo, hi in e.blocks:
+        if lo != expected:
+            raise CorruptedError(
+                f"a run of the list at offset {at} starts at {owner.data + lo}, not at {owner.data + expected} where "
+                "the items before it end"
+            )
+        a.decode(array_header(n) + here[lo - start : hi - start], owner.data + lo)  # n values exactly, or an error
+        expected = hi
+    if expected != end:
+        raise CorruptedError(f"the runs of the list at offset {at} end at {owner.data + expected}, before its end")
+
+
+def _checked_members(a: Archive, owner: _Owner, e: Combined, start: int, end: int) -> Iterator[_Task]:
+    """A combined archive's members: whole archives back to back, filling its data section."""
+    offsets = e.members if isinstance(e.members, list) else list(e.members.values())
+    expected = start
+    for offset in offsets:
+        if offset != expected:
+            raise CorruptedError(
+                f"the member archive at offset {owner.data + offset} does not start where the member before it "
+                f"ends ({owner.data + expected})"
+            )
+        inner, root = _member_entry(a, owner, offset)
+        expected = inner.data - owner.data + inner.limit + inner.toc_size
+        yield inner, root, 0, inner.limit
+    if expected != end:
+        raise CorruptedError(
+            f"the members of the combined archive at offset {owner.data + start} end at {owner.data + expected}, "
+            f"not at its end ({owner.data + end})"
+        )
 
 
 def _root_entry(a: Archive, owner: _Owner, toc_at: int, toc_len: int) -> Entry:
-    toc = a.read(toc_at, toc_len)
-    return entry(toc, owner.limit, f"at offset {toc_at}")
+    """An archive's TOC: a map (a bare integer names a member archive, which only a combined
+    TOC's ``"t"`` does; taken as a TOC, it would chain archives without end)."""
+    toc = entry(a.read(toc_at, toc_len), owner.limit, f"at offset {toc_at}")
+    if isinstance(toc, int):
+        raise CorruptedError(f"the published-msglc TOC at offset {toc_at} is an integer, not a map")
+    return toc
 
 
 def _member(a: Archive, owner: _Owner, offset: int) -> Any:
@@ -124,6 +272,10 @@ def _member_entry(a: Archive, owner: _Owner, offset: int) -> tuple[_Owner, Entry
     """The member archive at ``offset`` in ``owner``'s data section, and its root entry: its
     header and TOC must lie inside that section."""
     at = owner.data + offset
+    if owner.depth >= MAX_MEMBER_DEPTH:
+        raise CorruptedError(
+            f"the member archive at offset {at} is nested in more than {MAX_MEMBER_DEPTH} combined archives"
+        )
     header = parse_header(a.read(at, HEADER_SIZE), at)
     end = offset + HEADER_SIZE + header.toc_start + header.toc_size
     if end > owner.limit:
@@ -131,7 +283,7 @@ def _member_entry(a: Archive, owner: _Owner, offset: int) -> tuple[_Owner, Entry
             f"the member archive at offset {at} ends at {owner.data + end}, past the data section holding it "
             f"({owner.data + owner.limit})"
         )
-    inner = _Owner(at + HEADER_SIZE, header.toc_start)
+    inner = _Owner(at + HEADER_SIZE, header.toc_start, header.toc_size, owner.depth + 1)
     return inner, _root_entry(a, inner, inner.data + header.toc_start, header.toc_size)
 
 
@@ -225,6 +377,47 @@ class _BlockedList(_LegacyList):
             self._cache.update(zip(range(first, self._ends[k]), items, strict=True))
         return items[j - first]
 
+    def __iter__(self) -> Iterator[Any]:
+        """Run by run: each run decoded once (item by item, an uncached list would decode a
+        run once per item it holds)."""
+        cache = self._cache
+        first = 0
+        for k, end in enumerate(self._ends):
+            self._check_open()
+            if cache is not None and first in cache:  # (_kid caches a whole run at once)
+                yield from (cache[j] for j in range(first, end))
+            else:
+                items = self._run(k)
+                if cache is not None:
+                    cache.update(zip(range(first, end), items, strict=True))
+                yield from items
+            first = end
+
+    def _slice(self, s: slice) -> list[Any]:
+        if self._cache is not None:
+            return super()._slice(s)
+        out: list[Any] = []
+        k, items = -1, []
+        for i in range(*s.indices(len(self))):
+            if not (k >= 0 and (self._ends[k - 1] if k else 0) <= i < self._ends[k]):
+                k = bisect_right(self._ends, i)
+                items = self._run(k)
+            out.append(items[i - (self._ends[k - 1] if k else 0)])
+        return out
+
+    def protocol_raw_data(self) -> bytes:
+        """The list's msgpack encoding: its runs behind an array header (the one in the file
+        precedes the first run, outside the runs the TOC entry names)."""
+        if self._contiguous():
+            return array_header(len(self)) + bytes(self._a.read(self._base, self._span()))
+        return array_header(len(self)) + b"".join(
+            bytes(self._a.read(self._owner.data + start, end - start)) for _, start, end in self._entry.blocks
+        )
+
+    def _contiguous(self) -> bool:
+        blocks = self._entry.blocks
+        return all(blocks[k][2] == blocks[k + 1][1] for k in range(len(blocks) - 1))
+
     def _run(self, k: int) -> list[Any]:
         count, start, end = self._entry.blocks[k]
         at = self._owner.data + start
@@ -236,7 +429,7 @@ class _BlockedList(_LegacyList):
     def to_obj(self) -> Any:
         """The list decoded: its runs are contiguous, so in one call with a header of ours."""
         blocks = self._entry.blocks
-        if all(blocks[k][2] == blocks[k + 1][1] for k in range(len(blocks) - 1)):
+        if self._contiguous():
             at = self._base
             items = self._a.decode(array_header(len(self)) + bytes(self._a.read(at, self._span())), at)
             if type(items) is list and len(items) == len(self):
@@ -267,6 +460,10 @@ class _MemberList(_LegacyList):
 
     def to_obj(self) -> Any:
         return [_plain(item) for item in self]
+
+    def protocol_raw_data(self) -> bytes:
+        """The msgpack of the members' values (their archives' data sections), as a list."""
+        return b"".join(_combined_pieces(self._a, self._owner, self._entry))
 
 
 # ---- dicts ------------------------------------------------------------------------------------
@@ -346,6 +543,10 @@ class _MemberDict(_LegacyDict):
 
     def to_obj(self) -> Any:
         return {key: _plain(value) for key, value in self.items()}
+
+    def protocol_raw_data(self) -> bytes:
+        """The msgpack of the members' values (their archives' data sections), by name."""
+        return b"".join(_combined_pieces(self._a, self._owner, Combined(self._keyed)))
 
 
 def _no_raw_data() -> ValueError:

@@ -12,7 +12,7 @@ from msglc.read.array import LazyArray
 from msglc.read.batch import BatchArchive, Task, async_run, path_task, run
 from msglc.read.extract import data_chunks
 from msglc.read.inspect import ArchiveInfo, NodeInfo, archive_info, walk
-from msglc.read.legacy import any_root, walk_legacy
+from msglc.read.legacy import any_root, combined_msgpack, walk_legacy
 from msglc.read.node import LazyNode, rebound
 from msglc.read.node import archive_of as part_archive_of
 from msglc.read.paths import resolve, split_path
@@ -205,13 +205,20 @@ class LazyReader:
         pieces (``iter_protocol_raw_data``, its checksum checked as they go)."""
         if chunked:
             return (bytes(chunk) for chunk in self.iter_protocol_raw_data())
+        pieces = combined_msgpack(self._a)  # (a combined archive of the published msglc holds archives)
+        if pieces is not None:
+            return b"".join(pieces)
         t = self._a.trailer
         return bytes(self._a.read(t.data_off, t.data_len))
 
     def iter_protocol_raw_data(self, progress: Callable[[int], None] | None = None) -> Iterator[bytes | memoryview]:
         """``protocol_raw_data()`` in chunks of 16 MB, for output of any size in bounded memory;
-        the data checksum is checked as they go (``CorruptedError`` after the last chunk)."""
-        return data_chunks(self._a, progress or (lambda n: None))
+        the data checksum is checked as they go (``CorruptedError`` after the last chunk). A
+        combined archive of the published msglc, whose data section holds whole archives, gives
+        the msgpack of its members' values instead (``progress`` is not called)."""
+        self._a.check_open()
+        pieces = combined_msgpack(self._a)
+        return data_chunks(self._a, progress or (lambda n: None)) if pieces is None else pieces
 
     # -- inspection --
     def info(self) -> ArchiveInfo:

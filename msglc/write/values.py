@@ -213,7 +213,8 @@ def converted(x: Any, hook: Callable[[Any], Any]) -> Any:
     if k == MAP:
         if t is not dict and reordered(x):
             return x  # streamed in its own order
-        out = {(k2 if key_type_ok(type(k2)) else converted(k2, hook)): converted(v, hook) for k2, v in dict.items(x)}
+        # a key msglc refuses goes to the hook whatever its kind (a float or bytes key is a value msglc stores)
+        out = {(k2 if key_type_ok(type(k2)) else _hooked(k2, hook)): converted(v, hook) for k2, v in dict.items(x)}
         if len(out) != len(x):
             raise ValueError("enc_hook converted two keys of a dict into the same key")
         return x if all(map(_same, out.items(), dict.items(x))) else out
