@@ -15,25 +15,38 @@
 #define PY_SSIZE_T_CLEAN
 /* What msglc/util/accel.py expects (API there): raised whenever a function is added or changes,
  * so that a stale build is set aside instead of failing at a call. */
-#define SPEEDUPS_API 2
+#define SPEEDUPS_API 3
 #include <Python.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <unistd.h>
 
-static uint32_t crc_table[256];
+static uint32_t crc_table[8][256];
 
 static void crc_init(void) {
     for (uint32_t i = 0; i < 256; i++) {
         uint32_t c = i;
         for (int k = 0; k < 8; k++) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-        crc_table[i] = c;
+        crc_table[0][i] = c;
     }
+    for (uint32_t i = 0; i < 256; i++)
+        for (int t = 1; t < 8; t++) crc_table[t][i] = (crc_table[t - 1][i] >> 8) ^ crc_table[0][crc_table[t - 1][i] & 0xFF];
 }
 
+/* CRC-32 (zlib's), eight bytes per step. */
 static uint32_t crc32_of(const unsigned char *p, size_t n) {
     uint32_t c = 0xFFFFFFFFu;
-    while (n--) c = crc_table[(c ^ *p++) & 0xFF] ^ (c >> 8);
+    while (n >= 8) {
+        uint32_t lo = c ^ ((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
+        uint32_t hi = (uint32_t)p[4] | (uint32_t)p[5] << 8 | (uint32_t)p[6] << 16 | (uint32_t)p[7] << 24;
+        c = crc_table[7][lo & 0xFF] ^ crc_table[6][(lo >> 8) & 0xFF] ^ crc_table[5][(lo >> 16) & 0xFF] ^
+            crc_table[4][lo >> 24] ^ crc_table[3][hi & 0xFF] ^ crc_table[2][(hi >> 8) & 0xFF] ^
+            crc_table[1][(hi >> 16) & 0xFF] ^ crc_table[0][hi >> 24];
+        p += 8, n -= 8;
+    }
+    while (n--) c = crc_table[0][(c ^ *p++) & 0xFF] ^ (c >> 8);
     return c ^ 0xFFFFFFFFu;
 }
 
@@ -43,51 +56,94 @@ static uint64_t be(const unsigned char *p, int n) {
     return v;
 }
 
+/* What the first byte of a msgpack object says about its size (skip_init): KIND_FIXED and
+ * the bytes that follow (fixed[]); a container adding fixed[] items (fixmap: 2 per entry);
+ * a length of fixed[] bytes, then as many bytes (+1 for an ext's type); a 16/32-bit count of
+ * items; or not msgpack (0xc1). */
+enum { KIND_FIXED, KIND_ITEMS, KIND_SIZED, KIND_SIZED_EXT, KIND_ARRAY, KIND_MAP, KIND_BAD };
+static unsigned char kind[256], fixed[256];
+
+static void skip_init(void) {
+    for (int m = 0; m < 256; m++) {
+        unsigned char k = KIND_FIXED, f = 0;
+        if (m <= 0x7f || m >= 0xe0 || m == 0xc0 || m == 0xc2 || m == 0xc3) f = 0;
+        else if ((m & 0xf0) == 0x80) k = KIND_ITEMS, f = (unsigned char)(2 * (m & 0x0f));
+        else if ((m & 0xf0) == 0x90) k = KIND_ITEMS, f = (unsigned char)(m & 0x0f);
+        else if ((m & 0xe0) == 0xa0) f = (unsigned char)(m & 0x1f);
+        else switch (m) {
+            case 0xc4: case 0xd9: k = KIND_SIZED, f = 1; break;
+            case 0xc5: case 0xda: k = KIND_SIZED, f = 2; break;
+            case 0xc6: case 0xdb: k = KIND_SIZED, f = 4; break;
+            case 0xc7: k = KIND_SIZED_EXT, f = 1; break;
+            case 0xc8: k = KIND_SIZED_EXT, f = 2; break;
+            case 0xc9: k = KIND_SIZED_EXT, f = 4; break;
+            case 0xca: f = 4; break;
+            case 0xcb: f = 8; break;
+            case 0xcc: case 0xd0: f = 1; break;
+            case 0xcd: case 0xd1: f = 2; break;
+            case 0xce: case 0xd2: f = 4; break;
+            case 0xcf: case 0xd3: f = 8; break;
+            case 0xd4: f = 2; break;
+            case 0xd5: f = 3; break;
+            case 0xd6: f = 5; break;
+            case 0xd7: f = 9; break;
+            case 0xd8: f = 17; break;
+            case 0xdc: k = KIND_ARRAY, f = 2; break;
+            case 0xdd: k = KIND_ARRAY, f = 4; break;
+            case 0xde: k = KIND_MAP, f = 2; break;
+            case 0xdf: k = KIND_MAP, f = 4; break;
+            default: k = KIND_BAD;
+        }
+        kind[m] = k, fixed[m] = f;
+    }
+}
+
 /* Past the one msgpack object at p, or NULL if it does not fit before end. */
 static const unsigned char *skip(const unsigned char *p, const unsigned char *end) {
     uint64_t remaining = 1;
     while (remaining) {
         if (p >= end) return NULL;
         unsigned char m = *p++;
-        uint64_t len = 0;
-        int hdr = 0;
         remaining--;
-        if (m <= 0x7f || m >= 0xe0 || m == 0xc0 || m == 0xc2 || m == 0xc3) continue;
-        if ((m & 0xf0) == 0x80) { remaining += 2u * (m & 0x0f); continue; }
-        if ((m & 0xf0) == 0x90) { remaining += m & 0x0f; continue; }
-        if ((m & 0xe0) == 0xa0) { len = m & 0x1f; }
-        else switch (m) {
-            case 0xc4: case 0xd9: hdr = 1; break;
-            case 0xc5: case 0xda: hdr = 2; break;
-            case 0xc6: case 0xdb: hdr = 4; break;
-            case 0xc7: hdr = 1; len = 1; break; /* ext: one type byte after the length */
-            case 0xc8: hdr = 2; len = 1; break;
-            case 0xc9: hdr = 4; len = 1; break;
-            case 0xca: len = 4; break;
-            case 0xcb: len = 8; break;
-            case 0xcc: case 0xd0: len = 1; break;
-            case 0xcd: case 0xd1: len = 2; break;
-            case 0xce: case 0xd2: len = 4; break;
-            case 0xcf: case 0xd3: len = 8; break;
-            case 0xd4: len = 2; break;
-            case 0xd5: len = 3; break;
-            case 0xd6: len = 5; break;
-            case 0xd7: len = 9; break;
-            case 0xd8: len = 17; break;
-            case 0xdc: case 0xde: case 0xdd: case 0xdf: {
-                int size = (m == 0xdc || m == 0xde) ? 2 : 4;
+        if (m < 0x80) continue;  /* the commonest kinds, without the tables: positive fixint, */
+        if ((m & 0xe0) == 0xa0) {  /* fixstr, */
+            if (end - p < (m & 0x1f)) return NULL;
+            p += m & 0x1f;
+            continue;
+        }
+        if (m == 0xcb) {  /* float64 */
+            if (end - p < 8) return NULL;
+            p += 8;
+            continue;
+        }
+        uint64_t len = fixed[m];
+        unsigned char k = kind[m];
+        if (k == KIND_FIXED) {
+            if ((uint64_t)(end - p) < len) return NULL;
+            p += len;
+            continue;
+        }
+        if (k == KIND_ITEMS) {
+            remaining += len;
+            continue;
+        }
+        switch (k) {
+            case KIND_SIZED: case KIND_SIZED_EXT: {
+                int hdr = (int)len;
+                if (end - p < hdr) return NULL;
+                len = be(p, hdr) + (kind[m] == KIND_SIZED_EXT);
+                p += hdr;
+                break;
+            }
+            case KIND_ARRAY: case KIND_MAP: {
+                int size = (int)len;
                 if (end - p < size) return NULL;
                 uint64_t count = be(p, size);
-                remaining += (m == 0xde || m == 0xdf) ? 2 * count : count;
+                remaining += kind[m] == KIND_MAP ? 2 * count : count;
                 p += size;
                 continue;
             }
             default: return NULL;
-        }
-        if (hdr) {
-            if (end - p < hdr) return NULL;
-            len += be(p, hdr);
-            p += hdr;
         }
         if ((uint64_t)(end - p) < len) return NULL;
         p += len;
@@ -509,26 +565,115 @@ static PyObject *probe_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     return (PyObject *)self;
 }
 
-/* read(offset, size) as a new reference whose buffer view gets exactly size bytes; NULL with
- * an exception set if read raised, NULL without one if it returned something else. */
-static PyObject *probe_read(PyObject *read, Py_ssize_t offset, Py_ssize_t size, Py_buffer *view) {
+/* File(fd): a local file's descriptor, for the lookups below to pread without a Python call
+ * per read. close() marks it closed (the descriptor belongs to its FileSource, which closes
+ * it): a read that finds it closed afterwards is refused, the number may have been reused. */
+typedef struct {
+    PyObject_HEAD
+    int fd, closed;
+} File;
+
+static PyObject *file_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
+    int fd;
+    if ((kw && PyDict_GET_SIZE(kw)) || !PyArg_ParseTuple(args, "i", &fd)) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "File(fd)");
+        return NULL;
+    }
+    File *self = (File *)type->tp_alloc(type, 0);
+    if (self) self->fd = fd, self->closed = 0;
+    return (PyObject *)self;
+}
+
+static PyObject *file_close(File *self, PyObject *unused) {
+    (void)unused;
+    self->closed = 1;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef file_methods[] = {
+    {"close", (PyCFunction)file_close, METH_NOARGS, "Refuse reads from now on."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject FileType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "msglc._speedups.File",
+    .tp_basicsize = sizeof(File),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A local file's descriptor for direct reads.",
+    .tp_new = file_new,
+    .tp_methods = file_methods,
+};
+
+/* Bytes read for a lookup: in the caller's buffer, or held by a Python object. */
+typedef struct {
+    PyObject *holder;
+    Py_buffer view;
+    int has_view;
+} Held;
+
+static void held_release(Held *h) {
+    if (h->has_view) PyBuffer_Release(&h->view);
+    Py_CLEAR(h->holder);
+    h->has_view = 0;
+}
+
+/* The size bytes at offset through src: a File (pread into buf when they fit in cap bytes,
+ * else into a new bytes object) or a callable read(offset, size). 1 with *data set (release
+ * held after use), 0 when the Python path should read them (a short read, a failed or closed
+ * file, a result of another size), -1 with an exception (raised by read). */
+static int src_read(PyObject *src, Py_ssize_t offset, Py_ssize_t size, unsigned char *buf, Py_ssize_t cap,
+                    const unsigned char **data, Held *held) {
+    held->holder = NULL, held->has_view = 0;
+    if (offset < 0 || size < 0) return 0;
+    if (Py_IS_TYPE(src, &FileType)) {
+        File *f = (File *)src;
+        if (f->closed) return 0;
+        unsigned char *out = buf;
+        if (size > cap) {
+            held->holder = PyBytes_FromStringAndSize(NULL, size);
+            if (!held->holder) return -1;
+            out = (unsigned char *)PyBytes_AS_STRING(held->holder);
+        }
+        Py_ssize_t done = 0;
+        int failed = 0;
+        Py_BEGIN_ALLOW_THREADS
+        while (done < size) {
+            ssize_t got = pread(f->fd, out + done, (size_t)(size - done), (off_t)(offset + done));
+            if (got < 0 && errno == EINTR) continue;
+            if (got <= 0) {
+                failed = 1;
+                break;
+            }
+            done += got;
+        }
+        Py_END_ALLOW_THREADS
+        if (failed || f->closed) {
+            held_release(held);
+            return 0;
+        }
+        *data = out;
+        return 1;
+    }
     PyObject *args[2] = {PyLong_FromSsize_t(offset), PyLong_FromSsize_t(size)};
     PyObject *got = NULL;
-    if (args[0] && args[1]) got = PyObject_Vectorcall(read, args, 2, NULL);
+    if (args[0] && args[1]) got = PyObject_Vectorcall(src, args, 2, NULL);
     Py_XDECREF(args[0]);
     Py_XDECREF(args[1]);
-    if (!got) return NULL;
-    if (PyObject_GetBuffer(got, view, PyBUF_SIMPLE) < 0) {
+    if (!got) return -1;
+    held->holder = got;
+    if (PyObject_GetBuffer(got, &held->view, PyBUF_SIMPLE) < 0) {
         PyErr_Clear();
-        Py_DECREF(got);
-        return NULL;
+        held_release(held);
+        return 0;
     }
-    if (view->len != size) {
-        PyBuffer_Release(view);
-        Py_DECREF(got);
-        return NULL;
+    held->has_view = 1;
+    if (held->view.len != size) {
+        held_release(held);
+        return 0;
     }
-    return got;
+    *data = held->view.buf;
+    return 1;
 }
 
 /* Does the block [start, stop) hold a large value's entry? */
@@ -557,44 +702,37 @@ static Py_ssize_t sharing_keys(const unsigned char *p, const unsigned char *end,
     return same;
 }
 
-static PyObject *probe_find(BlockProbe *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 4) {
-        PyErr_SetString(PyExc_TypeError, "find(read, base, key, h)");
-        return NULL;
-    }
-    PyObject *read = args[0];
-    Py_ssize_t base = PyLong_AsSsize_t(args[1]);
-    unsigned long hl = PyLong_AsUnsignedLong(args[3]);
-    if (PyErr_Occurred()) return NULL;
-    if (!PyBytes_Check(args[2]) || hl > 0xFFFFFFFFul) {
-        PyErr_SetString(PyExc_TypeError, "find: key must be bytes and h a CRC-32");
-        return NULL;
-    }
-    const unsigned char *key = (const unsigned char *)PyBytes_AS_STRING(args[2]);
-    Py_ssize_t klen = PyBytes_GET_SIZE(args[2]);
-    uint32_t h = (uint32_t)hl;
+#define RECS_CAP 1024
+#define BLOCK_CAP 8192
+
+/* Where the value of the key encoded as key (CRC-32 h) is, in the dict whose first byte is at
+ * base, read through src: 1 with *at, *len pointing into blockbuf or held (release it) and
+ * *where its offset; 0 for a key the dict does not hold; 2 for anything unusual (the Python
+ * path answers); -1 with an exception. */
+static int probe_locate(BlockProbe *self, PyObject *src, Py_ssize_t base, const unsigned char *key, Py_ssize_t klen,
+                        uint32_t h, unsigned char *blockbuf, Held *held, const unsigned char **at,
+                        Py_ssize_t *len, Py_ssize_t *where) {
     int bits = self->page_bits, size = self->size, width = self->width, bb = self->block_bits;
     uint32_t page = bits ? h >> (32 - bits) : 0;
     int fp = (int)((uint32_t)((uint64_t)h << bits) >> 24);
     const unsigned char *slot = (const unsigned char *)PyBytes_AS_STRING(self->pages) + 8 * (size_t)page;
     uint64_t first = le(slot, 4), crc = le(slot + 4, 4), end = le(slot + 8, 4);
-    if (!(first <= end && end <= (uint64_t)self->n)) Py_RETURN_NOTIMPLEMENTED;
-    Py_buffer view;
+    held->holder = NULL, held->has_view = 0;
+    if (!(first <= end && end <= (uint64_t)self->n)) return 2;
     Py_ssize_t nrecs = (Py_ssize_t)(end - first);
-    PyObject *recs = probe_read(read, self->records_at + size * (Py_ssize_t)first, size * nrecs, &view);
-    if (!recs) {
-        if (PyErr_Occurred()) return NULL;
-        Py_RETURN_NOTIMPLEMENTED;
-    }
+    unsigned char recbuf[RECS_CAP];
+    const unsigned char *recs;
+    Held rh;
+    int got = src_read(src, self->records_at + size * (Py_ssize_t)first, size * nrecs, recbuf, RECS_CAP, &recs, &rh);
+    if (got <= 0) return got < 0 ? -1 : 2;
     Candidates c = {.seen = NULL};
     Py_ssize_t found = -1;
-    if (crc32_of(view.buf, (size_t)view.len) == crc && candidates_init(&c, nrecs) == 0)
-        found = fp_blocks(view.buf, nrecs, size, fp, (uint64_t)self->blocks, c.seen, c.counts, c.slots, c.cap);
-    PyBuffer_Release(&view);
-    Py_DECREF(recs);
-    PyObject *result = NULL;
+    if (crc32_of(recs, (size_t)(size * nrecs)) == crc && candidates_init(&c, nrecs) == 0)
+        found = fp_blocks(recs, nrecs, size, fp, (uint64_t)self->blocks, c.seen, c.counts, c.slots, c.cap);
+    held_release(&rh);
+    int status = 0;
     if (found < 0) {
-        if (!PyErr_Occurred()) result = Py_NewRef(Py_NotImplemented);
+        status = PyErr_Occurred() ? -1 : 2;
         goto done;
     }
     const unsigned char *offs = (const unsigned char *)PyBytes_AS_STRING(self->offs);
@@ -603,38 +741,178 @@ static PyObject *probe_find(BlockProbe *self, PyObject *const *args, Py_ssize_t 
         uint64_t start = le(offs + block * width, width), stop = le(offs + (block + 1) * width, width);
         if (!((uint64_t)self->span_lo <= start && start < stop && stop <= (uint64_t)self->span_hi) ||
             probe_kid_inside(self, start, stop)) {
-            result = Py_NewRef(Py_NotImplemented);
+            status = 2;
             goto done;
         }
         Py_ssize_t entries = self->n - (Py_ssize_t)(block << bb);
         if (entries > ((Py_ssize_t)1 << bb)) entries = (Py_ssize_t)1 << bb;
-        PyObject *data = probe_read(read, base + (Py_ssize_t)start, (Py_ssize_t)(stop - start), &view);
-        if (!data) {
-            if (!PyErr_Occurred()) result = Py_NewRef(Py_NotImplemented);
+        const unsigned char *buf, *v, *vend;
+        got = src_read(src, base + (Py_ssize_t)start, (Py_ssize_t)(stop - start), blockbuf, BLOCK_CAP, &buf, held);
+        if (got <= 0) {
+            status = got < 0 ? -1 : 2;
             goto done;
         }
-        const unsigned char *buf = view.buf, *bend = buf + view.len, *at, *vend;
-        int ok = walk_entries(buf, bend, entries, key, klen, &at, &vend) == 0;
-        int answered = 1;  /* result holds the answer, or NULL with the error (no memory) */
-        if (ok && at) {
-            result = Py_BuildValue("(ny#)", base + (Py_ssize_t)start + (at - buf), (const char *)at, (Py_ssize_t)(vend - at));
-        } else if (!ok || sharing_keys(buf, bend, entries, bits, page, fp) != c.counts[j]) {
-            result = Py_NewRef(Py_NotImplemented);  /* not its entries, or other keys than the records say */
-        } else {
-            answered = 0;  /* a clean miss in this block: on to the next candidate */
+        const unsigned char *bend = buf + (stop - start);
+        int ok = walk_entries(buf, bend, entries, key, klen, &v, &vend) == 0;
+        if (ok && v) {
+            *at = v, *len = vend - v, *where = base + (Py_ssize_t)start + (v - buf);
+            status = 1;
+            goto done;
         }
-        PyBuffer_Release(&view);
-        Py_DECREF(data);
-        if (answered) goto done;
+        int clean_miss = ok && sharing_keys(buf, bend, entries, bits, page, fp) == c.counts[j];
+        held_release(held);
+        if (!clean_miss) {
+            status = 2;  /* not its entries, or other keys than the records say */
+            goto done;
+        }
     }
-    result = Py_NewRef(Py_None);
 done:
     candidates_free(&c);
+    return status;
+}
+
+static PyObject *probe_find(BlockProbe *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "find(read, base, key, h)");
+        return NULL;
+    }
+    Py_ssize_t base = PyLong_AsSsize_t(args[1]);
+    unsigned long hl = PyLong_AsUnsignedLong(args[3]);
+    if (PyErr_Occurred()) return NULL;
+    if (!PyBytes_Check(args[2]) || hl > 0xFFFFFFFFul) {
+        PyErr_SetString(PyExc_TypeError, "find: key must be bytes and h a CRC-32");
+        return NULL;
+    }
+    unsigned char blockbuf[BLOCK_CAP];
+    Held held;
+    const unsigned char *at;
+    Py_ssize_t len, where;
+    int status = probe_locate(self, args[0], base, (const unsigned char *)PyBytes_AS_STRING(args[2]),
+                              PyBytes_GET_SIZE(args[2]), (uint32_t)hl, blockbuf, &held, &at, &len, &where);
+    PyObject *result = NULL;
+    if (status == 1) result = Py_BuildValue("(ny#)", where, (const char *)at, len);
+    else if (status == 0) result = Py_NewRef(Py_None);
+    else if (status == 2) result = Py_NewRef(Py_NotImplemented);
+    held_release(&held);
+    return result;
+}
+
+/* A dict key as msgspec encodes it (str or exact int, the key types msglc stores) into out
+ * (cap bytes): its length, or 0 for a key to leave to the Python path. */
+static Py_ssize_t encode_key(PyObject *key, unsigned char *out, Py_ssize_t cap) {
+    if (PyUnicode_CheckExact(key)) {
+        Py_ssize_t n;
+        const char *text = PyUnicode_AsUTF8AndSize(key, &n);
+        if (!text) {
+            PyErr_Clear();  /* lone surrogates: no such key can be stored */
+            return 0;
+        }
+        int h = n < 32 ? 1 : n < 256 ? 2 : n < 65536 ? 3 : 5;
+        if (n + h > cap) return 0;
+        if (h == 1) out[0] = (unsigned char)(0xa0 | n);
+        else if (h == 2) out[0] = 0xd9, out[1] = (unsigned char)n;
+        else if (h == 3) out[0] = 0xda, out[1] = (unsigned char)(n >> 8), out[2] = (unsigned char)n;
+        else return 0;
+        memcpy(out + h, text, (size_t)n);
+        return n + h;
+    }
+    if (!PyLong_CheckExact(key) || cap < 9) return 0;
+    int overflow;
+    long long v = PyLong_AsLongLongAndOverflow(key, &overflow);
+    if (overflow || (v == -1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        return 0;
+    }
+    int n;
+    if (v >= 0) {
+        uint64_t u = (uint64_t)v;
+        if (u < 128) { out[0] = (unsigned char)u; return 1; }
+        out[0] = u < 256 ? 0xcc : u < 65536 ? 0xcd : u < 4294967296ull ? 0xce : 0xcf;
+        n = u < 256 ? 1 : u < 65536 ? 2 : u < 4294967296ull ? 4 : 8;
+        for (int i = 0; i < n; i++) out[1 + i] = (unsigned char)(u >> (8 * (n - 1 - i)));
+        return 1 + n;
+    }
+    if (v >= -32) { out[0] = (unsigned char)(int8_t)v; return 1; }
+    out[0] = v >= -128 ? 0xd0 : v >= -32768 ? 0xd1 : v >= -2147483648ll ? 0xd2 : 0xd3;
+    n = v >= -128 ? 1 : v >= -32768 ? 2 : v >= -2147483648ll ? 4 : 8;
+    for (int i = 0; i < n; i++) out[1 + i] = (unsigned char)((uint64_t)v >> (8 * (n - 1 - i)));
+    return 1 + n;
+}
+
+/* decode(the len bytes at at), or NotImplemented when it raises an Exception other than
+ * MemoryError: the Python path decodes again and says what is wrong. */
+static PyObject *decoded(PyObject *decode, const unsigned char *at, Py_ssize_t len) {
+    PyObject *raw = PyBytes_FromStringAndSize((const char *)at, len);
+    if (!raw) return NULL;
+    PyObject *value = PyObject_CallOneArg(decode, raw);
+    Py_DECREF(raw);
+    if (!value && PyErr_ExceptionMatches(PyExc_Exception) && !PyErr_ExceptionMatches(PyExc_MemoryError)) {
+        PyErr_Clear();
+        value = Py_NewRef(Py_NotImplemented);
+    }
+    return value;
+}
+
+/* probe.get(src, base, key, decode, missing): the value of key (str or int) decoded, missing
+ * for a key the dict does not hold, NotImplemented to ask the Python path. src: a File or
+ * read(). */
+static PyObject *probe_get(BlockProbe *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "get(src, base, key, decode, missing)");
+        return NULL;
+    }
+    Py_ssize_t base = PyLong_AsSsize_t(args[1]);
+    if (base == -1 && PyErr_Occurred()) return NULL;
+    unsigned char kb[256], blockbuf[BLOCK_CAP];
+    Py_ssize_t klen = encode_key(args[2], kb, sizeof kb);
+    if (!klen) Py_RETURN_NOTIMPLEMENTED;
+    Held held;
+    const unsigned char *at;
+    Py_ssize_t len, where;
+    int status = probe_locate(self, args[0], base, kb, klen, crc32_of(kb, (size_t)klen), blockbuf, &held, &at, &len, &where);
+    PyObject *result = NULL;
+    if (status == 1) result = decoded(args[3], at, len);
+    else if (status == 0) result = Py_NewRef(args[4]);
+    else if (status == 2) result = Py_NewRef(Py_NotImplemented);
+    held_release(&held);
+    return result;
+}
+
+/* span_item(src, offset, size, count, j, decode): item j of the count msgpack items that must
+ * make the size bytes at offset exactly, decoded (its neighbours skipped, not decoded);
+ * NotImplemented when they do not, or for anything else unusual: the Python path answers. */
+static PyObject *span_item(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "span_item(src, offset, size, count, j, decode)");
+        return NULL;
+    }
+    Py_ssize_t offset = PyLong_AsSsize_t(args[1]), size = PyLong_AsSsize_t(args[2]);
+    Py_ssize_t count = PyLong_AsSsize_t(args[3]), j = PyLong_AsSsize_t(args[4]);
+    if (PyErr_Occurred()) return NULL;
+    if (!(0 <= j && j < count)) Py_RETURN_NOTIMPLEMENTED;
+    unsigned char buf[16384];
+    const unsigned char *data;
+    Held held;
+    int got = src_read(args[0], offset, size, buf, sizeof buf, &data, &held);
+    if (got <= 0) {
+        if (got < 0) return NULL;
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    const unsigned char *p = data, *end = data + size, *at = NULL, *stop = NULL;
+    for (Py_ssize_t i = 0; i < count && p; i++) {
+        const unsigned char *q = skip(p, end);
+        if (i == j) at = p, stop = q;
+        p = q;
+    }
+    PyObject *result = p == end && at && stop ? decoded(args[5], at, stop - at) : Py_NewRef(Py_NotImplemented);
+    held_release(&held);
     return result;
 }
 
 static PyMethodDef probe_methods[] = {
     {"find", (PyCFunction)(void (*)(void))probe_find, METH_FASTCALL, "(offset, value bytes) of a key, None, or NotImplemented."},
+    {"get", (PyCFunction)(void (*)(void))probe_get, METH_FASTCALL, "A key's value decoded, missing, or NotImplemented."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -725,6 +1003,7 @@ static PyMethodDef methods[] = {
     {"page_blocks", page_blocks, METH_VARARGS, "The candidate blocks of a fingerprint in a block index page."},
     {"key_crcs", key_crcs, METH_VARARGS, "CRC-32 of the keys of a run of msgpack map entries."},
     {"find_entry", find_entry, METH_VARARGS, "Where the value of a key's entry is in a run of msgpack map entries."},
+    {"span_item", (PyCFunction)(void (*)(void))span_item, METH_FASTCALL, "One item of a run of msgpack items, decoded."},
     {"exact_numbers", exact_numbers, METH_VARARGS, "Whether every leaf of nested lists is exactly a float or an int."},
     {NULL, NULL, 0, NULL},
 };
@@ -733,7 +1012,8 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_speedups", "Optiona
 
 PyMODINIT_FUNC PyInit__speedups(void) {
     crc_init();
-    if (PyType_Ready(&BlockProbeType) < 0) return NULL;
+    skip_init();
+    if (PyType_Ready(&BlockProbeType) < 0 || PyType_Ready(&FileType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
     if (PyModule_AddIntConstant(m, "API", SPEEDUPS_API) < 0) {
@@ -743,6 +1023,12 @@ PyMODINIT_FUNC PyInit__speedups(void) {
     Py_INCREF(&BlockProbeType);
     if (PyModule_AddObject(m, "BlockProbe", (PyObject *)&BlockProbeType) < 0) {
         Py_DECREF(&BlockProbeType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(&FileType);
+    if (PyModule_AddObject(m, "File", (PyObject *)&FileType) < 0) {
+        Py_DECREF(&FileType);
         Py_DECREF(m);
         return NULL;
     }

@@ -16,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
 from msglc.io.base import Source, closed_error
+from msglc.util import accel
 
 
 class FileSource(Source):
@@ -24,6 +25,8 @@ class FileSource(Source):
     def __init__(self, fd: int) -> None:
         self.fd = fd
         self.size = os.fstat(fd).st_size
+        speedups = accel.speedups  # the C lookups read the descriptor directly through this
+        self.direct: accel.File | None = speedups.File(fd) if speedups is not None else None
         # a reader dropped without close() still gives its descriptor back
         self._finalizer = weakref.finalize(self, os.close, fd)
 
@@ -105,6 +108,8 @@ class FileSource(Source):
     def close(self) -> None:
         if not self.closed:
             super().close()
+            if self.direct is not None:
+                self.direct.close()
             self._finalizer()
 
 

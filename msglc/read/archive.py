@@ -65,6 +65,9 @@ class _NoTrailer(TruncatedError):
 MAX_NODE_CACHE = 65536
 
 
+MAX_VIEWS = 1024  # lazy views kept for reuse (their index tables included), all dropped when full
+
+
 STALE_SCAN = 1 << 24  # how far back an archive followed by stale bytes is looked for
 
 
@@ -167,6 +170,10 @@ class Archive:
         self.fitted: dict[tuple[int, int, int, int], tuple[Node, tuple[Any, tuple[int, ...], int] | None]] = {}
         self.node_sizes: dict[int, int] = {}  # framed length of each cached node
         self.key_maps: dict[int, dict[str | int, int]] = {}
+        # lazy views by (base, span, pos, size): a container looked up again reuses its view and
+        # the index tables it loaded, in both cached modes (views of a reader that is not
+        # cached hold no values)
+        self.views: dict[tuple[int, int, int, int], Any] = {}
         self.legacy: LegacyHeader | None = None  # set for an archive of the published msglc (format.legacy)
         self.root_leaf: tuple[int, int] | None = None  # ... whose root is read whole: (offset, size)
         self.file = self.src  # the file itself; ``src`` may put a FramedSource in front of it
@@ -197,6 +204,10 @@ class Archive:
                 return _read(offset, size)
 
         self.read: Callable[[int, int], bytes | memoryview] = read
+        # what the C lookups read through: the file's descriptor when nothing counts or
+        # translates the reads, else ``read`` itself
+        direct = getattr(source, "direct", None)
+        self.c_read: object = direct if direct is not None and read == source.read else read
 
     def _open_consistently(self) -> object:
         """Open (header, trailer, and the root's node and header), reading them again if the
@@ -213,6 +224,7 @@ class Archive:
             except MsglcError as e:
                 self.nodes.clear()
                 self.fitted.clear()
+                self.views.clear()
                 if before is None or attempt == OPEN_ATTEMPTS - 1 or not self._changed(before):
                     if isinstance(e, _NoTrailer):
                         self._no_trailer(self.size)  # only now: it may read up to STALE_SCAN bytes
@@ -333,7 +345,8 @@ class Archive:
     def close(self) -> None:
         if not self.closed:
             self.closed = True
-            self.read = _closed
+            self.read = self.c_read = _closed
+            self.views.clear()
             self.src.close()
 
     def decode_span(self, offset: int, size: int, prefix: bytes = b"") -> Any:
@@ -469,6 +482,12 @@ class Archive:
         if crc_value != t.data_crc:
             raise CorruptedError(f"data section checksum mismatch ({t.data_len} bytes at offset {t.data_off})")
         return obj
+
+    def keep_view(self, where: tuple[int, int, int, int], view: Any) -> None:
+        """Keep the lazy view of the container at ``where`` for the next lookup of it."""
+        if len(self.views) >= MAX_VIEWS:
+            self.views.clear()
+        self.views[where] = view
 
     def key_map(self, pos: int, node: MapNode) -> dict[str | int, int]:
         keys = self.key_maps.get(pos)

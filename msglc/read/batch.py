@@ -59,10 +59,11 @@ class BatchArchive(Archive):
             raise ValueError(f"max_gap must be a number of bytes (an int >= 0), not {max_gap!r}")
         self.__dict__.update(main.__dict__)
         self.main = main
+        self.views = {}  # its views read through the batch: not the other archive's
         self.max_gap = main.src.max_gap if max_gap is None else max_gap
         self.pieces: dict[tuple[int, int], bytes | memoryview] = {}
         self.direct = not main.src.max_gap  # in memory: nothing to gather
-        self.read = self._read
+        self.read = self.c_read = self._read
         self._root: Any = None
         self.stops: dict[int, int] = {}  # task -> how often it stopped at a read
 

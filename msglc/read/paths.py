@@ -29,6 +29,42 @@ def split_path(path: Any) -> list[Any]:
     raise TypeError(f"a path is a str like 'a/b/3' or a list of keys and indices, not {type(path).__name__}")
 
 
+def lookup(root: Any, path: str) -> Any:
+    """``resolve(root, split_path(path))`` for a str path, with the common steps short: dict
+    keys and non-negative list indexes in ASCII digits. Anything else, and any step that
+    fails, goes through ``resolve`` from the root, for its meaning and its error message."""
+    obj = root
+    for seg in path.split("/"):
+        kind = _kinds.get(type(obj))
+        if kind is None:
+            kind = _kind(obj)
+        try:
+            if kind is _DICT and seg:
+                obj = obj[seg]
+                continue
+            if kind is _LIST and seg.isdigit() and seg.isascii():
+                obj = obj[int(seg)]
+                continue
+        except (KeyError, IndexError):
+            pass
+        if seg:
+            return resolve(root, split_path(path))
+    return obj
+
+
+_DICT, _LIST, _OTHER = "dict", "list", "other"
+
+
+_kinds: dict[type, str] = {}  # type -> _DICT, _LIST or _OTHER: isinstance of the ABCs is slow
+
+
+def _kind(obj: Any) -> str:
+    kind = _DICT if isinstance(obj, (dict, LazyDict)) else _LIST if isinstance(obj, (list, LazyList)) else _OTHER
+    if len(_kinds) < 256:  # the classes seen: a handful
+        _kinds[type(obj)] = kind
+    return kind
+
+
 def resolve(obj: Any, segments: list[Any], done: tuple[Any, ...] = ()) -> Any:
     """The value at ``segments`` below ``obj``; ``done``: the segments that led to ``obj``
     (errors name the whole path)."""

@@ -15,7 +15,7 @@ from msglc.read.inspect import ArchiveInfo, NodeInfo, archive_info, walk
 from msglc.read.legacy import any_root, combined_msgpack, walk_legacy
 from msglc.read.node import LazyNode, rebound
 from msglc.read.node import archive_of as part_archive_of
-from msglc.read.paths import resolve, split_path
+from msglc.read.paths import lookup, resolve, split_path
 from msglc.read.verify import verify_archive
 from msglc.read.views import LazyDict, LazyList, equal
 from msglc.util.runtime import gc_paused
@@ -110,11 +110,8 @@ class LazyReader:
             root = self._root_obj()
         if type(path) is int:
             return root[path]
-        if type(path) is str and path and "/" not in path and isinstance(root, LazyDict):
-            try:  # one key: no path to split (a miss goes the long way, for its int retry and message)
-                return root[path]
-            except KeyError:
-                pass
+        if type(path) is str:
+            return lookup(root, path)
         return resolve(root, split_path(path))
 
     def __len__(self) -> int:

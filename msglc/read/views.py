@@ -22,8 +22,12 @@ from msglc.format.numpy_ext import ext_hook
 from msglc.read.archive import Archive
 from msglc.read.array import LazyArray
 from msglc.read.node import LazyNode
+from msglc.util import accel
 
 _enc = msgspec.msgpack.Encoder()
+
+
+_MISSING = object()  # a key the C lookup did not find
 
 
 _raw_pair = msgspec.msgpack.Decoder(tuple[msgspec.Raw, msgspec.Raw])
@@ -90,16 +94,26 @@ class _BlockList(LazyList):
         return self._node.offs[-1]
 
     def __getitem__(self, i: Any) -> Any:
-        self._check_open()
-        if isinstance(i, slice):
-            return self._slice(i)
-        i = self._index(i)
         node = self._node
+        if type(i) is not int or not 0 <= i < node.n:
+            self._check_open()
+            if isinstance(i, slice):
+                return self._slice(i)
+            i = self._index(i)
+        elif self._a.closed:
+            self._check_open()
         k = bisect_right(node.starts, i) - 1
         if k in node.kids:
             return self._kid(k)
         if self._cache is None:  # one item of the span: its neighbours skipped, not decoded
-            return _decode_item(self._a, self._base, node, k, i - node.starts[k])
+            speedups, starts = accel.speedups, node.starts
+            if speedups is not None:  # in one C call (the span lies in the view: check_node)
+                count = (starts[k + 1] if k + 1 < len(starts) else node.n) - starts[k]
+                start, offs = self._base + node.offs[k], node.offs
+                value = speedups.span_item(self._a.c_read, start, offs[k + 1] - offs[k], count, i - starts[k], _decode)
+                if value is not NotImplemented:
+                    return value
+            return _decode_item(self._a, self._base, node, k, i - starts[k])
         return self._block(k)[i - node.starts[k]]
 
     def _kid(self, k: int) -> Any:
@@ -272,7 +286,8 @@ class LazyDict(LazyNode, Mapping[Any, Any]):
     def __getitem__(self, key: Any) -> Any:
         if type(key) is not str and (not isinstance(key, (str, int)) or isinstance(key, bool)):
             raise TypeError(f"archive dict keys are str or int, not {type(key).__name__}")
-        self._check_open()
+        if self._a.closed:
+            self._check_open()
         cache = self._cache
         if cache is not None and key in cache:
             return cache[key]
@@ -334,16 +349,23 @@ class _InlineDict(LazyDict):
         return self._node.koffs[-1]
 
     def _lookup(self, key: Any) -> Any:
-        j = self._a.key_map(self._pos, self._node).get(key)
+        a = self._a
+        keys = a.key_maps.get(self._pos)
+        j = (keys if keys is not None else a.key_map(self._pos, self._node)).get(key)
         if j is None:
             raise KeyError(key)
         node = self._node
         start, end = node.voffs[j], node.koffs[j + 1]
+        ref = node.kids.get(j)
+        if ref is not None:
+            made = a.views.get((self._base + start, end - start, self._pos - ref[0], ref[1]))
+            if made is not None:  # its key was checked when it was made
+                return made
         entry_at = self._base + node.koffs[j]
         kb = _encode_key(key)
-        if j in node.kids:
+        if ref is not None:
             _check_key(self._a.read(entry_at, start - node.koffs[j]), kb, entry_at)
-            return child(self._a, self._base + start, end - start, self._pos, node.kids[j])
+            return child(self._a, self._base + start, end - start, self._pos, ref)
         entry = self._a.read(entry_at, end - node.koffs[j])
         _check_key(entry[: start - node.koffs[j]], kb, entry_at)
         return self._a.decode(entry[start - node.koffs[j] :], self._base + start)
@@ -364,6 +386,23 @@ class _HashDict(LazyDict):
         self._check_open()
         return self._node.n
 
+    def __getitem__(self, key: Any) -> Any:
+        index = self._index
+        if (
+            index is not None
+            and index.probe is not None
+            and self._cache is None
+            and accel.speedups is not None
+            and not self._node.kid_keys
+            and not self._a.closed
+        ):  # the whole lookup in one C call, reading the file directly
+            value = index.probe.get(self._a.c_read, self._base, key, _decode, _MISSING)
+            if value is _MISSING:
+                raise KeyError(key)
+            if value is not NotImplemented:
+                return value
+        return LazyDict.__getitem__(self, key)
+
     def _span(self) -> int:
         return self._node.offs[-1]
 
@@ -371,10 +410,13 @@ class _HashDict(LazyDict):
         """The large value of span ``k``: the span is one entry, the value follows its key."""
         node = self._node
         kb = _encode_key(key)
+        start, ref = node.offs[k] + len(kb), node.kids[k]
+        made = self._a.views.get((self._base + start, node.offs[k + 1] - start, self._pos - ref[0], ref[1]))
+        if made is not None:  # its key was checked when it was made
+            return made
         entry_at = self._base + node.offs[k]
         _check_key(self._a.read(entry_at, min(len(kb), node.offs[k + 1] - node.offs[k])), kb, entry_at)
-        start = node.offs[k] + len(kb)
-        return child(self._a, self._base + start, node.offs[k + 1] - start, self._pos, node.kids[k])
+        return child(self._a, self._base + start, node.offs[k + 1] - start, self._pos, ref)
 
     def _block(self, k: int) -> dict[Any, Any]:
         block: dict[Any, Any] = _decode_block(self._a, self._base, self._node, k, map_header)
@@ -465,11 +507,18 @@ def make_view(archive: Archive, base: int, pos: int, node: Node, nsize: int) -> 
 def view(a: Archive, base: int, span: int, pos: int, size: int) -> LazyNode:
     """The lazy view of the container stored at ``base`` (``span`` bytes) that the TOC node
     at ``pos`` (``size`` bytes) describes; its header must match the node."""
+    where = (base, span, pos, size)
+    made: LazyNode | None = a.views.get(where)
+    if made is not None:
+        return made
     node, array = a.container(base, span, pos, size)
     if array is not None:
         dtype, shape, start = array
-        return LazyArray(a, base, pos, span, dtype, shape, start, size)
-    return make_view(a, base, pos, node, size)
+        made = LazyArray(a, base, pos, span, dtype, shape, start, size)
+    else:
+        made = make_view(a, base, pos, node, size)
+    a.keep_view(where, made)
+    return made
 
 
 def child(a: Archive, base: int, span: int, parent_pos: int, ref: tuple[int, int]) -> LazyNode:

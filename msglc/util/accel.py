@@ -22,6 +22,18 @@ class BlockProbe(Protocol):
         """(offset, value bytes), None for a key not held, NotImplemented: ask the Python path."""
         ...
 
+    def get(self, src: object, base: int, key: object, decode: Callable[[bytes], object], missing: object, /) -> object:
+        """The value of ``key`` decoded, ``missing`` for a key not held, NotImplemented: ask
+        the Python path. ``src``: a ``File`` or ``read(offset, size)``."""
+        ...
+
+
+class File(Protocol):
+    """``_speedups.File(fd)``: a local file's descriptor for the C reads; ``close()`` refuses
+    reads from then on (the descriptor itself is closed by its owner)."""
+
+    def close(self) -> None: ...
+
 
 class Speedups(Protocol):
     """The functions of ``msglc._speedups`` (``_speedups.c``); buffers are msgpack bytes."""
@@ -76,8 +88,19 @@ class Speedups(Protocol):
 
     def exact_numbers(self, seq: object, depth: int, /) -> bool: ...
 
+    def span_item(
+        self, src: object, offset: int, size: int, count: int, j: int, decode: Callable[[bytes], object], /
+    ) -> object:
+        """Item ``j`` of the ``count`` msgpack items that make the ``size`` bytes at ``offset``,
+        decoded; NotImplemented: ask the Python path. ``src`` as for ``BlockProbe.get``."""
+        ...
 
-API = 2  # the version of ``_speedups`` this code calls (SPEEDUPS_API in _speedups.c)
+    def File(self, fd: int, /) -> File:  # noqa: N802 (a class of the C module)
+        """The C reads' handle on a local file."""
+        ...
+
+
+API = 3  # the version of ``_speedups`` this code calls (SPEEDUPS_API in _speedups.c)
 
 
 def _load() -> Speedups | None:
