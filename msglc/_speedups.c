@@ -910,6 +910,148 @@ static PyObject *span_item(PyObject *self, PyObject *const *args, Py_ssize_t nar
     return result;
 }
 
+/* The value a path's tail names inside the msgpack value [*at, *stop): str segments look up
+ * map keys (the last of equal keys, as decoding keeps it), ASCII-digit str or int segments
+ * index arrays. 1 with *at, *stop moved there; 0 for anything else (a missing key, another
+ * kind of value or segment), which the Python path then resolves. */
+static int descend(PyObject *tail, const unsigned char **at, const unsigned char **stop) {
+    const unsigned char *p = *at, *end = *stop;
+    Py_ssize_t nseg = PyList_GET_SIZE(tail);
+    for (Py_ssize_t s = 0; s < nseg; s++) {
+        PyObject *seg = PyList_GET_ITEM(tail, s);
+        if (p >= end) return 0;
+        unsigned char m = *p++;
+        uint64_t count;
+        int is_map = (m & 0xf0) == 0x80 || m == 0xde || m == 0xdf, is_array = (m & 0xf0) == 0x90 || m == 0xdc || m == 0xdd;
+        int hdr = (m == 0xdc || m == 0xde) ? 2 : (m == 0xdd || m == 0xdf) ? 4 : 0;
+        if (!is_map && !is_array) return 0;
+        if (end - p < hdr) return 0;
+        count = hdr ? be(p, hdr) : (uint64_t)(m & 0x0f);
+        p += hdr;
+        if (is_map) {  /* str keys equal the segment when their text does, whatever their header */
+            Py_ssize_t n;
+            const char *text = PyUnicode_CheckExact(seg) ? PyUnicode_AsUTF8AndSize(seg, &n) : NULL;
+            const unsigned char *found = NULL, *found_end = NULL;
+            if (!text) {
+                PyErr_Clear();
+                return 0;
+            }
+            for (uint64_t e = 0; e < count; e++) {
+                const unsigned char *v = skip(p, end), *q = v ? skip(v, end) : NULL;
+                if (!q) return 0;
+                unsigned char k = *p;
+                int h = (k & 0xe0) == 0xa0 ? 1 : k == 0xd9 ? 2 : k == 0xda ? 3 : k == 0xdb ? 5 : 0;
+                if (h && v - p - h == n && memcmp(p + h, text, (size_t)n) == 0) found = v, found_end = q;
+                p = q;
+            }
+            if (!found) return 0;
+            p = found, end = found_end;
+        } else {
+            uint64_t index = 0;
+            if (PyUnicode_CheckExact(seg)) {
+                Py_ssize_t n;
+                const char *text = PyUnicode_AsUTF8AndSize(seg, &n);
+                if (!text || n < 1 || n > 18) {
+                    PyErr_Clear();
+                    return 0;
+                }
+                for (Py_ssize_t c = 0; c < n; c++) {
+                    if (text[c] < '0' || text[c] > '9') return 0;
+                    index = index * 10 + (uint64_t)(text[c] - '0');
+                }
+            } else if (PyLong_CheckExact(seg)) {
+                Py_ssize_t i = PyLong_AsSsize_t(seg);
+                if (i < 0) {
+                    PyErr_Clear();
+                    return 0;
+                }
+                index = (uint64_t)i;
+            } else {
+                return 0;
+            }
+            if (index >= count) return 0;
+            for (uint64_t e = 0; e < index && p; e++) p = skip(p, end);
+            const unsigned char *q = p ? skip(p, end) : NULL;
+            if (!q) return 0;
+            end = q;
+        }
+    }
+    *at = p, *stop = end;
+    return 1;
+}
+
+/* span_items(src, offset, size, count, js, decode, tails, missing): the items js (a list of
+ * ascending indexes below count) of such a span, decoded, in a list; NotImplemented as
+ * span_item. tails: None, or a list holding for each item None (the item) or a list of
+ * segments (the value they name in it, see descend; missing where it does not). */
+static PyObject *span_items(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 8 || !PyList_CheckExact(args[4]) ||
+        (args[6] != Py_None && (!PyList_CheckExact(args[6]) || PyList_GET_SIZE(args[6]) != PyList_GET_SIZE(args[4])))) {
+        PyErr_SetString(PyExc_TypeError, "span_items(src, offset, size, count, js: list, decode, tails, missing)");
+        return NULL;
+    }
+    PyObject *tails = args[6];
+    Py_ssize_t offset = PyLong_AsSsize_t(args[1]), size = PyLong_AsSsize_t(args[2]);
+    Py_ssize_t count = PyLong_AsSsize_t(args[3]);
+    if (PyErr_Occurred()) return NULL;
+    PyObject *js = args[4];
+    Py_ssize_t n = PyList_GET_SIZE(js), prev = -1;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        Py_ssize_t j = PyLong_AsSsize_t(PyList_GET_ITEM(js, k));
+        if (j == -1 && PyErr_Occurred()) return NULL;
+        if (j <= prev || j >= count) Py_RETURN_NOTIMPLEMENTED;
+        prev = j;
+    }
+    const unsigned char **at = PyMem_Malloc(sizeof(*at) * 2 * (size_t)(n ? n : 1));
+    if (!at) return PyErr_NoMemory();
+    unsigned char buf[16384];
+    const unsigned char *data;
+    Held held;
+    PyObject *result = NULL;
+    int got = src_read(args[0], offset, size, buf, sizeof buf, &data, &held);
+    if (got <= 0) {
+        PyMem_Free(at);
+        if (got < 0) return NULL;
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    const unsigned char *p = data, *end = data + size;
+    Py_ssize_t k = 0, next = n ? PyLong_AsSsize_t(PyList_GET_ITEM(js, 0)) : -1;
+    for (Py_ssize_t i = 0; i < count && p; i++) {
+        const unsigned char *q = skip(p, end);
+        if (i == next) {
+            at[2 * k] = p, at[2 * k + 1] = q;
+            next = ++k < n ? PyLong_AsSsize_t(PyList_GET_ITEM(js, k)) : -1;
+        }
+        p = q;
+    }
+    if (p != end || k != n) {
+        result = Py_NewRef(Py_NotImplemented);
+        goto done;
+    }
+    result = PyList_New(n);
+    for (Py_ssize_t e = 0; result && e < n; e++) {
+        const unsigned char *v = at[2 * e], *vend = at[2 * e + 1];
+        PyObject *tail = tails == Py_None ? Py_None : PyList_GET_ITEM(tails, e);
+        if (vend && tail != Py_None && (!PyList_CheckExact(tail) || !descend(tail, &v, &vend))) {
+            PyList_SET_ITEM(result, e, Py_NewRef(args[7]));
+            continue;
+        }
+        PyObject *value = vend ? decoded(args[5], v, vend - v) : NULL;
+        if (value == Py_NotImplemented || (!value && !PyErr_Occurred())) {
+            Py_XDECREF(value);
+            Py_SETREF(result, Py_NewRef(Py_NotImplemented));
+            goto done;
+        }
+        if (!value) Py_CLEAR(result);
+        else PyList_SET_ITEM(result, e, value);
+    }
+done:
+    held_release(&held);
+    PyMem_Free(at);
+    return result;
+}
+
 static PyMethodDef probe_methods[] = {
     {"find", (PyCFunction)(void (*)(void))probe_find, METH_FASTCALL, "(offset, value bytes) of a key, None, or NotImplemented."},
     {"get", (PyCFunction)(void (*)(void))probe_get, METH_FASTCALL, "A key's value decoded, missing, or NotImplemented."},
@@ -1004,6 +1146,7 @@ static PyMethodDef methods[] = {
     {"key_crcs", key_crcs, METH_VARARGS, "CRC-32 of the keys of a run of msgpack map entries."},
     {"find_entry", find_entry, METH_VARARGS, "Where the value of a key's entry is in a run of msgpack map entries."},
     {"span_item", (PyCFunction)(void (*)(void))span_item, METH_FASTCALL, "One item of a run of msgpack items, decoded."},
+    {"span_items", (PyCFunction)(void (*)(void))span_items, METH_FASTCALL, "Some items of a run of msgpack items, decoded."},
     {"exact_numbers", exact_numbers, METH_VARARGS, "Whether every leaf of nested lists is exactly a float or an int."},
     {NULL, NULL, 0, NULL},
 };

@@ -2,7 +2,7 @@
 
     python -m benchmark.targets                 # full sizes (5000x5000 matrix, 2M-key dict, 1 GB)
     python -m benchmark.targets --quick         # small sizes, well under a minute
-    python -m benchmark.targets --only arrays   # one section: matrix, dict, memory, arrays, combine, stream,
+    python -m benchmark.targets --only arrays   # one section: matrix, dict, lookups, memory, arrays, combine, stream,
                                                 # compression, remote
     python -m benchmark.targets --only compression --array-mb 40   # compressed archives, a 40 MB array
     python -m benchmark.targets --remote        # add the remote section (needs the bench-remote extra)
@@ -26,6 +26,7 @@ from .combine import append_targets, combine_targets
 from .common import THRESHOLDS, Row, fresh, machine
 from .compression import compression_targets
 from .dicts import dict_targets
+from .lookups import lookup_targets
 from .matrix import matrix_targets
 from .memory import make_big, memory_target, read_one
 from .remote import remote_targets
@@ -41,6 +42,7 @@ __all__ = [
     "compression_targets",
     "dict_targets",
     "fresh",
+    "lookup_targets",
     "machine",
     "main",
     "matrix_targets",
@@ -49,7 +51,17 @@ __all__ = [
     "stream_targets",
 ]
 
-SECTIONS = ("matrix", "dict", "memory", "arrays", "combine", "stream", "compression", "remote")  # remote is opt-in
+SECTIONS = (
+    "matrix",
+    "dict",
+    "lookups",
+    "memory",
+    "arrays",
+    "combine",
+    "stream",
+    "compression",
+    "remote",
+)  # remote is opt-in
 ZSTD_NEEDS = 'pip install -e ".[zstd]"'
 REMOTE_NEEDS = """pip install -e ".[bench-remote]" -c tests/constraints.txt"""
 
@@ -115,6 +127,7 @@ def main(argv: list[str] | None = None) -> int:
         for name, run in (
             ("matrix", lambda: matrix_targets(n, reads, Path(tmp))),
             ("dict", lambda: dict_targets(keys, lookups, Path(tmp))),
+            ("lookups", lambda: lookup_targets(keys, 20_000, 30_000 if args.quick else 300_000, Path(tmp))),
             ("memory", lambda: memory_target(big_mb, Path(tmp))),
             ("arrays", lambda: array_targets(n, reads, Path(tmp))),
             ("combine", lambda: combine_targets(20 if args.quick else 200, Path(tmp))),

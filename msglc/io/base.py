@@ -30,6 +30,7 @@ class Source:
     # read_many: ranges closer than max_gap are read as one, up to max_request bytes; 0: read
     # every path directly (memory needs no batching)
     max_gap = 4096
+    local = True  # a read costs about a microsecond (False: a request over the network)
     max_request = 4 << 20
 
     def read(self, offset: int, size: int) -> bytes | memoryview:

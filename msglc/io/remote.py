@@ -49,6 +49,7 @@ class RemoteSource(Source):
     large or larger go out as they are), keeping the ``cache_blocks`` most recent."""
 
     counts_itself = True
+    local = False
 
     def __init__(
         self,

@@ -37,12 +37,12 @@ def lookup(root: Any, path: str) -> Any:
     for seg in path.split("/"):
         kind = _kinds.get(type(obj))
         if kind is None:
-            kind = _kind(obj)
+            kind = kind_of(obj)
         try:
-            if kind is _DICT and seg:
+            if kind is DICT and seg:
                 obj = obj[seg]
                 continue
-            if kind is _LIST and seg.isdigit() and seg.isascii():
+            if kind is LIST and seg.isdigit() and seg.isascii():
                 obj = obj[int(seg)]
                 continue
         except (KeyError, IndexError):
@@ -52,16 +52,19 @@ def lookup(root: Any, path: str) -> Any:
     return obj
 
 
-_DICT, _LIST, _OTHER = "dict", "list", "other"
+DICT, LIST, OTHER = "dict", "list", "other"
 
 
-_kinds: dict[type, str] = {}  # type -> _DICT, _LIST or _OTHER: isinstance of the ABCs is slow
+_kinds: dict[type, str] = {}  # type -> DICT, LIST or OTHER: isinstance of the ABCs is slow
 
 
-def _kind(obj: Any) -> str:
-    kind = _DICT if isinstance(obj, (dict, LazyDict)) else _LIST if isinstance(obj, (list, LazyList)) else _OTHER
-    if len(_kinds) < 256:  # the classes seen: a handful
-        _kinds[type(obj)] = kind
+def kind_of(obj: Any) -> str:
+    """DICT for a dict or lazy dict, LIST for a list or lazy list, else OTHER."""
+    kind = _kinds.get(type(obj))
+    if kind is None:
+        kind = DICT if isinstance(obj, (dict, LazyDict)) else LIST if isinstance(obj, (list, LazyList)) else OTHER
+        if len(_kinds) < 256:  # the classes seen: a handful
+            _kinds[type(obj)] = kind
     return kind
 
 

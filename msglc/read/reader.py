@@ -13,6 +13,7 @@ from msglc.read.batch import BatchArchive, Task, async_run, path_task, run
 from msglc.read.extract import data_chunks
 from msglc.read.inspect import ArchiveInfo, NodeInfo, archive_info, walk
 from msglc.read.legacy import any_root, combined_msgpack, walk_legacy
+from msglc.read.many import read_grouped
 from msglc.read.node import LazyNode, rebound
 from msglc.read.node import archive_of as part_archive_of
 from msglc.read.paths import lookup, resolve, split_path
@@ -150,7 +151,12 @@ class LazyReader:
         for remote archives, 4 KB for local files), the others concurrently. A path needing k
         dependent reads (TOC node, index page, value) costs k rounds of requests, for any
         number of paths."""
-        return run(self._a, [path_task(p) for p in paths], max_gap)
+        a = self._a
+        if max_gap is None and a.file.local:  # a local read costs little: spare the work per path
+            a.check_open()
+            with gc_paused(True):  # as to_obj: the values kept would trigger repeated full scans
+                return read_grouped(self._root_obj(), paths)
+        return run(a, [path_task(p) for p in paths], max_gap)
 
     async def async_read_many(self, paths: Iterable[Any], *, max_gap: int | None = None) -> list[Any]:
         """``read_many`` for an event loop: requests are awaited (on fsspec's own loop for an

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 import zlib
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, ItemsView, Iterator, Mapping, Sequence, ValuesView
 from typing import Any
 
@@ -143,6 +143,43 @@ class _BlockList(LazyList):
                 yield self._kid(k)
             else:
                 yield from self._block(k)
+
+
+MISSING = object()  # list_items: an item whose tail the C walk left to the Python path
+
+
+def walks_spans(view: Any) -> bool:
+    """Does ``list_items`` read ``view``'s spans in C (and so take tails)?"""
+    return type(view) is _BlockList and view._cache is None and accel.speedups is not None
+
+
+def list_items(view: Any, indices: list[int], tails: list[list[Any] | None] | None = None) -> Iterator[Any]:
+    """``view[i] for i in indices``, for ascending indexes in range; a block list read
+    without a cache (``walks_spans``) reads and walks each span once, in C, for all its
+    indexes. ``tails`` (only then): for each index None, or the segments of the value wanted
+    inside the item, found in C without decoding the rest (``MISSING``: not found there)."""
+    speedups = accel.speedups
+    if not walks_spans(view) or speedups is None or view._a.closed:
+        yield from (view[i] for i in indices)
+        return
+    node, base, src = view._node, view._base, view._a.c_read
+    starts, offs = node.starts, node.offs
+    at = 0
+    while at < len(indices):
+        k = bisect_right(starts, indices[at]) - 1
+        first, end = starts[k], starts[k + 1] if k + 1 < len(starts) else node.n
+        stop = bisect_left(indices, end, at)
+        chunk, ends = indices[at:stop], None if tails is None else tails[at:stop]
+        values: Any = NotImplemented
+        if k not in node.kids:
+            js = [i - first for i in chunk]
+            values = speedups.span_items(
+                src, base + offs[k], offs[k + 1] - offs[k], end - first, js, _decode, ends, MISSING
+            )
+        if values is NotImplemented:
+            values = (MISSING if ends and ends[n] else view[i] for n, i in enumerate(chunk))
+        yield from values
+        at = stop
 
 
 def _decode_block(a: Archive, base: int, node: ListNode | HashMapNode, k: int, header: Callable[[int], bytes]) -> Any:

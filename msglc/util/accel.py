@@ -8,7 +8,7 @@ import os
 import warnings
 from collections.abc import Callable
 from types import NotImplementedType
-from typing import Protocol
+from typing import Any, Protocol
 
 Big = list[tuple[int, int, int]]  # (item or entry, its value's start, its end) of each large container value
 
@@ -93,6 +93,22 @@ class Speedups(Protocol):
     ) -> object:
         """Item ``j`` of the ``count`` msgpack items that make the ``size`` bytes at ``offset``,
         decoded; NotImplemented: ask the Python path. ``src`` as for ``BlockProbe.get``."""
+        ...
+
+    def span_items(
+        self,
+        src: object,
+        offset: int,
+        size: int,
+        count: int,
+        js: list[int],
+        decode: Callable[[bytes], object],
+        tails: list[list[Any] | None] | None,
+        missing: object,
+        /,
+    ) -> list[object] | NotImplementedType:
+        """Items ``js`` (ascending) of such a span, decoded, as ``span_item``; with ``tails``,
+        the value each item's tail of segments names in it (``missing``: resolve it in Python)."""
         ...
 
     def File(self, fd: int, /) -> File:  # noqa: N802 (a class of the C module)
