@@ -197,6 +197,7 @@ def check_node(node: Node, where: int, toc_off: int) -> None:
             back, size = node.index
             region = index_size(node) if 0 <= node.page_bits <= 31 else -1
             ok = ok and node.offs_width in (4, 8) and size == region and set(node.kid_keys.values()) == set(node.kids)
+            ok = ok and len(node.kid_keys) == len(node.kids)  # one key per span: a span is one entry
             ok = ok and back > 0 and where - back >= toc_off and where - back + size <= where
         if not ok:
             bad = "inconsistent spans"

@@ -31,24 +31,30 @@ def split_path(path: Any) -> list[Any]:
 
 def lookup(root: Any, path: str) -> Any:
     """``resolve(root, split_path(path))`` for a str path, with the common steps short: dict
-    keys and non-negative list indexes in ASCII digits. Anything else, and any step that
-    fails, goes through ``resolve`` from the root, for its meaning and its error message."""
+    keys and non-negative list indexes in ASCII digits. Any other step, and the rest of the
+    path after it, goes through ``resolve`` from where it is; a key a dict does not hold is
+    not looked up twice (each miss costs reads)."""
     obj = root
-    for seg in path.split("/"):
+    segments = path.split("/")
+    for depth, seg in enumerate(segments):
+        if not seg:
+            continue
         kind = _kinds.get(type(obj))
         if kind is None:
             kind = _kind(obj)
-        try:
-            if kind is _DICT and seg:
+        if kind is _DICT:
+            try:
                 obj = obj[seg]
-                continue
-            if kind is _LIST and seg.isdigit() and seg.isascii():
+            except KeyError:
+                obj = _missing_key(obj, seg, [s for s in segments[: depth + 1] if s])
+            continue
+        if kind is _LIST and len(seg) < 19 and seg.isdigit() and seg.isascii():  # (an int of at most 18 digits)
+            try:
                 obj = obj[int(seg)]
                 continue
-        except (KeyError, IndexError):
-            pass
-        if seg:
-            return resolve(root, split_path(path))
+            except IndexError:
+                pass
+        return resolve(obj, [s for s in segments[depth:] if s], tuple(s for s in segments[:depth] if s))
     return obj
 
 
@@ -161,9 +167,16 @@ def _dict_value(d: Any, seg: Any, where: list[Any]) -> Any:
     try:
         return d[seg]
     except KeyError:
-        if isinstance(seg, str) and _INT.fullmatch(seg):
-            try:
-                return d[int(seg)]
-            except KeyError:
-                pass
-        raise KeyError(f"{seg!r} not found (at {'/'.join(map(str, where))})") from None
+        return _missing_key(d, seg, where)
+
+
+def _missing_key(d: Any, seg: Any, where: list[Any]) -> Any:
+    """For a key ``d`` does not hold: an int-like str segment's int key, else KeyError naming
+    the path."""
+    key = _int(seg) if isinstance(seg, str) and _INT.fullmatch(seg) else None  # (None: more digits than int() takes)
+    if key is not None:
+        try:
+            return d[key]
+        except KeyError:
+            pass
+    raise KeyError(f"{seg!r} not found (at {'/'.join(map(str, where))})") from None

@@ -272,3 +272,21 @@ def test_verify_refuses_a_hash_indexed_dict_holding_a_key_twice():
     pairs[1500] = ("k00003", "again")
     with msglc.LazyReader(_block_indexed(pairs)) as r, pytest.raises(CorruptedError, match="twice"):
         r.verify()
+
+
+def test_hash_dict_naming_one_large_value_under_two_keys():
+    """A span holds one entry: a TOC that names a large value under a second key of the same
+    length must not give that value for the second key, whichever is looked up first (the
+    view of the first is kept for reuse)."""
+    doc = {f"k{i}": i for i in range(3000)} | {"a1": list(range(3000)), "b1": list(range(5000, 8000))}
+    data = msglc.dumps(doc, small_obj_optimization_threshold=256)
+
+    def alias(n):
+        return msgspec.structs.replace(n, kid_keys={**n.kid_keys, "c1": n.kid_keys["a1"]})
+
+    crafted = rewrite_root(data, alias)
+    for cached in (False, True):
+        with pytest.raises(MsglcError), msglc.LazyReader(crafted, cached=cached) as r:
+            assert r["a1"][5] == 5
+            r["c1"]
+    errors(crafted, "c1", "a1")
