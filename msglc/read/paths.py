@@ -36,25 +36,26 @@ def lookup(root: Any, path: str) -> Any:
     not looked up twice (each miss costs reads)."""
     obj = root
     segments = path.split("/")
-    for depth, seg in enumerate(segments):
-        if not seg:
-            continue
+    depth = -1
+    for seg in segments:
+        depth += 1
         kind = _kinds.get(type(obj))
         if kind is None:
             kind = _kind(obj)
-        if kind is _DICT:
+        if kind is _DICT and seg:
             try:
                 obj = obj[seg]
             except KeyError:
                 obj = _missing_key(obj, seg, [s for s in segments[: depth + 1] if s])
             continue
-        if kind is _LIST and len(seg) < 19 and seg.isdigit() and seg.isascii():  # (an int of at most 18 digits)
+        if kind is _LIST and seg.isdigit() and seg.isascii() and len(seg) < 19:  # (at most 18 digits: an int)
             try:
                 obj = obj[int(seg)]
                 continue
             except IndexError:
                 pass
-        return resolve(obj, [s for s in segments[depth:] if s], tuple(s for s in segments[:depth] if s))
+        if seg:
+            return resolve(obj, [s for s in segments[depth:] if s], tuple(s for s in segments[:depth] if s))
     return obj
 
 
