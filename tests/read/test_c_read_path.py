@@ -1,0 +1,519 @@
+"""The read path's C steps (``BlockProbe.get``: key encoding, CRC, block walk and decode in one
+call; ``span_item``: one item of a list span) answer exactly what the pure-Python path answers,
+or leave the answer to it; the views kept for reuse stay correct across close, batches and
+counters; str paths mean what ``resolve`` says and cost what it costs."""
+
+import io
+import random
+import struct
+import threading
+import zlib
+
+import msgspec
+import numpy as np
+import pytest
+
+import msglc
+from msglc.format.msgpack import array_header
+from msglc.read import archive as archive_module
+from msglc.read.archive import LazyStats
+from msglc.read.paths import resolve, split_path
+from msglc.read.views import LazyNode
+from msglc.util import accel
+
+needs_c = pytest.mark.skipif(accel.speedups is None, reason="the C accelerator is not built (or MSGLC_PURE_PYTHON)")
+
+
+def _plain(v):
+    if isinstance(v, LazyNode):
+        v = v.to_obj()
+    if isinstance(v, np.ndarray):
+        return ("ndarray", v.dtype.str, v.tolist())
+    if isinstance(v, np.generic):
+        return ("numpy", v.dtype.str, v.item())
+    if isinstance(v, list):
+        return [_plain(x) for x in v]
+    if isinstance(v, dict):
+        return {k: _plain(x) for k, x in v.items()}
+    return v
+
+
+def _answer(f):
+    """What ``f()`` gives: ("ok", value as plain objects) or (exception type, message)."""
+    try:
+        return ("ok", _plain(f()))
+    except Exception as e:  # the outcome compared, whatever it is
+        return (type(e).__name__, str(e))
+
+
+def _both_modes(monkeypatch, run):
+    """``run()`` with the C accelerator, then with the pure-Python path."""
+    with_c = run()
+    with monkeypatch.context() as m:
+        m.setattr(accel, "speedups", None)
+        pure = run()
+    return with_c, pure
+
+
+# -- keys: the C encoding is msgspec's for every str and int ------------------------------------
+
+
+def _boundary_ints():
+    edges = [0, 7, 8, 15, 16, 31, 32, 33, 63, 64, 127, 128, 255, 256, 2**15, 2**16, 2**31, 2**32, 2**63, 2**64]
+    ints = {s * (e + d) for e in edges for d in (-2, -1, 0, 1, 2) for s in (1, -1)}
+    return sorted(i for i in ints if -(2**63) <= i < 2**64)
+
+
+def _boundary_strs():
+    out = set()
+    for n in [*range(0, 300), 65535, 65536, 70000]:
+        for ch in ("a", "é", "€", "😀"):  # 1 to 4 UTF-8 bytes a character
+            out.add(ch * n)
+    return sorted(out | {"\x00", "٣", "k\x00k"})
+
+
+@pytest.fixture(scope="module")
+def key_archive(tmp_path_factory):
+    """A hash-indexed dict keyed by every width of msgpack int and str, with filler keys."""
+    keys = [*_boundary_ints(), *_boundary_strs()]
+    d = {k: [i, "v"] for i, k in enumerate(keys)}
+    d.update({f"f{i}": i for i in range(3000)})
+    path = tmp_path_factory.mktemp("keys") / "keys.mlc"
+    path.write_bytes(msglc.dumps(d))
+    return path, d
+
+
+@needs_c
+def test_c_lookup_finds_every_key_msgspec_encodes(key_archive):
+    """A key the C code encodes differently from msgspec (the writer's encoder) would hash to
+    another page and be reported missing: every key must be found, by C for all it encodes."""
+    path, d = key_archive
+    with msglc.LazyReader(path, cached=False) as r:
+        table = r.read()
+        table["f0"]  # loads the block index
+        probe, answered = table._index.probe, 0
+        assert probe is not None
+        for key, value in d.items():
+            got = probe.get(r._a.c_read, table._base, key, msgspec.msgpack.decode, KeyError)
+            if got is not NotImplemented:
+                answered += 1
+                assert got == value, key
+            assert table[key] == value
+            assert key in table
+        # every int of a signed 64 bits and every str whose encoding fits 256 bytes
+        fits = [k for k in d if isinstance(k, int) and k < 2**63] + [
+            k for k in d if isinstance(k, str) and len(msgspec.msgpack.encode(k)) <= 256
+        ]
+        assert answered == len(fits)
+
+
+def test_keys_c_and_python_agree_on_hits_and_misses(key_archive, monkeypatch):
+    path, d = key_archive
+    rng = random.Random(1)
+    probes = [*d, 2**64, 2**70, -(2**63) - 1, -(2**70), "\ud800", "a\udfff", "é" * 200, "absent", 3.0, True, b"a"]
+    probes += [rng.randrange(-(2**64), 2**64) for _ in range(300)]
+    probes += ["".join(chr(rng.randrange(1, 0x2FFF)) for _ in range(rng.randrange(90))) for _ in range(300)]
+
+    def run():
+        with msglc.LazyReader(path, cached=False) as r:
+            table = r.read()
+            out = []
+            for k in probes:
+                out.append(_answer(lambda k=k: table[k]))
+                out.append(k in table if not isinstance(k, float) else None)
+                out.append(_answer(lambda k=k: table.get(k, "default")))
+            return out
+
+    with_c, pure = _both_modes(monkeypatch, run)
+    assert with_c == pure
+
+
+# -- one item of a list span ------------------------------------------------------------------
+
+
+def _lists():
+    rng = random.Random(4)
+
+    def small(i):
+        return rng.choice([i, -i, str(i) * (i % 5), None, True, 1.5, b"xx", {"a": i}, [i, i], 2**64 - 1, -(2**63)])
+
+    out = []
+    for n in (1, 2, 3, 100, 1000, 5000):
+        out.append([small(i) for i in range(n)])
+        big = [small(i) for i in range(n)]
+        for j in {0, n // 2, n - 1}:  # large items (a node of their own) at the edges of spans
+            big[j] = list(range(300))
+        out.append(big)
+    out.append([np.arange(5) if i % 3 == 0 else i for i in range(2000)])
+    return out
+
+
+@pytest.mark.parametrize("items", _lists(), ids=lambda items: f"{len(items)}")
+def test_list_items_and_slices_c_and_python(items, monkeypatch):
+    data = msglc.dumps({"x": items}, small_obj_optimization_threshold=256)
+    n = len(items)
+    rng = random.Random(n)
+    indexes = [*range(-n - 2, n + 2)] if n < 200 else [0, 1, n - 1, n, -1, -n, -n - 1, *rng.sample(range(n), 200)]
+    slices = [slice(None), slice(-5, None), slice(None, None, -7), slice(3, 1), slice(1, n + 5, 3)]
+
+    def run():
+        with msglc.LazyReader(data, cached=False) as r:
+            x = r["x"]
+            got = [_answer(lambda i=i: x[i]) for i in indexes]
+            return got + [[_plain(v) for v in x[s]] for s in slices]
+
+    want = [_answer(lambda i=i: items[i]) for i in indexes] + [[_plain(v) for v in items[s]] for s in slices]
+    for got in _both_modes(monkeypatch, run):  # (IndexError: a lazy list words it otherwise)
+        assert [g if g[0] == "ok" else g[0] for g in got[: len(indexes)]] == [
+            w if w[0] == "ok" else w[0] for w in want[: len(indexes)]
+        ]
+        assert got[len(indexes) :] == want[len(indexes) :]
+
+
+def _random_item(rng, depth=0):
+    """One msgpack object, of every kind msgspec can skip (and some it cannot: 0xc1 is made by
+    the mutations below)."""
+    c = rng.randrange(24)
+    if c == 0:
+        return bytes([rng.choice([0xC0, 0xC2, 0xC3, rng.randrange(0xE0, 0x100), rng.randrange(0x80)])])
+    if c == 1:
+        return msgspec.msgpack.encode(rng.choice(_boundary_ints()))
+    if c == 2:
+        return msgspec.msgpack.encode(rng.random()) if rng.random() < 0.5 else b"\xca" + struct.pack(">f", 1.5)
+    if c == 3:
+        return msgspec.msgpack.encode("x" * rng.choice([0, 1, 31, 32, 255, 256, 300]))
+    if c == 4:
+        return msgspec.msgpack.encode(b"y" * rng.choice([0, 1, 255, 256, 70000]))
+    if c in (5, 6, 7, 8):  # str 16/32 and bin 16/32 with small lengths (no writer makes these)
+        tag, fmt = [(b"\xda", ">H"), (b"\xdb", ">I"), (b"\xc5", ">H"), (b"\xc6", ">I")][c - 5]
+        n = rng.randrange(3)
+        return tag + struct.pack(fmt, n) + b"z" * n
+    if c == 9:
+        n = rng.choice([0, 1, 3, 255])
+        return b"\xc7" + bytes([n, 7]) + b"e" * n  # ext 8
+    if c == 10:
+        n = rng.choice([0, 1, 3, 256])
+        return b"\xc8" + struct.pack(">H", n) + b"\x07" + b"e" * n  # ext 16
+    if c == 11:
+        n = rng.randrange(4)
+        return b"\xc9" + struct.pack(">I", n) + b"\x07" + b"e" * n  # ext 32
+    if c == 12:
+        k = rng.randrange(5)
+        return bytes([0xD4 + k, 9]) + b"f" * (1 << k)  # fixext 1..16
+    if depth < 4 and c in (13, 14, 15, 16, 17, 18):
+        n = rng.randrange(4)
+        inner = b"".join(_random_item(rng, depth + 1) for _ in range(n * (2 if c in (15, 16, 18) else 1)))
+        head = {
+            13: b"\xdc" + struct.pack(">H", n),
+            14: b"\xdd" + struct.pack(">I", n),
+            15: b"\xde" + struct.pack(">H", n),
+            16: b"\xdf" + struct.pack(">I", n),
+            17: bytes([0x90 | n]),
+            18: bytes([0x80 | n]),
+        }[c]
+        return head + inner
+    return msgspec.msgpack.encode(rng.randrange(-(2**63), 2**64))
+
+
+_raw_items = msgspec.msgpack.Decoder(list[msgspec.Raw])
+
+
+@needs_c
+def test_skip_matches_msgspec_on_every_kind():
+    """``span_item`` answers item j exactly when msgspec reads the bytes as ``count`` items,
+    and gives that item; else NotImplemented (truncations, trailing bytes, 0xc1, flips)."""
+    rng = random.Random(5)
+    span_item = accel.speedups.span_item
+    for _ in range(4000):
+        items = [_random_item(rng) for _ in range(rng.randrange(1, 6))]
+        buf = b"".join(items)
+        mutation = rng.randrange(5)
+        if mutation == 1:
+            buf = buf[: rng.randrange(len(buf))]
+        elif mutation == 2:
+            b = bytearray(buf)
+            b[rng.randrange(len(b))] = rng.randrange(256)
+            buf = bytes(b)
+        elif mutation == 3:
+            buf += bytes([rng.randrange(256)])
+        elif mutation == 4:
+            b = bytearray(buf)
+            b[rng.randrange(len(b))] = 0xC1
+            buf = bytes(b)
+        for count in {len(items), max(1, len(items) - 1), len(items) + 1}:
+            try:
+                want = [bytes(x) for x in _raw_items.decode(array_header(count) + buf)]
+            except (msgspec.DecodeError, RecursionError):
+                want = None
+            got = [span_item(lambda o, s, b=buf: b[o : o + s], 0, len(buf), count, j, bytes) for j in range(count)]
+            if want is None:
+                assert NotImplemented in got
+            else:
+                assert got == want
+            for j in (-1, count):
+                assert span_item(lambda o, s, b=buf: b[o : o + s], 0, len(buf), count, j, bytes) is NotImplemented
+
+
+@needs_c
+def test_crc_of_every_length_is_zlibs():
+    """The slicing-by-8 CRC-32 (here of keys, through ``key_crcs``) is zlib's, for lengths on
+    both sides of every multiple of 8."""
+    rng = random.Random(6)
+    for n in [*range(1, 260), 1000, 4097, 65541]:
+        for _ in range(3):
+            key = msgspec.msgpack.encode(rng.randbytes(n))  # bin 8, 16 or 32: n + 2, 3 or 5 bytes
+            assert accel.speedups.key_crcs(key + b"\xc0", 1) == [zlib.crc32(key)]
+    for b in range(128):  # one byte
+        assert accel.speedups.key_crcs(bytes([b, 0xC0]), 1) == [zlib.crc32(bytes([b]))]
+
+
+# -- sources, damage ----------------------------------------------------------------------------
+
+_DOC = {
+    "s": {f"k{i}": [i, "v" * (i % 7)] for i in range(3000)},
+    "d": {i: i * 2 for i in range(2000)},
+    "l": [{"score": i, "t": "x" * (i % 13)} for i in range(3000)],
+    "w": [[i] * 50 if i % 97 == 0 else i for i in range(3000)],
+}
+_KEYS = (
+    [("s", f"k{i}") for i in range(0, 3000, 37)]
+    + [("s", "nope"), ("d", 2000), ("d", "5")]
+    + [("d", i) for i in range(0, 2000, 29)]
+    + [("l", i) for i in range(0, 3000, 31)]
+    + [("w", i) for i in range(0, 3000, 17)]
+)
+
+
+def _outcomes(source, messages=True):
+    """Each lookup's outcome; only the error type when ``messages`` is false (the C and Python
+    block walks word their errors differently)."""
+
+    def kind(f):
+        got = _answer(f)
+        return got if messages or got[0] == "ok" else got[0]
+
+    try:
+        r = msglc.LazyReader(source, cached=False)
+    except msglc.MsglcError as e:
+        return [type(e).__name__]
+    with r:
+        out = []
+        for c, k in _KEYS:
+            out.append(kind(lambda c=c, k=k: r[c][k]))
+            if c in ("s", "d"):
+                out.append(kind(lambda c=c, k=k: k in r[c]))
+        return out
+
+
+@pytest.mark.parametrize("compression", [None, "zstd"])
+@pytest.mark.parametrize("kind", ["file", "bytes", "stream"])
+def test_sources_c_and_python_agree(compression, kind, tmp_path, monkeypatch):
+    """Compressed archives, bytes and file objects: the C steps read through the source's read."""
+    if compression:
+        pytest.importorskip("zstandard")
+    data = msglc.dumps(_DOC, compression=compression)
+    path = tmp_path / "a.mlc"
+    path.write_bytes(data)
+
+    def source():
+        return {"file": path, "bytes": data, "stream": io.BytesIO(data)}[kind]
+
+    with_c, pure = _both_modes(monkeypatch, lambda: _outcomes(source()))
+    assert with_c == pure
+    assert with_c[0] == ("ok", [0, ""])
+
+
+def test_damaged_archives_c_answers_only_what_python_answers(tmp_path, monkeypatch):
+    """Bit flips in the data and the TOC: the C steps give the same value or the same error
+    type as the pure-Python path (never a value where it raises)."""
+    data = msglc.dumps(_DOC)
+    rng = random.Random(7)
+    path = tmp_path / "a.mlc"
+    for _ in range(40):
+        b = bytearray(data)
+        for _ in range(rng.randrange(1, 4)):
+            at = rng.randrange(len(b)) if rng.random() < 0.5 else rng.randrange(len(b) - 20000, len(b))
+            b[at] ^= 1 << rng.randrange(8)
+        path.write_bytes(b)
+        with_c, pure = _both_modes(monkeypatch, lambda: _outcomes(path, messages=False))
+        assert with_c == pure
+
+
+# -- counting, closing ------------------------------------------------------------------------
+
+
+def test_counted_reads_are_the_same_with_c(tmp_path, monkeypatch):
+    """With a counter the C steps read through the counting read: same requests and bytes."""
+    path = tmp_path / "a.mlc"
+    path.write_bytes(msglc.dumps(_DOC, small_obj_optimization_threshold=128))
+    paths = ["s/k1", "s/k2", "s/zz", "d/5", "l/5", "l/2999", "l/-3", "w/97", "w/98", "w/97/3", "s/k9/1", "d/x"]
+
+    def run():
+        stats = LazyStats()
+        out = []
+        with msglc.LazyReader(path, cached=False, counter=stats) as r:
+            for p in paths * 2:
+                out.append(_answer(lambda p=p: r[p]))
+                out.append((stats.requests, stats.bytes))
+            table = r["s"]
+            for k in ("k5", "k6", "nope"):
+                out += [k in table, table.get(k), (stats.requests, stats.bytes)]
+            out += [r["l"][10:20], (stats.requests, stats.bytes)]
+        return out
+
+    with_c, pure = _both_modes(monkeypatch, run)
+    assert with_c == pure
+
+
+@pytest.mark.parametrize("cached", [False, True])
+def test_a_held_view_refuses_reads_after_close_even_with_the_descriptor_reused(cached, tmp_path):
+    data = msglc.dumps(_DOC)
+    other = msglc.dumps({k: v for k, v in _DOC.items() if k != "s"} | {"s": {f"k{i}": i for i in range(3000)}})
+    (tmp_path / "a.mlc").write_bytes(data)
+    (tmp_path / "b.mlc").write_bytes(other)
+    r = msglc.LazyReader(tmp_path / "a.mlc", cached=cached)
+    table, items = r["s"], r["l"]
+    assert table["k3"] == [3, "vvv"] and items[3] == {"score": 3, "t": "xxx"}
+    r.close()
+    others = [msglc.LazyReader(tmp_path / "b.mlc", cached=False) for _ in range(4)]  # the descriptor reused
+    try:
+        for lookup in (lambda: table["k4"], lambda: "k4" in table, lambda: table.get("k4"), lambda: items[4]):
+            with pytest.raises(ValueError, match="closed"):
+                lookup()
+        with pytest.raises(ValueError, match="closed"):
+            r["s/k4"]
+    finally:
+        for o in others:
+            o.close()
+
+
+def test_close_from_another_thread_never_gives_another_files_value(tmp_path):
+    """Lookups racing a close, with the descriptor number reused at once by a reader of another
+    archive of the same layout: each gives the right value or ValueError."""
+    a = {"s": {f"k{i}": i + 10**6 for i in range(20000)}, "l": [i + 10**6 for i in range(20000)]}
+    b = {"s": {f"k{i}": i + 2 * 10**6 for i in range(20000)}, "l": [i + 2 * 10**6 for i in range(20000)]}
+    (tmp_path / "a.mlc").write_bytes(msglc.dumps(a))
+    (tmp_path / "b.mlc").write_bytes(msglc.dumps(b))
+    wrong: list[tuple[int, int]] = []
+    for _ in range(25):
+        r = msglc.LazyReader(tmp_path / "a.mlc", cached=False)
+        table, items = r["s"], r["l"]
+        table["k1"], items[1]
+        stop = threading.Event()
+
+        def work(table=table, items=items, stop=stop):
+            rng = random.Random()
+            while not stop.is_set():
+                i = rng.randrange(20000)
+                try:
+                    got = table[f"k{i}"] if i % 2 else items[i]
+                except ValueError:
+                    continue
+                if got != i + 10**6:
+                    wrong.append((i, got))
+
+        threads = [threading.Thread(target=work) for _ in range(2)]
+        for t in threads:
+            t.start()
+        r.close()
+        others = [msglc.LazyReader(tmp_path / "b.mlc", cached=False) for _ in range(3)]
+        for o in others:
+            o["s"]["k3"]
+        stop.set()
+        for t in threads:
+            t.join()
+        for o in others:
+            o.close()
+    assert wrong == []
+
+
+# -- kept views ---------------------------------------------------------------------------------
+
+
+def test_views_are_reused_bounded_and_dropped_on_close(monkeypatch):
+    doc = {f"t{i}": {f"k{j}": j for j in range(40)} for i in range(60)}
+    monkeypatch.setattr(archive_module, "MAX_VIEWS", 16)
+    with msglc.LazyReader(msglc.dumps(doc, small_obj_optimization_threshold=64), cached=False) as r:
+        assert r["t3"] is r["t3"]
+        for i in range(60):
+            assert r[f"t{i}"]["k7"] == 7
+            assert len(r._a.views) <= 16
+        assert r["t59"] is r["t59"]
+    assert not r._a.views
+
+
+def test_read_many_and_batches_give_what_single_reads_give(tmp_path):
+    path = tmp_path / "a.mlc"
+    path.write_bytes(msglc.dumps(_DOC))
+    paths = ["s/k5", "d/7", "l/9", "w/97", "w/97/2", "s/k3000", "l/-1"]
+    with msglc.LazyReader(path, cached=False) as r:
+        singles = [_answer(lambda p=p: r[p]) for p in paths[:-2]]
+        got = r.read_many(paths[:-2])
+        assert [("ok", _plain(v)) for v in got] == singles
+        table = r.read_many(["s"])[0]
+        assert table["k8"] == [8, "v"] and r["s"]["k8"] == [8, "v"]
+        with pytest.raises(KeyError):
+            r.read_many(paths)
+    with pytest.raises(ValueError, match="closed"):
+        table["k9"]
+
+
+# -- str paths ----------------------------------------------------------------------------------
+
+_PATH_DOC = {
+    "d": {i: [i, "x"] for i in range(300)},
+    "s": {f"k{i}": {"v": i, "n": None} for i in range(300)},
+    "l": [{"score": i, "t": [i] * 3} for i in range(400)],
+    "small": {"a": 1, "3": "three", 4: "four", "": "empty", " 3": "sp"},
+    "sl": [1, 2, 3, [4, 5]],
+    "m": np.arange(24.0).reshape(4, 6),
+    "n": None,
+    "mixed": {"-1": "neg", -1: "negint", "٣": "arabic", 3: "int3", "1:3": "colon"},
+    "": {"": "empty in empty"},
+}
+_SEGMENTS = [*_PATH_DOC, "3", "-1", "+3", "3_0", " 3", "٣", "1:3", "0:2:6", "::", "k5", "v", "score", "t"]
+_SEGMENTS += ["0", "1", "399", "400", "-400", "-401", "a", "5", "nope", "00", "2", "1e2", "３", "²", "-0", "9" * 19]
+_SEGMENTS += ["9" * 5000, "0" * 30 + "5"]
+
+
+@pytest.mark.parametrize("cached", [False, True])
+@pytest.mark.parametrize("threshold", [64, 8192])
+def test_str_paths_mean_what_resolve_says(cached, threshold):
+    rng = random.Random(threshold + cached)
+    paths = ["", "/", "//", "d/5", "d//5/", "l/3/score", "m/3/4", "m/3", "n/x", "small/3", "d/" + "9" * 5000]
+    for _ in range(1200):
+        p = "/".join(rng.choice(_SEGMENTS) for _ in range(rng.randrange(5)))
+        paths.append(rng.choice(["", "/"]) + p + rng.choice(["", "/"]))
+    with msglc.LazyReader(msglc.dumps(_PATH_DOC, small_obj_optimization_threshold=threshold), cached=cached) as r:
+        root = r.read()
+        for p in paths:
+            assert _answer(lambda p=p: r[p]) == _answer(lambda p=p: resolve(root, split_path(p))), p
+
+
+def test_a_str_path_costs_the_reads_of_its_list_path(tmp_path):
+    """A miss is looked up once (a dict with int keys: the str key, then its int), as the
+    list form of the path does it."""
+    path = tmp_path / "a.mlc"
+    path.write_bytes(msglc.dumps(_DOC))
+    for p in ["d/5", "d/nope", "s/nope", "s/k5", "l/-1", "l/7/score", "w/97/-1", "s/k5/9"]:
+        counts = []
+        for form in (p, p.split("/")):
+            stats = LazyStats()
+            with msglc.LazyReader(path, cached=False, counter=stats) as r:
+                r[p.split("/")[0]]["k0" if p[0] == "s" else 0]  # the index loaded
+                stats.clear()
+                outcome = _answer(lambda form=form: r[form])
+                counts.append((outcome, stats.requests, stats.bytes))
+        assert counts[0] == counts[1], p
+
+
+def test_long_digit_segments_are_not_ints():
+    """More digits than ``int()`` takes: not a list index nor an int key (as ``resolve`` says)."""
+    with msglc.LazyReader(msglc.dumps({"l": list(range(300)), "d": {i: i for i in range(300)}})) as r:
+        with pytest.raises(TypeError, match="list index must be"):
+            r["l/" + "9" * 5000]
+        with pytest.raises(KeyError, match="not found"):
+            r["d/" + "9" * 5000]
+        with pytest.raises(KeyError, match="not found"):
+            r[["d", "9" * 5000]]
+        assert r["d/" + "0" * 30 + "5"] == 5
