@@ -878,38 +878,6 @@ static PyObject *probe_get(BlockProbe *self, PyObject *const *args, Py_ssize_t n
     return result;
 }
 
-/* span_item(src, offset, size, count, j, decode): item j of the count msgpack items that must
- * make the size bytes at offset exactly, decoded (its neighbours skipped, not decoded);
- * NotImplemented when they do not, or for anything else unusual: the Python path answers. */
-static PyObject *span_item(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    (void)self;
-    if (nargs != 6) {
-        PyErr_SetString(PyExc_TypeError, "span_item(src, offset, size, count, j, decode)");
-        return NULL;
-    }
-    Py_ssize_t offset = PyLong_AsSsize_t(args[1]), size = PyLong_AsSsize_t(args[2]);
-    Py_ssize_t count = PyLong_AsSsize_t(args[3]), j = PyLong_AsSsize_t(args[4]);
-    if (PyErr_Occurred()) return NULL;
-    if (!(0 <= j && j < count)) Py_RETURN_NOTIMPLEMENTED;
-    unsigned char buf[16384];
-    const unsigned char *data;
-    Held held;
-    int got = src_read(args[0], offset, size, buf, sizeof buf, &data, &held);
-    if (got <= 0) {
-        if (got < 0) return NULL;
-        Py_RETURN_NOTIMPLEMENTED;
-    }
-    const unsigned char *p = data, *end = data + size, *at = NULL, *stop = NULL;
-    for (Py_ssize_t i = 0; i < count && p; i++) {
-        const unsigned char *q = skip(p, end);
-        if (i == j) at = p, stop = q;
-        p = q;
-    }
-    PyObject *result = p == end && at && stop ? decoded(args[5], at, stop - at) : Py_NewRef(Py_NotImplemented);
-    held_release(&held);
-    return result;
-}
-
 /* The value a path's tail names inside the msgpack value [*at, *stop): str segments look up
  * map keys (the last of equal keys, as decoding keeps it), ASCII-digit str or int segments
  * index arrays. 1 with *at, *stop moved there; 0 for anything else (a missing key, another
@@ -981,8 +949,9 @@ static int descend(PyObject *tail, const unsigned char **at, const unsigned char
 }
 
 /* span_items(src, offset, size, count, js, decode, tails, missing): the items js (a list of
- * ascending indexes below count) of such a span, decoded, in a list; NotImplemented as
- * span_item. tails: None, or a list holding for each item None (the item) or a list of
+ * ascending indexes below count) of the count msgpack items that must make the size bytes at
+ * offset exactly (neighbours skipped, not decoded; NotImplemented when they do not, or for
+ * anything else unusual: the Python path answers), decoded, in a list. tails: None, or a list holding for each item None (the item) or a list of
  * segments (the value they name in it, see descend; missing where it does not). */
 static PyObject *span_items(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
@@ -1050,6 +1019,24 @@ done:
     held_release(&held);
     PyMem_Free(at);
     return result;
+}
+
+/* span_item(src, offset, size, count, j, decode): span_items of the one item j, unwrapped. */
+static PyObject *span_item(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "span_item(src, offset, size, count, j, decode)");
+        return NULL;
+    }
+    PyObject *js = PyList_New(1);
+    if (!js) return NULL;
+    PyList_SET_ITEM(js, 0, Py_NewRef(args[4]));
+    PyObject *full[8] = {args[0], args[1], args[2], args[3], js, args[5], Py_None, Py_None};
+    PyObject *got = span_items(self, full, 8);
+    Py_DECREF(js);
+    if (!got || got == Py_NotImplemented) return got;
+    PyObject *value = Py_NewRef(PyList_GET_ITEM(got, 0));
+    Py_DECREF(got);
+    return value;
 }
 
 static PyMethodDef probe_methods[] = {

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from msglc.read.paths import DICT, LIST, kind_of, resolve, split_path
+from msglc.read.paths import DICT, LIST, kind_of, resolve, short_steps, split_path
 from msglc.read.views import MISSING, list_items, walks_spans
 
 _Member = tuple[int, list[Any]]  # (position in the request, the path's segments)
@@ -100,22 +100,13 @@ class _Batch:
         return nexts
 
     def finish(self, obj: Any, member: _Member, depth: int) -> None:
-        """The rest of one path from ``obj``, in the short steps of ``paths.lookup``."""
+        """The rest of one path from ``obj``: its short steps, then ``resolve`` from there."""
         i, segs = member
-        for seg in segs[depth:]:
-            kind = kind_of(obj)
-            try:
-                if kind is DICT and type(seg) is str:
-                    obj = obj[seg]
-                    continue
-                if kind is LIST and type(seg) is str and seg.isdigit() and seg.isascii():
-                    obj = obj[int(seg)]
-                    continue
-            except (KeyError, IndexError):
-                pass
-            self.alone(member)
-            return
-        self.results[i] = obj
+        try:
+            obj, depth = short_steps(obj, segs, depth)
+            self.results[i] = obj if depth == len(segs) else resolve(obj, segs[depth:], tuple(segs[:depth]))
+        except Exception as e:  # noqa: BLE001 - raised by run, in path order
+            self.errors[i] = e
 
     def take(self, value: Any, member: _Member) -> None:
         """The value the C walk found for a path, or the path resolved alone."""

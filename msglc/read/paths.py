@@ -30,15 +30,26 @@ def split_path(path: Any) -> list[Any]:
 
 
 def lookup(root: Any, path: str) -> Any:
-    """``resolve(root, split_path(path))`` for a str path, with the common steps short: dict
-    keys and non-negative list indexes in ASCII digits. Any other step, and the rest of the
-    path after it, goes through ``resolve`` from where it is; a key a dict does not hold is
-    not looked up twice (each miss costs reads)."""
-    obj = root
+    """``resolve(root, split_path(path))`` for a str path: its common steps short
+    (``short_steps``), the rest of the path from where they stop through ``resolve``."""
     segments = path.split("/")
-    for depth, seg in enumerate(segments):
-        if not seg:
-            continue
+    if "" in segments:
+        segments = [s for s in segments if s]
+    obj, depth = short_steps(root, segments)
+    return obj if depth == len(segments) else resolve(obj, segments[depth:], tuple(segments[:depth]))
+
+
+def short_steps(obj: Any, segments: list[Any], depth: int = 0) -> tuple[Any, int]:
+    """Follow ``segments`` from ``depth`` below ``obj`` while each step is a common one: a str
+    key of a dict, a non-negative list index in ASCII digits. Returns
+    the value reached and the position of the first segment not taken (``len(segments)``
+    when all were); a key a dict does not hold is looked up once (each miss costs reads),
+    with the int retry and ``resolve``'s error."""
+    n = len(segments)
+    while depth < n:
+        seg = segments[depth]
+        if type(seg) is not str:
+            break
         kind = _kinds.get(type(obj))
         if kind is None:
             kind = kind_of(obj)
@@ -46,16 +57,16 @@ def lookup(root: Any, path: str) -> Any:
             try:
                 obj = obj[seg]
             except KeyError:
-                obj = _missing_key(obj, seg, [s for s in segments[: depth + 1] if s])
-            continue
-        if kind is LIST and len(seg) < 19 and seg.isdigit() and seg.isascii():  # (an int of at most 18 digits)
+                obj = _missing_key(obj, seg, segments[: depth + 1])
+        elif kind is LIST and len(seg) < 19 and seg.isdigit() and seg.isascii():  # (at most 18 digits)
             try:
                 obj = obj[int(seg)]
-                continue
             except IndexError:
-                pass
-        return resolve(obj, [s for s in segments[depth:] if s], tuple(s for s in segments[:depth] if s))
-    return obj
+                break
+        else:
+            break
+        depth += 1
+    return obj, depth
 
 
 DICT, LIST, OTHER = "dict", "list", "other"

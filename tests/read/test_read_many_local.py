@@ -34,7 +34,8 @@ PATHS = [
     "runs/5/score", "runs/5/tags/1", "runs/5/params/d/x", "runs/5", "runs/2999/id", "runs/0/params",
     "runs/-1/id", "runs/1:3", "runs/0:2:6", "runs/7/nope", "runs/3000/id", "runs/x", "meta/3", "meta/name",
     "small/1/0", "runs//5//score", "runs/5/tags/2", "runs/5/score/x", "runs/+3/id", "runs/3_0/id",
-    ["runs", 5, "score"], ["runs", slice(1, 3)], ["meta", 3], "", "meta",
+    ["runs", 5, "score"], ["runs", slice(1, 3)], ["meta", 3], "", "meta", ["meta", ""], ["runs", 5, "", "score"],
+    "runs/5/tags/" + "1" * 5000, "runs/" + "1" * 5000,
 ]  # fmt: skip
 
 
