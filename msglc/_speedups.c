@@ -15,8 +15,9 @@
 #define PY_SSIZE_T_CLEAN
 /* What msglc/util/accel.py expects (API there): raised whenever a function is added or changes,
  * so that a stale build is set aside instead of failing at a call. */
-#define SPEEDUPS_API 3
+#define SPEEDUPS_API 4
 #include <Python.h>
+#include <structmember.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1056,6 +1057,169 @@ static PyTypeObject BlockProbeType = {
     .tp_methods = probe_methods,
 };
 
+/* StrideGet(cls, fallback, decode, switch): __getitem__ of the fixed-stride lists (class
+ * cls, msglc/read/views.py), which hold their state in the slots named below. For an exact
+ * int index in range on a view without a cache it reads and decodes the item, or makes the
+ * row view, without a Python frame; everything else (slices, negative indexes, errors, a
+ * cache, a closed or damaged archive, switch["speedups"] set to None) calls fallback, the
+ * Python __getitem__, which gives the same answers. */
+enum { S_A, S_BASE, S_POS, S_NSIZE, S_CACHE, S_H, S_N, S_S, S_WHOLE, S_NEXT, S_COUNT };
+static const char *const stride_slots[S_COUNT] = {"_a", "_base", "_pos", "_nsize", "_cache",
+                                                  "_h", "_n", "_s", "_whole", "_next"};
+static PyObject *str_c_read, *str_closed, *str_speedups;
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyTypeObject *cls;
+    PyObject *fallback, *decode, *sw;
+    Py_ssize_t at[S_COUNT];
+} StrideGet;
+
+#define SLOT(obj, g, k) (*(PyObject **)((char *)(obj) + (g)->at[k]))
+
+static int stride_offsets(StrideGet *g) {
+    for (int k = 0; k < S_COUNT; k++) {
+        PyObject *d = PyObject_GetAttrString((PyObject *)g->cls, stride_slots[k]);
+        if (!d && !PyErr_ExceptionMatches(PyExc_AttributeError)) return -1;
+        PyErr_Clear();
+        int ok = d && Py_IS_TYPE(d, &PyMemberDescr_Type) && ((PyMemberDescrObject *)d)->d_member->type == T_OBJECT_EX &&
+                 !(((PyMemberDescrObject *)d)->d_member->flags & READONLY);
+        if (ok) g->at[k] = ((PyMemberDescrObject *)d)->d_member->offset;
+        Py_XDECREF(d);
+        if (!ok) {
+            PyErr_Format(PyExc_TypeError, "StrideGet: %s is not a slot of the class", stride_slots[k]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Item i of view self (0 <= i < n, no cache): its value, or its row view; NotImplemented when
+ * the Python path should answer. */
+/* The value of a lone float64 or fixint as msgspec decodes it (the matrix elements), without
+ * a bytes object and a decoder call; NULL for anything else. */
+static PyObject *scalar(const unsigned char *p, Py_ssize_t len) {
+    if (len == 9 && p[0] == 0xcb) {
+        uint64_t bits = be(p + 1, 8);
+        double d;
+        memcpy(&d, &bits, sizeof d);
+        return PyFloat_FromDouble(d);
+    }
+    if (len == 1 && (p[0] < 0x80 || p[0] >= 0xe0)) return PyLong_FromLong(p[0] < 0x80 ? (long)p[0] : (long)p[0] - 256);
+    return NULL;
+}
+
+static PyObject *stride_item(StrideGet *g, PyObject *self, Py_ssize_t i) {
+    PyObject *a = SLOT(self, g, S_A), *whole = SLOT(self, g, S_WHOLE);
+    Py_ssize_t base = PyLong_AsSsize_t(SLOT(self, g, S_BASE)), h = PyLong_AsSsize_t(SLOT(self, g, S_H));
+    Py_ssize_t s = PyLong_AsSsize_t(SLOT(self, g, S_S));
+    if (PyErr_Occurred() || base < 0 || h < 0 || s <= 0 || i > (PY_SSIZE_T_MAX - base - h) / s) {
+        PyErr_Clear();
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    Py_ssize_t off = base + h + i * s;
+    if (whole == Py_True) {
+        PyObject *src = PyObject_GetAttr(a, str_c_read);
+        if (!src) return NULL;
+        unsigned char buf[256];
+        const unsigned char *data;
+        Held held;
+        int got = src_read(src, off, s, buf, sizeof buf, &data, &held);
+        Py_DECREF(src);
+        if (got <= 0) return got < 0 ? NULL : Py_NewRef(Py_NotImplemented);
+        PyObject *value = scalar(data, s);
+        if (!value) value = decoded(g->decode, data, s);
+        held_release(&held);
+        return value;
+    }
+    PyObject *next = SLOT(self, g, S_NEXT), *closed = PyObject_GetAttr(a, str_closed);
+    if (!closed) return NULL;
+    int shut = closed != Py_False;
+    Py_DECREF(closed);
+    if (whole != Py_False || shut || !PyTuple_CheckExact(next) || PyTuple_GET_SIZE(next) != 5) Py_RETURN_NOTIMPLEMENTED;
+    PyObject *row = g->cls->tp_alloc(g->cls, 0), *start = PyLong_FromSsize_t(off), *zero = PyLong_FromLong(0);
+    if (!row || !start || !zero) {
+        Py_XDECREF(row), Py_XDECREF(start), Py_XDECREF(zero);
+        return NULL;
+    }
+    SLOT(row, g, S_A) = Py_NewRef(a);
+    SLOT(row, g, S_BASE) = start;
+    SLOT(row, g, S_POS) = Py_NewRef(SLOT(self, g, S_POS));
+    SLOT(row, g, S_NSIZE) = zero; /* no node of its own: its parent's describes it */
+    SLOT(row, g, S_CACHE) = Py_NewRef(Py_None);
+    for (int k = 0; k < 5; k++) SLOT(row, g, S_H + k) = Py_NewRef(PyTuple_GET_ITEM(next, k));
+    return row;
+}
+
+static PyObject *stride_call(StrideGet *g, PyObject *const *args, size_t nargsf, PyObject *kw) {
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (nargs != 2 || (kw && PyTuple_GET_SIZE(kw))) {
+        PyErr_SetString(PyExc_TypeError, "__getitem__(self, i)");
+        return NULL;
+    }
+    PyObject *self = args[0], *key = args[1];
+    if (PyLong_CheckExact(key) && PyObject_TypeCheck(self, g->cls)) {
+        PyObject *sw = PyDict_GetItemWithError(g->sw, str_speedups);
+        if (!sw && PyErr_Occurred()) return NULL;
+        int ready = sw && sw != Py_None;
+        for (int k = 0; ready && k < S_COUNT; k++) ready = SLOT(self, g, k) != NULL;
+        if (ready && SLOT(self, g, S_CACHE) == Py_None) {
+            Py_ssize_t i = PyLong_AsSsize_t(key), n = PyLong_AsSsize_t(SLOT(self, g, S_N));
+            if (PyErr_Occurred()) PyErr_Clear();
+            else if (i >= 0 && i < n) {
+                PyObject *got = stride_item(g, self, i);
+                if (got != Py_NotImplemented) return got;
+                Py_DECREF(got);
+            }
+        }
+    }
+    return PyObject_Vectorcall(g->fallback, args, 2, NULL);
+}
+
+static PyObject *stride_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
+    PyObject *cls, *fallback, *decode, *sw;
+    if ((kw && PyDict_GET_SIZE(kw)) || !PyArg_ParseTuple(args, "O!OOO!", &PyType_Type, &cls, &fallback, &decode, &PyDict_Type, &sw)) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "StrideGet(cls, fallback, decode, switch)");
+        return NULL;
+    }
+    StrideGet *g = (StrideGet *)type->tp_alloc(type, 0);
+    if (!g) return NULL;
+    g->vectorcall = (vectorcallfunc)stride_call;
+    g->cls = (PyTypeObject *)Py_NewRef(cls);
+    g->fallback = Py_NewRef(fallback), g->decode = Py_NewRef(decode), g->sw = Py_NewRef(sw);
+    if (stride_offsets(g) < 0) {
+        Py_DECREF(g);
+        return NULL;
+    }
+    return (PyObject *)g;
+}
+
+static void stride_dealloc(StrideGet *g) {
+    Py_XDECREF(g->cls), Py_XDECREF(g->fallback), Py_XDECREF(g->decode), Py_XDECREF(g->sw);
+    Py_TYPE(g)->tp_free((PyObject *)g);
+}
+
+/* As a method: view.__getitem__ is bound like a function's. */
+static PyObject *stride_get_descr(PyObject *g, PyObject *obj, PyObject *type) {
+    (void)type;
+    if (!obj || obj == Py_None) return Py_NewRef(g);
+    return PyMethod_New(g, obj);
+}
+
+static PyTypeObject StrideGetType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "msglc._speedups.StrideGet",
+    .tp_basicsize = sizeof(StrideGet),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR,
+    .tp_doc = "__getitem__ of the fixed-stride lists in C (see stride_call).",
+    .tp_new = stride_new,
+    .tp_dealloc = (destructor)stride_dealloc,
+    .tp_vectorcall_offset = offsetof(StrideGet, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_descr_get = stride_get_descr,
+};
+
 /* exact_numbers(seq, depth): True if seq is a list/tuple nested depth levels deep (lists or
  * tuples at every level) whose leaves are all exactly float or int. False otherwise (the
  * caller then runs its full type check). Only reads ob_type pointers: a few ns per leaf. */
@@ -1143,7 +1307,10 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_speedups", "Optiona
 PyMODINIT_FUNC PyInit__speedups(void) {
     crc_init();
     skip_init();
-    if (PyType_Ready(&BlockProbeType) < 0 || PyType_Ready(&FileType) < 0) return NULL;
+    str_c_read = PyUnicode_InternFromString("c_read"), str_closed = PyUnicode_InternFromString("closed");
+    str_speedups = PyUnicode_InternFromString("speedups");
+    if (!str_c_read || !str_closed || !str_speedups) return NULL;
+    if (PyType_Ready(&BlockProbeType) < 0 || PyType_Ready(&FileType) < 0 || PyType_Ready(&StrideGetType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
     if (PyModule_AddIntConstant(m, "API", SPEEDUPS_API) < 0) {
@@ -1159,6 +1326,12 @@ PyMODINIT_FUNC PyInit__speedups(void) {
     Py_INCREF(&FileType);
     if (PyModule_AddObject(m, "File", (PyObject *)&FileType) < 0) {
         Py_DECREF(&FileType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(&StrideGetType);
+    if (PyModule_AddObject(m, "StrideGet", (PyObject *)&StrideGetType) < 0) {
+        Py_DECREF(&StrideGetType);
         Py_DECREF(m);
         return NULL;
     }

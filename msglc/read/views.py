@@ -295,6 +295,12 @@ class _StrideList(LazyList):
                 yield self[i]
 
 
+if accel.speedups is not None:  # items and row views of the matrix hot path without a Python frame
+    _StrideList.__getitem__ = accel.speedups.StrideGet(  # type: ignore[method-assign]
+        _StrideList, _StrideList.__getitem__, _decode, vars(accel)
+    )
+
+
 class LazyDict(LazyNode, Mapping[Any, Any]):
     """A read-only ``Mapping`` over a large dict in an archive, in its original key order."""
 

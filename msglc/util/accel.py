@@ -111,12 +111,25 @@ class Speedups(Protocol):
         the value each item's tail of segments names in it (``missing``: resolve it in Python)."""
         ...
 
+    def StrideGet(  # noqa: N802 (a class of the C module)
+        self,
+        cls: type,
+        fallback: Callable[[Any, Any], Any],
+        decode: Callable[[bytes], object],
+        switch: dict[str, Any],
+        /,
+    ) -> Callable[[Any, Any], Any]:
+        """``cls.__getitem__`` in C for an exact int in range on a view without a cache (the
+        value, or the row view, from ``cls``'s slots); ``fallback`` answers everything else,
+        and all calls once ``switch["speedups"]`` is None."""
+        ...
+
     def File(self, fd: int, /) -> File:  # noqa: N802 (a class of the C module)
         """The C reads' handle on a local file."""
         ...
 
 
-API = 3  # the version of ``_speedups`` this code calls (SPEEDUPS_API in _speedups.c)
+API = 4  # the version of ``_speedups`` this code calls (SPEEDUPS_API in _speedups.c)
 
 
 def _load() -> Speedups | None:

@@ -4,6 +4,7 @@ or leave the answer to it; the views kept for reuse stay correct across close, b
 counters; str paths mean what ``resolve`` says and cost what it costs."""
 
 import io
+import math
 import random
 import struct
 import threading
@@ -25,8 +26,13 @@ needs_c = pytest.mark.skipif(accel.speedups is None, reason="the C accelerator i
 
 
 def _plain(v):
+    """A value as plain objects, its floats as their bits (so that NaN and -0.0 compare)."""
     if isinstance(v, LazyNode):
         v = v.to_obj()
+    if isinstance(v, float):
+        return ("float", struct.pack(">d", v))
+    if isinstance(v, tuple):
+        return tuple(_plain(x) for x in v)
     if isinstance(v, np.ndarray):
         return ("ndarray", v.dtype.str, v.tolist())
     if isinstance(v, np.generic):
@@ -517,3 +523,105 @@ def test_long_digit_segments_are_not_ints():
         with pytest.raises(KeyError, match="not found"):
             r[["d", "9" * 5000]]
         assert r["d/" + "0" * 30 + "5"] == 5
+
+
+# -- fixed-stride lists: items and row views in C ---------------------------------------------
+
+_FLOATS = [0.0, -0.0, 1.5, -2.25, math.inf, -math.inf, math.nan, 5e-324, 1.7976931348623157e308, 1 / 3]
+
+
+def _strided_docs():
+    rng = random.Random(3)
+    return {
+        "floats": [[rng.choice(_FLOATS) if rng.random() < 0.3 else rng.random() for _ in range(40)] for _ in range(30)],
+        "fixints": [[rng.randrange(-32, 128) for _ in range(100)] for _ in range(20)],  # one-byte items
+        "flat_ints": [*range(-32, 128), *(rng.randrange(-32, 128) for _ in range(200))],
+        "one_byte": [[rng.choice([None, True, False, -1, 127]) for _ in range(9)] for _ in range(300)],
+        "cube": [[[i * 100 + j * 10 + k + 0.5 for k in range(6)] for j in range(7)] for i in range(8)],
+        "ints": [[rng.randrange(2**40) | 2**40 for _ in range(10)] for _ in range(200)],  # uint64 items
+        "strs": [[f"{rng.randrange(1000):03d}" for _ in range(12)] for _ in range(100)],
+        "flat": [rng.random() for _ in range(500)],
+    }
+
+
+def _stride_outcomes(source, cached):
+    """Items, rows and elements of every strided list, by every kind of index."""
+
+    out = []
+    with msglc.LazyReader(source, cached=cached) as r:
+        for name in _strided_docs():
+            x = r[name]
+            n = len(x)
+            for i in (0, 1, n - 1, n, n + 7, -1, -n, -n - 1, True, np.int64(2), 2**70, "1", 1.0):
+                out.append(_answer(lambda x=x, i=i: x[i]))
+                out.append(_answer(lambda x=x, i=i: x[i][1]))
+                out.append(_answer(lambda x=x, i=i: x[i][-1]))
+                out.append(_answer(lambda name=name, i=i: r[name][i][0]))
+            out.append(_answer(lambda x=x: [type(row).__name__ for row in x][:3]))
+            out.append(_answer(lambda x=x: x[2:5]))
+            if isinstance(x[0], LazyNode):
+                row = x[3]
+                out.append(_answer(lambda row=row: (len(row), row.location(), row[2], row.__getitem__(2), row[1:3])))
+    return out
+
+
+@pytest.mark.parametrize("cached", [False, True])
+def test_strided_items_and_rows_c_and_python(cached, tmp_path, monkeypatch):
+    """Matrix elements and row views made in C (``StrideGet``) are what the Python
+    ``__getitem__`` makes, for every index kind, value kind and nesting depth."""
+    doc = _strided_docs()
+    path = tmp_path / "m.mlc"
+    path.write_bytes(msglc.dumps(doc, small_obj_optimization_threshold=64))
+    with_c, pure = _both_modes(monkeypatch, lambda: _stride_outcomes(path, cached))
+    assert with_c == pure
+    with msglc.LazyReader(path, cached=cached) as r:
+        assert type(r["floats"]).__name__ == "_StrideList"  # the path under test
+        assert _plain(r.to_obj()) == _plain(doc)
+        assert all(_plain(r[name][i]) == _plain(v[i]) for name, v in doc.items() for i in range(len(v)))
+
+
+def test_strided_reads_counted_closed_and_damaged_c_and_python(tmp_path, monkeypatch):
+    """With a counter, after close and on flipped bits, the C items read and answer as the
+    Python path does (the same requests and bytes, errors)."""
+    doc = _strided_docs()
+    data = msglc.dumps(doc, small_obj_optimization_threshold=64)
+    path = tmp_path / "m.mlc"
+
+    def run():
+        stats = LazyStats()
+        out = []
+        with msglc.LazyReader(path, cached=False, counter=stats) as r:
+            views, rows = [r[name] for name in doc], [r[name][1] for name in doc]
+            for name, row in zip(doc, rows, strict=True):
+                out.append(_answer(lambda row=row: row[0] if isinstance(row, LazyNode) else row))
+                out.append(_answer(lambda name=name: r[name][2][1] if isinstance(r[name][2], LazyNode) else r[name][2]))
+                out.append((stats.requests, stats.bytes))
+        out += [_answer(lambda v=v: type(v[1]).__name__) for v in views]  # no row view once closed
+        for row in rows:
+            if isinstance(row, LazyNode):
+                out.append(_answer(lambda row=row: row[0]))
+                out.append(_answer(lambda row=row: row[0:1]))
+        return out
+
+    path.write_bytes(data)
+    with_c, pure = _both_modes(monkeypatch, run)
+    assert with_c == pure
+    closed = with_c[-(len(doc) + 8) :]
+    assert len(closed) == len(doc) + 8 and all(a[0] == "ValueError" for a in closed)
+    rng = random.Random(11)
+    for _ in range(40):
+        b = bytearray(data)
+        at = rng.randrange(16, len(data) // 2)  # in the data section
+        b[at] ^= 1 << rng.randrange(8)
+        path.write_bytes(b)
+        with_c, pure = _both_modes(monkeypatch, lambda: _answer(lambda: _stride_outcomes(path, False)))
+        assert with_c == pure
+
+
+@needs_c
+def test_stride_get_refuses_a_class_without_the_slots():
+    class Other:
+        __slots__ = ("_a",)
+
+    with pytest.raises(TypeError, match="not a slot"):
+        accel.speedups.StrideGet(Other, lambda self, i: None, msgspec.msgpack.decode, vars(accel))
