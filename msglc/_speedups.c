@@ -1057,30 +1057,37 @@ static PyTypeObject BlockProbeType = {
     .tp_methods = probe_methods,
 };
 
-/* StrideGet(cls, fallback, decode, switch): __getitem__ of the fixed-stride lists (class
- * cls, msglc/read/views.py), which hold their state in the slots named below. For an exact
- * int index in range on a view without a cache it reads and decodes the item, or makes the
- * row view, without a Python frame; everything else (slices, negative indexes, errors, a
- * cache, a closed or damaged archive, switch["speedups"] set to None) calls fallback, the
- * Python __getitem__, which gives the same answers. */
-enum { S_A, S_BASE, S_POS, S_NSIZE, S_CACHE, S_H, S_N, S_S, S_WHOLE, S_NEXT, S_COUNT };
-static const char *const stride_slots[S_COUNT] = {"_a", "_base", "_pos", "_nsize", "_cache",
+/* FastGet(kind, cls, fallback, decode, switch): __getitem__ of a view class of
+ * msglc/read/views.py in C, from the state the class holds in the slots named below.
+ *   "stride" (fixed-stride lists): for an exact int index in range, the item read and decoded,
+ *   or the row view made;
+ *   "hash" (hash-indexed dicts): the whole lookup in BlockProbe.get (missing: its sentinel
+ *   for a key not held, then absent(key) raises the KeyError).
+ * Only on a view without a cache, over an open archive; everything else (other index kinds,
+ * errors, damage, switch["speedups"] set to None) calls fallback, the Python __getitem__,
+ * which gives the same answers. */
+enum { S_A, S_BASE, S_CACHE, S_POS, S_NSIZE, S_H, S_N, S_S, S_WHOLE, S_NEXT, S_MAX };
+enum { H_INDEX = S_POS, H_NODE, H_COUNT };
+#define S_COUNT S_MAX
+static const char *const stride_slots[S_COUNT] = {"_a", "_base", "_cache", "_pos", "_nsize",
                                                   "_h", "_n", "_s", "_whole", "_next"};
-static PyObject *str_c_read, *str_closed, *str_speedups;
+static const char *const hash_slots[H_COUNT] = {"_a", "_base", "_cache", "_index", "_node"};
+static PyObject *str_c_read, *str_closed, *str_speedups, *str_probe, *str_kid_keys;
 
 typedef struct {
     PyObject_HEAD
     vectorcallfunc vectorcall;
+    int hash; /* the kind: 0 stride, 1 hash */
     PyTypeObject *cls;
-    PyObject *fallback, *decode, *sw;
-    Py_ssize_t at[S_COUNT];
-} StrideGet;
+    PyObject *fallback, *decode, *sw, *missing, *absent;
+    Py_ssize_t at[S_MAX];
+} FastGet;
 
 #define SLOT(obj, g, k) (*(PyObject **)((char *)(obj) + (g)->at[k]))
 
-static int stride_offsets(StrideGet *g) {
-    for (int k = 0; k < S_COUNT; k++) {
-        PyObject *d = PyObject_GetAttrString((PyObject *)g->cls, stride_slots[k]);
+static int fast_offsets(FastGet *g, const char *const *names, int count) {
+    for (int k = 0; k < count; k++) {
+        PyObject *d = PyObject_GetAttrString((PyObject *)g->cls, names[k]);
         if (!d && !PyErr_ExceptionMatches(PyExc_AttributeError)) return -1;
         PyErr_Clear();
         int ok = d && Py_IS_TYPE(d, &PyMemberDescr_Type) && ((PyMemberDescrObject *)d)->d_member->type == T_OBJECT_EX &&
@@ -1088,15 +1095,13 @@ static int stride_offsets(StrideGet *g) {
         if (ok) g->at[k] = ((PyMemberDescrObject *)d)->d_member->offset;
         Py_XDECREF(d);
         if (!ok) {
-            PyErr_Format(PyExc_TypeError, "StrideGet: %s is not a slot of the class", stride_slots[k]);
+            PyErr_Format(PyExc_TypeError, "FastGet: %s is not a slot of the class", names[k]);
             return -1;
         }
     }
     return 0;
 }
 
-/* Item i of view self (0 <= i < n, no cache): its value, or its row view; NotImplemented when
- * the Python path should answer. */
 /* The value of a lone float64 or fixint as msgspec decodes it (the matrix elements), without
  * a bytes object and a decoder call; NULL for anything else. */
 static PyObject *scalar(const unsigned char *p, Py_ssize_t len) {
@@ -1110,7 +1115,18 @@ static PyObject *scalar(const unsigned char *p, Py_ssize_t len) {
     return NULL;
 }
 
-static PyObject *stride_item(StrideGet *g, PyObject *self, Py_ssize_t i) {
+/* Is a's archive open (its closed attribute exactly False)? -1 with an exception. */
+static int is_open(PyObject *a) {
+    PyObject *closed = PyObject_GetAttr(a, str_closed);
+    if (!closed) return -1;
+    int open = closed == Py_False;
+    Py_DECREF(closed);
+    return open;
+}
+
+/* Item i of stride view self (0 <= i < n): its value, or its row view; NotImplemented when
+ * the Python path should answer. */
+static PyObject *stride_item(FastGet *g, PyObject *self, Py_ssize_t i) {
     PyObject *a = SLOT(self, g, S_A), *whole = SLOT(self, g, S_WHOLE);
     Py_ssize_t base = PyLong_AsSsize_t(SLOT(self, g, S_BASE)), h = PyLong_AsSsize_t(SLOT(self, g, S_H));
     Py_ssize_t s = PyLong_AsSsize_t(SLOT(self, g, S_S));
@@ -1133,11 +1149,10 @@ static PyObject *stride_item(StrideGet *g, PyObject *self, Py_ssize_t i) {
         held_release(&held);
         return value;
     }
-    PyObject *next = SLOT(self, g, S_NEXT), *closed = PyObject_GetAttr(a, str_closed);
-    if (!closed) return NULL;
-    int shut = closed != Py_False;
-    Py_DECREF(closed);
-    if (whole != Py_False || shut || !PyTuple_CheckExact(next) || PyTuple_GET_SIZE(next) != 5) Py_RETURN_NOTIMPLEMENTED;
+    PyObject *next = SLOT(self, g, S_NEXT);
+    int open = is_open(a);
+    if (open < 0) return NULL;
+    if (whole != Py_False || !open || !PyTuple_CheckExact(next) || PyTuple_GET_SIZE(next) != 5) Py_RETURN_NOTIMPLEMENTED;
     PyObject *row = g->cls->tp_alloc(g->cls, 0), *start = PyLong_FromSsize_t(off), *zero = PyLong_FromLong(0);
     if (!row || !start || !zero) {
         Py_XDECREF(row), Py_XDECREF(start), Py_XDECREF(zero);
@@ -1152,72 +1167,117 @@ static PyObject *stride_item(StrideGet *g, PyObject *self, Py_ssize_t i) {
     return row;
 }
 
-static PyObject *stride_call(StrideGet *g, PyObject *const *args, size_t nargsf, PyObject *kw) {
+static PyObject *stride_get(FastGet *g, PyObject *self, PyObject *key) {
+    if (!PyLong_CheckExact(key)) Py_RETURN_NOTIMPLEMENTED;
+    Py_ssize_t i = PyLong_AsSsize_t(key), n = PyLong_AsSsize_t(SLOT(self, g, S_N));
+    if (PyErr_Occurred()) {
+        PyErr_Clear();
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    if (i < 0 || i >= n) Py_RETURN_NOTIMPLEMENTED;
+    return stride_item(g, self, i);
+}
+
+/* The value of key in hash view self, or NotImplemented (KeyError raised for a key it does
+ * not hold). */
+static PyObject *hash_get(FastGet *g, PyObject *self, PyObject *key) {
+    PyObject *index = SLOT(self, g, H_INDEX), *a = SLOT(self, g, S_A);
+    if (index == Py_None) Py_RETURN_NOTIMPLEMENTED;
+    PyObject *probe = PyObject_GetAttr(index, str_probe), *kids = PyObject_GetAttr(SLOT(self, g, H_NODE), str_kid_keys);
+    int open = is_open(a);
+    PyObject *src = PyObject_GetAttr(a, str_c_read), *value = NULL;
+    if (probe && kids && src && open >= 0) {
+        if (!open || !Py_IS_TYPE(probe, &BlockProbeType) || !PyDict_CheckExact(kids) || PyDict_GET_SIZE(kids)) {
+            value = Py_NewRef(Py_NotImplemented);
+        } else {
+            PyObject *args[5] = {src, SLOT(self, g, S_BASE), key, g->decode, g->missing};
+            value = probe_get((BlockProbe *)probe, args, 5);
+        }
+    }
+    Py_XDECREF(probe), Py_XDECREF(kids), Py_XDECREF(src);
+    if (value == g->missing) {  /* absent(key) raises the KeyError, from a frame of msglc */
+        Py_DECREF(value);
+        return PyObject_CallOneArg(g->absent, key);
+    }
+    return value;
+}
+
+static PyObject *fast_call(FastGet *g, PyObject *const *args, size_t nargsf, PyObject *kw) {
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
     if (nargs != 2 || (kw && PyTuple_GET_SIZE(kw))) {
-        PyErr_SetString(PyExc_TypeError, "__getitem__(self, i)");
+        PyErr_SetString(PyExc_TypeError, "__getitem__(self, key)");
         return NULL;
     }
-    PyObject *self = args[0], *key = args[1];
-    if (PyLong_CheckExact(key) && PyObject_TypeCheck(self, g->cls)) {
+    PyObject *self = args[0];
+    if (PyObject_TypeCheck(self, g->cls)) {
         PyObject *sw = PyDict_GetItemWithError(g->sw, str_speedups);
         if (!sw && PyErr_Occurred()) return NULL;
         int ready = sw && sw != Py_None;
-        for (int k = 0; ready && k < S_COUNT; k++) ready = SLOT(self, g, k) != NULL;
+        for (int k = 0; ready && k < (g->hash ? H_COUNT : S_COUNT); k++) ready = SLOT(self, g, k) != NULL;
         if (ready && SLOT(self, g, S_CACHE) == Py_None) {
-            Py_ssize_t i = PyLong_AsSsize_t(key), n = PyLong_AsSsize_t(SLOT(self, g, S_N));
-            if (PyErr_Occurred()) PyErr_Clear();
-            else if (i >= 0 && i < n) {
-                PyObject *got = stride_item(g, self, i);
-                if (got != Py_NotImplemented) return got;
-                Py_DECREF(got);
-            }
+            PyObject *got = g->hash ? hash_get(g, self, args[1]) : stride_get(g, self, args[1]);
+            if (got != Py_NotImplemented) return got;
+            Py_DECREF(got);
         }
     }
     return PyObject_Vectorcall(g->fallback, args, 2, NULL);
 }
 
-static PyObject *stride_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
-    PyObject *cls, *fallback, *decode, *sw;
-    if ((kw && PyDict_GET_SIZE(kw)) || !PyArg_ParseTuple(args, "O!OOO!", &PyType_Type, &cls, &fallback, &decode, &PyDict_Type, &sw)) {
-        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "StrideGet(cls, fallback, decode, switch)");
+static PyObject *fast_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
+    const char *kind;
+    PyObject *cls, *fallback, *decode, *sw, *missing = Py_None, *absent = Py_None;
+    if ((kw && PyDict_GET_SIZE(kw)) || !PyArg_ParseTuple(args, "sO!OOO!|OO", &kind, &PyType_Type, &cls, &fallback, &decode,
+                                                         &PyDict_Type, &sw, &missing, &absent)) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "FastGet(kind, cls, fallback, decode, switch[, missing, absent])");
         return NULL;
     }
-    StrideGet *g = (StrideGet *)type->tp_alloc(type, 0);
+    int hash = strcmp(kind, "hash") == 0;
+    if (!hash && strcmp(kind, "stride") != 0) {
+        PyErr_Format(PyExc_ValueError, "FastGet: no kind %s", kind);
+        return NULL;
+    }
+    if (hash && !PyCallable_Check(absent)) {
+        PyErr_SetString(PyExc_TypeError, "FastGet: a hash kind needs absent(key), which raises its KeyError");
+        return NULL;
+    }
+    FastGet *g = (FastGet *)type->tp_alloc(type, 0);
     if (!g) return NULL;
-    g->vectorcall = (vectorcallfunc)stride_call;
+    g->vectorcall = (vectorcallfunc)fast_call;
+    g->hash = hash;
     g->cls = (PyTypeObject *)Py_NewRef(cls);
-    g->fallback = Py_NewRef(fallback), g->decode = Py_NewRef(decode), g->sw = Py_NewRef(sw);
-    if (stride_offsets(g) < 0) {
+    g->fallback = Py_NewRef(fallback), g->decode = Py_NewRef(decode), g->sw = Py_NewRef(sw), g->missing = Py_NewRef(missing);
+    g->absent = Py_NewRef(absent);
+    if (fast_offsets(g, hash ? hash_slots : stride_slots, hash ? H_COUNT : S_COUNT) < 0) {
         Py_DECREF(g);
         return NULL;
     }
     return (PyObject *)g;
 }
 
-static void stride_dealloc(StrideGet *g) {
-    Py_XDECREF(g->cls), Py_XDECREF(g->fallback), Py_XDECREF(g->decode), Py_XDECREF(g->sw);
+static void fast_dealloc(FastGet *g) {
+    Py_XDECREF(g->cls), Py_XDECREF(g->fallback), Py_XDECREF(g->decode), Py_XDECREF(g->sw), Py_XDECREF(g->missing), Py_XDECREF(g->absent);
     Py_TYPE(g)->tp_free((PyObject *)g);
 }
 
 /* As a method: view.__getitem__ is bound like a function's. */
-static PyObject *stride_get_descr(PyObject *g, PyObject *obj, PyObject *type) {
+static PyObject *fast_descr_get(PyObject *g, PyObject *obj, PyObject *type) {
     (void)type;
     if (!obj || obj == Py_None) return Py_NewRef(g);
     return PyMethod_New(g, obj);
 }
 
-static PyTypeObject StrideGetType = {
+static PyTypeObject FastGetType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "msglc._speedups.StrideGet",
-    .tp_basicsize = sizeof(StrideGet),
+    .tp_name = "msglc._speedups.FastGet",
+    .tp_basicsize = sizeof(FastGet),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR,
-    .tp_doc = "__getitem__ of the fixed-stride lists in C (see stride_call).",
-    .tp_new = stride_new,
-    .tp_dealloc = (destructor)stride_dealloc,
-    .tp_vectorcall_offset = offsetof(StrideGet, vectorcall),
+    .tp_doc = "__getitem__ of a view class in C (see fast_call).",
+    .tp_new = fast_new,
+    .tp_dealloc = (destructor)fast_dealloc,
+    .tp_vectorcall_offset = offsetof(FastGet, vectorcall),
     .tp_call = PyVectorcall_Call,
-    .tp_descr_get = stride_get_descr,
+    .tp_descr_get = fast_descr_get,
 };
 
 /* exact_numbers(seq, depth): True if seq is a list/tuple nested depth levels deep (lists or
@@ -1308,9 +1368,10 @@ PyMODINIT_FUNC PyInit__speedups(void) {
     crc_init();
     skip_init();
     str_c_read = PyUnicode_InternFromString("c_read"), str_closed = PyUnicode_InternFromString("closed");
-    str_speedups = PyUnicode_InternFromString("speedups");
-    if (!str_c_read || !str_closed || !str_speedups) return NULL;
-    if (PyType_Ready(&BlockProbeType) < 0 || PyType_Ready(&FileType) < 0 || PyType_Ready(&StrideGetType) < 0) return NULL;
+    str_speedups = PyUnicode_InternFromString("speedups"), str_probe = PyUnicode_InternFromString("probe");
+    str_kid_keys = PyUnicode_InternFromString("kid_keys");
+    if (!str_c_read || !str_closed || !str_speedups || !str_probe || !str_kid_keys) return NULL;
+    if (PyType_Ready(&BlockProbeType) < 0 || PyType_Ready(&FileType) < 0 || PyType_Ready(&FastGetType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
     if (PyModule_AddIntConstant(m, "API", SPEEDUPS_API) < 0) {
@@ -1329,9 +1390,9 @@ PyMODINIT_FUNC PyInit__speedups(void) {
         Py_DECREF(m);
         return NULL;
     }
-    Py_INCREF(&StrideGetType);
-    if (PyModule_AddObject(m, "StrideGet", (PyObject *)&StrideGetType) < 0) {
-        Py_DECREF(&StrideGetType);
+    Py_INCREF(&FastGetType);
+    if (PyModule_AddObject(m, "FastGet", (PyObject *)&FastGetType) < 0) {
+        Py_DECREF(&FastGetType);
         Py_DECREF(m);
         return NULL;
     }

@@ -30,6 +30,11 @@ _enc = msgspec.msgpack.Encoder()
 _MISSING = object()  # a key the C lookup did not find
 
 
+def _absent(key: Any) -> Any:
+    """The KeyError of a key the C lookup did not find, raised here (not from C)."""
+    raise KeyError(key)
+
+
 _raw_pair = msgspec.msgpack.Decoder(tuple[msgspec.Raw, msgspec.Raw])
 
 
@@ -295,12 +300,6 @@ class _StrideList(LazyList):
                 yield self[i]
 
 
-if accel.speedups is not None:  # items and row views of the matrix hot path without a Python frame
-    _StrideList.__getitem__ = accel.speedups.StrideGet(  # type: ignore[method-assign]
-        _StrideList, _StrideList.__getitem__, _decode, vars(accel)
-    )
-
-
 class LazyDict(LazyNode, Mapping[Any, Any]):
     """A read-only ``Mapping`` over a large dict in an archive, in its original key order."""
 
@@ -428,23 +427,6 @@ class _HashDict(LazyDict):
     def __len__(self) -> int:
         self._check_open()
         return self._node.n
-
-    def __getitem__(self, key: Any) -> Any:
-        index = self._index
-        if (
-            index is not None
-            and index.probe is not None
-            and self._cache is None
-            and accel.speedups is not None
-            and not self._node.kid_keys
-            and not self._a.closed
-        ):  # the whole lookup in one C call, reading the file directly
-            value = index.probe.get(self._a.c_read, self._base, key, _decode, _MISSING)
-            if value is _MISSING:
-                raise KeyError(key)
-            if value is not NotImplemented:
-                return value
-        return LazyDict.__getitem__(self, key)
 
     def _span(self) -> int:
         return self._node.offs[-1]
@@ -574,3 +556,13 @@ def root_view(a: Archive) -> LazyNode | None:
     """The root's lazy view, or None when it has no TOC node (it is small: read whole)."""
     t = a.trailer
     return view(a, t.data_off, t.data_len, t.toc_off + t.root_pos, t.root_len) if t.root_len else None
+
+
+if accel.speedups is not None:  # the hot lookups without a Python frame (``_speedups.FastGet``)
+    # a matrix element or row view; a hash-indexed dict's key (its index made on first use)
+    _StrideList.__getitem__ = accel.speedups.FastGet(  # type: ignore[method-assign]
+        "stride", _StrideList, _StrideList.__getitem__, _decode, vars(accel)
+    )
+    _HashDict.__getitem__ = accel.speedups.FastGet(  # type: ignore[method-assign]
+        "hash", _HashDict, LazyDict.__getitem__, _decode, vars(accel), _MISSING, _absent
+    )

@@ -111,17 +111,22 @@ class Speedups(Protocol):
         the value each item's tail of segments names in it (``missing``: resolve it in Python)."""
         ...
 
-    def StrideGet(  # noqa: N802 (a class of the C module)
+    def FastGet(  # noqa: N802 (a class of the C module)
         self,
+        kind: str,
         cls: type,
         fallback: Callable[[Any, Any], Any],
         decode: Callable[[bytes], object],
         switch: dict[str, Any],
+        missing: object = None,
+        absent: Callable[[Any], Any] | None = None,
         /,
     ) -> Callable[[Any, Any], Any]:
-        """``cls.__getitem__`` in C for an exact int in range on a view without a cache (the
-        value, or the row view, from ``cls``'s slots); ``fallback`` answers everything else,
-        and all calls once ``switch["speedups"]`` is None."""
+        """``cls.__getitem__`` in C from ``cls``'s slots, on a view without a cache: ``kind``
+        "stride" (an exact int in range: the item, or the row view) or "hash"
+        (``BlockProbe.get``; ``missing`` its sentinel, ``absent(key)`` raises a miss's
+        KeyError). ``fallback`` answers everything else, and all calls once
+        ``switch["speedups"]`` is None."""
         ...
 
     def File(self, fd: int, /) -> File:  # noqa: N802 (a class of the C module)

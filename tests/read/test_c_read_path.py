@@ -567,7 +567,7 @@ def _stride_outcomes(source, cached):
 
 @pytest.mark.parametrize("cached", [False, True])
 def test_strided_items_and_rows_c_and_python(cached, tmp_path, monkeypatch):
-    """Matrix elements and row views made in C (``StrideGet``) are what the Python
+    """Matrix elements and row views made in C (``FastGet``) are what the Python
     ``__getitem__`` makes, for every index kind, value kind and nesting depth."""
     doc = _strided_docs()
     path = tmp_path / "m.mlc"
@@ -619,9 +619,14 @@ def test_strided_reads_counted_closed_and_damaged_c_and_python(tmp_path, monkeyp
 
 
 @needs_c
-def test_stride_get_refuses_a_class_without_the_slots():
+def test_fast_get_refuses_a_class_without_the_slots():
     class Other:
         __slots__ = ("_a",)
 
     with pytest.raises(TypeError, match="not a slot"):
-        accel.speedups.StrideGet(Other, lambda self, i: None, msgspec.msgpack.decode, vars(accel))
+        accel.speedups.FastGet("stride", Other, lambda self, i: None, msgspec.msgpack.decode, vars(accel))
+    with msglc.LazyReader(msglc.dumps({f"k{i}": i for i in range(5000)})) as r:
+        hash_dict = type(r.read())
+    assert hash_dict.__getitem__.__class__ is accel.speedups.FastGet
+    with pytest.raises(TypeError, match="absent"):  # the KeyError of a miss is raised from Python
+        accel.speedups.FastGet("hash", hash_dict, dict.__getitem__, msgspec.msgpack.decode, vars(accel), None)
