@@ -15,7 +15,7 @@
 #define PY_SSIZE_T_CLEAN
 /* What msglc/util/accel.py expects (API there): raised whenever a function is added or changes,
  * so that a stale build is set aside instead of failing at a call. */
-#define SPEEDUPS_API 4
+#define SPEEDUPS_API 5
 #include <Python.h>
 #include <structmember.h>
 #include <stdint.h>
@@ -1062,7 +1062,10 @@ static PyTypeObject BlockProbeType = {
  *   "stride" (fixed-stride lists): for an exact int index in range, the item read and decoded,
  *   or the row view made;
  *   "hash" (hash-indexed dicts): the whole lookup in BlockProbe.get (missing: its sentinel
- *   for a key not held, then absent(key) raises the KeyError).
+ *   for a key not held, then absent(key) raises the KeyError);
+ *   "inline" (dicts with their keys in the node): a key whose value is a view the archive
+ *   keeps (Archive.views[(base, pos, key)], set by _InlineDict._lookup), or a value
+ *   without a node of its own, read and decoded.
  * Only on a view without a cache, over an open archive; everything else (other index kinds,
  * errors, damage, switch["speedups"] set to None) calls fallback, the Python __getitem__,
  * which gives the same answers. */
@@ -1072,12 +1075,15 @@ enum { H_INDEX = S_POS, H_NODE, H_COUNT };
 static const char *const stride_slots[S_COUNT] = {"_a", "_base", "_cache", "_pos", "_nsize",
                                                   "_h", "_n", "_s", "_whole", "_next"};
 static const char *const hash_slots[H_COUNT] = {"_a", "_base", "_cache", "_index", "_node"};
+static const char *const inline_slots[H_COUNT] = {"_a", "_base", "_cache", "_pos", "_node"};
 static PyObject *str_c_read, *str_closed, *str_speedups, *str_probe, *str_kid_keys;
+static PyObject *str_views, *str_key_maps, *str_kids, *str_koffs, *str_voffs;
+enum { K_STRIDE, K_HASH, K_INLINE };
 
 typedef struct {
     PyObject_HEAD
     vectorcallfunc vectorcall;
-    int hash; /* the kind: 0 stride, 1 hash */
+    int kind; /* K_STRIDE, K_HASH or K_INLINE */
     PyTypeObject *cls;
     PyObject *fallback, *decode, *sw, *missing, *absent;
     Py_ssize_t at[S_MAX];
@@ -1202,6 +1208,69 @@ static PyObject *hash_get(FastGet *g, PyObject *self, PyObject *key) {
     return value;
 }
 
+/* Item j of the exact list l as a Py_ssize_t; -1 when it is none (no exception). */
+static Py_ssize_t list_at(PyObject *l, Py_ssize_t j) {
+    if (!l || !PyList_CheckExact(l) || j < 0 || j >= PyList_GET_SIZE(l)) return -1;
+    Py_ssize_t v = PyLong_AsSsize_t(PyList_GET_ITEM(l, j));
+    if (v == -1) PyErr_Clear();
+    return v;
+}
+
+/* Borrowed d[key] of an exact dict d; NULL when absent or d is no dict (an exception only
+ * from a key's __eq__). */
+static PyObject *dict_item(PyObject *d, PyObject *key) {
+    return d && PyDict_CheckExact(d) ? PyDict_GetItemWithError(d, key) : NULL;
+}
+
+/* The value of key j of inline view self (entry [k0, k1) of the dict at base, its value at
+ * v) read and decoded, when it is no container with a node of its own; NotImplemented when
+ * the Python path should answer (it then also says what is damaged). */
+static PyObject *inline_value(FastGet *g, PyObject *a, Py_ssize_t base, PyObject *key, Py_ssize_t k0, Py_ssize_t v,
+                              Py_ssize_t k1) {
+    unsigned char kb[256], buf[256];
+    Py_ssize_t klen = encode_key(key, kb, sizeof kb);
+    if (!klen || v - k0 != klen || base > PY_SSIZE_T_MAX - k1) Py_RETURN_NOTIMPLEMENTED;
+    PyObject *src = PyObject_GetAttr(a, str_c_read);
+    if (!src) return NULL;
+    const unsigned char *data;
+    Held held;
+    int got = src_read(src, base + k0, k1 - k0, buf, sizeof buf, &data, &held);
+    Py_DECREF(src);
+    if (got <= 0) return got < 0 ? NULL : Py_NewRef(Py_NotImplemented);
+    PyObject *value = memcmp(data, kb, (size_t)klen) ? Py_NewRef(Py_NotImplemented) : scalar(data + klen, k1 - v);
+    if (!value) value = decoded(g->decode, data + klen, k1 - v);
+    held_release(&held);
+    return value;
+}
+
+/* The value of key in inline view self: a view the archive keeps for it
+ * (Archive.views[(base, pos, key)], which _InlineDict._lookup sets), or a value without a
+ * node read and decoded; NotImplemented for the rest (a key map not made yet, a key it
+ * does not hold, a container's first lookup). */
+static PyObject *inline_get(FastGet *g, PyObject *self, PyObject *key) {
+    if (!PyUnicode_CheckExact(key) && !PyLong_CheckExact(key)) Py_RETURN_NOTIMPLEMENTED;
+    PyObject *a = SLOT(self, g, S_A), *node = SLOT(self, g, H_NODE), *pos = SLOT(self, g, S_POS);
+    int open = is_open(a);
+    if (open <= 0) return open < 0 ? NULL : Py_NewRef(Py_NotImplemented);
+    PyObject *views = PyObject_GetAttr(a, str_views), *where = PyTuple_Pack(3, SLOT(self, g, S_BASE), pos, key);
+    PyObject *made = views && where ? Py_XNewRef(dict_item(views, where)) : NULL;
+    Py_XDECREF(views), Py_XDECREF(where);
+    if (made || PyErr_Occurred()) return made;
+    PyObject *maps = PyObject_GetAttr(a, str_key_maps), *kids = PyObject_GetAttr(node, str_kids);
+    PyObject *koffs = PyObject_GetAttr(node, str_koffs), *voffs = PyObject_GetAttr(node, str_voffs), *value = NULL;
+    if (maps && kids && koffs && voffs) {
+        PyObject *keys = dict_item(maps, pos), *at = keys ? dict_item(keys, key) : NULL;
+        Py_ssize_t j = at ? PyLong_AsSsize_t(at) : -1, base = PyLong_AsSsize_t(SLOT(self, g, S_BASE));
+        Py_ssize_t k0 = list_at(koffs, j), v = list_at(voffs, j), k1 = list_at(koffs, j + 1);
+        int kid = at ? PyDict_Contains(kids, at) : 1;
+        if (PyErr_Occurred()) PyErr_Clear(); /* the Python path raises it again */
+        if (kid || j < 0 || base < 0 || k0 < 0 || v <= k0 || k1 <= v) value = Py_NewRef(Py_NotImplemented);
+        else value = inline_value(g, a, base, key, k0, v, k1);
+    }
+    Py_XDECREF(maps), Py_XDECREF(kids), Py_XDECREF(koffs), Py_XDECREF(voffs);
+    return value;
+}
+
 static PyObject *fast_call(FastGet *g, PyObject *const *args, size_t nargsf, PyObject *kw) {
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
     if (nargs != 2 || (kw && PyTuple_GET_SIZE(kw))) {
@@ -1213,9 +1282,11 @@ static PyObject *fast_call(FastGet *g, PyObject *const *args, size_t nargsf, PyO
         PyObject *sw = PyDict_GetItemWithError(g->sw, str_speedups);
         if (!sw && PyErr_Occurred()) return NULL;
         int ready = sw && sw != Py_None;
-        for (int k = 0; ready && k < (g->hash ? H_COUNT : S_COUNT); k++) ready = SLOT(self, g, k) != NULL;
+        for (int k = 0; ready && k < (g->kind == K_STRIDE ? S_COUNT : H_COUNT); k++) ready = SLOT(self, g, k) != NULL;
         if (ready && SLOT(self, g, S_CACHE) == Py_None) {
-            PyObject *got = g->hash ? hash_get(g, self, args[1]) : stride_get(g, self, args[1]);
+            PyObject *got = g->kind == K_HASH     ? hash_get(g, self, args[1])
+                            : g->kind == K_INLINE ? inline_get(g, self, args[1])
+                                                  : stride_get(g, self, args[1]);
             if (got != Py_NotImplemented) return got;
             Py_DECREF(got);
         }
@@ -1232,23 +1303,24 @@ static PyObject *fast_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
             PyErr_SetString(PyExc_TypeError, "FastGet(kind, cls, fallback, decode, switch[, missing, absent])");
         return NULL;
     }
-    int hash = strcmp(kind, "hash") == 0;
-    if (!hash && strcmp(kind, "stride") != 0) {
+    int k = strcmp(kind, "hash") == 0 ? K_HASH : strcmp(kind, "inline") == 0 ? K_INLINE : K_STRIDE;
+    if (k == K_STRIDE && strcmp(kind, "stride") != 0) {
         PyErr_Format(PyExc_ValueError, "FastGet: no kind %s", kind);
         return NULL;
     }
-    if (hash && !PyCallable_Check(absent)) {
+    if (k == K_HASH && !PyCallable_Check(absent)) {
         PyErr_SetString(PyExc_TypeError, "FastGet: a hash kind needs absent(key), which raises its KeyError");
         return NULL;
     }
     FastGet *g = (FastGet *)type->tp_alloc(type, 0);
     if (!g) return NULL;
     g->vectorcall = (vectorcallfunc)fast_call;
-    g->hash = hash;
+    g->kind = k;
     g->cls = (PyTypeObject *)Py_NewRef(cls);
     g->fallback = Py_NewRef(fallback), g->decode = Py_NewRef(decode), g->sw = Py_NewRef(sw), g->missing = Py_NewRef(missing);
     g->absent = Py_NewRef(absent);
-    if (fast_offsets(g, hash ? hash_slots : stride_slots, hash ? H_COUNT : S_COUNT) < 0) {
+    const char *const *names = k == K_HASH ? hash_slots : k == K_INLINE ? inline_slots : stride_slots;
+    if (fast_offsets(g, names, k == K_STRIDE ? S_COUNT : H_COUNT) < 0) {
         Py_DECREF(g);
         return NULL;
     }
@@ -1369,8 +1441,12 @@ PyMODINIT_FUNC PyInit__speedups(void) {
     skip_init();
     str_c_read = PyUnicode_InternFromString("c_read"), str_closed = PyUnicode_InternFromString("closed");
     str_speedups = PyUnicode_InternFromString("speedups"), str_probe = PyUnicode_InternFromString("probe");
-    str_kid_keys = PyUnicode_InternFromString("kid_keys");
-    if (!str_c_read || !str_closed || !str_speedups || !str_probe || !str_kid_keys) return NULL;
+    str_kid_keys = PyUnicode_InternFromString("kid_keys"), str_views = PyUnicode_InternFromString("views");
+    str_key_maps = PyUnicode_InternFromString("key_maps"), str_kids = PyUnicode_InternFromString("kids");
+    str_koffs = PyUnicode_InternFromString("koffs"), str_voffs = PyUnicode_InternFromString("voffs");
+    if (!str_c_read || !str_closed || !str_speedups || !str_probe || !str_kid_keys || !str_views || !str_key_maps ||
+        !str_kids || !str_koffs || !str_voffs)
+        return NULL;
     if (PyType_Ready(&BlockProbeType) < 0 || PyType_Ready(&FileType) < 0 || PyType_Ready(&FastGetType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;

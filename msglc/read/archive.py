@@ -172,8 +172,9 @@ class Archive:
         self.key_maps: dict[int, dict[str | int, int]] = {}
         # lazy views by (base, span, pos, size): a container looked up again reuses its view and
         # the index tables it loaded, in both cached modes (views of a reader that is not
-        # cached hold no values)
-        self.views: dict[tuple[int, int, int, int], Any] = {}
+        # cached hold no values); also by (dict's base, dict's pos, key) for an inline dict's
+        # values (views._InlineDict)
+        self.views: dict[tuple[Any, ...], Any] = {}
         self.legacy: LegacyHeader | None = None  # set for an archive of the published msglc (format.legacy)
         self.root_leaf: tuple[int, int] | None = None  # ... whose root is read whole: (offset, size)
         self.file = self.src  # the file itself; ``src`` may put a FramedSource in front of it
@@ -483,7 +484,7 @@ class Archive:
             raise CorruptedError(f"data section checksum mismatch ({t.data_len} bytes at offset {t.data_off})")
         return obj
 
-    def keep_view(self, where: tuple[int, int, int, int], view: Any) -> None:
+    def keep_view(self, where: tuple[Any, ...], view: Any) -> None:
         """Keep the lazy view of the container at ``where`` for the next lookup of it."""
         if len(self.views) >= MAX_VIEWS:
             self.views.clear()

@@ -392,6 +392,10 @@ class _InlineDict(LazyDict):
 
     def _lookup(self, key: Any) -> Any:
         a = self._a
+        where = (self._base, self._pos, key)  # a value that is a view, kept by key
+        made = a.views.get(where)
+        if made is not None:
+            return made
         keys = a.key_maps.get(self._pos)
         j = (keys if keys is not None else a.key_map(self._pos, self._node)).get(key)
         if j is None:
@@ -401,13 +405,14 @@ class _InlineDict(LazyDict):
         ref = node.kids.get(j)
         if ref is not None:
             made = a.views.get((self._base + start, end - start, self._pos - ref[0], ref[1]))
-            if made is not None:  # its key was checked when it was made
-                return made
+            if made is None:
+                entry_at = self._base + node.koffs[j]
+                _check_key(a.read(entry_at, start - node.koffs[j]), _encode_key(key), entry_at)
+                made = child(a, self._base + start, end - start, self._pos, ref)
+            a.keep_view(where, made)  # found with one lookup next time (from C: ``FastGet`` "inline")
+            return made
         entry_at = self._base + node.koffs[j]
         kb = _encode_key(key)
-        if ref is not None:
-            _check_key(self._a.read(entry_at, start - node.koffs[j]), kb, entry_at)
-            return child(self._a, self._base + start, end - start, self._pos, ref)
         entry = self._a.read(entry_at, end - node.koffs[j])
         _check_key(entry[: start - node.koffs[j]], kb, entry_at)
         return self._a.decode(entry[start - node.koffs[j] :], self._base + start)
@@ -559,10 +564,14 @@ def root_view(a: Archive) -> LazyNode | None:
 
 
 if accel.speedups is not None:  # the hot lookups without a Python frame (``_speedups.FastGet``)
-    # a matrix element or row view; a hash-indexed dict's key (its index made on first use)
+    # a matrix element or row view; a hash-indexed dict's key (its index made on first use);
+    # an inline dict's key whose value is a view already made (``reader["table"]``)
     _StrideList.__getitem__ = accel.speedups.FastGet(  # type: ignore[method-assign]
         "stride", _StrideList, _StrideList.__getitem__, _decode, vars(accel)
     )
     _HashDict.__getitem__ = accel.speedups.FastGet(  # type: ignore[method-assign]
         "hash", _HashDict, LazyDict.__getitem__, _decode, vars(accel), _MISSING, _absent
+    )
+    _InlineDict.__getitem__ = accel.speedups.FastGet(  # type: ignore[method-assign]
+        "inline", _InlineDict, LazyDict.__getitem__, _decode, vars(accel)
     )

@@ -123,9 +123,10 @@ class Speedups(Protocol):
         /,
     ) -> Callable[[Any, Any], Any]:
         """``cls.__getitem__`` in C from ``cls``'s slots, on a view without a cache: ``kind``
-        "stride" (an exact int in range: the item, or the row view) or "hash"
+        "stride" (an exact int in range: the item, or the row view), "hash"
         (``BlockProbe.get``; ``missing`` its sentinel, ``absent(key)`` raises a miss's
-        KeyError). ``fallback`` answers everything else, and all calls once
+        KeyError) or "inline" (a view kept for the key, or a value without a node, read and
+        decoded). ``fallback`` answers everything else, and all calls once
         ``switch["speedups"]`` is None."""
         ...
 
@@ -134,7 +135,7 @@ class Speedups(Protocol):
         ...
 
 
-API = 4  # the version of ``_speedups`` this code calls (SPEEDUPS_API in _speedups.c)
+API = 5  # the version of ``_speedups`` this code calls (SPEEDUPS_API in _speedups.c)
 
 
 def _load() -> Speedups | None:

@@ -630,3 +630,88 @@ def test_fast_get_refuses_a_class_without_the_slots():
     assert hash_dict.__getitem__.__class__ is accel.speedups.FastGet
     with pytest.raises(TypeError, match="absent"):  # the KeyError of a miss is raised from Python
         accel.speedups.FastGet("hash", hash_dict, dict.__getitem__, msgspec.msgpack.decode, vars(accel), None)
+
+
+# -- inline dicts: kept views by key and values without a node, in C --------------------------
+
+
+def _inline_doc():
+    """Dicts with their keys in the node (``_InlineDict``), values of every kind: scalars a
+    C read decodes itself, long ones (more than its 256-byte buffer), containers with a node
+    (views) and without; str and int keys, some longer than the C key buffer."""
+    rng = random.Random(12)
+    values = [*_FLOATS, 0, -1, 127, -32, 128, 2**64 - 1, -(2**63), None, True, "s", "é" * 200, b"b" * 300]
+    values += [[1, 2], {"a": 1}, list(range(400)), {f"x{i}": i for i in range(100)}, np.arange(6)]
+    inner: dict = {f"k{i}": rng.choice(values) for i in range(300)}
+    inner.update({i: rng.choice(values) for i in range(-40, 40)})
+    inner.update({"long" * 80: "long key", "€" * 100: [3] * 200, 2**63 + 5: "big key", -(2**63): "min"})
+    return {"inl": inner, "other": {f"y{i}": i for i in range(50)}, "top": 7}
+
+
+_INLINE_PROBES = [*_inline_doc()["inl"], "absent", 40, -41, 2**64, True, False, 1.0, b"k1", "\ud800", "k1 "]
+
+
+def _inline_outcomes(source, cached, counter=None):
+    out = []
+    with msglc.LazyReader(source, cached=cached, counter=counter) as r:
+        inl = r["inl"]
+        for _ in range(2):  # the second time: the views kept by key
+            for k in _INLINE_PROBES:
+                out.append(_answer(lambda k=k: inl[k]))
+                out.append(_answer(lambda k=k: r["inl"][k]))
+                out.append(_answer(lambda k=k: k in inl))
+                out.append(_answer(lambda k=k: inl.get(k, "default")))
+                if counter is not None:
+                    out.append((counter.requests, counter.bytes))
+            out += [_answer(lambda k=k: r[k]) for k in ("inl/k1", "inl/5", "inl/-3", "other/y3", "top", "nope")]
+    out.append(_answer(lambda: inl["k1"]))  # closed
+    return out
+
+
+@pytest.mark.parametrize("cached", [False, True])
+def test_inline_dict_values_c_and_python(cached, tmp_path, monkeypatch):
+    """An inline dict's keys answered in C (``FastGet`` kind "inline") are what the Python
+    ``__getitem__`` answers, for every key and value kind, hit or miss, also counted."""
+    path = tmp_path / "i.mlc"
+    path.write_bytes(msglc.dumps(_inline_doc(), small_obj_optimization_threshold=64))
+    with msglc.LazyReader(path) as r:
+        assert type(r.read()).__name__ == type(r["inl"]).__name__ == "_InlineDict"  # the path under test
+        assert _plain(r["inl"].to_obj()) == _plain(_inline_doc()["inl"])
+    with_c, pure = _both_modes(monkeypatch, lambda: _inline_outcomes(path, cached))
+    assert with_c == pure
+    assert with_c[-1][0] == "ValueError"
+    counted = _both_modes(monkeypatch, lambda: _inline_outcomes(path, cached, LazyStats()))
+    assert counted[0] == counted[1]
+
+
+def test_inline_dict_views_kept_by_key_stay_right(monkeypatch):
+    """A view kept by key is the view of that key's container, dropped with the others (the
+    bound on kept views, close); a batch keeps its own."""
+    doc = {f"t{i}": {f"k{j}": [i, j] for j in range(40)} for i in range(60)}
+    monkeypatch.setattr(archive_module, "MAX_VIEWS", 16)
+    with msglc.LazyReader(msglc.dumps(doc, small_obj_optimization_threshold=64), cached=False) as r:
+        root = r.read()
+        for _ in range(3):
+            for i in range(60):
+                t = root[f"t{i}"]
+                assert t is root[f"t{i}"] and t["k7"] == [i, 7] and t.location() == r[[f"t{i}"]].location()
+                assert len(r._a.views) <= 16
+        got = r.read_many(["t5/k3", "t6", "t6/k2"])
+        assert got[0] == [5, 3] and got[1]["k2"] == got[2] == [6, 2] and root["t6"]["k2"] == [6, 2]
+    assert not r._a.views
+    with pytest.raises(ValueError, match="closed"):
+        root["t1"]
+
+
+def test_inline_dicts_damaged_c_answers_only_what_python_answers(tmp_path, monkeypatch):
+    data = msglc.dumps(_inline_doc(), small_obj_optimization_threshold=64)
+    rng = random.Random(13)
+    path = tmp_path / "i.mlc"
+    for _ in range(40):
+        b = bytearray(data)
+        for _ in range(rng.randrange(1, 3)):
+            at = rng.randrange(16, len(b)) if rng.random() < 0.7 else rng.randrange(len(b) - 4000, len(b))
+            b[at] ^= 1 << rng.randrange(8)
+        path.write_bytes(b)
+        with_c, pure = _both_modes(monkeypatch, lambda: _answer(lambda: _inline_outcomes(path, False)))
+        assert with_c == pure
