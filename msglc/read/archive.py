@@ -177,6 +177,7 @@ class Archive:
         self.views: dict[tuple[Any, ...], Any] = {}
         self.legacy: LegacyHeader | None = None  # set for an archive of the published msglc (format.legacy)
         self.root_leaf: tuple[int, int] | None = None  # ... whose root is read whole: (offset, size)
+        self.reopen: Any = None  # how another process opens it again (``reopen.Reopen``), if it can
         self.file = self.src  # the file itself; ``src`` may put a FramedSource in front of it
         self._bind(self.src)
         self.root_view: Any = None

@@ -65,6 +65,30 @@ class LazyNode:
         """The container's msgpack encoding."""
         return bytes(self._a.read(self._base, self._span()))
 
+    def where(self) -> tuple[Any, ...]:
+        """Where the part is, for ``Reopen.part``: ("node", base, span, node, node size)."""
+        return ("node", self._base, self._span(), self._pos, self._nsize)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled as its reader's source and options and its place (msglc.read.reopen)."""
+        self._check_open()
+        reopen = self._a.reopen
+        if reopen is None:
+            raise TypeError(
+                "a lazy part of a reader opened from a file object cannot be pickled: open the reader "
+                "from a path, a URL or bytes"
+            )
+        return (reopen.part, (self.where(),))
+
+    def __copy__(self) -> LazyNode:
+        """The same part with the same state (not reopened, as pickling would)."""
+        made = type(self).__new__(type(self))
+        for cls in type(self).__mro__:
+            for name in getattr(cls, "__slots__", ()):
+                if hasattr(self, name):
+                    setattr(made, name, getattr(self, name))
+        return made
+
     __hash__ = None  # type: ignore[assignment]
 
 

@@ -17,6 +17,7 @@ from msglc.read.many import read_grouped
 from msglc.read.node import LazyNode, rebound
 from msglc.read.node import archive_of as part_archive_of
 from msglc.read.paths import lookup, resolve, split_path
+from msglc.read.reopen import Reopen, reopen_spec
 from msglc.read.verify import verify_archive
 from msglc.read.views import LazyDict, LazyList, equal
 from msglc.util.runtime import gc_paused
@@ -58,7 +59,20 @@ class LazyReader:
             check_codec_arg("unpacker", unpacker)
         remote = {k: v for k, v in (("block_size", block_size), ("cache_blocks", cache_blocks)) if v is not None}
         self._a = Archive(source, cached, counter, any_root, fs=fs, storage_options=storage_options, **remote)
+        self._a.reopen = reopen_spec(
+            source, self._a, {"cached": cached, "fs": fs, "storage_options": storage_options, **remote}
+        )
         self._root: Any = None
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled as its source and options (not its counter): unpickled, it is the archive
+        opened again, once per process, and checked to be the same (``msglc.read.reopen``)."""
+        self._a.check_open()
+        if self._a.reopen is None:
+            raise TypeError(
+                "a LazyReader opened from a file object cannot be pickled: open it from a path, a URL or bytes"
+            )
+        return (_reopened, (self._a.reopen,))
 
     # -- lifecycle --
     def close(self) -> None:
@@ -239,6 +253,14 @@ class LazyReader:
             return iter(())
         where = value.location()
         return walk(self._a, where.node, where.node_size, max_depth) if where.node_size else iter(())
+
+
+def _reopened(reopen: Reopen) -> LazyReader:
+    """A reader over this process's shared archive for ``reopen`` (unpickling a reader)."""
+    reader = LazyReader.__new__(LazyReader)
+    reader._a = reopen.archive()
+    reader._root = None
+    return reader
 
 
 def to_obj(x: Any) -> Any:

@@ -225,6 +225,19 @@ def _stride_levels(dims: Sequence[tuple[int, int, int]], lazy_min: int) -> _Leve
     return level
 
 
+def stride_row(a: Archive, base: int, pos: int, level: _Level, cached: bool) -> _StrideList:
+    """The view of a row of a fixed-stride list (``level``: its ``_stride_levels``) at
+    ``base``, described by the node at ``pos`` of the list it is in; ``cached``: with a cache."""
+    row = _StrideList.__new__(_StrideList)
+    row._a = a
+    row._base = base
+    row._pos = pos
+    row._nsize = 0  # no node of its own: its parent's describes it
+    row._cache = {} if cached else None
+    row._h, row._n, row._s, row._whole, row._next = level
+    return row
+
+
 class _StrideList(LazyList):
     """A list of fixed-size items (``StrideNode``): item i is at base + h + i * stride.
 
@@ -269,17 +282,16 @@ class _StrideList(LazyList):
                 raise CorruptedError(f"data at offset {off} ({self._s} bytes) is not valid msgpack: {e}") from None
         else:  # a row view, made without I/O
             self._check_open()
-            value = _StrideList.__new__(_StrideList)
-            value._a = self._a
-            value._base = off
-            value._pos = self._pos
-            value._nsize = 0  # no node of its own: its parent's describes it
-            value._cache = None if cache is None else {}
             # not None: only the innermost level has no next, and its items are read whole
-            value._h, value._n, value._s, value._whole, value._next = self._next  # type: ignore[misc]
+            value = stride_row(self._a, off, self._pos, self._next, cache is not None)  # type: ignore[arg-type]
         if cache is not None:
             cache[i] = value
         return value
+
+    def where(self) -> tuple[Any, ...]:
+        if self._nsize:
+            return super().where()
+        return ("row", self._base, self._pos, (self._h, self._n, self._s, self._whole, self._next))
 
     def _slice(self, s: slice) -> list[Any]:
         start, stop, step = s.indices(self._n)

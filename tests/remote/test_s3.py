@@ -349,3 +349,31 @@ def test_compressed_archives_written_to_s3_by_every_writer(s3):
         assert r.info().version == (2, 0)
         assert r["doc/runs/299/energy/49"] == 348.0 and msglc.to_obj(r["plain"]) == DOC
         r.verify()
+
+
+# ---- pickled readers and parts ------------------------------------------------------------------
+
+
+def _values_in_child(blob: bytes) -> list:
+    import pickle
+
+    return [msglc.to_obj(part) for part in pickle.loads(blob)]
+
+
+def test_pickled_remote_readers_reopen_in_another_process(s3):
+    import concurrent.futures
+    import multiprocessing
+    import pickle
+
+    options, fs = s3
+    for make in (
+        lambda: LazyReader(url("doc.mlc"), storage_options=options),
+        lambda: LazyReader(f"{BUCKET}/doc.mlc", fs=fs),
+    ):
+        with make() as r:
+            parts = [r["runs"], r["m"], r]
+            blob = pickle.dumps(parts)
+            assert b"doc.mlc" in blob and len(blob) < 4000  # the URL and options, not the data
+            want = [msglc.to_obj(p) for p in parts]
+        with concurrent.futures.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+            assert pool.submit(_values_in_child, blob).result() == want
