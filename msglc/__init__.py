@@ -4,7 +4,7 @@
 that value. See README.md and docs/format.md.
 """
 
-from msglc.api import combine, dump, dumps
+from msglc.api import combine, concat, dump, dumps
 from msglc.config import Config, configure
 from msglc.edit.append import append
 from msglc.edit.inputs import FileInfo
@@ -46,6 +46,7 @@ __all__ = [
     "append",
     "async_to_obj",
     "combine",
+    "concat",
     "configure",
     "dump",
     "dumps",

@@ -10,6 +10,7 @@ from typing import Any, BinaryIO
 
 from msglc.edit.append import append
 from msglc.edit.combine import combine_into
+from msglc.edit.concat import concat_into
 from msglc.edit.inputs import FileInfo, check_names
 from msglc.edit.repack import repack
 from msglc.io.atomic import check_target
@@ -93,3 +94,24 @@ def combine(
     if mode == "a":
         return append(archive, infos, progress=progress, **options)
     combine_into(archive, infos, None, options, progress)
+
+
+def concat(
+    archive: str | os.PathLike[str] | BinaryIO,
+    files: Any,
+    *,
+    progress: Callable[[int], None] | None = None,
+    fs: Any = None,
+    storage_options: dict[str, Any] | None = None,
+    **options: Any,
+) -> None:
+    """Write one archive whose root list holds the items of the root lists of ``files`` (paths,
+    URLs, bytes, ``LazyReader``s or ``FileInfo``s), in order: ``reader.to_obj()`` is the
+    concatenation of theirs. Their bytes are copied, never decoded (how
+    ``msglc.dask.to_archive`` gathers partitions); ``options`` and targets as for
+    ``combine``."""
+    archive = resolve_name(archive, fs, storage_options)
+    given = [files] if isinstance(files, FileInfo) else list(files)
+    infos = [f if isinstance(f, FileInfo) else FileInfo(f) for f in given]
+    check_target(archive, "concat")
+    concat_into(archive, infos, options, progress)

@@ -3,7 +3,7 @@
     python -m benchmark.targets                 # full sizes (5000x5000 matrix, 2M-key dict, 1 GB)
     python -m benchmark.targets --quick         # small sizes, well under a minute
     python -m benchmark.targets --only arrays   # one section: matrix, dict, lookups, memory, arrays, combine, stream,
-                                                # compression, remote
+                                                # compression, dask, remote
     python -m benchmark.targets --only compression --array-mb 40   # compressed archives, a 40 MB array
     python -m benchmark.targets --remote        # add the remote section (needs the bench-remote extra)
 
@@ -30,6 +30,7 @@ from .lookups import lookup_targets
 from .matrix import matrix_targets
 from .memory import make_big, memory_target, read_one
 from .remote import remote_targets
+from .scale import dask_targets
 from .stream import stream, stream_floor, stream_targets
 
 __all__ = [
@@ -40,6 +41,7 @@ __all__ = [
     "array_targets",
     "combine_targets",
     "compression_targets",
+    "dask_targets",
     "dict_targets",
     "fresh",
     "lookup_targets",
@@ -60,6 +62,7 @@ SECTIONS = (
     "combine",
     "stream",
     "compression",
+    "dask",
     "remote",
 )  # remote is opt-in
 ZSTD_NEEDS = 'pip install -e ".[zstd]"'
@@ -137,6 +140,10 @@ def main(argv: list[str] | None = None) -> int:
                 lambda: compression_targets(
                     keys, lookups, 30_000 if args.quick else 300_000, reads, array_mb, Path(tmp)
                 ),
+            ),
+            (
+                "dask",
+                lambda: dask_targets(200 if args.quick else 2048, 100_000 if args.quick else 1_000_000, Path(tmp)),
             ),
             ("remote", lambda: remote_targets(n, Path(tmp))),
         ):

@@ -9,7 +9,9 @@ from pathlib import Path
 
 import msglc
 
+from ..compressed import records
 from .common import Row, random_matrix
+from .scale import partition_requests
 
 
 def remote_targets(n: int, tmp: Path) -> list[Row]:
@@ -58,6 +60,9 @@ def remote_targets(n: int, tmp: Path) -> list[Row]:
                 f"{many:.2f}s vs {one:.1f}s (one by one: {sample} timed, scaled to 1000)",
             )
         )
+        runs = "s3://bench/records.mlc"
+        msglc.dump(runs, records(100_000), storage_options=so, small_obj_optimization_threshold=8192)
+        rows.append(partition_requests(runs, so))
     local = tmp / "matrix.mlc"
     msglc.dump(local, matrix)
     slow = LatencyFileSystem(fsspec.filesystem("file"), latency=0.02, bandwidth=100e6)

@@ -21,7 +21,7 @@ import msgspec
 from msglc.errors import ArchiveChangedError
 from msglc.read.archive import Archive
 from msglc.read.legacy import any_root
-from msglc.read.node import LazyNode
+from msglc.read.node import LazyNode, archive_of
 from msglc.read.views import stride_row, view
 
 SHARED_MAX = 16  # archives kept open per process for unpickled readers and parts
@@ -80,6 +80,32 @@ class Reopen:
             return stride_row(a, base, pos, level, a.cached)
         _, base, span, pos, size = where
         return view(a, base, span, pos, size)
+
+
+class PartRef:
+    """A lazy part named by its archive's ``Reopen`` and its place, opened only by ``open()``:
+    for tasks, so that a missing or changed archive fails in the task that reads it (as its
+    own error), not while the task is unpickled."""
+
+    __slots__ = ("reopen", "where")
+
+    def __init__(self, reopen: Reopen, where: tuple[Any, ...]) -> None:
+        self.reopen = reopen
+        self.where = where
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (PartRef, (self.reopen, self.where))
+
+    def open(self) -> LazyNode:
+        return self.reopen.part(self.where)
+
+
+def part_ref(part: LazyNode) -> PartRef:
+    """``part`` as a ``PartRef``; TypeError for a part of a reader over a file object."""
+    reopen = archive_of(part).reopen
+    if reopen is None:
+        part.__reduce__()  # its error
+    return PartRef(reopen, part.where())
 
 
 def reopen_spec(source: Any, a: Archive, options: dict[str, Any]) -> Reopen | None:

@@ -69,6 +69,27 @@ class LazyList(LazyNode, Sequence[Any]):
     def _slice(self, s: slice) -> list[Any]:
         return [self[i] for i in range(*s.indices(len(self)))]
 
+    def read_items(self, start: int, stop: int) -> list[Any]:
+        """Items ``start`` to ``stop`` (0 <= start <= stop <= len) as plain objects, in as few
+        reads as the stored blocks allow (one for a fixed-stride list or a block list)."""
+        return [to_plain(self[i]) for i in range(*self._bounds(start, stop))]
+
+    def block_starts(self) -> list[int] | None:
+        """Where each stored block of items begins, then ``len``: reading from one to another
+        reads whole blocks; None when items can be cut anywhere (a fixed-stride list)."""
+        return [0, len(self)]
+
+    def _bounds(self, start: int, stop: int) -> tuple[int, int]:
+        n = len(self)
+        if not (isinstance(start, int) and isinstance(stop, int) and 0 <= start <= stop <= n):
+            raise IndexError(f"items {start} to {stop} of a list of {n}")
+        return start, stop
+
+
+def to_plain(x: Any) -> Any:
+    """A lazy part as plain objects (``to_obj``); anything else as it is."""
+    return x.to_obj() if isinstance(x, LazyNode) else x
+
 
 def equal(a: Any, b: Any) -> bool:
     """``a == b`` as one bool; NumPy arrays (and lazy ones) compare whole, not elementwise."""
@@ -148,6 +169,23 @@ class _BlockList(LazyList):
                 yield self._kid(k)
             else:
                 yield from self._block(k)
+
+    def block_starts(self) -> list[int]:
+        self._check_open()
+        return [*self._node.starts, self._node.n]
+
+    def read_items(self, start: int, stop: int) -> list[Any]:
+        start, stop = self._bounds(start, stop)
+        if start == stop:
+            return []
+        node = self._node
+        first, last = bisect_right(node.starts, start) - 1, bisect_right(node.starts, stop - 1)
+        begin = node.starts[first]
+        end = node.starts[last] if last < len(node.starts) else node.n
+        items: list[Any] = self._a.decode_span(
+            self._base + node.offs[first], node.offs[last] - node.offs[first], array_header(end - begin)
+        )
+        return items[start - begin : stop - begin] if (start, stop) != (begin, end) else items
 
 
 MISSING = object()  # list_items: an item whose tail the C walk left to the Python path
@@ -287,6 +325,29 @@ class _StrideList(LazyList):
         if cache is not None:
             cache[i] = value
         return value
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The item count at each level of nesting (a matrix: rows, columns)."""
+        self._check_open()
+        shape: list[int] = []
+        level: _Level | None = (self._h, self._n, self._s, self._whole, self._next)
+        while level is not None:
+            shape.append(level[1])
+            level = level[4]
+        return tuple(shape)
+
+    def block_starts(self) -> None:
+        return None
+
+    def read_items(self, start: int, stop: int) -> list[Any]:
+        start, stop = self._bounds(start, stop)
+        if start == stop:
+            return []
+        items: list[Any] = self._a.decode_span(
+            self._base + self._h + start * self._s, (stop - start) * self._s, array_header(stop - start)
+        )
+        return items
 
     def where(self) -> tuple[Any, ...]:
         if self._nsize:

@@ -1,0 +1,169 @@
+"""The ``dask`` section (issue 19): an archive's NumPy array reduced by 1 and 2 Dask worker
+processes (``msglc.dask.to_array``) and by h5py through Dask with the same chunks; a map and
+filter over a list of records (``to_bag``) by 1 and 2 workers; ``to_archive`` against writing
+its partitions alone. And, with the remote section, the S3 requests of one bag partition."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import msglc
+
+from ..compressed import records
+from .common import Row
+
+COLUMNS = 1024
+
+
+@contextlib.contextmanager
+def _cluster(workers: int) -> Iterator[Any]:
+    from distributed import Client, LocalCluster
+
+    with (
+        LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None) as cluster,
+        Client(cluster) as client,
+    ):
+        yield client
+
+
+def _best(run: Callable[[], Any], repeat: int = 3) -> float:
+    run()  # warm: workers started, archives opened once per process, files in the page cache
+    best = float("inf")
+    for _ in range(repeat):
+        t = time.perf_counter()
+        run()
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
+def dask_targets(array_mb: int, n_records: int, tmp: Path) -> list[Row]:
+    import h5py
+    import numpy as np
+
+    import msglc.dask as md
+
+    rows_n = array_mb * (1 << 20) // (8 * COLUMNS)
+    data = np.random.default_rng(3).random((rows_n, COLUMNS))
+    archive, h5 = tmp / "array.mlc", tmp / "array.h5"
+    msglc.dump(archive, {"x": data})
+    with h5py.File(h5, "w") as f:
+        f["x"] = data
+    want = data.sum(axis=0)
+    del data
+    recs = tmp / "records.mlc"
+    msglc.dump(recs, records(n_records), small_obj_optimization_threshold=8192)
+    times: dict[tuple[str, int], float] = {}
+    for workers in (1, 2):
+        with _cluster(workers):
+            x = md.to_array(archive, "x")
+            chunks = x.chunks
+
+            def reduce(x: Any = x) -> None:
+                got = x.sum(axis=0).compute()
+                assert np.allclose(got, want)
+
+            times["array", workers] = _best(reduce)
+            bag = md.to_bag(recs, partition_size=max(1, n_records // 16))
+            times["bag", workers] = _best(
+                lambda bag=bag: bag.map(lambda r: r["score"] * 2).filter(bool).count().compute()
+            )
+            if workers == 2:
+                times["h5py", 2] = _h5py_reduce(h5, chunks, want)
+                times["parts", 2], times["to_archive", 2] = _to_archive(bag, tmp)
+    speedup = times["array", 1] / times["array", 2]
+    vs_h5 = times["array", 2] / times["h5py", 2]
+    write = times["to_archive", 2] / times["parts", 2]
+    return [
+        Row(
+            f"{array_mb} MB array sum(axis=0), 2 workers vs 1 (to_array)",
+            speedup,
+            ">= 1.7",
+            speedup >= 1.7,
+            f"{times['array', 1]:.2f}s vs {times['array', 2]:.2f}s, chunks {chunks[0][0]} rows",
+        ),
+        Row(
+            "the same, msglc / h5py through Dask (same chunks, 2 workers)",
+            vs_h5,
+            "<= 1",
+            vs_h5 <= 1,
+            f"{times['array', 2]:.2f}s vs h5py {times['h5py', 2]:.2f}s",
+        ),
+        Row(
+            f"{n_records:,} records map/filter (to_bag), 2 workers vs 1",
+            times["bag", 1] / times["bag", 2],
+            "(reported)",
+            True,
+            f"{times['bag', 1]:.2f}s vs {times['bag', 2]:.2f}s",
+        ),
+        Row(
+            "to_archive of 8 partitions / writing the partitions alone (2 workers)",
+            write,
+            "<= 1.2",
+            write <= 1.2,
+            f"{times['to_archive', 2]:.2f}s vs {times['parts', 2]:.2f}s",
+        ),
+    ]
+
+
+def _h5py_reduce(h5: Path, chunks: Any, want: Any) -> float:
+    import dask.array as da
+    import h5py
+    import numpy as np
+
+    with h5py.File(h5, "r") as f:
+        x = da.from_array(f["x"], chunks=chunks, lock=False)
+
+        def reduce() -> None:
+            assert np.allclose(x.sum(axis=0).compute(), want)
+
+        return _best(reduce)
+
+
+def _to_archive(bag: Any, tmp: Path) -> tuple[float, float]:
+    """Seconds to write the bag's 8 partitions as archives (the floor), and to_archive's."""
+    import dask
+
+    import msglc.dask as md
+
+    bag = bag.repartition(8)
+    folder = tmp / "parts"
+    folder.mkdir(exist_ok=True)
+
+    def write(items: Any, k: int) -> None:
+        msglc.dump(folder / f"{k}.mlc", list(items))
+
+    def parts_alone() -> None:
+        dask.compute(*[dask.delayed(write)(p, k) for k, p in enumerate(bag.to_delayed())])
+
+    out = tmp / "joined.mlc"
+    floor = _best(parts_alone, repeat=2)
+    ours = _best(lambda: md.to_archive(bag, out), repeat=2)
+    with msglc.LazyReader(out) as r:
+        assert len(r.unwrap()) == bag.count().compute()
+    return floor, ours
+
+
+def partition_requests(url: str, storage_options: dict[str, Any]) -> Row:
+    """S3 requests of one bag partition read as a worker reads it (its archive already open
+    in that process), against 2 + 1 per MB read. The sync scheduler runs the task here, with
+    the counting reader (a pickled part would leave the counter behind)."""
+    import msglc.dask as md
+
+    stats = msglc.LazyStats()
+    bag = md.to_bag(url, storage_options=storage_options, counter=stats, partition_size=20_000)
+    opened = stats.requests
+    stats.clear()
+    items = bag.to_delayed()[min(1, bag.npartitions - 1)].compute(scheduler="sync")
+    requests, mb = stats.requests, stats.bytes / 1e6
+    assert items
+    return Row(
+        "S3 requests for one bag partition (to_bag), after open",
+        requests,
+        "<= 2 + 1/MB",
+        requests <= 2 + mb,
+        f"{requests} requests for {len(items):,} records, {mb:.1f} MB; open {opened}",
+    )

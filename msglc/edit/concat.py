@@ -1,0 +1,145 @@
+"""Join archives whose roots are lists into one whose root list holds all their items, in
+order, without decoding them: ``concat`` (what ``msglc.dask.to_archive`` gathers with).
+
+The result's data section is a new array header followed by each input's items, copied byte
+for byte (each input's own header left out); every input's TOC is copied whole, and a new root
+node lists the inputs' spans, moved to where their items now are: a root ``ListNode``'s spans
+and large items keep their nodes, a fixed-stride root's items are cut into spans of about the
+threshold, and a root read whole (a small list) is one span. The inputs are checked while
+they are copied (their data checksum); compression is as for ``combine``.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from msglc.config import Config, current
+from msglc.edit.combine import copy_tocs, result_compression
+from msglc.edit.inputs import COPY_CHUNK, FileInfo, Input, opened, refuse_target_among
+from msglc.edit.sections import Sink, copy_data
+from msglc.errors import CorruptedError
+from msglc.format.container import COMPRESSED, HEADER_SIZE, Trailer, pack_header
+from msglc.format.msgpack import array_header
+from msglc.format.nodes import ListNode, StrideNode
+from msglc.io.atomic import output
+from msglc.util.checksum import crc32_combine
+from msglc.write.frames import FrameWriter, frame_size
+from msglc.write.indexer import TocBuilder
+
+_ARRAY_HEADS = {0xDC: 3, 0xDD: 5}  # array 16 and array 32: header sizes; fixarray: 1
+
+
+class _Items:
+    """One input's root list: its item count, its header's size and the spans of its items
+    (item index, offset in its root container, the span's node in the new TOC if it has one)."""
+
+    def __init__(self, part: Input, toc_at: int, threshold: int) -> None:
+        a, t = part.archive, part.trailer
+        head = bytes(a.read(t.data_off, min(5, t.data_len)))
+        if not head or not (0x90 <= head[0] <= 0x9F or head[0] in _ARRAY_HEADS):
+            raise TypeError(f"{part.label}: concat joins archives whose root is a list; this one's is not")
+        self.head = 1 if head[0] <= 0x9F else _ARRAY_HEADS[head[0]]
+        self.count = head[0] & 0x0F if head[0] <= 0x9F else int.from_bytes(head[1 : self.head], "big")
+        self.size = t.data_len - self.head  # the items' bytes
+        self.spans: list[tuple[int, int, tuple[int, int] | None]] = []
+        node = a.node(t.toc_off + t.root_pos, t.root_len) if t.root_len else None
+        if isinstance(node, ListNode):
+            if node.offs[0] != self.head or node.n != self.count:
+                raise CorruptedError(f"{part.label}: its root node does not describe its root list")
+            for k, (start, off) in enumerate(zip(node.starts, node.offs, strict=False)):
+                kid = node.kids.get(k)
+                moved = None if kid is None else (toc_at + t.root_pos - kid[0], kid[1])
+                self.spans.append((start, off - self.head, moved))
+        elif isinstance(node, StrideNode):
+            h, n, s = node.dims[0]
+            if h != self.head or n != self.count:
+                raise CorruptedError(f"{part.label}: its root node does not describe its root list")
+            per = max(1, threshold // s)
+            self.spans = [(i, i * s, None) for i in range(0, n, per)]
+        elif node is not None:
+            raise TypeError(f"{part.label}: concat joins archives whose root is a list; this one's is not")
+        elif self.count:
+            self.spans = [(0, 0, None)]  # small: one span
+
+
+def concat_into(
+    archive: Any, infos: list[FileInfo], options: dict[str, Any], progress: Callable[[int], None] | None = None
+) -> None:
+    """Write the items of the root lists of ``infos``, in order, as one archive at ``archive``."""
+    cfg = current(**options)
+    with opened(infos, options) as inputs:
+        refuse_target_among(archive, inputs)
+        if "compression" not in options and cfg.compression is None:
+            cfg = replace(cfg, compression=result_compression(inputs))
+        _write(archive, inputs, cfg, progress or (lambda n: None))
+
+
+def _write(path: Any, inputs: list[Input], cfg: Config, progress: Callable[[int], None]) -> None:
+    threshold = cfg.small_obj_optimization_threshold
+    toc_lens = [part.trailer.live_toc_len for part in inputs]
+    lists, toc_at = [], 0
+    for part, toc_len in zip(inputs, toc_lens, strict=True):
+        lists.append(_Items(part, toc_at, threshold))
+        toc_at += toc_len
+    count = sum(items.count for items in lists)
+    if count >= 2**32:
+        raise ValueError(f"concat: {count} items, more than a list in an archive holds (2**32 - 1)")
+    header = array_header(count)
+    data_len = len(header) + sum(items.size for items in lists)
+    root, root_toc = _root_node(lists, len(header), count, data_len, threshold, toc_at)
+    with output(path, cfg.durable, 0 if cfg.compression else HEADER_SIZE + data_len + toc_at + len(root_toc)) as f:
+        head = pack_header(0, major=COMPRESSED) if cfg.compression else pack_header()
+        f.write(head)
+        frames = FrameWriter(f, frame_size(threshold), cfg.compression_level, HEADER_SIZE) if cfg.compression else None
+        out: Sink = f if frames is None else frames
+        buf = bytearray(min(COPY_CHUNK, max([1, *toc_lens, *(part.trailer.data_len for part in inputs)])))
+        try:
+            out.write(header)
+            crc = zlib.crc32(header)
+            for part, items in zip(inputs, lists, strict=True):
+                crc = crc32_combine(crc, _copy_items(part, items, out, buf, progress), items.size)
+            stored = data_len if frames is None else frames.close()
+        finally:
+            if frames is not None:
+                frames.abort()
+        copy_tocs(inputs, f, buf, progress)
+        f.write(root_toc)
+        f.write(Trailer.contiguous(stored, toc_at + len(root_toc), root, crc, threshold).pack(head))
+
+
+def _copy_items(part: Input, items: _Items, out: Sink, buf: bytearray, progress: Callable[[int], None]) -> int:
+    """Copy an input's items (its data without its root header), checking its data checksum;
+    returns their CRC-32."""
+    t = part.trailer
+    crc = copy_data(part.archive, t.data_off + items.head, items.size, out, buf, progress)
+    head = bytes(part.archive.read(t.data_off, items.head))
+    if crc32_combine(zlib.crc32(head), crc, items.size) != t.data_crc:
+        raise CorruptedError(f"{part.label}: data section checksum mismatch; nothing was written")
+    return crc
+
+
+def _root_node(
+    lists: list[_Items], at: int, count: int, end: int, threshold: int, toc_base: int
+) -> tuple[tuple[int, int], bytes]:
+    """The new root's node (position, length) and the TOC bytes holding it: the inputs' spans
+    moved to where their items are (``at``: the first item's offset in the root container)."""
+    starts: list[int] = []
+    offs: list[int] = []
+    kids: dict[int, tuple[int, int]] = {}
+    first = 0
+    for items in lists:
+        for start, off, kid in items.spans:
+            if kid is not None:
+                kids[len(starts)] = kid
+            starts.append(first + start)
+            offs.append(at + off)
+        first += items.count
+        at += items.size
+    if not count:
+        return (0, 0), b""
+    builder = TocBuilder(b"", threshold, toc_base=toc_base)
+    root = builder.add_node(ListNode(n=count, starts=starts, offs=[*offs, end], kids=builder.refs(kids)))
+    return root, bytes(builder.toc)
