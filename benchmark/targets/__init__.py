@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 import tempfile
 import time
@@ -152,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"running {name} ...", file=sys.stderr, flush=True)
             rows += run()
             for f in Path(tmp).iterdir():
-                f.unlink()
+                shutil.rmtree(f) if f.is_dir() else f.unlink()
     print(f"\nmsglc targets ({'quick' if args.quick else 'full'} run; {machine()})\n")
     print("| figure | measured | target | ok | detail |\n|---|---|---|---|---|")
     for r in rows:
