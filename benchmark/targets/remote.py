@@ -11,7 +11,7 @@ import msglc
 
 from ..compressed import records
 from .common import Row, random_matrix
-from .scale import partition_requests
+from .scale import partition_requests, s3_to_archive
 
 
 def remote_targets(n: int, tmp: Path) -> list[Row]:
@@ -63,6 +63,7 @@ def remote_targets(n: int, tmp: Path) -> list[Row]:
         runs = "s3://bench/records.mlc"
         msglc.dump(runs, records(100_000), storage_options=so, small_obj_optimization_threshold=8192)
         rows.append(partition_requests(runs, so))
+        rows.append(s3_to_archive(so))
     local = tmp / "matrix.mlc"
     msglc.dump(local, matrix)
     slow = LatencyFileSystem(fsspec.filesystem("file"), latency=0.02, bandwidth=100e6)

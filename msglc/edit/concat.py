@@ -6,7 +6,9 @@ for byte (each input's own header left out); every input's TOC is copied whole, 
 node lists the inputs' spans, moved to where their items now are: a root ``ListNode``'s spans
 and large items keep their nodes, a fixed-stride root's items are cut into spans of about the
 threshold, and a root read whole (a small list) is one span. The inputs are checked while
-they are copied (their data checksum); compression is as for ``combine``.
+they are copied (their data checksum); compression is as for ``combine``. To S3, uncompressed
+archives in S3 are joined on the server (``msglc.io.compose``): only the header, the short
+ranges and the new root travel.
 """
 
 from __future__ import annotations
@@ -19,12 +21,14 @@ from typing import Any
 from msglc.config import Config, current
 from msglc.edit.combine import copy_tocs, result_compression
 from msglc.edit.inputs import COPY_CHUNK, FileInfo, Input, opened, refuse_target_among
-from msglc.edit.sections import Sink, copy_data
+from msglc.edit.sections import Sink, compressed, copy_data
 from msglc.errors import CorruptedError
 from msglc.format.container import COMPRESSED, HEADER_SIZE, Trailer, pack_header
 from msglc.format.msgpack import array_header
 from msglc.format.nodes import ListNode, StrideNode
 from msglc.io.atomic import output
+from msglc.io.compose import Span, compose
+from msglc.io.names import RemotePath
 from msglc.util.checksum import crc32_combine
 from msglc.write.frames import FrameWriter, frame_size
 from msglc.write.indexer import TocBuilder
@@ -44,6 +48,8 @@ class _Items:
         self.head = 1 if head[0] <= 0x9F else _ARRAY_HEADS[head[0]]
         self.count = head[0] & 0x0F if head[0] <= 0x9F else int.from_bytes(head[1 : self.head], "big")
         self.size = t.data_len - self.head  # the items' bytes
+        # their CRC-32, from the whole section's (CRC-32 is linear: crc(a + b) = shift(crc(a)) ^ crc(b))
+        self.crc = t.data_crc ^ crc32_combine(zlib.crc32(head[: self.head]), 0, self.size)
         self.spans: list[tuple[int, int, tuple[int, int] | None]] = []
         node = a.node(t.toc_off + t.root_pos, t.root_len) if t.root_len else None
         if isinstance(node, ListNode):
@@ -90,6 +96,20 @@ def _write(path: Any, inputs: list[Input], cfg: Config, progress: Callable[[int]
     header = array_header(count)
     data_len = len(header) + sum(items.size for items in lists)
     root, root_toc = _root_node(lists, len(header), count, data_len, threshold, toc_at)
+    crc = zlib.crc32(header)
+    for items in lists:
+        crc = crc32_combine(crc, items.crc, items.size)
+    plain = cfg.compression is None and not any(compressed(part.archive) for part in inputs)
+    if plain and isinstance(path, RemotePath):
+        head = pack_header()
+        trailer = Trailer.contiguous(data_len, toc_at + len(root_toc), root, crc, threshold).pack(head)
+        items_at = [
+            Span(part.archive.src, part.trailer.data_off + items.head, items.size)
+            for part, items in zip(inputs, lists, strict=True)
+        ]
+        tocs = [Span(part.archive.src, part.trailer.toc_off, n) for part, n in zip(inputs, toc_lens, strict=True)]
+        if compose(path, [head + header, *items_at, *tocs, root_toc + trailer], progress):
+            return  # put together on the server: the inputs were not read (their checksums carry over)
     with output(path, cfg.durable, 0 if cfg.compression else HEADER_SIZE + data_len + toc_at + len(root_toc)) as f:
         head = pack_header(0, major=COMPRESSED) if cfg.compression else pack_header()
         f.write(head)
@@ -98,9 +118,8 @@ def _write(path: Any, inputs: list[Input], cfg: Config, progress: Callable[[int]
         buf = bytearray(min(COPY_CHUNK, max([1, *toc_lens, *(part.trailer.data_len for part in inputs)])))
         try:
             out.write(header)
-            crc = zlib.crc32(header)
             for part, items in zip(inputs, lists, strict=True):
-                crc = crc32_combine(crc, _copy_items(part, items, out, buf, progress), items.size)
+                _copy_items(part, items, out, buf, progress)
             stored = data_len if frames is None else frames.close()
         finally:
             if frames is not None:
@@ -110,15 +129,12 @@ def _write(path: Any, inputs: list[Input], cfg: Config, progress: Callable[[int]
         f.write(Trailer.contiguous(stored, toc_at + len(root_toc), root, crc, threshold).pack(head))
 
 
-def _copy_items(part: Input, items: _Items, out: Sink, buf: bytearray, progress: Callable[[int], None]) -> int:
-    """Copy an input's items (its data without its root header), checking its data checksum;
-    returns their CRC-32."""
-    t = part.trailer
-    crc = copy_data(part.archive, t.data_off + items.head, items.size, out, buf, progress)
-    head = bytes(part.archive.read(t.data_off, items.head))
-    if crc32_combine(zlib.crc32(head), crc, items.size) != t.data_crc:
+def _copy_items(part: Input, items: _Items, out: Sink, buf: bytearray, progress: Callable[[int], None]) -> None:
+    """Copy an input's items (its data without its root header), checking them against its
+    data checksum."""
+    crc = copy_data(part.archive, part.trailer.data_off + items.head, items.size, out, buf, progress)
+    if crc != items.crc:
         raise CorruptedError(f"{part.label}: data section checksum mismatch; nothing was written")
-    return crc
 
 
 def _root_node(

@@ -183,14 +183,14 @@ class RemoteSource(Source):
                 raise data
             if exact and end is not None and len(data) != end - start:
                 if self.ready:  # the object had at least self.size bytes when it was opened
-                    raise self._changed(
+                    raise self.changed(
                         f"a read of {end - start} bytes at offset {start} got {len(data)}: it is shorter now"
                     )
                 raise self._short(start, end - start, len(data))
             got.append(data)
         return got
 
-    def _changed(self, how: str) -> ArchiveChangedError:
+    def changed(self, how: str) -> ArchiveChangedError:
         return ArchiveChangedError(
             f"the object {self.fs.unstrip_protocol(self.path)} changed since it was opened ({how}): open a new reader"
         )
@@ -293,8 +293,8 @@ class S3Source(RemoteSource):
             response: dict[str, Any] = await self.fs._call_s3("get_object", **args)
             return response
         except OSError as e:
-            if _precondition_failed(e):
-                raise self._changed(f"ETag {self.etag} no longer matches") from None
+            if precondition_failed(e):
+                raise self.changed(f"ETag {self.etag} no longer matches") from None
             raise
 
     def _pin(self, etag: str | None) -> None:
@@ -303,14 +303,14 @@ class S3Source(RemoteSource):
         if self.etag is None:
             self.etag = etag
         elif etag is not None and etag != self.etag:
-            raise self._changed(f"ETag {self.etag}, now {etag}")
+            raise self.changed(f"ETag {self.etag}, now {etag}")
 
-    def _changed(self, how: str) -> ArchiveChangedError:
+    def changed(self, how: str) -> ArchiveChangedError:
         self.raced = not self.ready
-        return super()._changed(how)
+        return super().changed(how)
 
 
-def _precondition_failed(error: OSError) -> bool:
+def precondition_failed(error: OSError) -> bool:
     """Is this s3fs error S3's 412 for a failed ``If-Match``?"""
     response = getattr(error.__cause__, "response", None) or {}
     status: object = response.get("ResponseMetadata", {}).get("HTTPStatusCode")

@@ -152,3 +152,34 @@ def test_to_archive_failing_partition_leaves_nothing(client, tmp_path):
     with pytest.raises(ValueError, match="partition failed"):
         md.to_archive(db.from_sequence(range(10), npartitions=4).map(boom), out)
     assert list(tmp_path.iterdir()) == []
+
+
+def _record(i):
+    return {"id": i, "text": "x" * 90, "v": [i, -i]}
+
+
+def test_to_archive_in_s3_joins_on_the_server_and_leaves_only_the_archive(client):
+    """Workers write the parts to S3; the join copies them on the server (their bytes do not
+    travel) and removes them; failures leave no object behind."""
+    import dask.bag as db
+    import fsspec
+
+    from benchmark.remote import s3_server
+
+    pytest.importorskip("s3fs")
+    pytest.importorskip("moto")
+    with s3_server() as options:
+        fs = fsspec.filesystem("s3", **options)
+        fs.mkdir("scale")
+        bag = db.range(150_000, npartitions=3).map(_record)  # about 5.5 MB a part: copied whole
+        target = "s3://scale/out.mlc"
+        assert md.to_archive(bag, target, storage_options=options) == target
+        with LazyReader(target, storage_options=options) as r:
+            r.verify()
+            assert len(r) == 150_000 and r[123_456] == _record(123_456) and r[-1] == _record(149_999)
+        assert fs.ls("scale", refresh=True) == ["scale/out.mlc"]  # the parts removed
+        with pytest.raises(ZeroDivisionError):
+            md.to_archive(
+                db.range(10, npartitions=2).map(lambda x: 1 / (x - 7)), "s3://scale/bad.mlc", storage_options=options
+            )
+        assert fs.ls("scale", refresh=True) == ["scale/out.mlc"]

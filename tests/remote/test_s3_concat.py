@@ -1,0 +1,111 @@
+"""concat() into S3 from archives in S3 (a moto server on loopback, through s3fs): put together
+on the server (multipart upload, UploadPartCopy), byte for byte what a local concat writes,
+downloading only the short pieces; an input replaced meanwhile fails the write and leaves
+nothing, and a store without server-side copy gets a streamed copy."""
+
+from __future__ import annotations
+
+import pytest
+
+fsspec = pytest.importorskip("fsspec")
+pytest.importorskip("s3fs")
+pytest.importorskip("moto")
+
+import msglc  # noqa: E402
+from benchmark.remote import s3_server  # noqa: E402
+from msglc import ArchiveChangedError, FileInfo, LazyReader  # noqa: E402
+from msglc.io import compose  # noqa: E402
+
+BUCKET = "msglc-concat"
+BIG = [{"id": i, "text": "x" * 90, "v": [i, -i]} for i in range(110_000)]  # about 12 MB: copied on the server
+SMALL = [{"id": -1}, "small", [1, 2]]  # under S3's 5 MiB part: downloaded
+PARTS = {"p0.mlc": BIG, "p1.mlc": SMALL, "p2.mlc": BIG, "p3.mlc": BIG[:20_000]}
+
+
+class Calls:
+    """The S3 calls an s3fs file system makes (its ``_call_s3``), with their arguments."""
+
+    def __init__(self, fs):
+        self.calls: list[tuple[str, dict]] = []
+        self.inner = fs._call_s3
+
+    async def __call__(self, method, *args, **kwargs):
+        self.calls.append((method, kwargs))
+        return await self.inner(method, *args, **kwargs)
+
+    def downloaded(self) -> int:
+        total = 0
+        for method, kwargs in self.calls:
+            if method == "get_object":
+                start, _, end = kwargs["Range"].removeprefix("bytes=").partition("-")
+                total += int(end) if not start else int(end) + 1 - int(start) if end else 1 << 40
+        return total
+
+
+@pytest.fixture(scope="module")
+def s3(tmp_path_factory):
+    local = tmp_path_factory.mktemp("parts")
+    with s3_server() as options:
+        fs = fsspec.filesystem("s3", **options)
+        fs.mkdir(BUCKET)
+        for name, items in PARTS.items():
+            msglc.dump(local / name, items)
+            fs.put_file(str(local / name), f"{BUCKET}/{name}")
+        yield fs, local
+
+
+def test_concat_in_s3_is_put_together_on_the_server(s3, monkeypatch):
+    fs, local = s3
+    calls = Calls(fs)
+    monkeypatch.setattr(fs, "_call_s3", calls)
+    names = [f"{BUCKET}/{name}" for name in PARTS]
+    msglc.concat(f"{BUCKET}/all.mlc", [FileInfo(n, fs=fs) for n in names], fs=fs)
+    downloaded = calls.downloaded()
+    msglc.concat(local / "all.mlc", [local / name for name in PARTS])
+    assert fs.cat_file(f"{BUCKET}/all.mlc") == (local / "all.mlc").read_bytes()  # the same bytes
+    methods = [m for m, _ in calls.calls]
+    assert methods.count("upload_part_copy") == 2 and "complete_multipart_upload" in methods
+    # downloaded: each input's opening blocks, and what S3's 5 MiB smallest part makes necessary:
+    # the new header's part filled up from p0, p1 (short, between two copies) filled up from p2,
+    # p3 (short, last) whole
+    opening = 4 * 2 * (256 << 10)
+    short = (local / "p3.mlc").stat().st_size
+    assert downloaded < opening + 2 * compose.MIN_PART + short + (64 << 10), downloaded
+    with LazyReader(f"{BUCKET}/all.mlc", fs=fs) as r:
+        r.verify()
+        assert len(r) == 2 * len(BIG) + 20_003 and r[len(BIG)]["id"] == -1 and r[-1] == BIG[19_999]
+
+
+def test_an_input_replaced_meanwhile_fails_the_write_and_leaves_nothing(s3):
+    fs, local = s3
+    fs.put_file(str(local / "p2.mlc"), f"{BUCKET}/moving.mlc")
+    with LazyReader(f"{BUCKET}/moving.mlc", fs=fs) as moving:  # pins the version it opened
+        assert moving[5]["id"] == 5
+        fs.put_file(str(local / "p3.mlc"), f"{BUCKET}/moving.mlc")
+        with pytest.raises(ArchiveChangedError, match="changed since it was opened"):
+            msglc.concat(f"{BUCKET}/bad.mlc", [FileInfo(f"{BUCKET}/p0.mlc", fs=fs), moving], fs=fs)
+    assert not fs.exists(f"{BUCKET}/bad.mlc")
+    assert not fs.call_s3("list_multipart_uploads", Bucket=BUCKET).get("Uploads")  # aborted, nothing billed
+
+
+def test_a_store_without_server_side_copy_gets_a_streamed_copy(s3, monkeypatch):
+    fs, local = s3
+
+    async def refuse(*args, **kwargs):
+        error = OSError("not implemented")
+        error.response = {"Error": {"Code": "NotImplemented"}, "ResponseMetadata": {"HTTPStatusCode": 501}}
+        raise error
+
+    monkeypatch.setattr(compose, "_copy_part", refuse)
+    msglc.concat(f"{BUCKET}/streamed.mlc", [FileInfo(f"{BUCKET}/{n}", fs=fs) for n in ("p0.mlc", "p3.mlc")], fs=fs)
+    msglc.concat(local / "streamed.mlc", [local / "p0.mlc", local / "p3.mlc"])
+    assert fs.cat_file(f"{BUCKET}/streamed.mlc") == (local / "streamed.mlc").read_bytes()
+
+
+def test_compressed_or_local_inputs_are_streamed(s3):
+    fs, local = s3
+    msglc.dump(local / "z.mlc", BIG[:1000], compression="zstd")
+    msglc.concat(f"{BUCKET}/mixed.mlc", [FileInfo(f"{BUCKET}/p0.mlc", fs=fs), local / "z.mlc"], fs=fs)
+    with LazyReader(f"{BUCKET}/mixed.mlc", fs=fs) as r:
+        r.verify()
+        assert r.to_obj() == BIG + BIG[:1000]
