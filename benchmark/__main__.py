@@ -3,8 +3,9 @@
 Writes write_time, read_time_log_1k, read_time_log_10k and file_size (PNG and PDF), with
 msglc's zstd-compressed series beside h5py's gzip and lzf, records_size (JSON-like records:
 msglc plain and zstd against plain msgpack and the whole file zstd-compressed) and bulk_read
-(MB/s reading a compressed array whole, by read_threads), and results.json to --out, and prints
-Markdown tables. ``--quick`` is a small run (under a minute). The compressed series, records
+(MB/s reading a compressed array whole, by read_threads), dask_reduce (an array summed through
+Dask by 1 and 2 worker processes, msglc.dask against h5py), and results.json to --out, and
+prints Markdown tables. ``--quick`` is a small run (under a minute). The compressed series, records
 and bulk figures need zstandard (``pip install -e ".[zstd]"``) and are skipped without it.
 """
 
@@ -58,6 +59,10 @@ def parse(argv: list[str] | None) -> tuple[Settings, argparse.Namespace]:
         "--bulk-mb", type=int, help="size in MB of the bulk-read array (default 400; 2 with --quick; 0: none)"
     )
     parser.add_argument("--threads", type=_ints, help="read_threads of the bulk-read figure (default 1,2)")
+    parser.add_argument(
+        "--dask-mb", type=int, help="size in MB of the array reduced through Dask (default 1024; 16 quick; 0: none)"
+    )
+    parser.add_argument("--workers", type=_ints, help="Dask worker processes of the scale figure (default 1,2)")
     parser.add_argument("--no-compressed", action="store_true", help="no msglc zstd series in the matrix figures")
     parser.add_argument("--out", type=Path, default=Path("benchmark-out"), help="folder for figures and results.json")
     parser.add_argument(
@@ -67,7 +72,9 @@ def parse(argv: list[str] | None) -> tuple[Settings, argparse.Namespace]:
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
     s = (
-        Settings(size=1000, thresholds=(12, 16, 20), budget=1.0, doc_mb=5, paths=300, records=2000, bulk_mb=2)
+        Settings(
+            size=1000, thresholds=(12, 16, 20), budget=1.0, doc_mb=5, paths=300, records=2000, bulk_mb=2, dask_mb=16
+        )
         if args.quick
         else Settings()
     )
@@ -81,13 +88,15 @@ def parse(argv: list[str] | None) -> tuple[Settings, argparse.Namespace]:
         ("records", args.records),
         ("bulk_mb", args.bulk_mb),
         ("threads", args.threads),
+        ("dask_mb", args.dask_mb),
+        ("workers", args.workers),
     ):
         if value is not None:
             setattr(s, name, value)
     if s.size < 2 or any(not 6 <= e <= 30 for e in s.thresholds):
         parser.error("--size must be at least 2 and thresholds between 6 and 30")
-    if s.records < 0 or s.bulk_mb < 0:
-        parser.error("--records and --bulk-mb must not be negative")
+    if s.records < 0 or s.bulk_mb < 0 or s.dask_mb < 0:
+        parser.error("--records, --bulk-mb and --dask-mb must not be negative")
     return s, args
 
 
@@ -96,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     results = Results(settings=asdict(settings), machine=machine(), date=time.strftime("%Y-%m-%d"))
     k = len(settings.thresholds)
     steps = ["matrix"] + ["write"] * (2 + 5 * k) + ["read"] * (2 + 4 * k) + ["paths"] * 3
-    steps += ["records"] * (1 + 2 * k) + ["bulk"] * 11
+    steps += ["records"] * (1 + 2 * k) + ["bulk"] * 11 + ["dask"] * (1 + len(settings.workers))
     try:
         from tqdm import tqdm
 
@@ -117,6 +126,7 @@ def main(argv: list[str] | None = None) -> int:
         experiment.paths()
         experiment.records()
         experiment.bulk()
+        experiment.scale()
     if bar is not None:
         bar.close()
     args.out.mkdir(parents=True, exist_ok=True)

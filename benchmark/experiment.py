@@ -44,6 +44,8 @@ class Settings:
     records: int = 300_000  # JSON-like records for the records figure (0: none)
     bulk_mb: int = 400  # the smooth array read whole by threads (0: none)
     threads: tuple[int, ...] = (1, 2)  # read_threads of the bulk figure
+    dask_mb: int = 1024  # the array reduced through Dask (0: none)
+    workers: tuple[int, ...] = (1, 2)  # Dask worker processes of the scale figure
 
 
 @dataclass
@@ -57,6 +59,7 @@ class Results:
     paths: dict = field(default_factory=dict)
     records: list[dict] = field(default_factory=list)  # series, threshold, bytes, dump_seconds, read_seconds
     bulk: list[dict] = field(default_factory=list)  # series, threads, seconds, bytes, nbytes
+    scale: list[dict] = field(default_factory=list)  # series, workers, seconds, nbytes, chunk_rows
 
 
 def h5_series(compression: str | None) -> str:
@@ -395,6 +398,38 @@ class Experiment:
             else:
                 self._bulk(series, None, best_of(lambda p=path: h5_whole(p)), path, nbytes, True)
             path.unlink()
+
+    def scale(self) -> None:
+        """``sum(axis=0)`` over a float64 array through Dask by 1, 2, ... worker processes:
+        msglc.dask.to_array against h5py's dataset through ``da.from_array``, the same 16
+        chunks of whole rows (needs the dask extra; skipped without it)."""
+        if self.s.dask_mb <= 0:
+            return
+        try:
+            import dask  # noqa: F401
+            import distributed  # noqa: F401
+        except ImportError:
+            note_once("dask is not installed (pip install -e '.[dask]'): no scale figure")
+            return
+        from .targets.scale import array_files, cluster, reduce_array
+
+        self.step(f"dask: writing a {self.s.dask_mb} MB array")
+        archive, h5, want, rows = array_files(self.s.dask_mb, self.dir)
+        chunk_rows = max(1, -(-rows // 16))
+        for workers in self.s.workers:
+            self.step(f"dask: {workers} workers")
+            with cluster(workers):
+                seconds = reduce_array(archive, h5, want, chunk_rows)
+            for series in ("msglc", "h5py"):
+                self.r.scale.append(
+                    {
+                        "series": series,
+                        "workers": workers,
+                        "seconds": seconds[series],
+                        "nbytes": rows * len(want) * 8,
+                        "chunk_rows": chunk_rows,
+                    }
+                )
 
     def _bulk(self, series: str, threads: int | None, seconds: float, path: Path, nbytes: int, applied: bool) -> None:
         self.r.bulk.append(

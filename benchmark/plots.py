@@ -11,7 +11,15 @@ from __future__ import annotations
 from collections import defaultdict
 from pathlib import Path
 
-FIGURES = ("write_time", "read_time_log_1k", "read_time_log_10k", "file_size", "records_size", "bulk_read")
+FIGURES = (
+    "write_time",
+    "read_time_log_1k",
+    "read_time_log_10k",
+    "file_size",
+    "records_size",
+    "bulk_read",
+    "dask_reduce",
+)
 
 
 def _title(results: dict, what: str) -> str:
@@ -144,4 +152,30 @@ def draw_all(results: dict, out: Path) -> list[Path]:
         plt.close(fig)
     if results.get("bulk"):
         _bulk(plt, results, out, written)
+    if results.get("scale"):
+        _scale(plt, results, out, written)
     return written
+
+
+def _scale(plt, results: dict, out: Path, written: list[Path]) -> None:
+    """MB/s of an array summed through Dask, by worker processes, msglc against h5py."""
+    rows = results["scale"]
+    workers = sorted({r["workers"] for r in rows})
+    fig, ax = plt.subplots(figsize=(9, 6))
+    for series in dict.fromkeys(r["series"] for r in rows):
+        points = [r for r in rows if r["series"] == series]
+        mbps = [p["nbytes"] / p["seconds"] / 1e6 for p in points]
+        ax.plot([p["workers"] for p in points], mbps, "-", marker="o", label=series, linewidth=2.5)
+    ax.set_xticks(workers, [str(w) for w in workers])
+    ax.set_xlabel("Dask worker processes (one thread each)")
+    ax.set_ylabel("MB/s summed (best of 3)")
+    ax.set_ylim(bottom=0)
+    ax.grid(True, alpha=0.3)
+    ax.legend()
+    what = (
+        f"sum(axis=0) of a {rows[0]['nbytes'] / 1e6:.0f} MB float64 array through Dask "
+        f"(msglc.dask.to_array, h5py via da.from_array; chunks of {rows[0]['chunk_rows']:,} rows)"
+    )
+    ax.set_title(f"{what}\n{results['date']}\n{results['machine']}", fontsize=9)
+    _save(fig, out, "dask_reduce", written)
+    plt.close(fig)

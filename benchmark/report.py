@@ -58,7 +58,7 @@ def markdown(results: dict) -> str:
             f"| msglc dump of the document | {p['msglc_dump_seconds']:.2f} s |",
             f"| file size, archive / plain msgpack | {p['archive_bytes'] / p['plain_bytes']:.3f} |",
         ]
-    lines += _records(results) + _bulk(results)
+    lines += _records(results) + _bulk(results) + _scale(results)
     return "\n".join(lines)
 
 
@@ -102,5 +102,27 @@ def _bulk(results: dict) -> list[str]:
         lines.append(
             f"| {r['series']} | {threads} | {r['bytes'] / 1e6:.1f} | {r['seconds']:.3f} "
             f"| {r['nbytes'] / r['seconds'] / 1e6:.0f} |"
+        )
+    return lines
+
+
+def _scale(results: dict) -> list[str]:
+    rows = results.get("scale") or []
+    if not rows:
+        return []
+    lines = [
+        "",
+        f"sum(axis=0) of a {rows[0]['nbytes'] / 1e6:.0f} MB float64 array through Dask, chunks of "
+        f"{rows[0]['chunk_rows']:,} rows (best of 3):",
+        "",
+        "| series | workers | seconds | MB/s | speed-up over 1 worker |",
+        "|---|---|---|---|---|",
+    ]
+    one = {r["series"]: r["seconds"] for r in rows if r["workers"] == 1}
+    for r in rows:
+        speedup = f"{one[r['series']] / r['seconds']:.2f}" if r["series"] in one else ""
+        lines.append(
+            f"| {r['series']} | {r['workers']} | {r['seconds']:.3f} "
+            f"| {r['nbytes'] / r['seconds'] / 1e6:.0f} | {speedup} |"
         )
     return lines

@@ -20,7 +20,7 @@ COLUMNS = 1024
 
 
 @contextlib.contextmanager
-def _cluster(workers: int) -> Iterator[Any]:
+def cluster(workers: int) -> Iterator[Any]:
     from distributed import Client, LocalCluster
 
     with (
@@ -40,39 +40,58 @@ def _best(run: Callable[[], Any], repeat: int = 3) -> float:
     return best
 
 
-def dask_targets(array_mb: int, n_records: int, tmp: Path) -> list[Row]:
+def array_files(array_mb: int, tmp: Path) -> tuple[Path, Path, Any, int]:
+    """A random float64 array of about ``array_mb`` MB, rows of ``COLUMNS``, as an archive and
+    as an HDF5 file (contiguous); its column sums, to check reductions against; its rows."""
     import h5py
     import numpy as np
 
-    import msglc.dask as md
-
-    rows_n = array_mb * (1 << 20) // (8 * COLUMNS)
+    rows_n = max(1, array_mb * (1 << 20) // (8 * COLUMNS))
     data = np.random.default_rng(3).random((rows_n, COLUMNS))
     archive, h5 = tmp / "array.mlc", tmp / "array.h5"
     msglc.dump(archive, {"x": data})
     with h5py.File(h5, "w") as f:
         f["x"] = data
-    want = data.sum(axis=0)
-    del data
+    return archive, h5, data.sum(axis=0), rows_n
+
+
+def reduce_array(archive: Path, h5: Path | None, want: Any, chunk_rows: int | None = None) -> dict[str, Any]:
+    """Best seconds of ``sum(axis=0)`` over the archive's array (``to_array``: ``chunk_rows``
+    whole rows a chunk, by default its own) on the current Dask client, and over the HDF5
+    dataset with the same chunks."""
+    import numpy as np
+
+    import msglc.dask as md
+
+    x = md.to_array(archive, "x", chunks=None if chunk_rows is None else (chunk_rows, COLUMNS))
+
+    def reduce(x: Any = x) -> None:
+        assert np.allclose(x.sum(axis=0).compute(), want)
+
+    out: dict[str, Any] = {"msglc": _best(reduce), "chunks": x.chunks}
+    if h5 is not None:
+        out["h5py"] = _h5py_reduce(h5, x.chunks, want)
+    return out
+
+
+def dask_targets(array_mb: int, n_records: int, tmp: Path) -> list[Row]:
+    import msglc.dask as md
+
+    archive, h5, want, _ = array_files(array_mb, tmp)
     recs = tmp / "records.mlc"
     msglc.dump(recs, records(n_records), small_obj_optimization_threshold=8192)
     times: dict[tuple[str, int], float] = {}
     for workers in (1, 2):
-        with _cluster(workers):
-            x = md.to_array(archive, "x")
-            chunks = x.chunks
-
-            def reduce(x: Any = x) -> None:
-                got = x.sum(axis=0).compute()
-                assert np.allclose(got, want)
-
-            times["array", workers] = _best(reduce)
+        with cluster(workers):
+            reduced = reduce_array(archive, h5 if workers == 2 else None, want)
+            times["array", workers] = reduced["msglc"]
+            chunks = reduced["chunks"]
             bag = md.to_bag(recs, partition_size=max(1, n_records // 16))
             times["bag", workers] = _best(
                 lambda bag=bag: bag.map(lambda r: r["score"] * 2).filter(bool).count().compute()
             )
             if workers == 2:
-                times["h5py", 2] = _h5py_reduce(h5, chunks, want)
+                times["h5py", 2] = reduced["h5py"]
                 times["parts", 2], times["to_archive", 2] = _to_archive(bag, tmp)
     speedup = times["array", 1] / times["array", 2]
     vs_h5 = times["array", 2] / times["h5py", 2]
@@ -210,7 +229,7 @@ def s3_to_archive(storage_options: dict[str, Any], records_n: int = 400_000) -> 
     def write(items: Any, k: int) -> None:
         msglc.dump(f"s3://bench/alone/{k}.mlc", list(items), storage_options=so)
 
-    with _cluster(2):
+    with cluster(2):
         floor = _best(lambda: dask.compute(*[dask.delayed(write)(p, k) for k, p in enumerate(bag.to_delayed())]), 2)
         ours = _best(lambda: md.to_archive(bag, "s3://bench/joined.mlc", storage_options=so), 2)
     with msglc.LazyReader("s3://bench/joined.mlc", storage_options=so) as r:
