@@ -1273,10 +1273,8 @@ static PyObject *inline_get(FastGet *g, PyObject *self, PyObject *key) {
 
 static PyObject *fast_call(FastGet *g, PyObject *const *args, size_t nargsf, PyObject *kw) {
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-    if (nargs != 2 || (kw && PyTuple_GET_SIZE(kw))) {
-        PyErr_SetString(PyExc_TypeError, "__getitem__(self, key)");
-        return NULL;
-    }
+    if (nargs != 2 || (kw && PyTuple_GET_SIZE(kw)))  /* view.__getitem__(key=k) and the like: as Python answers */
+        return PyObject_Vectorcall(g->fallback, args, (size_t)nargs, kw);
     PyObject *self = args[0];
     if (PyObject_TypeCheck(self, g->cls)) {
         PyObject *sw = PyDict_GetItemWithError(g->sw, str_speedups);
@@ -1332,6 +1330,38 @@ static void fast_dealloc(FastGet *g) {
     Py_TYPE(g)->tp_free((PyObject *)g);
 }
 
+/* What a function has, from fallback's: __name__, __qualname__, __doc__ (introspection,
+ * pickling a bound view.__getitem__ by name), __wrapped__ (inspect.signature). */
+static PyObject *fast_attr(FastGet *g, void *name) {
+    if (strcmp((const char *)name, "__wrapped__") == 0) return Py_NewRef(g->fallback);
+    return PyObject_GetAttrString(g->fallback, (const char *)name);
+}
+
+static PyGetSetDef fast_getset[] = {
+    {"__name__", (getter)fast_attr, NULL, NULL, "__name__"},
+    {"__qualname__", (getter)fast_attr, NULL, NULL, "__qualname__"},
+    {"__doc__", (getter)fast_attr, NULL, NULL, "__doc__"},
+    {"__wrapped__", (getter)fast_attr, NULL, NULL, "__wrapped__"},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+/* Pickled as what it is, cls.__getitem__ (that of the pure-Python path where it is unpickled
+ * without the accelerator): cloudpickle pickles a bound method's function itself. */
+static PyObject *fast_reduce(FastGet *g, PyObject *unused) {
+    (void)unused;
+    PyObject *getattr_ = PyDict_GetItemString(PyEval_GetBuiltins(), "getattr");
+    if (!getattr_) {
+        PyErr_SetString(PyExc_RuntimeError, "FastGet: no builtins.getattr");
+        return NULL;
+    }
+    return Py_BuildValue("(O(Os))", getattr_, (PyObject *)g->cls, "__getitem__");
+}
+
+static PyMethodDef fast_methods[] = {
+    {"__reduce__", (PyCFunction)fast_reduce, METH_NOARGS, "cls.__getitem__, by name."},
+    {NULL, NULL, 0, NULL},
+};
+
 /* As a method: view.__getitem__ is bound like a function's. */
 static PyObject *fast_descr_get(PyObject *g, PyObject *obj, PyObject *type) {
     (void)type;
@@ -1350,6 +1380,8 @@ static PyTypeObject FastGetType = {
     .tp_vectorcall_offset = offsetof(FastGet, vectorcall),
     .tp_call = PyVectorcall_Call,
     .tp_descr_get = fast_descr_get,
+    .tp_getset = fast_getset,
+    .tp_methods = fast_methods,
 };
 
 /* exact_numbers(seq, depth): True if seq is a list/tuple nested depth levels deep (lists or

@@ -715,3 +715,45 @@ def test_inline_dicts_damaged_c_answers_only_what_python_answers(tmp_path, monke
         path.write_bytes(b)
         with_c, pure = _both_modes(monkeypatch, lambda: _answer(lambda: _inline_outcomes(path, False)))
         assert with_c == pure
+
+
+def test_fast_get_is_called_and_pickled_as_the_python_getitem(tmp_path, monkeypatch):
+    """``view.__getitem__`` in C takes what the Python method takes (a keyword argument, the
+    wrong number of arguments: the same errors) and has what it has: a name, so that a bound
+    ``view.__getitem__`` pickles (``pickle``, and ``cloudpickle`` as Dask uses it)."""
+    import pickle
+
+    doc = {
+        "inl": {f"k{i}": i for i in range(50)},
+        "h": {f"h{i}": i for i in range(5000)},
+        "m": [[float(i + j) for j in range(10)] for i in range(10)],
+    }
+    path = tmp_path / "g.mlc"
+    path.write_bytes(msglc.dumps(doc, small_obj_optimization_threshold=64))
+    probes = [("inl", "k1", "key"), ("h", "h1", "key"), ("m", 1, "i")]
+
+    def run():
+        out = []
+        with msglc.LazyReader(path, cached=False) as r:
+            for name, k, kw in probes:
+                get = r[name].__getitem__
+                out.append(_answer(lambda get=get, k=k, kw=kw: get(**{kw: k})))
+                out.append(_answer(lambda get=get: get()))
+                out.append(_answer(lambda get=get, k=k: get(k, k)))
+                out.append(_answer(lambda get=get: (get.__name__, get.__qualname__, get.__doc__)))
+                out.append(_answer(lambda get=get, k=k: pickle.loads(pickle.dumps(get))(k)))
+        return out
+
+    with_c, pure = _both_modes(monkeypatch, run)
+    assert with_c == pure
+    assert with_c[0] == with_c[4] == ("ok", 1)
+    if accel.speedups is not None:
+        from msglc.read import views
+
+        for cls in (views._StrideList, views._HashDict, views._InlineDict):
+            assert type(cls.__dict__["__getitem__"]) is accel.speedups.FastGet
+            assert pickle.loads(pickle.dumps(cls.__getitem__)) is cls.__getitem__
+    cloudpickle = pytest.importorskip("cloudpickle")
+    with msglc.LazyReader(path, cached=False) as r:
+        for name, k, _ in probes:
+            assert _plain(cloudpickle.loads(cloudpickle.dumps(r[name].__getitem__))(k)) == _plain(r[name][k])
