@@ -32,9 +32,33 @@ def best_of(
 
 def per_call(fn: Callable[[object], object], args: list, repeat: int = 3) -> float:
     """Best mean seconds per call of ``fn(arg)`` over ``args``."""
+    return best_of(calls(fn, args), repeat=repeat) / len(args)
+
+
+def interleaved(loops: dict[str, Callable[[], object]], rounds: int = 9) -> dict[str, float]:
+    """Minimum wall time of each of ``loops`` over ``rounds`` rounds, each round running every
+    loop once in turn (after one warm-up round).
+
+    For ratios of fast operations (microseconds per call) on a shared machine: the load of
+    other tenants comes in bursts of seconds, so timing one series after the other can give one
+    a quiet minute and the other a busy one; taking turns gives them the same chances."""
+    for fn in loops.values():
+        fn()
+    best = dict.fromkeys(loops, float("inf"))
+    for _ in range(rounds):
+        for name, fn in loops.items():
+            gc.collect()
+            t = time.perf_counter()
+            fn()
+            best[name] = min(best[name], time.perf_counter() - t)
+    return best
+
+
+def calls(fn: Callable[[object], object], args: list) -> Callable[[], object]:
+    """One loop of ``fn(arg)`` over ``args`` (for ``interleaved``; divide by ``len(args)``)."""
 
     def loop() -> None:
         for a in args:
             fn(a)
 
-    return best_of(loop, repeat=repeat) / len(args)
+    return loop

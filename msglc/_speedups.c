@@ -516,18 +516,26 @@ static PyObject *find_entry(PyObject *self, PyObject *args) {
  * the dict does not hold. It returns NotImplemented for anything unusual (a checksum that
  * fails, bounds that do not fit, a block around a large value, a miss the records do not
  * explain): the Python path then answers, with its errors. kids: sorted native u64 pairs
- * (start, end) of the entries whose value has a node of its own. */
+ * (start, end) of the entries whose value has a node of its own.
+ * A page's records, once read and found to match their checksum, are kept (when all the
+ * dict's records take at most RECORDS_KEPT bytes): a later lookup in that page reads only its
+ * block, one pread instead of two. Memory grows with the pages looked up, never past that. */
+#define RECORDS_KEPT (16 << 20)
+
 typedef struct {
     PyObject_HEAD
     PyObject *pages, *offs, *kids;  /* bytes */
     Py_ssize_t records_at, n, blocks, span_lo, span_hi, nkids;
     int width, page_bits, block_bits, size;
+    unsigned char *kept, *kept_pages;  /* the records of the pages read (bit set in kept_pages), or NULL */
 } BlockProbe;
 
 static void probe_dealloc(BlockProbe *self) {
     Py_XDECREF(self->pages);
     Py_XDECREF(self->offs);
     Py_XDECREF(self->kids);
+    PyMem_Free(self->kept);
+    PyMem_Free(self->kept_pages);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -563,6 +571,15 @@ static PyObject *probe_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     self->width = width, self->page_bits = page_bits, self->block_bits = block_bits, self->size = 1 + (int)size;
     self->records_at = records_at, self->n = n, self->blocks = blocks, self->span_lo = span_lo, self->span_hi = span_hi;
     self->nkids = PyBytes_GET_SIZE(kids) / 16;
+    self->kept = NULL, self->kept_pages = NULL;
+    if (n > 0 && (size + 1) * n <= RECORDS_KEPT) {  /* calloc'd pages stay unmapped until written */
+        self->kept = PyMem_Calloc((size_t)n, (size_t)(size + 1));
+        self->kept_pages = PyMem_Calloc(((size_t)1 << page_bits) / 8 + 1, 1);
+        if (!self->kept || !self->kept_pages) {
+            PyMem_Free(self->kept), PyMem_Free(self->kept_pages);
+            self->kept = NULL, self->kept_pages = NULL;  /* no memory to spare: read them each time */
+        }
+    }
     return (PyObject *)self;
 }
 
@@ -723,12 +740,25 @@ static int probe_locate(BlockProbe *self, PyObject *src, Py_ssize_t base, const 
     Py_ssize_t nrecs = (Py_ssize_t)(end - first);
     unsigned char recbuf[RECS_CAP];
     const unsigned char *recs;
-    Held rh;
-    int got = src_read(src, self->records_at + size * (Py_ssize_t)first, size * nrecs, recbuf, RECS_CAP, &recs, &rh);
-    if (got <= 0) return got < 0 ? -1 : 2;
+    Held rh = {.holder = NULL, .has_view = 0};
+    int got, kept = self->kept && (self->kept_pages[page >> 3] >> (page & 7)) & 1;
+    if (kept) {
+        recs = self->kept + size * (Py_ssize_t)first;
+    } else {
+        got = src_read(src, self->records_at + size * (Py_ssize_t)first, size * nrecs, recbuf, RECS_CAP, &recs, &rh);
+        if (got <= 0) return got < 0 ? -1 : 2;
+        if (crc32_of(recs, (size_t)(size * nrecs)) != crc) {
+            held_release(&rh);
+            return 2;
+        }
+        if (self->kept) {  /* checked: kept for the next lookup in this page */
+            memcpy(self->kept + size * (Py_ssize_t)first, recs, (size_t)(size * nrecs));
+            self->kept_pages[page >> 3] |= (unsigned char)(1 << (page & 7));
+        }
+    }
     Candidates c = {.seen = NULL};
     Py_ssize_t found = -1;
-    if (crc32_of(recs, (size_t)(size * nrecs)) == crc && candidates_init(&c, nrecs) == 0)
+    if (candidates_init(&c, nrecs) == 0)
         found = fp_blocks(recs, nrecs, size, fp, (uint64_t)self->blocks, c.seen, c.counts, c.slots, c.cap);
     held_release(&rh);
     int status = 0;
@@ -1482,7 +1512,8 @@ PyMODINIT_FUNC PyInit__speedups(void) {
     if (PyType_Ready(&BlockProbeType) < 0 || PyType_Ready(&FileType) < 0 || PyType_Ready(&FastGetType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
-    if (PyModule_AddIntConstant(m, "API", SPEEDUPS_API) < 0) {
+    if (PyModule_AddIntConstant(m, "RECORDS_KEPT", RECORDS_KEPT) < 0 ||
+        PyModule_AddIntConstant(m, "API", SPEEDUPS_API) < 0) {
         Py_DECREF(m);
         return NULL;
     }

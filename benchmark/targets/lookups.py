@@ -4,9 +4,11 @@ of a long list against ``os.pread`` of its exact bytes + decode, and ``read_many
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import sqlite3
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,13 +17,14 @@ import msgspec
 import msglc
 
 from ..compressed import records
-from ..timing import best_of, per_call
+from ..timing import calls, interleaved, per_call
 from .common import Row
 from .dicts import str_dict
 
 
-def _lmdb_floor(d: dict[str, str], keys: list[str], tmp: Path) -> float:
-    """LMDB's ``txn.get`` + msgpack decode of the value, per key."""
+@contextlib.contextmanager
+def _lmdb_get(d: dict[str, str], tmp: Path) -> Iterator[Callable[[str], Any]]:
+    """LMDB's ``txn.get`` + msgpack decode of the value, in a read transaction."""
     import lmdb
 
     enc, dec = msgspec.msgpack.Encoder(), msgspec.msgpack.Decoder()
@@ -29,11 +32,11 @@ def _lmdb_floor(d: dict[str, str], keys: list[str], tmp: Path) -> float:
     with env.begin(write=True) as txn:
         for k, v in d.items():
             txn.put(k.encode(), enc.encode(v))
-    with env.begin() as txn:
-        assert dec.decode(txn.get(keys[0].encode())) == d[keys[0]]
-        floor = per_call(lambda k: dec.decode(txn.get(k.encode())), keys)
-    env.close()
-    return floor
+    try:
+        with env.begin() as txn:
+            yield lambda k: dec.decode(txn.get(k.encode()))
+    finally:
+        env.close()
 
 
 def _sqlite(d: dict[str, str], keys: list[str], tmp: Path) -> float:
@@ -52,13 +55,19 @@ def dict_lookups(n: int, lookups: int, tmp: Path) -> list[Row]:
     path = tmp / "table.mlc"
     msglc.dump(path, {"table": d})
     keys = rng.sample(list(d), lookups)
-    lmdb_s, sqlite_s = _lmdb_floor(d, keys, tmp), _sqlite(d, keys, tmp)
-    with msglc.LazyReader(path, cached=False) as reader:
+    sqlite_s = _sqlite(d, keys, tmp)
+    with _lmdb_get(d, tmp) as get, msglc.LazyReader(path, cached=False) as reader:
         table = reader["table"]
-        assert all(reader["table"][k] == d[k] == reader["table/" + k] for k in keys[:100])
-        nested = per_call(lambda k: reader["table"][k], keys)
-        by_path = per_call(lambda k: reader["table/" + k], keys)
-        held = per_call(table.__getitem__, keys)
+        assert all(reader["table"][k] == d[k] == reader["table/" + k] == get(k) for k in keys[:100])
+        best = interleaved(
+            {
+                "lmdb": calls(get, keys),
+                "nested": calls(lambda k: reader["table"][k], keys),
+                "path": calls(lambda k: reader["table/" + k], keys),
+                "held": calls(table.__getitem__, keys),
+            }
+        )
+    lmdb_s, nested, by_path, held = (best[k] / len(keys) for k in ("lmdb", "nested", "path", "held"))
     peers = f"LMDB {lmdb_s * 1e6:.2f}us, sqlite3 {sqlite_s * 1e6:.2f}us"
     return [
         Row(f'{n:,}-key dict: reader["table"][k] / LMDB get+decode', nested / lmdb_s, "<= 3", nested <= 3 * lmdb_s,
@@ -70,7 +79,12 @@ def dict_lookups(n: int, lookups: int, tmp: Path) -> list[Row]:
     ]  # fmt: skip
 
 
-def _record_floor(recs: list[Any], picks: list[int], tmp: Path) -> float:
+def lookup_targets(keys: int, lookups: int, records_n: int, tmp: Path) -> list[Row]:
+    return dict_lookups(keys, lookups, tmp) + record_reads(records_n, lookups, tmp)
+
+
+@contextlib.contextmanager
+def _record_pread(recs: list[Any], tmp: Path) -> Iterator[Callable[[int], Any]]:
     """``os.pread`` of one record's exact bytes in a plain msgpack file + decode."""
     plain = tmp / "runs.msgpack"
     data = msgspec.msgpack.encode(recs)
@@ -82,8 +96,7 @@ def _record_floor(recs: list[Any], picks: list[int], tmp: Path) -> float:
     fd = os.open(plain, os.O_RDONLY)
     dec = msgspec.msgpack.Decoder()
     try:
-        assert dec.decode(os.pread(fd, offsets[picks[0]][1], offsets[picks[0]][0])) == recs[picks[0]]
-        return per_call(lambda i: dec.decode(os.pread(fd, offsets[i][1], offsets[i][0])), picks)
+        yield lambda i: dec.decode(os.pread(fd, offsets[i][1], offsets[i][0]))
     finally:
         os.close(fd)
 
@@ -95,25 +108,25 @@ def record_reads(n: int, lookups: int, tmp: Path) -> list[Row]:
     rng = random.Random(18)
     picks = [rng.randrange(n) for _ in range(lookups)]
     paths = [f"runs/{i}/score" for i in picks]
-    floor = _record_floor(recs, picks, tmp)
-    with msglc.LazyReader(path, cached=False) as reader:
+    with _record_pread(recs, tmp) as pread, msglc.LazyReader(path, cached=False) as reader:
         runs = reader["runs"]
-        assert all(runs[i] == recs[i] for i in picks[:100])
+        assert all(runs[i] == recs[i] == pread(i) for i in picks[:100])
         assert reader.read_many(paths) == [recs[i]["score"] for i in picks]
-        one = per_call(runs.__getitem__, picks)
-        by_path = per_call(reader.__getitem__, paths)
-        singles = best_of(lambda: [reader[p] for p in paths]) / len(paths)
-        many = best_of(lambda: reader.read_many(paths)) / len(paths)
+        best = interleaved(
+            {
+                "floor": calls(pread, picks),
+                "one": calls(runs.__getitem__, picks),
+                "path": calls(reader.__getitem__, paths),
+                "many": lambda: reader.read_many(paths),
+            }
+        )
+    floor, one, by_path, many = (best[k] / len(picks) for k in ("floor", "one", "path", "many"))
     detail = f"floor {floor * 1e6:.2f}us"
     return [
         Row(f"one record of {n:,}, runs[i] / pread+decode of its bytes", one / floor, "<= 4", one <= 4 * floor,
             f"{one * 1e6:.2f}us; {detail}"),
         Row('reader[f"runs/{i}/score"] / pread+decode of the record', by_path / floor, "<= 4",
             by_path <= 4 * floor, f"{by_path * 1e6:.2f}us; {detail}"),
-        Row(f"read_many of {lookups:,} paths, per path / single reads", many / singles, "<= 0.5",
-            many <= 0.5 * singles, f"{many * 1e6:.2f}us vs {singles * 1e6:.2f}us"),
+        Row(f"read_many of {lookups:,} paths, per path / single reads", many / by_path, "<= 0.5",
+            many <= 0.5 * by_path, f"{many * 1e6:.2f}us vs {by_path * 1e6:.2f}us"),
     ]  # fmt: skip
-
-
-def lookup_targets(keys: int, lookups: int, records_n: int, tmp: Path) -> list[Row]:
-    return dict_lookups(keys, lookups, tmp) + record_reads(records_n, lookups, tmp)

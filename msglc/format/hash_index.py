@@ -204,6 +204,7 @@ def block_layout(n: int, page_bits: int, width: int, block_bits: int) -> tuple[i
 
 
 TABLES_IN_MEMORY = 1 << 20  # a dict's block offsets and page table up to this size are read once
+RECORDS_KEPT = 16 << 20  # a dict's page records up to this size are kept once read (as in _speedups.c)
 
 
 class Reads(Protocol):
@@ -220,7 +221,9 @@ class BlockIndex:
     with one read of its page's records (CRC-checked) and one of its block, whose entries are
     skipped until the key's; the block offsets and the page table (about 4.3 bytes per block
     and 8 per page of 32 keys) are read once and CRC-checked while they take at most
-    ``TABLES_IN_MEMORY``, else a lookup reads its page's slot and its block's offsets too.
+    ``TABLES_IN_MEMORY``, else a lookup reads its page's slot and its block's offsets too. A
+    page's records, once read and checked, are kept while all the dict's records take at most
+    ``RECORDS_KEPT`` (about 3 bytes a key): a later lookup in the page reads its block alone.
     Entries whose value has a node of its own (``kids``: their start, end and encoded key, by
     start) are never read: a lookup never asks for them (their keys are in the node)."""
 
@@ -240,6 +243,7 @@ class BlockIndex:
         "kids",
         "kid_starts",
         "probe",
+        "kept",
     )
 
     def __init__(
@@ -262,6 +266,7 @@ class BlockIndex:
         self.offs: array[int] | None = None
         self.pages: array[int] | None = None
         self.probe: BlockProbe | None = None
+        self.kept: dict[int, bytes] | None = {} if self.size * n <= RECORDS_KEPT else None  # page -> records
         if self.records > TABLES_IN_MEMORY:
             return
         head = memoryview(bytes(a.read(region, self.records)))
@@ -294,9 +299,13 @@ class BlockIndex:
         if not first <= end <= self.n:
             raise a.damaged(f"hash index page {page} has bounds {first}..{end} outside 0..{self.n}")
         at = self.region + self.records + size * first
-        recs = bytes(a.read(at, size * (end - first)))
-        if zlib.crc32(recs) != page_crc:
-            raise a.damaged(f"hash index page {page} at offset {at} fails its checksum")
+        recs = self.kept.get(page) if self.kept is not None else None
+        if recs is None:
+            recs = bytes(a.read(at, size * (end - first)))
+            if zlib.crc32(recs) != page_crc:
+                raise a.damaged(f"hash index page {page} at offset {at} fails its checksum")
+            if self.kept is not None:
+                self.kept[page] = recs
         try:
             sharing = page_blocks(recs, size, ((h << bits) & 0xFFFFFFFF) >> 24, self.blocks)  # fingerprint()
         except ValueError as e:

@@ -115,11 +115,18 @@ def test_c_and_python_paths_write_identical_archives(threshold, monkeypatch):
             assert msglc.dumps(msglc.to_obj(r[[key]])) == msglc.dumps(doc[key])  # same value, arrays included
 
 
+def _other_page(key, d):
+    """A key of ``d`` in another hash page than ``key`` (the top bit of its CRC-32 differs)."""
+    top = zlib.crc32(msgspec.msgpack.encode(key)) >> 31
+    return next(k for k in d if zlib.crc32(msgspec.msgpack.encode(k)) >> 31 != top)
+
+
 def test_keys_with_equal_hashes_are_probed_in_record_order():
     """Two keys whose encodings have the same CRC-32 share a page run and a fingerprint: each
-    costs what any key costs (its page's records, its block: the block offsets and page table
-    are read once, by the first lookup), and damage to one's
-    entry is reported for it without disturbing the other."""
+    costs what any key costs (its page's records and its block; the block offsets and page
+    table are read once, by the first lookup; a page's records are kept, so a key's second
+    lookup reads its block alone), and damage to one's entry is reported for it without
+    disturbing the other."""
     first, second = "s29685295", "s32060020"  # crc32 of their msgpack encodings collide
     assert zlib.crc32(msgspec.msgpack.encode(first)) == zlib.crc32(msgspec.msgpack.encode(second))
     d = {f"k{i}": i for i in range(3000)} | {first: "A", second: "B"}
@@ -128,11 +135,14 @@ def test_keys_with_equal_hashes_are_probed_in_record_order():
     for key in (first, second, "k5"):
         stats = LazyStats()
         with msglc.LazyReader(data, counter=stats, cached=False) as r:
-            r[key]
+            r[_other_page(key, d)]
             stats.clear()
             assert r[key] == d[key]
-            requests[key] = stats.requests
-    assert requests == {first: 2, second: 2, "k5": 2}
+            once = stats.requests
+            stats.clear()
+            assert r[key] == d[key]
+            requests[key] = (once, stats.requests)
+    assert requests == {first: (2, 1), second: (2, 1), "k5": (2, 1)}
     with msglc.LazyReader(data) as r:
         where = r.read().location()
     bad = bytearray(data)
@@ -392,3 +402,61 @@ def test_c_lookups_agree_with_python_on_crafted_indexes():
             answered += probe.find(a.read, 0, kb, h) is not NotImplemented
             assert outcomes[0] == outcomes[1], (key, outcomes)
     assert answered > asked / 4, (answered, asked)  # the C lookup answered many itself
+
+
+@pytest.mark.parametrize("pure", [False, True])
+def test_page_records_are_kept_once_checked(big, monkeypatch, pure):
+    """A page's records are read once and kept: later lookups in the page read their block
+    alone. Records that fail their checksum are reported each time, never kept."""
+    if pure:
+        monkeypatch.setattr(accel, "speedups", None)
+    path, doc, _ = big
+    stats = LazyStats()
+    with msglc.LazyReader(path, counter=stats, cached=False) as r:
+        r["key1"]  # the block offsets and the page table
+        keys, first = [f"key{i}" for i in range(0, N, 7)], []
+        for k in keys:
+            stats.clear()
+            assert r[k] == doc[k]
+            first.append(stats.requests)
+        again = []
+        for k in keys:
+            stats.clear()
+            assert r[k] == doc[k]
+            again.append(stats.requests)
+        pages = first.count(2)  # a page's records, then the block; later keys of the page: the block
+        assert pages > 50 and again.count(1) > len(keys) * 9 // 10, (first, again)
+        assert all(m <= n for n, m in zip(first, again, strict=True)) and sum(again) < sum(first)
+    data = bytearray(path.read_bytes())
+    with msglc.LazyReader(bytes(data)) as r:
+        region = r.info().toc_offset  # the hash index lies in the TOC, after the data
+    bad = None
+    for at in range(len(data) - 200, region, -7):  # flip a byte until some lookup reports damage
+        trial = bytearray(data)
+        trial[at] ^= 0x40
+        try:
+            r = msglc.LazyReader(bytes(trial), cached=False)
+            r["key1"]
+        except msglc.MsglcError:
+            continue  # the root or a table: not a page's records
+        with r:
+            failing = []
+            for k in keys:
+                try:
+                    r[k]
+                except msglc.CorruptedError as e:
+                    if "page" in str(e):
+                        failing.append(k)
+            if failing:
+                bad = (bytes(trial), failing[0])
+                break
+    assert bad is not None
+    with msglc.LazyReader(bad[0], cached=False) as r:
+        for _ in range(3):
+            with pytest.raises(msglc.CorruptedError, match="page"):
+                r[bad[1]]
+
+
+@pytest.mark.skipif(accel.speedups is None, reason="the C accelerator is not built")
+def test_c_and_python_keep_page_records_alike():
+    assert accel.speedups.RECORDS_KEPT == hash_index.RECORDS_KEPT
