@@ -65,6 +65,14 @@ def _save(fig, out: Path, name: str, written: list[Path]) -> None:
         written.append(path)
 
 
+def _counts_axes(ax, counts: list[int], xlabel: str) -> None:
+    """An x axis of counts (threads, workers) and a y axis from 0, gridded."""
+    ax.set_xticks(counts, [str(c) for c in counts])
+    ax.set_xlabel(xlabel)
+    ax.set_ylim(bottom=0)
+    ax.grid(True, alpha=0.3)
+
+
 def _bulk(plt, results: dict, out: Path, written: list[Path]) -> None:
     """MB/s of the decompressed array read whole, by threads; a series without a thread count
     (h5py: one thread) is a horizontal line, as in the multitables benchmark's figures."""
@@ -85,11 +93,8 @@ def _bulk(plt, results: dict, out: Path, written: list[Path]) -> None:
         else:
             label += "" if all(p.get("read_threads_applied", True) for p in points) else " [no read_threads: default]"
             ax.plot([p["threads"] for p in points], mbps, "-", marker="o", label=label, linewidth=2.5)
-    ax.set_xticks(threads, [str(t) for t in threads])
-    ax.set_xlabel("threads (msglc read_threads; h5py reads on one thread)")
+    _counts_axes(ax, threads, "threads (msglc read_threads; h5py reads on one thread)")
     ax.set_ylabel("MB/s of the decompressed array (best of 3)")
-    ax.set_ylim(bottom=0)
-    ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7)
     nbytes = rows[0]["nbytes"]
     what = f"Reading a compressed {nbytes / 1e6:.0f} MB smooth float64 array whole (1 MB frames / chunks)"
@@ -166,11 +171,8 @@ def _scale(plt, results: dict, out: Path, written: list[Path]) -> None:
         points = [r for r in rows if r["series"] == series]
         mbps = [p["nbytes"] / p["seconds"] / 1e6 for p in points]
         ax.plot([p["workers"] for p in points], mbps, "-", marker="o", label=series, linewidth=2.5)
-    ax.set_xticks(workers, [str(w) for w in workers])
-    ax.set_xlabel("Dask worker processes (one thread each)")
+    _counts_axes(ax, workers, "Dask worker processes (one thread each)")
     ax.set_ylabel("MB/s summed (best of 3)")
-    ax.set_ylim(bottom=0)
-    ax.grid(True, alpha=0.3)
     ax.legend()
     what = (
         f"sum(axis=0) of a {rows[0]['nbytes'] / 1e6:.0f} MB float64 array through Dask "
