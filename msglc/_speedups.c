@@ -519,23 +519,31 @@ static PyObject *find_entry(PyObject *self, PyObject *args) {
  * (start, end) of the entries whose value has a node of its own.
  * A page's records, once read and found to match their checksum, are kept (when all the
  * dict's records take at most RECORDS_KEPT bytes): a later lookup in that page reads only its
- * block, one pread instead of two. Memory grows with the pages looked up, never past that. */
+ * block, one pread instead of two. Each page's records get an allocation of their own when
+ * kept, so memory grows with the pages looked up (plus a pointer a page), never past that: one
+ * buffer for all the records, even calloc'd, costs them all at the first lookup (calloc clears
+ * what it takes from the heap: most dicts are far below malloc's mmap threshold). */
 #define RECORDS_KEPT (16 << 20)
+
+static unsigned char kept_empty[1];  /* the records of a page without any, kept */
 
 typedef struct {
     PyObject_HEAD
     PyObject *pages, *offs, *kids;  /* bytes */
     Py_ssize_t records_at, n, blocks, span_lo, span_hi, nkids;
     int width, page_bits, block_bits, size;
-    unsigned char *kept, *kept_pages;  /* the records of the pages read (bit set in kept_pages), or NULL */
+    unsigned char **kept;  /* a page's records once read and checked (NULL: not yet), or NULL: none kept */
 } BlockProbe;
 
 static void probe_dealloc(BlockProbe *self) {
     Py_XDECREF(self->pages);
     Py_XDECREF(self->offs);
     Py_XDECREF(self->kids);
-    PyMem_Free(self->kept);
-    PyMem_Free(self->kept_pages);
+    if (self->kept) {
+        for (size_t p = 0; p < (size_t)1 << self->page_bits; p++)
+            if (self->kept[p] != kept_empty) PyMem_Free(self->kept[p]);
+        PyMem_Free(self->kept);
+    }
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -571,15 +579,9 @@ static PyObject *probe_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     self->width = width, self->page_bits = page_bits, self->block_bits = block_bits, self->size = 1 + (int)size;
     self->records_at = records_at, self->n = n, self->blocks = blocks, self->span_lo = span_lo, self->span_hi = span_hi;
     self->nkids = PyBytes_GET_SIZE(kids) / 16;
-    self->kept = NULL, self->kept_pages = NULL;
-    if (n > 0 && (size + 1) * n <= RECORDS_KEPT) {  /* calloc'd pages stay unmapped until written */
-        self->kept = PyMem_Calloc((size_t)n, (size_t)(size + 1));
-        self->kept_pages = PyMem_Calloc(((size_t)1 << page_bits) / 8 + 1, 1);
-        if (!self->kept || !self->kept_pages) {
-            PyMem_Free(self->kept), PyMem_Free(self->kept_pages);
-            self->kept = NULL, self->kept_pages = NULL;  /* no memory to spare: read them each time */
-        }
-    }
+    self->kept = NULL;
+    if (n > 0 && (size + 1) * n <= RECORDS_KEPT)  /* NULL (no memory to spare): read them each time */
+        self->kept = PyMem_Calloc((size_t)1 << page_bits, sizeof(unsigned char *));
     return (PyObject *)self;
 }
 
@@ -741,9 +743,9 @@ static int probe_locate(BlockProbe *self, PyObject *src, Py_ssize_t base, const 
     unsigned char recbuf[RECS_CAP];
     const unsigned char *recs;
     Held rh = {.holder = NULL, .has_view = 0};
-    int got, kept = self->kept && (self->kept_pages[page >> 3] >> (page & 7)) & 1;
-    if (kept) {
-        recs = self->kept + size * (Py_ssize_t)first;
+    int got;
+    if (self->kept && self->kept[page]) {
+        recs = self->kept[page];
     } else {
         got = src_read(src, self->records_at + size * (Py_ssize_t)first, size * nrecs, recbuf, RECS_CAP, &recs, &rh);
         if (got <= 0) return got < 0 ? -1 : 2;
@@ -751,9 +753,11 @@ static int probe_locate(BlockProbe *self, PyObject *src, Py_ssize_t base, const 
             held_release(&rh);
             return 2;
         }
-        if (self->kept) {  /* checked: kept for the next lookup in this page */
-            memcpy(self->kept + size * (Py_ssize_t)first, recs, (size_t)(size * nrecs));
-            self->kept_pages[page >> 3] |= (unsigned char)(1 << (page & 7));
+        if (self->kept && !self->kept[page]) {  /* checked: kept for the next lookup in this page (unless another
+                                                  * thread's lookup kept it while this one read) */
+            unsigned char *copy = nrecs ? PyMem_Malloc((size_t)(size * nrecs)) : kept_empty;
+            if (copy && copy != kept_empty) memcpy(copy, recs, (size_t)(size * nrecs));
+            self->kept[page] = copy;
         }
     }
     Candidates c = {.seen = NULL};

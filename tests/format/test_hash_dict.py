@@ -460,3 +460,29 @@ def test_page_records_are_kept_once_checked(big, monkeypatch, pure):
 @pytest.mark.skipif(accel.speedups is None, reason="the C accelerator is not built")
 def test_c_and_python_keep_page_records_alike():
     assert accel.speedups.RECORDS_KEPT == hash_index.RECORDS_KEPT
+
+
+@pytest.mark.skipif(accel.speedups is None, reason="the C accelerator is not built")
+def test_c_keeps_only_the_records_of_the_pages_looked_up():
+    """The C lookup's memory grows with the pages it reads, not with the dict: one lookup in
+    each of many dicts must not take all their records (calloc clears whatever it takes from
+    the heap, so one buffer for a dict's records costs them all at its first lookup)."""
+    import tracemalloc
+
+    n, dicts = 20000, 20
+    data = msglc.dumps([{f"k{i}": i for i in range(n)} for _ in range(dicts)])
+    with msglc.LazyReader(data, cached=False) as r:
+        views = [r[j] for j in range(dicts)]
+        views[0]["k5"]
+        index = views[0]._index
+        assert index is not None and index.probe is not None
+        records = index.size * n  # the records of one dict (about 3 bytes a key)
+        tracemalloc.start()
+        try:
+            before = tracemalloc.get_traced_memory()[0]
+            for v in views[1:]:
+                assert v["k5"] == 5 and v["k5"] == 5
+            grown = (tracemalloc.get_traced_memory()[0] - before) / (dicts - 1)
+        finally:
+            tracemalloc.stop()
+    assert grown < records / 2, (grown, records)  # its tables, a pointer a page and one page's records
