@@ -105,11 +105,37 @@ def compose(target: RemotePath, pieces: Sequence[Piece], progress: Callable[[int
     parts = plan(pieces)
     if not any(isinstance(p, Span) for p in parts) or len(parts) > MAX_PARTS:
         return False
-    from fsspec.asyn import sync
-
-    done: bool = sync(target.fs.loop, _upload, target, parts, progress)
-    target.fs.invalidate_cache(target.path)
+    try:
+        done: bool = _run(target.fs.loop, _upload(target, parts, progress))
+    finally:
+        target.fs.invalidate_cache(target.path)
     return done
+
+
+def _run(loop: asyncio.AbstractEventLoop, coro: Any) -> Any:
+    """``coro``'s result, run as a task on ``loop`` (the file system's, in another thread).
+    Waiting stays interruptible; if it is interrupted (KeyboardInterrupt, or any exception
+    raised in this thread) the task is cancelled and its clean-up (parts cancelled, the upload
+    aborted) awaited before the exception goes on. fsspec's ``sync`` would leave the task
+    running: the upload would complete, and the target be replaced, after the caller gave up."""
+    import threading
+
+    finished = threading.Event()
+    task: list[asyncio.Task[Any]] = []
+
+    def start() -> None:
+        task.append(loop.create_task(coro))
+        task[0].add_done_callback(lambda _: finished.set())
+
+    loop.call_soon_threadsafe(start)
+    try:
+        while not finished.wait(1):  # in slices: a signal interrupts the wait between them
+            pass
+    except BaseException:
+        loop.call_soon_threadsafe(lambda: task[0].cancel())  # after start: the loop runs them in order
+        finished.wait()
+        raise
+    return task[0].result()
 
 
 async def _upload(target: RemotePath, parts: list[Part], progress: Callable[[int], None]) -> bool:
@@ -117,7 +143,14 @@ async def _upload(target: RemotePath, parts: list[Part], progress: Callable[[int
 
     fs = target.fs
     bucket, key, _ = fs.split_path(target.path)
-    upload = (await fs._call_s3("create_multipart_upload", Bucket=bucket, Key=key))["UploadId"]
+    create = asyncio.ensure_future(fs._call_s3("create_multipart_upload", Bucket=bucket, Key=key))
+    try:
+        upload = (await asyncio.shield(create))["UploadId"]
+    except asyncio.CancelledError:  # cancelled while S3 makes the upload: abort it once made
+        with suppress(Exception):
+            made = await create
+            await _abort(fs, {"Bucket": bucket, "Key": key, "UploadId": made["UploadId"]})
+        raise
     where = {"Bucket": bucket, "Key": key, "UploadId": upload}
     limit = asyncio.Semaphore(CONCURRENT_PARTS)
     sends = [asyncio.ensure_future(_part(fs, where, n, part, limit, progress)) for n, part in enumerate(parts, 1)]

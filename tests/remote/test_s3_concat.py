@@ -109,3 +109,50 @@ def test_compressed_or_local_inputs_are_streamed(s3):
     with LazyReader(f"{BUCKET}/mixed.mlc", fs=fs) as r:
         r.verify()
         assert r.to_obj() == BIG + BIG[:1000]
+
+
+INTERRUPTED = """
+import asyncio, sys, fsspec, msglc
+from msglc import FileInfo
+from msglc.io import compose
+fs = fsspec.filesystem("s3", **{options!r})
+real = compose._copy_part
+started = []
+async def slow(*args, **kwargs):  # a long server-side copy
+    if not started:
+        started.append(print("copying", flush=True))
+    await asyncio.sleep(3)
+    return await real(*args, **kwargs)
+compose._copy_part = slow
+try:
+    msglc.concat("{target}", [FileInfo("{source}", fs=fs)] * 2, fs=fs)
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+"""
+
+
+def test_an_interrupted_write_aborts_the_upload_and_leaves_the_target(s3, tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    fs, _ = s3
+    fs.pipe(f"{BUCKET}/kept.mlc", b"old")
+    options = dict(fs.storage_options)
+    script = INTERRUPTED.format(options=options, target=f"{BUCKET}/kept.mlc", source=f"{BUCKET}/p0.mlc")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        assert child.stdout.readline() == "copying\n"
+        child.send_signal(signal.SIGINT)
+        assert child.stdout.readline() == "interrupted\n"
+        assert child.wait(30) == 0
+    finally:
+        if child.poll() is None:
+            child.kill()
+    time.sleep(4)  # longer than the copy that was under way: it would have completed by now
+    fs.invalidate_cache()
+    assert fs.cat_file(f"{BUCKET}/kept.mlc") == b"old"
+    assert not fs.call_s3("list_multipart_uploads", Bucket=BUCKET).get("Uploads")
