@@ -118,8 +118,16 @@ def _run(loop: asyncio.AbstractEventLoop, coro: Any) -> Any:
     raised in this thread) the task is cancelled and its clean-up (parts cancelled, the upload
     aborted) awaited before the exception goes on. fsspec's ``sync`` would leave the task
     running: the upload would complete, and the target be replaced, after the caller gave up."""
+    import asyncio
     import threading
 
+    try:
+        running = asyncio.get_running_loop()
+    except RuntimeError:  # none: the usual case
+        running = None
+    if running is loop:
+        coro.close()
+        raise NotImplementedError("concat into S3 called on fsspec's own event loop would wait for itself")
     finished = threading.Event()
     task: list[asyncio.Task[Any]] = []
 
