@@ -8,7 +8,8 @@ and large items keep their nodes, a fixed-stride root's items are cut into spans
 threshold, and a root read whole (a small list) is one span. The inputs are checked while
 they are copied (their data checksum); compression is as for ``combine``. To S3, uncompressed
 archives in S3 are joined on the server (``msglc.io.compose``): only the header, the short
-ranges and the new root travel.
+ranges and the new root travel. Their items are then not read, so not checked: a damaged input
+is copied as it is, and the result's checksum, made from theirs, fails ``verify()``.
 """
 
 from __future__ import annotations
