@@ -15,7 +15,7 @@
 #define PY_SSIZE_T_CLEAN
 /* What msglc/util/accel.py expects (API there): raised whenever a function is added or changes,
  * so that a stale build is set aside instead of failing at a call. */
-#define SPEEDUPS_API 5
+#define SPEEDUPS_API 6
 #include <Python.h>
 #include <structmember.h>
 #include <stdint.h>
@@ -1056,6 +1056,86 @@ done:
     return result;
 }
 
+/* group_indices(members, depth, n): read_many's grouping of paths under a list of n items
+ * (msglc/read/many.py): members are (position, segments) pairs whose segment at depth must
+ * be an exact str of 1 to 18 ASCII digits naming an item in range. Returns (indices, groups,
+ * tails): the items named, ascending; for each, the members naming it, in their order; for
+ * each, the segments after depth of its one member (None when several name it or nothing
+ * follows). None when any member is otherwise: the Python loop then sorts them out. */
+typedef struct {
+    Py_ssize_t index, at;
+} Named;
+
+static int named_order(const void *a, const void *b) {
+    const Named *x = a, *y = b;
+    if (x->index != y->index) return x->index < y->index ? -1 : 1;
+    return x->at < y->at ? -1 : x->at > y->at;
+}
+
+static PyObject *group_indices(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *members;
+    Py_ssize_t depth, n;
+    if (!PyArg_ParseTuple(args, "O!nn", &PyList_Type, &members, &depth, &n)) return NULL;
+    Py_ssize_t count = PyList_GET_SIZE(members);
+    if (depth < 0 || count == 0) Py_RETURN_NONE;
+    Named *named = PyMem_Malloc(sizeof(Named) * (size_t)count);
+    if (!named) return PyErr_NoMemory();
+    for (Py_ssize_t k = 0; k < count; k++) {
+        PyObject *m = PyList_GET_ITEM(members, k), *segs;
+        if (!PyTuple_CheckExact(m) || PyTuple_GET_SIZE(m) != 2 || !PyList_CheckExact(segs = PyTuple_GET_ITEM(m, 1)) ||
+            PyList_GET_SIZE(segs) <= depth)
+            goto other;
+        PyObject *seg = PyList_GET_ITEM(segs, depth);
+        if (!PyUnicode_CheckExact(seg) || !PyUnicode_IS_ASCII(seg)) goto other;
+        Py_ssize_t len = PyUnicode_GET_LENGTH(seg);
+        const char *text = (const char *)PyUnicode_1BYTE_DATA(seg);
+        if (len < 1 || len > 18) goto other;
+        Py_ssize_t index = 0;
+        for (Py_ssize_t c = 0; c < len; c++) {
+            if (text[c] < '0' || text[c] > '9') goto other;
+            index = index * 10 + (text[c] - '0');
+        }
+        if (index >= n) goto other;
+        named[k].index = index, named[k].at = k;
+    }
+    qsort(named, (size_t)count, sizeof(Named), named_order);
+    PyObject *indices = PyList_New(0), *groups = PyList_New(0), *tails = PyList_New(0), *result = NULL;
+    if (!indices || !groups || !tails) goto done;
+    for (Py_ssize_t k = 0; k < count;) {
+        Py_ssize_t end = k + 1;
+        while (end < count && named[end].index == named[k].index) end++;
+        PyObject *index = PyLong_FromSsize_t(named[k].index), *group = PyList_New(end - k), *tail = Py_None;
+        if (!index || !group) {
+            Py_XDECREF(index), Py_XDECREF(group);
+            goto done;
+        }
+        for (Py_ssize_t e = k; e < end; e++) PyList_SET_ITEM(group, e - k, Py_NewRef(PyList_GET_ITEM(members, named[e].at)));
+        PyObject *segs = PyTuple_GET_ITEM(PyList_GET_ITEM(members, named[k].at), 1);
+        if (end == k + 1 && PyList_GET_SIZE(segs) > depth + 1) {
+            tail = PyList_GetSlice(segs, depth + 1, PyList_GET_SIZE(segs));
+            if (!tail) {
+                Py_DECREF(index), Py_DECREF(group);
+                goto done;
+            }
+        } else {
+            Py_INCREF(tail);
+        }
+        int failed = PyList_Append(indices, index) < 0 || PyList_Append(groups, group) < 0 || PyList_Append(tails, tail) < 0;
+        Py_DECREF(index), Py_DECREF(group), Py_DECREF(tail);
+        if (failed) goto done;
+        k = end;
+    }
+    result = PyTuple_Pack(3, indices, groups, tails);
+done:
+    Py_XDECREF(indices), Py_XDECREF(groups), Py_XDECREF(tails);
+    PyMem_Free(named);
+    return result;
+other:
+    PyMem_Free(named);
+    Py_RETURN_NONE;
+}
+
 /* span_item(src, offset, size, count, j, decode): span_items of the one item j, unwrapped. */
 static PyObject *span_item(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 6) {
@@ -1496,6 +1576,7 @@ static PyMethodDef methods[] = {
     {"find_entry", find_entry, METH_VARARGS, "Where the value of a key's entry is in a run of msgpack map entries."},
     {"span_item", (PyCFunction)(void (*)(void))span_item, METH_FASTCALL, "One item of a run of msgpack items, decoded."},
     {"span_items", (PyCFunction)(void (*)(void))span_items, METH_FASTCALL, "Some items of a run of msgpack items, decoded."},
+    {"group_indices", group_indices, METH_VARARGS, "read_many's paths under a list, grouped by the item they name."},
     {"exact_numbers", exact_numbers, METH_VARARGS, "Whether every leaf of nested lists is exactly a float or an int."},
     {NULL, NULL, 0, NULL},
 };

@@ -16,6 +16,7 @@ from typing import Any
 
 from msglc.read.paths import DICT, LIST, kind_of, resolve, short_steps, split_path
 from msglc.read.views import MISSING, list_items, walks_spans
+from msglc.util import accel
 
 _Member = tuple[int, list[Any]]  # (position in the request, the path's segments)
 
@@ -58,7 +59,9 @@ class _Batch:
         by_seg: dict[Any, list[_Member]] = {}
         kind = kind_of(obj)
         n = len(obj) if kind is LIST else 0
-        for member in group:
+        speedups = accel.speedups
+        grouped = speedups.group_indices(group, depth, n) if kind is LIST and speedups is not None else None
+        for member in group if grouped is None else ():
             segs = member[1]
             if depth == len(segs):
                 self.results[member[0]] = obj
@@ -71,25 +74,33 @@ class _Batch:
             else:
                 self.alone(member)
         nexts: list[tuple[Any, list[_Member]]] = []
-        if by_seg and kind is LIST:
-            indices = sorted(by_seg)
-            tails = None
-            if walks_spans(obj):  # the rest of a path taken alone is found in C too
-                tails = [_tail(by_seg[i], depth + 1) for i in indices]
+        if kind is LIST and (grouped is not None or by_seg):
+            tails: list[list[Any] | None] | None
+            if grouped is not None:  # in C: (indices, their members, the tail of each lone path)
+                indices, groups, tails = grouped
+            else:
+                indices = sorted(by_seg)
+                groups = [by_seg[i] for i in indices]
+                tails = [_tail(members, depth + 1) for members in groups]
+            if not walks_spans(obj):  # else the rest of a path taken alone is found in C too
+                tails = None
             done = 0
             try:
                 for value in list_items(obj, indices, tails):  # a value one path takes is dropped at once
-                    members = by_seg[indices[done]]
+                    members = groups[done]
                     done += 1
                     if tails is not None and tails[done - 1] is not None:
-                        self.take(value, members[0])
+                        if value is MISSING:  # not found by the C walk: resolved alone
+                            self.alone(members[0])
+                        else:
+                            self.results[members[0][0]] = value
                     elif len(members) == 1:
                         self.finish(value, members[0], depth + 1)
                     else:
                         nexts.append((value, members))
             except Exception:  # noqa: BLE001 - each path then says what it says alone
-                for i in indices[done:]:
-                    for member in by_seg[i]:
+                for members in groups[done:]:
+                    for member in members:
                         self.alone(member)
         for key, members in by_seg.items() if kind is DICT else ():
             try:
@@ -107,13 +118,6 @@ class _Batch:
             self.results[i] = obj if depth == len(segs) else resolve(obj, segs[depth:], tuple(segs[:depth]))
         except Exception as e:  # noqa: BLE001 - raised by run, in path order
             self.errors[i] = e
-
-    def take(self, value: Any, member: _Member) -> None:
-        """The value the C walk found for a path, or the path resolved alone."""
-        if value is MISSING:
-            self.alone(member)
-        else:
-            self.results[member[0]] = value
 
     def alone(self, member: _Member) -> None:
         i, segs = member

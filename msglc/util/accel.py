@@ -111,6 +111,14 @@ class Speedups(Protocol):
         the value each item's tail of segments names in it (``missing``: resolve it in Python)."""
         ...
 
+    def group_indices(
+        self, members: list[tuple[int, list[Any]]], depth: int, n: int, /
+    ) -> tuple[list[int], list[list[tuple[int, list[Any]]]], list[list[Any] | None]] | None:
+        """read_many's paths under a list of ``n`` items grouped by the item their segment at
+        ``depth`` names (ASCII digits, in range): the items ascending, the members naming each,
+        the tail of each lone one; None when any segment is otherwise."""
+        ...
+
     def FastGet(  # noqa: N802 (a class of the C module)
         self,
         kind: str,
@@ -135,7 +143,7 @@ class Speedups(Protocol):
         ...
 
 
-API = 5  # the version of ``_speedups`` this code calls (SPEEDUPS_API in _speedups.c)
+API = 6  # the version of ``_speedups`` this code calls (SPEEDUPS_API in _speedups.c)
 
 
 def _load() -> Speedups | None:

@@ -757,3 +757,66 @@ def test_fast_get_is_called_and_pickled_as_the_python_getitem(tmp_path, monkeypa
     with msglc.LazyReader(path, cached=False) as r:
         for name, k, _ in probes:
             assert _plain(cloudpickle.loads(cloudpickle.dumps(r[name].__getitem__))(k)) == _plain(r[name][k])
+
+
+def _grouped_by_python(members, depth, n):
+    """What group_indices answers, in plain Python: None unless every member's segment at
+    ``depth`` is an exact str of 1-18 ASCII digits naming an item below ``n``."""
+    named = []
+    for at, (_, segs) in enumerate(members):
+        if type(segs) is not list or len(segs) <= depth:
+            return None
+        seg = segs[depth]
+        if type(seg) is not str or not (seg.isascii() and seg.isdigit()) or not 1 <= len(seg) <= 18 or int(seg) >= n:
+            return None
+        named.append((int(seg), at))
+    if not named:
+        return None
+    named.sort()
+    indices, groups, tails = [], [], []
+    for index, at in named:
+        if indices and indices[-1] == index:
+            groups[-1].append(members[at])
+            tails[-1] = None
+            continue
+        indices.append(index)
+        groups.append([members[at]])
+        tails.append(members[at][1][depth + 1 :] or None)
+    return indices, groups, tails
+
+
+class _Str(str):
+    pass
+
+
+@pytest.mark.skipif(accel.speedups is None, reason="the C accelerator is not built")
+def test_read_many_groups_list_paths_in_c_as_python_would():
+    """group_indices (read_many's grouping under a list, in C) answers as its plain-Python
+    statement does, for segments of every kind: digits with leading zeros, too many digits,
+    non-ASCII digits, signs, ints, str subclasses, paths that end at the list, duplicates."""
+    rng = random.Random(7)
+    kinds = [
+        lambda: str(rng.randrange(120)),
+        lambda: "0" + str(rng.randrange(50)),
+        lambda: "9" * rng.choice([17, 18, 19, 25]),
+        lambda: "\u0661\u0662",
+        lambda: "-1",
+        lambda: "+3",
+        lambda: "",
+        lambda: rng.randrange(50),
+        lambda: _Str("5"),
+        lambda: "3x",
+    ]
+    for trial in range(3000):
+        count = rng.randrange(1, 8)
+        members = []
+        for i in range(count):
+            seg = str(rng.randrange(30)) if rng.random() < 0.85 else rng.choice(kinds)()
+            segs = ["runs", seg, *rng.choice([[], ["score"], ["a", "b"]])]
+            if rng.random() < 0.03:
+                segs = ["runs"]  # ends at the list
+            members.append((i, segs))
+        n = rng.choice([1, 30, 100, 2**40])
+        assert accel.speedups.group_indices(members, 1, n) == _grouped_by_python(members, 1, n), (trial, members, n)
+    assert accel.speedups.group_indices([], 1, 10) is None
+    assert accel.speedups.group_indices([(0, ("runs", "1"))], 1, 10) is None  # segments not a list
