@@ -502,7 +502,12 @@ def _appended(base: bytes, rounds: list[list[FileInfo]]) -> bytes:
         for infos in rounds:
             msglc.append(path, infos)
         with open(path, "rb") as f:
-            return f.read()
+            data = bytearray(f.read())
+    # the archive alone, as a copy of it holds it: append leaves slack past the end its header
+    # names, and the mutations here work on archives that end at their trailer
+    end = int.from_bytes(data[10:16], "little") or len(data)
+    data[10:16] = bytes(6)
+    return bytes(data[:end])
 
 
 def _streamed(threshold: int) -> tuple[bytes, Any]:

@@ -200,7 +200,11 @@ def cmd_info(args: argparse.Namespace) -> None:
             )
         lines = [
             ("format", version),
-            ("file", f"{info.file_size:,} bytes"),
+            (
+                "file",
+                f"{info.file_size:,} bytes"
+                + (f" (then {info.slack:,} bytes of slack left by append)" if info.slack else ""),
+            ),
             ("data", data),
             ("TOC", toc),
             ("threshold", f"{info.threshold:,} bytes"),

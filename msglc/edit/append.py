@@ -14,6 +14,7 @@ compressed (or copied, from compressed inputs) after them, and the seek table is
 
 from __future__ import annotations
 
+import errno
 import io
 import itertools
 import os
@@ -154,9 +155,10 @@ def _append_to_file(
 ) -> None:
     """Append to the archive a file object holds (from its offset 0, where a reader reads it;
     an empty one gets a new archive), as to a path: on a temporary copy, then written back
-    over the object's bytes from 0 (truncated to the result, the position left at its end).
-    If the append fails, nothing is written to ``f`` and its position is restored; if writing
-    back fails (an error of ``f`` itself), ``f`` holds part of the result."""
+    over the object's bytes from 0 (the position left at the result's end). A result shorter
+    than the file is not cut short, as in place: its header names its end (the file may be
+    memory-mapped). If the append fails, nothing is written to ``f`` and its position is
+    restored; if writing back fails (an error of ``f`` itself), ``f`` holds part of the result."""
     if isinstance(f, io.TextIOBase):
         raise TypeError("append() needs a binary file, not a text file (open it with 'r+b')")
     for able in ("readable", "writable", "seekable"):
@@ -180,7 +182,15 @@ def _append_to_file(
         with open(path, "rb") as result:
             f.seek(0)
             shutil.copyfileobj(result, f, COPY_CHUNK)
-        f.truncate()
+        length = f.tell()
+        if f.seek(0, io.SEEK_END) > length:
+            f.seek(0)
+            head = f.read(HEADER_SIZE)
+            if not header_end(head):  # (else it names it already: slack the append left)
+                update, at = end_update(header_version(head)[1], length)
+                f.seek(at)
+                f.write(update)
+        f.seek(length)
 
 
 def _append(
@@ -286,55 +296,63 @@ def _in_place(
 
     1. as it was, but the header names its end (bytes a crash leaves past it are ignored);
     2. the same contents with the TOC copied past the place of the new entries: the kept TOC,
-       the inputs' TOCs, the new root node, then a copy of the old root node and this state's
-       trailer, followed by the final trailer;
+       the inputs' TOCs, the new root node and the final trailer, then a copy of the old root
+       node and this state's trailer, where this state ends;
     3. the new entries written where the TOC was and the root header's count raised: the
-       result, ending at the final trailer (the header's end is zero again).
+       result, ending at the final trailer (the old root's copy and state 2's trailer after
+       it are slack, reused by the next append).
 
     A failure rolls back to the last state entered (a crash leaves the header pointing at it).
+    The file never gets shorter in place: a reader may have it memory-mapped, and a mapping
+    read past the file's end kills its process (SIGBUS). So the header names where the
+    result ends, and the bytes after it are left as slack. The space a longer file needs is
+    reserved before the TOC is written, so a full disk fails the append with the file as it was.
     """
     t = existing.trailer
     keys = entry_keys(inputs, existing.is_map)
     data_len = t.data_len + sum(len(k) + part.trailer.data_len for k, part in zip(keys, inputs, strict=True))
     was_end = existing.archive.size
+    was_size = os.fstat(fd).st_size  # at least ``was_end``: slack an earlier append left
     kept, in_tocs = existing.toc_len, sum(part.trailer.live_toc_len for part in inputs)
     threshold = cfg.small_obj_optimization_threshold
     (root_pos, root_len), root_toc = existing.root_node(inputs, keys, root_head, threshold, kept + in_tocs)
-    old_root, old_len = existing.moved_root(in_tocs + len(root_toc))
-    toc_len = kept + in_tocs + len(root_toc) + len(old_root)
+    toc_len = kept + in_tocs + len(root_toc)  # the result's TOC, then its trailer
+    old_root, old_len = existing.moved_root(toc_len - kept + TRAILER_SIZE)
+    moved_toc = toc_len + TRAILER_SIZE + len(old_root)  # state 2's TOC, then its trailer
     # the new TOC goes right after the new entries if it fits in the free space before the old
-    # TOC (left by an earlier append), else past the end of the file
+    # TOC (left by an earlier append), else past the archive's end (over slack, if any)
     at = HEADER_SIZE + data_len
-    if at + toc_len + 2 * TRAILER_SIZE > t.toc_off:
+    if at + moved_toc + TRAILER_SIZE > t.toc_off:
         at = max(at, was_end)
     moved = msgspec.structs.replace(
-        t, data_off=HEADER_SIZE, toc_off=at, toc_len=toc_len, root_pos=toc_len - old_len, root_len=old_len
+        t, data_off=HEADER_SIZE, toc_off=at, toc_len=moved_toc, root_pos=moved_toc - old_len, root_len=old_len
     )
     result = Trailer(
         data_off=HEADER_SIZE,
         data_len=data_len,
         toc_off=at,
-        toc_len=toc_len + TRAILER_SIZE,
+        toc_len=toc_len,
         root_pos=root_pos,
         root_len=root_len,
         data_crc=_data_crc(existing, root_head, keys, inputs),
         threshold=threshold,
     )
-    moved_end = at + toc_len + TRAILER_SIZE
-    if moved_end + TRAILER_SIZE >= 1 << 48:
-        raise ValueError(
-            f"append() would make the archive {moved_end + TRAILER_SIZE:,} bytes; the format allows less than 2**48"
-        )
+    result_end = at + toc_len + TRAILER_SIZE
+    moved_end = at + moved_toc + TRAILER_SIZE
+    if moved_end >= 1 << 48:
+        raise ValueError(f"append() would make the archive {moved_end:,} bytes; the format allows less than 2**48")
     buf = bytearray(min(COPY_CHUNK, max(kept, in_tocs, data_len - t.data_len)))
     end = was_end  # where the header's last write (once flushed, the file) says the archive ends
+    minor = header_version(existing.header)[1]
     try:
         if not header_end(existing.header):
-            _set_end(fd, header_version(existing.header)[1], was_end)  # state 1
+            _set_end(fd, minor, was_end)  # state 1
             os.fsync(fd)
+        _reserve(fd, was_size, moved_end)  # (past the end state 1 names: ignored if we die)
         toc = _Writer(fd, at)
         copy_range(existing.archive, t.toc_off, kept, toc, buf, checksum=False, progress=progress)
         copy_tocs(inputs, toc, buf, progress)
-        toc.write(root_toc + old_root + moved.pack(pack_header(MINOR)) + result.pack(pack_header(MINOR)))
+        toc.write(root_toc + result.pack(pack_header(MINOR)) + old_root + moved.pack(pack_header(MINOR)))
         os.fsync(fd)
         _set_end(fd, MINOR, moved_end)  # state 2 (1.3 allows free space before the TOC)
         end = moved_end
@@ -342,15 +360,27 @@ def _in_place(
         copy_entries(
             keys, inputs, _Writer(fd, HEADER_SIZE + t.data_len), buf, progress, 0, "the archive keeps its old contents"
         )
-        if os.fstat(fd).st_size > toc.pos:  # bytes a dead append left past the result
-            os.ftruncate(fd, toc.pos)
         os.fsync(fd)
-        os.pwrite(fd, bytes((MINOR,)) + bytes(6) + root_head, 9)  # state 3: the end is the file's
+        os.pwrite(fd, end_update(MINOR, result_end)[0] + root_head, 9)  # state 3
     except BaseException:
-        _roll_back(fd, end)
+        _roll_back(fd, end, was_end, was_size, minor)
         raise
     if cfg.durable:
         os.fsync(fd)
+
+
+def _reserve(fd: int, size: int, end: int) -> None:
+    """Allocate the file's blocks up to ``end`` (when it is longer than ``size``, its length
+    now) before anything is written, so that a full disk fails here, with the file as it was,
+    and not midway (a write into a hole can fail for want of space). On file systems without
+    ``fallocate`` the writes find out instead, and the rollback cuts what was added."""
+    if end <= size or not hasattr(os, "posix_fallocate"):
+        return
+    try:
+        os.posix_fallocate(fd, size, end - size)
+    except OSError as e:
+        if e.errno not in (errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL):  # (those: not supported here)
+            raise
 
 
 def _set_end(fd: int, minor: int, end: int) -> None:
@@ -358,14 +388,20 @@ def _set_end(fd: int, minor: int, end: int) -> None:
     os.pwrite(fd, *end_update(minor, end))
 
 
-def _roll_back(fd: int, end: int) -> None:
-    """Back to the state the header names: the file cut at ``end`` (flushed), then the header's
-    end cleared (the file's end is the same). Best effort: if this fails too, the header still
-    names the state and readers stop there."""
+def _roll_back(fd: int, end: int, was_end: int, was_size: int, minor: int) -> None:
+    """Back to the state the header names. Before the TOC moved (``end`` is the old end), the
+    old archive: what this append added past the file's old length is cut (no reader can have
+    seen an archive reach there), flushed, then the header names the old end (0 when the file
+    ends there). After, the moved TOC stays, and so does the file's length: a reader opened in
+    that state may map it whole. Best effort: if this fails too, the header still names a
+    valid state and readers stop there."""
+    if end != was_end:
+        return
     with suppress(OSError):
-        os.ftruncate(fd, end)
+        if os.fstat(fd).st_size > was_size:
+            os.ftruncate(fd, was_size)
         os.fsync(fd)
-        os.pwrite(fd, bytes(6), 10)
+        _set_end(fd, minor, 0 if was_size == was_end else was_end)
 
 
 def _data_crc(existing: Existing, root_head: bytes, keys: list[bytes], inputs: list[Input]) -> int:

@@ -61,8 +61,9 @@ U32 = struct.Struct("<I")  # every little-endian u32 of the format: CRCs, length
 
 
 def pack_header(minor: int = MINOR, end: int = 0, major: int = MAJOR) -> bytes:
-    """The 16-byte header. ``end`` is the committed end of the archive, nonzero only while
-    ``append`` works on a file (or after it died midway): bytes past it are not part of it."""
+    """The 16-byte header. ``end`` is the committed end of the archive, nonzero when the file
+    goes on past it (``append`` at work, killed midway, or done: it never makes a file shorter,
+    since a reader may have it memory-mapped): bytes past it are not part of it."""
     return _HEADER.pack(MAGIC, major, minor, end.to_bytes(6, "little"))
 
 

@@ -15,8 +15,11 @@ import weakref
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
+from msglc.format.container import HEADER_SIZE
 from msglc.io.base import Source, closed_error
 from msglc.util import accel
+
+STAMP_BYTES = HEADER_SIZE + 5  # the header and the root's msgpack header
 
 
 class FileSource(Source):
@@ -130,6 +133,16 @@ class BufferSource(Source):
         super().close()
         with contextlib.suppress(BufferError):  # views handed out keep the buffer alive
             self.view.release()
+
+
+class MappedSource(BufferSource):
+    """A memory map of a file, which another process may change meanwhile: an append in
+    place rewrites the header (its committed end, the root's count), so those bytes tell a
+    reader that the TOC it holds may be gone. (msglc's writers never make a file shorter; a
+    file another program truncates kills a process that reads its mapping past the end.)"""
+
+    def stamp(self) -> object:
+        return bytes(self.view[:STAMP_BYTES])
 
 
 class SeekableFile(Protocol):

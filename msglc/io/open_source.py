@@ -11,7 +11,7 @@ import stat
 from typing import Any
 
 from msglc.io.base import Counter, Source
-from msglc.io.local import BufferSource, FileSource, StreamSource
+from msglc.io.local import BufferSource, FileSource, MappedSource, StreamSource
 from msglc.io.names import RemotePath, is_local, resolve_name
 from msglc.io.remote import open_remote
 
@@ -62,7 +62,9 @@ def open_source(
         raise TypeError(f"{', '.join(sorted(remote))} apply to remote archives only")
     if isinstance(source, (str, os.PathLike)):
         return _open_path(source)
-    if isinstance(source, (bytes, bytearray, memoryview, mmap.mmap)):
+    if isinstance(source, mmap.mmap):
+        return MappedSource(source)
+    if isinstance(source, (bytes, bytearray, memoryview)):
         return BufferSource(source)
     if hasattr(source, "read") and hasattr(source, "seek"):
         if isinstance(source, io.TextIOBase):

@@ -49,6 +49,7 @@ class ArchiveInfo(NamedTuple):
     compression: str | None  # None, or "zstd": the data section is stored as zstd frames
     stored_data_size: int  # the data section's bytes in the file (data_size when not compressed)
     format: str = "msglc"  # "msglc-2024": an archive of the published msglc (docs/legacy-format.md)
+    slack: int = 0  # bytes of the file past the archive's end (left by ``append``; 0 if unknown)
 
 
 LEGACY_FORMAT = MAGIC_TEXT.decode()
@@ -70,6 +71,7 @@ def archive_info(a: Archive) -> ArchiveInfo:
         data_crc=t.data_crc,
         root=node_info(a, t.toc_off + t.root_pos, t.root_len) if t.root_len else None,
         format="msglc" if a.legacy is None else LEGACY_FORMAT,
+        slack=max(0, a.file.size - a.file_size) if a.legacy is None else 0,
     )
 
 

@@ -29,9 +29,15 @@ from msglc.util import accel
 BIG = {"x": [float(i) for i in range(20_000)]}
 
 
+def archive_end(data):
+    """Where the archive in ``data`` ends: the header's committed end, else the file's."""
+    return int.from_bytes(data[10:16], "little") or len(data)
+
+
 def trailer_of(path):
     data = pathlib.Path(path).read_bytes()
-    return unpack_trailer(data[-TRAILER_SIZE:], len(data), data[:HEADER_SIZE])
+    end = archive_end(data)
+    return unpack_trailer(data[end - TRAILER_SIZE : end], end, data[:HEADER_SIZE])
 
 
 def test_append_adds_entries_as_combine_would_have(runs):
@@ -136,9 +142,11 @@ def test_append_writes_in_place_and_keeps_the_existing_bytes(runs):
     assert out.stat().st_ino == inode  # not a new file
     assert after[17 : HEADER_SIZE + t.data_len] == before[17 : HEADER_SIZE + t.data_len]  # entries untouched
     assert after[16] == before[16] + 2  # the root's count
-    assert after[9:16] == bytes((MINOR,)) + bytes(6)  # 1.3 (the new entries cover the old TOC), no end left set
+    assert after[9] == MINOR  # 1.3 (the new entries cover the old TOC)
     new = trailer_of(out)
-    assert new.data_off + new.data_len == new.toc_off and len(after) == new.toc_off + new.toc_len + TRAILER_SIZE
+    # the archive ends at its trailer, which the header names: the old root's copy follows it
+    assert new.data_off + new.data_len == new.toc_off
+    assert archive_end(after) == new.toc_off + new.toc_len + TRAILER_SIZE < len(after)
     check(out, {**{f"r{i}": RUN1 for i in range(3)}, "run2": RUN2, "big": BIG})
 
 
@@ -166,8 +174,9 @@ def test_repeated_appends_keep_the_file_bounded(tmp_path):
         msglc.append(p, [FileInfo(small, f"x{i}")])
         sizes.append(p.stat().st_size)
     fresh = len(msglc.dumps(msglc.LazyReader(p).to_obj()))
-    # the free space is reused: the file cycles instead of growing with the number of appends
-    assert max(sizes[-10:]) < 1.02 * max(sizes[:10]) and max(sizes) < 4 * fresh
+    # the free space and the slack after the end are reused: the file stops growing (and never
+    # gets shorter: a reader may have it mapped)
+    assert sizes == sorted(sizes) and sizes[-1] < 1.02 * sizes[9] and sizes[-1] < 2 * fresh
     with msglc.LazyReader(p) as r:
         r.verify()
         assert len(r) == 2030 and r["x29"] == {"v": 1}
@@ -175,9 +184,9 @@ def test_repeated_appends_keep_the_file_bounded(tmp_path):
 
 def _at_call(step, effect, setattr_):
     """Make ``effect()`` run instead of the ``step``-th call that changes a file (pwrite,
-    fsync, ftruncate), each function replaced through ``setattr_(module, name, function)``."""
+    fsync, ftruncate, posix_fallocate), each function replaced through ``setattr_(module, name, function)``."""
     calls = itertools.count()
-    for name in ("pwrite", "fsync", "ftruncate"):
+    for name in ("pwrite", "fsync", "ftruncate", "posix_fallocate"):
         real = getattr(os, name)
 
         def instead(*args, _real=real):
@@ -247,7 +256,8 @@ def test_a_process_killed_at_any_write_leaves_a_readable_archive(appending):
             appending.add()  # a later append finishes the job, reusing what the dead one left
         check(out, new)
         t = trailer_of(out)
-        assert out.stat().st_size == t.toc_off + t.toc_len + TRAILER_SIZE
+        assert archive_end(out.read_bytes()) == t.toc_off + t.toc_len + TRAILER_SIZE
+        assert out.stat().st_size >= len(appending.original)
     assert k >= 8 and ends == {False, True}  # killed in each state: as it was, with an end set, after
 
 
@@ -271,7 +281,7 @@ def test_a_failed_write_or_flush_rolls_back(appending):
             else:
                 break
         data = out.read_bytes()
-        assert data[10:16] == bytes(6)  # no committed end left: the file ends where it says
+        assert len(data) >= len(original)  # never shorter: a reader may have the file mapped
         with msglc.LazyReader(out) as r:
             r.verify()
             got = r.to_obj()
@@ -281,7 +291,8 @@ def test_a_failed_write_or_flush_rolls_back(appending):
         else:
             assert got == old
             outcomes.append("as it was" if data == original else "TOC moved")
-            assert data == original or data[9] == MINOR
+            # the old contents with the TOC moved past them: the header names where they end
+            assert data == original or data[9] == MINOR and data[10:16] != bytes(6)
     check(out, new)
     assert {"as it was", "TOC moved"} <= set(outcomes) and ("landed" in outcomes) == durable
 
@@ -450,3 +461,105 @@ def test_append_to_a_block_indexed_root_does_not_read_its_large_values(tmp_path)
     with msglc.LazyReader(out) as r:
         r.verify()
         assert r["new"] == [1] and r["k02999"] == 2999 and r["big"][1_999_999] == 1_999_999
+
+
+_MAPPED_READER = """
+import mmap, sys
+import msglc
+from msglc import FileInfo, MsglcError
+
+path = sys.argv[1]
+msglc.dump(path, {f"k{i}": i for i in range(20_000)})
+for name in ("a", "b"):  # free space left before the TOC, reused by the appends below
+    msglc.append(path, [FileInfo(None, name, obj=1)])
+readers = []
+for step in range(12):
+    with open(path, "rb") as f:
+        readers.append(msglc.LazyReader(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ), cached=False))
+    msglc.append(path, [FileInfo(None, f"x{step}", obj=[step] * (1 + 3000 * (step % 3)))])
+    for r in readers:  # each read gives the value or says the file changed: never a signal
+        for key in ("k0", "k19999", "a"):
+            try:
+                assert r[key] == (1 if key == "a" else int(key[1:]))
+            except MsglcError as e:
+                assert isinstance(e, msglc.ArchiveChangedError), e
+print("ok")
+"""
+
+
+def test_readers_over_a_memory_map_survive_appends(tmp_path):
+    """An append that reuses free space never makes the file shorter: a mapped reader read
+    past the new end would be killed by SIGBUS (in a child process, so the test can see it)."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", _MAPPED_READER, str(tmp_path / "m.mlc")], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "ok", (done.returncode, done.stderr[-2000:])
+
+
+class _NearlyFullDisk:
+    """A disk with ``free`` bytes left past a file's first ``size`` bytes, in 4 KB blocks:
+    writes into blocks not yet allocated (holes included) use them up, then fail with ENOSPC;
+    ``posix_fallocate`` allocates its whole range or nothing; ``ftruncate`` frees blocks."""
+
+    BLOCK = 4096
+
+    def __init__(self, monkeypatch, size, free):
+        self.allocated, self.blocks_left, self.first = set(), free // self.BLOCK, -(-size // self.BLOCK)
+        pwrite, ftruncate = os.pwrite, os.ftruncate
+
+        def alloc(lo, hi):
+            new = {b for b in range(max(self.first, lo // self.BLOCK), -(-hi // self.BLOCK))} - self.allocated
+            if len(new) > self.blocks_left:
+                raise OSError(errno.ENOSPC, "No space left on device")
+            self.allocated |= new
+            self.blocks_left -= len(new)
+
+        def write(fd, data, offset):
+            alloc(offset, offset + len(data))
+            return pwrite(fd, data, offset)
+
+        def truncate(fd, length):
+            freed = {b for b in self.allocated if b * self.BLOCK >= length}
+            self.allocated -= freed
+            self.blocks_left += len(freed)
+            return ftruncate(fd, length)
+
+        def fallocate(fd, offset, length):
+            alloc(offset, offset + length)
+            if os.fstat(fd).st_size < offset + length:
+                ftruncate(fd, offset + length)
+
+        monkeypatch.setattr(os, "pwrite", write)
+        monkeypatch.setattr(os, "ftruncate", truncate)
+        monkeypatch.setattr(os, "posix_fallocate", fallocate)
+
+
+def test_a_full_disk_leaves_the_file_as_it_was(appending, monkeypatch):
+    """The space the append needs is reserved before anything is written: a disk with room
+    for the moved TOC but not for the new entries fails the append with the file byte for
+    byte (and in length) as it was, not grown by a TOC that then stays."""
+    out = appending.out
+    _NearlyFullDisk(monkeypatch, out.stat().st_size, free=48 * 1024)  # the TOC fits, the entries do not
+    with pytest.raises(OSError) as raised:
+        appending.add()
+    assert raised.value.errno == errno.ENOSPC
+    assert out.read_bytes() == appending.original
+    check(out, appending.old)
+
+
+def test_an_append_through_a_file_object_never_shortens_it(tmp_path):
+    """A file object's archive rewritten shorter (a small root is rewritten whole) keeps the
+    file's length, as an append in place does: the header names where the archive ends."""
+    small = bytearray(msglc.dumps({"a": 1}))
+    small[10:16] = len(small).to_bytes(6, "little")  # followed by slack, as an append leaves it
+    p = tmp_path / "f.mlc"
+    p.write_bytes(small + b"\0" * 4000)
+    with open(p, "r+b") as f:
+        msglc.append(f, [FileInfo(None, "b", obj=2)])
+        end = f.tell()
+    data = p.read_bytes()
+    assert len(data) == len(small) + 4000 and archive_end(data) == end < len(data)
+    check(p, {"a": 1, "b": 2})
