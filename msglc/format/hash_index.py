@@ -28,7 +28,7 @@ from typing import Literal, NamedTuple, Protocol
 import msgspec
 
 from msglc.format.container import U32
-from msglc.format.msgpack import array_header
+from msglc.format.msgpack import array_header, item_end
 from msglc.util import accel
 from msglc.util.accel import BlockProbe
 
@@ -290,6 +290,29 @@ class BlockIndex:
             answer = self.probe.find(a.read, base, key, h)
             if answer is not NotImplemented:
                 return answer
+        for block, count in self._candidates(a, h):
+            found = self._in_block(a, base, key, h, block, count)
+            if found is not None:
+                return found
+        return None
+
+    def contains(self, a: Reads, base: int, key: bytes, h: int) -> bool:
+        """Does the dict hold the key encoded as ``key``? Answered from the index and the keys
+        of the blocks it names, checked as ``find`` checks them, without reading any value
+        whole: a block larger than ``WALK_OVER`` (it holds a large string or bytes value) is
+        walked a window at a time, its values stepped over by their headers."""
+        for block, count in self._candidates(a, h):
+            start, stop = self._block_span(a, block)
+            if stop - start <= WALK_OVER:
+                if self._in_block(a, base, key, h, block, count) is not None:
+                    return True
+            elif self._walk_block(a, base, key, h, block, count, start, stop):
+                return True
+        return False
+
+    def _candidates(self, a: Reads, h: int) -> list[tuple[int, int]]:
+        """The blocks that the records of hash ``h``'s page name with its fingerprint, each
+        with how many records name it (its page's records read and checked, or kept)."""
         bits, size, pages = self.page_bits, self.size, self.pages
         page = h >> (32 - bits)
         if pages is not None:
@@ -307,26 +330,26 @@ class BlockIndex:
             if self.kept is not None:
                 self.kept[page] = recs
         try:
-            sharing = page_blocks(recs, size, ((h << bits) & 0xFFFFFFFF) >> 24, self.blocks)  # fingerprint()
+            return page_blocks(recs, size, ((h << bits) & 0xFFFFFFFF) >> 24, self.blocks)  # fingerprint()
         except ValueError as e:
             raise a.damaged(f"hash index page {page} at offset {at}: {e}") from None
-        for block, count in sharing:
-            found = self._in_block(a, base, key, h, block, count)
-            if found is not None:
-                return found
-        return None
 
-    def _in_block(
-        self, a: Reads, base: int, key: bytes, h: int, block: int, sharing: int
-    ) -> tuple[int, bytes | memoryview] | None:
-        offs, block_bits = self.offs, self.block_bits
+    def _block_span(self, a: Reads, block: int) -> tuple[int, int]:
+        """(start, stop) of ``block``'s entries, relative to the dict's first byte."""
+        offs = self.offs
         if offs is not None:
             start, stop = offs[block], offs[block + 1]
         else:
             start, stop = _OFFSET_PAIRS[self.width].unpack(a.read(self.region + block * self.width, 2 * self.width))
         if not self.span[0] <= start < stop <= self.span[1]:
             raise a.damaged(f"hash index block {block} at offset {self.region} points outside its dict")
-        entries = min(1 << block_bits, self.n - (block << block_bits))
+        return start, stop
+
+    def _in_block(
+        self, a: Reads, base: int, key: bytes, h: int, block: int, sharing: int
+    ) -> tuple[int, bytes | memoryview] | None:
+        start, stop = self._block_span(a, block)
+        entries = min(1 << self.block_bits, self.n - (block << self.block_bits))
         data: bytes | memoryview
         skipped: list[int] = []
         pieces = None  # where the parts of ``data`` lie in the dict, when large values are left out
@@ -345,12 +368,44 @@ class BlockIndex:
             crcs = [*block_key_crcs(data, entries), *skipped]
         except ValueError as e:  # (the block's bytes are not its entries)
             raise a.damaged(f"dict block at offset {base + start}: {e}") from None
-        # the fingerprint is other keys': the block must hold as many keys with it as records say
+        self._check_sharing(a, base + start, h, crcs, sharing)
+        return None
+
+    def _check_sharing(self, a: Reads, at: int, h: int, crcs: list[int], sharing: int) -> None:
+        """A block without the key: the fingerprint is other keys', and the block at ``at``
+        must hold as many keys with it (hashes ``crcs``) as the records say."""
         bits = self.page_bits
         mark = (fingerprint(h, bits), h >> (32 - bits))
         if sum((fingerprint(c, bits), c >> (32 - bits)) == mark for c in crcs) != sharing:
-            raise a.damaged(f"dict block at offset {base + start} does not match its hash index")
-        return None
+            raise a.damaged(f"dict block at offset {at} does not match its hash index")
+
+    def _walk_block(
+        self, a: Reads, base: int, key: bytes, h: int, block: int, sharing: int, start: int, stop: int
+    ) -> bool:
+        """``contains`` for a large block: its entries walked a window of about ``WALK_OVER``
+        bytes at a time (each key compared, each value stepped over by its headers), the
+        entries whose value has a node of its own jumped over (their keys are in the node)."""
+        entries = min(1 << self.block_bits, self.n - (block << self.block_bits))
+        kids = [(kid_start, kid_end, kid_key) for kid_start, kid_end, kid_key in self.kids if start <= kid_start < stop]
+        window = _Window(a, base, start, stop)
+        crcs, pos, k = [], start, 0
+        for _ in range(entries):
+            if k < len(kids) and kids[k][0] == pos:  # a large value's entry: its key is in the node
+                crcs.append(zlib.crc32(kids[k][2]))
+                pos, k = kids[k][1], k + 1
+                continue
+            key_end = window.item_end(pos)
+            stored = window.bytes(pos, key_end)
+            if stored == key:
+                return True
+            crcs.append(zlib.crc32(stored))
+            pos = window.item_end(key_end)
+            if k < len(kids) and kids[k][0] < pos:
+                raise a.damaged(f"dict block at offset {base + start} cuts through a large value's entry")
+        if pos != stop or k != len(kids):
+            raise a.damaged(f"dict block at offset {base + start} is not {entries} entries")
+        self._check_sharing(a, base + start, h, crcs, sharing)
+        return False
 
     def _around_kids(
         self, a: Reads, base: int, start: int, stop: int, k: int
@@ -376,6 +431,48 @@ class BlockIndex:
             parts.append(a.read(base + pos, stop - pos))
             pieces.append((joined, pos))
         return b"".join(parts), pieces or [(0, start)], skipped
+
+
+WALK_OVER = 1 << 20  # a block larger than this (a large string inside) is walked, not read whole
+
+
+class _Window:
+    """Reads of a block's items ``[start, stop)`` of the dict at ``base`` through a window of
+    about ``WALK_OVER`` bytes: an item's end is found from its headers, so a large string or
+    bytes value is stepped over without being read."""
+
+    def __init__(self, a: Reads, base: int, start: int, stop: int) -> None:
+        self.a, self.base, self.start, self.stop = a, base, start, stop
+        self.at, self.buf = start, b""  # the dict's bytes from ``at``
+
+    def item_end(self, pos: int) -> int:
+        """Where the item at ``pos`` ends (it must end within the block)."""
+        if pos >= self.stop:
+            raise self._damaged("an entry runs past its end")
+        size = WALK_OVER
+        while True:
+            if 0 <= pos - self.at < len(self.buf):
+                try:
+                    end = item_end(self.buf, pos - self.at)
+                except ValueError as e:
+                    raise self._damaged(str(e)) from None
+                if end is not None:
+                    if self.at + end > self.stop:
+                        raise self._damaged("an item runs past its end")
+                    return self.at + end
+                if self.at + len(self.buf) >= self.stop:
+                    raise self._damaged("an item runs past its end")
+                size = max(size, 2 * len(self.buf))  # a small container across the window's end
+            self.at, self.buf = pos, bytes(self.a.read(self.base + pos, min(size, self.stop - pos)))
+
+    def bytes(self, pos: int, end: int) -> bytes:
+        """The block's bytes ``[pos, end)`` (an item found by ``item_end``)."""
+        if self.at <= pos and end <= self.at + len(self.buf):
+            return self.buf[pos - self.at : end - self.at]
+        return bytes(self.a.read(self.base + pos, end - pos))
+
+    def _damaged(self, why: str) -> Exception:
+        return self.a.damaged(f"dict block at offset {self.base + self.start}: {why}")
 
 
 def page_blocks(recs: bytes, size: int, fp: int, blocks: int) -> list[tuple[int, int]]:

@@ -113,3 +113,52 @@ def container_header(buf: bytes | memoryview) -> tuple[bool, int, int]:
         raise CorruptedError(f"expected an array or map header, found byte 0x{first:02x}")
     count = first & 0x0F if size == 1 else int.from_bytes(buf[1:size], "big")
     return not is_array(first), count, size
+
+
+_STR_BIN_LEN_BYTES = {0xC4: 1, 0xC5: 2, 0xC6: 4, 0xD9: 1, 0xDA: 2, 0xDB: 4}
+
+
+def item_end(buf: bytes | memoryview, p: int) -> int | None:
+    """Where the msgpack item that starts at ``buf[p]`` ends, found from its headers alone: a
+    string, bytes or extension value is stepped over by its length, so the end may lie past
+    ``buf``; None when a header (or, in a container, an item) lies past it. No recursion:
+    a count of the items still to step over. ValueError on a byte no msgpack item starts with."""
+    pending = 1
+    size = len(buf)
+    while pending:
+        if p >= size:
+            return None
+        b = buf[p]
+        pending -= 1
+        if b < 0x80 or b >= 0xE0 or b in (0xC0, 0xC2, 0xC3):
+            p += 1
+        elif b < 0x90:
+            pending += 2 * (b & 0x0F)
+            p += 1
+        elif b < 0xA0:
+            pending += b & 0x0F
+            p += 1
+        elif b < 0xC0:
+            p += 1 + (b & 0x1F)
+        elif b in FIXED_SCALAR_SIZE:
+            p += FIXED_SCALAR_SIZE[b]
+        elif b in _FIXEXT:
+            p += 2 + _FIXEXT[b]
+        else:
+            width = _STR_BIN_LEN_BYTES.get(b) or _EXT_LEN_BYTES.get(b) or (2 if b in (0xDC, 0xDE) else 4)
+            if b == 0xC1 or p + 1 + width > size:
+                if b == 0xC1:
+                    raise ValueError(f"byte 0xc1 at offset {p} starts no msgpack item")
+                return None
+            n = int.from_bytes(buf[p + 1 : p + 1 + width], "big")
+            if b in (0xDC, 0xDD):
+                pending += n
+                p += 1 + width
+            elif b in (0xDE, 0xDF):
+                pending += 2 * n
+                p += 1 + width
+            else:  # str, bin (header, then n bytes) or ext (header, type byte, then n bytes)
+                p += 1 + width + n + (b in _EXT_LEN_BYTES)
+        if pending and p > size:  # a string or ext inside a container runs past ``buf``
+            return None
+    return p

@@ -16,7 +16,7 @@ import msgspec
 
 from msglc.errors import CorruptedError
 from msglc.format.hash_index import BlockIndex, entries_of_hash, entry_span
-from msglc.format.msgpack import array_header, map_header
+from msglc.format.msgpack import array_header, item_end, map_header
 from msglc.format.nodes import BlockHashMapNode, HashMapNode, ListNode, MapNode, Node, StrideNode
 from msglc.format.numpy_ext import ext_hook
 from msglc.read.archive import Archive
@@ -412,11 +412,19 @@ class LazyDict(LazyNode, Mapping[Any, Any]):
         return value
 
     def __contains__(self, key: object) -> bool:
-        try:
-            self[key]
-        except (KeyError, TypeError):
+        """Answered from the TOC and the keys stored, never by reading a value: a dict's
+        value may be a string of gigabytes."""
+        if type(key) is not str and (not isinstance(key, (str, int)) or isinstance(key, bool)):
             return False
-        return True
+        if self._a.closed:
+            self._check_open()
+        cache = self._cache
+        if cache is not None and key in cache:
+            return True
+        return self._has(key)
+
+    def _has(self, key: str | int) -> bool:
+        raise NotImplementedError
 
     def items(self) -> ItemsView[Any, Any]:
         return _Items(self)
@@ -462,6 +470,10 @@ class _InlineDict(LazyDict):
 
     def _span(self) -> int:
         return self._node.koffs[-1]
+
+    def _has(self, key: str | int) -> bool:
+        keys = self._a.key_maps.get(self._pos)
+        return key in (keys if keys is not None else self._a.key_map(self._pos, self._node))
 
     def _lookup(self, key: Any) -> Any:
         a = self._a
@@ -553,6 +565,42 @@ class _HashDict(LazyDict):
         if found is None:
             raise KeyError(key)
         return a.decode(found[1], found[0])
+
+    def _has(self, key: str | int) -> bool:
+        node = self._node
+        if key in node.kid_keys:
+            return True
+        try:
+            kb = _encode_key(key)
+        except KeyError:
+            return False
+        if not isinstance(node, BlockHashMapNode):
+            return self._hash_has(kb)
+        index = self._index if self._index is not None else self._block_index(node)
+        return index.contains(self._a, self._base, kb, zlib.crc32(kb))
+
+    def _hash_has(self, kb: bytes) -> bool:
+        """``_has`` in a dict with a type-3 index: each entry its records name is compared
+        by its key alone (a key with the same hash must be another key: a true collision)."""
+        node, a, h = self._node, self._a, zlib.crc32(kb)
+        region = self._pos - node.index[0]
+        span = (node.offs[0], node.offs[-1])
+        for entry in entries_of_hash(a.read, a.damaged, region, node.n, node.page_bits, node.offs_width, h):
+            start, stop = entry_span(a.read, a.damaged, region, node.n, node.offs_width, entry, span)
+            head = a.read(self._base + start, min(stop - start, len(kb) + 16))
+            if head[: len(kb)] == kb:
+                return True
+            try:
+                end = item_end(head, 0)
+            except ValueError:
+                end = None
+            if end is None or end > stop - start:  # no key there: its check below fails
+                stored: bytes | memoryview = b""
+            else:
+                stored = head[:end] if end <= len(head) else a.read(self._base + start, end)
+            if zlib.crc32(stored) != h:
+                raise a.damaged(f"dict entry at offset {self._base + start} does not match its hash index record")
+        return False
 
     def _hash_lookup(self, key: Any, kb: bytes) -> Any:
         """A key of a dict with a type-3 index: its hash's records, each naming one entry."""
