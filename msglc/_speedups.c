@@ -1178,7 +1178,7 @@ static PyTypeObject BlockProbeType = {
  *   "hash" (hash-indexed dicts): the whole lookup in BlockProbe.get (missing: its sentinel
  *   for a key not held, then absent(key) raises the KeyError);
  *   "inline" (dicts with their keys in the node): a key whose value is a view the archive
- *   keeps (Archive.views[(base, pos, key)], set by _InlineDict._lookup), or a value
+ *   keeps (Archive.views[(base, pos, key)], set by LazyInlineDict._lookup), or a value
  *   without a node of its own, read and decoded.
  * Only on a view without a cache, over an open archive; everything else (other index kinds,
  * errors, damage, switch["speedups"] set to None) calls fallback, the Python __getitem__,
@@ -1358,7 +1358,7 @@ static PyObject *inline_value(FastGet *g, PyObject *a, Py_ssize_t base, PyObject
 }
 
 /* The value of key in inline view self: a view the archive keeps for it
- * (Archive.views[(base, pos, key)], which _InlineDict._lookup sets), or a value without a
+ * (Archive.views[(base, pos, key)], which LazyInlineDict._lookup sets), or a value without a
  * node read and decoded; NotImplemented for the rest (a key map not made yet, a key it
  * does not hold, a container's first lookup). */
 static PyObject *inline_get(FastGet *g, PyObject *self, PyObject *key) {

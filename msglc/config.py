@@ -31,7 +31,7 @@ class Config:
     ``numpy_encoder``: store NumPy arrays as typed binary (read back as arrays, lazily when
     large); with False they are stored as nested lists and read back as lists.
     ``compression``: None (plain msgpack data) or ``"zstd"`` (independent zstd frames of about
-    the threshold each; needs ``msglc[zstd]``; every writer: ``dump``, ``dumps``, ``LazyWriter``,
+    the threshold each; needs ``zstandard`` (the ``zstd`` extra); every writer: ``dump``, ``dumps``, ``LazyWriter``,
     ``combine``; ``append`` keeps the archive's own; copies of an archive, ``combine`` of
     compressed archives only, default to their source's when this is None);
     ``compression_level``: the zstd level, 1 to 22.

@@ -1,4 +1,4 @@
-"""Archives as Dask collections: ``to_array``, ``to_bag``, ``to_archive`` (``pip install msglc[dask]``).
+"""Archives as Dask collections: ``to_array``, ``to_bag``, ``to_archive`` (the ``dask`` extra).
 
 Tasks carry pickled lazy parts (a source and a place, msglc.read.reopen): each worker process
 opens an archive once, however many tasks read from it. Chunks and partitions follow how the

@@ -30,9 +30,7 @@ def _numpy() -> Any:
     try:
         import numpy
     except ImportError:
-        raise ImportError(
-            "this archive holds NumPy arrays; reading them needs numpy (pip install 'msglc[numpy]')"
-        ) from None
+        raise ImportError("this archive holds NumPy arrays; reading them needs numpy (pip install numpy)") from None
     return numpy
 
 

@@ -11,7 +11,7 @@ def _fsspec() -> Any:
     try:
         import fsspec
     except ImportError:
-        raise ImportError("remote archives need fsspec (and s3fs for S3): pip install 'msglc[remote]'") from None
+        raise ImportError("remote archives need fsspec (and s3fs for S3): pip install fsspec s3fs") from None
     return fsspec
 
 

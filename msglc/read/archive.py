@@ -173,7 +173,7 @@ class Archive:
         # lazy views by (base, span, pos, size): a container looked up again reuses its view and
         # the index tables it loaded, in both cached modes (views of a reader that is not
         # cached hold no values); also by (dict's base, dict's pos, key) for an inline dict's
-        # values (views._InlineDict)
+        # values (views.LazyInlineDict)
         self.views: dict[tuple[Any, ...], Any] = {}
         self.legacy: LegacyHeader | None = None  # set for an archive of the published msglc (format.legacy)
         self.root_leaf: tuple[int, int] | None = None  # ... whose root is read whole: (offset, size)

@@ -7,7 +7,7 @@ of our combined archives are."""
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from itertools import accumulate
 from typing import Any
 
@@ -295,19 +295,19 @@ def _value(a: Archive, owner: _Owner, e: Entry) -> Any:
         return a.decode_span(owner.data + e.start, e.end - e.start)
     if isinstance(e, Indexed):
         if isinstance(e.children, list):
-            return _IndexedList(a, owner, e)
-        return _IndexedDict(a, owner, e)
+            return LegacyIndexedList(a, owner, e)
+        return LegacyIndexedDict(a, owner, e)
     if isinstance(e, Blocked):
-        return _BlockedList(a, owner, e)
+        return LegacyBlockedList(a, owner, e)
     if isinstance(e.members, list):
-        return _MemberList(a, owner, e)
-    return _MemberDict(a, owner, e)
+        return LegacyMemberList(a, owner, e)
+    return LegacyMemberDict(a, owner, e)
 
 
 # ---- lists ------------------------------------------------------------------------------------
 
 
-class _LegacyList(LazyList):
+class LegacyList(LazyList):
     """A list of a published-msglc archive; ``_kid(j)`` gives item ``j`` (0 <= j < len)."""
 
     __slots__ = ("_owner", "_entry")
@@ -320,7 +320,7 @@ class _LegacyList(LazyList):
     def __getitem__(self, i: Any) -> Any:
         if isinstance(i, slice):
             return self._slice(i)
-        return self._memo(self._index(i), self._kid)
+        return self._memo(self._index(i), lambda j: _kept(self, j, self._kid))
 
     def __iter__(self) -> Iterator[Any]:
         for j in range(len(self)):
@@ -333,7 +333,7 @@ class _LegacyList(LazyList):
         raise _no_raw_data()
 
 
-class _IndexedList(_LegacyList):
+class LegacyIndexedList(LegacyList):
     __slots__ = ()
     _entry: Indexed
 
@@ -353,7 +353,7 @@ class _IndexedList(_LegacyList):
         return _value(self._a, owner, entry(children[j], owner.limit, f"{j} of the list at offset {self._base}"))
 
 
-class _BlockedList(_LegacyList):
+class LegacyBlockedList(LegacyList):
     """A list of small items stored in runs: an item decodes its run (kept whole while cached)."""
 
     __slots__ = ("_ends",)
@@ -438,7 +438,7 @@ class _BlockedList(_LegacyList):
         return [item for k in range(len(blocks)) for item in self._run(k)]
 
 
-class _MemberList(_LegacyList):
+class LegacyMemberList(LegacyList):
     """A combined archive of members without names: each item is a member's root."""
 
     __slots__ = ()
@@ -469,7 +469,7 @@ class _MemberList(_LegacyList):
 # ---- dicts ------------------------------------------------------------------------------------
 
 
-class _LegacyDict(LazyDict):
+class LegacyDict(LazyDict):
     """A dict of a published-msglc archive: its keys are in its TOC entry."""
 
     __slots__ = ("_owner", "_keyed")
@@ -480,7 +480,7 @@ class _LegacyDict(LazyDict):
         self._keyed = keyed
 
     def __getitem__(self, key: Any) -> Any:  # any key the TOC holds (published archives may key by float)
-        return self._memo(key, self._lookup)
+        return self._memo(key, lambda k: _kept(self, k, self._lookup))
 
     def __len__(self) -> int:
         self._check_open()
@@ -504,7 +504,7 @@ class _LegacyDict(LazyDict):
         raise _no_raw_data()
 
 
-class _IndexedDict(_LegacyDict):
+class LegacyIndexedDict(LegacyDict):
     __slots__ = ("_entry",)
 
     def __init__(self, a: Archive, owner: _Owner, e: Indexed) -> None:
@@ -523,7 +523,7 @@ class _IndexedDict(_LegacyDict):
         return _value(self._a, owner, entry(raw, owner.limit, f"{key!r} of the dict at offset {self._base}"))
 
 
-class _MemberDict(_LegacyDict):
+class LegacyMemberDict(LegacyDict):
     """A combined archive of named members: each value is a member's root."""
 
     __slots__ = ()
@@ -547,6 +547,20 @@ class _MemberDict(_LegacyDict):
     def protocol_raw_data(self) -> bytes:
         """The msgpack of the members' values (their archives' data sections), by name."""
         return b"".join(_combined_pieces(self._a, self._owner, Combined(self._keyed)))
+
+
+def _kept(part: LegacyList | LegacyDict, key: Any, child: Callable[[Any], Any]) -> Any:
+    """``child(key)``, a child of ``part``; one that is a lazy view is kept by the archive (as
+    its own views are) in both cached modes: it holds its parsed TOC entry, which never
+    changes and can be most of the TOC (parsing it again cost a read 60x the cached one)."""
+    where = ("legacy", part._base, key)
+    made = part._a.views.get(where)
+    if made is not None:
+        return made
+    value = child(key)
+    if isinstance(value, LazyNode):
+        part._a.keep_view(where, value)
+    return value
 
 
 def _no_raw_data() -> ValueError:

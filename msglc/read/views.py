@@ -103,7 +103,7 @@ def _is_array(x: Any, np: Any) -> bool:
     return isinstance(x, np.ndarray) or (isinstance(x, LazyNode) and hasattr(x, "__array__"))
 
 
-class _BlockList(LazyList):
+class LazyBlockList(LazyList):
     """A list cut into spans of about the threshold (``ListNode``)."""
 
     __slots__ = ("_node",)
@@ -193,7 +193,7 @@ MISSING = object()  # list_items: an item whose tail the C walk left to the Pyth
 
 def walks_spans(view: Any) -> bool:
     """Does ``list_items`` read ``view``'s spans in C (and so take tails)?"""
-    return type(view) is _BlockList and view._cache is None and accel.speedups is not None
+    return type(view) is LazyBlockList and view._cache is None and accel.speedups is not None
 
 
 def list_items(view: Any, indices: list[int], tails: list[list[Any] | None] | None = None) -> Iterator[Any]:
@@ -263,10 +263,10 @@ def _stride_levels(dims: Sequence[tuple[int, int, int]], lazy_min: int) -> _Leve
     return level
 
 
-def stride_row(a: Archive, base: int, pos: int, level: _Level, cached: bool) -> _StrideList:
+def stride_row(a: Archive, base: int, pos: int, level: _Level, cached: bool) -> LazyStrideList:
     """The view of a row of a fixed-stride list (``level``: its ``_stride_levels``) at
     ``base``, described by the node at ``pos`` of the list it is in; ``cached``: with a cache."""
-    row = _StrideList.__new__(_StrideList)
+    row = LazyStrideList.__new__(LazyStrideList)
     row._a = a
     row._base = base
     row._pos = pos
@@ -276,7 +276,7 @@ def stride_row(a: Archive, base: int, pos: int, level: _Level, cached: bool) -> 
     return row
 
 
-class _StrideList(LazyList):
+class LazyStrideList(LazyList):
     """A list of fixed-size items (``StrideNode``): item i is at base + h + i * stride.
 
     Hot path of matrix reads: the bounds of the whole view were checked when it was made, so
@@ -454,7 +454,7 @@ class _Values(ValuesView[Any]):
         return (v for _, v in self._mapping._iter_items())
 
 
-class _InlineDict(LazyDict):
+class LazyInlineDict(LazyDict):
     """A dict whose keys are listed in its node (``MapNode``)."""
 
     __slots__ = ()
@@ -503,7 +503,7 @@ class _InlineDict(LazyDict):
         return self._a.decode(entry[start - node.koffs[j] :], self._base + start)
 
 
-class _HashDict(LazyDict):
+class LazyHashDict(LazyDict):
     """A dict with a hash index (``HashMapNode``): one key costs one index page and one entry
     (type 3) or one block of entries (type 6)."""
 
@@ -645,13 +645,13 @@ def _check_key(stored: bytes | memoryview, expected: bytes, where: int) -> None:
 
 def make_view(archive: Archive, base: int, pos: int, node: Node, nsize: int) -> LazyNode:
     if isinstance(node, StrideNode):
-        return _StrideList(archive, base, pos, node.dims, node.lazy_min, nsize)
+        return LazyStrideList(archive, base, pos, node.dims, node.lazy_min, nsize)
     if isinstance(node, ListNode):
-        return _BlockList(archive, base, pos, node, nsize)
+        return LazyBlockList(archive, base, pos, node, nsize)
     if isinstance(node, MapNode):
-        return _InlineDict(archive, base, pos, node, nsize)
+        return LazyInlineDict(archive, base, pos, node, nsize)
     if isinstance(node, HashMapNode):
-        return _HashDict(archive, base, pos, node, nsize)
+        return LazyHashDict(archive, base, pos, node, nsize)
     raise CorruptedError(f"unknown TOC node type at offset {pos}")
 
 
@@ -687,12 +687,12 @@ def root_view(a: Archive) -> LazyNode | None:
 if accel.speedups is not None:  # the hot lookups without a Python frame (``_speedups.FastGet``)
     # a matrix element or row view; a hash-indexed dict's key (its index made on first use);
     # an inline dict's key whose value is a view already made (``reader["table"]``)
-    _StrideList.__getitem__ = accel.speedups.FastGet(  # type: ignore[method-assign]
-        "stride", _StrideList, _StrideList.__getitem__, _decode, vars(accel)
+    LazyStrideList.__getitem__ = accel.speedups.FastGet(  # type: ignore[method-assign]
+        "stride", LazyStrideList, LazyStrideList.__getitem__, _decode, vars(accel)
     )
-    _HashDict.__getitem__ = accel.speedups.FastGet(  # type: ignore[method-assign]
-        "hash", _HashDict, LazyDict.__getitem__, _decode, vars(accel), _MISSING, _absent
+    LazyHashDict.__getitem__ = accel.speedups.FastGet(  # type: ignore[method-assign]
+        "hash", LazyHashDict, LazyDict.__getitem__, _decode, vars(accel), _MISSING, _absent
     )
-    _InlineDict.__getitem__ = accel.speedups.FastGet(  # type: ignore[method-assign]
-        "inline", _InlineDict, LazyDict.__getitem__, _decode, vars(accel)
+    LazyInlineDict.__getitem__ = accel.speedups.FastGet(  # type: ignore[method-assign]
+        "inline", LazyInlineDict, LazyDict.__getitem__, _decode, vars(accel)
     )

@@ -1,4 +1,6 @@
-"""Optional dependencies, imported when first needed, with an error that names the extra."""
+"""Optional dependencies, imported when first needed, with an error that says what to install:
+the packages themselves, by their names on PyPI (``pip install 'msglc[zstd]'`` would install
+the unrelated older package of that name from PyPI, not this one)."""
 
 from __future__ import annotations
 
@@ -6,28 +8,28 @@ from typing import Any
 
 
 def zstandard() -> Any:
-    """The zstd binding (``msglc[zstd]``), for writing or reading compressed archives."""
+    """The zstd binding (the ``zstd`` extra), for writing or reading compressed archives."""
     try:
         import zstandard as module
     except ImportError:
-        raise ImportError("compressed archives need the zstandard package: pip install 'msglc[zstd]'") from None
+        raise ImportError("compressed archives need the zstandard package: pip install zstandard") from None
     return module
 
 
 def dask_module(name: str) -> Any:
-    """``dask``, ``dask.array`` or ``dask.bag`` (``msglc[dask]``), for ``msglc.dask``."""
+    """``dask``, ``dask.array`` or ``dask.bag`` (the ``dask`` extra), for ``msglc.dask``."""
     import importlib
 
     try:
         return importlib.import_module(name)
     except ImportError:
-        raise ImportError(f"msglc.dask needs {name}: pip install 'msglc[dask]'") from None
+        raise ImportError(f"msglc.dask needs {name}: pip install 'dask[array,bag]' distributed numpy") from None
 
 
 def numpy() -> Any:
-    """NumPy (``msglc[numpy]``)."""
+    """NumPy (the ``numpy`` extra)."""
     try:
         import numpy as module
     except ImportError:
-        raise ImportError("this needs NumPy: pip install 'msglc[numpy]'") from None
+        raise ImportError("this needs NumPy: pip install numpy") from None
     return module

@@ -48,7 +48,7 @@ def test_lookups(big):
     path, doc, (a, b) = big
     with msglc.LazyReader(path, cached=False) as r:
         root = r.read()
-        assert type(root).__name__ == "_HashDict"
+        assert type(root).__name__ == "LazyHashDict"
         for k in [*(f"key{i}" for i in range(0, N, 97)), *range(0, N, 89), a, b, "large", "rows"]:
             assert r[k] == doc[k], k
         assert r["large/nested/2999"] == 2999

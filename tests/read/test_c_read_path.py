@@ -576,7 +576,7 @@ def test_strided_items_and_rows_c_and_python(cached, tmp_path, monkeypatch):
     with_c, pure = _both_modes(monkeypatch, lambda: _stride_outcomes(path, cached))
     assert with_c == pure
     with msglc.LazyReader(path, cached=cached) as r:
-        assert type(r["floats"]).__name__ == "_StrideList"  # the path under test
+        assert type(r["floats"]).__name__ == "LazyStrideList"  # the path under test
         assert _plain(r.to_obj()) == _plain(doc)
         assert all(_plain(r[name][i]) == _plain(v[i]) for name, v in doc.items() for i in range(len(v)))
 
@@ -637,7 +637,7 @@ def test_fast_get_refuses_a_class_without_the_slots():
 
 
 def _inline_doc():
-    """Dicts with their keys in the node (``_InlineDict``), values of every kind: scalars a
+    """Dicts with their keys in the node (``LazyInlineDict``), values of every kind: scalars a
     C read decodes itself, long ones (more than its 256-byte buffer), containers with a node
     (views) and without; str and int keys, some longer than the C key buffer."""
     rng = random.Random(12)
@@ -676,7 +676,7 @@ def test_inline_dict_values_c_and_python(cached, tmp_path, monkeypatch):
     path = tmp_path / "i.mlc"
     path.write_bytes(msglc.dumps(_inline_doc(), small_obj_optimization_threshold=64))
     with msglc.LazyReader(path) as r:
-        assert type(r.read()).__name__ == type(r["inl"]).__name__ == "_InlineDict"  # the path under test
+        assert type(r.read()).__name__ == type(r["inl"]).__name__ == "LazyInlineDict"  # the path under test
         assert _plain(r["inl"].to_obj()) == _plain(_inline_doc()["inl"])
     with_c, pure = _both_modes(monkeypatch, lambda: _inline_outcomes(path, cached))
     assert with_c == pure
@@ -751,7 +751,7 @@ def test_fast_get_is_called_and_pickled_as_the_python_getitem(tmp_path, monkeypa
     if accel.speedups is not None:
         from msglc.read import views
 
-        for cls in (views._StrideList, views._HashDict, views._InlineDict):
+        for cls in (views.LazyStrideList, views.LazyHashDict, views.LazyInlineDict):
             assert type(cls.__dict__["__getitem__"]) is accel.speedups.FastGet
             assert pickle.loads(pickle.dumps(cls.__getitem__)) is cls.__getitem__
     cloudpickle = pytest.importorskip("cloudpickle")

@@ -72,6 +72,31 @@ def test_one_value_reads_a_small_part_of_the_file(name):
         assert stats.bytes < size / 4 or toc > size / 4 - 1024, (stats, size)
 
 
+@pytest.mark.parametrize("name", ["doc-t64.msg", "doc-t1024.msg", "combined-dict.msg"])
+def test_repeated_reads_without_a_cache_reparse_no_toc(name, monkeypatch):
+    """With cached=False a value is read afresh each time, but the lazy views on its way are
+    kept (their TOC entries never change): reading it again parses no TOC entry larger than
+    the value's own (parsing the whole TOC path again cost 60x a cached read)."""
+    from msglc.read import legacy
+
+    fixture = next(f for f in INDEX if f["file"] == name)
+    path = fixture.get("lazy_path") or fixture["paths"][-1]
+    parsed = []
+
+    def counting(raw, *args):
+        parsed.append(len(raw))
+        return real(raw, *args)
+
+    real = legacy.entry
+    monkeypatch.setattr(legacy, "entry", counting)
+    with LazyReader(HERE / name, cached=False) as r:
+        first = msglc.to_obj(r[path])
+        parsed.clear()
+        for _ in range(3):
+            assert msglc.to_obj(r[path]) == first == at(expected(fixture), path)
+    assert max(parsed, default=0) < 64, parsed  # at most the leaf's own small entry, each time
+
+
 def test_lazy_views_are_the_usual_ones():
     with LazyReader(HERE / "doc-t64.msg") as r:
         root = r.read()

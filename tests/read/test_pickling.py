@@ -50,7 +50,7 @@ def test_every_kind_of_part_round_trips(archive, cached):
     with LazyReader(archive, cached=cached) as r:
         parts = _parts(r)
         kinds = {type(p).__name__ for p in parts}
-        assert {"LazyArray", "_StrideList", "_BlockList", "_HashDict", "_InlineDict"} <= kinds
+        assert {"LazyArray", "LazyStrideList", "LazyBlockList", "LazyHashDict", "LazyInlineDict"} <= kinds
         for path, part in zip(PATHS, parts, strict=True):
             back = pickle.loads(pickle.dumps(part))
             assert type(back) is type(part) and _plain(back) == _plain(part), path

@@ -242,3 +242,28 @@ def test_an_empty_path_is_the_root_even_where_a_key_is_empty():
     doc = {"": "empty", **{f"k{i}": i for i in range(2000)}}
     with LazyReader(msglc.dumps(doc)) as r:
         assert r[""] == doc and r[[""]] == "empty" and r["k7"] == 7 and r[["k7"]] == 7
+
+
+def test_lazy_values_go_to_json_through_to_obj_and_name_public_classes(tmp_path):
+    """Whether a value comes back lazy depends on its size: json.dumps with
+    default=msglc.to_obj writes either the same, and the lazy classes have public names (they
+    appear in json's error and in type())."""
+    import json
+
+    doc = {
+        "runs": [{"e": [1.5] * 20, "m": {"ok": True}} for _ in range(300)],
+        "matrix": [[0.25] * 100 for _ in range(100)],
+        "table": {f"k{i}": i for i in range(2000)},
+        "small": {"a": [1, 2]},
+    }
+    path = tmp_path / "j.mlc"
+    msglc.dump(path, doc)
+    with LazyReader(path) as r:
+        assert json.loads(json.dumps(r.read(), default=msglc.to_obj)) == doc
+        for key in ("runs", "matrix", "table"):
+            part = r[key]
+            assert isinstance(part, (msglc.LazyList, msglc.LazyDict))
+            assert not type(part).__name__.startswith("_") and not type(part).__qualname__.startswith("_")
+            with pytest.raises(TypeError, match=f"Object of type {type(part).__name__} is not JSON"):
+                json.dumps(part)
+            assert json.loads(json.dumps(part, default=msglc.to_obj)) == doc[key]

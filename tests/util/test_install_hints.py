@@ -1,0 +1,54 @@
+"""Every hint msglc prints for a missing optional dependency installs that dependency: the
+packages of the matching extra by their own names, never ``msglc[...]``, which pip resolves
+to the unrelated older package of that name on PyPI."""
+
+import importlib.metadata
+import re
+import sys
+
+import pytest
+
+import msglc.util.optional as optional
+from msglc.format import numpy_ext
+from msglc.io import names
+
+
+def _extra(name):
+    """The requirement names (extras kept, versions dropped) of this project's extra ``name``,
+    with the extras it includes expanded."""
+    out = set()
+    for req in importlib.metadata.requires("msglc"):
+        spec, _, marker = req.partition(";")
+        if f'extra == "{name}"' not in marker:
+            continue
+        spec = re.split(r"[<>=!~ ]", spec.strip(), maxsplit=1)[0]
+        nested = re.fullmatch(r"msglc\[(.*)\]", spec)
+        out |= set().union(*(_extra(e) for e in nested.group(1).split(","))) if nested else {spec}
+    return out
+
+
+def _hint(call, monkeypatch, *hidden):
+    for module in hidden:
+        monkeypatch.setitem(sys.modules, module, None)  # import fails
+    with pytest.raises(ImportError) as raised:
+        call()
+    return str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("extra", "call", "hidden"),
+    [
+        ("zstd", optional.zstandard, ["zstandard"]),
+        ("numpy", optional.numpy, ["numpy"]),
+        ("numpy", numpy_ext._numpy, ["numpy"]),
+        ("dask", lambda: optional.dask_module("dask.bag"), ["dask", "dask.bag"]),
+        ("remote", names._fsspec, ["fsspec"]),
+    ],
+)
+def test_a_missing_dependency_names_what_to_install(monkeypatch, extra, call, hidden):
+    message = _hint(call, monkeypatch, *hidden)
+    command = re.search(r"pip install ([^)\n]*)", message)
+    assert command, message
+    named = {word.strip("'\"") for word in command.group(1).split()}
+    assert not any(word.startswith("msglc") for word in named), message
+    assert named == _extra(extra), (named, _extra(extra))
