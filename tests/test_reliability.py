@@ -348,3 +348,109 @@ def test_str_arrays_with_impossible_code_points_are_corrupted_not_a_crash():
         for read in (lambda: r["u"][0], lambda: r["u"][:3], lambda: np.asarray(r["u"]), r.to_obj):
             with pytest.raises(msglc.CorruptedError, match="code points"):
                 read()
+
+
+# ---- issue 29, lower items: read-only targets --------------------------------------------------------
+# The rule is the target's mode bits, whoever runs the tests: root may open a 0444 file for
+# writing, yet every writer must refuse it as open(path, "wb") refuses it for anyone else.
+
+
+def _protected(path, obj):
+    msglc.dump(path, obj, small_obj_optimization_threshold=64)
+    os.chmod(path, 0o444)
+    return path.read_bytes()
+
+
+def _lazy_writer(target, value):
+    with msglc.LazyWriter(target) as w:
+        w.write(value)
+
+
+def _copy(target, source, part=None, **options):
+    with msglc.LazyReader(source) as r:
+        msglc.dump(target, r if part is None else r[part], **options)
+
+
+WRITERS = {
+    "dump": lambda t, src: msglc.dump(t, {"new": [1, 2]}),
+    "dump streamed": lambda t, src: msglc.dump(t, {"new": iter([1, 2])}),
+    "dump of a reader": lambda t, src: _copy(t, src),
+    "dump of a part": lambda t, src: _copy(t, src, "a"),
+    "dump of a reader, rewritten": lambda t, src: _copy(t, src, small_obj_optimization_threshold=8),
+    "LazyWriter": lambda t, src: _lazy_writer(t, [iter([1, 2])]),
+    "combine": lambda t, src: msglc.combine(t, [FileInfo(src, "s")]),
+    "combine mode a": lambda t, src: msglc.combine(t, [FileInfo(src, "s")], mode="a"),
+    "append": lambda t, src: msglc.append(t, [FileInfo(src, "s")]),
+    "concat": lambda t, src: msglc.concat(t, [msglc.dumps([1, 2]), msglc.dumps([3])]),
+    "file:// URL": lambda t, src: msglc.dump(f"file://{t}", [1]),
+}
+
+
+@pytest.mark.parametrize("root", ["with a TOC node", "small"])
+@pytest.mark.parametrize("write", list(WRITERS.values()), ids=list(WRITERS))
+def test_every_writer_refuses_a_read_only_target_and_changes_nothing(tmp_path, write, root):
+    src = tmp_path / "src.mlc"
+    msglc.dump(src, {"a": list(range(500))}, small_obj_optimization_threshold=64)
+    target = tmp_path / "result.mlc"
+    before = _protected(target, {"kept": list(range(400))} if root == "with a TOC node" else {"kept": 1})
+    listing = sorted(os.listdir(tmp_path))
+    with pytest.raises(PermissionError, match="read-only file, mode -r--r--r--") as e:
+        write(target, src)
+    assert e.value.errno == 13 and os.path.samefile(e.value.filename, target)
+    assert target.read_bytes() == before and os.stat(target).st_mode & 0o777 == 0o444
+    assert sorted(os.listdir(tmp_path)) == listing  # no temporary file left behind
+
+
+def test_a_read_only_target_behind_a_symlink_is_refused_and_a_writable_one_replaced(tmp_path):
+    target = tmp_path / "run42.mlc"
+    before = _protected(target, [1, 2, 3])
+    link = tmp_path / "latest.mlc"
+    link.symlink_to(target)
+    with pytest.raises(PermissionError) as e:
+        msglc.dump(link, [4])
+    assert e.value.filename == str(target) and target.read_bytes() == before and link.is_symlink()
+    os.chmod(target, 0o644)  # one write bit is enough: the file is not protected
+    msglc.dump(link, [4])
+    with msglc.LazyReader(target) as r:
+        assert r.read() == [4] and os.stat(target).st_mode & 0o777 == 0o644
+
+
+def test_a_target_made_read_only_during_a_write_is_not_replaced(tmp_path):
+    target = tmp_path / "a.mlc"
+    msglc.dump(target, [0])
+    before = target.read_bytes()
+
+    def rows():
+        yield 1
+        os.chmod(target, 0o444)  # protected by its owner while the new archive is written
+        yield 2
+
+    with pytest.raises(PermissionError, match="read-only"):
+        msglc.dump(target, {"rows": rows()})
+    assert target.read_bytes() == before and sorted(os.listdir(tmp_path)) == ["a.mlc"]
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "convert in.json out.mlc",
+        "convert in.jsonl out.mlc",
+        "convert in.mlc out.mlc",
+        "convert in.mlc out.json",
+        "convert in.mlc out.jsonl",
+        "convert in.mlc out.msgpack",
+        "combine out.mlc in.mlc",
+    ],
+)
+def test_cli_refuses_a_read_only_output(tmp_path, command):
+    msglc.dump(tmp_path / "in.mlc", [{"a": 1}, {"b": 2}])
+    (tmp_path / "in.json").write_text('{"a": 1}')
+    (tmp_path / "in.jsonl").write_text('{"a": 1}\n{"b": 2}\n')
+    out = tmp_path / command.split()[1 if command.startswith("combine") else 2]
+    out.write_bytes(b"a finished result")
+    os.chmod(out, 0o444)
+    args = [str(tmp_path / a) if "." in a else a for a in command.split()]
+    run = subprocess.run([sys.executable, "-m", "msglc", *args], capture_output=True, text=True)
+    assert run.returncode == 1 and len(run.stderr.splitlines()) == 1
+    assert "Permission denied (read-only file" in run.stderr and str(out) in run.stderr
+    assert out.read_bytes() == b"a finished result" and os.stat(out).st_mode & 0o777 == 0o444
