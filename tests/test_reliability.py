@@ -454,3 +454,47 @@ def test_cli_refuses_a_read_only_output(tmp_path, command):
     assert run.returncode == 1 and len(run.stderr.splitlines()) == 1
     assert "Permission denied (read-only file" in run.stderr and str(out) in run.stderr
     assert out.read_bytes() == b"a finished result" and os.stat(out).st_mode & 0o777 == 0o444
+
+
+# ---- issue 29, lower items: dumps of a reader --------------------------------------------------------
+
+
+def _dumped(tmp_path, source, **options):
+    path = tmp_path / "dumped.mlc"
+    msglc.dump(path, source, **options)
+    return path.read_bytes()
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{}, {"small_obj_optimization_threshold": 64}, {"small_obj_optimization_threshold": 256}],
+    ids=["default threshold: rewritten", "copied", "other threshold: rewritten"],
+)
+@pytest.mark.parametrize("compression", [None, "zstd"])
+def test_dumps_of_a_reader_or_a_part_gives_the_bytes_dump_writes(tmp_path, compression, options):
+    if compression:
+        pytest.importorskip("zstandard")
+    doc = {"runs": [{"id": i, "energy": [i * 0.5] * 50} for i in range(60)], "meta": {"n": 60}}
+    data = msglc.dumps(doc, small_obj_optimization_threshold=64, compression=compression)
+    with msglc.LazyReader(data) as r:
+        for source in (r, r["runs"], r["runs"][3]):
+            got = msglc.dumps(source, **options)
+            assert got == _dumped(tmp_path, source, **options)
+            with msglc.LazyReader(got) as back:
+                assert back.to_obj() == msglc.to_obj(source)
+                assert back.info().compression == compression  # kept
+        if options.get("small_obj_optimization_threshold") == 64:
+            assert msglc.dumps(r, **options) == data  # a copy: the very bytes
+        plain = msglc.dumps(r, compression=None, **options)
+        assert plain == _dumped(tmp_path, r, compression=None, **options)
+        assert msglc.LazyReader(plain).info().compression is None
+
+
+def test_dumps_of_an_archive_of_the_published_msglc_converts_it(tmp_path):
+    from legacy_helpers import indexed
+
+    value = [{"k": i, "v": "x" * i} for i in range(40)]
+    with msglc.LazyReader(indexed(value)) as r:
+        got = msglc.dumps(r)
+        assert got == _dumped(tmp_path, r)
+        assert msglc.LazyReader(got).to_obj() == value and msglc.dumps(r[3]) == msglc.dumps(value[3])
