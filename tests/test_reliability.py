@@ -498,3 +498,30 @@ def test_dumps_of_an_archive_of_the_published_msglc_converts_it(tmp_path):
         got = msglc.dumps(r)
         assert got == _dumped(tmp_path, r)
         assert msglc.LazyReader(got).to_obj() == value and msglc.dumps(r[3]) == msglc.dumps(value[3])
+
+
+# ---- issue 29, lower items: outputs that cannot be written -------------------------------------------
+
+
+def test_a_target_name_ending_with_a_separator_is_refused_not_written_without_it(tmp_path):
+    (tmp_path / "sub").mkdir()
+    writers = [
+        lambda t: msglc.dump(t, [1]),
+        lambda t: _lazy_writer(t, [1]),
+        lambda t: msglc.combine(t, [FileInfo(None, obj=[1])]),
+        lambda t: msglc.combine(t, [FileInfo(None, "a", obj=1)], mode="a"),
+        lambda t: msglc.concat(t, [msglc.dumps([1])]),
+    ]
+    for write in writers:
+        for name in ("new.mlc/", "sub/"):  # open(name, "wb") refuses both: realpath would drop the "/"
+            with pytest.raises((IsADirectoryError, ValueError), match="ends with a separator|needs a regular file"):
+                write(f"{tmp_path}/{name}")  # (append to a directory: "needs a regular file")
+    assert os.listdir(tmp_path) == ["sub"] and os.listdir(tmp_path / "sub") == []
+
+
+def test_a_file_system_without_writable_files_says_so():
+    import io
+
+    for write in (lambda: msglc.dump("http://127.0.0.1:9/x.mlc", [1]), lambda: _lazy_writer("http://127.0.0.1:9/x", 1)):
+        with pytest.raises(io.UnsupportedOperation, match="cannot write 'http://127.0.0.1:9/x.*HTTPFileSystem has no"):
+            write()  # refused when the target is opened: no request is made

@@ -99,7 +99,10 @@ def atomic_file(
         with remote_target(path) as f:
             yield f
         return
-    path = os.fsdecode(os.path.realpath(os.fspath(path)))
+    given = os.fsdecode(os.fspath(path))
+    if given.endswith((os.sep, os.altsep or os.sep)):  # realpath would drop it and write a file
+        raise IsADirectoryError(errno.EISDIR, "is a directory name (it ends with a separator), not a file", given)
+    path = os.fsdecode(os.path.realpath(given))
     with suppress(FileNotFoundError):
         mode = os.stat(path).st_mode
         if stat.S_ISDIR(mode):
