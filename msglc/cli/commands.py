@@ -289,13 +289,15 @@ def _msgpack(value: Any) -> bytes:
 
 
 def checked_output(path: str, inputs: list[str]) -> Any:
-    """The OUTPUT argument, refused before any work when nothing lasting could be written
-    there (see the module's docstring); a local path or a ``RemotePath`` for the writers."""
+    """The OUTPUT argument, refused before any work when it breaks ``OUTPUT_RULE``; a local
+    path or a ``RemotePath`` for the writers."""
     if path == "-":
         raise CliError(
             "the output is a file, not standard output ('-'): name a file (./- for one called '-'), "
             "or print a value with: msglc get FILE PATH"
         )
+    if path.endswith(("/", os.sep)) and not os.path.isdir(path):  # (fsspec would drop the "/")
+        raise CliError(f"the output {path!r} names a directory (it ends with a separator): name a file")
     if "://" in path:
         try:
             target = resolve_name(path)
@@ -311,8 +313,6 @@ def checked_output(path: str, inputs: list[str]) -> Any:
         path = target  # file://: a local path
     if os.path.isdir(path):
         raise CliError(f"the output {path!r} is a directory: name a file in it")
-    if path.endswith(("/", os.sep)):
-        raise CliError(f"the output {path!r} names a directory (it ends with a separator): name a file")
     folder = os.path.dirname(os.path.realpath(path))
     if not os.path.isdir(folder):
         what = "not a directory" if os.path.exists(folder) else "no such directory"

@@ -358,6 +358,7 @@ def test_local_outputs_named_by_file_urls_are_written(folder):
     with msglc.LazyReader(folder / "sub" / "a.mlc") as a, msglc.LazyReader(folder / "sub" / "c.mlc") as c:
         assert a.to_obj() == {"a": [1, 2]} and c.to_obj() == [[{"a": 1}, {"b": [2.5] * 300}], [3, 4]]
     assert json.loads((folder / "sub" / "b.json").read_text()) == [{"a": 1}, {"b": [2.5] * 300}]
+    refused(folder, ("convert", "in.json", f"{url}/new.mlc/", "--to", "msglc"), "ends with a separator")
 
 
 def test_help_states_what_an_output_may_be():
