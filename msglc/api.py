@@ -1,9 +1,10 @@
-"""The entry points that choose a path through the layers: ``dump`` copies the bytes of a
-``LazyReader`` or a lazy part (``edit.repack``) and encodes any other value (``write``);
-``combine`` writes a new archive (``edit.combine``) or appends (``edit.append``)."""
+"""The entry points that choose a path through the layers: ``dump`` and ``dumps`` copy the
+bytes of a ``LazyReader`` or a lazy part (``edit.repack``) and encode any other value
+(``write``); ``combine`` writes a new archive (``edit.combine``) or appends (``edit.append``)."""
 
 from __future__ import annotations
 
+import io
 import os
 from collections.abc import Callable, Sequence
 from typing import Any, BinaryIO
@@ -18,7 +19,7 @@ from msglc.io.names import resolve_name
 from msglc.read.node import LazyNode
 from msglc.read.reader import LazyReader
 from msglc.write.dump import dump as dump_value
-from msglc.write.dump import dumps
+from msglc.write.dump import dumps as dumps_value
 
 __all__ = ["combine", "dump", "dumps"]
 
@@ -54,6 +55,18 @@ def dump(
         check_target(target, "dump")
         return repack(target, obj, options)
     return dump_value(target, obj, fs=fs, storage_options=storage_options, **options)
+
+
+def dumps(obj: Any, **options: Any) -> bytes:
+    """The archive for ``obj`` as bytes: what ``dump`` writes for it. A ``LazyReader`` or a
+    lazy part is repacked as ``dump`` repacks it (copied when the threshold and the
+    compression are the source's, its compression kept unless ``compression=`` is given).
+    Options: see ``msglc.configure``."""
+    if isinstance(obj, (LazyNode, LazyReader)):
+        out = io.BytesIO()
+        repack(out, obj, options)
+        return out.getvalue()
+    return dumps_value(obj, **options)
 
 
 def combine(

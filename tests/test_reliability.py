@@ -348,3 +348,180 @@ def test_str_arrays_with_impossible_code_points_are_corrupted_not_a_crash():
         for read in (lambda: r["u"][0], lambda: r["u"][:3], lambda: np.asarray(r["u"]), r.to_obj):
             with pytest.raises(msglc.CorruptedError, match="code points"):
                 read()
+
+
+# ---- issue 29, lower items: read-only targets --------------------------------------------------------
+# The rule is the target's mode bits, whoever runs the tests: root may open a 0444 file for
+# writing, yet every writer must refuse it as open(path, "wb") refuses it for anyone else.
+
+
+def _protected(path, obj):
+    msglc.dump(path, obj, small_obj_optimization_threshold=64)
+    os.chmod(path, 0o444)
+    return path.read_bytes()
+
+
+def _lazy_writer(target, value):
+    with msglc.LazyWriter(target) as w:
+        w.write(value)
+
+
+def _copy(target, source, part=None, **options):
+    with msglc.LazyReader(source) as r:
+        msglc.dump(target, r if part is None else r[part], **options)
+
+
+WRITERS = {
+    "dump": lambda t, src: msglc.dump(t, {"new": [1, 2]}),
+    "dump streamed": lambda t, src: msglc.dump(t, {"new": iter([1, 2])}),
+    "dump of a reader": lambda t, src: _copy(t, src),
+    "dump of a part": lambda t, src: _copy(t, src, "a"),
+    "dump of a reader, rewritten": lambda t, src: _copy(t, src, small_obj_optimization_threshold=8),
+    "LazyWriter": lambda t, src: _lazy_writer(t, [iter([1, 2])]),
+    "combine": lambda t, src: msglc.combine(t, [FileInfo(src, "s")]),
+    "combine mode a": lambda t, src: msglc.combine(t, [FileInfo(src, "s")], mode="a"),
+    "append": lambda t, src: msglc.append(t, [FileInfo(src, "s")]),
+    "concat": lambda t, src: msglc.concat(t, [msglc.dumps([1, 2]), msglc.dumps([3])]),
+    "file:// URL": lambda t, src: msglc.dump(f"file://{t}", [1]),
+}
+
+
+@pytest.mark.parametrize("root", ["with a TOC node", "small"])
+@pytest.mark.parametrize("write", list(WRITERS.values()), ids=list(WRITERS))
+def test_every_writer_refuses_a_read_only_target_and_changes_nothing(tmp_path, write, root):
+    src = tmp_path / "src.mlc"
+    msglc.dump(src, {"a": list(range(500))}, small_obj_optimization_threshold=64)
+    target = tmp_path / "result.mlc"
+    before = _protected(target, {"kept": list(range(400))} if root == "with a TOC node" else {"kept": 1})
+    listing = sorted(os.listdir(tmp_path))
+    with pytest.raises(PermissionError, match="read-only file, mode -r--r--r--") as e:
+        write(target, src)
+    assert e.value.errno == 13 and os.path.samefile(e.value.filename, target)
+    assert target.read_bytes() == before and os.stat(target).st_mode & 0o777 == 0o444
+    assert sorted(os.listdir(tmp_path)) == listing  # no temporary file left behind
+
+
+def test_a_read_only_target_behind_a_symlink_is_refused_and_a_writable_one_replaced(tmp_path):
+    target = tmp_path / "run42.mlc"
+    before = _protected(target, [1, 2, 3])
+    link = tmp_path / "latest.mlc"
+    link.symlink_to(target)
+    with pytest.raises(PermissionError) as e:
+        msglc.dump(link, [4])
+    assert e.value.filename == str(target) and target.read_bytes() == before and link.is_symlink()
+    os.chmod(target, 0o644)  # one write bit is enough: the file is not protected
+    msglc.dump(link, [4])
+    with msglc.LazyReader(target) as r:
+        assert r.read() == [4] and os.stat(target).st_mode & 0o777 == 0o644
+
+
+def test_a_target_made_read_only_during_a_write_is_not_replaced(tmp_path):
+    target = tmp_path / "a.mlc"
+    msglc.dump(target, [0])
+    before = target.read_bytes()
+
+    def rows():
+        yield 1
+        os.chmod(target, 0o444)  # protected by its owner while the new archive is written
+        yield 2
+
+    with pytest.raises(PermissionError, match="read-only"):
+        msglc.dump(target, {"rows": rows()})
+    assert target.read_bytes() == before and sorted(os.listdir(tmp_path)) == ["a.mlc"]
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "convert in.json out.mlc",
+        "convert in.jsonl out.mlc",
+        "convert in.mlc out.mlc",
+        "convert in.mlc out.json",
+        "convert in.mlc out.jsonl",
+        "convert in.mlc out.msgpack",
+        "combine out.mlc in.mlc",
+    ],
+)
+def test_cli_refuses_a_read_only_output(tmp_path, command):
+    msglc.dump(tmp_path / "in.mlc", [{"a": 1}, {"b": 2}])
+    (tmp_path / "in.json").write_text('{"a": 1}')
+    (tmp_path / "in.jsonl").write_text('{"a": 1}\n{"b": 2}\n')
+    out = tmp_path / command.split()[1 if command.startswith("combine") else 2]
+    out.write_bytes(b"a finished result")
+    os.chmod(out, 0o444)
+    args = [str(tmp_path / a) if "." in a else a for a in command.split()]
+    run = subprocess.run([sys.executable, "-m", "msglc", *args], capture_output=True, text=True)
+    assert run.returncode == 1 and len(run.stderr.splitlines()) == 1
+    assert "Permission denied (read-only file" in run.stderr and str(out) in run.stderr
+    assert out.read_bytes() == b"a finished result" and os.stat(out).st_mode & 0o777 == 0o444
+
+
+# ---- issue 29, lower items: dumps of a reader --------------------------------------------------------
+
+
+def _dumped(tmp_path, source, **options):
+    path = tmp_path / "dumped.mlc"
+    msglc.dump(path, source, **options)
+    return path.read_bytes()
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{}, {"small_obj_optimization_threshold": 64}, {"small_obj_optimization_threshold": 256}],
+    ids=["default threshold: rewritten", "copied", "other threshold: rewritten"],
+)
+@pytest.mark.parametrize("compression", [None, "zstd"])
+def test_dumps_of_a_reader_or_a_part_gives_the_bytes_dump_writes(tmp_path, compression, options):
+    if compression:
+        pytest.importorskip("zstandard")
+    doc = {"runs": [{"id": i, "energy": [i * 0.5] * 50} for i in range(60)], "meta": {"n": 60}}
+    data = msglc.dumps(doc, small_obj_optimization_threshold=64, compression=compression)
+    with msglc.LazyReader(data) as r:
+        for source in (r, r["runs"], r["runs"][3]):
+            got = msglc.dumps(source, **options)
+            assert got == _dumped(tmp_path, source, **options)
+            with msglc.LazyReader(got) as back:
+                assert back.to_obj() == msglc.to_obj(source)
+                assert back.info().compression == compression  # kept
+        if options.get("small_obj_optimization_threshold") == 64:
+            assert msglc.dumps(r, **options) == data  # a copy: the very bytes
+        plain = msglc.dumps(r, compression=None, **options)
+        assert plain == _dumped(tmp_path, r, compression=None, **options)
+        assert msglc.LazyReader(plain).info().compression is None
+
+
+def test_dumps_of_an_archive_of_the_published_msglc_converts_it(tmp_path):
+    from legacy_helpers import indexed
+
+    value = [{"k": i, "v": "x" * i} for i in range(40)]
+    with msglc.LazyReader(indexed(value)) as r:
+        got = msglc.dumps(r)
+        assert got == _dumped(tmp_path, r)
+        assert msglc.LazyReader(got).to_obj() == value and msglc.dumps(r[3]) == msglc.dumps(value[3])
+
+
+# ---- issue 29, lower items: outputs that cannot be written -------------------------------------------
+
+
+def test_a_target_name_ending_with_a_separator_is_refused_not_written_without_it(tmp_path):
+    (tmp_path / "sub").mkdir()
+    writers = [
+        lambda t: msglc.dump(t, [1]),
+        lambda t: _lazy_writer(t, [1]),
+        lambda t: msglc.combine(t, [FileInfo(None, obj=[1])]),
+        lambda t: msglc.combine(t, [FileInfo(None, "a", obj=1)], mode="a"),
+        lambda t: msglc.concat(t, [msglc.dumps([1])]),
+    ]
+    for write in writers:
+        for name in ("new.mlc/", "sub/"):  # open(name, "wb") refuses both: realpath would drop the "/"
+            with pytest.raises((IsADirectoryError, ValueError), match="ends with a separator|needs a regular file"):
+                write(f"{tmp_path}/{name}")  # (append to a directory: "needs a regular file")
+    assert os.listdir(tmp_path) == ["sub"] and os.listdir(tmp_path / "sub") == []
+
+
+def test_a_file_system_without_writable_files_says_so():
+    import io
+
+    for write in (lambda: msglc.dump("http://127.0.0.1:9/x.mlc", [1]), lambda: _lazy_writer("http://127.0.0.1:9/x", 1)):
+        with pytest.raises(io.UnsupportedOperation, match="cannot write 'http://127.0.0.1:9/x.*HTTPFileSystem has no"):
+            write()  # refused when the target is opened: no request is made

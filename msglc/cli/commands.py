@@ -8,6 +8,8 @@
     msglc combine OUT IN... [--name N]  gather archives into one (a dict with --name, else a list)
     msglc verify FILE                   check everything; exit status 0 when intact
 
+What convert and combine accept as OUTPUT: OUTPUT_RULE below (shown by --help).
+
 Errors are one line on stderr with exit status 1 (2 for bad arguments).
 """
 
@@ -43,6 +45,7 @@ from msglc.format.legacy import MAGIC as LEGACY_MAGIC
 from msglc.format.legacy import is_legacy
 from msglc.format.numpy_ext import ext_hook
 from msglc.io.atomic import atomic_file
+from msglc.io.names import RemotePath, in_process, resolve_name
 from msglc.read.inspect import KINDS, NodeInfo
 from msglc.read.paths import split_path
 from msglc.write.arrays import ArrayEncoder
@@ -61,6 +64,14 @@ FORMATS = {
 
 
 LAZY = (LazyDict, LazyList, LazyArray)  # the lazy parts of an archive
+
+OUTPUT_RULE = """\
+OUTPUT is a local file, written atomically: its directory must exist, and it may be neither a
+directory nor one of the inputs, nor a file without write permission (chmod a-w protects a
+result). It may also be the URL of an fsspec file system that keeps what is written after msglc
+exits (file://, s3://, gs://, ...; its package installed). Refused: memory:// (its files end
+with the process) and "-" (the output is a file, not standard output; msglc get FILE PATH
+prints a value, and ./- names a file called "-")."""
 
 
 class CliError(Exception):
@@ -281,12 +292,47 @@ def _msgpack(value: Any) -> bytes:
     return encode_value(value, ArrayEncoder(True))
 
 
+def checked_output(path: str, inputs: list[str]) -> Any:
+    """The OUTPUT argument, refused before any work when it breaks ``OUTPUT_RULE``; a local
+    path or a ``RemotePath`` for the writers."""
+    if path == "-":
+        raise CliError(
+            "the output is a file, not standard output ('-'): name a file (./- for one called '-'), "
+            "or print a value with: msglc get FILE PATH"
+        )
+    if path.endswith(("/", os.sep)) and not os.path.isdir(path):  # (fsspec would drop the "/")
+        raise CliError(f"the output {path!r} names a directory (it ends with a separator): name a file")
+    if "://" in path:
+        try:
+            target = resolve_name(path)
+        except (ImportError, OSError, TypeError, ValueError) as e:
+            raise CliError(f"cannot write to {path!r}: {_message(e)}") from None
+        if isinstance(target, RemotePath):
+            if in_process(target.fs):
+                raise CliError(
+                    f"the output {path!r} is in this process's memory (memory://), gone when msglc exits: "
+                    "name a local file or the URL of lasting storage"
+                )
+            return target
+        path = target  # file://: a local path
+    if os.path.isdir(path):
+        raise CliError(f"the output {path!r} is a directory: name a file in it")
+    folder = os.path.dirname(os.path.realpath(path))
+    if not os.path.isdir(folder):
+        what = "not a directory" if os.path.exists(folder) else "no such directory"
+        raise CliError(f"{what}: {folder} (where the output {path!r} would go)")
+    if os.path.exists(path):
+        for name in inputs:
+            if os.path.exists(name) and os.path.samefile(name, path):
+                raise CliError(f"the output {path!r} is the input {name!r} itself: write to another file")
+    return path
+
+
 def cmd_convert(args: argparse.Namespace) -> None:
-    src, dst = fmt_of(args.input, args.from_), fmt_of(args.output, args.to)
     if not os.path.exists(args.input):
         raise CliError(f"no such file: {args.input}")
-    if os.path.exists(args.output) and os.path.samefile(args.input, args.output):
-        raise CliError(f"the output {args.output!r} is the input: write to another file")
+    target = checked_output(args.output, [args.input])
+    src, dst = fmt_of(args.input, args.from_), fmt_of(args.output, args.to)
     if src != "msglc" and dst != "msglc":
         raise CliError(f"convert reads or writes an archive: {src} -> {dst} is neither")
     options: dict[str, Any] = {} if args.threshold is None else {"small_obj_optimization_threshold": args.threshold}
@@ -297,28 +343,28 @@ def cmd_convert(args: argparse.Namespace) -> None:
     size = os.path.getsize(args.input)
     if src == dst:  # an archive repacked: copied as it is when nothing changes, else rewritten
         with open_reader(args.input) as reader:
-            dump(args.output, reader, **options)
+            dump(target, reader, **options)
         return
     if dst == "msglc":
         if src == "jsonl":
-            with progress(size, "convert") as step, LazyWriter(args.output, **options) as writer:
+            with progress(size, "convert") as step, LazyWriter(target, **options) as writer:
                 writer.write(_json_lines(args.input, step))
             return
         with open(args.input, "rb") as f:
             data = f.read()  # JSON and msgpack documents are read whole: they need memory for it
         obj = _decode_json(data, args.input) if src == "json" else _decode_msgpack(data, args.input)
-        dump(args.output, obj, **options)
+        dump(target, obj, **options)
         return
     with open_reader(args.input) as reader:
         if dst == "msgpack":  # the data section is the msgpack: copied (its checksum checked), not decoded
-            with progress(reader.info().data_size, "convert") as step, atomic_file(args.output, False) as out:
+            with progress(reader.info().data_size, "convert") as step, atomic_file(target, False) as out:
                 try:
                     for chunk in reader.iter_protocol_raw_data(step):
                         out.write(chunk)
                 except CorruptedError:
                     raise CliError(f"{args.input}: data section checksum mismatch; nothing was written") from None
             return
-        with atomic_file(args.output, False) as raw:
+        with atomic_file(target, False) as raw:
             text = _TextOut(raw)
             if dst == "jsonl":
                 root = reader.read()
@@ -381,11 +427,12 @@ def cmd_combine(args: argparse.Namespace) -> None:
     for path in args.inputs:
         if not os.path.exists(path):
             raise CliError(f"no such file: {path}")
+    target = checked_output(args.output, args.inputs)
     names = args.name or [None] * len(args.inputs)
     total = sum(os.path.getsize(p) for p in args.inputs)
     with progress(total, "combine") as step:
         infos = [FileInfo(p, n) for p, n in zip(args.inputs, names, strict=True)]
-        combine(args.output, infos, progress=step, **(args.compression or {}))
+        combine(target, infos, progress=step, **(args.compression or {}))
 
 
 def cmd_verify(args: argparse.Namespace) -> None:
@@ -404,16 +451,23 @@ class _Parser(argparse.ArgumentParser):
 
 def parser() -> argparse.ArgumentParser:
     top = _Parser(
-        prog="msglc", description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="msglc",
+        description=__doc__.split("\n\n")[0],
+        epilog=OUTPUT_RULE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     top.add_argument("--version", action="version", version=f"msglc {__version__}")
     sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
 
     def add(
-        name: str, run: Callable[[argparse.Namespace], None], help: str, description: str = ""
+        name: str, run: Callable[[argparse.Namespace], None], help: str, description: str = "", epilog: str = ""
     ) -> argparse.ArgumentParser:
         p = sub.add_parser(
-            name, help=help, description=description or help, formatter_class=argparse.RawDescriptionHelpFormatter
+            name,
+            help=help,
+            description=description or help,
+            epilog=epilog or None,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
         )
         p.set_defaults(run=run)
         return p
@@ -454,9 +508,10 @@ def parser() -> argparse.ArgumentParser:
         "output writes one line per item of the root list, read lazily. An archive converted to "
         "an archive is repacked with --threshold and --compression (copied as it is when neither "
         "changes anything).",
+        OUTPUT_RULE,
     )
-    p.add_argument("input")
-    p.add_argument("output")
+    p.add_argument("input", metavar="INPUT")
+    p.add_argument("output", metavar="OUTPUT")
     p.add_argument("--from", dest="from_", choices=("json", "jsonl", "msgpack", "msglc"))
     p.add_argument("--to", choices=("json", "jsonl", "msgpack", "msglc"))
     p.add_argument(
@@ -467,9 +522,14 @@ def parser() -> argparse.ArgumentParser:
         "compression of the archive written (zstd level 1-22, default 3); an archive converted to an "
         "archive keeps its own unless this is given",
     )
-    p = add("combine", cmd_combine, "gather archives into one without decoding them: a dict with --name, else a list")
-    p.add_argument("output")
-    p.add_argument("inputs", nargs="+")
+    p = add(
+        "combine",
+        cmd_combine,
+        "gather archives into one without decoding them: a dict with --name, else a list",
+        epilog=OUTPUT_RULE,
+    )
+    p.add_argument("output", metavar="OUTPUT")
+    p.add_argument("inputs", nargs="+", metavar="INPUT")
     p.add_argument("--name", action="append", help="the key of each input, in order (repeat once per input)")
     _compression_option(
         p,

@@ -73,6 +73,7 @@ from msglc.format.nodes import (
     frame_node,
     whole_max,
 )
+from msglc.io.atomic import refuse_read_only
 from msglc.io.names import RemotePath, resolve_name
 from msglc.io.uploads import remote_target
 from msglc.read.archive import Archive
@@ -254,6 +255,7 @@ def _locked(path: str | os.PathLike[str]) -> Iterator[IO[bytes] | None]:
         try:
             if not stat.S_ISREG(os.stat(path).st_mode):
                 raise ValueError(f"append() needs a regular file; {os.fspath(path)!r} is not one")
+            refuse_read_only(path)  # as every writer does, whoever runs it (root may open it anyway)
             f = open(path, "r+b", buffering=0)  # noqa: SIM115 (closed below, or by the with)
         except FileNotFoundError:
             yield None

@@ -22,6 +22,28 @@ def is_named(target: Any) -> bool:
     return isinstance(target, (str, bytes, os.PathLike, RemotePath))
 
 
+def refuse_read_only(path: str | os.PathLike[str]) -> None:
+    """Refuse to replace a file whose permissions forbid writing it, as ``open(path, "wb")``
+    would (``PermissionError`` naming it): an atomic write renames a new file over the old
+    one, and a rename ignores the target's mode. A file without any write permission bit
+    (``chmod a-w``: a finished result protected) is refused even for root, who may write
+    anything; one this process may not write (``access(2)``) is refused too."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return
+    if not stat.S_ISREG(st.st_mode):
+        return
+    mode = stat.filemode(st.st_mode)
+    if not st.st_mode & 0o222:
+        why = f"read-only file, mode {mode}: chmod u+w to write it"
+    elif not os.access(path, os.W_OK, effective_ids=os.access in os.supports_effective_ids):
+        why = f"not writable by this process: mode {mode}, owner uid {st.st_uid}"
+    else:
+        return
+    raise PermissionError(errno.EACCES, f"Permission denied ({why})", os.fspath(path))
+
+
 def check_target(target: Any, caller: str) -> None:
     """Refuse, before any work, a target that is neither a name nor a writable binary file."""
     if is_named(target):
@@ -65,7 +87,9 @@ def atomic_file(
     A ``RemotePath`` is streamed to its object store (see ``remote_target``).
 
     It is a temporary sibling created with mode 0o666 so the process umask applies as for any
-    new file (an existing target's mode is kept); ``size_hint`` bytes are preallocated. With
+    new file (an existing target's mode is kept); ``size_hint`` bytes are preallocated. A
+    target whose permissions forbid writing is refused (``refuse_read_only``) before the write
+    and again before the new file takes its name. With
     ``durable`` the data and the rename are flushed to disk before returning. A symlink is
     followed (its target is replaced); a target that exists but is not a regular file (a
     device such as /dev/null, a FIFO) is written to directly, since it cannot be replaced.
@@ -75,7 +99,10 @@ def atomic_file(
         with remote_target(path) as f:
             yield f
         return
-    path = os.fsdecode(os.path.realpath(os.fspath(path)))
+    given = os.fsdecode(os.fspath(path))
+    if given.endswith((os.sep, os.altsep or os.sep)):  # realpath would drop it and write a file
+        raise IsADirectoryError(errno.EISDIR, "is a directory name (it ends with a separator), not a file", given)
+    path = os.fsdecode(os.path.realpath(given))
     with suppress(FileNotFoundError):
         mode = os.stat(path).st_mode
         if stat.S_ISDIR(mode):
@@ -84,6 +111,7 @@ def atomic_file(
             with open(path, "wb") as f:
                 yield f
             return
+    refuse_read_only(path)
     directory = os.path.dirname(path) or "."
     if not os.path.isdir(directory):
         raise FileNotFoundError(errno.ENOENT, "no such directory", directory)
@@ -94,6 +122,8 @@ def atomic_file(
             yield f
         if durable:
             os.fsync(tmp.fd)
+        if replace:
+            refuse_read_only(path)  # made read-only while we wrote
         with suppress(FileNotFoundError):
             os.fchmod(tmp.fd, os.stat(path).st_mode & 0o7777)
         tmp.publish(path, replace)

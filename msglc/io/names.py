@@ -20,6 +20,19 @@ def is_local(fs: Any) -> bool:
     return "file" in protocol or "local" in protocol
 
 
+def in_process(fs: Any) -> bool:
+    """Does the fsspec file system ``fs`` keep its files in this process's memory
+    (``memory://``, also behind a cache or ``dir::``), so that they are gone when it exits?"""
+    for _ in range(8):  # wrappers hold the file system they wrap as .fs
+        if fs is None:
+            return False
+        protocol = fs.protocol if isinstance(fs.protocol, (tuple, list)) else (fs.protocol,)
+        if "memory" in protocol:
+            return True
+        fs = getattr(fs, "fs", None)
+    return False
+
+
 class RemotePath:
     """An object on an fsspec file system: where a remote archive is read from or written to.
     ``owned``: the file system was made for this name alone (from a URL, by a class fsspec does
@@ -50,8 +63,11 @@ def resolve_name(target: Any, fs: Any = None, storage_options: dict[str, Any] | 
     ``"s3://bucket/key"`` (with ``storage_options`` for its file system), a ``upath.UPath``, or
     any path together with an fsspec file system ``fs``. A name on the local file system gives
     its local path; anything else (a local path, bytes, a file object) is returned as it is."""
-    if fs is None and not storage_options and not isinstance(target, str) and not hasattr(target, "fs"):
-        return target
+    if fs is None and not storage_options:
+        if isinstance(target, RemotePath):
+            return target  # resolved already: a file system made for it alone stays its own to close
+        if not isinstance(target, str) and not hasattr(target, "fs"):
+            return target
     if fs is not None and (hasattr(target, "read") or hasattr(target, "write") or _names_its_fs(target)):
         fs = None  # an open file, or a UPath: it knows its file system (the published msglc ignores fs= there too)
     if fs is not None:

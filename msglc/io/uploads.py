@@ -3,6 +3,7 @@ complete."""
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from typing import Any, BinaryIO
@@ -32,7 +33,11 @@ def remote_target(target: RemotePath) -> Iterator[BinaryIO]:
     ``commit``: a zip entry through ``ZipFileSystem``, SFTP, FTP, ...) are written in place, so
     there a failure leaves what was written (removed where the file system can remove it). A
     file system made for this name alone (``target.owned``) is closed after: it finishes a zip."""
-    f = target.fs.open(target.path, "wb", autocommit=False)
+    try:
+        f = target.fs.open(target.path, "wb", autocommit=False)
+    except NotImplementedError:  # a file system that only reads (http, reference, ...)
+        fs = type(target.fs).__name__
+        raise io.UnsupportedOperation(f"cannot write {target.path!r}: {fs} has no writable files") from None
     deferred = callable(getattr(f, "commit", None)) and callable(getattr(f, "discard", None))
     try:
         with (_committed if deferred else _in_place)(target, f):

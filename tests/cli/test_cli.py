@@ -2,6 +2,7 @@
 
 import json
 import math
+import os
 import pathlib
 import random
 import subprocess
@@ -284,3 +285,108 @@ def test_convert_and_combine_with_compression(tmp_path):
         assert status == 2 and "zstd:LEVEL" in err, bad
     status, _, err = run("convert", tmp_path / "j.mlc", tmp_path / "x.json", "--compression", "zstd", ok=False)
     assert status == 1 and "--compression is for writing an archive" in err
+
+
+# ---- outputs (issue 29, lower items) ---------------------------------------------------------------
+
+
+@pytest.fixture
+def folder(tmp_path):
+    """A folder with inputs of every kind, an output that exists, a link and a subfolder."""
+    msglc.dump(tmp_path / "in.mlc", [{"a": 1}, {"b": [2.5] * 300}], small_obj_optimization_threshold=64)
+    msglc.dump(tmp_path / "in2.mlc", [3, 4])
+    (tmp_path / "in.json").write_text('{"a": [1, 2]}')
+    (tmp_path / "in.jsonl").write_text('{"a": 1}\n[2]\n')
+    (tmp_path / "link.mlc").symlink_to(tmp_path / "in.mlc")
+    os.link(tmp_path / "in2.mlc", tmp_path / "hard.mlc")
+    (tmp_path / "sub").mkdir()
+    return tmp_path
+
+
+def snapshot(folder):
+    """Every name under ``folder`` with its kind, mode and bytes: what "changed nothing" means."""
+    return {
+        str(p.relative_to(folder)): (p.is_symlink(), p.lstat().st_mode, p.is_file() and p.read_bytes())
+        for p in sorted(folder.rglob("*"))
+    }
+
+
+def run_in(cwd, *args):
+    """``python -m msglc args`` in ``cwd`` (an output "-" must not land in the checkout)."""
+    proc = subprocess.run([sys.executable, "-m", "msglc", *args], capture_output=True, cwd=cwd, timeout=120)
+    return proc.returncode, proc.stdout.decode(), proc.stderr.decode()
+
+
+def refused(folder, args, message):
+    before = snapshot(folder)
+    code, out, err = run_in(folder, *args)
+    assert code == 1 and out == "", err
+    assert len(err.splitlines()) == 1 and message in err and "Traceback" not in err, err
+    assert snapshot(folder) == before
+
+
+MEMORY = "in this process's memory (memory://), gone when msglc exits"
+
+
+NOTHING_KEPT = [
+    (("convert", "in.json", "memory://out.mlc"), MEMORY),
+    (("convert", "in.jsonl", "memory://out.mlc"), MEMORY),
+    (("convert", "in.mlc", "memory://out.mlc", "--threshold", "8"), MEMORY),
+    (("convert", "in.mlc", "memory://out.json"), MEMORY),
+    (("convert", "in.mlc", "memory://out.msgpack"), MEMORY),
+    (("convert", "in.json", "simplecache::memory://out.mlc"), MEMORY),
+    (("convert", "in.json", "dir::memory://d/out.mlc"), MEMORY),
+    (("combine", "memory://out.mlc", "in.mlc", "in2.mlc"), MEMORY),
+    (("convert", "in.mlc", "-", "--to", "json"), "not standard output ('-')"),
+    (("convert", "in.json", "-", "--to", "msglc"), "not standard output ('-')"),
+    (("combine", "-", "in.mlc"), "not standard output ('-')"),
+    (("convert", "in.json", "http://127.0.0.1:9/out.mlc"), "HTTPFileSystem has no writable files"),
+    (("convert", "in.mlc", "http://127.0.0.1:9/out.json"), "HTTPFileSystem has no writable files"),
+]
+
+
+@pytest.mark.parametrize("args, message", NOTHING_KEPT, ids=[" ".join(args) for args, _ in NOTHING_KEPT])
+def test_outputs_that_would_keep_nothing_are_refused(folder, args, message):
+    refused(folder, args, message)
+
+
+def test_local_outputs_named_by_file_urls_are_written(folder):
+    url = (folder / "sub").as_uri()
+    run_in(folder, "convert", "in.json", f"{url}/a.mlc")
+    run_in(folder, "convert", "in.mlc", f"{url}/b.json")
+    run_in(folder, "combine", f"{url}/c.mlc", "in.mlc", "in2.mlc")
+    with msglc.LazyReader(folder / "sub" / "a.mlc") as a, msglc.LazyReader(folder / "sub" / "c.mlc") as c:
+        assert a.to_obj() == {"a": [1, 2]} and c.to_obj() == [[{"a": 1}, {"b": [2.5] * 300}], [3, 4]]
+    assert json.loads((folder / "sub" / "b.json").read_text()) == [{"a": 1}, {"b": [2.5] * 300}]
+    refused(folder, ("convert", "in.json", f"{url}/new.mlc/", "--to", "msglc"), "ends with a separator")
+
+
+def test_help_states_what_an_output_may_be():
+    for command in ("convert", "combine"):
+        text = " ".join(run(command, "--help")[1].split())
+        assert "OUTPUT is a local file" in text and "Refused: memory://" in text and '"-"' in text
+
+
+@pytest.mark.parametrize("command", ["convert", "combine"])
+@pytest.mark.parametrize(
+    "output, message",
+    [
+        ("in.mlc", "is the input 'in.mlc' itself"),
+        ("./in.mlc", "is the input 'in.mlc' itself"),
+        ("link.mlc", "is the input 'in.mlc' itself"),  # a symlink to it
+        ("nodir/out.mlc", "no such directory: "),
+        ("in.json/out.mlc", "not a directory: "),
+        ("sub", "is a directory: name a file in it"),
+        (".", "is a directory: name a file in it"),
+        ("sub/", "is a directory: name a file in it"),
+        ("new.mlc/", "names a directory (it ends with a separator)"),
+    ],
+)
+def test_outputs_that_are_inputs_or_folders_change_nothing(folder, command, output, message):
+    args = ("convert", "in.mlc", output) if command == "convert" else ("combine", output, "in2.mlc", "in.mlc")
+    refused(folder, args, message)
+
+
+def test_an_output_that_is_a_hard_link_of_an_input_is_refused(folder):
+    refused(folder, ("convert", "in2.mlc", "hard.mlc", "--threshold", "8"), "is the input 'in2.mlc' itself")
+    refused(folder, ("combine", "hard.mlc", "in.mlc", "in2.mlc"), "is the input 'in2.mlc' itself")

@@ -351,6 +351,36 @@ def test_compressed_archives_written_to_s3_by_every_writer(s3):
         r.verify()
 
 
+def test_the_cli_writes_every_kind_of_output_to_s3(s3, tmp_path):
+    """URL outputs of msglc convert and combine, archives and text alike, are written for real,
+    the same bytes as to a local file (the file system's options from fsspec's FSSPEC_S3
+    variable, as a user would set them)."""
+    import os
+    import subprocess
+    import sys
+
+    options, fs = s3
+    msglc.dump(tmp_path / "in.mlc", DOC, **SMALL)
+    msglc.dump(tmp_path / "list.mlc", DOC["runs"][:50], **SMALL)
+    (tmp_path / "in.json").write_text(json.dumps({"a": [1, 2.5, "x"]}))
+    (tmp_path / "local").mkdir()
+    env = {**os.environ, "FSSPEC_S3": json.dumps(options)}
+    cases = [
+        ["convert", "in.mlc", "OUT.json"],
+        ["convert", "in.mlc", "OUT.msgpack"],
+        ["convert", "in.json", "OUT.mlc"],
+        ["combine", "OUT-both.mlc", "in.mlc", "list.mlc"],
+    ]
+    for case in cases:
+        for where in (str(tmp_path / "local"), url("cli")):
+            args = [a.replace("OUT", f"{where}/out") if "OUT" in a else a for a in case]
+            args = [str(tmp_path / a) if a.startswith(("in.", "list.")) else a for a in args]
+            run = subprocess.run([sys.executable, "-m", "msglc", *args], capture_output=True, env=env, timeout=120)
+            assert run.returncode == 0, run.stderr.decode()
+        name = next(a for a in case if "OUT" in a).replace("OUT", "out")
+        assert fs.cat_file(f"{BUCKET}/cli/{name}") == (tmp_path / "local" / name).read_bytes(), name
+
+
 # ---- pickled readers and parts ------------------------------------------------------------------
 
 
