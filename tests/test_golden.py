@@ -18,7 +18,7 @@ import msglc
 from msglc import FileInfo, Pairs
 
 GOLDEN = Path(__file__).with_name("golden")
-EARLIER = ["1.1"]  # the versions writers wrote before, kept in golden/<version>/
+EARLIER = ["1.1", "2.0"]  # the versions writers wrote before, kept in golden/<version>/
 
 
 def _objects() -> dict:
@@ -46,9 +46,14 @@ def _numpy_objects() -> dict:
     }
 
 
+ZSTD = {"compression": "zstd"}
+
+
 def _archive(name: str) -> bytes:
     """The archive ``name`` as this msglc writes it."""
     small = {"small_obj_optimization_threshold": 64}
+    if name.endswith("-zstd"):  # the same, compressed
+        return _compressed(name[: -len("-zstd")], small)
     objects = _objects()
     if name in objects:
         return msglc.dumps(objects[name], **small)
@@ -81,10 +86,35 @@ def _archive(name: str) -> bytes:
     raise KeyError(name)
 
 
-NAMES = [*_objects(), "numpy", "combined", "streamed", "appended"]
+def _compressed(name: str, small: dict) -> bytes:
+    if name in ("block-list", "hash-dict", "matrix"):
+        return msglc.dumps(_objects()[name], **small, **ZSTD)
+    if name == "numpy":
+        return msglc.dumps(_numpy_objects()["numpy"], **small, **ZSTD)
+    if name == "streamed":
+        out = io.BytesIO()
+        with msglc.LazyWriter(out, **small, **ZSTD) as w:
+            w.write({"gen": (i * 2 for i in range(500)), "pairs": Pairs((f"p{i}", [i]) for i in range(100))})
+        return out.getvalue()
+    if name == "combined":  # compressed inputs: their frames copied
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "combined.mlc"
+            msglc.combine(
+                path,
+                [FileInfo(_archive("block-list-zstd"), "runs"), FileInfo(_archive("matrix-zstd"), "m")],
+            )
+            return path.read_bytes()
+    raise KeyError(name)
+
+
+COMPRESSED = ["block-list-zstd", "hash-dict-zstd", "matrix-zstd", "numpy-zstd", "streamed-zstd", "combined-zstd"]
+NAMES = [*_objects(), "numpy", "combined", "streamed", "appended", *COMPRESSED]
 
 
 def _expected(name: str):
+    if name == "combined-zstd":
+        return {"runs": _objects()["block-list"], "m": _objects()["matrix"]}
+    name = name.removesuffix("-zstd")
     if name in _objects():
         return _objects()[name]
     if name == "combined":
