@@ -160,7 +160,7 @@ def _matrix_panel(ax: Any, rows: list[dict], value: str, xs: list[int]) -> list[
                 label="_estimated",
             )
     drawn = list(by_series)
-    _name_what_floors_hide(ax, by_series, value)
+    _note(ax, _under_floors(by_series, value))
     ax.set_xscale("log", base=2)
     ax.set_xticks(xs, [f"{x >> 10} KB" if x < 1 << 20 else f"{x >> 20} MB" for x in xs])
     ax.minorticks_off()
@@ -175,9 +175,10 @@ def _matrix_panel(ax: Any, rows: list[dict], value: str, xs: list[int]) -> list[
     return drawn
 
 
-def _name_what_floors_hide(ax: Any, by_series: dict[str, list[dict]], value: str) -> None:
-    """Name, next to a floor's line, the series that lie on it (within 1% at every point): the
+def _under_floors(by_series: dict[str, list[dict]], value: str) -> list[str]:
+    """Lines of a note naming the series that lie on a floor (within 1% at every point): the
     floor is drawn on top of them, and a reader should not take them for missing."""
+    lines = []
     for floor, points in by_series.items():
         if split(floor)[0].role != "floor" or points[0]["threshold"] is not None:
             continue
@@ -188,18 +189,14 @@ def _name_what_floors_hide(ax: Any, by_series: dict[str, list[dict]], value: str
             if series != floor and all(abs(r[value] - level) <= 0.01 * abs(level) for r in rows)
         ]
         if under:
-            ax.annotate(
-                f"{', '.join(under)} {'lies' if len(under) == 1 else 'lie'} under the dotted line ({floor})",
-                xy=(1, level),
-                xycoords=("axes fraction", "data"),
-                xytext=(-4, 3),
-                textcoords="offset points",
-                ha="right",
-                va="bottom",
-                fontsize=7,
-                bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 1},
-                zorder=7,
-            )
+            lines += textwrap.wrap(f"{floor} covers {', '.join(under)}", 44, subsequent_indent="    ")
+    return ["Under a dotted floor (within 1%):", *lines] if lines else []
+
+
+def _note(ax: Any, lines: list[str]) -> None:
+    """A note to the right of the axes, under the legend: it never hides data."""
+    if lines:
+        ax.text(1.01, 0, "\n".join(lines), transform=ax.transAxes, va="bottom", ha="left", fontsize=8)
 
 
 def _log_seconds(ax: Any) -> None:
@@ -418,7 +415,7 @@ def _bulk(plt: Any, results: dict) -> Any:
     _counts_axes(ax, threads, "threads decompressing (msglc read_threads; h5py reads on one thread)")
     ax.set_ylabel("MB/s of the decompressed array (best of 3)")
     _legend(ax)
-    ax.text(1.01, 0, "\n".join(sizes), transform=ax.transAxes, va="bottom", ha="left", fontsize=8)
+    _note(ax, sizes)
     what = f"reading a compressed {nbytes / 1e6:,.0f} MB float64 array whole, by threads"
     _header(
         fig,
