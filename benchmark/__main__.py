@@ -5,8 +5,10 @@ msglc's zstd-compressed series beside h5py's gzip and lzf, records_size (JSON-li
 msglc plain and zstd against plain msgpack and the whole file zstd-compressed) and bulk_read
 (MB/s reading a compressed array whole, by read_threads), dask_reduce (an array summed through
 Dask by 1 and 2 worker processes, msglc.dask against h5py), and results.json to --out, and
-prints Markdown tables. ``--quick`` is a small run (under a minute). The compressed series, records
-and bulk figures need zstandard (``pip install -e ".[zstd]"``) and are skipped without it.
+prints Markdown tables. ``--quick`` is a small run (under a minute); its data is too small to
+show scaling by threads or workers, and those two figures say so in their titles. The compressed
+series, records and bulk figures need zstandard (``pip install -e ".[zstd]"``) and are skipped
+without it.
 """
 
 from __future__ import annotations
@@ -134,7 +136,9 @@ def main(argv: list[str] | None = None) -> int:
     (args.out / "results.json").write_text(json.dumps(data, indent=1))
     written = plots.draw_all(data, args.out)
     print(report.markdown(data))
-    print(f"\nwrote {len(written)} figures and results.json to {args.out}/")
+    formats = " and ".join(ext.upper() for ext in plots.FORMATS)
+    count = len({path.stem for path in written})
+    print(f"\nwrote {count} figures, each as {formats}, and results.json to {args.out}/")
     return 0
 
 

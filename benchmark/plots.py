@@ -1,15 +1,21 @@
-"""Figures from a ``Results``: write time, read time (1k and 10k reads, log scale), file size,
-the records' file size, and the bulk read throughput of a compressed array by threads.
+"""Figures from a ``Results``: write time, read time (1k and 10k reads), file size, the records'
+file size, the bulk read of a compressed array by threads and a Dask reduction by workers.
 
-The horizontal axis is the threshold (msglc) or chunk size (h5py); series without one
-(contiguous h5py, the floors) are drawn as horizontal lines. Read times estimated from fewer
-reads than the figure's count (the per-configuration time budget ran out) are hollow markers.
+Every series takes its colour from the library that stored the data (``LIBRARIES``) and its
+line style from the kind of read or measurement (``PATTERNS``, ``ROLES``), so a colour means
+the same thing in every figure. The horizontal axis of the matrix figures is the threshold
+(msglc) or chunk size (h5py); series without one are lines without markers. Floors are drawn
+last, dotted, on top of whatever they coincide with. Read times estimated from fewer reads
+than the figure's count (the per-configuration time budget ran out) are hollow markers.
 """
 
 from __future__ import annotations
 
+import textwrap
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 FIGURES = (
     "write_time",
@@ -20,52 +26,327 @@ FIGURES = (
     "bulk_read",
     "dask_reduce",
 )
+FORMATS = ("png", "pdf")
 
 
-def _title(results: dict, what: str) -> str:
-    s = results["settings"]
-    reads = "/".join(f"{r:,}" for r in s["repeats"])
-    return f"{what}\nN={s['size']}, {reads} random reads, writes best of 2; {results['date']}\n{results['machine']}"
+@dataclass(frozen=True)
+class Library:
+    name: str  # a series is this name, then optionally " " and a read pattern
+    colour: str
+    role: str  # "msglc", "h5py", "floor" or "reference": line width, style and drawing order
 
 
-def _draw(ax, rows: list[dict], value: str, xs: list[int]) -> None:
+# The one place that decides colours. msglc's series are cool colours, h5py's warm ones, the
+# floors black and greys. A series whose library is missing here is an error, not a default
+# colour: a default would make two libraries look alike again.
+LIBRARIES = (
+    Library("msglc", "#1f77b4", "msglc"),  # blue: nested lists
+    Library("msglc zstd", "#17becf", "msglc"),  # cyan
+    Library("msglc NumPy array", "#9467bd", "msglc"),  # purple
+    Library("msglc NumPy array zstd", "#2ca02c", "msglc"),  # green
+    Library("h5py contiguous", "#8c564b", "h5py"),  # brown
+    Library("h5py uncompressed", "#ff7f0e", "h5py"),  # orange: chunked, no filter
+    Library("h5py gzip", "#d62728", "h5py"),  # red
+    Library("h5py gzip + shuffle", "#e377c2", "h5py"),  # pink
+    Library("h5py lzf", "#bcbd22", "h5py"),  # olive
+    Library("floor: msgspec encode + write", "#000000", "floor"),  # plain msgpack floors: black
+    Library("floor: pread + decode", "#000000", "floor"),
+    Library("floor: plain msgpack", "#000000", "floor"),
+    Library("floor: plain msgpack, whole file zstd -3", "#00595c", "floor"),  # dark teal
+    Library("floor: numpy.save", "#595959", "floor"),  # dark grey
+    Library("list to numpy array (h5py's input, not in its times)", "#a6a6a6", "reference"),
+)
+_BY_NAME = {lib.name: lib for lib in LIBRARIES}
+# The kind of read: the same line style in every figure. An msglc reader[i][j] reads only the
+# element (the matrix is fixed-stride), as a[i, j] and ds[i, j] do; h5py's ds[i][j] reads row i.
+PATTERNS = {"reader[i][j]": "-", "a[i, j]": "-", "ds[i, j]": "-", "ds[i][j]": "--"}
+ROLES = {  # line style, width and drawing order (higher on top) of each role
+    "msglc": ("-", 2.8, 2),  # wide and underneath: a thin line on top leaves both visible
+    "h5py": ("-", 1.4, 3),
+    "reference": ("-.", 1.6, 4),
+    "floor": (":", 1.8, 6),
+}
+STYLE_KEY = {  # what each line style means, for the read figures' subtitle
+    "-": "Solid: reads of the one element",
+    "--": "Dashed: h5py's ds[i][j], which reads all of row i first",
+    ":": "Dotted: the floor, pread of the element's 9 bytes in the plain msgpack file and decode",
+}
+# Below these sizes the scaling figures measure fixed costs, not scaling (docs/benchmark.md).
+SCALING_MIN_MB = {"bulk_read": 100, "dask_reduce": 512}
+TOO_SMALL = "too small to show scaling"
+
+
+def split(series: str) -> tuple[Library, str | None]:
+    """The library and the read pattern (None for writes and sizes) of a series name."""
+    for pattern in PATTERNS:
+        if series.endswith(" " + pattern) and series[: -len(pattern) - 1] in _BY_NAME:
+            return _BY_NAME[series[: -len(pattern) - 1]], pattern
+    if series in _BY_NAME:
+        return _BY_NAME[series], None
+    raise ValueError(f"benchmark figure: no colour for the series {series!r}; add its library to plots.LIBRARIES")
+
+
+def style(series: str) -> dict[str, Any]:
+    """Matplotlib line keywords of a series: colour by library, style by kind of read."""
+    library, pattern = split(series)
+    linestyle, width, order = ROLES[library.role]
+    if pattern is not None and library.role != "floor":
+        linestyle = PATTERNS[pattern]
+    return {"color": library.colour, "linestyle": linestyle, "linewidth": width, "zorder": order}
+
+
+def _order(series: str) -> tuple[int, int]:
+    library, pattern = split(series)
+    return LIBRARIES.index(library), list(PATTERNS).index(pattern) if pattern else -1
+
+
+def _families(series: list[str]) -> set[str]:
+    return {split(s)[0].role for s in series}
+
+
+def _footer(results: dict, drawn: list[str]) -> str:
+    """Date and machine, without the version of a library the figure does not draw."""
+    parts = results["machine"].split(", ")
+    if "h5py" not in _families(drawn):
+        parts = [p for p in parts if not p.startswith("h5py ")]
+    return f"Measured on {results['date']}: " + ", ".join(parts)
+
+
+def _header(fig: Any, ax: Any, title: str, subtitle: str, results: dict, drawn: list[str]) -> None:
+    ax.set_title(title + "\n" + textwrap.fill(subtitle, 130), fontsize=9)
+    fig.supxlabel(_footer(results, drawn), fontsize=7, color="0.35", x=0.01, ha="left")
+
+
+def _legend(ax: Any) -> None:
+    """Outside the axes, so that no data hides behind it; floors and references last."""
+    handles, labels = ax.get_legend_handles_labels()
+    pairs = sorted(zip(labels, handles, strict=True), key=lambda p: _order(p[0]))
+    ax.legend([h for _, h in pairs], [lab for lab, _ in pairs], loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8)
+
+
+def _line(ax: Any, series: str, x: list[Any], y: list[float], markers: bool) -> Any:
+    (line,) = ax.plot(x, y, marker="o" if markers else None, label=series, **style(series))
+    return line
+
+
+def _matrix_panel(ax: Any, rows: list[dict], value: str, xs: list[int]) -> list[str]:
+    """One line per series over the thresholds; a series without a threshold is a line
+    across without markers. Returns the series drawn."""
     by_series: dict[str, list[dict]] = defaultdict(list)
     for row in rows:
         by_series[row["series"]].append(row)
-    styles = {"floor": ":", "contiguous": "--"}
     for series, points in by_series.items():
-        style = next((v for k, v in styles.items() if k in series), "-")
-        width = 2.5 if series.startswith("msglc") else 1.2
         if points[0]["threshold"] is None:
-            ax.plot([xs[0], xs[-1]], [points[0][value]] * 2, style, label=series, linewidth=width)
+            _line(ax, series, [xs[0], xs[-1]], [points[0][value]] * 2, markers=False)
             continue
         points.sort(key=lambda r: r["threshold"])
         x = [p["threshold"] for p in points]
         y = [p[value] for p in points]
-        (line,) = ax.plot(x, y, style, marker="o", label=series, linewidth=width)
+        line = _line(ax, series, x, y, markers=True)
         estimated = [
             (px, py)
             for p, px, py in zip(points, x, y, strict=True)
             if "reads" in p and p["measured_reads"] < p["reads"]
         ]
         if estimated:
-            ax.plot(*zip(*estimated, strict=True), "o", markerfacecolor="white", color=line.get_color())
+            ex, ey = zip(*estimated, strict=True)
+            ax.plot(
+                ex,
+                ey,
+                "o",
+                markerfacecolor="white",
+                color=line.get_color(),
+                zorder=line.get_zorder(),
+                label="_estimated",
+            )
+    drawn = list(by_series)
+    _note(ax, _under_floors(by_series, value))
     ax.set_xscale("log", base=2)
     ax.set_xticks(xs, [f"{x >> 10} KB" if x < 1 << 20 else f"{x >> 20} MB" for x in xs])
-    ax.set_xlabel("msglc threshold / h5py chunk size")
+    ax.minorticks_off()
+    what = " / ".join(
+        name
+        for family, name in (("msglc", "msglc threshold"), ("h5py", "h5py chunk size"))
+        if family in _families(drawn)
+    )
+    ax.set_xlabel(f"{what} (lines without markers have none)")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7, ncol=2)
+    _legend(ax)
+    return drawn
 
 
-def _save(fig, out: Path, name: str, written: list[Path]) -> None:
-    fig.tight_layout()
-    for ext in ("png", "pdf"):
+def _under_floors(by_series: dict[str, list[dict]], value: str) -> list[str]:
+    """Lines of a note naming the series that lie on a floor (within 1% at every point): the
+    floor is drawn on top of them, and a reader should not take them for missing."""
+    lines = []
+    for floor, points in by_series.items():
+        if split(floor)[0].role != "floor" or points[0]["threshold"] is not None:
+            continue
+        level = points[0][value]
+        under = [
+            series
+            for series, rows in by_series.items()
+            if series != floor and all(abs(r[value] - level) <= 0.01 * abs(level) for r in rows)
+        ]
+        if under:
+            lines += textwrap.wrap(f"{floor} covers {', '.join(under)}", 44, subsequent_indent="    ")
+    return ["Under a dotted floor (within 1%):", *lines] if lines else []
+
+
+def _note(ax: Any, lines: list[str]) -> None:
+    """A note to the right of the axes, under the legend: it never hides data."""
+    if lines:
+        ax.text(1.01, 0, "\n".join(lines), transform=ax.transAxes, va="bottom", ha="left", fontsize=8)
+
+
+def _log_seconds(ax: Any) -> None:
+    """A log axis of seconds labelled 1 ms, 2 ms, 5 ms, 10 ms, ... rather than 10^-3."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
+
+    def label(v: float, _pos: object) -> str:
+        return f"{v:g} s" if v >= 1 else f"{v * 1e3:g} ms" if v >= 1e-3 else f"{v * 1e6:g} us"
+
+    ax.set_yscale("log")
+    ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_major_formatter(FuncFormatter(label))
+    ax.yaxis.set_minor_locator(NullLocator())
+
+
+def _matrix_words(s: dict) -> str:
+    n = s["size"]
+    return f"a {n:,} x {n:,} matrix of random floats"
+
+
+def _save(fig: Any, out: Path, name: str, written: list[Path]) -> None:
+    for ext in FORMATS:
         path = out / f"{name}.{ext}"
-        fig.savefig(path, dpi=120)
+        fig.savefig(path, dpi=110)
         written.append(path)
 
 
-def _counts_axes(ax, counts: list[int], xlabel: str) -> None:
+def _figure(plt: Any) -> tuple[Any, Any]:
+    return plt.subplots(figsize=(12, 6.5), layout="constrained")
+
+
+def draw_all(results: dict, out: Path) -> list[Path]:
+    """Draw every figure the results have data for into ``out``; returns the files written."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    written: list[Path] = []
+    for name, draw in _drawers().items():
+        fig = draw(plt, results)
+        if fig is not None:
+            _save(fig, out, name, written)
+            plt.close(fig)
+    return written
+
+
+def _drawers() -> dict[str, Any]:
+    return {
+        "write_time": _write_time,
+        "read_time_log_1k": lambda plt, r: _read_time(plt, r, 1000),
+        "read_time_log_10k": lambda plt, r: _read_time(plt, r, 10_000),
+        "file_size": _file_size,
+        "records_size": _records_size,
+        "bulk_read": _bulk,
+        "dask_reduce": _scale,
+    }
+
+
+def _write_time(plt: Any, results: dict) -> Any:
+    rows = results["write"]
+    if not rows:
+        return None
+    s = results["settings"]
+    fig, ax = _figure(plt)
+    drawn = _matrix_panel(ax, rows, "seconds", [1 << e for e in s["thresholds"]])
+    _log_seconds(ax)
+    ax.set_ylabel("time to write the matrix (log scale)")
+    _header(
+        fig,
+        ax,
+        f"Time to write {_matrix_words(s)} to a new file",
+        "msglc writes the nested lists (or a NumPy array), h5py a NumPy array; best of 2 writes. "
+        "Dotted: the floors, plain msgpack encoded by msgspec and numpy.save. "
+        "Dash-dot: converting the lists to the array h5py needs, not counted in h5py's times.",
+        results,
+        drawn,
+    )
+    return fig
+
+
+def _read_time(plt: Any, results: dict, count: int) -> Any:
+    rows = [r for r in results["read"] if r["reads"] == count]
+    if not rows:
+        return None
+    s = results["settings"]
+    fig, ax = _figure(plt)
+    drawn = _matrix_panel(ax, rows, "seconds", [1 << e for e in s["thresholds"]])
+    _log_seconds(ax)
+    ax.set_ylabel(f"time for {count:,} random reads (log scale)")
+    styles = {style(series)["linestyle"] for series in drawn}
+    key = ". ".join(text for linestyle, text in STYLE_KEY.items() if linestyle in styles)
+    _header(
+        fig,
+        ax,
+        f"Time to read {count:,} random elements of {_matrix_words(s)}, one at a time",
+        f"Every system reads the same elements (i, j), with its file in the OS page cache. {key}. "
+        "Hollow markers: "
+        f"estimated from the reads done in the time budget of {s['budget']:g} s per configuration.",
+        results,
+        drawn,
+    )
+    return fig
+
+
+def _file_size(plt: Any, results: dict) -> Any:
+    rows = [{**r, "MB": r["bytes"] / 1e6} for r in results["size"]]
+    if not rows:
+        return None
+    s = results["settings"]
+    fig, ax = _figure(plt)
+    drawn = _matrix_panel(ax, rows, "MB", [1 << e for e in s["thresholds"]])
+    ax.set_ylim(bottom=0)
+    ax.set_ylabel("file size (MB)")
+    _header(
+        fig,
+        ax,
+        f"File size of {_matrix_words(s)} ({s['size'] ** 2 * 8 / 1e6:,.1f} MB as float64)",
+        "The files of the write-time figure. Msgpack takes 9 bytes a float (msglc's lists), a NumPy "
+        "array or HDF5 dataset 8; random floats hardly compress. Dotted: the floors, the plain "
+        "msgpack file and numpy.save's file.",
+        results,
+        drawn,
+    )
+    return fig
+
+
+def _records_size(plt: Any, results: dict) -> Any:
+    records = results.get("records") or []
+    if not records:
+        return None
+    s = results["settings"]
+    fig, ax = _figure(plt)
+    drawn = _matrix_panel(ax, [{**r, "MB": r["bytes"] / 1e6} for r in records], "MB", [1 << e for e in s["thresholds"]])
+    ax.set_ylim(bottom=0)
+    ax.set_ylabel("file size (MB)")
+    _header(
+        fig,
+        ax,
+        f"File size of {s['records']:,} JSON-like records (a list of dicts)",
+        "msglc by small-object threshold, plain and compressed with zstd. Dotted: the floors, the "
+        "records as one plain msgpack file, and that file compressed whole with zstd, from which "
+        "one record can be read only by decompressing everything before it.",
+        results,
+        drawn,
+    )
+    return fig
+
+
+def _counts_axes(ax: Any, counts: list[int], xlabel: str) -> None:
     """An x axis of counts (threads, workers) and a y axis from 0, gridded."""
     ax.set_xticks(counts, [str(c) for c in counts])
     ax.set_xlabel(xlabel)
@@ -73,111 +354,106 @@ def _counts_axes(ax, counts: list[int], xlabel: str) -> None:
     ax.grid(True, alpha=0.3)
 
 
-def _bulk(plt, results: dict, out: Path, written: list[Path]) -> None:
+_WHY_SMALL = {
+    "bulk_read": "the whole read takes milliseconds:\nstarting threads and timer noise weigh as much as the work",
+    "dask_reduce": "Dask's fixed cost of scheduling the tasks\noutweighs the sum itself",
+}
+
+
+def _scaling_title(ax: Any, name: str, nbytes: int, what: str) -> str:
+    """The title of a scaling figure; when its data is too small to show scaling, the title
+    says so first and a plain label lies over the axes."""
+    if nbytes >= SCALING_MIN_MB[name] * 1e6:
+        return what[0].upper() + what[1:]
+    ax.text(
+        0.5,
+        0.5,
+        f"{TOO_SMALL.upper()}\nat {nbytes / 1e6:,.0f} MB {_WHY_SMALL[name]}.\n"
+        f"A run with {SCALING_MIN_MB[name]} MB or more (the default without --quick) shows it.",
+        transform=ax.transAxes,
+        ha="center",
+        va="center",
+        fontsize=13,
+        color="#b00000",
+        bbox={"facecolor": "white", "edgecolor": "#b00000", "alpha": 0.9},
+        zorder=10,
+    )
+    return f"{TOO_SMALL[0].upper()}{TOO_SMALL[1:]}: {what}"
+
+
+# Uncompressed reads are 5-20x faster than any decompression: in the table, not the figure.
+_BULK_UNCOMPRESSED = ("msglc NumPy array", "h5py uncompressed", "msglc uncompressed")
+
+
+def _bulk(plt: Any, results: dict) -> Any:
     """MB/s of the decompressed array read whole, by threads; a series without a thread count
-    (h5py: one thread) is a horizontal line, as in the multitables benchmark's figures."""
-    rows = results["bulk"]
+    (h5py: one thread) has its marker at 1 and a line across for comparison."""
+    rows = [r for r in results.get("bulk") or [] if r["series"] not in _BULK_UNCOMPRESSED]
+    if not rows:
+        return None
     threads = sorted({r["threads"] for r in rows if r["threads"] is not None}) or [1]
-    fig, ax = plt.subplots(figsize=(9, 6))
+    fig, ax = _figure(plt)
     by_series: dict[str, list[dict]] = defaultdict(list)
     for row in rows:
         by_series[row["series"]].append(row)
-    for series, points in by_series.items():
-        if "uncompressed" in series:  # 5-20x faster than any decompression: in the table only
-            continue
-        mbps = [p["nbytes"] / p["seconds"] / 1e6 for p in points]
-        ratio = points[0]["nbytes"] / points[0]["bytes"]
-        label = f"{series} (file {points[0]['bytes'] / 1e6:.0f} MB, {ratio:.2f}x)"
-        if points[0]["threads"] is None:
-            ax.plot([threads[0], threads[-1]], [mbps[0]] * 2, "--", label=label, linewidth=1.2)
-        else:
-            label += "" if all(p.get("read_threads_applied", True) for p in points) else " [no read_threads: default]"
-            ax.plot([p["threads"] for p in points], mbps, "-", marker="o", label=label, linewidth=2.5)
-    _counts_axes(ax, threads, "threads (msglc read_threads; h5py reads on one thread)")
-    ax.set_ylabel("MB/s of the decompressed array (best of 3)")
-    ax.legend(fontsize=7)
     nbytes = rows[0]["nbytes"]
-    what = f"Reading a compressed {nbytes / 1e6:.0f} MB smooth float64 array whole (1 MB frames / chunks)"
-    ax.set_title(f"{what}\n{results['date']}\n{results['machine']}", fontsize=9)
-    _save(fig, out, "bulk_read", written)
-    plt.close(fig)
-
-
-def draw_all(results: dict, out: Path) -> list[Path]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    xs = [1 << e for e in results["settings"]["thresholds"]]
-    written = []
-    panels = {
-        "write_time": (results["write"], "seconds", "time to write the matrix (s)", "linear", "Write time"),
-        "file_size": (
-            [{**r, "MB": r["bytes"] / 1e6} for r in results["size"]],
-            "MB",
-            "file size (MB)",
-            "linear",
-            "File size",
-        ),
-    }
-    for count, name in ((1000, "read_time_log_1k"), (10_000, "read_time_log_10k")):
-        rows = [r for r in results["read"] if r["reads"] == count]
-        panels[name] = (
-            rows,
-            "seconds",
-            f"time for {count:,} random reads (s)",
-            "log",
-            f"{count:,} random element reads (hollow: estimated from fewer reads)",
-        )
-    records = results.get("records") or []
-    if records:
-        count = results["settings"]["records"]
-        panels["records_size"] = (
-            [{**r, "MB": r["bytes"] / 1e6} for r in records],
-            "MB",
-            "file size (MB)",
-            "linear",
-            f"File size of {count:,} JSON-like records",
-        )
-    for name, (rows, value, ylabel, yscale, title) in panels.items():
-        if not rows:
-            continue
-        fig, ax = plt.subplots(figsize=(9, 6))
-        _draw(ax, rows, value, xs)
-        ax.set_yscale(yscale)
-        ax.set_ylabel(ylabel)
-        matrix = name != "records_size"  # the records are not the matrix: no N or read counts
-        ax.set_title(
-            _title(results, title) if matrix else f"{title}\n{results['date']}\n{results['machine']}", fontsize=9
-        )
-        if name == "records_size":
-            ax.set_ylim(bottom=0)
-        _save(fig, out, name, written)
-        plt.close(fig)
-    if results.get("bulk"):
-        _bulk(plt, results, out, written)
-    if results.get("scale"):
-        _scale(plt, results, out, written)
-    return written
-
-
-def _scale(plt, results: dict, out: Path, written: list[Path]) -> None:
-    """MB/s of an array summed through Dask, by worker processes, msglc against h5py."""
-    rows = results["scale"]
-    workers = sorted({r["workers"] for r in rows})
-    fig, ax = plt.subplots(figsize=(9, 6))
-    for series in dict.fromkeys(r["series"] for r in rows):
-        points = [r for r in rows if r["series"] == series]
+    sizes = [f"File sizes (the array: {nbytes / 1e6:,.1f} MB):"]
+    for series, points in by_series.items():
         mbps = [p["nbytes"] / p["seconds"] / 1e6 for p in points]
-        ax.plot([p["workers"] for p in points], mbps, "-", marker="o", label=series, linewidth=2.5)
+        file_mb = points[0]["bytes"] / 1e6
+        ratio = points[0]["nbytes"] / points[0]["bytes"]
+        sizes.append(f"{series}: {file_mb:,.2f} MB (compression ratio {ratio:.1f})")
+        if points[0]["threads"] is None:
+            line = _line(ax, series, [threads[0], threads[-1]], [mbps[0]] * 2, markers=False)
+            if 1 in threads:  # where it was measured
+                ax.plot([1], mbps[:1], "o", color=line.get_color(), zorder=line.get_zorder(), label="_measured")
+        else:
+            _line(ax, series, [p["threads"] for p in points], mbps, markers=True)
+            if not all(p.get("read_threads_applied", True) for p in points):
+                sizes.append(f"({series}: no read_threads option, every point is its default)")
+    drawn = list(by_series)
+    _counts_axes(ax, threads, "threads decompressing (msglc read_threads; h5py reads on one thread)")
+    ax.set_ylabel("MB/s of the decompressed array (best of 3)")
+    _legend(ax)
+    _note(ax, sizes)
+    what = f"reading a compressed {nbytes / 1e6:,.0f} MB float64 array whole, by threads"
+    _header(
+        fig,
+        ax,
+        _scaling_title(ax, "bulk_read", nbytes, what),
+        "A smooth field that compresses well, stored in zstd frames (msglc) or compressed chunks "
+        "(h5py) of 1 MB of whole rows; each read opens the file afresh, so nothing is cached. h5py "
+        "decompresses on one thread: its line across is the one-thread value.",
+        results,
+        drawn,
+    )
+    return fig
+
+
+def _scale(plt: Any, results: dict) -> Any:
+    """MB/s of an array summed through Dask, by worker processes, msglc against h5py."""
+    rows = results.get("scale") or []
+    if not rows:
+        return None
+    workers = sorted({r["workers"] for r in rows})
+    fig, ax = _figure(plt)
+    drawn = list(dict.fromkeys(r["series"] for r in rows))
+    for series in drawn:
+        points = sorted((r for r in rows if r["series"] == series), key=lambda r: r["workers"])
+        mbps = [p["nbytes"] / p["seconds"] / 1e6 for p in points]
+        _line(ax, series, [p["workers"] for p in points], mbps, markers=True)
     _counts_axes(ax, workers, "Dask worker processes (one thread each)")
     ax.set_ylabel("MB/s summed (best of 3)")
-    ax.legend()
-    what = (
-        f"sum(axis=0) of a {rows[0]['nbytes'] / 1e6:.0f} MB float64 array through Dask "
-        f"(msglc.dask.to_array, h5py via da.from_array; chunks of {rows[0]['chunk_rows']:,} rows)"
+    _legend(ax)
+    nbytes = rows[0]["nbytes"]
+    what = f"summing a {nbytes / 1e6:,.0f} MB float64 array through Dask, by worker processes"
+    _header(
+        fig,
+        ax,
+        _scaling_title(ax, "dask_reduce", nbytes, what),
+        f"sum(axis=0) over the same chunks of {rows[0]['chunk_rows']:,} rows: msglc.dask.to_array on the "
+        "msglc archive, dask.array.from_array on the h5py dataset.",
+        results,
+        drawn,
     )
-    ax.set_title(f"{what}\n{results['date']}\n{results['machine']}", fontsize=9)
-    _save(fig, out, "dask_reduce", written)
-    plt.close(fig)
+    return fig

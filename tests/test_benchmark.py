@@ -59,11 +59,22 @@ def test_quick_run_writes_figures_and_results(tmp_path):
     assert "| msglc reader[i][j] |" in run.stdout
 
 
-def test_default_counts_give_the_named_read_figures(tmp_path):
+def test_default_counts_give_every_named_figure_and_each_tells_the_truth(tmp_path):
+    """With the default read counts the quick run draws all seven figures, says so in its last
+    line, and the figures of its real results pass the checks of tests/test_figures.py."""
+    from figure_checks import check_all
+
+    from benchmark import plots
+
     out = tmp_path / "out"
-    quick_run(out, "--size", "40", "--thresholds", "12", "--budget", "0.2")
-    for name in ("write_time", "read_time_log_1k", "read_time_log_10k", "file_size", "records_size", "bulk_read"):
-        assert (out / f"{name}.png").exists() and (out / f"{name}.pdf").exists()
+    run = quick_run(out, "--size", "40", "--thresholds", "12", "--budget", "0.2")
+    for name in plots.FIGURES:
+        assert (out / f"{name}.png").stat().st_size > 1000 and (out / f"{name}.pdf").stat().st_size > 1000
+    assert run.stdout.rstrip().splitlines()[-1] == f"wrote 7 figures, each as PNG and PDF, and results.json to {out}/"
+    figures = check_all(json.loads((out / "results.json").read_text()), tmp_path)
+    assert set(figures) == set(plots.FIGURES)
+    for name in ("bulk_read", "dask_reduce"):  # quick mode's data is too small to show scaling
+        assert figures[name].axes[0].get_title().startswith("Too small to show scaling")
 
 
 def test_bad_arguments_are_refused():

@@ -1,0 +1,211 @@
+"""The benchmark's figures tell the truth at a glance (issue 30, item 3), checked on small
+synthetic results: every series named is drawn, each library keeps its colour in every
+figure, size axes start at zero, floors are never hidden, and the scaling figures say when
+their data is too small to show scaling."""
+
+import pytest
+from figure_checks import check_all, legend_labels, series_lines, texts
+
+from benchmark import plots
+
+MACHINE = "Test CPU, 2 cores, Python 3.11.7, msglc 0.1.0, msgspec 0.22.0, numpy 2.4.6, h5py 3.16.0"
+THRESHOLDS = (12, 16, 20)
+
+
+def synthetic(bulk_mb: int = 2, dask_mb: int = 16, records: bool = True) -> dict:
+    """Results shaped as ``python -m benchmark`` writes them, with values like a quick run's:
+    msglc's matrix as large as the plain msgpack floor, the NumPy array as numpy.save's file."""
+    xs = [1 << e for e in THRESHOLDS]
+    n = 1000
+    write, size, read = [], [], []
+
+    def stored(series, threshold, seconds, nbytes):
+        write.append({"series": series, "threshold": threshold, "seconds": seconds})
+        size.append({"series": series, "threshold": threshold, "bytes": nbytes})
+
+    stored("floor: msgspec encode + write", None, 0.006, 9_000_004)
+    for i, t in enumerate(xs):
+        stored("msglc", t, 0.011 + 0.001 * i, 9_000_400)
+        stored("msglc zstd", t, 0.03, 7_050_000 - 50_000 * i)
+    write.append(
+        {"series": "list to numpy array (h5py's input, not in its times)", "threshold": None, "seconds": 0.014}
+    )
+    stored("msglc NumPy array", None, 0.005, 8_000_300)
+    stored("msglc NumPy array zstd", None, 0.018, 7_010_000)
+    stored("floor: numpy.save", None, 0.0026, 8_000_128)
+    stored("h5py contiguous", None, 0.0031, 8_002_000)
+    for compression, seconds, nbytes in (
+        ("uncompressed", 0.009, 8_300_000),
+        ("gzip", 0.18, 7_600_000),
+        ("lzf", 0.05, 8_100_000),
+    ):
+        for t in xs:
+            stored(f"h5py {compression}", t, seconds, nbytes)
+
+    def reads(series, threshold, per_read, measured=None):
+        for count in (1000, 10_000):
+            read.append(
+                {
+                    "series": series,
+                    "threshold": threshold,
+                    "reads": count,
+                    "seconds": per_read * count,
+                    "measured_reads": min(count, measured or count),
+                }
+            )
+
+    reads("floor: pread + decode", None, 1e-6)
+    for t in xs:
+        reads("msglc reader[i][j]", t, 1.1e-6)
+        reads("msglc zstd reader[i][j]", t, 7e-6)
+    reads("msglc NumPy array a[i, j]", None, 4e-6)
+    reads("msglc NumPy array zstd a[i, j]", None, 2e-5)
+    reads("h5py contiguous ds[i, j]", None, 9e-6)
+    reads("h5py contiguous ds[i][j]", None, 6e-6)
+    for compression in ("uncompressed", "gzip", "lzf"):
+        for i, t in enumerate(xs):
+            reads(f"h5py {compression} ds[i, j]", t, 1e-5 * (i + 1))
+            reads(f"h5py {compression} ds[i][j]", t, 1e-4 * (i + 1), measured=500 if i == 2 else None)
+    results = {
+        "settings": {
+            "size": n,
+            "repeats": [1000, 10_000],
+            "thresholds": list(THRESHOLDS),
+            "budget": 1.0,
+            "records": 2000,
+            "bulk_mb": bulk_mb,
+            "threads": [1, 2],
+            "dask_mb": dask_mb,
+            "workers": [1, 2],
+        },
+        "machine": MACHINE,
+        "date": "2026-11-27",
+        "write": write,
+        "read": read,
+        "size": size,
+        "paths": {},
+        "records": [],
+        "bulk": [],
+        "scale": [],
+    }
+    if records:
+        results["records"] = [
+            {"series": "floor: plain msgpack", "threshold": None, "bytes": 243_700},
+            {"series": "floor: plain msgpack, whole file zstd -3", "threshold": None, "bytes": 61_300},
+        ] + [
+            {"series": series, "threshold": t, "bytes": nbytes, "dump_seconds": 0.01, "read_seconds": 1e-5}
+            for t in xs
+            for series, nbytes in (("msglc", 244_000), ("msglc zstd", 63_000))
+        ]
+    nbytes = bulk_mb * 10**6
+    for series, ratio, threads in (
+        ("msglc NumPy array zstd", 5.2, [1, 2]),
+        ("msglc NumPy array", 1.0, [1, 2]),
+        ("h5py gzip", 2.7, [None]),
+        ("h5py gzip + shuffle", 5.0, [None]),
+        ("h5py lzf", 1.6, [None]),
+        ("h5py uncompressed", 1.0, [None]),
+    ):
+        for k in threads:
+            results["bulk"].append(
+                {
+                    "series": series,
+                    "threads": k,
+                    "seconds": nbytes / 1e9 / (k or 1),
+                    "bytes": int(nbytes / ratio),
+                    "nbytes": nbytes,
+                    "read_threads_applied": True,
+                }
+            )
+    for workers in (1, 2):
+        for series in ("msglc NumPy array", "h5py contiguous"):
+            results["scale"].append(
+                {
+                    "series": series,
+                    "workers": workers,
+                    "seconds": dask_mb / 1000 / workers,
+                    "nbytes": dask_mb * 10**6,
+                    "chunk_rows": 128,
+                }
+            )
+    return results
+
+
+def close(figures):
+    import matplotlib.pyplot as plt
+
+    for fig in figures.values():
+        plt.close(fig)
+
+
+@pytest.mark.parametrize("large", [False, True], ids=["quick-sized", "full-sized"])
+def test_every_figure_passes_every_check(tmp_path, large):
+    results = synthetic(400, 1024) if large else synthetic()
+    figures = check_all(results, tmp_path)
+    assert set(figures) == set(plots.FIGURES)
+    close(figures)
+
+
+def test_a_figure_without_h5py_names_no_h5py(tmp_path):
+    """The records figure draws msglc and the floors only: its axis label and the versions
+    under it leave h5py out."""
+    figures = check_all(synthetic(), tmp_path)
+    words = " ".join(texts(figures["records_size"]))
+    assert "h5py" not in words and "msglc threshold" in words
+    assert "h5py 3.16.0" in " ".join(texts(figures["file_size"]))
+    close(figures)
+
+
+def test_series_under_a_floor_are_named(tmp_path):
+    """msglc's matrix is as large as the plain msgpack floor; the floor is drawn on top and a
+    note says which series lie under it."""
+    figures = check_all(synthetic(), tmp_path)
+    words = " ".join(" ".join(texts(figures["file_size"])).split())
+    assert "floor: msgspec encode + write covers msglc" in words
+    assert "floor: numpy.save covers msglc NumPy array, h5py contiguous" in words
+    assert "covers" not in " ".join(texts(figures["write_time"]))
+    close(figures)
+
+
+def test_bulk_figure_legend_holds_names_and_the_sizes_say_their_unit(tmp_path):
+    figures = check_all(synthetic(400, 1024), tmp_path)
+    fig = figures["bulk_read"]
+    assert sorted(legend_labels(fig)) == ["h5py gzip", "h5py gzip + shuffle", "h5py lzf", "msglc NumPy array zstd"]
+    notes = " ".join(texts(fig))
+    assert "h5py gzip: 148.15 MB (compression ratio 2.7)" in notes and "the array: 400.0 MB" in notes
+    close(figures)
+
+
+@pytest.mark.parametrize("name", ["bulk_read", "dask_reduce"])
+def test_scaling_figures_say_plainly_when_the_data_is_too_small(tmp_path, name):
+    small = check_all(synthetic(), tmp_path)
+    large = check_all(synthetic(400, 1024), tmp_path)
+    (ax,) = small[name].axes
+    assert ax.get_title().startswith("Too small to show scaling: ")
+    assert any(w.startswith("TOO SMALL TO SHOW SCALING") for w in texts(small[name]))
+    assert not any("too small" in w.lower() for w in texts(large[name]))
+    close(small)
+    close(large)
+
+
+def test_write_times_spread_over_a_log_axis(tmp_path):
+    figures = check_all(synthetic(), tmp_path)
+    (ax,) = figures["write_time"].axes
+    assert ax.get_yscale() == "log"
+    assert len(series_lines(figures["write_time"])) == 11
+    close(figures)
+
+
+def test_figures_without_data_are_not_drawn(tmp_path):
+    results = synthetic(records=False)
+    results["bulk"] = results["scale"] = []
+    figures = check_all(results, tmp_path)
+    assert set(figures) == {"write_time", "read_time_log_1k", "read_time_log_10k", "file_size"}
+    close(figures)
+
+
+def test_a_series_without_a_colour_is_refused(tmp_path):
+    results = synthetic()
+    results["write"].append({"series": "zarr", "threshold": None, "seconds": 0.01})
+    with pytest.raises(ValueError, match="no colour for the series 'zarr'.*plots.LIBRARIES"):
+        plots.draw_all(results, tmp_path)
