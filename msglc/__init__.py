@@ -18,7 +18,7 @@ from msglc.errors import (
 )
 from msglc.read.archive import LazyStats, Location
 from msglc.read.array import LazyArray
-from msglc.read.inspect import ArchiveInfo, NodeInfo
+from msglc.read.inspect import ArchiveInfo, FrameInfo, NodeInfo
 from msglc.read.reader import LazyReader, async_to_obj, to_obj
 from msglc.read.views import LazyDict, LazyList
 from msglc.write.streaming import LazyWriter
@@ -30,6 +30,7 @@ __all__ = [
     "Config",
     "CorruptedError",
     "FileInfo",
+    "FrameInfo",
     "LazyArray",
     "LazyDict",
     "LazyList",

@@ -51,6 +51,7 @@ from msglc.edit.inputs import (
 from msglc.errors import CorruptedError, UnsupportedVersionError
 from msglc.format.container import (
     COMPRESSED,
+    COMPRESSED_MINOR,
     HEADER_SIZE,
     MINOR,
     TRAILER_SIZE,
@@ -438,9 +439,10 @@ class Existing:
         self.header, self.head = first[:HEADER_SIZE], first[HEADER_SIZE:]
         major, minor = header_version(self.header)
         self.compressed = major == COMPRESSED  # appended to by a rewrite (``_append``)
-        if self.compressed and minor > 0:
+        if self.compressed and minor > COMPRESSED_MINOR:
             raise UnsupportedVersionError(
-                f"{os.fspath(path)!r} is format {major}.{minor}, newer than this msglc can append to ({major}.0)"
+                f"{os.fspath(path)!r} is format {major}.{minor}, newer than this msglc can append to "
+                f"({major}.{COMPRESSED_MINOR})"
             )
         if minor > MINOR:
             raise UnsupportedVersionError(

@@ -34,7 +34,7 @@ from msglc.edit.inputs import (
 )
 from msglc.edit.sections import Sink, compressed, copy_data, copy_plain
 from msglc.errors import CorruptedError
-from msglc.format.container import COMPRESSED, HEADER_SIZE, Trailer, pack_header
+from msglc.format.container import HEADER_SIZE, Trailer, compressed_header, pack_header
 from msglc.format.hash_index import MAP_INLINE_MAX
 from msglc.format.msgpack import array_header, map_header
 from msglc.format.nodes import ListNode, MapNode, whole_max
@@ -121,7 +121,7 @@ def _write(
         root, root_toc = existing.root_node(inputs, keys, header, threshold, sum(toc_lens))
     size_hint = 0 if cfg.compression else HEADER_SIZE + data_len + sum(toc_lens) + len(root_toc)
     with output(path, cfg.durable, size_hint, replace=not create) as f:
-        head = pack_header(0, major=COMPRESSED) if cfg.compression else pack_header()
+        head = compressed_header() if cfg.compression else pack_header()
         f.write(head)
         frames = FrameWriter(f, frame_size(threshold), cfg.compression_level, HEADER_SIZE) if cfg.compression else None
         out: Sink = f if frames is None else frames
@@ -137,17 +137,18 @@ def _write(
                     raise CorruptedError(f"{os.fspath(path)!r}: data section checksum mismatch; nothing was changed")
                 crc = crc32_combine(crc, body_crc, body)
             crc = copy_entries(keys, inputs, out, buf, progress, crc, "nothing was written")
-            stored = data_len if frames is None else frames.close()
+            if frames is not None:
+                frames.end_data()  # the TOC follows, framed
+            if existing is not None:
+                copy_range(existing.archive, existing.trailer.toc_off, existing.toc_len, out, buf, False, progress)
+            copy_tocs(inputs, out, buf, progress)
+            out.write(root_toc)
+            trailer = Trailer.contiguous(data_len, sum(toc_lens) + len(root_toc), root, crc, threshold)
+            if frames is not None:
+                trailer = Trailer.compressed(frames.close(root), crc, threshold)
         finally:
             if frames is not None:
                 frames.abort()
-        if existing is not None:
-            copy_range(
-                existing.archive, existing.trailer.toc_off, existing.toc_len, f, buf, checksum=False, progress=progress
-            )
-        copy_tocs(inputs, f, buf, progress)
-        f.write(root_toc)
-        trailer = Trailer.contiguous(stored, sum(toc_lens) + len(root_toc), root, crc, threshold)
         f.write(trailer.pack(head))
 
 

@@ -24,7 +24,7 @@ from msglc.edit.combine import copy_tocs, result_compression
 from msglc.edit.inputs import COPY_CHUNK, FileInfo, Input, opened, refuse_target_among
 from msglc.edit.sections import Sink, compressed, copy_data
 from msglc.errors import CorruptedError
-from msglc.format.container import COMPRESSED, HEADER_SIZE, Trailer, pack_header
+from msglc.format.container import HEADER_SIZE, Trailer, compressed_header, pack_header
 from msglc.format.msgpack import array_header
 from msglc.format.nodes import ListNode, StrideNode
 from msglc.io.atomic import output
@@ -112,22 +112,26 @@ def _write(path: Any, inputs: list[Input], cfg: Config, progress: Callable[[int]
         if compose(path, [head + header, *items_at, *tocs, root_toc + trailer], progress):
             return  # put together on the server: the inputs were not read (their checksums carry over)
     with output(path, cfg.durable, 0 if cfg.compression else HEADER_SIZE + data_len + toc_at + len(root_toc)) as f:
-        head = pack_header(0, major=COMPRESSED) if cfg.compression else pack_header()
+        head = compressed_header() if cfg.compression else pack_header()
         f.write(head)
         frames = FrameWriter(f, frame_size(threshold), cfg.compression_level, HEADER_SIZE) if cfg.compression else None
         out: Sink = f if frames is None else frames
         buf = bytearray(min(COPY_CHUNK, max([1, *toc_lens, *(part.trailer.data_len for part in inputs)])))
+        tail = Trailer.contiguous(data_len, toc_at + len(root_toc), root, crc, threshold)
         try:
             out.write(header)
             for part, items in zip(inputs, lists, strict=True):
                 _copy_items(part, items, out, buf, progress)
-            stored = data_len if frames is None else frames.close()
+            if frames is not None:
+                frames.end_data()  # the TOC follows, framed
+            copy_tocs(inputs, out, buf, progress)
+            out.write(root_toc)
+            if frames is not None:
+                tail = Trailer.compressed(frames.close(root), crc, threshold)
         finally:
             if frames is not None:
                 frames.abort()
-        copy_tocs(inputs, f, buf, progress)
-        f.write(root_toc)
-        f.write(Trailer.contiguous(stored, toc_at + len(root_toc), root, crc, threshold).pack(head))
+        f.write(tail.pack(head))
 
 
 def _copy_items(part: Input, items: _Items, out: Sink, buf: bytearray, progress: Callable[[int], None]) -> None:

@@ -7,14 +7,16 @@ from typing import Any
 
 from msglc.config import current
 from msglc.edit.legacy import convert_legacy
-from msglc.edit.sections import COPY_FRAMES, compressed
-from msglc.format.container import COMPRESSED, HEADER_SIZE, Trailer, pack_header
+from msglc.edit.sections import COPY_FRAMES, compressed, copy_data, copy_plain
+from msglc.errors import CorruptedError
+from msglc.format.container import HEADER_SIZE, Trailer, compressed_header, header_version
 from msglc.io.atomic import output
 from msglc.read.archive import Archive
 from msglc.read.extract import compacted
 from msglc.read.node import LazyNode, standalone
 from msglc.read.reader import LazyReader, archive_of
 from msglc.write.dump import dump as dump_decoded
+from msglc.write.frames import FrameWriter, frame_size
 
 
 def repack(target: Any, source: LazyReader | LazyNode, options: dict[str, Any]) -> None:
@@ -35,7 +37,9 @@ def repack(target: Any, source: LazyReader | LazyNode, options: dict[str, Any]) 
     if compression is None and same:
         parts: Iterator[bytes | memoryview] = compacted(a) if isinstance(source, LazyReader) else standalone(source)
     elif compression is not None and same and isinstance(source, LazyReader) and compressed(a):
-        parts = _compressed_copy(a)
+        with output(target, cfg.durable) as f:
+            _compressed_copy(a, f)
+        return
     else:
         return dump_decoded(target, source.to_obj(), **{**options, "compression": compression})
     with output(target, cfg.durable) as f:
@@ -43,15 +47,27 @@ def repack(target: Any, source: LazyReader | LazyNode, options: dict[str, Any]) 
             f.write(part)
 
 
-def _compressed_copy(a: Archive) -> Iterator[bytes | memoryview]:
-    """``compacted`` of a compressed archive: its stored data section (frames and seek table)
-    as it is, the TOC up to the root node, a new trailer."""
+def _compressed_copy(a: Archive, f: Any) -> None:
+    """``compacted`` of a compressed archive: a 2.1 archive's bytes as they are (slack past
+    its end left out); a 2.0 archive's frames copied as they are into a 2.1 section, its TOC
+    (up to the root node) framed after them."""
     a.check_open()
     t = a.trailer
-    head = pack_header(0, major=COMPRESSED)
-    yield head
-    for at in range(0, a.stored_data_len, COPY_FRAMES):
-        yield a.file.read(HEADER_SIZE + at, min(COPY_FRAMES, a.stored_data_len - at))
-    yield a.read(t.toc_off, t.live_toc_len)
-    root = (t.root_pos, t.root_len)
-    yield Trailer.contiguous(a.stored_data_len, t.live_toc_len, root, t.data_crc, t.threshold).pack(head)
+    if header_version(a.header)[1] >= 1:
+        for at in range(0, a.file_size, COPY_FRAMES):
+            f.write(a.file.read(at, min(COPY_FRAMES, a.file_size - at)))
+        return
+    head = compressed_header()
+    f.write(head)
+    frames = FrameWriter(f, frame_size(t.threshold), current().compression_level, HEADER_SIZE)
+    try:
+        buf = bytearray(min(COPY_FRAMES, max(t.data_len, t.live_toc_len, 1)))
+        crc = copy_data(a, t.data_off, t.data_len, frames, buf, lambda n: None)
+        if crc != t.data_crc:
+            raise CorruptedError(f"data section checksum mismatch ({t.data_len} bytes at offset {t.data_off})")
+        frames.end_data()
+        copy_plain(a, t.toc_off, t.live_toc_len, frames, buf, lambda n: None, checksum=False)
+        stored = frames.close((t.root_pos, t.root_len))
+    finally:
+        frames.abort()
+    f.write(Trailer.compressed(stored, t.data_crc, t.threshold).pack(head))

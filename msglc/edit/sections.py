@@ -8,14 +8,12 @@ checks a reader makes (declared size, checksum flag, zstd's content checksum).""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Protocol
 
-from msglc.errors import CorruptedError
 from msglc.format.frames import NO_FILTER, SHUFFLE
-from msglc.io.framed import FramedSource, unshuffle
+from msglc.io.framed import FramedSource
 from msglc.read.archive import Archive
 from msglc.util.checksum import data_crc32
-from msglc.util.optional import zstandard
 from msglc.write.frames import FrameWriter
 
 COPY_FRAMES = 1 << 24  # stored bytes of frames read (and copied) at once
@@ -42,18 +40,18 @@ def copy_data(
     if not (isinstance(out, FrameWriter) and isinstance(src, FramedSource)):
         return copy_plain(archive, offset, size, out, buf, progress)
     table, lo, hi = src.table, offset - src.data_off, offset + size - src.data_off
-    first = table.frame_of(lo) if lo < table.logical[-1] else table.frames
+    first = table.frame_of(lo) if lo < table.plain else table.frames
     crc, i = 0, first
-    if lo < hi and table.logical[first] < lo:  # the run starts inside a frame: its part goes plain
-        part = min(table.logical[first + 1], hi) - lo
+    if lo < hi and table.logical(first) < lo:  # the run starts inside a frame: its part goes plain
+        part = min(table.logical(first + 1), hi) - lo
         crc = copy_plain(archive, offset, part, out, buf, progress)
         i = first + 1
     end = i
-    while end < table.frames and table.logical[end + 1] <= hi:
+    while end < table.frames and table.logical(end + 1) <= hi:
         end += 1
     crc = _copy_frames(archive, src, i, end, out, crc, progress)
-    if end < table.frames and table.logical[end] < hi:  # the run ends inside a frame
-        part = hi - max(table.logical[end], lo)
+    if end < table.frames and table.logical(end) < hi:  # the run ends inside a frame
+        part = hi - max(table.logical(end), lo)
         crc = copy_plain(archive, src.data_off + hi - part, part, out, buf, progress, crc)
     return crc
 
@@ -93,43 +91,30 @@ def _copy_frames(
     crc: int,
     progress: Callable[[int], None],
 ) -> int:
-    """Frames ``first`` to ``end`` (excluded) of ``src``, copied as stored, a run of about
-    ``COPY_FRAMES`` bytes at a time, each frame checked by decompressing it."""
-    zstd = zstandard()
-    crc32, dctx = data_crc32(), zstd.ZstdDecompressor()
-    stored, logical = src.table.stored, src.table.logical
+    """Frames ``first`` to ``end`` (excluded) of ``src``, copied as stored (with the
+    dictionaries they name), a run of about ``COPY_FRAMES`` bytes at a time, each frame checked
+    by decompressing it as a reader does."""
+    crc32 = data_crc32()
+    table = src.table
+    adopted: dict[int, int] = {0: 0}  # src's dictionary number -> out's
     i = first
     while i < end:
         j = i + 1
-        while j < end and stored[j + 1] - stored[i] <= COPY_FRAMES:
+        at = table.stored(i)
+        while j < end and table.stored(j + 1) - at <= COPY_FRAMES:
             j += 1
-        data = memoryview(archive.file.read(src.data_off + stored[i], stored[j] - stored[i]))
-        entries, filters = [], []
+        data = memoryview(archive.file.read(src.data_off + at, table.stored(j) - at))
+        entries, filters, dicts = [], [], []
         for k in range(i, j):
-            frame, plain = data[stored[k] - stored[i] : stored[k + 1] - stored[i]], logical[k + 1] - logical[k]
-            content: bytes | bytearray = _checked(zstd, dctx, frame, plain, k)
-            element = src.table.shuffle(k)
-            if element:  # the checksum is of the plain data
-                content = unshuffle(content, element)
-            crc = crc32(content, crc)
-            entries.append((len(frame), plain))
+            frame = data[table.stored(k) - at : table.stored(k + 1) - at]
+            crc = crc32(src.decompress_frame(k, frame), crc)  # the checksum is of the plain data
+            element, d = table.shuffle(k), table.dictionary(k)
+            if d not in adopted:
+                adopted[d] = out.adopt_dictionary(src.dictionary_bytes(d))
+            entries.append((len(frame), table.logical(k + 1) - table.logical(k)))
             filters.append((SHUFFLE, element) if element else (NO_FILTER, 0))
-        out.copy_frames(bytes(data), entries, filters)
-        progress(logical[j] - logical[i])
+            dicts.append(adopted[d])
+        out.copy_frames(bytes(data), entries, filters, dicts)
+        progress(table.logical(j) - table.logical(i))
         i = j
     return crc
-
-
-def _checked(zstd: Any, dctx: Any, frame: memoryview, plain: int, k: int) -> bytes:
-    """Frame ``k`` decompressed, refused unless it is a zstd frame declaring ``plain`` bytes
-    with a content checksum that holds."""
-    try:
-        params = zstd.get_frame_parameters(frame)
-        if params.content_size != plain or not params.has_checksum:
-            raise CorruptedError(f"compressed frame {k} does not declare its {plain} bytes and a checksum")
-        data: bytes = dctx.decompress(frame, max_output_size=plain, allow_extra_data=False)
-    except zstd.ZstdError as e:
-        raise CorruptedError(f"compressed frame {k} does not decompress: {e}") from None
-    if len(data) != plain:
-        raise CorruptedError(f"compressed frame {k} holds {len(data)} bytes, not {plain}")
-    return data

@@ -31,7 +31,8 @@ END_MAGIC = b"\x89MLC-TOC"
 MAJOR = 1
 
 
-COMPRESSED = 2  # the major version of compressed archives (2.0: docs/compression.md)
+COMPRESSED = 2  # the major version of compressed archives (docs/compression.md)
+COMPRESSED_MINOR = 1  # what writers put in every compressed archive: 2.1, the data and TOC framed
 MINOR = 3  # what writers put in every 1.x archive: 1.3, the block hash index (node type 6)
 
 
@@ -65,6 +66,11 @@ def pack_header(minor: int = MINOR, end: int = 0, major: int = MAJOR) -> bytes:
     goes on past it (``append`` at work, killed midway, or done: it never makes a file shorter,
     since a reader may have it memory-mapped): bytes past it are not part of it."""
     return _HEADER.pack(MAGIC, major, minor, end.to_bytes(6, "little"))
+
+
+def compressed_header() -> bytes:
+    """The header of a compressed archive (2.1)."""
+    return pack_header(COMPRESSED_MINOR, major=COMPRESSED)
 
 
 def header_version(header: bytes | memoryview) -> tuple[int, int]:
@@ -134,6 +140,13 @@ class Trailer(msgspec.Struct, frozen=True):
             data_crc=data_crc,
             threshold=threshold,
         )
+
+    @classmethod
+    def compressed(cls, stored: int, data_crc: int, threshold: int) -> Trailer:
+        """The trailer of a 2.1 archive: a compressed section of ``stored`` bytes after the
+        header, holding the data and the TOC (its index locates the root node); ``data_crc``
+        is the plain data's CRC-32."""
+        return cls(HEADER_SIZE, stored, HEADER_SIZE + stored, 0, 0, 0, data_crc, threshold)
 
     @property
     def live_toc_len(self) -> int:

@@ -21,9 +21,11 @@ byte 1 of every element, and so on.
 
 from __future__ import annotations
 
+import itertools
 import struct
 import zlib
 from bisect import bisect_right
+from collections.abc import Sequence
 from itertools import accumulate
 from typing import NamedTuple
 
@@ -192,3 +194,237 @@ def parse_filter_table(data: bytes | memoryview, count: int) -> tuple[bytes, byt
     if codes != params.translate(_NONZERO) or 1 in params:
         raise CorruptedError("compressed data section: a frame filter has a parameter it cannot have")
     return codes, params
+
+
+# ---- format 2.1: frames of the data and the TOC, dictionaries, a paged frame table ------------
+#
+# The compressed section of a 2.1 archive: zstd frames holding the plain data and then the
+# plain TOC (one logical stream: data offset x is logical x, TOC offset y is logical D + y; no
+# frame holds both), then the dictionaries, then the page tables, then the index, each of
+# these a skippable frame (zstd tools skip them, so ``zstd -d`` of the section gives the plain
+# data and TOC, given the dictionaries with ``-D``). The index ends the section; it locates
+# the rest and ends in a footer shaped as zstd's seekable one whose descriptor has every
+# reserved bit set, so a 2.0 reader refuses the section (``UnsupportedVersionError``).
+
+DICT_MAGIC = 0x184D2A5C
+PAGE_MAGIC = 0x184D2A5B
+INDEX_MAGIC = 0x184D2A5A
+DICT_TAG, PAGE_TAG, INDEX_TAG = b"MLCD", b"MLCP", b"MLCI"
+INDEX_DESCRIPTOR = 0x7C  # every reserved bit of the seekable descriptor: not a 2.0 seek table
+MAX_INDEX = 1 << 20  # bytes of the index a reader accepts (writers keep it under 64 KB)
+MAX_PAGE = 1 << 20  # bytes of one page table
+MAX_DICT = 1 << 24  # plain bytes of one dictionary
+_INDEX_HEAD = struct.Struct(
+    "<II4sQQQIIIII"
+)  # magic, size, tag, D, T, root pos, root len, frames, per page, pages, dicts
+_INDEX_PAGE = struct.Struct(
+    "<QQQI"
+)  # stored offset of the page table, first logical offset, first stored offset, its size
+_INDEX_DICT = struct.Struct("<QII")  # stored offset of the dictionary's record, its size, plain size
+_PAGE_HEAD = struct.Struct("<II4sI")  # magic, size, tag, frame count
+
+
+class Index(NamedTuple):
+    """The index of a 2.1 compressed section: the plain lengths of the data (``data``) and
+    the TOC (``toc``), the root node (position in the TOC, length; 0: none), the frames,
+    ``per_page`` frames to a page table (the last may hold fewer), each page's (stored
+    offset, first logical offset, first frame's stored offset, size of the page table), and
+    each dictionary's (stored offset, size of its record, plain size). Offsets are from the
+    section's start."""
+
+    data: int
+    toc: int
+    root: tuple[int, int]
+    frames: int
+    per_page: int
+    pages: list[tuple[int, int, int, int]]
+    dicts: list[tuple[int, int, int]]
+
+
+class Page(NamedTuple):
+    """The frames of one page table: frame k of the page holds logical bytes [logical[k],
+    logical[k + 1]) and is stored at [stored[k], stored[k + 1]) from the section's start;
+    ``codes``/``params`` its filter (as in 2.0), ``dicts`` its dictionary (0: none; d: the
+    d-th of the index), two bytes each, little-endian."""
+
+    stored: list[int]
+    logical: list[int]
+    codes: bytes
+    params: bytes
+    dicts: bytes
+
+    def dictionary(self, k: int) -> int:
+        return self.dicts[2 * k] | self.dicts[2 * k + 1] << 8
+
+
+def pack_dictionary(frame: bytes) -> bytes:
+    """The record of a dictionary: a skippable frame holding the zstd frame of its bytes."""
+    return _SKIPPABLE_HEADER.pack(DICT_MAGIC, 4 + len(frame)) + DICT_TAG + frame
+
+
+def dictionary_frame(record: bytes | memoryview) -> memoryview:
+    """The zstd frame of a dictionary from its record (``pack_dictionary``)."""
+    view = memoryview(record)
+    if len(view) < 12:
+        raise CorruptedError(f"compressed section: a dictionary record of {len(view)} bytes is too short")
+    magic, size = _SKIPPABLE_HEADER.unpack_from(view)
+    if magic != DICT_MAGIC or size != len(view) - _SKIPPABLE_HEADER.size or bytes(view[8:12]) != DICT_TAG:
+        raise CorruptedError("compressed section: a dictionary record is not well formed")
+    return view[12:]
+
+
+def pack_page(sizes: Sequence[tuple[int, int]], filters: Sequence[tuple[int, int]], dicts: Sequence[int]) -> bytes:
+    """The page table of frames of these (stored, plain) sizes, (filter code, parameter)
+    and dictionaries, with the CRC-32 of all that follows its tag."""
+    n = len(sizes)
+    body = (
+        struct.pack(f"<I{2 * n}I", n, *(x for pair in sizes for x in pair))
+        + bytes(c for c, _ in filters)
+        + bytes(p for _, p in filters)
+        + struct.pack(f"<{n}H", *dicts)
+    )
+    body += _CRC.pack(zlib.crc32(body))
+    return _SKIPPABLE_HEADER.pack(PAGE_MAGIC, 4 + len(body)) + PAGE_TAG + body
+
+
+def page_size(frames: int) -> int:
+    """Bytes of the page table of ``frames`` frames."""
+    return _PAGE_HEAD.size + 12 * frames + _CRC.size
+
+
+def parse_page(buf: bytes | memoryview, frames: int, first_logical: int, first_stored: int, dicts: int) -> Page:
+    """A page table of ``frames`` frames, the first at logical ``first_logical`` and stored
+    at ``first_stored``, naming at most ``dicts`` dictionaries; its CRC and codes checked
+    (each frame's own bounds are checked when it is read)."""
+    view = memoryview(buf)
+    if len(view) != page_size(frames):
+        raise CorruptedError(f"compressed section: a page table of {frames} frames has {len(view)} bytes")
+    magic, size, tag, n = _PAGE_HEAD.unpack_from(view)
+    if magic != PAGE_MAGIC or size != len(view) - _SKIPPABLE_HEADER.size or tag != PAGE_TAG or n != frames:
+        raise CorruptedError("compressed section: a page table is not well formed")
+    body = view[12 : len(view) - _CRC.size]
+    if zlib.crc32(body) != _CRC.unpack_from(view, len(view) - _CRC.size)[0]:
+        raise CorruptedError("compressed section: a page table fails its checksum")
+    sizes = struct.unpack_from(f"<{2 * n}I", view, _PAGE_HEAD.size)
+    at = _PAGE_HEAD.size + 8 * n
+    codes, params, dict_bytes = (
+        bytes(view[at : at + n]),
+        bytes(view[at + n : at + 2 * n]),
+        bytes(view[at + 2 * n : at + 4 * n]),
+    )
+    _check_filters(codes, params)
+    if any(d > dicts for d in struct.unpack(f"<{n}H", dict_bytes)):
+        raise CorruptedError(f"compressed section: a frame names a dictionary the section does not have ({dicts})")
+    stored = list(accumulate(sizes[0::2], initial=first_stored))
+    logical = list(accumulate(sizes[1::2], initial=first_logical))
+    return Page(stored, logical, codes, params, dict_bytes)
+
+
+def _check_filters(codes: bytes, params: bytes) -> None:
+    unknown = codes.translate(None, _FILTER_CODES)
+    if unknown:
+        raise UnsupportedVersionError(
+            f"compressed data section: frame filter {unknown[0]} is unknown to this msglc (a newer writer?)"
+        )
+    if codes != params.translate(_NONZERO) or 1 in params:
+        raise CorruptedError("compressed data section: a frame filter has a parameter it cannot have")
+
+
+def pack_index(index: Index) -> bytes:
+    """The index record, ending the section: a skippable frame whose last 9 bytes are the
+    footer (its own size, the descriptor, the seekable magic), CRC-checked."""
+    body = b"".join(_INDEX_PAGE.pack(*page) for page in index.pages) + b"".join(
+        _INDEX_DICT.pack(*d) for d in index.dicts
+    )
+    size = _INDEX_HEAD.size + len(body) + _CRC.size + _FOOTER.size
+    head = _INDEX_HEAD.pack(
+        INDEX_MAGIC,
+        size - _SKIPPABLE_HEADER.size,
+        INDEX_TAG,
+        index.data,
+        index.toc,
+        index.root[0],
+        index.root[1],
+        index.frames,
+        index.per_page,
+        len(index.pages),
+        len(index.dicts),
+    )
+    crc = zlib.crc32(head[_SKIPPABLE_HEADER.size :] + body)
+    return head + body + _CRC.pack(crc) + _FOOTER.pack(size, INDEX_DESCRIPTOR, SEEKABLE_MAGIC)
+
+
+def index_size(footer: bytes | memoryview, section_size: int) -> int:
+    """The size of a 2.1 index from its footer (the section's last ``FOOTER_SIZE`` bytes)."""
+    size: int
+    descriptor: int
+    magic: int
+    size, descriptor, magic = _FOOTER.unpack(footer)
+    if magic != SEEKABLE_MAGIC:
+        raise CorruptedError(f"compressed section: no index (expected magic {SEEKABLE_MAGIC:#x}, found {magic:#x})")
+    if descriptor != INDEX_DESCRIPTOR:
+        raise UnsupportedVersionError(f"compressed section: index descriptor {descriptor:#04x} is not one msglc reads")
+    if not _INDEX_HEAD.size + _CRC.size + FOOTER_SIZE <= size <= min(MAX_INDEX, section_size):
+        raise CorruptedError(f"compressed section: an index of {size} bytes does not fit ({section_size} in all)")
+    return size
+
+
+def parse_index(buf: bytes | memoryview, section_size: int) -> Index:
+    """The index from the section's last bytes ``buf`` (at least ``index_size``), checked: its
+    CRC, and that its pages and dictionaries lie in the section before it, in order."""
+    size = index_size(buf[-FOOTER_SIZE:], section_size)
+    view = memoryview(buf)[len(buf) - size :]
+    (magic, content, tag, data, toc, root_pos, root_len, frames, per_page, pages, dicts) = _INDEX_HEAD.unpack_from(view)
+    body_end = size - _CRC.size - FOOTER_SIZE
+    if (
+        magic != INDEX_MAGIC
+        or content != size - _SKIPPABLE_HEADER.size
+        or tag != INDEX_TAG
+        or body_end != _INDEX_HEAD.size + pages * _INDEX_PAGE.size + dicts * _INDEX_DICT.size
+    ):
+        raise CorruptedError("compressed section: the index is not well formed")
+    if zlib.crc32(view[_SKIPPABLE_HEADER.size : body_end]) != _CRC.unpack_from(view, body_end)[0]:
+        raise CorruptedError("compressed section: the index fails its checksum")
+    page_list = [_INDEX_PAGE.unpack_from(view, _INDEX_HEAD.size + k * _INDEX_PAGE.size) for k in range(pages)]
+    at = _INDEX_HEAD.size + pages * _INDEX_PAGE.size
+    dict_list = [_INDEX_DICT.unpack_from(view, at + k * _INDEX_DICT.size) for k in range(dicts)]
+    _check_index(data, toc, root_pos, root_len, frames, per_page, page_list, dict_list, section_size - size)
+    return Index(data, toc, (root_pos, root_len), frames, per_page, page_list, dict_list)
+
+
+def _check_index(
+    data: int,
+    toc: int,
+    root_pos: int,
+    root_len: int,
+    frames: int,
+    per_page: int,
+    pages: list[tuple[int, int, int, int]],
+    dicts: list[tuple[int, int, int]],
+    end: int,
+) -> None:
+    """The index's own consistency: frames split into pages of ``per_page``, the pages'
+    first offsets ascending from 0 (frames hold at least a byte, so logical offsets rise),
+    page tables and dictionaries in the section before ``end`` (where the index starts),
+    the root inside the TOC."""
+    why = None
+    if frames and not per_page or per_page and len(pages) != -(-frames // per_page) or (not frames) != (not pages):
+        why = f"{frames} frames do not make {len(pages)} pages of {per_page}"
+    elif root_len and not (0 <= root_pos and root_pos + root_len <= toc) or (data + toc == 0) != (not frames):
+        why = f"its root node {root_pos}+{root_len} lies outside its TOC ({toc} bytes)"
+    elif pages and (pages[0][1] != 0 or pages[0][2] != 0):
+        why = "its first page does not start the section"
+    elif any(a[1] >= b[1] or a[2] >= b[2] for a, b in itertools.pairwise(pages)) or (
+        pages and pages[-1][1] >= data + toc
+    ):
+        why = "its pages' offsets do not rise"
+    elif any(not 0 <= at <= at + size <= end for at, _, _, size in pages) or any(
+        not (0 <= at <= at + size <= end and 0 < plain <= MAX_DICT) for at, size, plain in dicts
+    ):
+        why = "a page table or a dictionary lies outside the section"
+    elif per_page > MAX_PAGE // 12 or any(
+        page_size(min(per_page, frames - k * per_page)) != page[3] for k, page in enumerate(pages)
+    ):
+        why = "a page table's size does not match its frame count"
+    if why is not None:
+        raise CorruptedError(f"compressed section: the index is inconsistent: {why}")

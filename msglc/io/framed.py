@@ -1,22 +1,34 @@
-"""``FramedSource``: a compressed archive read as if its data section were plain (format 2.0,
-in progress: docs/compression.md). Logical offsets inside the data section are served from
-the zstd frames that hold them, each decompressed at most once while it stays in a small
-cache; offsets before it (the header) and after it (TOC, trailer) from the file, shifted by
-what compression saved."""
+"""``FramedSource``: a compressed archive read as if it were plain (docs/compression.md).
+Logical offsets inside the framed stream (the data section; in 2.1 the TOC after it) are
+served from the zstd frames that hold them, each decompressed at most once while it stays in
+a small cache, with the dictionary it names (loaded once); offsets before it (the header) and
+after it (2.0: the TOC, the trailer) from the file, shifted by what compression saved."""
 
 from __future__ import annotations
 
 import sys
 import threading
-from bisect import bisect_right
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from msglc.config import current
 from msglc.errors import ArchiveChangedError, CorruptedError, MsglcError
-from msglc.format.frames import MAX_FRAME, MIN_FRAME, FrameTable
+from msglc.format.frames import (
+    FOOTER_SIZE,
+    MAX_DICT,
+    MAX_FRAME,
+    MIN_FRAME,
+    FrameTable,
+    Index,
+    Page,
+    dictionary_frame,
+    index_size,
+    parse_index,
+    parse_page,
+)
 from msglc.io.base import Source
+from msglc.io.frame_map import FrameMap, paged_map
 from msglc.util.optional import zstandard
 
 BULK_BYTES = 1 << 21  # a read of the data this long decompresses its frames in the thread pool (read_into)
@@ -47,17 +59,25 @@ Entry = tuple[bytes | bytearray, int]  # a decompressed frame as stored, and its
 
 
 class FramedSource(Source):
-    """``raw`` holds ``data_off`` bytes, then the frames of ``table`` (``stored`` bytes with
-    the seek table), then the rest; this source shows ``data_off`` bytes, the plain data
-    (``table.logical[-1]`` bytes), then the rest."""
+    """``raw`` holds ``data_off`` bytes, then the compressed section (``stored`` bytes: its
+    frames as ``frames`` maps them, then its tables), then the rest; this source shows
+    ``data_off`` bytes, the plain stream (``frames.plain`` bytes), then the rest. ``dicts``:
+    each dictionary's (offset in the section of its record, record size, plain size)."""
 
-    def __init__(self, raw: Source, data_off: int, table: FrameTable, stored: int) -> None:
+    def __init__(
+        self,
+        raw: Source,
+        data_off: int,
+        frames: FrameMap | FrameTable,
+        stored: int,
+        dicts: list[tuple[int, int, int]] | None = None,
+    ) -> None:
         self._zstd = zstandard()
         self.raw = raw
         self.data_off = data_off
-        self.table = table
-        self.plain = table.logical[-1]
-        self.shift = stored - self.plain  # add to a logical offset past the data to find it in the file
+        self.table = frames if isinstance(frames, FrameMap) else FrameMap.whole(frames)
+        self.plain = self.table.plain
+        self.shift = stored - self.plain  # add to a logical offset past the stream to find it in the file
         self.size = raw.size - self.shift
         self.counter = raw.counter
         self.counts_itself = True  # the file's reads are counted (below, or by the file itself)
@@ -69,6 +89,8 @@ class FramedSource(Source):
         self._frames: OrderedDict[int, Entry] = OrderedDict()
         self._lock = threading.Lock()
         self._local = threading.local()
+        self._dict_places = dicts or []
+        self._dicts: dict[int, Any] = {}  # dictionary number -> zstd dictionary, loaded once
 
     def _raw(self, offset: int, size: int) -> bytes | memoryview:
         """A read of the file, counted as one request when the file does not count itself."""
@@ -85,19 +107,20 @@ class FramedSource(Source):
         if offset < 0 or size < 0 or end > self.size:
             raise self._short(offset, size, max(0, min(size, self.size - offset)))
         lo = offset - self.data_off
-        logical = self.table.logical
-        i = bisect_right(logical, lo) - 1
-        if lo >= 0 and end - self.data_off <= logical[i + 1]:  # one frame: the usual small read
+        if lo < 0:
+            return self._slice(offset, end, {}, None)
+        page, k, i = self.table.locate(lo)
+        if end - self.data_off <= page.logical[k + 1]:  # one frame: the usual small read
             entry = self._entry(i)
-            a = lo - logical[i]
+            a = lo - page.logical[k]
             if not entry[1]:
                 return memoryview(entry[0])[a : a + size]
             return self._piece(i, entry, a, a + size)
-        if size >= BULK_BYTES and lo >= 0 and end - self.data_off <= self.plain:  # to_obj, raw_data, ...
+        if size >= BULK_BYTES and end - self.data_off <= self.plain:  # to_obj, raw_data, ...
             # decompressed in the pool straight into one buffer, allocated before any frame is
             # checked: only for what the frames' stored bytes (in the file) can plausibly hold
-            stored = self.table.stored
-            if size <= BULK_RATIO * (stored[bisect_right(logical, end - self.data_off - 1)] - stored[i]):
+            last = self.table.frame_of(end - self.data_off - 1)
+            if size <= BULK_RATIO * (self.table.stored(last + 1) - page.stored[k]):
                 out = bytearray(size)
                 self.read_into(offset, memoryview(out))
                 return memoryview(out)
@@ -112,11 +135,11 @@ class FramedSource(Source):
             out[:] = self.read(offset, len(out))
             return
         hi = lo + len(out)
-        logical = self.table.logical
-        first, last = bisect_right(logical, lo) - 1, bisect_right(logical, hi - 1) - 1
+        table = self.table
+        first, last = table.frame_of(lo), table.frame_of(hi - 1)
         tasks: list[tuple[int, int]] = []  # runs of frames [a, b), each about TASK_BYTES
         for i in range(first, last + 1):
-            if tasks and logical[i] - logical[tasks[-1][0]] < TASK_BYTES:
+            if tasks and table.logical(i) - table.logical(tasks[-1][0]) < TASK_BYTES:
                 tasks[-1] = (tasks[-1][0], i + 1)
             else:
                 tasks.append((i, i + 1))
@@ -137,13 +160,15 @@ class FramedSource(Source):
         """Frames [a, b) into ``out``, which holds logical bytes [lo, hi): their stored bytes
         in one read of the file; frames inside ``out`` decompress into it, the ones at its
         edges (or cached already) are copied."""
-        logical, stored = self.table.logical, self.table.stored
-        base = self.data_off + stored[a]
-        data = memoryview(self._raw(base, stored[b] - stored[a]))
+        table = self.table
+        stored_a = table.stored(a)
+        base = self.data_off + stored_a
+        data = memoryview(self._raw(base, table.stored(b) - stored_a))
         np = sys.modules.get("numpy")  # loaded when ``out`` is an array's: unshuffles without the GIL
         for i in range(a, b):
-            start, end = logical[i], logical[i + 1]
-            piece = data[stored[i] - stored[a] : stored[i + 1] - stored[a]]
+            page, k = table.at(i)
+            start, end = page.logical[k], page.logical[k + 1]
+            piece = data[page.stored[k] - stored_a : page.stored[k + 1] - stored_a]
             if lo <= start and end <= hi:
                 element = self.table.shuffle(i)
                 if not element:
@@ -182,7 +207,8 @@ class FramedSource(Source):
             if cached is not None:
                 self._frames.move_to_end(i)
                 return cached
-        start, stop = self.table.stored[i], self.table.stored[i + 1]
+        page, k = self.table.at(i)
+        start, stop = page.stored[k], page.stored[k + 1]
         return self._checked(i, self._raw(self.data_off + start, stop - start))
 
     def _plain(self, i: int, entry: Entry) -> bytes | bytearray:
@@ -208,13 +234,13 @@ class FramedSource(Source):
         """Check frame ``i``'s table entry and zstd header (``data``: its stored bytes) before
         anything is decompressed; returns its plain size. (The usual frame in a few steps:
         anything else is looked at closely, for its error.)"""
-        table = self.table
-        expected = table.logical[i + 1] - table.logical[i]
+        page, k = self.table.at(i)
+        expected = page.logical[k + 1] - page.logical[k]
         try:
             params = self._zstd.get_frame_parameters(data)
         except self._zstd.ZstdError:
             return self._check_closely(i, data)
-        if table.codes or not (params.content_size == expected and params.has_checksum):
+        if page.codes and page.codes[k] or not (params.content_size == expected and params.has_checksum):
             return self._check_closely(i, data)
         if MIN_FRAME <= len(data) and 0 < expected <= MAX_FRAME:
             return expected
@@ -222,11 +248,11 @@ class FramedSource(Source):
 
     def _check_closely(self, i: int, data: bytes | memoryview) -> int:
         """``_check``, each condition with its own error."""
-        at = self.data_off + self.table.stored[i]
+        at = self.data_off + self.table.stored(i)
         why = self.table.check_frame(i, MAX_FRAME)
         if why is not None:
             raise CorruptedError(f"compressed frame {i} at offset {at}: {why}")
-        expected = self.table.logical[i + 1] - self.table.logical[i]
+        expected = self.table.logical(i + 1) - self.table.logical(i)
         zstd = self._zstd
         try:
             params = zstd.get_frame_parameters(data)
@@ -241,27 +267,78 @@ class FramedSource(Source):
             raise self.damaged(f"compressed frame {i} at offset {at} carries no checksum")
         return expected
 
-    def _decompressor(self) -> object:
-        decompressor = getattr(self._local, "decompressor", None)
-        if decompressor is None:  # one per thread: a decompressor is not thread-safe
-            decompressor = self._local.decompressor = self._zstd.ZstdDecompressor()
+    def _decompressor(self, d: int = 0) -> object:
+        """This thread's decompressor for frames of dictionary ``d`` (0: none): one per thread,
+        since a decompressor is not thread-safe."""
+        made: dict[int, object] | None = getattr(self._local, "decompressors", None)
+        if made is None:
+            made = self._local.decompressors = {}
+        decompressor = made.get(d)
+        if decompressor is None:
+            decompressor = made[d] = (
+                self._zstd.ZstdDecompressor(dict_data=self._dictionary(d)) if d else self._zstd.ZstdDecompressor()
+            )
         return decompressor
+
+    def _dictionary(self, d: int) -> Any:
+        """Dictionary ``d`` of the section, read, checked and decompressed the first time a
+        frame needs it (a raw-content dictionary: bytes that frames refer back into)."""
+        loaded = self._dicts.get(d)
+        if loaded is not None:
+            return loaded
+        if not 0 < d <= len(self._dict_places):
+            raise CorruptedError(
+                f"compressed section: a frame names dictionary {d}; the section has {len(self._dict_places)}"
+            )
+        at, size, plain = self._dict_places[d - 1]
+        frame = dictionary_frame(self._raw(self.data_off + at, size))
+        zstd = self._zstd
+        try:
+            params = zstd.get_frame_parameters(frame)
+            if params.content_size != plain or not params.has_checksum or not 0 < plain <= MAX_DICT:
+                raise CorruptedError(f"compressed section: dictionary {d} does not declare its {plain} bytes")
+            raw = zstd.ZstdDecompressor().decompress(frame, max_output_size=plain, allow_extra_data=False)
+        except zstd.ZstdError as e:
+            raise self.damaged(f"compressed section: dictionary {d} does not decompress: {e}") from None
+        if len(raw) != plain:
+            raise self.damaged(f"compressed section: dictionary {d} holds {len(raw)} bytes, not {plain}")
+        loaded = zstd.ZstdCompressionDict(raw, dict_type=zstd.DICT_TYPE_RAWCONTENT)
+        with self._lock:
+            self._dicts.setdefault(d, loaded)
+        return self._dicts[d]
+
+    def decompress_frame(self, i: int, data: bytes | memoryview) -> bytes | bytearray:
+        """The plain bytes of frame ``i`` from its stored bytes ``data``, checked as every read
+        checks a frame (a copy of the frame made elsewhere checks it so), not cached."""
+        return self._plain(i, self._checked(i, data, keep=False))
+
+    @property
+    def dictionaries(self) -> int:
+        """How many dictionaries the section holds."""
+        return len(self._dict_places)
+
+    def dictionary_bytes(self, d: int) -> bytes:
+        """The raw content of the section's dictionary ``d`` (so that a copy of its frames
+        can carry it along)."""
+        data: bytes = self._dictionary(d).as_bytes()
+        return data
 
     def _checked(self, i: int, data: bytes | memoryview, keep: bool = True) -> Entry:
         """Frame ``i`` from its stored bytes ``data``: checked, decompressed, cached (``keep``)."""
         expected = self._check(i, data)
         zstd = self._zstd
-        decompressor: Any = getattr(self._local, "decompressor", None) or self._decompressor()
+        d = self.table.dictionary(i) if self._dict_places else 0
+        decompressor: Any = self._decompressor(d)
         try:
             frame: bytes = decompressor.decompress(data, max_output_size=expected, allow_extra_data=False)
         except zstd.ZstdError as e:
             raise self._undecompressable(i, e) from None
         if len(frame) != expected:
             raise self.damaged(
-                f"compressed frame {i} at offset {self.data_off + self.table.stored[i]} holds {len(frame)} bytes, "
+                f"compressed frame {i} at offset {self.data_off + self.table.stored(i)} holds {len(frame)} bytes, "
                 f"not {expected}"
             )
-        entry = (frame, self.table.shuffle(i) if self.table.codes else 0)
+        entry = (frame, self.table.shuffle(i) if self.table.filtered else 0)
         if keep:
             frames = self._frames
             with self._lock:
@@ -274,7 +351,7 @@ class FramedSource(Source):
         """Frame ``i`` (plain, not shuffled) from its stored bytes straight into ``out``, which
         is exactly its size; the read past its end makes zstd check the content checksum."""
         self._check(i, data)
-        decompressor: Any = self._decompressor()
+        decompressor: Any = self._decompressor(self.table.dictionary(i) if self._dict_places else 0)
         zstd = self._zstd
         try:
             reader = decompressor.stream_reader(data, read_across_frames=False)
@@ -289,13 +366,13 @@ class FramedSource(Source):
             raise self._undecompressable(i, e) from None
         if got != len(out) or extra:
             raise self.damaged(
-                f"compressed frame {i} at offset {self.data_off + self.table.stored[i]} does not hold the "
+                f"compressed frame {i} at offset {self.data_off + self.table.stored(i)} does not hold the "
                 f"{len(out)} bytes it declares"
             )
 
     def _undecompressable(self, i: int, e: Exception) -> MsglcError:
         return self.damaged(
-            f"compressed frame {i} at offset {self.data_off + self.table.stored[i]} does not decompress: {e}"
+            f"compressed frame {i} at offset {self.data_off + self.table.stored(i)} does not decompress: {e}"
         )
 
     def cached(self, offset: int, size: int) -> bytes | memoryview | None:
@@ -310,9 +387,10 @@ class FramedSource(Source):
             return None
         lo, hi = offset - self.data_off, end - self.data_off
         entries: list[tuple[int, Entry]] = []
+        first = self.table.frame_of(lo)
         with self._lock:
-            for i in range(bisect_right(self.table.logical, lo) - 1, self.table.frames):
-                if self.table.logical[i] >= hi:
+            for i in range(first, self.table.frames):
+                if self.table.logical(i) >= hi:
                     break
                 entry = self._frames.get(i)
                 if entry is None:
@@ -323,8 +401,9 @@ class FramedSource(Source):
 
     def _cut(self, i: int, entry: Entry, lo: int, hi: int) -> bytes | memoryview:
         """The part of logical [lo, hi) (data-relative) that frame ``i`` holds."""
-        first = self.table.logical[i]
-        return self._piece(i, entry, max(lo - first, 0), min(hi, self.table.logical[i + 1]) - first)
+        page, k = self.table.at(i)
+        first = page.logical[k]
+        return self._piece(i, entry, max(lo - first, 0), min(hi, page.logical[k + 1]) - first)
 
     def fetch_many(self, ranges: list[tuple[int, int]]) -> list[bytes | memoryview]:
         """The logical ranges, with the stored bytes of every frame they need (and the parts
@@ -357,16 +436,14 @@ class FramedSource(Source):
                 out.append((lo, end + self.shift))
             lo, hi = max(start, self.data_off) - self.data_off, min(end, data_end) - self.data_off
             if lo < hi:
-                first = bisect_right(self.table.logical, lo) - 1
-                last = bisect_right(self.table.logical, hi - 1) - 1
-                needed.update(range(first, last + 1))
+                needed.update(range(self.table.frame_of(lo), self.table.frame_of(hi - 1) + 1))
         with self._lock:
             held = {i: self._frames[i] for i in needed.intersection(self._frames)}
         needed.difference_update(held)
         frames_at: dict[int, int] = {}
-        gap, stored = self.raw.max_gap, self.table.stored  # merged up to the file's max_request
+        gap = self.raw.max_gap  # merged up to the file's max_request
         for i in sorted(needed):
-            a, b = self.data_off + stored[i], self.data_off + stored[i + 1]
+            a, b = self.data_off + self.table.stored(i), self.data_off + self.table.stored(i + 1)
             if frames_at and a - out[-1][1] <= gap and b - out[-1][0] <= self.raw.max_request:
                 out[-1] = (out[-1][0], b)
             else:
@@ -389,8 +466,8 @@ class FramedSource(Source):
         of this batch are kept for it even where the cache is smaller)."""
         batch = dict(held)
         for i, k in frames_at.items():
-            a = self.data_off + self.table.stored[i] - requests[k][0]
-            data = memoryview(fetched[k])[a : a + self.table.stored[i + 1] - self.table.stored[i]]
+            a = self.data_off + self.table.stored(i) - requests[k][0]
+            data = memoryview(fetched[k])[a : a + self.table.stored(i + 1) - self.table.stored(i)]
             batch[i] = self._checked(i, data)
         parts = dict(zip(requests, fetched, strict=True))
         return [self._slice(start, end, batch, parts) for start, end in ranges]
@@ -411,8 +488,8 @@ class FramedSource(Source):
             out.append(self._raw(start, head[1] - start) if parts is None else parts[head])
         lo, hi = max(start, self.data_off) - self.data_off, min(end, data_end) - self.data_off
         if lo < hi:
-            for i in range(bisect_right(self.table.logical, lo) - 1, self.table.frames):
-                if self.table.logical[i] >= hi:
+            for i in range(self.table.frame_of(lo), self.table.frames):
+                if self.table.logical(i) >= hi:
                     break
                 out.append(self._cut(i, batch.get(i) or self._entry(i), lo, hi))
         if end > data_end:
@@ -437,3 +514,25 @@ class FramedSource(Source):
         super().close()
         self._frames.clear()
         self.raw.close()
+
+
+INDEX_READ = 1 << 16  # bytes read from a 2.1 section's end at open: its index, usually whole
+
+
+def open_section(raw: Source, data_off: int, stored: int) -> tuple[FramedSource, Index]:
+    """A 2.1 compressed section of ``stored`` bytes at ``data_off`` in ``raw``, opened: its
+    index read (one read of the section's last ``INDEX_READ`` bytes; two when it is longer) and
+    checked; page tables and dictionaries are read when first needed."""
+    end = data_off + stored
+    tail = raw.read(end - min(stored, INDEX_READ), min(stored, INDEX_READ))
+    size = index_size(tail[-FOOTER_SIZE:], stored)
+    if size > len(tail):
+        tail = raw.read(end - size, size)
+    index = parse_index(tail, stored)
+
+    def load(p: int) -> Page:
+        at, first_logical, first_stored, length = index.pages[p]
+        count = min(index.per_page, index.frames - p * index.per_page)
+        return parse_page(raw.read(data_off + at, length), count, first_logical, first_stored, len(index.dicts))
+
+    return FramedSource(raw, data_off, paged_map(index, stored - size, load), stored, index.dicts), index

@@ -51,7 +51,7 @@ from msglc.format.nodes import (
 )
 from msglc.format.numpy_ext import ext_hook, parse_head
 from msglc.io.base import Source
-from msglc.io.framed import FramedSource
+from msglc.io.framed import FramedSource, open_section
 from msglc.io.open_source import open_source
 from msglc.util.checksum import ParallelCrc
 
@@ -302,19 +302,37 @@ class Archive:
             self.root_view = self._make_root(self)
 
     def _framed(self, t: Trailer) -> Trailer:
-        """Serve the data section of a compressed archive as the plain data it holds: read its
-        seek table, put a ``FramedSource`` in front of the file, and return the trailer of that
-        logical view (the data as long as it decompresses to, the TOC right after it); every
-        check and offset after this one is the same as for a plain archive."""
+        """Serve a compressed archive as the plain one it holds: read the frame tables (2.0:
+        the data section's seek table, whole; 2.1: the index at the section's end, which
+        locates the page tables and dictionaries, read when first needed), put a
+        ``FramedSource`` in front of the file, and return the trailer of that logical view
+        (2.0: the data as long as it decompresses to, the TOC right after it; 2.1: the data
+        and the TOC, both framed); every check and offset after this one is the same as for a
+        plain archive."""
         stored, end = t.data_len, t.data_off + t.data_len
         if stored < FOOTER_SIZE:
             raise CorruptedError(f"compressed data section of {stored} bytes cannot hold its seek table")
+        if header_version(self.header)[1] >= 1:
+            return self._framed_2_1(t)
         size = tables_size(self.read(end - FOOTER_SIZE, FOOTER_SIZE), stored)  # with the filter table if any
         table = parse_seek_table(self.read(end - size, size), stored, MAX_FRAME)
         self._bind(FramedSource(self.file, t.data_off, table, stored))
         plain = table.logical[-1]
         self.size -= stored - plain
         return msgspec.structs.replace(t, data_len=plain, toc_off=t.toc_off - stored + plain)
+
+    def _framed_2_1(self, t: Trailer) -> Trailer:
+        """``_framed`` for 2.1 (``open_section``): the index read from the section's end; the
+        page tables are read when a frame of theirs is."""
+        if t.toc_len or t.root_len:
+            raise CorruptedError("a 2.1 archive's trailer names a TOC outside its compressed section")
+        source, index = open_section(self.file, t.data_off, t.data_len)
+        self._bind(source)
+        self.size = t.data_off + index.data + index.toc
+        root_pos, root_len = index.root
+        return Trailer(
+            t.data_off, index.data, t.data_off + index.data, index.toc, root_pos, root_len, t.data_crc, t.threshold
+        )
 
     def _no_trailer(self, size: int) -> NoReturn:
         """Say why the file does not end in a trailer: truncated, or bytes after a complete

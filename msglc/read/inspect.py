@@ -9,6 +9,7 @@ from typing import NamedTuple
 from msglc.format.container import COMPRESSED, header_version
 from msglc.format.legacy import MAGIC_TEXT
 from msglc.format.nodes import ArrayNode, HashMapNode, ListNode, MapNode, Node, StrideNode, node_span
+from msglc.io.framed import FramedSource
 from msglc.read.archive import Archive
 
 KINDS = ("list", "fixed-stride list", "dict", "hash-indexed dict", "array")
@@ -52,7 +53,42 @@ class ArchiveInfo(NamedTuple):
     slack: int = 0  # bytes of the file past the archive's end (left by ``append``; 0 if unknown)
 
 
+class FrameInfo(NamedTuple):
+    """One zstd frame of a compressed archive: where it is stored (``offset``, ``size`` bytes
+    of the file), the logical bytes it holds (``plain_offset``, ``plain_size``: offsets as in a
+    plain archive, the data and then, in 2.1, the TOC), its filter (0: none; 1: byte shuffle of
+    elements of ``parameter`` bytes) and the dictionary it was compressed with (0: none)."""
+
+    offset: int
+    size: int
+    plain_offset: int
+    plain_size: int
+    filter: int
+    parameter: int
+    dictionary: int
+
+
 LEGACY_FORMAT = MAGIC_TEXT.decode()
+
+
+def frame_infos(a: Archive) -> Iterator[FrameInfo]:
+    """The frames of a compressed archive, in order (none for a plain one); their page
+    tables are read as they are reached."""
+    src = a.src
+    if not isinstance(src, FramedSource):
+        return
+    table = src.table
+    for i in range(table.frames):
+        page, k = table.at(i)
+        yield FrameInfo(
+            src.data_off + page.stored[k],
+            page.stored[k + 1] - page.stored[k],
+            src.data_off + page.logical[k],
+            page.logical[k + 1] - page.logical[k],
+            page.codes[k] if page.codes else 0,
+            page.params[k] if page.codes else 0,
+            page.dictionary(k) if page.dicts else 0,
+        )
 
 
 def archive_info(a: Archive) -> ArchiveInfo:

@@ -7,11 +7,12 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any, BinaryIO, Literal, overload
 
 from msglc.config import check_codec_arg
+from msglc.io.framed import FramedSource
 from msglc.read.archive import Archive, LazyStats
 from msglc.read.array import LazyArray
 from msglc.read.batch import BatchArchive, Task, async_run, path_task, run
 from msglc.read.extract import data_chunks
-from msglc.read.inspect import ArchiveInfo, NodeInfo, archive_info, walk
+from msglc.read.inspect import ArchiveInfo, FrameInfo, NodeInfo, archive_info, frame_infos, walk
 from msglc.read.legacy import any_root, combined_msgpack, walk_legacy
 from msglc.read.many import read_grouped
 from msglc.read.node import LazyNode, rebound
@@ -242,6 +243,21 @@ class LazyReader:
         """The archive's layout: format version, sections, threshold, root node."""
         self._a.check_open()
         return archive_info(self._a)
+
+    def frames(self) -> Iterator[FrameInfo]:
+        """The zstd frames of a compressed archive (``FrameInfo``: where each is stored, what
+        it holds, its filter and dictionary), in order; none for a plain archive."""
+        self._a.check_open()
+        return frame_infos(self._a)
+
+    def dictionary(self, d: int) -> bytes:
+        """The bytes of dictionary ``d`` of a compressed archive (``FrameInfo.dictionary``): a
+        raw-content zstd dictionary, as ``zstd -D`` takes it to decompress those frames."""
+        self._a.check_open()
+        src = self._a.src
+        if not isinstance(src, FramedSource) or not 0 < d <= src.dictionaries:
+            raise ValueError(f"this archive has no dictionary {d}")
+        return src.dictionary_bytes(d)
 
     def nodes(self, path: Any = None, max_depth: int | None = None) -> Iterator[tuple[int, str, NodeInfo]]:
         """(depth, label, ``NodeInfo``) of the TOC node of the value at ``path`` and of the

@@ -9,7 +9,7 @@ from typing import Any
 import msgspec
 
 from msglc.config import current
-from msglc.format.container import COMPRESSED, Trailer, pack_header
+from msglc.format.container import Trailer, compressed_header, pack_header
 from msglc.format.hash_index import writer_block_bytes
 from msglc.util import accel
 from msglc.util.checksum import ParallelCrc
@@ -17,7 +17,7 @@ from msglc.util.optional import zstandard
 from msglc.util.runtime import gc_paused
 from msglc.write import values as validate
 from msglc.write.arrays import ArrayEncoder, DataSection
-from msglc.write.frames import compressed_frames, frame_size, plan_frames, toc_layout
+from msglc.write.frames import FrameWriter, frame_size, plan_frames, toc_layout
 from msglc.write.indexer import TocBuilder
 
 
@@ -70,7 +70,7 @@ class Encoded:
         self.level = cfg.compression_level
         if self.compression is not None:
             zstandard()  # fail before any work when the binding is missing
-        self.header = pack_header(0, major=COMPRESSED) if self.compression else pack_header()
+        self.header = compressed_header() if self.compression else pack_header()
         self.toc = bytearray()
         self.root = (0, 0)
 
@@ -97,26 +97,39 @@ class Encoded:
         self.obj = None
 
     def sections(self) -> Iterator[bytes | bytearray | memoryview]:
-        """The archive, once indexed: header, data section (plain, or zstd frames and their seek
-        table), TOC, trailer."""
+        """The archive, once indexed: header, data section, TOC, trailer; compressed: header,
+        the compressed section (frames of the data and the TOC, dictionary, tables), trailer."""
         yield self.header
         if self.compression is None:
             yield from self.data.chunks()
-            stored = self.data.size
-        else:
-            stored = 0
+            yield self.toc
+            yield self.trailer()
+            return
+        parts: list[bytes | memoryview] = []
+        frames = FrameWriter(_Parts(parts), frame_size(self.threshold), self.level)
+        try:
             plain = b"".join(self.data.chunks())
             size = frame_size(self.threshold)
             boundaries, runs, forced = toc_layout(self.toc, self.root, plain, size)
-            frames = plan_frames(len(plain), size, boundaries, runs, forced)
-            for frame in compressed_frames(plain, frames, self.level):
-                stored += len(frame)
-                yield frame
-        yield self.toc
+            frames.write_planned(plain, plan_frames(len(plain), size, boundaries, runs, forced))
+            frames.end_data()
+            frames.write(self.toc)
+            stored = frames.close(self.root)
+        finally:
+            frames.abort()
+        yield from parts
         yield self.trailer(stored)
 
     def trailer(self, stored: int | None = None) -> bytes:
-        """The trailer; ``stored``: the data section's bytes in the file, when compressed."""
-        size = self.data.size if stored is None else stored
-        trailer = Trailer.contiguous(size, len(self.toc), self.root, self.checksum.result(), self.threshold)
-        return trailer.pack(self.header)
+        """The trailer; ``stored``: the compressed section's bytes in the file, when compressed."""
+        crc = self.checksum.result()
+        if stored is not None:
+            return Trailer.compressed(stored, crc, self.threshold).pack(self.header)
+        return Trailer.contiguous(self.data.size, len(self.toc), self.root, crc, self.threshold).pack(self.header)
+
+
+class _Parts:
+    """A sink that keeps what is written (the compressed section, in order)."""
+
+    def __init__(self, parts: list[bytes | memoryview]) -> None:
+        self.write = parts.append

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import zlib
 from array import array
 from bisect import bisect_right
 from collections import deque
@@ -25,8 +26,10 @@ from msglc.format.frames import (
     MIN_FRAME_SIZE,
     NO_FILTER,
     SHUFFLE,
-    pack_filter_table,
-    pack_seek_table,
+    Index,
+    pack_dictionary,
+    pack_index,
+    pack_page,
 )
 from msglc.format.hash_index import block_count, le_array
 from msglc.format.msgpack import FIXED_SCALAR_SIZE, array_header
@@ -55,61 +58,62 @@ ARRAY_FRAME = 1 << 16  # least plain bytes per frame of NumPy elements: bulk rea
 Frame = tuple[int, int, int]
 
 
+DATA_FRAME = 1 << 16  # plain bytes per frame of the data (docs/compression.md measures the trade-off)
+TOC_FRAME = 1 << 15  # ... of the TOC: opening decompresses the one holding the root node
+DICT_SAMPLE = 4 << 20  # a streamed section's first bytes, buffered to choose its dictionary from
+DICT_PIECE = 4096  # a dictionary is pieces of this size taken evenly from the data
+DICT_MAX = 1 << 20  # bytes of a dictionary at most (and 1/8 of the data)
+DICT_MIN_DATA = 1 << 18  # less data than this gets no dictionary: it would not pay for itself
+DICT_TRIAL = 16  # frames compressed both ways to decide
+DICT_GAIN = 0.98  # a dictionary is kept when the trial frames and it take less than this share
+DICT_LEVEL_BOOST = 6  # dictionaries are stored compressed at the frames' level plus this
+MAX_DICTS = 65535  # dictionaries in one section (a frame names its own in two bytes)
+PAGE_FRAMES = 512  # frames per page table at least ...
+MAX_PAGES = 1024  # ... and as many more as keep the index to this many pages (about 28 KB)
+
+
 def frame_size(threshold: int) -> int:
-    """Plain bytes per frame: about the threshold, so a random read decompresses one small
-    frame (docs/compression.md measures the trade-off), within the reader's bound."""
-    return min(max(threshold, MIN_FRAME_SIZE), MAX_FRAME)
+    """Plain bytes per frame of the data: ``DATA_FRAME``, whatever the threshold (which sets
+    how finely the TOC indexes the data; frames set what is compressed together), within the
+    reader's bound."""
+    return min(max(DATA_FRAME, MIN_FRAME_SIZE), MAX_FRAME)
 
 
-def compressed_section(data: bytes | memoryview, size: int, level: int) -> Iterator[bytes]:
-    """The frames of ``data`` cut every ``size`` bytes, compressed at ``level`` with each
-    frame's content size and checksum recorded, in order, then the seek table."""
-    if not MIN_FRAME_SIZE <= size <= MAX_FRAME:
-        raise ValueError(f"frame size must be in [{MIN_FRAME_SIZE}, {MAX_FRAME}], not {size}")
-    total = len(memoryview(data).cast("B"))
-    return compressed_frames(data, [(min(end, total), 0, -1) for end in range(size, total + size, size)], level)
-
-
-def compressed_frames(data: bytes | memoryview, frames: Sequence[Frame], level: int) -> Iterator[bytes]:
-    """The frames of ``data`` as planned (``plan_frames``), compressed at ``level`` with each
-    frame's content size and checksum recorded, in order; then the filter table (when some
-    frame is shuffled) and the seek table. Each run of numbers is shuffled when its first
-    frame compresses smaller so."""
+def choose_dictionary(
+    sample: bytes | bytearray | memoryview, size: int, level: int, total: int | None = None
+) -> bytes | None:
+    """A raw-content dictionary for frames of ``size`` plain bytes of data like ``sample``
+    (the data, or its first bytes; ``total``: the data's length when known), or None when it
+    would not pay for itself: pieces of ``DICT_PIECE`` bytes taken evenly from ``sample``, up to
+    ``DICT_MAX`` and 1/8 of the data, kept when ``DICT_TRIAL`` frames spread over the sample
+    plus the dictionary (compressed) come out smaller than the frames alone by 2%. Frames that
+    refer back into data like their own compress like a much larger frame (measured on real
+    JSON: docs/compression.md)."""
+    view = memoryview(sample).cast("B")
+    n = len(view)
+    whole = n if total is None else max(total, n)
+    if whole < DICT_MIN_DATA or n < 2 * size:
+        return None
+    budget = min(DICT_MAX, whole // 8) // DICT_PIECE * DICT_PIECE
+    if budget < 4 * DICT_PIECE:
+        return None
+    pieces = budget // DICT_PIECE
+    step = max(DICT_PIECE, (n - DICT_PIECE) // pieces)
+    raw = b"".join(view[at : at + DICT_PIECE] for at in range(0, n - DICT_PIECE + 1, step)[:pieces])
     zstd = zstandard()
-    local = threading.local()
-    view = memoryview(data).cast("B")
-    starts = [0, *(end for end, _, _ in frames[:-1])] if frames else []
-
-    def compressor() -> object:
-        c = getattr(local, "compressor", None)
-        if c is None:
-            c = local.compressor = zstd.ZstdCompressor(level=level, write_checksum=True)
-        return c
-
-    def compress(i: int, element: int) -> bytes:
-        piece = view[starts[i] : frames[i][0]]
-        c: object = compressor()
-        frame: bytes = c.compress(shuffle(piece, element) if element else piece)  # type: ignore[attr-defined]
-        return frame
-
-    shuffled: dict[int, bool] = {}  # run -> shuffled or not, from its first frame
-    for i, (_, element, run) in enumerate(frames):
-        if element and run not in shuffled:
-            shuffled[run] = len(compress(i, element)) < len(compress(i, 0))
-    filters = [(SHUFFLE, e) if e and shuffled[run] else (NO_FILTER, 0) for _, e, run in frames]
-    groups = _groups([end - start for (end, _, _), start in zip(frames, starts, strict=True)])
-
-    def compress_group(group: range) -> list[bytes]:
-        return [compress(i, filters[i][1]) for i in group]
-
-    sizes: list[tuple[int, int]] = []
-    with ThreadPoolExecutor(THREADS) as pool:
-        for group, compressed in zip(groups, pool.map(compress_group, groups), strict=True):
-            sizes.extend((len(frame), frames[i][0] - starts[i]) for i, frame in zip(group, compressed, strict=True))
-            yield b"".join(compressed)
-    if any(code for code, _ in filters):
-        yield pack_filter_table(filters)
-    yield pack_seek_table(sizes)
+    trial_step = max(size, (n - size) // DICT_TRIAL)
+    frames = [view[at : at + size] for at in range(0, n - size + 1, trial_step)[:DICT_TRIAL]]
+    alone = zstd.ZstdCompressor(level=level)
+    with_dict = zstd.ZstdCompressor(
+        level=level, dict_data=zstd.ZstdCompressionDict(raw, dict_type=zstd.DICT_TYPE_RAWCONTENT)
+    )
+    plain_cost = sum(len(alone.compress(f)) for f in frames)
+    dict_cost = sum(len(with_dict.compress(f)) for f in frames)
+    scale = whole / (len(frames) * size)  # the trial frames stand for the whole data
+    stored_dict = len(zstd.ZstdCompressor(level=min(22, level + DICT_LEVEL_BOOST)).compress(raw))
+    if dict_cost * scale + stored_dict < DICT_GAIN * plain_cost * scale:
+        return raw
+    return None
 
 
 def _groups(plain: Sequence[int]) -> list[range]:
@@ -289,7 +293,8 @@ def raw_frame(content: bytes | bytearray | memoryview) -> bytes:
     return head + bytes(content) + checksum
 
 
-_Copied = tuple[bytes | memoryview, list[tuple[int, int]], list[tuple[int, int]]]  # stored, entries, filters
+# frames copied from another section: stored bytes, (stored, plain) sizes, filters, dictionaries
+_Copied = tuple[bytes | memoryview, list[tuple[int, int]], list[tuple[int, int]], list[int]]
 
 
 class Slot:
@@ -307,12 +312,16 @@ class Slot:
 
 
 class FrameWriter:
-    """A compressed data section written as it is produced, in bounded memory: plain bytes are
-    buffered and compressed in frames of ``size`` bytes (in a thread pool, a few tasks ahead,
-    written in order), frames of another archive are copied as they are (``copy_frames``), and
-    ``close()`` writes the seek table of them all. ``out`` needs ``write``; ``seek`` and
-    ``tell`` only when a ``Slot`` is filled after its frame was written (``base``: where the
-    section starts in ``out``)."""
+    """A compressed section (format 2.1) written as it is produced, in bounded memory: the data,
+    then (after ``end_data``) the TOC, then ``close`` writes the dictionaries, the page tables
+    and the index. Plain bytes are buffered and compressed in frames of ``size`` bytes (TOC:
+    ``TOC_FRAME``) in a thread pool, a few tasks ahead, written in order; ``write_planned``
+    takes frames planned from a TOC (``dump``); frames of another archive are copied as they
+    are (``copy_frames``). The data's frames use a dictionary sampled from its first
+    ``DICT_SAMPLE`` bytes when that makes them smaller (``choose_dictionary``), and it is
+    decided before any frame is compressed: until then the bytes stay buffered. ``out`` needs
+    ``write``; ``seek`` and ``tell`` only when a ``Slot`` is filled after its frame was written
+    (``base``: where the section starts in ``out``)."""
 
     def __init__(self, out: Any, size: int, level: int, base: int = 0) -> None:
         if not MIN_FRAME_SIZE <= size <= MAX_FRAME:
@@ -325,20 +334,43 @@ class FrameWriter:
         self.group = max(GROUP // size, 1) * size
         self.plain = 0  # plain bytes taken so far
         self.stored = 0  # bytes written to ``out`` so far
+        self.data: int | None = None  # the plain data's length, once the TOC begins
         self.entries: list[tuple[int, int]] = []  # (compressed, decompressed) of each frame written
         self.filters: list[tuple[int, int]] = []  # (filter code, parameter) of each frame written
+        self.frame_dicts: list[int] = []  # the dictionary of each frame written (0: none)
+        self.dicts: list[bytes] = []  # the dictionaries (raw content), numbered from 1
+        self._dict_numbers: dict[tuple[int, int], int] = {}  # (length, CRC-32) -> number
+        self.own = 0  # the dictionary of the frames compressed here (0: none)
+        self.deciding = True  # the data's first bytes are buffered until the dictionary is chosen
         self._buf = bytearray()
         self._buf_at = 0  # plain offset of _buf[0]
         self._slots: list[Slot] = []  # slots still in _buf
-        self._queue: deque[
-            Future[list[tuple[bytes, int]]]
-            | Slot
-            | tuple[bytes | memoryview, list[tuple[int, int]], list[tuple[int, int]]]
-        ]
-        self._queue = deque()
+        self._queue: deque[Future[list[tuple[bytes, int, int, int]]] | Slot | _Copied] = deque()
         self._pool = ThreadPoolExecutor(THREADS)
         self._local = threading.local()
 
+    # -- the dictionary --
+    def choose_dictionary(self, sample: bytes | bytearray | memoryview, total: int | None = None) -> None:
+        """Decide the data's dictionary from ``sample`` (the plain data, or its first bytes;
+        ``total``: the data's whole length when known) before any frame is compressed."""
+        self.deciding = False
+        raw = choose_dictionary(sample, self.size, self.level, total)
+        if raw is not None:
+            self.own = self.adopt_dictionary(raw)
+
+    def adopt_dictionary(self, raw: bytes) -> int:
+        """The number of the dictionary ``raw`` in this section (added if new): frames copied
+        from another archive keep theirs."""
+        key = (len(raw), zlib.crc32(raw))
+        number = self._dict_numbers.get(key)
+        if number is None:
+            if len(self.dicts) >= MAX_DICTS:
+                raise ValueError(f"a compressed section holds at most {MAX_DICTS} dictionaries")
+            self.dicts.append(raw)
+            number = self._dict_numbers[key] = len(self.dicts)
+        return number
+
+    # -- plain bytes --
     def write(self, data: bytes | bytearray | memoryview) -> None:
         """Plain bytes, appended to the section a task's worth at a time (a large chunk is never
         buffered or copied whole)."""
@@ -349,8 +381,37 @@ class FrameWriter:
             piece = view[lo : lo + self.group]
             self._buf += piece
             self.plain += len(piece)
+            if self.deciding:
+                if len(self._buf) >= DICT_SAMPLE:
+                    self.choose_dictionary(self._buf)
+                else:
+                    continue
             if len(self._buf) >= self.group + self.size:
                 self._cut(len(self._buf) - len(self._buf) % self.group)
+
+    def write_planned(self, data: bytes | memoryview, frames: Sequence[Frame]) -> None:
+        """The whole plain data, in frames as planned (``plan_frames``): the dictionary is
+        chosen from all of it; each run of numbers is shuffled when its first frame
+        compresses smaller so."""
+        if self.plain or self._buf:
+            raise ValueError("write_planned() takes the whole data section, first")
+        view = memoryview(data).cast("B")
+        self.choose_dictionary(view, len(view))
+        starts = [0, *(end for end, _, _ in frames[:-1])] if frames else []
+        shuffled: dict[int, bool] = {}  # run -> shuffled or not, from its first frame
+        for i, (end, element, run) in enumerate(frames):
+            if element and run not in shuffled:
+                piece = view[starts[i] : end]
+                plain_size = len(self._compressor(self.own).compress(piece))
+                shuffled[run] = len(self._compressor(self.own).compress(shuffle(piece, element))) < plain_size
+        planned = [
+            (start, end, element if element and shuffled[run] else 0)
+            for (end, element, run), start in zip(frames, starts, strict=True)
+        ]
+        for group in _groups([end - start for start, end, _ in planned]):
+            self._queue.append(self._pool.submit(self._compress_planned, view, [planned[i] for i in group], self.own))
+            self._drain(AHEAD)
+        self.plain = self._buf_at = len(view)
 
     def reserve(self, size: int) -> Slot:
         """``size`` plain bytes (zeros for now) that ``fill`` gives later."""
@@ -378,35 +439,94 @@ class FrameWriter:
             self.out.seek(back)
 
     def copy_frames(
-        self, stored: bytes | memoryview, entries: list[tuple[int, int]], filters: list[tuple[int, int]]
+        self,
+        stored: bytes | memoryview,
+        entries: list[tuple[int, int]],
+        filters: list[tuple[int, int]],
+        dicts: list[int] | None = None,
     ) -> None:
         """Frames of another section, copied as they are: ``stored`` holds them all, ``entries``
-        their (compressed, decompressed) sizes, ``filters`` their (filter code, parameter). The
-        buffered plain bytes end a frame first."""
+        their (compressed, decompressed) sizes, ``filters`` their (filter code, parameter),
+        ``dicts`` their dictionaries as numbered here (``adopt_dictionary``). The buffered plain
+        bytes end a frame first."""
+        if self.deciding:  # what is buffered is all the sample there is before these frames
+            self.choose_dictionary(self._buf)
         self._cut(len(self._buf))
-        self._queue.append((stored, entries, filters))
+        self._queue.append((stored, entries, filters, dicts or [0] * len(entries)))
         self.plain += sum(d for _, d in entries)
         self._buf_at = self.plain
         self._drain(AHEAD)
 
-    def close(self) -> int:
-        """Compress what is buffered, write every frame and the seek table; returns the
-        section's stored size."""
+    def end_data(self) -> None:
+        """The data section ends here: what follows is the TOC (frames of its own, without a
+        dictionary, so that opening an archive never loads one)."""
         if self._slots:
             raise ValueError("a reserved slot was never filled")
+        if self.deciding:
+            self.choose_dictionary(self._buf, len(self._buf))
+        self._cut(len(self._buf))
+        self.data = self.plain
+        self.own = 0
+        self.size = TOC_FRAME
+        self.group = max(GROUP // TOC_FRAME, 1) * TOC_FRAME
+
+    def close(self, root: tuple[int, int]) -> int:
+        """Compress what is buffered, write every frame, then the dictionaries, the page tables
+        and the index (``root``: the root node's position in the TOC and length); returns the
+        section's stored size."""
+        if self.data is None:
+            self.end_data()
         self._cut(len(self._buf))
         self._drain(0)
         self._pool.shutdown()
-        table = pack_seek_table(self.entries)
-        if any(code for code, _ in self.filters):
-            table = pack_filter_table(self.filters) + table
-        self.out.write(table)
-        self.stored += len(table)
+        frames_end = self.stored
+        dict_places = []
+        for raw in self.dicts:
+            record = pack_dictionary(self._compressor(0, min(22, self.level + DICT_LEVEL_BOOST)).compress(raw))
+            dict_places.append((self.stored, len(record), len(raw)))
+            self._put(record)
+        pages = []
+        n = len(self.entries)
+        per_page = max(PAGE_FRAMES, -(-n // MAX_PAGES))
+        logical = stored = 0
+        for first in range(0, n, per_page):
+            last = min(n, first + per_page)
+            page = pack_page(self.entries[first:last], self.filters[first:last], self.frame_dicts[first:last])
+            pages.append((self.stored, logical, stored, len(page)))
+            logical += sum(d for _, d in self.entries[first:last])
+            stored += sum(c for c, _ in self.entries[first:last])
+            self._put(page)
+        assert stored == frames_end and logical == self.plain
+        index = Index(self.data or 0, self.plain - (self.data or 0), root, n, per_page if n else 0, pages, dict_places)
+        self._put(pack_index(index))
         return self.stored
 
     def abort(self) -> None:
         """Stop the compression threads (after a failure: nothing more is written)."""
         self._pool.shutdown(wait=True, cancel_futures=True)
+
+    # -- compressing --
+    def _compressor(self, d: int, level: int | None = None) -> Any:
+        """This thread's compressor for frames of dictionary ``d`` (0: none): one per thread
+        and dictionary, since a compressor is not thread-safe."""
+        made: dict[tuple[int, int], Any] | None = getattr(self._local, "compressors", None)
+        if made is None:
+            made = self._local.compressors = {}
+        level = self.level if level is None else level
+        c = made.get((d, level))
+        if c is None:
+            zstd = self._zstd
+            if d:
+                raw = self.dicts[d - 1]
+                c = zstd.ZstdCompressor(
+                    level=level,
+                    write_checksum=True,
+                    dict_data=zstd.ZstdCompressionDict(raw, dict_type=zstd.DICT_TYPE_RAWCONTENT),
+                )
+            else:
+                c = zstd.ZstdCompressor(level=level, write_checksum=True)
+            made[d, level] = c
+        return c
 
     def _cut(self, n: int) -> None:
         """Queue the first ``n`` buffered bytes as frames: runs of ``size`` compressed in the
@@ -433,17 +553,21 @@ class FrameWriter:
 
     def _submit(self, data: bytes, start: int, end: int) -> None:
         for lo in range(start, end, self.group):
-            self._queue.append(self._pool.submit(self._compress, data, lo, min(lo + self.group, end)))
+            hi = min(lo + self.group, end)
+            planned = [(a, min(a + self.size, hi), 0) for a in range(lo, hi, self.size)]
+            self._queue.append(self._pool.submit(self._compress_planned, memoryview(data), planned, self.own))
 
-    def _compress(self, data: bytes, start: int, end: int) -> list[tuple[bytes, int]]:
-        compressor = getattr(self._local, "compressor", None)
-        if compressor is None:  # one per thread: a compressor is not thread-safe
-            compressor = self._local.compressor = self._zstd.ZstdCompressor(level=self.level, write_checksum=True)
-        view = memoryview(data)
-        return [
-            (compressor.compress(view[lo : min(lo + self.size, end)]), min(lo + self.size, end) - lo)
-            for lo in range(start, end, self.size)
-        ]
+    def _compress_planned(
+        self, view: memoryview, planned: list[tuple[int, int, int]], d: int
+    ) -> list[tuple[bytes, int, int, int]]:
+        """Frames [start, end) of ``view`` (each shuffled by its element size, or not),
+        compressed with dictionary ``d``: (frame, plain size, element size, ``d``)."""
+        c = self._compressor(d)
+        out = []
+        for start, end, element in planned:
+            piece = view[start:end]
+            out.append((c.compress(shuffle(piece, element) if element else piece), end - start, element, d))
+        return out
 
     def _drain(self, ahead: int) -> None:
         """Write queued frames in order until at most ``ahead`` compression tasks remain."""
@@ -451,21 +575,25 @@ class FrameWriter:
         while queue and (len(queue) > ahead or not isinstance(queue[0], Future) or queue[0].done()):
             item = queue.popleft()
             if isinstance(item, Future):
-                for frame, plain in item.result():
-                    self._emit(frame, plain)
+                for frame, plain, element, d in item.result():
+                    self._emit(frame, plain, (SHUFFLE, element) if element else (NO_FILTER, 0), d)
             elif isinstance(item, Slot):
                 assert item.frame is not None
                 item.stored_at = self.stored
-                self._emit(bytes(item.frame), item.size)
+                self._emit(bytes(item.frame), item.size, (NO_FILTER, 0), 0)
             else:
-                stored, entries, filters = item
-                self.out.write(stored)
-                self.stored += len(stored)
+                stored, entries, filters, dicts = item
+                self._put(stored)
                 self.entries += entries
                 self.filters += filters
+                self.frame_dicts += dicts
 
-    def _emit(self, frame: bytes, plain: int) -> None:
-        self.out.write(frame)
-        self.stored += len(frame)
+    def _emit(self, frame: bytes, plain: int, filter_: tuple[int, int], d: int) -> None:
+        self._put(frame)
         self.entries.append((len(frame), plain))
-        self.filters.append((NO_FILTER, 0))
+        self.filters.append(filter_)
+        self.frame_dicts.append(d)
+
+    def _put(self, data: bytes | memoryview) -> None:
+        self.out.write(data)
+        self.stored += len(data)

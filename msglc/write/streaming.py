@@ -31,7 +31,7 @@ from typing import Any, BinaryIO, TypeVar, cast
 import msgspec
 
 from msglc.config import Config, current
-from msglc.format.container import COMPRESSED, HEADER_SIZE, Trailer, pack_header
+from msglc.format.container import HEADER_SIZE, Trailer, compressed_header, pack_header
 from msglc.format.hash_index import BLOCK_BYTES, MAP_INLINE_MAX, block_bits_for, region_of
 from msglc.format.msgpack import array_header, container_header_size, map_header
 from msglc.format.nodes import ListNode, MapNode, whole_max
@@ -366,7 +366,7 @@ class LazyWriter:
         **options: Any,
     ) -> None:
         self.cfg = current(**options)
-        self.header = pack_header(0, major=COMPRESSED) if self.cfg.compression else pack_header()
+        self.header = compressed_header() if self.cfg.compression else pack_header()
         self.target = target = resolve_name(target, fs, storage_options)
         self.is_path = is_named(target)
         if not self.is_path and not (
@@ -438,11 +438,14 @@ class LazyWriter:
 
     def _finish(self) -> None:
         data, toc = self._streamer.data, self._streamer.toc  # the streamer writes to self._data
-        stored = data.pos if data.frames is None else data.frames.close()
-        data.f.write(toc)
-        trailer = Trailer.contiguous(
-            stored, len(toc), self._root, data.checksum(), self.cfg.small_obj_optimization_threshold
-        )
+        threshold = self.cfg.small_obj_optimization_threshold
+        if data.frames is None:
+            data.f.write(toc)
+            trailer = Trailer.contiguous(data.pos, len(toc), self._root, data.checksum(), threshold)
+        else:  # the TOC is framed after the data
+            data.frames.end_data()
+            data.frames.write(toc)
+            trailer = Trailer.compressed(data.frames.close(self._root), data.checksum(), threshold)
         data.f.write(trailer.pack(self.header))
         if not self.is_path:
             end_here(data.f)

@@ -266,7 +266,7 @@ def test_convert_and_combine_with_compression(tmp_path):
 
     run("convert", tmp_path / "u.jsonl", tmp_path / "s.mlc", "--compression", "zstd")  # streamed
     run("convert", tmp_path / "u.json", tmp_path / "j.mlc", "--compression", "zstd:19")
-    assert version(tmp_path / "s.mlc") == version(tmp_path / "j.mlc") == (2, 0)
+    assert version(tmp_path / "s.mlc") == version(tmp_path / "j.mlc") == (2, 1)
     assert "zstd frames" in run("info", tmp_path / "j.mlc")[1]
     run("convert", tmp_path / "j.mlc", tmp_path / "kept.mlc")  # archive -> archive keeps the compression
     assert (tmp_path / "kept.mlc").read_bytes() == (tmp_path / "j.mlc").read_bytes()
@@ -274,7 +274,7 @@ def test_convert_and_combine_with_compression(tmp_path):
     assert version(tmp_path / "plain.mlc")[0] == 1
     assert (tmp_path / "plain.mlc").read_bytes() == msglc.dumps(users)
     run("convert", tmp_path / "plain.mlc", tmp_path / "z.mlc", "--compression", "zstd", "--threshold", "1024")
-    assert version(tmp_path / "z.mlc") == (2, 0)
+    assert version(tmp_path / "z.mlc") == (2, 1)
     run("combine", tmp_path / "c.mlc", tmp_path / "j.mlc", tmp_path / "z.mlc")  # all compressed: compressed
     run("combine", tmp_path / "p.mlc", tmp_path / "j.mlc", tmp_path / "z.mlc", "--compression", "none")
     for path, major in (("c.mlc", 2), ("p.mlc", 1)):

@@ -1,8 +1,9 @@
-"""The framed source (format 2.0 in progress, docs/compression.md): a data section written as
-zstd frames by write/frames.py reads back through io/framed.py as the plain data, at any
-offset and across the section's edges; damaged frames, and frames that claim another size
-than the seek table (a decompression bomb), raise CorruptedError."""
+"""The framed source (docs/compression.md): a compressed section written by write/frames.py
+reads back through io/framed.py as the plain bytes, at any offset and across the section's
+edges; damaged frames, and frames that claim another size than the frame table (a
+decompression bomb), raise CorruptedError."""
 
+import io
 import random
 from itertools import accumulate
 
@@ -11,22 +12,37 @@ import pytest
 
 import msglc
 from msglc import CorruptedError
-from msglc.format.frames import FOOTER_SIZE, MAX_FRAME, parse_seek_table, seek_table_size
+from msglc.format.frames import MAX_FRAME, Index, pack_index, pack_page
 from msglc.format.msgpack import array_header, container_header
-from msglc.io.framed import FramedSource
+from msglc.io.framed import FramedSource, open_section
 from msglc.io.local import BufferSource
-from msglc.write.frames import compressed_section, frame_size
+from msglc.write.frames import DATA_FRAME, FrameWriter, frame_size
 
 pytest.importorskip("zstandard")
 
-HEAD, TAIL = b"H" * 16, b"T" * 100  # stand-ins for the header, and the TOC and trailer
+HEAD, TAIL = b"H" * 16, b"T" * 100  # stand-ins for the header, and the trailer
 
 
 def framed(plain: bytes, size: int = 4096, level: int = 3) -> tuple[bytes, FramedSource]:
-    section = b"".join(compressed_section(plain, size, level))
-    table = parse_seek_table(section[-seek_table_size(section[-FOOTER_SIZE:]) :], len(section), MAX_FRAME)
+    out = io.BytesIO()
+    writer = FrameWriter(out, size, level)
+    writer.write(plain)
+    writer.end_data()
+    writer.close((0, 0))
+    section = out.getvalue()
     file = HEAD + section + TAIL
-    return file, FramedSource(BufferSource(file), len(HEAD), table, len(section))
+    return file, open_section(BufferSource(file), len(HEAD), len(section))[0]
+
+
+def laid_out(frames: list[bytes], plain: list[int]) -> tuple[bytes, FramedSource]:
+    """A file whose section holds ``frames`` (any bytes), the frame table saying they hold
+    ``plain`` bytes each: for frames that are not what they claim."""
+    page = pack_page(list(zip(map(len, frames), plain, strict=True)), [(0, 0)] * len(frames), [0] * len(frames))
+    at = sum(map(len, frames))
+    index = Index(sum(plain), 0, (0, 0), len(frames), len(frames), [(at, 0, 0, len(page))], [])
+    section = b"".join(frames) + page + pack_index(index)
+    file = HEAD + section + TAIL
+    return file, open_section(BufferSource(file), len(HEAD), len(section))[0]
 
 
 def test_reads_anywhere_give_the_plain_bytes():
@@ -40,7 +56,7 @@ def test_reads_anywhere_give_the_plain_bytes():
         offset = rng.randrange(len(whole))
         size = rng.randrange(min(20_000, len(whole) - offset) + 1)
         assert bytes(source.read(offset, size)) == whole[offset : offset + size]
-    assert len(source.table.stored) - 1 == -(-len(plain) // 4096)  # frames of 4 KB
+    assert source.table.frames == -(-len(plain) // 4096)  # frames of 4 KB
     with pytest.raises(Exception, match="ended|truncated"):
         source.read(len(whole) - 5, 10)
 
@@ -48,41 +64,30 @@ def test_reads_anywhere_give_the_plain_bytes():
 def test_empty_data_and_frame_sizes():
     file, source = framed(b"")
     assert bytes(source.read(0, source.size)) == HEAD + TAIL
-    assert frame_size(64) == 4096 and frame_size(8192) == 8192 and frame_size(1 << 30) == MAX_FRAME
+    assert frame_size(64) == frame_size(1 << 30) == DATA_FRAME  # frames no longer follow the threshold
     with pytest.raises(ValueError, match="frame size"):
-        list(compressed_section(b"x", 100, 3))
+        FrameWriter(io.BytesIO(), 100, 3)
 
 
 def test_damaged_frames_raise_corrupted_error():
     plain = bytes(range(256)) * 100
     file, source = framed(plain)
-    start = len(HEAD) + source.table.stored[1]
+    start = len(HEAD) + source.table.stored(1)
     bad = bytearray(file)
     bad[start + 20] ^= 0xFF  # inside frame 1's compressed bytes: its checksum or structure fails
-    damaged = FramedSource(BufferSource(bytes(bad)), len(HEAD), source.table, len(file) - len(HEAD) - len(TAIL))
+    damaged = open_section(BufferSource(bytes(bad)), len(HEAD), len(file) - len(HEAD) - len(TAIL))[0]
     assert bytes(damaged.read(16, 100)) == plain[:100]  # frame 0 is intact
     with pytest.raises(CorruptedError, match="frame 1"):
         damaged.read(16 + 4096, 10)
 
 
-def _swap_frame(file: bytes, source: FramedSource, frame: bytes) -> FramedSource:
-    """``source`` with its first frame replaced by ``frame`` (the seek table moved to fit)."""
-    start, stop = len(HEAD) + source.table.stored[0], len(HEAD) + source.table.stored[1]
-    swapped = file[:start] + frame + file[stop:]
-    shift = len(frame) - (stop - start)
-    table = source.table._replace(stored=[0, *(s + shift for s in source.table.stored[1:])])
-    return FramedSource(BufferSource(swapped), len(HEAD), table, len(swapped) - len(HEAD) - len(TAIL))
-
-
 def test_a_frame_claiming_another_size_is_refused_before_decompressing():
-    """The seek table says 4096 bytes; a frame declaring more (here: one from a larger input
+    """The frame table says 4096 bytes; a frame declaring more (here: one from a larger input
     put in its place) is refused from its header, without decompressing it."""
     import zstandard
 
-    plain = bytes(8192)
-    file, source = framed(plain)
     bomb = zstandard.ZstdCompressor(level=3, write_checksum=True).compress(bytes(64 << 20))
-    bombed = _swap_frame(file, source, bomb)
+    _, bombed = laid_out([bomb], [4096])
     with pytest.raises(CorruptedError, match="declares 67108864 bytes where the seek table says 4096"):
         bombed.read(16, 10)
 
@@ -93,16 +98,15 @@ def test_frames_without_checksum_or_header_are_refused():
     and a table entry outside the bounds readers accept."""
     import zstandard
 
-    plain = bytes(range(256)) * 32
-    file, source = framed(plain)
-    unchecked = zstandard.ZstdCompressor(level=3, write_checksum=False).compress(plain[:4096])
+    plain = bytes(range(256)) * 16
+    unchecked = zstandard.ZstdCompressor(level=3, write_checksum=False).compress(plain)
     with pytest.raises(CorruptedError, match="frame 0 at offset 16 carries no checksum"):
-        _swap_frame(file, source, unchecked).read(16, 10)
+        laid_out([unchecked], [4096])[1].read(16, 10)
     with pytest.raises(CorruptedError, match="frame 0 at offset 16 is not a zstd frame"):
-        _swap_frame(file, source, b"\x00" * 40).read(16, 10)
-    huge = source.table._replace(logical=[0, MAX_FRAME + 1, MAX_FRAME + 4097])
-    with pytest.raises(CorruptedError, match="frame 0 at offset 16: its entry in the seek table is out of bounds"):
-        FramedSource(BufferSource(file), len(HEAD), huge, len(file) - len(HEAD) - len(TAIL)).read(16, 10)
+        laid_out([b"\x00" * 40], [4096])[1].read(16, 10)
+    checked = zstandard.ZstdCompressor(level=3, write_checksum=True).compress(plain)
+    with pytest.raises(CorruptedError, match="frame 0 at offset 16: its entry in the frame table is out of bounds"):
+        laid_out([checked], [MAX_FRAME + 1])[1].read(16, 10)
 
 
 def test_frames_end_where_items_end():
@@ -116,8 +120,9 @@ def test_frames_end_where_items_end():
         data = msglc.dumps(value, compression="zstd")
         buf = msglc.LazyReader(plain).protocol_raw_data()
         with msglc.LazyReader(data) as r:
-            source = r._a.src  # noqa: SLF001
-            cuts = source.table.logical
+            frames = list(r.frames())
+            cuts = [f.plain_offset - 16 for f in frames] + [frames[-1].plain_offset + frames[-1].plain_size - 16]
+            cuts = [c for c in cuts if c <= len(buf)]  # the data's frames (the TOC's follow)
             is_map, n, h = container_header(buf[:5])
             items = msgspec.msgpack.Decoder(list[msgspec.Raw]).decode(array_header(2 * n if is_map else n) + buf[h:])
             lengths = list(map(len, items))
@@ -125,7 +130,7 @@ def test_frames_end_where_items_end():
                 lengths = [k + v for k, v in zip(lengths[0::2], lengths[1::2], strict=True)]
             starts = set(accumulate(lengths, initial=h))
             assert set(cuts[1:-1]) <= starts | {h}
-            assert all(cuts[i + 1] - cuts[i] <= 8192 + 1024 for i in range(source.table.frames))
+            assert all(b - a <= DATA_FRAME + DATA_FRAME // 8 for a, b in zip(cuts, cuts[1:], strict=False))
             assert r.to_obj() == value
 
 
@@ -135,8 +140,7 @@ def test_runs_of_numbers_are_shuffled_and_read_back():
     for value in (matrix.tolist(), {"a": matrix, "b": matrix[:, :7].astype(np.int32)}):
         data = msglc.dumps(value, compression="zstd", small_obj_optimization_threshold=4096)
         with msglc.LazyReader(data, cached=False) as r:
-            table = r._a.src.table  # noqa: SLF001
-            elements = {table.shuffle(i) for i in range(table.frames)}
+            elements = {f.parameter for f in r.frames()}
             assert elements - {0}  # some frames are shuffled (9-byte msgpack floats, or 8 / 4-byte elements)
             if isinstance(value, list):
                 assert elements <= {0, 9} and r[123][45] == value[123][45] and r[299].to_obj() == value[299]

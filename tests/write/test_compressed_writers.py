@@ -1,4 +1,4 @@
-"""Every writer compresses (format 2.0): LazyWriter streams frames as it goes (containers of
+"""Every writer compresses (format 2.1): LazyWriter streams frames as it goes (containers of
 unknown length patched wherever their header ended up), ``FrameWriter`` on its own, and the
 compressed output reads back exactly as the plain one."""
 
@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 import msglc
 from msglc import LazyReader, Pairs
-from msglc.format.frames import FOOTER_SIZE, MAX_FRAME, parse_seek_table, seek_table_size
+from msglc.io.framed import open_section
+from msglc.io.local import BufferSource
 from msglc.write.frames import FrameWriter, raw_frame
 
 zstandard = pytest.importorskip("zstandard")
@@ -45,10 +46,16 @@ def expected(n):
     }
 
 
-def section_of(data):
+def decompressed_section(data):
+    """``zstd -d`` (with ``-D`` of the archive's dictionary, if its frames use one) of the
+    compressed section of ``data``: the plain data, then the plain TOC."""
     with LazyReader(data) as r:
         info = r.info()
-    return data[16 : 16 + info.stored_data_size]
+        dicts = {f.dictionary for f in r.frames()} - {0}
+        kwargs = {"dict_data": zstandard.ZstdCompressionDict(r.dictionary(dicts.pop()))} if dicts else {}
+    section = data[16 : 16 + info.stored_data_size]
+    with zstandard.ZstdDecompressor(**kwargs).stream_reader(section, read_across_frames=True) as reader:
+        return reader.read()[: info.data_size]
 
 
 @pytest.mark.parametrize("threshold", [64, 1024, 8192, 1 << 20])
@@ -59,15 +66,14 @@ def test_lazy_writer_compressed_reads_back_exactly(threshold, tmp_path):
         w.write(streamed(3000))
     value = expected(3000)
     with LazyReader(path, cached=False) as r:
-        assert r.info().version == (2, 0)
+        assert r.info().version == (2, 1)
         assert r["records/2345/sub/7"] == 7 and r["lookup/k2999"] == 2999
         assert r.to_obj() == value
         r.verify()
         plain = msglc.dumps(streamed(3000), small_obj_optimization_threshold=threshold)  # streamed plain
         assert r.protocol_raw_data() == LazyReader(plain).protocol_raw_data()
-    section = section_of(path.read_bytes())  # standard zstd decompresses the section to the msgpack
-    with zstandard.ZstdDecompressor().stream_reader(section, read_across_frames=True) as reader:
-        assert reader.read() == LazyReader(plain).protocol_raw_data()
+    # standard zstd decompresses the section to the msgpack (then the TOC)
+    assert decompressed_section(path.read_bytes()) == LazyReader(plain).protocol_raw_data()
 
 
 def test_lazy_writer_compressed_to_a_file_object_and_through_dump():
@@ -116,9 +122,12 @@ def test_streamed_round_trips_at_thresholds_and_levels(value, threshold, level):
 
 
 def frames_of(section):
-    table = parse_seek_table(section[-seek_table_size(section[-FOOTER_SIZE:]) :], len(section), MAX_FRAME)
-    with zstandard.ZstdDecompressor().stream_reader(section, read_across_frames=True) as reader:
-        return table, reader.read()
+    """The frame table of a bare compressed section, and the section decompressed by zstd
+    (with its dictionary: one at most, chosen by the writer)."""
+    source = open_section(BufferSource(section), 0, len(section))[0]
+    kwargs = {"dict_data": zstandard.ZstdCompressionDict(source.dictionary_bytes(1))} if source.dictionaries else {}
+    with zstandard.ZstdDecompressor(**kwargs).stream_reader(section, read_across_frames=True) as reader:
+        return source.table, reader.read()
 
 
 @pytest.mark.parametrize("before", [0, 10, 5000, 3 << 20])
@@ -135,12 +144,12 @@ def test_frame_writer_fills_a_slot_wherever_it_is(before, after):
     slot = w.reserve(5)
     w.write(tail)
     w.fill(slot, b"\xdd\x01\x02\x03\x04")
-    stored = w.close()
+    stored = w.close((0, 0))
     section = out.getvalue()[16:]
     assert len(section) == stored
     table, plain = frames_of(section)
     assert plain == head + b"\xdd\x01\x02\x03\x04" + tail
-    sizes = [table.logical[i + 1] - table.logical[i] for i in range(table.frames)]
+    sizes = [table.logical(i + 1) - table.logical(i) for i in range(table.frames)]
     assert max(sizes) <= 4096 and min(sizes) > 0
 
 
@@ -188,9 +197,9 @@ def test_lazy_writer_dict_blocks_seldom_straddle_its_fixed_frames():
     with LazyReader(f.getvalue()) as r:
         root = r.read()
         assert root["k1"] == doc["k1"]
-        base = root._base - r._a.src.data_off  # noqa: SLF001
+        base = root._base - 16  # noqa: SLF001
         offs = [base + o for o in root._index.offs]  # noqa: SLF001
-        cuts = r._a.src.table.logical  # noqa: SLF001
+        cuts = [f.plain_offset - 16 for f in r.frames()]
     # a block [a, b) straddles when the first cut after its start comes before its end
     straddling = sum(1 for a, b in pairwise(offs) if cuts[bisect_right(cuts, a)] < b)
     assert straddling / (len(offs) - 1) < 0.1
