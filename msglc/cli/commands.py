@@ -21,6 +21,7 @@ import datetime
 import json
 import os
 import sys
+import textwrap
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, BinaryIO
@@ -40,6 +41,7 @@ from msglc import (
     combine,
     dump,
 )
+from msglc.cli.errors import CliError, UsageError
 from msglc.format.container import MAGIC
 from msglc.format.legacy import MAGIC as LEGACY_MAGIC
 from msglc.format.legacy import is_legacy
@@ -72,10 +74,6 @@ result). It may also be the URL of an fsspec file system that keeps what is writ
 exits (file://, s3://, gs://, ...; its package installed). Refused: memory:// (its files end
 with the process) and "-" (the output is a file, not standard output; msglc get FILE PATH
 prints a value, and ./- names a file called "-")."""
-
-
-class CliError(Exception):
-    """A problem to report in one line."""
 
 
 @contextmanager
@@ -139,9 +137,10 @@ def json_default(value: Any) -> Any:
     raise TypeError(f"a {type(value).__name__} has no JSON form")
 
 
-def to_json(value: Any) -> str:
-    """The value as one line of JSON (built whole first: nothing is printed if it fails)."""
-    return json.dumps(to_plain(value), default=json_default) + "\n"
+def to_json(value: Any, indent: int | None = None) -> str:
+    """The value as one line of JSON, or indented by ``indent`` spaces a level (built whole
+    first: nothing is printed if it fails)."""
+    return json.dumps(to_plain(value), default=json_default, indent=indent) + "\n"
 
 
 def to_plain(value: Any) -> Any:
@@ -238,6 +237,7 @@ def cmd_ls(args: argparse.Namespace) -> None:
         else:
             kind, length = type_of(value)
             raise CliError(f"{args.path or '/'} is a {kind}, not a dict or a list")
+        print(f"{'TYPE':<24}{'LENGTH':>12}{'BYTES':>14}  NAME")
         for shown, (name, child) in enumerate(entries):
             if shown == args.limit:
                 print(f"... {len(value) - shown:,} more (--limit)")
@@ -261,8 +261,38 @@ def cmd_tree(args: argparse.Namespace) -> None:
             size = encoded_size(value)
             print(f"{label}  {kind} of {length:,}, {size:,} bytes (part of its parent's fixed-stride node)")
             return
-        for depth, name, node in reader.nodes(args.path, args.depth):
-            print(f"{'  ' * depth}{name if depth else label}  {describe(node)}, {node.encoded_size:,} bytes")
+        held = None  # each line waits for the next, which tells whether its children are listed
+        for row in reader.nodes(args.path, args.depth):
+            if held is not None:
+                print(tree_line(*held, label, args.depth, listed=row[0] == held[0] + 1))
+            held = row
+        if held is not None:
+            print(tree_line(*held, label, args.depth, listed=False))
+
+
+def tree_line(depth: int, name: str, node: NodeInfo, label: str, max_depth: int | None, listed: bool) -> str:
+    """One node of ``msglc tree``, with how many of its children the lines below it list."""
+    line = f"{'  ' * depth}{name if depth else label}  {describe(node)}, {node.encoded_size:,} bytes"
+    return line + unlisted(node, listed, max_depth is not None and depth >= max_depth)
+
+
+def unlisted(node: NodeInfo, listed: bool, at_depth: bool) -> str:
+    """What the tree leaves out of a list or dict: its small children, which have no node
+    (they are read whole, in their block or with their parent), and, below --depth, the rest.
+    Nothing when every child is listed; fixed-stride lists and arrays have no children."""
+    if node.kind not in ("list", "dict", "hash-indexed dict"):
+        return ""
+    shown = node.children if listed else 0
+    if shown == node.length:
+        return ""
+    note = f"; {shown:,} of {node.length:,} shown"
+    if node.children and not listed:  # (a node several parents share is expanded under the first)
+        note += " (--depth)" if at_depth else " (listed above)"
+    small = node.length - node.children
+    if small:
+        nouns = ("item", "items") if node.kind == "list" else ("entry", "entries")
+        note += f"; {small:,} small {nouns[small != 1]} read whole"
+    return note
 
 
 def describe(node: NodeInfo) -> str:
@@ -272,10 +302,12 @@ def describe(node: NodeInfo) -> str:
         return f"NumPy array, {node.length:,} bytes of elements"
     if node.kind == "dict":
         return f"dict of {node.length:,}"
-    return f"{node.kind} of {node.length:,}, {node.blocks} blocks"
+    return f"{node.kind} of {node.length:,}, {node.blocks:,} blocks"
 
 
 def cmd_get(args: argparse.Namespace) -> None:
+    if args.indent is not None and args.format != "json":
+        raise UsageError(f"--indent is for JSON output, not --format {args.format}")
     with open_reader(args.file) as reader:
         value = reader[args.path]
         if args.format == "msgpack":
@@ -285,7 +317,7 @@ def cmd_get(args: argparse.Namespace) -> None:
         elif args.format == "repr":
             print(repr(to_plain(value)))
         else:
-            sys.stdout.write(to_json(value))
+            sys.stdout.write(to_json(value, args.indent))
 
 
 def _msgpack(value: Any) -> bytes:
@@ -460,12 +492,18 @@ def parser() -> argparse.ArgumentParser:
     sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
 
     def add(
-        name: str, run: Callable[[argparse.Namespace], None], help: str, description: str = "", epilog: str = ""
+        name: str,
+        run: Callable[[argparse.Namespace], None],
+        help: str,
+        description: str = "",
+        epilog: str = "",
     ) -> argparse.ArgumentParser:
         p = sub.add_parser(
             name,
             help=help,
-            description=description or help,
+            description="\n\n".join(
+                textwrap.fill(part, 92, break_on_hyphens=False) for part in (description or help).split("\n\n")
+            ),
             epilog=epilog or None,
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
@@ -477,11 +515,26 @@ def parser() -> argparse.ArgumentParser:
     path_help = (
         'a path inside the archive, like "runs/42/energy" or "runs/-1" (a path that starts with "-": put -- before it)'
     )
-    p = add("ls", cmd_ls, "list the children at PATH: type, length, encoded size, name")
+    p = add(
+        "ls",
+        cmd_ls,
+        "list the children at PATH: type, length, encoded size, name",
+        "List the children at PATH, one a line under a header row: TYPE (with the dtype and shape "
+        "of an array), LENGTH (items, entries, characters or bytes; empty for a number), BYTES "
+        "(encoded size in the archive) and NAME (the key or index).",
+    )
     p.add_argument("file")
     p.add_argument("path", nargs="?", default="", help=path_help)
     p.add_argument("--limit", type=_count(1), default=1000, help="show at most this many children (default 1000)")
-    p = add("tree", cmd_tree, "the structure of the lazy parts under PATH, read from TOC nodes only")
+    p = add(
+        "tree",
+        cmd_tree,
+        "the structure of the lazy parts under PATH, read from TOC nodes only",
+        "The structure of the lazy parts under PATH, read from TOC nodes only: each list or dict "
+        "with a node of its own, its children that have one below it. Small children have none "
+        "(they are read whole, with their block or their parent), so they are counted instead: "
+        '"246 of 1,109 shown; 863 small entries read whole".',
+    )
     p.add_argument("file")
     p.add_argument("path", nargs="?", default="", help=path_help)
     p.add_argument("--depth", type=_count(0), default=None, help="levels to show below PATH (0: PATH alone)")
@@ -497,6 +550,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("file")
     p.add_argument("path", help=path_help)
     p.add_argument("--format", choices=("json", "msgpack", "repr"), default="json")
+    p.add_argument(
+        "--indent",
+        type=_count(0),
+        default=None,
+        metavar="N",
+        help="JSON indented by N spaces a level (default: one line)",
+    )
     p = add(
         "convert",
         cmd_convert,
@@ -574,6 +634,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         args.run(args)
+    except UsageError as e:  # as argparse reports its own
+        print(f"msglc {args.command}: {e} (see msglc {args.command} --help)", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print(f"msglc {args.command}: interrupted", file=sys.stderr)
         return 130

@@ -67,8 +67,9 @@ def test_info(files):
 def test_ls_and_tree(files):
     _, out, _ = run("ls", files / "a.mlc")
     lines = out.splitlines()
-    assert lines[0].split()[:2] == ["list", "200"] and lines[0].endswith("runs")
-    assert lines[2].startswith("array float64 (100, 200)") and lines[2].endswith("field")
+    assert lines[0].split() == ["TYPE", "LENGTH", "BYTES", "NAME"]
+    assert lines[1].split()[:2] == ["list", "200"] and lines[1].endswith("runs")
+    assert lines[3].startswith("array float64 (100, 200)") and lines[3].endswith("field")
     _, out, _ = run("ls", files / "a.mlc", "runs", "--limit", "2")
     assert out.splitlines()[-1] == "... 198 more (--limit)"
     _, out, _ = run("tree", files / "a.mlc", "--depth", "1")
@@ -390,3 +391,45 @@ def test_outputs_that_are_inputs_or_folders_change_nothing(folder, command, outp
 def test_an_output_that_is_a_hard_link_of_an_input_is_refused(folder):
     refused(folder, ("convert", "in2.mlc", "hard.mlc", "--threshold", "8"), "is the input 'in2.mlc' itself")
     refused(folder, ("combine", "hard.mlc", "in.mlc", "in2.mlc"), "is the input 'in2.mlc' itself")
+
+
+# ---- many files, and hints for humans (issue 30, item 5) ---------------------------------------------
+
+
+def test_tree_counts_the_children_it_does_not_list(files, tmp_path):
+    _, out, _ = run("tree", files / "a.mlc")
+    lines = out.splitlines()
+    assert lines[0].endswith("; 2 of 3 shown; 1 small entry read whole")  # meta has no node
+    assert lines[1].startswith("  runs  list of 200") and "shown" not in lines[1]  # every run is listed
+    assert lines[2] == "    0  dict of 3, 2,725 bytes; 1 of 3 shown; 2 small entries read whole"
+    _, out, _ = run("tree", files / "a.mlc", "--depth", "0")
+    assert out == "/  dict of 3, 705,138 bytes; 0 of 3 shown (--depth); 1 small entry read whole\n"
+    msglc.dump(
+        tmp_path / "l.mlc",
+        [[1.5] * 100 if i % 100 == 0 else i for i in range(1109)],
+        small_obj_optimization_threshold=256,
+    )
+    _, out, _ = run("tree", tmp_path / "l.mlc")
+    assert out.splitlines()[0].endswith("; 12 of 1,109 shown; 1,097 small items read whole")
+    assert len(out.splitlines()) == 13
+
+
+def test_ls_has_a_header_row(files, tmp_path):
+    _, out, _ = run("ls", files / "a.mlc", "meta")
+    assert out.splitlines() == [
+        "TYPE                          LENGTH         BYTES  NAME",
+        "int                                              2  n",
+        "str                                7             8  7",
+        "float                                            9  nan",
+    ]
+    msglc.dump(tmp_path / "e.mlc", {})
+    assert run("ls", tmp_path / "e.mlc")[1].split() == ["TYPE", "LENGTH", "BYTES", "NAME"]
+
+
+def test_get_indents_json_on_request(files):
+    assert run("get", files / "a.mlc", "meta", "--indent", "2")[1] == (
+        '{\n  "n": 200,\n  "7": "int key",\n  "nan": NaN\n}\n'
+    )
+    assert run("get", files / "a.mlc", "meta")[1] == '{"n": 200, "7": "int key", "nan": NaN}\n'  # compact by default
+    code, _, err = run("get", files / "a.mlc", "meta", "--indent", "2", "--format", "repr", ok=False)
+    assert code == 2 and "--indent is for JSON output" in err and len(err.splitlines()) == 1
