@@ -37,11 +37,13 @@ from msglc import (
     LazyReader,
     LazyWriter,
     MsglcError,
+    NotAnArchiveError,
     __version__,
     combine,
     dump,
 )
 from msglc.cli.errors import CliError, UsageError
+from msglc.cli.hints import convert_hint, missing_key_hint
 from msglc.format.container import MAGIC
 from msglc.format.legacy import MAGIC as LEGACY_MAGIC
 from msglc.format.legacy import is_legacy
@@ -159,7 +161,21 @@ def write_json(value: Any, out: Any) -> None:
 def open_reader(path: str) -> LazyReader:
     if not os.path.exists(path):
         raise CliError(f"no such file: {path}")
-    return LazyReader(path, cached=False)
+    try:
+        return LazyReader(path, cached=False)
+    except NotAnArchiveError as e:
+        raise CliError(convert_hint(path) or f"{path}: {e}") from None
+
+
+def read_path(reader: LazyReader, path: str) -> Any:
+    """``reader[path]``; a key that is not there is reported with the nearest keys there are."""
+    try:
+        return reader[path]
+    except KeyError as e:
+        hint = missing_key_hint(reader.read(), path)
+        if not hint:
+            raise
+        raise CliError(_message(e) + hint) from None
 
 
 def fmt_of(path: str, given: str | None) -> str:
@@ -229,7 +245,7 @@ def cmd_info(args: argparse.Namespace) -> None:
 
 def cmd_ls(args: argparse.Namespace) -> None:
     with open_reader(args.file) as reader:
-        value = reader[args.path]
+        value = read_path(reader, args.path)
         if isinstance(value, (dict, LazyDict)):
             entries: Iterator[tuple[Any, Any]] = iter(value.items())
         elif isinstance(value, (list, LazyList)):
@@ -248,7 +264,7 @@ def cmd_ls(args: argparse.Namespace) -> None:
 
 def cmd_tree(args: argparse.Namespace) -> None:
     with open_reader(args.file) as reader:
-        value = reader[args.path]
+        value = read_path(reader, args.path)
         label = "/" + "/".join(map(str, split_path(args.path)))
         if isinstance(value, list) and any(isinstance(v, LAZY) for v in value):
             raise CliError("tree shows one value: give an index, not a slice")
@@ -309,7 +325,7 @@ def cmd_get(args: argparse.Namespace) -> None:
     if args.indent is not None and args.format != "json":
         raise UsageError(f"--indent is for JSON output, not --format {args.format}")
     with open_reader(args.file) as reader:
-        value = reader[args.path]
+        value = read_path(reader, args.path)
         if args.format == "msgpack":
             data = value.protocol_raw_data() if isinstance(value, LAZY) else _msgpack(to_plain(value))
             sys.stdout.buffer.write(data)

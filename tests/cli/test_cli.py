@@ -433,3 +433,84 @@ def test_get_indents_json_on_request(files):
     assert run("get", files / "a.mlc", "meta")[1] == '{"n": 200, "7": "int key", "nan": NaN}\n'  # compact by default
     code, _, err = run("get", files / "a.mlc", "meta", "--indent", "2", "--format", "repr", ok=False)
     assert code == 2 and "--indent is for JSON output" in err and len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    "path, message",
+    [
+        ("metta", "'metta' not found (at metta); did you mean 'meta'?"),
+        ("runs/3/enrgy/2", "'enrgy' not found (at runs/3/enrgy); did you mean 'energy'?"),
+        ("runs/1:3/Blob", "'Blob' not found (at runs/1/Blob); did you mean 'blob'?"),
+        ("meta/nn", "'nn' not found (at meta/nn); did you mean 'nan' or 'n'?"),
+        ("xyzzy", "'xyzzy' not found (at xyzzy)\n"),  # nothing near: no suggestion
+    ],
+)
+def test_a_missing_key_suggests_the_nearest(files, path, message):
+    for command in ("get", "ls", "tree"):
+        code, _, err = run(command, files / "a.mlc", path, ok=False)
+        assert code == 1 and err == f"msglc {command}: {message}" + ("" if message.endswith("\n") else "\n")
+
+
+def test_suggestions_in_a_huge_dict_read_a_little_of_it(tmp_path):
+    """A dict too large to list its keys quickly: keys one edit away are looked up instead."""
+    from msglc.cli.hints import SCAN_KEYS, missing_key_hint
+
+    n = 3 * SCAN_KEYS
+    msglc.dump(tmp_path / "h.mlc", {f"sample-{i:06d}": {"v": i, "pad": "x" * 200} for i in range(n)})
+    stats = msglc.LazyStats()
+    with msglc.LazyReader(tmp_path / "h.mlc", counter=stats) as r:
+        assert r.info().root.kind == "hash-indexed dict" and len(r.read()) == n
+        before = stats.bytes
+        assert missing_key_hint(r.read(), "sampel-012345") == "; did you mean 'sample-012345'?"
+        assert missing_key_hint(r.read(), "SAMPLE-000007") == "; did you mean 'sample-000007'?"
+        assert stats.bytes - before < r.info().data_size / 10
+    _, _, err = run("get", tmp_path / "h.mlc", "sample-01234/v", ok=False)
+    assert "'sample-01234' not found (at sample-01234); did you mean 'sample-0" in err
+
+
+@pytest.mark.parametrize(
+    "name, content, message",
+    [
+        (
+            "runs.json",
+            b' \n{"a": 1}',
+            "runs.json looks like JSON, not an msglc archive: msglc convert {d}/runs.json {d}/runs.mlc",
+        ),
+        (
+            "runs.jsonl",
+            b'{"a": 1}\n{"a": 2}\n',
+            "looks like JSON Lines, not an msglc archive: msglc convert {d}/runs.jsonl {d}/runs.mlc",
+        ),
+        (
+            "runs",
+            b'{"a": 1}\n[2]\n',
+            "looks like JSON Lines, not an msglc archive: msglc convert {d}/runs {d}/runs.mlc --from jsonl",
+        ),
+        (
+            "runs.mlc",
+            b"\xef\xbb\xbf[1, 2]",
+            "looks like JSON, not an msglc archive: msglc convert {d}/runs.mlc {d}/runs-converted.mlc --from json",
+        ),
+        (
+            "runs.bin",
+            msgpack.packb({"a": [1, 2]}),
+            "looks like msgpack, not an msglc archive: msglc convert {d}/runs.bin {d}/runs.mlc --from msgpack",
+        ),
+        (
+            "runs.msgpack",
+            msgpack.packb(list(range(100))),
+            "looks like msgpack, not an msglc archive: msglc convert {d}/runs.msgpack {d}/runs.mlc\n",
+        ),
+        ("runs.json", b"", "is not an msglc archive: if it holds JSON, msglc convert {d}/runs.json {d}/runs.mlc"),
+        ("runs.txt", b"\x91\xc1", "runs.txt: not an msglc archive"),  # not msgpack: 0xc1 is never used
+        ("runs.txt", b"\x9f\x01", "runs.txt: not an msglc archive"),  # 15 items cannot fit in one byte
+    ],
+)
+def test_a_json_or_msgpack_file_is_met_with_the_command_to_convert_it(tmp_path, name, content, message):
+    (tmp_path / name).write_bytes(content)
+    for command in (("info",), ("ls",), ("tree",), ("get", "a"), ("verify",)):
+        code, out, err = run(command[0], tmp_path / name, *command[1:], ok=False)
+        assert code == 1 and out == "" and len(err.splitlines()) == 1
+        assert message.format(d=tmp_path) in err, err
+    if "looks like" in message and "--from" not in message:  # the command works
+        run(*message.format(d=tmp_path).split(": ")[-1].split()[1:])
