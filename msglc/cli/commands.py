@@ -5,7 +5,8 @@
     msglc tree FILE [PATH] [--depth N]  the structure, from TOC nodes only
     msglc get FILE PATH [--format F]    the value at PATH as JSON (default), msgpack or repr
     msglc convert IN OUT                JSON, JSON Lines, msgpack <-> archive; archive -> archive
-    msglc combine OUT IN... [--name N]  gather archives into one (a dict with --name, else a list)
+    msglc combine OUT IN...             gather archives (or folders of them) into one: a dict
+                                        keyed by file stems, --name N each, or --list
     msglc verify FILE                   check everything; exit status 0 when intact
 
 What convert and combine accept as OUTPUT: OUTPUT_RULE below (shown by --help).
@@ -42,6 +43,7 @@ from msglc import (
     combine,
     dump,
 )
+from msglc.cli.batch import folder_files, refuse_repeated, stem
 from msglc.cli.errors import CliError, UsageError
 from msglc.cli.hints import convert_hint, missing_key_hint
 from msglc.format.container import MAGIC
@@ -65,6 +67,7 @@ FORMATS = {
     ".msglc": "msglc",
     ".msg": "msglc",  # the published msglc's customary extension: its archives are read (and converted) too
 }
+ARCHIVE_EXTENSIONS = [ext for ext, fmt in FORMATS.items() if fmt == "msglc"]
 
 
 LAZY = (LazyDict, LazyList, LazyArray)  # the lazy parts of an archive
@@ -470,16 +473,43 @@ def _json_lines(path: str, step: Callable[[int], None]) -> Iterator[Any]:
 
 
 def cmd_combine(args: argparse.Namespace) -> None:
-    if args.name and len(args.name) != len(args.inputs):
-        raise CliError(f"{len(args.name)} --name for {len(args.inputs)} inputs: give one per input, or none for a list")
+    """A dict keyed by the inputs' stems (or --name), or a list (--list); a folder input gives
+    its archives, sorted by name (but not OUTPUT, when it is there already)."""
+    inputs: list[str] = []
     for path in args.inputs:
+        if os.path.isdir(path):
+            files = folder_files(path, ARCHIVE_EXTENSIONS, skip=args.output)
+            if not files:
+                raise CliError(f"{path} holds no archive ({', '.join(ARCHIVE_EXTENSIONS)}) to combine")
+            inputs.extend(files)
+        else:
+            inputs.append(path)
+    if args.name and len(args.name) != len(inputs):
+        folders = " (a folder counts as its archives)" if len(inputs) != len(args.inputs) else ""
+        raise CliError(
+            f"{len(args.name)} --name for {len(inputs)} inputs{folders}: give one per input, "
+            "or none to name each by its file name (--list for a list)"
+        )
+    for path in inputs:
         if not os.path.exists(path):
             raise CliError(f"no such file: {path}")
-    target = checked_output(args.output, args.inputs)
-    names = args.name or [None] * len(args.inputs)
-    total = sum(os.path.getsize(p) for p in args.inputs)
+        hint = None if is_archive_file(path) else convert_hint(path)
+        if hint:
+            raise CliError(hint)
+    names: list[Any]
+    if args.name:
+        names = args.name
+    elif args.list:
+        names = [None] * len(inputs)
+    else:
+        names = [stem(path) for path in inputs]
+        refuse_repeated(
+            names, inputs, "would both have the key", "give each input its key with --name, or make a list: --list"
+        )
+    target = checked_output(args.output, inputs)
+    total = sum(os.path.getsize(p) for p in inputs)
     with progress(total, "combine") as step:
-        infos = [FileInfo(p, n) for p, n in zip(args.inputs, names, strict=True)]
+        infos = [FileInfo(p, n) for p, n in zip(inputs, names, strict=True)]
         combine(target, infos, progress=step, **(args.compression or {}))
 
 
@@ -601,12 +631,19 @@ def parser() -> argparse.ArgumentParser:
     p = add(
         "combine",
         cmd_combine,
-        "gather archives into one without decoding them: a dict with --name, else a list",
+        "gather archives into one without decoding them: a dict keyed by their file names, or a list",
+        "Gather archives into one without decoding them. The root is a dict whose keys are the "
+        "inputs' file names without their extension (runs/run-0042.mlc -> run-0042): two inputs "
+        "with the same name are refused. --name gives the keys instead, one per input in order; "
+        "--list makes the root a list, in input order. An INPUT may be a folder: its archives "
+        "(.mlc, .msglc, .msg), sorted by name, without OUTPUT if it is there already.",
         epilog=OUTPUT_RULE,
     )
     p.add_argument("output", metavar="OUTPUT")
     p.add_argument("inputs", nargs="+", metavar="INPUT")
-    p.add_argument("--name", action="append", help="the key of each input, in order (repeat once per input)")
+    keys = p.add_mutually_exclusive_group()
+    keys.add_argument("--name", action="append", help="the key of each input, in order (repeat once per input)")
+    keys.add_argument("--list", action="store_true", help="a list of the inputs, in order, instead of a dict")
     _compression_option(
         p,
         "compression of the result (default: zstd when every input is compressed, else none); "

@@ -127,7 +127,7 @@ def test_combine_and_verify(files, tmp_path):
     assert run("get", out, "y/runs/7/id")[1] == "7\n"
     _, text, _ = run("verify", out)
     assert text.strip().endswith("intact")
-    run("combine", tmp_path / "l.mlc", files / "a.mlc", files / "a.mlc")
+    run("combine", tmp_path / "l.mlc", files / "a.mlc", files / "a.mlc", "--list")
     assert run("get", tmp_path / "l.mlc", "1/meta/n")[1] == "200\n"
     damaged = bytearray(out.read_bytes())
     damaged[1000] ^= 1
@@ -149,6 +149,7 @@ def test_combine_and_verify(files, tmp_path):
         (("convert", "{bad_json}", "{out}.msgpack"), "neither"),
         (("convert", "{bad_json}", "{out}.mlc"), "is not valid json"),
         (("combine", "{out}.mlc", "{a}", "--name", "x", "--name", "y"), "give one per input"),
+        (("combine", "{out}.mlc", "{a}", "{a}"), "would both have the key 'a'"),
         (("combine", "{out}.mlc", "{text}"), "not an msglc archive"),
     ],
 )
@@ -276,8 +277,8 @@ def test_convert_and_combine_with_compression(tmp_path):
     assert (tmp_path / "plain.mlc").read_bytes() == msglc.dumps(users)
     run("convert", tmp_path / "plain.mlc", tmp_path / "z.mlc", "--compression", "zstd", "--threshold", "1024")
     assert version(tmp_path / "z.mlc") == (2, 0)
-    run("combine", tmp_path / "c.mlc", tmp_path / "j.mlc", tmp_path / "z.mlc")  # all compressed: compressed
-    run("combine", tmp_path / "p.mlc", tmp_path / "j.mlc", tmp_path / "z.mlc", "--compression", "none")
+    run("combine", tmp_path / "c.mlc", tmp_path / "j.mlc", tmp_path / "z.mlc", "--list")  # all compressed: compressed
+    run("combine", tmp_path / "p.mlc", tmp_path / "j.mlc", tmp_path / "z.mlc", "--list", "--compression", "none")
     for path, major in (("c.mlc", 2), ("p.mlc", 1)):
         with msglc.LazyReader(tmp_path / path) as r:
             assert r.info().version[0] == major and r.to_obj() == [users, users]
@@ -357,7 +358,7 @@ def test_local_outputs_named_by_file_urls_are_written(folder):
     run_in(folder, "convert", "in.mlc", f"{url}/b.json")
     run_in(folder, "combine", f"{url}/c.mlc", "in.mlc", "in2.mlc")
     with msglc.LazyReader(folder / "sub" / "a.mlc") as a, msglc.LazyReader(folder / "sub" / "c.mlc") as c:
-        assert a.to_obj() == {"a": [1, 2]} and c.to_obj() == [[{"a": 1}, {"b": [2.5] * 300}], [3, 4]]
+        assert a.to_obj() == {"a": [1, 2]} and c.to_obj() == {"in": [{"a": 1}, {"b": [2.5] * 300}], "in2": [3, 4]}
     assert json.loads((folder / "sub" / "b.json").read_text()) == [{"a": 1}, {"b": [2.5] * 300}]
     refused(folder, ("convert", "in.json", f"{url}/new.mlc/", "--to", "msglc"), "ends with a separator")
 
@@ -394,6 +395,64 @@ def test_an_output_that_is_a_hard_link_of_an_input_is_refused(folder):
 
 
 # ---- many files, and hints for humans (issue 30, item 5) ---------------------------------------------
+
+
+@pytest.fixture
+def runs(tmp_path):
+    """A folder of run archives, as a simulation leaves them, with files that are not archives."""
+    d = tmp_path / "runs"
+    d.mkdir()
+    for i in (42, 7, 1000):
+        msglc.dump(d / f"run-{i:04d}.mlc", {"id": i, "energy": [i * 0.5] * 50})
+    (d / "notes.txt").write_text("not an archive")
+    (d / "run-0001.json").write_text('{"id": 1}')
+    (d / ".run-0002.mlc").write_bytes(b"a writer's hidden temporary file")
+    return d
+
+
+def test_combine_names_entries_by_their_files(runs, tmp_path):
+    out = tmp_path / "all.mlc"
+    run("combine", out, runs / "run-0042.mlc", runs / "run-0007.mlc")
+    with msglc.LazyReader(out) as r:
+        assert list(r.read()) == ["run-0042", "run-0007"] and r["run-0007/id"] == 7  # the order given
+    run("combine", out, runs / "run-0042.mlc", runs / "run-0007.mlc", "--name", "a", "--name", "b")
+    assert msglc.LazyReader(out).to_obj().keys() == {"a", "b"}
+    run("combine", out, runs / "run-0042.mlc", runs / "run-0007.mlc", "--list")
+    assert [x["id"] for x in msglc.LazyReader(out).to_obj()] == [42, 7]
+
+
+def test_combine_takes_the_archives_of_a_folder(runs, tmp_path):
+    out = tmp_path / "all.mlc"
+    run("combine", out, runs)
+    with msglc.LazyReader(out) as r:
+        assert list(r.read()) == ["run-0007", "run-0042", "run-1000"]  # sorted; no text, JSON or hidden file
+        assert r["run-1000/energy/3"] == 500.0
+    code, _, err = run("combine", out, runs, "--name", "x", ok=False)
+    assert code == 1 and "1 --name for 3 inputs (a folder counts as its archives)" in err
+    inside = runs / "all.mlc"
+    run("combine", inside, runs)
+    run("combine", inside, runs)  # again: the output already there is not one of its inputs
+    assert list(msglc.LazyReader(inside).read()) == ["run-0007", "run-0042", "run-1000"]
+    (tmp_path / "empty").mkdir()
+    code, _, err = run("combine", tmp_path / "e.mlc", tmp_path / "empty", ok=False)
+    assert code == 1 and "holds no archive" in err and not (tmp_path / "e.mlc").exists()
+
+
+def test_combine_refuses_two_inputs_of_one_name(runs, tmp_path):
+    (tmp_path / "other").mkdir()
+    msglc.dump(tmp_path / "other" / "run-0042.mlc", [1])
+    out = tmp_path / "all.mlc"
+    out.write_bytes(b"before")
+    code, _, err = run("combine", out, runs, tmp_path / "other", ok=False)
+    assert code == 1 and len(err.splitlines()) == 1
+    assert (
+        f"{runs / 'run-0042.mlc'} and {tmp_path / 'other' / 'run-0042.mlc'} would both have the key 'run-0042'" in err
+    )
+    assert "--name" in err and "--list" in err and out.read_bytes() == b"before"
+    run("combine", out, runs, tmp_path / "other", "--list")
+    assert len(msglc.LazyReader(out).read()) == 4
+    code, _, err = run("combine", out, runs, "--list", "--name", "x", ok=False)
+    assert code == 2 and "not allowed with" in err
 
 
 def test_tree_counts_the_children_it_does_not_list(files, tmp_path):
