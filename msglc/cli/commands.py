@@ -5,6 +5,7 @@
     msglc tree FILE [PATH] [--depth N]  the structure, from TOC nodes only
     msglc get FILE PATH [--format F]    the value at PATH as JSON (default), msgpack or repr
     msglc convert IN OUT                JSON, JSON Lines, msgpack <-> archive; archive -> archive
+    msglc convert IN... --out-dir DIR   many files (or folders of them) in one run
     msglc combine OUT IN...             gather archives (or folders of them) into one: a dict
                                         keyed by file stems, --name N each, or --list
     msglc verify FILE                   check everything; exit status 0 when intact
@@ -67,6 +68,7 @@ FORMATS = {
     ".msglc": "msglc",
     ".msg": "msglc",  # the published msglc's customary extension: its archives are read (and converted) too
 }
+EXTENSION = {"msglc": ".mlc", "json": ".json", "jsonl": ".jsonl", "msgpack": ".msgpack"}  # of outputs named here
 ARCHIVE_EXTENSIONS = [ext for ext, fmt in FORMATS.items() if fmt == "msglc"]
 
 
@@ -343,9 +345,10 @@ def _msgpack(value: Any) -> bytes:
     return encode_value(value, ArrayEncoder(True))
 
 
-def checked_output(path: str, inputs: list[str]) -> Any:
+def checked_output(path: str, inputs: list[str], into: str = "") -> Any:
     """The OUTPUT argument, refused before any work when it breaks ``OUTPUT_RULE``; a local
-    path or a ``RemotePath`` for the writers."""
+    path or a ``RemotePath`` for the writers. ``into``: the option that writes into a folder,
+    named when OUTPUT is one."""
     if path == "-":
         raise CliError(
             "the output is a file, not standard output ('-'): name a file (./- for one called '-'), "
@@ -367,7 +370,8 @@ def checked_output(path: str, inputs: list[str]) -> Any:
             return target
         path = target  # file://: a local path
     if os.path.isdir(path):
-        raise CliError(f"the output {path!r} is a directory: name a file in it")
+        also = f" (or convert into it: {into} {path})" if into else ""
+        raise CliError(f"the output {path!r} is a directory: name a file in it{also}")
     folder = os.path.dirname(os.path.realpath(path))
     if not os.path.isdir(folder):
         what = "not a directory" if os.path.exists(folder) else "no such directory"
@@ -379,41 +383,123 @@ def checked_output(path: str, inputs: list[str]) -> Any:
     return path
 
 
-def cmd_convert(args: argparse.Namespace) -> None:
-    if not os.path.exists(args.input):
-        raise CliError(f"no such file: {args.input}")
-    target = checked_output(args.output, [args.input])
-    src, dst = fmt_of(args.input, args.from_), fmt_of(args.output, args.to)
+def cmd_convert(args: argparse.Namespace) -> int:
+    """One INPUT to OUTPUT, or many inputs (files and folders) into a folder: --out-dir DIR,
+    or a last argument that is one when there are several inputs or a folder among them."""
+    if args.out_dir is not None:
+        return convert_many(args, args.paths, args.out_dir)
+    if len(args.paths) == 1:
+        raise UsageError("give an OUTPUT after the INPUT, or --out-dir DIR to convert into a folder")
+    *inputs, last = args.paths
+    if len(inputs) > 1 or os.path.isdir(inputs[0]):
+        return convert_many(args, inputs, last)
+    source = inputs[0]
+    if not os.path.exists(source):
+        raise CliError(f"no such file: {source}")
+    target = checked_output(last, [source], into="--out-dir")
+    src, dst = fmt_of(source, args.from_), fmt_of(last, args.to)
     if src != "msglc" and dst != "msglc":
         raise CliError(f"convert reads or writes an archive: {src} -> {dst} is neither")
+    convert_file(source, target, src, dst, convert_options(args, dst), True)
+    return 0
+
+
+def convert_options(args: argparse.Namespace, dst: str) -> dict[str, Any]:
+    """The writer's options that --threshold and --compression give."""
     options: dict[str, Any] = {} if args.threshold is None else {"small_obj_optimization_threshold": args.threshold}
     if args.compression is not None:
         if dst != "msglc":
             raise CliError(f"--compression is for writing an archive, not {dst}")
         options.update(args.compression)
-    size = os.path.getsize(args.input)
+    return options
+
+
+def convert_many(args: argparse.Namespace, given: list[str], folder: str) -> int:
+    """Convert each input into ``folder``, its output named by its stem and the extension of
+    --to (default: an archive); a folder input gives its files that convert to that. Outputs
+    are checked before any is written (two inputs may not give one output, and none may be an
+    input); then a failed input is reported in one line and the others are still converted.
+    Returns the exit status: 1 if any input failed."""
+    dst = args.to or "msglc"
+    options = convert_options(args, dst)
+    into = checked_folder(folder)
+    formats = {args.from_} if args.from_ else ({"json", "jsonl", "msgpack"} if dst == "msglc" else {"msglc"})
+    extensions = [ext for ext, fmt in FORMATS.items() if fmt in formats]
+    failed: list[str] = []
+    inputs: list[str] = []
+    for path in given:
+        if os.path.isdir(path):
+            files = folder_files(path, extensions)
+            if not files:
+                failed.append(f"{path}: no file in this folder converts to {dst} ({', '.join(extensions)})")
+            inputs.extend(files)
+        else:
+            inputs.append(path)
+    names = [stem(path) + EXTENSION[dst] for path in inputs]
+    refuse_repeated(names, inputs, "would both be converted to", "convert them into different folders")
+    targets = [checked_output(into(name), inputs) for name in names]
+    for line in failed:
+        print(f"msglc convert: {line}", file=sys.stderr)
+    total = sum(os.path.getsize(path) for path in inputs if os.path.isfile(path))
+    with progress(total, "convert") as step:
+        for path, target in zip(inputs, targets, strict=True):
+            try:
+                if not os.path.exists(path):
+                    raise CliError(f"no such file: {path}")
+                src = fmt_of(path, args.from_)
+                if src != "msglc" and dst != "msglc":
+                    raise CliError(f"convert reads or writes an archive: {src} -> {dst} is neither")
+                convert_file(path, target, src, dst, options, False)
+            except Exception as e:  # (not an interrupt: that stops the run)
+                message = _message(e)
+                failed.append(message if path in message else f"{path}: {message}")
+                print(f"msglc convert: {failed[-1]}", file=sys.stderr)
+            if os.path.isfile(path):
+                step(os.path.getsize(path))
+    return 1 if failed else 0
+
+
+def checked_folder(folder: str) -> Callable[[str], str]:
+    """Where ``convert_many`` writes: a local folder that exists, or the URL of one (each
+    output is then checked as an OUTPUT). Returns the OUTPUT of a name in it."""
+    if "://" in folder:
+        return lambda name: folder.rstrip("/") + "/" + name
+    if not os.path.isdir(folder):
+        what = "is not a directory" if os.path.exists(folder) else "does not exist"
+        raise CliError(
+            f"the output folder {folder!r} {what}: several inputs, or a folder, are converted into a folder "
+            "(the last argument, or --out-dir DIR)"
+        )
+    return lambda name: os.path.join(folder, name)
+
+
+def convert_file(source: str, target: Any, src: str, dst: str, options: dict[str, Any], bar: bool) -> None:
+    """Convert ``source`` (format ``src``) to ``target`` (a checked OUTPUT) as ``dst``; ``bar``:
+    show a progress bar of its own (on a terminal), else none."""
+    size = os.path.getsize(source)
+    shown = progress if bar else _no_progress
     if src == dst:  # an archive repacked: copied as it is when nothing changes, else rewritten
-        with open_reader(args.input) as reader:
+        with open_reader(source) as reader:
             dump(target, reader, **options)
         return
     if dst == "msglc":
         if src == "jsonl":
-            with progress(size, "convert") as step, LazyWriter(target, **options) as writer:
-                writer.write(_json_lines(args.input, step))
+            with shown(size, "convert") as step, LazyWriter(target, **options) as writer:
+                writer.write(_json_lines(source, step))
             return
-        with open(args.input, "rb") as f:
+        with open(source, "rb") as f:
             data = f.read()  # JSON and msgpack documents are read whole: they need memory for it
-        obj = _decode_json(data, args.input) if src == "json" else _decode_msgpack(data, args.input)
+        obj = _decode_json(data, source) if src == "json" else _decode_msgpack(data, source)
         dump(target, obj, **options)
         return
-    with open_reader(args.input) as reader:
+    with open_reader(source) as reader:
         if dst == "msgpack":  # the data section is the msgpack: copied (its checksum checked), not decoded
-            with progress(reader.info().data_size, "convert") as step, atomic_file(target, False) as out:
+            with shown(reader.info().data_size, "convert") as step, atomic_file(target, False) as out:
                 try:
                     for chunk in reader.iter_protocol_raw_data(step):
                         out.write(chunk)
                 except CorruptedError:
-                    raise CliError(f"{args.input}: data section checksum mismatch; nothing was written") from None
+                    raise CliError(f"{source}: data section checksum mismatch; nothing was written") from None
             return
         with atomic_file(target, False) as raw:
             text = _TextOut(raw)
@@ -425,6 +511,11 @@ def cmd_convert(args: argparse.Namespace) -> None:
                     write_json(item.to_obj() if isinstance(item, LAZY) else item, text)
             else:
                 write_json(reader.to_obj(), text)
+
+
+@contextmanager
+def _no_progress(total: int, what: str) -> Iterator[Callable[[int], None]]:
+    yield lambda n: None
 
 
 class _TextOut:
@@ -539,10 +630,11 @@ def parser() -> argparse.ArgumentParser:
 
     def add(
         name: str,
-        run: Callable[[argparse.Namespace], None],
+        run: Callable[[argparse.Namespace], int | None],
         help: str,
         description: str = "",
         epilog: str = "",
+        usage: str | None = None,
     ) -> argparse.ArgumentParser:
         p = sub.add_parser(
             name,
@@ -551,6 +643,7 @@ def parser() -> argparse.ArgumentParser:
                 textwrap.fill(part, 92, break_on_hyphens=False) for part in (description or help).split("\n\n")
             ),
             epilog=epilog or None,
+            usage=usage,
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
         p.set_defaults(run=run)
@@ -613,13 +706,28 @@ def parser() -> argparse.ArgumentParser:
         "whole document. An archive becomes msgpack by copying its data section; JSON Lines "
         "output writes one line per item of the root list, read lazily. An archive converted to "
         "an archive is repacked with --threshold and --compression (copied as it is when neither "
-        "changes anything).",
-        OUTPUT_RULE,
+        "changes anything).\n\n"
+        "Many files in one run: give several INPUTs and a folder, as the last argument or with "
+        "--out-dir. An INPUT may be a folder: it gives its files that convert to the target, sorted "
+        "by name (for an archive: .json, .jsonl, .ndjson, .msgpack, .mpk; else: .mlc, .msglc, .msg; "
+        "with --from: that format's). "
+        "Each output is named by its input's name and the target's extension (runs/run-7.json -> "
+        "DIR/run-7.mlc); the target is an archive unless --to says otherwise. Outputs are checked "
+        "before any is written; then an input that fails is reported in one line and the others "
+        "are still converted (exit status 1 if any failed).",
+        OUTPUT_RULE + "\nDIR: a folder that exists, or the URL of one; each output in it follows the rule above.",
+        "%(prog)s [options] INPUT OUTPUT\n"
+        "       %(prog)s [options] INPUT... DIR\n"
+        "       %(prog)s [options] INPUT... --out-dir DIR",
     )
-    p.add_argument("input", metavar="INPUT")
-    p.add_argument("output", metavar="OUTPUT")
+    p.add_argument("paths", nargs="+", metavar="INPUT", help="a file to convert; many files or folders need a DIR")
+    p.add_argument("--out-dir", metavar="DIR", help="convert every INPUT into the folder DIR")
     p.add_argument("--from", dest="from_", choices=("json", "jsonl", "msgpack", "msglc"))
-    p.add_argument("--to", choices=("json", "jsonl", "msgpack", "msglc"))
+    p.add_argument(
+        "--to",
+        choices=("json", "jsonl", "msgpack", "msglc"),
+        help="the output's format (default: from OUTPUT's extension; into a folder: msglc)",
+    )
     p.add_argument(
         "--threshold", type=int, default=None, help="small_obj_optimization_threshold of the archive written"
     )
@@ -686,7 +794,7 @@ def _count(least: int) -> Callable[[str], int]:
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
-        args.run(args)
+        status = args.run(args)
     except UsageError as e:  # as argparse reports its own
         print(f"msglc {args.command}: {e} (see msglc {args.command} --help)", file=sys.stderr)
         return 2
@@ -699,7 +807,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as e:  # one line, never a traceback
         print(f"msglc {args.command}: {_message(e)}", file=sys.stderr)
         return 1
-    return 0
+    return status or 0
 
 
 def _message(e: Exception) -> str:

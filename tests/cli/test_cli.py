@@ -455,6 +455,84 @@ def test_combine_refuses_two_inputs_of_one_name(runs, tmp_path):
     assert code == 2 and "not allowed with" in err
 
 
+def test_convert_many_files_into_a_folder(tmp_path):
+    src, out = tmp_path / "src", tmp_path / "out"
+    src.mkdir()
+    out.mkdir()
+    docs = {f"r{i}": {"id": i, "x": [i] * 5} for i in range(4)}
+    (src / "r0.json").write_text(json.dumps(docs["r0"]))
+    (src / "r1.jsonl").write_text(json.dumps(docs["r1"]) + "\n")
+    (src / "r2.msgpack").write_bytes(msgpack.packb(docs["r2"]))
+    (src / "r3.JSON").write_text(json.dumps(docs["r3"]))
+    msglc.dump(src / "done.mlc", [0])  # already an archive: a folder gives only what converts to one
+    (src / "notes.txt").write_text("x")
+    run("convert", src, "--out-dir", out, "--compression", "zstd:5")
+    assert sorted(p.name for p in out.iterdir()) == ["r0.mlc", "r1.mlc", "r2.mlc", "r3.mlc"]
+    for name, doc in docs.items():
+        with msglc.LazyReader(out / f"{name}.mlc") as r:
+            assert r.to_obj() == ([doc] if name == "r1" else doc) and r.info().compression == "zstd"
+    back = tmp_path / "back"
+    back.mkdir()
+    run("convert", out / "r0.mlc", out / "r2.mlc", back, "--to", "json")  # the last argument a folder
+    assert sorted(p.name for p in back.iterdir()) == ["r0.json", "r2.json"]
+    assert json.loads((back / "r2.json").read_text()) == docs["r2"]
+    run("convert", out, back, "--to", "msgpack")  # one folder into another
+    assert msgpack.unpackb((back / "r3.msgpack").read_bytes()) == docs["r3"]
+
+
+def test_convert_many_reports_each_failure_and_converts_the_rest(tmp_path):
+    (tmp_path / "a.json").write_text('{"a": 1}')
+    (tmp_path / "bad.json").write_text("{oops")
+    (tmp_path / "c.json").write_text('{"c": 3}')
+    out = tmp_path / "out"
+    out.mkdir()
+    args = [tmp_path / "a.json", tmp_path / "bad.json", tmp_path / "gone.json", tmp_path / "c.json"]
+    code, stdout, err = run("convert", *args, out, ok=False)
+    assert code == 1 and stdout == "" and "Traceback" not in err
+    lines = err.splitlines()
+    assert len(lines) == 2 and "bad.json is not valid json" in lines[0] and "no such file" in lines[1]
+    assert all(line.startswith("msglc convert: ") and line.count(str(tmp_path)) == 1 for line in lines)
+    assert sorted(p.name for p in out.iterdir()) == ["a.mlc", "c.mlc"]  # and nothing of the failures
+    assert msglc.LazyReader(out / "c.mlc").to_obj() == {"c": 3}
+
+
+def test_convert_many_checks_every_output_before_writing_any(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "x.json").write_text("[1]")
+    (tmp_path / "x.jsonl").write_text("[2]\n")
+    (tmp_path / "y.json").write_text("[3]")
+    before = snapshot(tmp_path)
+    code, _, err = run(
+        "convert", tmp_path / "y.json", tmp_path / "a" / "x.json", tmp_path / "x.jsonl", tmp_path, ok=False
+    )
+    assert code == 1 and len(err.splitlines()) == 1 and "would both be converted to 'x.mlc'" in err
+    assert snapshot(tmp_path) == before  # not even y.mlc
+    msglc.dump(tmp_path / "m.mlc", [1])
+    before = snapshot(tmp_path)
+    code, _, err = run(
+        "convert", tmp_path / "m.mlc", tmp_path / "y.json", "--out-dir", tmp_path, "--to", "msglc", ok=False
+    )
+    assert code == 1 and "is the input" in err and snapshot(tmp_path) == before
+    code, _, err = run("convert", tmp_path / "y.json", tmp_path / "x.jsonl", tmp_path / "nowhere", ok=False)
+    assert code == 1 and "the output folder" in err and "does not exist" in err
+    code, _, err = run("convert", tmp_path / "y.json", tmp_path / "x.jsonl", tmp_path / "y.json", ok=False)
+    assert code == 1 and "is not a directory" in err and snapshot(tmp_path) == before
+    code, _, err = run("convert", tmp_path / "y.json", ok=False)
+    assert code == 2 and "--out-dir" in err
+
+
+def test_convert_in_out_is_as_before(tmp_path):
+    """Two arguments, the first a file: the second is the OUTPUT, a file, even if it names a
+    folder (refused as before, with the way to convert into it)."""
+    (tmp_path / "y.json").write_text("[3]")
+    (tmp_path / "d").mkdir()
+    code, _, err = run("convert", tmp_path / "y.json", tmp_path / "d", ok=False)
+    assert code == 1 and "is a directory: name a file in it (or convert into it: --out-dir" in err
+    assert not list((tmp_path / "d").iterdir())
+    run("convert", tmp_path / "y.json", tmp_path / "d" / "any-name", "--to", "msglc")
+    assert msglc.LazyReader(tmp_path / "d" / "any-name").to_obj() == [3]
+
+
 def test_tree_counts_the_children_it_does_not_list(files, tmp_path):
     _, out, _ = run("tree", files / "a.mlc")
     lines = out.splitlines()
