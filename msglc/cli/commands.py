@@ -5,7 +5,9 @@
     msglc tree FILE [PATH] [--depth N]  the structure, from TOC nodes only
     msglc get FILE PATH [--format F]    the value at PATH as JSON (default), msgpack or repr
     msglc convert IN OUT                JSON, JSON Lines, msgpack <-> archive; archive -> archive
-    msglc combine OUT IN... [--name N]  gather archives into one (a dict with --name, else a list)
+    msglc convert IN... --out-dir DIR   many files (or folders of them) in one run
+    msglc combine OUT IN...             gather archives (or folders of them) into one: a dict
+                                        keyed by file stems, --name N each, or --list
     msglc verify FILE                   check everything; exit status 0 when intact
 
 What convert and combine accept as OUTPUT: OUTPUT_RULE below (shown by --help).
@@ -21,6 +23,7 @@ import datetime
 import json
 import os
 import sys
+import textwrap
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, BinaryIO
@@ -36,10 +39,14 @@ from msglc import (
     LazyReader,
     LazyWriter,
     MsglcError,
+    NotAnArchiveError,
     __version__,
     combine,
     dump,
 )
+from msglc.cli.batch import folder_files, refuse_repeated, stem
+from msglc.cli.errors import CliError, UsageError
+from msglc.cli.hints import convert_hint, missing_key_hint
 from msglc.format.container import MAGIC
 from msglc.format.legacy import MAGIC as LEGACY_MAGIC
 from msglc.format.legacy import is_legacy
@@ -61,6 +68,8 @@ FORMATS = {
     ".msglc": "msglc",
     ".msg": "msglc",  # the published msglc's customary extension: its archives are read (and converted) too
 }
+EXTENSION = {"msglc": ".mlc", "json": ".json", "jsonl": ".jsonl", "msgpack": ".msgpack"}  # of outputs named here
+ARCHIVE_EXTENSIONS = [ext for ext, fmt in FORMATS.items() if fmt == "msglc"]
 
 
 LAZY = (LazyDict, LazyList, LazyArray)  # the lazy parts of an archive
@@ -72,10 +81,6 @@ result). It may also be the URL of an fsspec file system that keeps what is writ
 exits (file://, s3://, gs://, ...; its package installed). Refused: memory:// (its files end
 with the process) and "-" (the output is a file, not standard output; msglc get FILE PATH
 prints a value, and ./- names a file called "-")."""
-
-
-class CliError(Exception):
-    """A problem to report in one line."""
 
 
 @contextmanager
@@ -139,9 +144,10 @@ def json_default(value: Any) -> Any:
     raise TypeError(f"a {type(value).__name__} has no JSON form")
 
 
-def to_json(value: Any) -> str:
-    """The value as one line of JSON (built whole first: nothing is printed if it fails)."""
-    return json.dumps(to_plain(value), default=json_default) + "\n"
+def to_json(value: Any, indent: int | None = None) -> str:
+    """The value as one line of JSON, or indented by ``indent`` spaces a level (built whole
+    first: nothing is printed if it fails)."""
+    return json.dumps(to_plain(value), default=json_default, indent=indent) + "\n"
 
 
 def to_plain(value: Any) -> Any:
@@ -160,7 +166,21 @@ def write_json(value: Any, out: Any) -> None:
 def open_reader(path: str) -> LazyReader:
     if not os.path.exists(path):
         raise CliError(f"no such file: {path}")
-    return LazyReader(path, cached=False)
+    try:
+        return LazyReader(path, cached=False)
+    except NotAnArchiveError as e:
+        raise CliError(convert_hint(path) or f"{path}: {e}") from None
+
+
+def read_path(reader: LazyReader, path: str) -> Any:
+    """``reader[path]``; a key that is not there is reported with the nearest keys there are."""
+    try:
+        return reader[path]
+    except KeyError as e:
+        hint = missing_key_hint(reader.read(), path)
+        if not hint:
+            raise
+        raise CliError(_message(e) + hint) from None
 
 
 def fmt_of(path: str, given: str | None) -> str:
@@ -230,7 +250,7 @@ def cmd_info(args: argparse.Namespace) -> None:
 
 def cmd_ls(args: argparse.Namespace) -> None:
     with open_reader(args.file) as reader:
-        value = reader[args.path]
+        value = read_path(reader, args.path)
         if isinstance(value, (dict, LazyDict)):
             entries: Iterator[tuple[Any, Any]] = iter(value.items())
         elif isinstance(value, (list, LazyList)):
@@ -238,6 +258,7 @@ def cmd_ls(args: argparse.Namespace) -> None:
         else:
             kind, length = type_of(value)
             raise CliError(f"{args.path or '/'} is a {kind}, not a dict or a list")
+        print(f"{'TYPE':<24}{'LENGTH':>12}{'BYTES':>14}  NAME")
         for shown, (name, child) in enumerate(entries):
             if shown == args.limit:
                 print(f"... {len(value) - shown:,} more (--limit)")
@@ -248,7 +269,7 @@ def cmd_ls(args: argparse.Namespace) -> None:
 
 def cmd_tree(args: argparse.Namespace) -> None:
     with open_reader(args.file) as reader:
-        value = reader[args.path]
+        value = read_path(reader, args.path)
         label = "/" + "/".join(map(str, split_path(args.path)))
         if isinstance(value, list) and any(isinstance(v, LAZY) for v in value):
             raise CliError("tree shows one value: give an index, not a slice")
@@ -261,8 +282,38 @@ def cmd_tree(args: argparse.Namespace) -> None:
             size = encoded_size(value)
             print(f"{label}  {kind} of {length:,}, {size:,} bytes (part of its parent's fixed-stride node)")
             return
-        for depth, name, node in reader.nodes(args.path, args.depth):
-            print(f"{'  ' * depth}{name if depth else label}  {describe(node)}, {node.encoded_size:,} bytes")
+        held = None  # each line waits for the next, which tells whether its children are listed
+        for row in reader.nodes(args.path, args.depth):
+            if held is not None:
+                print(tree_line(*held, label, args.depth, listed=row[0] == held[0] + 1))
+            held = row
+        if held is not None:
+            print(tree_line(*held, label, args.depth, listed=False))
+
+
+def tree_line(depth: int, name: str, node: NodeInfo, label: str, max_depth: int | None, listed: bool) -> str:
+    """One node of ``msglc tree``, with how many of its children the lines below it list."""
+    line = f"{'  ' * depth}{name if depth else label}  {describe(node)}, {node.encoded_size:,} bytes"
+    return line + unlisted(node, listed, max_depth is not None and depth >= max_depth)
+
+
+def unlisted(node: NodeInfo, listed: bool, at_depth: bool) -> str:
+    """What the tree leaves out of a list or dict: its small children, which have no node
+    (they are read whole, in their block or with their parent), and, below --depth, the rest.
+    Nothing when every child is listed; fixed-stride lists and arrays have no children."""
+    if node.kind not in ("list", "dict", "hash-indexed dict"):
+        return ""
+    shown = node.children if listed else 0
+    if shown == node.length:
+        return ""
+    note = f"; {shown:,} of {node.length:,} shown"
+    if node.children and not listed:  # (a node several parents share is expanded under the first)
+        note += " (--depth)" if at_depth else " (listed above)"
+    small = node.length - node.children
+    if small:
+        nouns = ("item", "items") if node.kind == "list" else ("entry", "entries")
+        note += f"; {small:,} small {nouns[small != 1]} read whole"
+    return note
 
 
 def describe(node: NodeInfo) -> str:
@@ -272,12 +323,14 @@ def describe(node: NodeInfo) -> str:
         return f"NumPy array, {node.length:,} bytes of elements"
     if node.kind == "dict":
         return f"dict of {node.length:,}"
-    return f"{node.kind} of {node.length:,}, {node.blocks} blocks"
+    return f"{node.kind} of {node.length:,}, {node.blocks:,} blocks"
 
 
 def cmd_get(args: argparse.Namespace) -> None:
+    if args.indent is not None and args.format != "json":
+        raise UsageError(f"--indent is for JSON output, not --format {args.format}")
     with open_reader(args.file) as reader:
-        value = reader[args.path]
+        value = read_path(reader, args.path)
         if args.format == "msgpack":
             data = value.protocol_raw_data() if isinstance(value, LAZY) else _msgpack(to_plain(value))
             sys.stdout.buffer.write(data)
@@ -285,16 +338,17 @@ def cmd_get(args: argparse.Namespace) -> None:
         elif args.format == "repr":
             print(repr(to_plain(value)))
         else:
-            sys.stdout.write(to_json(value))
+            sys.stdout.write(to_json(value, args.indent))
 
 
 def _msgpack(value: Any) -> bytes:
     return encode_value(value, ArrayEncoder(True))
 
 
-def checked_output(path: str, inputs: list[str]) -> Any:
+def checked_output(path: str, inputs: list[str], into: str = "") -> Any:
     """The OUTPUT argument, refused before any work when it breaks ``OUTPUT_RULE``; a local
-    path or a ``RemotePath`` for the writers."""
+    path or a ``RemotePath`` for the writers. ``into``: the option that writes into a folder,
+    named when OUTPUT is one."""
     if path == "-":
         raise CliError(
             "the output is a file, not standard output ('-'): name a file (./- for one called '-'), "
@@ -316,7 +370,8 @@ def checked_output(path: str, inputs: list[str]) -> Any:
             return target
         path = target  # file://: a local path
     if os.path.isdir(path):
-        raise CliError(f"the output {path!r} is a directory: name a file in it")
+        also = f" (or convert into it: {into} {path})" if into else ""
+        raise CliError(f"the output {path!r} is a directory: name a file in it{also}")
     folder = os.path.dirname(os.path.realpath(path))
     if not os.path.isdir(folder):
         what = "not a directory" if os.path.exists(folder) else "no such directory"
@@ -328,41 +383,123 @@ def checked_output(path: str, inputs: list[str]) -> Any:
     return path
 
 
-def cmd_convert(args: argparse.Namespace) -> None:
-    if not os.path.exists(args.input):
-        raise CliError(f"no such file: {args.input}")
-    target = checked_output(args.output, [args.input])
-    src, dst = fmt_of(args.input, args.from_), fmt_of(args.output, args.to)
+def cmd_convert(args: argparse.Namespace) -> int:
+    """One INPUT to OUTPUT, or many inputs (files and folders) into a folder: --out-dir DIR,
+    or a last argument that is one when there are several inputs or a folder among them."""
+    if args.out_dir is not None:
+        return convert_many(args, args.paths, args.out_dir)
+    if len(args.paths) == 1:
+        raise UsageError("give an OUTPUT after the INPUT, or --out-dir DIR to convert into a folder")
+    *inputs, last = args.paths
+    if len(inputs) > 1 or os.path.isdir(inputs[0]):
+        return convert_many(args, inputs, last)
+    source = inputs[0]
+    if not os.path.exists(source):
+        raise CliError(f"no such file: {source}")
+    target = checked_output(last, [source], into="--out-dir")
+    src, dst = fmt_of(source, args.from_), fmt_of(last, args.to)
     if src != "msglc" and dst != "msglc":
         raise CliError(f"convert reads or writes an archive: {src} -> {dst} is neither")
+    convert_file(source, target, src, dst, convert_options(args, dst), True)
+    return 0
+
+
+def convert_options(args: argparse.Namespace, dst: str) -> dict[str, Any]:
+    """The writer's options that --threshold and --compression give."""
     options: dict[str, Any] = {} if args.threshold is None else {"small_obj_optimization_threshold": args.threshold}
     if args.compression is not None:
         if dst != "msglc":
             raise CliError(f"--compression is for writing an archive, not {dst}")
         options.update(args.compression)
-    size = os.path.getsize(args.input)
+    return options
+
+
+def convert_many(args: argparse.Namespace, given: list[str], folder: str) -> int:
+    """Convert each input into ``folder``, its output named by its stem and the extension of
+    --to (default: an archive); a folder input gives its files that convert to that. Outputs
+    are checked before any is written (two inputs may not give one output, and none may be an
+    input); then a failed input is reported in one line and the others are still converted.
+    Returns the exit status: 1 if any input failed."""
+    dst = args.to or "msglc"
+    options = convert_options(args, dst)
+    into = checked_folder(folder)
+    formats = {args.from_} if args.from_ else ({"json", "jsonl", "msgpack"} if dst == "msglc" else {"msglc"})
+    extensions = [ext for ext, fmt in FORMATS.items() if fmt in formats]
+    failed: list[str] = []
+    inputs: list[str] = []
+    for path in given:
+        if os.path.isdir(path):
+            files = folder_files(path, extensions)
+            if not files:
+                failed.append(f"{path}: no file in this folder converts to {dst} ({', '.join(extensions)})")
+            inputs.extend(files)
+        else:
+            inputs.append(path)
+    names = [stem(path) + EXTENSION[dst] for path in inputs]
+    refuse_repeated(names, inputs, "would both be converted to", "convert them into different folders")
+    targets = [checked_output(into(name), inputs) for name in names]
+    for line in failed:
+        print(f"msglc convert: {line}", file=sys.stderr)
+    total = sum(os.path.getsize(path) for path in inputs if os.path.isfile(path))
+    with progress(total, "convert") as step:
+        for path, target in zip(inputs, targets, strict=True):
+            try:
+                if not os.path.exists(path):
+                    raise CliError(f"no such file: {path}")
+                src = fmt_of(path, args.from_)
+                if src != "msglc" and dst != "msglc":
+                    raise CliError(f"convert reads or writes an archive: {src} -> {dst} is neither")
+                convert_file(path, target, src, dst, options, False)
+            except Exception as e:  # (not an interrupt: that stops the run)
+                message = _message(e)
+                failed.append(message if path in message else f"{path}: {message}")
+                print(f"msglc convert: {failed[-1]}", file=sys.stderr)
+            if os.path.isfile(path):
+                step(os.path.getsize(path))
+    return 1 if failed else 0
+
+
+def checked_folder(folder: str) -> Callable[[str], str]:
+    """Where ``convert_many`` writes: a local folder that exists, or the URL of one (each
+    output is then checked as an OUTPUT). Returns the OUTPUT of a name in it."""
+    if "://" in folder:
+        return lambda name: folder.rstrip("/") + "/" + name
+    if not os.path.isdir(folder):
+        what = "is not a directory" if os.path.exists(folder) else "does not exist"
+        raise CliError(
+            f"the output folder {folder!r} {what}: several inputs, or a folder, are converted into a folder "
+            "(the last argument, or --out-dir DIR)"
+        )
+    return lambda name: os.path.join(folder, name)
+
+
+def convert_file(source: str, target: Any, src: str, dst: str, options: dict[str, Any], bar: bool) -> None:
+    """Convert ``source`` (format ``src``) to ``target`` (a checked OUTPUT) as ``dst``; ``bar``:
+    show a progress bar of its own (on a terminal), else none."""
+    size = os.path.getsize(source)
+    shown = progress if bar else _no_progress
     if src == dst:  # an archive repacked: copied as it is when nothing changes, else rewritten
-        with open_reader(args.input) as reader:
+        with open_reader(source) as reader:
             dump(target, reader, **options)
         return
     if dst == "msglc":
         if src == "jsonl":
-            with progress(size, "convert") as step, LazyWriter(target, **options) as writer:
-                writer.write(_json_lines(args.input, step))
+            with shown(size, "convert") as step, LazyWriter(target, **options) as writer:
+                writer.write(_json_lines(source, step))
             return
-        with open(args.input, "rb") as f:
+        with open(source, "rb") as f:
             data = f.read()  # JSON and msgpack documents are read whole: they need memory for it
-        obj = _decode_json(data, args.input) if src == "json" else _decode_msgpack(data, args.input)
+        obj = _decode_json(data, source) if src == "json" else _decode_msgpack(data, source)
         dump(target, obj, **options)
         return
-    with open_reader(args.input) as reader:
+    with open_reader(source) as reader:
         if dst == "msgpack":  # the data section is the msgpack: copied (its checksum checked), not decoded
-            with progress(reader.info().data_size, "convert") as step, atomic_file(target, False) as out:
+            with shown(reader.info().data_size, "convert") as step, atomic_file(target, False) as out:
                 try:
                     for chunk in reader.iter_protocol_raw_data(step):
                         out.write(chunk)
                 except CorruptedError:
-                    raise CliError(f"{args.input}: data section checksum mismatch; nothing was written") from None
+                    raise CliError(f"{source}: data section checksum mismatch; nothing was written") from None
             return
         with atomic_file(target, False) as raw:
             text = _TextOut(raw)
@@ -374,6 +511,11 @@ def cmd_convert(args: argparse.Namespace) -> None:
                     write_json(item.to_obj() if isinstance(item, LAZY) else item, text)
             else:
                 write_json(reader.to_obj(), text)
+
+
+@contextmanager
+def _no_progress(total: int, what: str) -> Iterator[Callable[[int], None]]:
+    yield lambda n: None
 
 
 class _TextOut:
@@ -422,16 +564,43 @@ def _json_lines(path: str, step: Callable[[int], None]) -> Iterator[Any]:
 
 
 def cmd_combine(args: argparse.Namespace) -> None:
-    if args.name and len(args.name) != len(args.inputs):
-        raise CliError(f"{len(args.name)} --name for {len(args.inputs)} inputs: give one per input, or none for a list")
+    """A dict keyed by the inputs' stems (or --name), or a list (--list); a folder input gives
+    its archives, sorted by name (but not OUTPUT, when it is there already)."""
+    inputs: list[str] = []
     for path in args.inputs:
+        if os.path.isdir(path):
+            files = folder_files(path, ARCHIVE_EXTENSIONS, skip=args.output)
+            if not files:
+                raise CliError(f"{path} holds no archive ({', '.join(ARCHIVE_EXTENSIONS)}) to combine")
+            inputs.extend(files)
+        else:
+            inputs.append(path)
+    if args.name and len(args.name) != len(inputs):
+        folders = " (a folder counts as its archives)" if len(inputs) != len(args.inputs) else ""
+        raise CliError(
+            f"{len(args.name)} --name for {len(inputs)} inputs{folders}: give one per input, "
+            "or none to name each by its file name (--list for a list)"
+        )
+    for path in inputs:
         if not os.path.exists(path):
             raise CliError(f"no such file: {path}")
-    target = checked_output(args.output, args.inputs)
-    names = args.name or [None] * len(args.inputs)
-    total = sum(os.path.getsize(p) for p in args.inputs)
+        hint = None if is_archive_file(path) else convert_hint(path)
+        if hint:
+            raise CliError(hint)
+    names: list[Any]
+    if args.name:
+        names = args.name
+    elif args.list:
+        names = [None] * len(inputs)
+    else:
+        names = [stem(path) for path in inputs]
+        refuse_repeated(
+            names, inputs, "would both have the key", "give each input its key with --name, or make a list: --list"
+        )
+    target = checked_output(args.output, inputs)
+    total = sum(os.path.getsize(p) for p in inputs)
     with progress(total, "combine") as step:
-        infos = [FileInfo(p, n) for p, n in zip(args.inputs, names, strict=True)]
+        infos = [FileInfo(p, n) for p, n in zip(inputs, names, strict=True)]
         combine(target, infos, progress=step, **(args.compression or {}))
 
 
@@ -460,13 +629,21 @@ def parser() -> argparse.ArgumentParser:
     sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
 
     def add(
-        name: str, run: Callable[[argparse.Namespace], None], help: str, description: str = "", epilog: str = ""
+        name: str,
+        run: Callable[[argparse.Namespace], int | None],
+        help: str,
+        description: str = "",
+        epilog: str = "",
+        usage: str | None = None,
     ) -> argparse.ArgumentParser:
         p = sub.add_parser(
             name,
             help=help,
-            description=description or help,
+            description="\n\n".join(
+                textwrap.fill(part, 92, break_on_hyphens=False) for part in (description or help).split("\n\n")
+            ),
             epilog=epilog or None,
+            usage=usage,
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
         p.set_defaults(run=run)
@@ -477,11 +654,26 @@ def parser() -> argparse.ArgumentParser:
     path_help = (
         'a path inside the archive, like "runs/42/energy" or "runs/-1" (a path that starts with "-": put -- before it)'
     )
-    p = add("ls", cmd_ls, "list the children at PATH: type, length, encoded size, name")
+    p = add(
+        "ls",
+        cmd_ls,
+        "list the children at PATH: type, length, encoded size, name",
+        "List the children at PATH, one a line under a header row: TYPE (with the dtype and shape "
+        "of an array), LENGTH (items, entries, characters or bytes; empty for a number), BYTES "
+        "(encoded size in the archive) and NAME (the key or index).",
+    )
     p.add_argument("file")
     p.add_argument("path", nargs="?", default="", help=path_help)
     p.add_argument("--limit", type=_count(1), default=1000, help="show at most this many children (default 1000)")
-    p = add("tree", cmd_tree, "the structure of the lazy parts under PATH, read from TOC nodes only")
+    p = add(
+        "tree",
+        cmd_tree,
+        "the structure of the lazy parts under PATH, read from TOC nodes only",
+        "The structure of the lazy parts under PATH, read from TOC nodes only: each list or dict "
+        "with a node of its own, its children that have one below it. Small children have none "
+        "(they are read whole, with their block or their parent), so they are counted instead: "
+        '"246 of 1,109 shown; 863 small entries read whole".',
+    )
     p.add_argument("file")
     p.add_argument("path", nargs="?", default="", help=path_help)
     p.add_argument("--depth", type=_count(0), default=None, help="levels to show below PATH (0: PATH alone)")
@@ -497,6 +689,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("file")
     p.add_argument("path", help=path_help)
     p.add_argument("--format", choices=("json", "msgpack", "repr"), default="json")
+    p.add_argument(
+        "--indent",
+        type=_count(0),
+        default=None,
+        metavar="N",
+        help="JSON indented by N spaces a level (default: one line)",
+    )
     p = add(
         "convert",
         cmd_convert,
@@ -507,13 +706,28 @@ def parser() -> argparse.ArgumentParser:
         "whole document. An archive becomes msgpack by copying its data section; JSON Lines "
         "output writes one line per item of the root list, read lazily. An archive converted to "
         "an archive is repacked with --threshold and --compression (copied as it is when neither "
-        "changes anything).",
-        OUTPUT_RULE,
+        "changes anything).\n\n"
+        "Many files in one run: give several INPUTs and a folder, as the last argument or with "
+        "--out-dir. An INPUT may be a folder: it gives its files that convert to the target, sorted "
+        "by name (for an archive: .json, .jsonl, .ndjson, .msgpack, .mpk; else: .mlc, .msglc, .msg; "
+        "with --from: that format's). "
+        "Each output is named by its input's name and the target's extension (runs/run-7.json -> "
+        "DIR/run-7.mlc); the target is an archive unless --to says otherwise. Outputs are checked "
+        "before any is written; then an input that fails is reported in one line and the others "
+        "are still converted (exit status 1 if any failed).",
+        OUTPUT_RULE + "\nDIR: a folder that exists, or the URL of one; each output in it follows the rule above.",
+        "%(prog)s [options] INPUT OUTPUT\n"
+        "       %(prog)s [options] INPUT... DIR\n"
+        "       %(prog)s [options] INPUT... --out-dir DIR",
     )
-    p.add_argument("input", metavar="INPUT")
-    p.add_argument("output", metavar="OUTPUT")
+    p.add_argument("paths", nargs="+", metavar="INPUT", help="a file to convert; many files or folders need a DIR")
+    p.add_argument("--out-dir", metavar="DIR", help="convert every INPUT into the folder DIR")
     p.add_argument("--from", dest="from_", choices=("json", "jsonl", "msgpack", "msglc"))
-    p.add_argument("--to", choices=("json", "jsonl", "msgpack", "msglc"))
+    p.add_argument(
+        "--to",
+        choices=("json", "jsonl", "msgpack", "msglc"),
+        help="the output's format (default: from OUTPUT's extension; into a folder: msglc)",
+    )
     p.add_argument(
         "--threshold", type=int, default=None, help="small_obj_optimization_threshold of the archive written"
     )
@@ -525,12 +739,19 @@ def parser() -> argparse.ArgumentParser:
     p = add(
         "combine",
         cmd_combine,
-        "gather archives into one without decoding them: a dict with --name, else a list",
+        "gather archives into one without decoding them: a dict keyed by their file names, or a list",
+        "Gather archives into one without decoding them. The root is a dict whose keys are the "
+        "inputs' file names without their extension (runs/run-0042.mlc -> run-0042): two inputs "
+        "with the same name are refused. --name gives the keys instead, one per input in order; "
+        "--list makes the root a list, in input order. An INPUT may be a folder: its archives "
+        "(.mlc, .msglc, .msg), sorted by name, without OUTPUT if it is there already.",
         epilog=OUTPUT_RULE,
     )
     p.add_argument("output", metavar="OUTPUT")
     p.add_argument("inputs", nargs="+", metavar="INPUT")
-    p.add_argument("--name", action="append", help="the key of each input, in order (repeat once per input)")
+    keys = p.add_mutually_exclusive_group()
+    keys.add_argument("--name", action="append", help="the key of each input, in order (repeat once per input)")
+    keys.add_argument("--list", action="store_true", help="a list of the inputs, in order, instead of a dict")
     _compression_option(
         p,
         "compression of the result (default: zstd when every input is compressed, else none); "
@@ -573,7 +794,10 @@ def _count(least: int) -> Callable[[str], int]:
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
-        args.run(args)
+        status = args.run(args)
+    except UsageError as e:  # as argparse reports its own
+        print(f"msglc {args.command}: {e} (see msglc {args.command} --help)", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print(f"msglc {args.command}: interrupted", file=sys.stderr)
         return 130
@@ -583,7 +807,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as e:  # one line, never a traceback
         print(f"msglc {args.command}: {_message(e)}", file=sys.stderr)
         return 1
-    return 0
+    return status or 0
 
 
 def _message(e: Exception) -> str:

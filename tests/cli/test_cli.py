@@ -67,8 +67,9 @@ def test_info(files):
 def test_ls_and_tree(files):
     _, out, _ = run("ls", files / "a.mlc")
     lines = out.splitlines()
-    assert lines[0].split()[:2] == ["list", "200"] and lines[0].endswith("runs")
-    assert lines[2].startswith("array float64 (100, 200)") and lines[2].endswith("field")
+    assert lines[0].split() == ["TYPE", "LENGTH", "BYTES", "NAME"]
+    assert lines[1].split()[:2] == ["list", "200"] and lines[1].endswith("runs")
+    assert lines[3].startswith("array float64 (100, 200)") and lines[3].endswith("field")
     _, out, _ = run("ls", files / "a.mlc", "runs", "--limit", "2")
     assert out.splitlines()[-1] == "... 198 more (--limit)"
     _, out, _ = run("tree", files / "a.mlc", "--depth", "1")
@@ -126,7 +127,7 @@ def test_combine_and_verify(files, tmp_path):
     assert run("get", out, "y/runs/7/id")[1] == "7\n"
     _, text, _ = run("verify", out)
     assert text.strip().endswith("intact")
-    run("combine", tmp_path / "l.mlc", files / "a.mlc", files / "a.mlc")
+    run("combine", tmp_path / "l.mlc", files / "a.mlc", files / "a.mlc", "--list")
     assert run("get", tmp_path / "l.mlc", "1/meta/n")[1] == "200\n"
     damaged = bytearray(out.read_bytes())
     damaged[1000] ^= 1
@@ -148,6 +149,7 @@ def test_combine_and_verify(files, tmp_path):
         (("convert", "{bad_json}", "{out}.msgpack"), "neither"),
         (("convert", "{bad_json}", "{out}.mlc"), "is not valid json"),
         (("combine", "{out}.mlc", "{a}", "--name", "x", "--name", "y"), "give one per input"),
+        (("combine", "{out}.mlc", "{a}", "{a}"), "would both have the key 'a'"),
         (("combine", "{out}.mlc", "{text}"), "not an msglc archive"),
     ],
 )
@@ -275,8 +277,8 @@ def test_convert_and_combine_with_compression(tmp_path):
     assert (tmp_path / "plain.mlc").read_bytes() == msglc.dumps(users)
     run("convert", tmp_path / "plain.mlc", tmp_path / "z.mlc", "--compression", "zstd", "--threshold", "1024")
     assert version(tmp_path / "z.mlc") == (2, 1)
-    run("combine", tmp_path / "c.mlc", tmp_path / "j.mlc", tmp_path / "z.mlc")  # all compressed: compressed
-    run("combine", tmp_path / "p.mlc", tmp_path / "j.mlc", tmp_path / "z.mlc", "--compression", "none")
+    run("combine", tmp_path / "c.mlc", tmp_path / "j.mlc", tmp_path / "z.mlc", "--list")  # all compressed: compressed
+    run("combine", tmp_path / "p.mlc", tmp_path / "j.mlc", tmp_path / "z.mlc", "--list", "--compression", "none")
     for path, major in (("c.mlc", 2), ("p.mlc", 1)):
         with msglc.LazyReader(tmp_path / path) as r:
             assert r.info().version[0] == major and r.to_obj() == [users, users]
@@ -356,7 +358,7 @@ def test_local_outputs_named_by_file_urls_are_written(folder):
     run_in(folder, "convert", "in.mlc", f"{url}/b.json")
     run_in(folder, "combine", f"{url}/c.mlc", "in.mlc", "in2.mlc")
     with msglc.LazyReader(folder / "sub" / "a.mlc") as a, msglc.LazyReader(folder / "sub" / "c.mlc") as c:
-        assert a.to_obj() == {"a": [1, 2]} and c.to_obj() == [[{"a": 1}, {"b": [2.5] * 300}], [3, 4]]
+        assert a.to_obj() == {"a": [1, 2]} and c.to_obj() == {"in": [{"a": 1}, {"b": [2.5] * 300}], "in2": [3, 4]}
     assert json.loads((folder / "sub" / "b.json").read_text()) == [{"a": 1}, {"b": [2.5] * 300}]
     refused(folder, ("convert", "in.json", f"{url}/new.mlc/", "--to", "msglc"), "ends with a separator")
 
@@ -390,3 +392,262 @@ def test_outputs_that_are_inputs_or_folders_change_nothing(folder, command, outp
 def test_an_output_that_is_a_hard_link_of_an_input_is_refused(folder):
     refused(folder, ("convert", "in2.mlc", "hard.mlc", "--threshold", "8"), "is the input 'in2.mlc' itself")
     refused(folder, ("combine", "hard.mlc", "in.mlc", "in2.mlc"), "is the input 'in2.mlc' itself")
+
+
+# ---- many files, and hints for humans (issue 30, item 5) ---------------------------------------------
+
+
+@pytest.fixture
+def runs(tmp_path):
+    """A folder of run archives, as a simulation leaves them, with files that are not archives."""
+    d = tmp_path / "runs"
+    d.mkdir()
+    for i in (42, 7, 1000):
+        msglc.dump(d / f"run-{i:04d}.mlc", {"id": i, "energy": [i * 0.5] * 50})
+    (d / "notes.txt").write_text("not an archive")
+    (d / "run-0001.json").write_text('{"id": 1}')
+    (d / ".run-0002.mlc").write_bytes(b"a writer's hidden temporary file")
+    return d
+
+
+def test_combine_names_entries_by_their_files(runs, tmp_path):
+    out = tmp_path / "all.mlc"
+    run("combine", out, runs / "run-0042.mlc", runs / "run-0007.mlc")
+    with msglc.LazyReader(out) as r:
+        assert list(r.read()) == ["run-0042", "run-0007"] and r["run-0007/id"] == 7  # the order given
+    run("combine", out, runs / "run-0042.mlc", runs / "run-0007.mlc", "--name", "a", "--name", "b")
+    assert msglc.LazyReader(out).to_obj().keys() == {"a", "b"}
+    run("combine", out, runs / "run-0042.mlc", runs / "run-0007.mlc", "--list")
+    assert [x["id"] for x in msglc.LazyReader(out).to_obj()] == [42, 7]
+
+
+def test_combine_takes_the_archives_of_a_folder(runs, tmp_path):
+    out = tmp_path / "all.mlc"
+    run("combine", out, runs)
+    with msglc.LazyReader(out) as r:
+        assert list(r.read()) == ["run-0007", "run-0042", "run-1000"]  # sorted; no text, JSON or hidden file
+        assert r["run-1000/energy/3"] == 500.0
+    code, _, err = run("combine", out, runs, "--name", "x", ok=False)
+    assert code == 1 and "1 --name for 3 inputs (a folder counts as its archives)" in err
+    inside = runs / "all.mlc"
+    run("combine", inside, runs)
+    run("combine", inside, runs)  # again: the output already there is not one of its inputs
+    assert list(msglc.LazyReader(inside).read()) == ["run-0007", "run-0042", "run-1000"]
+    (tmp_path / "empty").mkdir()
+    code, _, err = run("combine", tmp_path / "e.mlc", tmp_path / "empty", ok=False)
+    assert code == 1 and "holds no archive" in err and not (tmp_path / "e.mlc").exists()
+
+
+def test_combine_refuses_two_inputs_of_one_name(runs, tmp_path):
+    (tmp_path / "other").mkdir()
+    msglc.dump(tmp_path / "other" / "run-0042.mlc", [1])
+    out = tmp_path / "all.mlc"
+    out.write_bytes(b"before")
+    code, _, err = run("combine", out, runs, tmp_path / "other", ok=False)
+    assert code == 1 and len(err.splitlines()) == 1
+    assert (
+        f"{runs / 'run-0042.mlc'} and {tmp_path / 'other' / 'run-0042.mlc'} would both have the key 'run-0042'" in err
+    )
+    assert "--name" in err and "--list" in err and out.read_bytes() == b"before"
+    run("combine", out, runs, tmp_path / "other", "--list")
+    assert len(msglc.LazyReader(out).read()) == 4
+    code, _, err = run("combine", out, runs, "--list", "--name", "x", ok=False)
+    assert code == 2 and "not allowed with" in err
+
+
+def test_convert_many_files_into_a_folder(tmp_path):
+    src, out = tmp_path / "src", tmp_path / "out"
+    src.mkdir()
+    out.mkdir()
+    docs = {f"r{i}": {"id": i, "x": [i] * 5} for i in range(4)}
+    (src / "r0.json").write_text(json.dumps(docs["r0"]))
+    (src / "r1.jsonl").write_text(json.dumps(docs["r1"]) + "\n")
+    (src / "r2.msgpack").write_bytes(msgpack.packb(docs["r2"]))
+    (src / "r3.JSON").write_text(json.dumps(docs["r3"]))
+    msglc.dump(src / "done.mlc", [0])  # already an archive: a folder gives only what converts to one
+    (src / "notes.txt").write_text("x")
+    run("convert", src, "--out-dir", out, "--compression", "zstd:5")
+    assert sorted(p.name for p in out.iterdir()) == ["r0.mlc", "r1.mlc", "r2.mlc", "r3.mlc"]
+    for name, doc in docs.items():
+        with msglc.LazyReader(out / f"{name}.mlc") as r:
+            assert r.to_obj() == ([doc] if name == "r1" else doc) and r.info().compression == "zstd"
+    back = tmp_path / "back"
+    back.mkdir()
+    run("convert", out / "r0.mlc", out / "r2.mlc", back, "--to", "json")  # the last argument a folder
+    assert sorted(p.name for p in back.iterdir()) == ["r0.json", "r2.json"]
+    assert json.loads((back / "r2.json").read_text()) == docs["r2"]
+    run("convert", out, back, "--to", "msgpack")  # one folder into another
+    assert msgpack.unpackb((back / "r3.msgpack").read_bytes()) == docs["r3"]
+
+
+def test_convert_many_reports_each_failure_and_converts_the_rest(tmp_path):
+    (tmp_path / "a.json").write_text('{"a": 1}')
+    (tmp_path / "bad.json").write_text("{oops")
+    (tmp_path / "c.json").write_text('{"c": 3}')
+    out = tmp_path / "out"
+    out.mkdir()
+    args = [tmp_path / "a.json", tmp_path / "bad.json", tmp_path / "gone.json", tmp_path / "c.json"]
+    code, stdout, err = run("convert", *args, out, ok=False)
+    assert code == 1 and stdout == "" and "Traceback" not in err
+    lines = err.splitlines()
+    assert len(lines) == 2 and "bad.json is not valid json" in lines[0] and "no such file" in lines[1]
+    assert all(line.startswith("msglc convert: ") and line.count(str(tmp_path)) == 1 for line in lines)
+    assert sorted(p.name for p in out.iterdir()) == ["a.mlc", "c.mlc"]  # and nothing of the failures
+    assert msglc.LazyReader(out / "c.mlc").to_obj() == {"c": 3}
+
+
+def test_convert_many_checks_every_output_before_writing_any(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "x.json").write_text("[1]")
+    (tmp_path / "x.jsonl").write_text("[2]\n")
+    (tmp_path / "y.json").write_text("[3]")
+    before = snapshot(tmp_path)
+    code, _, err = run(
+        "convert", tmp_path / "y.json", tmp_path / "a" / "x.json", tmp_path / "x.jsonl", tmp_path, ok=False
+    )
+    assert code == 1 and len(err.splitlines()) == 1 and "would both be converted to 'x.mlc'" in err
+    assert snapshot(tmp_path) == before  # not even y.mlc
+    msglc.dump(tmp_path / "m.mlc", [1])
+    before = snapshot(tmp_path)
+    code, _, err = run(
+        "convert", tmp_path / "m.mlc", tmp_path / "y.json", "--out-dir", tmp_path, "--to", "msglc", ok=False
+    )
+    assert code == 1 and "is the input" in err and snapshot(tmp_path) == before
+    code, _, err = run("convert", tmp_path / "y.json", tmp_path / "x.jsonl", tmp_path / "nowhere", ok=False)
+    assert code == 1 and "the output folder" in err and "does not exist" in err
+    code, _, err = run("convert", tmp_path / "y.json", tmp_path / "x.jsonl", tmp_path / "y.json", ok=False)
+    assert code == 1 and "is not a directory" in err and snapshot(tmp_path) == before
+    code, _, err = run("convert", tmp_path / "y.json", ok=False)
+    assert code == 2 and "--out-dir" in err
+
+
+def test_convert_in_out_is_as_before(tmp_path):
+    """Two arguments, the first a file: the second is the OUTPUT, a file, even if it names a
+    folder (refused as before, with the way to convert into it)."""
+    (tmp_path / "y.json").write_text("[3]")
+    (tmp_path / "d").mkdir()
+    code, _, err = run("convert", tmp_path / "y.json", tmp_path / "d", ok=False)
+    assert code == 1 and "is a directory: name a file in it (or convert into it: --out-dir" in err
+    assert not list((tmp_path / "d").iterdir())
+    run("convert", tmp_path / "y.json", tmp_path / "d" / "any-name", "--to", "msglc")
+    assert msglc.LazyReader(tmp_path / "d" / "any-name").to_obj() == [3]
+
+
+def test_tree_counts_the_children_it_does_not_list(files, tmp_path):
+    _, out, _ = run("tree", files / "a.mlc")
+    lines = out.splitlines()
+    assert lines[0].endswith("; 2 of 3 shown; 1 small entry read whole")  # meta has no node
+    assert lines[1].startswith("  runs  list of 200") and "shown" not in lines[1]  # every run is listed
+    assert lines[2] == "    0  dict of 3, 2,725 bytes; 1 of 3 shown; 2 small entries read whole"
+    _, out, _ = run("tree", files / "a.mlc", "--depth", "0")
+    assert out == "/  dict of 3, 705,138 bytes; 0 of 3 shown (--depth); 1 small entry read whole\n"
+    msglc.dump(
+        tmp_path / "l.mlc",
+        [[1.5] * 100 if i % 100 == 0 else i for i in range(1109)],
+        small_obj_optimization_threshold=256,
+    )
+    _, out, _ = run("tree", tmp_path / "l.mlc")
+    assert out.splitlines()[0].endswith("; 12 of 1,109 shown; 1,097 small items read whole")
+    assert len(out.splitlines()) == 13
+
+
+def test_ls_has_a_header_row(files, tmp_path):
+    _, out, _ = run("ls", files / "a.mlc", "meta")
+    assert out.splitlines() == [
+        "TYPE                          LENGTH         BYTES  NAME",
+        "int                                              2  n",
+        "str                                7             8  7",
+        "float                                            9  nan",
+    ]
+    msglc.dump(tmp_path / "e.mlc", {})
+    assert run("ls", tmp_path / "e.mlc")[1].split() == ["TYPE", "LENGTH", "BYTES", "NAME"]
+
+
+def test_get_indents_json_on_request(files):
+    assert run("get", files / "a.mlc", "meta", "--indent", "2")[1] == (
+        '{\n  "n": 200,\n  "7": "int key",\n  "nan": NaN\n}\n'
+    )
+    assert run("get", files / "a.mlc", "meta")[1] == '{"n": 200, "7": "int key", "nan": NaN}\n'  # compact by default
+    code, _, err = run("get", files / "a.mlc", "meta", "--indent", "2", "--format", "repr", ok=False)
+    assert code == 2 and "--indent is for JSON output" in err and len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    "path, message",
+    [
+        ("metta", "'metta' not found (at metta); did you mean 'meta'?"),
+        ("runs/3/enrgy/2", "'enrgy' not found (at runs/3/enrgy); did you mean 'energy'?"),
+        ("runs/1:3/Blob", "'Blob' not found (at runs/1/Blob); did you mean 'blob'?"),
+        ("meta/nn", "'nn' not found (at meta/nn); did you mean 'nan' or 'n'?"),
+        ("xyzzy", "'xyzzy' not found (at xyzzy)\n"),  # nothing near: no suggestion
+    ],
+)
+def test_a_missing_key_suggests_the_nearest(files, path, message):
+    for command in ("get", "ls", "tree"):
+        code, _, err = run(command, files / "a.mlc", path, ok=False)
+        assert code == 1 and err == f"msglc {command}: {message}" + ("" if message.endswith("\n") else "\n")
+
+
+def test_suggestions_in_a_huge_dict_read_a_little_of_it(tmp_path):
+    """A dict too large to list its keys quickly: keys one edit away are looked up instead."""
+    from msglc.cli.hints import SCAN_KEYS, missing_key_hint
+
+    n = 3 * SCAN_KEYS
+    msglc.dump(tmp_path / "h.mlc", {f"sample-{i:06d}": {"v": i, "pad": "x" * 200} for i in range(n)})
+    stats = msglc.LazyStats()
+    with msglc.LazyReader(tmp_path / "h.mlc", counter=stats) as r:
+        assert r.info().root.kind == "hash-indexed dict" and len(r.read()) == n
+        before = stats.bytes
+        assert missing_key_hint(r.read(), "sampel-012345") == "; did you mean 'sample-012345'?"
+        assert missing_key_hint(r.read(), "SAMPLE-000007") == "; did you mean 'sample-000007'?"
+        assert stats.bytes - before < r.info().data_size / 10
+    _, _, err = run("get", tmp_path / "h.mlc", "sample-01234/v", ok=False)
+    assert "'sample-01234' not found (at sample-01234); did you mean 'sample-0" in err
+
+
+@pytest.mark.parametrize(
+    "name, content, message",
+    [
+        (
+            "runs.json",
+            b' \n{"a": 1}',
+            "runs.json looks like JSON, not an msglc archive: msglc convert {d}/runs.json {d}/runs.mlc",
+        ),
+        (
+            "runs.jsonl",
+            b'{"a": 1}\n{"a": 2}\n',
+            "looks like JSON Lines, not an msglc archive: msglc convert {d}/runs.jsonl {d}/runs.mlc",
+        ),
+        (
+            "runs",
+            b'{"a": 1}\n[2]\n',
+            "looks like JSON Lines, not an msglc archive: msglc convert {d}/runs {d}/runs.mlc --from jsonl",
+        ),
+        (
+            "runs.mlc",
+            b"\xef\xbb\xbf[1, 2]",
+            "looks like JSON, not an msglc archive: msglc convert {d}/runs.mlc {d}/runs-converted.mlc --from json",
+        ),
+        (
+            "runs.bin",
+            msgpack.packb({"a": [1, 2]}),
+            "looks like msgpack, not an msglc archive: msglc convert {d}/runs.bin {d}/runs.mlc --from msgpack",
+        ),
+        (
+            "runs.msgpack",
+            msgpack.packb(list(range(100))),
+            "looks like msgpack, not an msglc archive: msglc convert {d}/runs.msgpack {d}/runs.mlc\n",
+        ),
+        ("runs.json", b"", "is not an msglc archive: if it holds JSON, msglc convert {d}/runs.json {d}/runs.mlc"),
+        ("runs.txt", b"\x91\xc1", "runs.txt: not an msglc archive"),  # not msgpack: 0xc1 is never used
+        ("runs.txt", b"\x9f\x01", "runs.txt: not an msglc archive"),  # 15 items cannot fit in one byte
+    ],
+)
+def test_a_json_or_msgpack_file_is_met_with_the_command_to_convert_it(tmp_path, name, content, message):
+    (tmp_path / name).write_bytes(content)
+    for command in (("info",), ("ls",), ("tree",), ("get", "a"), ("verify",)):
+        code, out, err = run(command[0], tmp_path / name, *command[1:], ok=False)
+        assert code == 1 and out == "" and len(err.splitlines()) == 1
+        assert message.format(d=tmp_path) in err, err
+    if "looks like" in message and "--from" not in message:  # the command works
+        run(*message.format(d=tmp_path).split(": ")[-1].split()[1:])
