@@ -41,7 +41,7 @@ from msglc.format.nodes import ListNode, MapNode, whole_max
 from msglc.io.atomic import output
 from msglc.read.archive import Archive
 from msglc.util.checksum import crc32_combine
-from msglc.write.frames import FrameWriter, frame_size
+from msglc.write.frames import HEAD_FRAME, FrameWriter, frame_size
 from msglc.write.indexer import TocBuilder
 
 key_encoder = msgspec.msgpack.Encoder()
@@ -123,7 +123,11 @@ def _write(
     with output(path, cfg.durable, size_hint, replace=not create) as f:
         head = compressed_header() if cfg.compression else pack_header()
         f.write(head)
-        frames = FrameWriter(f, frame_size(threshold), cfg.compression_level, HEADER_SIZE) if cfg.compression else None
+        frames = (
+            FrameWriter(f, frame_size(threshold), cfg.compression_level, HEADER_SIZE, head=HEAD_FRAME)
+            if cfg.compression
+            else None
+        )
         out: Sink = f if frames is None else frames
         try:
             out.write(header)
@@ -142,6 +146,8 @@ def _write(
             if existing is not None:
                 copy_range(existing.archive, existing.trailer.toc_off, existing.toc_len, out, buf, False, progress)
             copy_tocs(inputs, out, buf, progress)
+            if frames is not None:
+                frames.cut()  # the root node starts a frame: opening decompresses no more than it
             out.write(root_toc)
             trailer = Trailer.contiguous(data_len, sum(toc_lens) + len(root_toc), root, crc, threshold)
             if frames is not None:

@@ -31,7 +31,7 @@ from msglc.io.atomic import output
 from msglc.io.compose import Span, compose
 from msglc.io.names import RemotePath
 from msglc.util.checksum import crc32_combine
-from msglc.write.frames import FrameWriter, frame_size
+from msglc.write.frames import HEAD_FRAME, FrameWriter, frame_size
 from msglc.write.indexer import TocBuilder
 
 _ARRAY_HEADS = {0xDC: 3, 0xDD: 5}  # array 16 and array 32: header sizes; fixarray: 1
@@ -114,7 +114,11 @@ def _write(path: Any, inputs: list[Input], cfg: Config, progress: Callable[[int]
     with output(path, cfg.durable, 0 if cfg.compression else HEADER_SIZE + data_len + toc_at + len(root_toc)) as f:
         head = compressed_header() if cfg.compression else pack_header()
         f.write(head)
-        frames = FrameWriter(f, frame_size(threshold), cfg.compression_level, HEADER_SIZE) if cfg.compression else None
+        frames = (
+            FrameWriter(f, frame_size(threshold), cfg.compression_level, HEADER_SIZE, head=HEAD_FRAME)
+            if cfg.compression
+            else None
+        )
         out: Sink = f if frames is None else frames
         buf = bytearray(min(COPY_CHUNK, max([1, *toc_lens, *(part.trailer.data_len for part in inputs)])))
         tail = Trailer.contiguous(data_len, toc_at + len(root_toc), root, crc, threshold)
@@ -125,6 +129,8 @@ def _write(path: Any, inputs: list[Input], cfg: Config, progress: Callable[[int]
             if frames is not None:
                 frames.end_data()  # the TOC follows, framed
             copy_tocs(inputs, out, buf, progress)
+            if frames is not None:
+                frames.cut()  # the root node starts a frame: opening decompresses no more than it
             out.write(root_toc)
             if frames is not None:
                 tail = Trailer.compressed(frames.close(root), crc, threshold)

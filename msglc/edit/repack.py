@@ -16,7 +16,7 @@ from msglc.read.extract import compacted
 from msglc.read.node import LazyNode, standalone
 from msglc.read.reader import LazyReader, archive_of
 from msglc.write.dump import dump as dump_decoded
-from msglc.write.frames import FrameWriter, frame_size
+from msglc.write.frames import HEAD_FRAME, FrameWriter, frame_size
 
 
 def repack(target: Any, source: LazyReader | LazyNode, options: dict[str, Any]) -> None:
@@ -59,14 +59,16 @@ def _compressed_copy(a: Archive, f: Any) -> None:
         return
     head = compressed_header()
     f.write(head)
-    frames = FrameWriter(f, frame_size(t.threshold), current().compression_level, HEADER_SIZE)
+    frames = FrameWriter(f, frame_size(t.threshold), current().compression_level, HEADER_SIZE, head=HEAD_FRAME)
     try:
         buf = bytearray(min(COPY_FRAMES, max(t.data_len, t.live_toc_len, 1)))
         crc = copy_data(a, t.data_off, t.data_len, frames, buf, lambda n: None)
         if crc != t.data_crc:
             raise CorruptedError(f"data section checksum mismatch ({t.data_len} bytes at offset {t.data_off})")
         frames.end_data()
-        copy_plain(a, t.toc_off, t.live_toc_len, frames, buf, lambda n: None, checksum=False)
+        copy_plain(a, t.toc_off, t.root_pos, frames, buf, lambda n: None, checksum=False)
+        frames.cut()  # the root node starts a frame: opening decompresses no more than it
+        copy_plain(a, t.toc_off + t.root_pos, t.root_len, frames, buf, lambda n: None, checksum=False)
         stored = frames.close((t.root_pos, t.root_len))
     finally:
         frames.abort()

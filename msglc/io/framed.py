@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -516,23 +517,27 @@ class FramedSource(Source):
         self.raw.close()
 
 
-INDEX_READ = 1 << 16  # bytes read from a 2.1 section's end at open: its index, usually whole
+INDEX_READ = 1 << 13  # bytes read from a 2.1 section's end at open: its index, whole below about 10 GB
 
 
-def open_section(raw: Source, data_off: int, stored: int) -> tuple[FramedSource, Index]:
+def open_section(
+    raw: Source, data_off: int, stored: int, read: Callable[[int, int], bytes | memoryview] | None = None
+) -> tuple[FramedSource, Index]:
     """A 2.1 compressed section of ``stored`` bytes at ``data_off`` in ``raw``, opened: its
     index read (one read of the section's last ``INDEX_READ`` bytes; two when it is longer) and
-    checked; page tables and dictionaries are read when first needed."""
+    checked; page tables and dictionaries are read when first needed. ``read``: how the tables
+    are read from ``raw`` (a reader's counted reads; default ``raw.read``)."""
+    read = raw.read if read is None else read
     end = data_off + stored
-    tail = raw.read(end - min(stored, INDEX_READ), min(stored, INDEX_READ))
+    tail = read(end - min(stored, INDEX_READ), min(stored, INDEX_READ))
     size = index_size(tail[-FOOTER_SIZE:], stored)
     if size > len(tail):
-        tail = raw.read(end - size, size)
+        tail = read(end - size, size)
     index = parse_index(tail, stored)
 
     def load(p: int) -> Page:
         at, first_logical, first_stored, length = index.pages[p]
         count = min(index.per_page, index.frames - p * index.per_page)
-        return parse_page(raw.read(data_off + at, length), count, first_logical, first_stored, len(index.dicts))
+        return parse_page(read(data_off + at, length), count, first_logical, first_stored, len(index.dicts))
 
     return FramedSource(raw, data_off, paged_map(index, stored - size, load), stored, index.dicts), index

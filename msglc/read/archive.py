@@ -326,7 +326,7 @@ class Archive:
         page tables are read when a frame of theirs is."""
         if t.toc_len or t.root_len:
             raise CorruptedError("a 2.1 archive's trailer names a TOC outside its compressed section")
-        source, index = open_section(self.file, t.data_off, t.data_len)
+        source, index = open_section(self.file, t.data_off, t.data_len, self.read)  # (counted, of the file)
         self._bind(source)
         self.size = t.data_off + index.data + index.toc
         root_pos, root_len = index.root

@@ -17,7 +17,7 @@ from msglc.util.optional import zstandard
 from msglc.util.runtime import gc_paused
 from msglc.write import values as validate
 from msglc.write.arrays import ArrayEncoder, DataSection
-from msglc.write.frames import FrameWriter, frame_size, plan_frames, toc_layout
+from msglc.write.frames import HEAD_FRAME, FrameWriter, frame_size, plan_frames, toc_layout
 from msglc.write.indexer import TocBuilder
 
 
@@ -106,14 +106,16 @@ class Encoded:
             yield self.trailer()
             return
         parts: list[bytes | memoryview] = []
-        frames = FrameWriter(_Parts(parts), frame_size(self.threshold), self.level)
+        plain = b"".join(self.data.chunks())
+        frames = FrameWriter(_Parts(parts), frame_size(self.threshold), self.level, head=HEAD_FRAME)
         try:
-            plain = b"".join(self.data.chunks())
             size = frame_size(self.threshold)
             boundaries, runs, forced = toc_layout(self.toc, self.root, plain, size)
             frames.write_planned(plain, plan_frames(len(plain), size, boundaries, runs, forced))
             frames.end_data()
-            frames.write(self.toc)
+            frames.write(memoryview(self.toc)[: self.root[0]])
+            frames.cut()  # the root node starts a frame: opening decompresses no more than it
+            frames.write(memoryview(self.toc)[self.root[0] :])
             stored = frames.close(self.root)
         finally:
             frames.abort()

@@ -60,6 +60,7 @@ Frame = tuple[int, int, int]
 
 DATA_FRAME = 1 << 16  # plain bytes per frame of the data (docs/compression.md measures the trade-off)
 TOC_FRAME = 1 << 15  # ... of the TOC: opening decompresses the one holding the root node
+HEAD_FRAME = 5  # the data's first bytes (the root's header, as a reader reads it) make a frame of their own
 DICT_SAMPLE = 4 << 20  # a streamed section's first bytes, buffered to choose its dictionary from
 DICT_PIECE = 4096  # a dictionary is pieces of this size taken evenly from the data
 DICT_MAX = 1 << 20  # bytes of a dictionary at most (and 1/8 of the data)
@@ -323,7 +324,9 @@ class FrameWriter:
     ``write``; ``seek`` and ``tell`` only when a ``Slot`` is filled after its frame was written
     (``base``: where the section starts in ``out``)."""
 
-    def __init__(self, out: Any, size: int, level: int, base: int = 0) -> None:
+    def __init__(self, out: Any, size: int, level: int, base: int = 0, head: int = 0) -> None:
+        """``head``: the data's first bytes (the root container's header) form a frame of their
+        own, without a dictionary: opening an archive reads them, and then never loads one."""
         if not MIN_FRAME_SIZE <= size <= MAX_FRAME:
             raise ValueError(f"frame size must be in [{MIN_FRAME_SIZE}, {MAX_FRAME}], not {size}")
         self._zstd = zstandard()
@@ -342,6 +345,7 @@ class FrameWriter:
         self._dict_numbers: dict[tuple[int, int], int] = {}  # (length, CRC-32) -> number
         self.own = 0  # the dictionary of the frames compressed here (0: none)
         self.deciding = True  # the data's first bytes are buffered until the dictionary is chosen
+        self.head = head
         self._buf = bytearray()
         self._buf_at = 0  # plain offset of _buf[0]
         self._slots: list[Slot] = []  # slots still in _buf
@@ -408,6 +412,9 @@ class FrameWriter:
             (start, end, element if element and shuffled[run] else 0)
             for (end, element, run), start in zip(frames, starts, strict=True)
         ]
+        if planned and 0 < self.head < planned[0][1] and not planned[0][2]:  # the root header alone first
+            self._queue.append(self._pool.submit(self._compress_planned, view, [(0, self.head, 0)], 0))
+            planned[0] = (self.head, planned[0][1], 0)
         for group in _groups([end - start for start, end, _ in planned]):
             self._queue.append(self._pool.submit(self._compress_planned, view, [planned[i] for i in group], self.own))
             self._drain(AHEAD)
@@ -456,6 +463,12 @@ class FrameWriter:
         self.plain += sum(d for _, d in entries)
         self._buf_at = self.plain
         self._drain(AHEAD)
+
+    def cut(self) -> None:
+        """End the current frame here (the TOC's root node then starts a frame: opening
+        decompresses no more than it)."""
+        if not self.deciding:
+            self._cut(len(self._buf))
 
     def end_data(self) -> None:
         """The data section ends here: what follows is the TOC (frames of its own, without a
@@ -552,6 +565,10 @@ class FrameWriter:
         self._drain(AHEAD)
 
     def _submit(self, data: bytes, start: int, end: int) -> None:
+        if self.head and self._buf_at + start == 0 and end > start and self.data is None:  # the root header alone
+            head = min(self.head, end)
+            self._queue.append(self._pool.submit(self._compress_planned, memoryview(data), [(0, head, 0)], 0))
+            start = head
         for lo in range(start, end, self.group):
             hi = min(lo + self.group, end)
             planned = [(a, min(a + self.size, hi), 0) for a in range(lo, hi, self.size)]

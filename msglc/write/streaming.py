@@ -44,7 +44,7 @@ from msglc.util.runtime import gc_paused
 from msglc.write import values as validate
 from msglc.write.arrays import ArrayEncoder, DataSection
 from msglc.write.encoder import encode_value
-from msglc.write.frames import FrameWriter, Slot, frame_size
+from msglc.write.frames import HEAD_FRAME, FrameWriter, Slot, frame_size
 from msglc.write.indexer import GARBLED, TocBuilder, key_records, map_raws
 from msglc.write.streams import Pairs, Streamed, is_streamed, stop_iteration_error
 
@@ -393,7 +393,7 @@ class LazyWriter:
             frames = None
             if self.cfg.compression is not None:
                 size = frame_size(self.cfg.small_obj_optimization_threshold)
-                frames = FrameWriter(f, size, self.cfg.compression_level, HEADER_SIZE)
+                frames = FrameWriter(f, size, self.cfg.compression_level, HEADER_SIZE, head=HEAD_FRAME)
                 self._stack.callback(frames.abort)
             f.write(self.header)
         except BaseException:
@@ -444,7 +444,9 @@ class LazyWriter:
             trailer = Trailer.contiguous(data.pos, len(toc), self._root, data.checksum(), threshold)
         else:  # the TOC is framed after the data
             data.frames.end_data()
-            data.frames.write(toc)
+            data.frames.write(memoryview(toc)[: self._root[0]])
+            data.frames.cut()  # the root node starts a frame: opening decompresses no more than it
+            data.frames.write(memoryview(toc)[self._root[0] :])
             trailer = Trailer.compressed(data.frames.close(self._root), data.checksum(), threshold)
         data.f.write(trailer.pack(self.header))
         if not self.is_path:
