@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from msglc.io.names import RemotePath
-from msglc.io.remote import S3Source, precondition_failed
+from msglc.io.remote import S3Source
+from msglc.io.s3 import is_s3, precondition_failed, run
 
 if TYPE_CHECKING:
     import asyncio  # imported when used: import msglc stays free of it
@@ -46,7 +47,7 @@ Part = Span | list[Piece]  # copied on the server, or uploaded (its spans downlo
 def composable(target: Any, pieces: Sequence[Piece]) -> bool:
     """Can ``target`` be put together from ``pieces`` on the server: an S3 object whose spans
     all lie in objects of the same S3 file system."""
-    if not isinstance(target, RemotePath) or not callable(getattr(target.fs, "_call_s3", None)):
+    if not isinstance(target, RemotePath) or not is_s3(target.fs):
         return False
     return all(isinstance(p, bytes) or (isinstance(p.source, S3Source) and p.source.fs == target.fs) for p in pieces)
 
@@ -106,44 +107,10 @@ def compose(target: RemotePath, pieces: Sequence[Piece], progress: Callable[[int
     if not any(isinstance(p, Span) for p in parts) or len(parts) > MAX_PARTS:
         return False
     try:
-        done: bool = _run(target.fs.loop, _upload(target, parts, progress))
+        done: bool = run(target.fs.loop, _upload(target, parts, progress))
     finally:
         target.fs.invalidate_cache(target.path)
     return done
-
-
-def _run(loop: asyncio.AbstractEventLoop, coro: Any) -> Any:
-    """``coro``'s result, run as a task on ``loop`` (the file system's, in another thread).
-    Waiting stays interruptible; if it is interrupted (KeyboardInterrupt, or any exception
-    raised in this thread) the task is cancelled and its clean-up (parts cancelled, the upload
-    aborted) awaited before the exception goes on. fsspec's ``sync`` would leave the task
-    running: the upload would complete, and the target be replaced, after the caller gave up."""
-    import asyncio
-    import threading
-
-    try:
-        running = asyncio.get_running_loop()
-    except RuntimeError:  # none: the usual case
-        running = None
-    if running is loop:
-        coro.close()
-        raise NotImplementedError("concat into S3 called on fsspec's own event loop would wait for itself")
-    finished = threading.Event()
-    task: list[asyncio.Task[Any]] = []
-
-    def start() -> None:
-        task.append(loop.create_task(coro))
-        task[0].add_done_callback(lambda _: finished.set())
-
-    loop.call_soon_threadsafe(start)
-    try:
-        while not finished.wait(1):  # in slices: a signal interrupts the wait between them
-            pass
-    except BaseException:
-        loop.call_soon_threadsafe(lambda: task[0].cancel())  # after start: the loop runs them in order
-        finished.wait()
-        raise
-    return task[0].result()
 
 
 async def _upload(target: RemotePath, parts: list[Part], progress: Callable[[int], None]) -> bool:
