@@ -73,7 +73,7 @@ from msglc.format.nodes import (
     whole_max,
 )
 from msglc.io.names import RemotePath, resolve_name
-from msglc.io.uploads import remote_target
+from msglc.io.uploads import fetch_for_update, remote_target
 from msglc.read.archive import Archive
 from msglc.read.views import LazyDict, view
 from msglc.util.checksum import crc32_combine
@@ -137,13 +137,17 @@ def _append_remote(
 ) -> None:
     """An archive in object storage, where nothing changes in place: downloaded to a local
     temporary copy, appended to there, and uploaded whole (``remote_target``: where the store
-    commits on completion, S3 among them, a failure leaves the old object as it was)."""
+    commits on completion, S3 among them, a failure leaves the old object as it was). Whether
+    there is an archive is decided by reading the object, never from a listing; on S3 the
+    upload is pinned to the version read, so that an archive changed or created meanwhile by
+    another writer fails this append (``ArchiveChangedError``) instead of being replaced."""
     current(**options)  # the options checked before any copy
     with tempfile.TemporaryDirectory(prefix="msglc-append-") as scratch:
         path = os.path.join(scratch, os.path.basename(target.path) or "remote.mlc")
-        if target.fs.exists(target.path):
-            with target.fs.open(target.path, "rb") as src, open(path, "wb") as copy:
-                shutil.copyfileobj(src, copy, COPY_CHUNK)
+        with open(path, "wb") as copy:
+            found, target = fetch_for_update(target, copy)
+        if not found:
+            os.unlink(path)  # append creates the archive
         append(path, infos, progress=progress, **options)
         with open(path, "rb") as result, remote_target(target) as out:
             shutil.copyfileobj(result, out, COPY_CHUNK)

@@ -10,6 +10,7 @@ from msglc.edit.legacy import convert_legacy
 from msglc.edit.sections import COPY_FRAMES, compressed
 from msglc.format.container import COMPRESSED, HEADER_SIZE, Trailer, pack_header
 from msglc.io.atomic import output
+from msglc.io.uploads import pinned_to_sources
 from msglc.read.archive import Archive
 from msglc.read.extract import compacted
 from msglc.read.node import LazyNode, standalone
@@ -24,6 +25,7 @@ def repack(target: Any, source: LazyReader | LazyNode, options: dict[str, Any]) 
     kept; a compressed archive is then copied frames and all, unless ``compression_level=`` asks
     for recompression."""
     a = archive_of(source)
+    target = pinned_to_sources(target, [a.file])  # an S3 object rewritten from itself
     if a.legacy is not None:
         convert_legacy(target, source, options)
         return

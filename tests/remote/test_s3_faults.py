@@ -127,6 +127,7 @@ WRITES = {
         ),
         {"a": OLD, "b": NEW},
     ),
+    "append": (lambda fs: msglc.append(KEY, FileInfo(None, "new", obj=NEW), fs=fs, **SMALL), {"old": OLD, "new": NEW}),
     "LazyWriter": (lambda fs: _lazy_writer(fs), {"runs": NEW["runs"]}),
     "concat": (  # put together on the server: the first part copied, the rest uploaded
         lambda fs: msglc.concat(KEY, [FileInfo(f"{BUCKET}/in-{n}.mlc", fs=fs) for n in ("big", "list")], fs=fs),
@@ -196,7 +197,7 @@ def test_writes_under_every_fault(s3, small_parts, name, mode):
         _check(name, outcome, old, want, direct, case)
 
 
-@pytest.mark.parametrize("name", ["dump", "dump-multipart"])
+@pytest.mark.parametrize("name", ["dump", "dump-multipart", "append"])
 def test_writes_whose_commit_is_answered_late(s3, small_parts, name):
     """The request that makes the object is done, but its answer comes after the client gave
     up: the retry meets the object already made."""
