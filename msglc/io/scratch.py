@@ -202,8 +202,8 @@ def remove_dead(folder: Folder) -> None:
     now = os.stat(os.path.join(folder, LEASE)).st_mtime
     with os.scandir(directory or ".") as entries:
         for entry in entries:
-            mine = entry.path == folder or not _is_folder_of(entry.name, target)
-            if not mine and entry.is_dir(follow_symlinks=False) and _dead_local(entry.path, now):
+            other = entry.path != folder and _is_folder_of(entry.name, target)
+            if other and entry.is_dir(follow_symlinks=False) and _dead_local(entry.path, now):
                 with contextlib.suppress(OSError):
                     shutil.rmtree(entry.path)
 
