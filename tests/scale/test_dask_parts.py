@@ -136,3 +136,11 @@ def test_parts_left_in_s3_are_removed_once_their_lease_expired(monkeypatch):
         assert sorted(fs.ls("parts", refresh=True)) == ["parts/other.mlc.parts-0123456789ab", "parts/out.mlc"]
         with LazyReader("s3://parts/out.mlc", storage_options=options) as r:
             assert r.to_obj() == ITEMS
+
+
+def test_compute_false_makes_the_folder_now_and_its_computation_removes_it(tmp_path):
+    out = tmp_path / "out.mlc"
+    delayed = md.to_archive(bag(), out, compute=False)
+    assert len(parts_folders(tmp_path)) == 1  # its lease renewed by the tasks, not held
+    assert delayed.compute() == out
+    assert parts_folders(tmp_path) == [] and LazyReader(out).to_obj() == ITEMS
