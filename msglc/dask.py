@@ -7,7 +7,6 @@ data is stored, so that each is read with one request of whole blocks.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import uuid
 from collections.abc import Sequence
@@ -15,6 +14,7 @@ from typing import Any
 
 from msglc import api
 from msglc.edit.inputs import FileInfo
+from msglc.io import scratch
 from msglc.io.names import RemotePath, resolve_name
 from msglc.read.array import LazyArray
 from msglc.read.node import LazyNode
@@ -157,63 +157,90 @@ def to_archive(
 ) -> Any:
     """Write a ``dask.bag`` (or a sequence of ``dask.delayed`` lists) as one archive whose root
     list holds every item in order: each partition written as an archive by the worker that
-    holds it (beside ``target``, on storage every worker reaches), then joined by copying their
-    bytes (``msglc.concat``: on S3 by server-side copy where it can), the parts removed.
-    ``compute=False``: the ``Delayed`` that does it."""
+    holds it (in a folder ``TARGET.parts-XXXXXXXXXXXX`` beside ``target``, on storage every
+    worker reaches), then joined by copying their bytes (``msglc.concat``: on S3 by
+    server-side copy where it can), the parts removed: if they cannot be, an ``OSError`` says
+    so (the archive is written then). Parts a killed run left are removed by the next run to
+    the same target (``msglc.io.scratch``: at once locally, after ten minutes in S3).
+    ``compute=False``: the ``Delayed`` that does it (the parts folder is made now)."""
     dask = dask_module("dask")
     parts = collection.to_delayed() if hasattr(collection, "to_delayed") else list(collection)
     where = resolve_name(target, fs, storage_options)
-    folder = _parts_folder(where, target)
+    folder = scratch.new_folder(where if isinstance(where, RemotePath) else target)
+    try:
+        lease = scratch.Lease(folder, hold=compute)
+    except BaseException as e:  # (a lease written, but its answer lost)
+        _remove_after(e, folder)
+        raise
     write = dask.delayed(_write_part, pure=False)
-    written = [write(p, _part_name(folder, k), dump_options, fs, storage_options) for k, p in enumerate(parts)]
+    written = [write(p, folder, f"{k:06d}.mlc", dump_options) for k, p in enumerate(parts)]
     joined = dask.delayed(_join, pure=False)(written, target, folder, fs, storage_options, dump_options)
     if not compute:
         return joined
     try:
-        return joined.compute()
-    except BaseException:
-        _remove(folder)
+        with lease:  # (kept alive until the result is in)
+            result = joined.compute()
+    except _PartsLeft as e:
+        try:  # the worker could not remove them: once more from here
+            scratch.remove(folder)
+        except OSError:
+            raise e from e.__cause__
+        return target
+    except BaseException as e:
+        _remove_after(e, folder)
         raise
+    if isinstance(folder, tuple):  # a renewal of the lease may have raced the join's removal
+        try:
+            scratch.remove(folder)
+        except OSError as e:
+            raise _parts_left(target, folder, e) from e
+    return result
 
 
-def _parts_folder(where: Any, target: Any) -> Any:
-    token = f".parts-{uuid.uuid4().hex[:12]}"
-    if isinstance(where, RemotePath):
-        return (where.fs, where.path + token)
-    return os.fspath(target) + token
+class _PartsLeft(OSError):
+    """The archive was written, its parts could not be removed."""
 
 
-def _part_name(folder: Any, k: int) -> Any:
-    if isinstance(folder, tuple):
-        return (folder[0], f"{folder[1]}/{k:06d}.mlc")
-    return os.path.join(folder, f"{k:06d}.mlc")
+def _remove_after(failure: BaseException, folder: Any) -> None:
+    """Remove the parts after ``failure``; if they cannot be, say so on it."""
+    try:
+        scratch.remove(folder)
+    except OSError as left:
+        if hasattr(failure, "add_note"):  # Python 3.11
+            where = scratch.label(folder)
+            failure.add_note(f"its parts were left in {where} ({left}): the next to_archive to it removes them")
 
 
-def _write_part(items: Any, name: Any, options: dict[str, Any], fs: Any, storage_options: Any) -> Any:
+def _write_part(items: Any, folder: Any, name: str, options: dict[str, Any]) -> Any:
     items = list(items)
-    if isinstance(name, tuple):
-        api.dump(name[1], items, fs=name[0], **options)
+    where = scratch.piece(folder, name)
+    if isinstance(where, tuple):
+        api.dump(where[1], items, fs=where[0], **options)
     else:
-        os.makedirs(os.path.dirname(name), exist_ok=True)
-        api.dump(name, items, **options)
-    return name
+        os.makedirs(os.path.dirname(where), exist_ok=True)
+        api.dump(where, items, **options)
+    scratch.renew(folder)  # a live writer's parts
+    return where
 
 
 def _join(names: list[Any], target: Any, folder: Any, fs: Any, storage_options: Any, options: dict[str, Any]) -> Any:
     """The parts concatenated at ``target`` (streamed through this worker), then removed."""
+    scratch.renew(folder)
     try:
         infos = [FileInfo(n[1], fs=n[0]) if isinstance(n, tuple) else FileInfo(n) for n in names]
         api.concat(target, infos, fs=fs, storage_options=storage_options, **options)
-    finally:
-        _remove(folder)
+    except BaseException as e:
+        _remove_after(e, folder)
+        raise
+    try:
+        scratch.remove(folder)
+    except OSError as e:
+        raise _parts_left(target, folder, e) from e
     return target
 
 
-def _remove(folder: Any) -> None:
-    with contextlib.suppress(OSError):
-        if isinstance(folder, tuple):
-            folder[0].rm(folder[1], recursive=True)
-        else:
-            import shutil
-
-            shutil.rmtree(folder)
+def _parts_left(target: Any, folder: Any, error: OSError) -> _PartsLeft:
+    return _PartsLeft(
+        f"{target} was written, but its parts in {scratch.label(folder)} could not be removed ({error}): "
+        "the next to_archive to it removes them, or remove them yourself"
+    )

@@ -60,6 +60,7 @@ from msglc.format.container import (
     header_end,
     header_version,
     pack_header,
+    without_end,
 )
 from msglc.format.hash_index import MAP_INLINE_MAX, entry_hashes, le_array, region_layout
 from msglc.format.msgpack import container_header, recount_header
@@ -76,7 +77,7 @@ from msglc.format.nodes import (
 )
 from msglc.io.atomic import refuse_read_only
 from msglc.io.names import RemotePath, resolve_name
-from msglc.io.uploads import remote_target
+from msglc.io.uploads import fetch_for_update, remote_target
 from msglc.read.archive import Archive
 from msglc.read.views import LazyDict, view
 from msglc.util.checksum import crc32_combine
@@ -140,16 +141,39 @@ def _append_remote(
 ) -> None:
     """An archive in object storage, where nothing changes in place: downloaded to a local
     temporary copy, appended to there, and uploaded whole (``remote_target``: where the store
-    commits on completion, S3 among them, a failure leaves the old object as it was)."""
+    commits on completion, S3 among them, a failure leaves the old object as it was). Whether
+    there is an archive is decided by reading the object, never from a listing; on S3 the
+    upload is pinned to the version read, so that an archive changed or created meanwhile by
+    another writer fails this append (``ArchiveChangedError``) instead of being replaced."""
     current(**options)  # the options checked before any copy
     with tempfile.TemporaryDirectory(prefix="msglc-append-") as scratch:
         path = os.path.join(scratch, os.path.basename(target.path) or "remote.mlc")
-        if target.fs.exists(target.path):
-            with target.fs.open(target.path, "rb") as src, open(path, "wb") as copy:
-                shutil.copyfileobj(src, copy, COPY_CHUNK)
+        with open(path, "wb") as copy:
+            found, target = fetch_for_update(target, copy)
+        if not found:
+            os.unlink(path)  # append creates the archive
         append(path, infos, progress=progress, **options)
         with open(path, "rb") as result, remote_target(target) as out:
-            shutil.copyfileobj(result, out, COPY_CHUNK)
+            _copy_archive(result, out)
+
+
+def _copy_archive(f: IO[bytes], out: IO[bytes]) -> None:
+    """Copy the archive in ``f`` without the slack an append in place left past its end (an
+    object is written whole: it needs none), its header's end cleared to say so."""
+    head = f.read(HEADER_SIZE)
+    end = header_end(head)
+    if not end:
+        out.write(head)
+        shutil.copyfileobj(f, out, COPY_CHUNK)
+        return
+    out.write(without_end(head))
+    left = end - HEADER_SIZE
+    while left:
+        chunk = f.read(min(COPY_CHUNK, left))
+        if not chunk:
+            raise CorruptedError(f"the archive's header says it ends at {end}, past the end of its file")
+        out.write(chunk)
+        left -= len(chunk)
 
 
 def _append_to_file(

@@ -30,6 +30,7 @@ from msglc.edit.inputs import (
     FileInfo,
     Input,
     opened,
+    pin_target,
     refuse_target_among,
 )
 from msglc.edit.sections import Sink, compressed, copy_data, copy_plain
@@ -80,6 +81,7 @@ def combine_into(
     cfg = current(**options)
     with opened(infos, options) as inputs:
         refuse_target_among(archive, inputs)
+        archive = pin_target(archive, inputs)  # an S3 object rewritten from itself
         if as_dict is None:
             as_dict = existing.is_map if existing is not None else bool(infos) and infos[0].name is not None
         if "compression" not in options and cfg.compression is None:

@@ -21,7 +21,7 @@ from typing import Any
 
 from msglc.config import Config, current
 from msglc.edit.combine import copy_tocs, result_compression
-from msglc.edit.inputs import COPY_CHUNK, FileInfo, Input, opened, refuse_target_among
+from msglc.edit.inputs import COPY_CHUNK, FileInfo, Input, opened, pin_target, refuse_target_among
 from msglc.edit.sections import Sink, compressed, copy_data
 from msglc.errors import CorruptedError
 from msglc.format.container import HEADER_SIZE, Trailer, compressed_header, pack_header
@@ -79,6 +79,7 @@ def concat_into(
     cfg = current(**options)
     with opened(infos, options) as inputs:
         refuse_target_among(archive, inputs)
+        archive = pin_target(archive, inputs)  # an S3 object rewritten from itself
         if "compression" not in options and cfg.compression is None:
             cfg = replace(cfg, compression=result_compression(inputs))
         _write(archive, inputs, cfg, progress or (lambda n: None))

@@ -10,6 +10,7 @@ from typing import Any
 
 from msglc.edit.legacy import converted
 from msglc.format.container import Trailer
+from msglc.io.uploads import pinned_to_sources
 from msglc.read.archive import Archive
 from msglc.read.reader import LazyReader, archive_of
 from msglc.write.dump import dumps
@@ -110,6 +111,12 @@ def refuse_target_among(target: Any, inputs: list[Input]) -> None:
     for part in inputs:
         if part.archive.src.identity() == (st.st_dev, st.st_ino):
             raise ValueError(f"{part.label} is the output {_label(target)} itself: write to another file")
+
+
+def pin_target(target: Any, inputs: list[Input]) -> Any:
+    """A remote target that is also an input, rewritten from itself, pinned to the version
+    read (a read-modify-write: another writer's change meanwhile fails the write)."""
+    return pinned_to_sources(target, [part.archive.file for part in inputs])
 
 
 def _label(target: Any) -> str:

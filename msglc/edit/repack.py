@@ -11,6 +11,7 @@ from msglc.edit.sections import COPY_FRAMES, compressed, copy_data, copy_plain
 from msglc.errors import CorruptedError
 from msglc.format.container import HEADER_SIZE, Trailer, compressed_header, header_version
 from msglc.io.atomic import output
+from msglc.io.uploads import pinned_to_sources
 from msglc.read.archive import Archive
 from msglc.read.extract import compacted
 from msglc.read.node import LazyNode, standalone
@@ -26,6 +27,7 @@ def repack(target: Any, source: LazyReader | LazyNode, options: dict[str, Any]) 
     kept; a compressed archive is then copied frames and all, unless ``compression_level=`` asks
     for recompression."""
     a = archive_of(source)
+    target = pinned_to_sources(target, [a.file])  # an S3 object rewritten from itself
     if a.legacy is not None:
         convert_legacy(target, source, options)
         return

@@ -84,6 +84,12 @@ def end_update(minor: int, end: int) -> tuple[bytes, int]:
     return bytes((minor,)) + end.to_bytes(END_FIELD.stop - END_FIELD.start, "little"), len(MAGIC) + 1
 
 
+def without_end(header: bytes | memoryview) -> bytes:
+    """The header with its committed end cleared: the archive ends where the file does (a copy
+    of the archive alone, without the slack past its end)."""
+    return bytes(header[: END_FIELD.start]) + bytes(END_FIELD.stop - END_FIELD.start) + bytes(header[END_FIELD.stop :])
+
+
 def header_end(header: bytes | memoryview) -> int:
     """The committed end a header records: 0 when the archive ends where the file does."""
     return int.from_bytes(header[END_FIELD], "little")

@@ -286,6 +286,12 @@ def _fcntl() -> Any:
 HELD, BUSY, NO_LOCKS = "held", "busy", "no locks"
 
 
+def lock_file(fd: int, blocking: bool) -> str:
+    """An exclusive ``flock`` on ``fd``, as the temporary files of atomic writes are held
+    (``HELD``, ``BUSY`` or ``NO_LOCKS``, see ``_lock``): for other files a live writer holds."""
+    return _lock(fd, blocking)
+
+
 def _lock(fd: int, blocking: bool) -> str:
     """An exclusive ``flock`` on ``fd``: ``HELD``; ``BUSY`` if another holds it (without
     ``blocking``); ``NO_LOCKS`` where the OS or the file system has none (Windows, NFS

@@ -7,23 +7,24 @@ S3 requires every part but the last to hold at least 5 MiB, and a copied part at
 to be a part of their own (and the start of a range that fills a short part up). A copied range
 is pinned to the version of its object that was read (``CopySourceIfMatch``), so an object
 replaced meanwhile fails the write instead of mixing versions. The object appears only when
-the upload completes; a failure aborts it.
+the upload completes; a failure aborts it. Creating and completing the upload is
+``msglc.io.multipart``'s (a pinned target, answers lost, uploads left open).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from contextlib import suppress
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from msglc.io.multipart import MIN_PART, abort, complete, create
 from msglc.io.names import RemotePath
-from msglc.io.remote import S3Source, precondition_failed
+from msglc.io.remote import S3Source
+from msglc.io.s3 import call, is_s3, precondition_failed, run
 
 if TYPE_CHECKING:
     import asyncio  # imported when used: import msglc stays free of it
 
-MIN_PART = 5 << 20  # S3's smallest part but the last
 MAX_COPY = 5 << 30  # S3's largest copied part
 MAX_PARTS = 10_000  # S3's most parts in one upload
 UPLOAD_PART = 8 << 20  # a part of downloaded pieces is sent once it holds this much
@@ -46,7 +47,7 @@ Part = Span | list[Piece]  # copied on the server, or uploaded (its spans downlo
 def composable(target: Any, pieces: Sequence[Piece]) -> bool:
     """Can ``target`` be put together from ``pieces`` on the server: an S3 object whose spans
     all lie in objects of the same S3 file system."""
-    if not isinstance(target, RemotePath) or not callable(getattr(target.fs, "_call_s3", None)):
+    if not isinstance(target, RemotePath) or not is_s3(target.fs):
         return False
     return all(isinstance(p, bytes) or (isinstance(p.source, S3Source) and p.source.fs == target.fs) for p in pieces)
 
@@ -102,48 +103,14 @@ def compose(target: RemotePath, pieces: Sequence[Piece], progress: Callable[[int
     parts, or a store without ``UploadPartCopy``."""
     if not composable(target, pieces):
         return False
-    parts = plan(pieces)
+    parts = plan(pieces, MIN_PART)
     if not any(isinstance(p, Span) for p in parts) or len(parts) > MAX_PARTS:
         return False
     try:
-        done: bool = _run(target.fs.loop, _upload(target, parts, progress))
+        done: bool = run(target.fs.loop, _upload(target, parts, progress))
     finally:
         target.fs.invalidate_cache(target.path)
     return done
-
-
-def _run(loop: asyncio.AbstractEventLoop, coro: Any) -> Any:
-    """``coro``'s result, run as a task on ``loop`` (the file system's, in another thread).
-    Waiting stays interruptible; if it is interrupted (KeyboardInterrupt, or any exception
-    raised in this thread) the task is cancelled and its clean-up (parts cancelled, the upload
-    aborted) awaited before the exception goes on. fsspec's ``sync`` would leave the task
-    running: the upload would complete, and the target be replaced, after the caller gave up."""
-    import asyncio
-    import threading
-
-    try:
-        running = asyncio.get_running_loop()
-    except RuntimeError:  # none: the usual case
-        running = None
-    if running is loop:
-        coro.close()
-        raise NotImplementedError("concat into S3 called on fsspec's own event loop would wait for itself")
-    finished = threading.Event()
-    task: list[asyncio.Task[Any]] = []
-
-    def start() -> None:
-        task.append(loop.create_task(coro))
-        task[0].add_done_callback(lambda _: finished.set())
-
-    loop.call_soon_threadsafe(start)
-    try:
-        while not finished.wait(1):  # in slices: a signal interrupts the wait between them
-            pass
-    except BaseException:
-        loop.call_soon_threadsafe(lambda: task[0].cancel())  # after start: the loop runs them in order
-        finished.wait()
-        raise
-    return task[0].result()
 
 
 async def _upload(target: RemotePath, parts: list[Part], progress: Callable[[int], None]) -> bool:
@@ -151,14 +118,7 @@ async def _upload(target: RemotePath, parts: list[Part], progress: Callable[[int
 
     fs = target.fs
     bucket, key, _ = fs.split_path(target.path)
-    create = asyncio.ensure_future(fs._call_s3("create_multipart_upload", Bucket=bucket, Key=key))
-    try:
-        upload = (await asyncio.shield(create))["UploadId"]
-    except asyncio.CancelledError:  # cancelled while S3 makes the upload: abort it once made
-        with suppress(Exception):
-            made = await create
-            await _abort(fs, {"Bucket": bucket, "Key": key, "UploadId": made["UploadId"]})
-        raise
+    upload = await create(fs, target.path)  # (uploads made by attempts whose answers were lost: aborted)
     where = {"Bucket": bucket, "Key": key, "UploadId": upload}
     limit = asyncio.Semaphore(CONCURRENT_PARTS)
     sends = [asyncio.ensure_future(_part(fs, where, n, part, limit, progress)) for n, part in enumerate(parts, 1)]
@@ -168,15 +128,15 @@ async def _upload(target: RemotePath, parts: list[Part], progress: Callable[[int
         for send in sends:
             send.cancel()
         await asyncio.gather(*sends, return_exceptions=True)
-        await _abort(fs, where)
+        await abort(fs, bucket, key, upload, error)
         if _not_implemented(error):
             return False  # a store without server-side copy: the caller streams instead
         raise
-    done = {"Parts": [{"PartNumber": n, "ETag": tag} for n, tag in enumerate(tags, 1)]}
+    done = [{"PartNumber": n, "ETag": tag} for n, tag in enumerate(tags, 1)]
     try:
-        await fs._call_s3("complete_multipart_upload", MultipartUpload=done, **where)
-    except BaseException:
-        await _abort(fs, where)
+        await complete(fs, target.path, upload, done, target.expect)
+    except BaseException as error:
+        await abort(fs, bucket, key, upload, error)
         raise
     return True
 
@@ -191,7 +151,8 @@ async def _part(
             progress(part.size)
             return tag
         body = b"".join([p if isinstance(p, bytes) else await _download(p) for p in part])
-        answer = await fs._call_s3("upload_part", PartNumber=number, Body=body, **where)
+        what = f"part {number} of the upload of {where['Key']}"
+        answer = await call(fs, "upload_part", what, PartNumber=number, Body=body, **where)
         progress(len(body))
         sent: str = answer["ETag"]
         return sent
@@ -204,8 +165,15 @@ async def _copy_part(fs: Any, where: dict[str, Any], number: int, span: Span) ->
     pin = {"CopySourceIfMatch": span.source.etag} if span.source.etag else {}
     copied = f"bytes={span.offset}-{span.offset + span.size - 1}"
     try:
-        answer = await fs._call_s3(
-            "upload_part_copy", PartNumber=number, CopySource=source, CopySourceRange=copied, **pin, **where
+        answer = await call(
+            fs,
+            "upload_part_copy",
+            f"copying {copied} of {span.source.path} into part {number} of {where['Key']}",
+            PartNumber=number,
+            CopySource=source,
+            CopySourceRange=copied,
+            **pin,
+            **where,
         )
     except OSError as e:
         if precondition_failed(e):
@@ -222,11 +190,6 @@ async def _download(span: Span) -> bytes:
     if len(data) != span.size:
         raise span.source.changed(f"{len(data)} bytes where {span.size} were asked for")
     return data
-
-
-async def _abort(fs: Any, where: dict[str, Any]) -> None:
-    with suppress(Exception):  # the failure that led here is what the caller needs to see
-        await fs._call_s3("abort_multipart_upload", **where)
 
 
 def _not_implemented(error: BaseException) -> bool:

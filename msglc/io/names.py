@@ -4,6 +4,7 @@ path or a ``RemotePath``."""
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import Any
 
 
@@ -33,16 +34,30 @@ def in_process(fs: Any) -> bool:
     return False
 
 
+@dataclass(frozen=True)
+class Expect:
+    """What a write may replace (a read-modify-write's pin): the version with ETag ``etag``,
+    or, with ``etag`` None, no object at all. S3 enforces it (``If-Match``, ``If-None-Match``);
+    other file systems cannot."""
+
+    etag: str | None
+
+
 class RemotePath:
     """An object on an fsspec file system: where a remote archive is read from or written to.
     ``owned``: the file system was made for this name alone (from a URL, by a class fsspec does
     not share between callers, such as a zip), so a write closes it: that is what finishes a
-    zip."""
+    zip. ``expect``: what a write to it may replace (None: anything)."""
 
-    def __init__(self, fs: Any, path: str, owned: bool = False) -> None:
+    def __init__(self, fs: Any, path: str, owned: bool = False, expect: Expect | None = None) -> None:
         self.fs = fs
         self.path = path
         self.owned = owned
+        self.expect = expect
+
+    def pinned(self, expect: Expect | None) -> RemotePath:
+        """The same object, written only if it still is what ``expect`` says."""
+        return RemotePath(self.fs, self.path, self.owned, expect)
 
     def __repr__(self) -> str:
         return f"<RemotePath {self.path!r} on {type(self.fs).__name__}>"
@@ -63,11 +78,10 @@ def resolve_name(target: Any, fs: Any = None, storage_options: dict[str, Any] | 
     ``"s3://bucket/key"`` (with ``storage_options`` for its file system), a ``upath.UPath``, or
     any path together with an fsspec file system ``fs``. A name on the local file system gives
     its local path; anything else (a local path, bytes, a file object) is returned as it is."""
-    if fs is None and not storage_options:
-        if isinstance(target, RemotePath):
-            return target  # resolved already: a file system made for it alone stays its own to close
-        if not isinstance(target, str) and not hasattr(target, "fs"):
-            return target
+    if isinstance(target, RemotePath) or (
+        fs is None and not storage_options and not isinstance(target, str) and not hasattr(target, "fs")
+    ):
+        return target
     if fs is not None and (hasattr(target, "read") or hasattr(target, "write") or _names_its_fs(target)):
         fs = None  # an open file, or a UPath: it knows its file system (the published msglc ignores fs= there too)
     if fs is not None:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from msglc.errors import ArchiveChangedError
 from msglc.format.container import HEADER_SIZE, TRAILER_SIZE, claimed_size, header_end
 from msglc.io.base import Counter, Source, closed_error
+from msglc.io.s3 import get_object, is_s3, status_of, transport_error, url_of
 
 if TYPE_CHECKING:
     import asyncio
@@ -94,9 +95,11 @@ class RemoteSource(Source):
             head, tail = self._get_ranges([(0, b), (-b, None)], exact=False)
         except (FileNotFoundError, PermissionError):
             raise
-        except OSError:  # S3 answers a range of an empty object with 416 (not satisfiable)
+        except OSError as e:  # S3 answers a range of an empty object with 416 (not satisfiable)
+            if status_of(e) not in (None, 416) or isinstance(e, (ConnectionError, TimeoutError)):
+                raise
             self._count(1, 0)
-            if self.fs.size(self.path) != 0:
+            if self._object_size() != 0:
                 raise
             head = tail = b""
         if len(head) < b or len(tail) < b:  # the whole object is shorter than one block
@@ -110,9 +113,19 @@ class RemoteSource(Source):
             self.size = end
             tail = self._get(max(0, end - b), end)
         elif self.size < len(tail):  # no trailer at the end: ask (the reader then names the problem)
-            self.size = self.fs.size(self.path)
+            self.size = self._object_size()
             self._count(1, 0)
         self._keep(self.size - len(tail), tail)
+
+    def _object_size(self) -> int:
+        try:
+            size: int = self.fs.size(self.path)
+        except Exception as e:
+            failure = transport_error(e, f"asking the size of {url_of(self.fs, self.path)}")
+            if failure is e:
+                raise
+            raise failure from e
+        return size
 
     # -- the block cache --
     def _keep(self, start: int, data: bytes) -> None:
@@ -179,8 +192,11 @@ class RemoteSource(Source):
         self._count(len(ranges), sum(len(d) for d in out if isinstance(d, (bytes, bytearray))))
         got: list[bytes] = []
         for (start, end), data in zip(ranges, out, strict=True):
-            if isinstance(data, BaseException):
-                raise data
+            if isinstance(data, BaseException):  # as an OSError, if the HTTP stack's own
+                failure = transport_error(data, f"reading bytes {start}-{end} of {url_of(self.fs, self.path)}")
+                if failure is data:
+                    raise data
+                raise failure from data
             if exact and end is not None and len(data) != end - start:
                 if self.ready:  # the object had at least self.size bytes when it was opened
                     raise self.changed(
@@ -258,44 +274,21 @@ class S3Source(RemoteSource):
         )
 
     async def get_object(self, start: int, end: int | None, limit: asyncio.Semaphore) -> bytes:
-        """The bytes of one range (``end`` None: the last ``-start`` bytes). s3fs retries the
-        request; a body cut off midway is asked for again, up to ``fs.retries`` times."""
-        import asyncio
-
+        """The bytes of one range (``end`` None: the last ``-start`` bytes), pinned. s3fs
+        retries the request; a body cut off on the way is asked for again (``s3.get_object``)."""
         if end is not None and end <= start:
             return b""
-        bucket, key, version = self.fs.split_path(self.path)
-        args = {"Bucket": bucket, "Key": key, "Range": f"bytes={start}" if end is None else f"bytes={start}-{end - 1}"}
-        if version:
-            args["VersionId"] = version
-        attempts = max(1, getattr(self.fs, "retries", 1))
         async with limit:
-            for attempt in range(attempts):
-                response = await self._call(args)
-                try:
-                    data: bytes = await response["Body"].read()
-                except Exception:
-                    if attempt + 1 == attempts:
-                        raise
-                    await asyncio.sleep(min(0.1 * 1.7**attempt, 5))
-                    continue
-                finally:
-                    response["Body"].close()
-                self._pin(response.get("ETag"))
-                return data
-        raise AssertionError("unreachable")
-
-    async def _call(self, args: dict[str, Any]) -> dict[str, Any]:
-        """One GetObject carrying the pin; S3's 412 for it means the object was replaced."""
-        if self.etag is not None:
-            args["IfMatch"] = self.etag
-        try:
-            response: dict[str, Any] = await self.fs._call_s3("get_object", **args)
-            return response
-        except OSError as e:
-            if precondition_failed(e):
-                raise self.changed(f"ETag {self.etag} no longer matches") from None
-            raise
+            answer = await get_object(
+                self.fs,
+                self.path,
+                start,
+                end,
+                etag=self.etag,
+                on_precondition=lambda e: self.changed(f"ETag {self.etag} no longer matches"),
+            )
+        self._pin(answer.etag)
+        return answer.data
 
     def _pin(self, etag: str | None) -> None:
         """Keep the first ETag seen; raise if an answer comes from another version. Runs on
@@ -310,13 +303,6 @@ class S3Source(RemoteSource):
         return super().changed(how)
 
 
-def precondition_failed(error: OSError) -> bool:
-    """Is this s3fs error S3's 412 for a failed ``If-Match``?"""
-    response = getattr(error.__cause__, "response", None) or {}
-    status: object = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-    return status == 412
-
-
 def open_remote(fs: Any, path: str, **options: Any) -> RemoteSource:
     """A ``RemoteSource`` (an ``S3Source`` on s3fs); ``options``: its keyword arguments."""
     if getattr(fs, "asynchronous", False):
@@ -324,5 +310,4 @@ def open_remote(fs: Any, path: str, **options: Any) -> RemoteSource:
             "LazyReader needs an fsspec file system made with asynchronous=False; "
             "its async methods use the file system's own loop"
         )
-    is_s3 = callable(getattr(fs, "_call_s3", None)) and callable(getattr(fs, "split_path", None))
-    return (S3Source if is_s3 else RemoteSource)(fs, path, **options)
+    return (S3Source if is_s3(fs) else RemoteSource)(fs, path, **options)

@@ -37,6 +37,24 @@ def test_generic_file_system_detects_a_shorter_object():
             r["v/30000"]
 
 
+def test_a_failure_of_a_file_systems_own_kind_reaches_the_caller_as_an_oserror(monkeypatch):
+    """An HTTP file system fails with aiohttp's exceptions, others with their own: a read
+    raises an OSError naming the object, the original as its cause."""
+
+    class Broken(Exception):
+        pass
+
+    fs = fsspec.filesystem("memory")
+    fs.pipe_file("/broken/doc.mlc", msglc.dumps(OLD))
+    with LazyReader("/broken/doc.mlc", fs=fs, block_size=4096) as r:
+        monkeypatch.setattr(fs, "cat_ranges", lambda paths, starts, ends, on_error: [Broken("gone")] * len(paths))
+        with pytest.raises(OSError, match="/broken/doc.mlc") as failure:
+            r["v/30000"]
+        assert isinstance(failure.value.__cause__, Broken)
+        with pytest.raises(OSError):
+            r.read_many(["v/20000", "v/30000"])
+
+
 # ---- writing into a zip through fsspec -------------------------------------------------------
 
 

@@ -1,0 +1,146 @@
+"""``msglc.dask.to_archive``'s parts folder: removed when the write ends, or an ``OSError``
+says why not; a run killed midway leaves its parts, which the next run to the same target
+removes (locally at once, its lease being an flock; in object storage once its lease
+expired). The synchronous scheduler runs the tasks here, in this process."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("dask")
+
+import dask  # noqa: E402
+import dask.bag as db  # noqa: E402
+
+import msglc.dask as md  # noqa: E402
+from msglc import LazyReader  # noqa: E402
+
+ITEMS = [{"i": i, "t": "x" * (i % 7)} for i in range(500)]
+
+
+@pytest.fixture(autouse=True)
+def synchronous():
+    with dask.config.set(scheduler="synchronous"):
+        yield
+
+
+def bag():
+    return db.from_sequence(ITEMS, npartitions=3)
+
+
+def parts_folders(directory):
+    return sorted(p.name for p in directory.iterdir() if ".parts-" in p.name)
+
+
+def test_parts_that_cannot_be_removed_fail_the_call_and_go_with_the_next_run(tmp_path, monkeypatch):
+    def refused(path, *args, **kwargs):
+        raise PermissionError(13, "Permission denied", str(path))
+
+    out = tmp_path / "out.mlc"
+    with monkeypatch.context() as patch:
+        patch.setattr(shutil, "rmtree", refused)
+        with pytest.raises(OSError, match="was written, but its parts in .* could not be removed"):
+            md.to_archive(bag(), out)
+    assert LazyReader(out).to_obj() == ITEMS  # written, and said so
+    assert len(parts_folders(tmp_path)) == 1
+    md.to_archive(bag(), out)  # the next run: its writer is gone (its lease no longer held)
+    assert parts_folders(tmp_path) == []
+
+
+def test_a_removal_failing_with_any_exception_is_an_oserror(monkeypatch):
+    fsspec = pytest.importorskip("fsspec")
+    memory = fsspec.filesystem("memory")
+
+    def broken(path, recursive=False, maxdepth=None):
+        raise RuntimeError("the store's own exception")
+
+    monkeypatch.setattr(memory, "rm", broken)
+    with pytest.raises(OSError, match="was written") as failure:
+        md.to_archive(bag(), "/dask/out.mlc", fs=memory)
+    assert isinstance(failure.value.__cause__.__cause__, RuntimeError)
+    assert LazyReader("/dask/out.mlc", fs=memory).to_obj() == ITEMS
+
+
+KILLED = """
+import glob, time, dask, dask.bag as db, msglc.dask as md
+def slow(x):
+    if x == 499:  # the last partition: once another is written, stop here until killed
+        while not glob.glob({target!r} + ".parts-*/*.mlc"):
+            time.sleep(0.01)
+        print("writing", flush=True)
+        time.sleep(120)
+    return x
+with dask.config.set(scheduler="threads", num_workers=3):
+    md.to_archive(db.from_sequence(range(500), npartitions=3).map(slow), {target!r})
+"""
+
+
+def test_the_parts_of_a_killed_run_are_removed_by_the_next(tmp_path):
+    out = tmp_path / "out.mlc"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    child = subprocess.Popen(
+        [sys.executable, "-c", KILLED.format(target=str(out))], stdout=subprocess.PIPE, text=True, env=env
+    )
+    try:
+        assert child.stdout.readline() == "writing\n"  # the first partitions written, the last under way
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait(30)
+    left = parts_folders(tmp_path)
+    assert len(left) == 1 and any(n.endswith(".mlc") for n in os.listdir(tmp_path / left[0]))  # a part
+    md.to_archive(bag(), out)
+    assert parts_folders(tmp_path) == []
+    assert LazyReader(out).to_obj() == ITEMS
+
+
+def test_a_live_runs_parts_are_kept(tmp_path):
+    """Another run to the same target, still at work, holds its lease: its folder stays."""
+    from msglc.io import scratch
+
+    target = tmp_path / "out.mlc"
+    live = scratch.new_folder(target)
+    with scratch.Lease(live, hold=True):
+        (tmp_path / os.path.basename(live) / "000000.mlc").write_bytes(b"a part")
+        md.to_archive(bag(), target)
+        assert parts_folders(tmp_path) == [os.path.basename(live)]
+    md.to_archive(bag(), target)  # now its writer is done with it (and left it)
+    assert parts_folders(tmp_path) == []
+
+
+def test_parts_left_in_s3_are_removed_once_their_lease_expired(monkeypatch):
+    fsspec = pytest.importorskip("fsspec")
+    pytest.importorskip("s3fs")
+    pytest.importorskip("moto")
+    from benchmark.remote import s3_server
+    from msglc.io import scratch
+
+    with s3_server() as options:
+        fs = fsspec.filesystem("s3", **options)
+        fs.mkdir("parts")
+        dead = "parts/out.mlc.parts-0123456789ab"
+        other = "parts/other.mlc.parts-0123456789ab"  # another target's
+        for folder in (dead, other):
+            fs.pipe(f"{folder}/.lease", b"renewed\n")
+            fs.pipe(f"{folder}/000000.mlc", b"a part")
+        md.to_archive(bag(), "s3://parts/out.mlc", storage_options=options)
+        assert fs.exists(f"{dead}/000000.mlc")  # renewed just now, as far as anyone can tell: kept
+        monkeypatch.setattr(scratch, "LEASE_EXPIRY", -1.0)  # every lease but the new one has expired
+        md.to_archive(bag(), "s3://parts/out.mlc", storage_options=options)
+        fs.invalidate_cache()
+        assert sorted(fs.ls("parts", refresh=True)) == ["parts/other.mlc.parts-0123456789ab", "parts/out.mlc"]
+        with LazyReader("s3://parts/out.mlc", storage_options=options) as r:
+            assert r.to_obj() == ITEMS
+
+
+def test_compute_false_makes_the_folder_now_and_its_computation_removes_it(tmp_path):
+    out = tmp_path / "out.mlc"
+    delayed = md.to_archive(bag(), out, compute=False)
+    assert len(parts_folders(tmp_path)) == 1  # its lease renewed by the tasks, not held
+    assert delayed.compute() == out
+    assert parts_folders(tmp_path) == [] and LazyReader(out).to_obj() == ITEMS
