@@ -50,6 +50,36 @@ NO_FILTER = 0
 SHUFFLE = 1  # byte shuffle: parameter = element size
 _FILTER_CODES = bytes((NO_FILTER, SHUFFLE))
 _NONZERO = bytes([0] + [1] * 255)  # translate: 0 stays 0, anything else becomes 1
+RAW = 2  # 2.1: a raw frame (one raw block, its plain bytes readable in place: ``RAW_HEAD``)
+_FILTER_CODES_2_1 = bytes((NO_FILTER, SHUFFLE, RAW))
+_IS_SHUFFLE = bytes([0, 1] + [0] * 254)  # translate: SHUFFLE becomes 1, anything else 0
+RAW_HEAD = 12  # a raw frame's plain bytes start this far into it: magic, descriptor, size, block header
+RAW_MAX = 1 << 17  # plain bytes of a raw frame at most (zstd's largest block)
+_RAW_DESCRIPTOR = 0xA4  # single segment, content checksum, 4-byte content size
+
+
+def pack_raw_frame(content: bytes | memoryview, checksum: bytes) -> bytes:
+    """A raw frame (filter code 2): a zstd frame holding ``content`` in one raw block, so
+    that its plain bytes can be read in place, ``RAW_HEAD`` bytes in; ``checksum``: zstd's
+    checksum of the content (the last 4 bytes of any zstd frame of it with a checksum)."""
+    size = len(content)
+    if not 0 < size <= RAW_MAX:
+        raise ValueError(f"a raw frame holds 1 to {RAW_MAX} bytes, not {size}")
+    return (
+        _SKIPPABLE_HEADER.pack(0xFD2FB528, 0)[:4]
+        + bytes((_RAW_DESCRIPTOR,))
+        + size.to_bytes(4, "little")
+        + (1 | size << 3).to_bytes(3, "little")
+        + bytes(content)
+        + checksum
+    )
+
+
+def raw_frame_ok(frame: bytes | memoryview, size: int) -> bool:
+    """Is ``frame`` laid out as ``pack_raw_frame`` lays out ``size`` bytes (so its plain bytes
+    are where a reader reads them in place)?"""
+    head = bytes(frame[:RAW_HEAD])
+    return len(frame) == size + RAW_HEAD + 4 and head == pack_raw_frame(bytes(size), b"\0" * 4)[:RAW_HEAD]
 
 
 class FrameTable(NamedTuple):
@@ -321,12 +351,15 @@ def parse_page(buf: bytes | memoryview, frames: int, first_logical: int, first_s
 
 
 def _check_filters(codes: bytes, params: bytes) -> None:
-    unknown = codes.translate(None, _FILTER_CODES)
+    """2.1's filter codes: 0 (none), 1 (byte shuffle; its parameter the element size, 2 to
+    255), 2 (a raw frame: ``RAW_HEAD``); only a shuffle has a parameter."""
+    unknown = codes.translate(None, _FILTER_CODES_2_1)
     if unknown:
         raise UnsupportedVersionError(
             f"compressed data section: frame filter {unknown[0]} is unknown to this msglc (a newer writer?)"
         )
-    if codes != params.translate(_NONZERO) or 1 in params:
+    shuffled = codes.translate(_IS_SHUFFLE)
+    if shuffled != params.translate(_NONZERO) or 1 in params:
         raise CorruptedError("compressed data section: a frame filter has a parameter it cannot have")
 
 

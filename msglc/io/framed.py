@@ -20,6 +20,8 @@ from msglc.format.frames import (
     MAX_DICT,
     MAX_FRAME,
     MIN_FRAME,
+    RAW,
+    RAW_HEAD,
     FrameTable,
     Index,
     Page,
@@ -28,7 +30,7 @@ from msglc.format.frames import (
     parse_index,
     parse_page,
 )
-from msglc.io.base import Source
+from msglc.io.base import Counter, Source
 from msglc.io.frame_map import FrameMap, paged_map
 from msglc.util.optional import zstandard
 
@@ -72,7 +74,9 @@ class FramedSource(Source):
         frames: FrameMap | FrameTable,
         stored: int,
         dicts: list[tuple[int, int, int]] | None = None,
+        counter: Counter | None = None,
     ) -> None:
+        """``counter``: where a reader counts its reads (``raw``'s own when it counts itself)."""
         self._zstd = zstandard()
         self.raw = raw
         self.data_off = data_off
@@ -80,9 +84,9 @@ class FramedSource(Source):
         self.plain = self.table.plain
         self.shift = stored - self.plain  # add to a logical offset past the stream to find it in the file
         self.size = raw.size - self.shift
-        self.counter = raw.counter
+        self.counter = raw.counter if raw.counts_itself else counter
         self.counts_itself = True  # the file's reads are counted (below, or by the file itself)
-        self._count = raw.counter is not None and not raw.counts_itself
+        self._count = self.counter is not None and not raw.counts_itself
         # read_many: logical ranges are merged only where they touch (their frames are merged
         # below, in stored bytes, with the file's own gap); in memory every read is direct
         self.max_gap = 1 if raw.max_gap else 0
@@ -112,6 +116,8 @@ class FramedSource(Source):
             return self._slice(offset, end, {}, None)
         page, k, i = self.table.locate(lo)
         if end - self.data_off <= page.logical[k + 1]:  # one frame: the usual small read
+            if page.codes and page.codes[k] == RAW:  # stored as it is: read in place
+                return self._raw(self.data_off + page.stored[k] + RAW_HEAD + lo - page.logical[k], size)
             entry = self._entry(i)
             a = lo - page.logical[k]
             if not entry[1]:
@@ -490,9 +496,15 @@ class FramedSource(Source):
         lo, hi = max(start, self.data_off) - self.data_off, min(end, data_end) - self.data_off
         if lo < hi:
             for i in range(self.table.frame_of(lo), self.table.frames):
-                if self.table.logical(i) >= hi:
+                page, k = self.table.at(i)
+                if page.logical[k] >= hi:
                     break
-                out.append(self._cut(i, batch.get(i) or self._entry(i), lo, hi))
+                entry = batch.get(i)
+                if entry is None and page.codes and page.codes[k] == RAW and parts is None:  # read in place
+                    a, b = max(lo, page.logical[k]), min(hi, page.logical[k + 1])
+                    out.append(self._raw(self.data_off + page.stored[k] + RAW_HEAD + a - page.logical[k], b - a))
+                    continue
+                out.append(self._cut(i, entry or self._entry(i), lo, hi))
         if end > data_end:
             tail = (max(start, data_end) + self.shift, end + self.shift)
             out.append(self._raw(tail[0], tail[1] - tail[0]) if parts is None else parts[tail])
@@ -521,7 +533,11 @@ INDEX_READ = 1 << 13  # bytes read from a 2.1 section's end at open: its index, 
 
 
 def open_section(
-    raw: Source, data_off: int, stored: int, read: Callable[[int, int], bytes | memoryview] | None = None
+    raw: Source,
+    data_off: int,
+    stored: int,
+    read: Callable[[int, int], bytes | memoryview] | None = None,
+    counter: Counter | None = None,
 ) -> tuple[FramedSource, Index]:
     """A 2.1 compressed section of ``stored`` bytes at ``data_off`` in ``raw``, opened: its
     index read (one read of the section's last ``INDEX_READ`` bytes; two when it is longer) and
@@ -540,4 +556,5 @@ def open_section(
         count = min(index.per_page, index.frames - p * index.per_page)
         return parse_page(read(data_off + at, length), count, first_logical, first_stored, len(index.dicts))
 
-    return FramedSource(raw, data_off, paged_map(index, stored - size, load), stored, index.dicts), index
+    frames = paged_map(index, stored - size, load)
+    return FramedSource(raw, data_off, frames, stored, index.dicts, counter), index

@@ -316,7 +316,7 @@ class Archive:
             return self._framed_2_1(t)
         size = tables_size(self.read(end - FOOTER_SIZE, FOOTER_SIZE), stored)  # with the filter table if any
         table = parse_seek_table(self.read(end - size, size), stored, MAX_FRAME)
-        self._bind(FramedSource(self.file, t.data_off, table, stored))
+        self._bind(FramedSource(self.file, t.data_off, table, stored, counter=self.counter))
         plain = table.logical[-1]
         self.size -= stored - plain
         return msgspec.structs.replace(t, data_len=plain, toc_off=t.toc_off - stored + plain)
@@ -326,7 +326,7 @@ class Archive:
         page tables are read when a frame of theirs is."""
         if t.toc_len or t.root_len:
             raise CorruptedError("a 2.1 archive's trailer names a TOC outside its compressed section")
-        source, index = open_section(self.file, t.data_off, t.data_len, self.read)  # (counted, of the file)
+        source, index = open_section(self.file, t.data_off, t.data_len, self.read, self.counter)  # (counted)
         self._bind(source)
         self.size = t.data_off + index.data + index.toc
         root_pos, root_len = index.root

@@ -25,11 +25,14 @@ from msglc.format.frames import (
     MAX_FRAME,
     MIN_FRAME_SIZE,
     NO_FILTER,
+    RAW,
+    RAW_MAX,
     SHUFFLE,
     Index,
     pack_dictionary,
     pack_index,
     pack_page,
+    pack_raw_frame,
 )
 from msglc.format.hash_index import block_count, le_array
 from msglc.format.msgpack import FIXED_SCALAR_SIZE, array_header
@@ -60,6 +63,7 @@ Frame = tuple[int, int, int]
 
 DATA_FRAME = 1 << 16  # plain bytes per frame of the data (docs/compression.md measures the trade-off)
 TOC_FRAME = 1 << 15  # ... of the TOC: opening decompresses the one holding the root node
+RAW_RATIO = 0.97  # a frame that zstd shrinks by less than 3% is stored raw (read in place)
 HEAD_FRAME = 5  # the data's first bytes (the root's header, as a reader reads it) make a frame of their own
 DICT_SAMPLE = 4 << 20  # a streamed section's first bytes, buffered to choose its dictionary from
 DICT_PIECE = 4096  # a dictionary is pieces of this size taken evenly from the data
@@ -172,7 +176,10 @@ def plan_frames(
         if f < len(must) and must[f] <= limit:
             limit = must[f]
         k = bisect_right(cuts, limit) - 1
-        stop = cuts[k] if k >= 0 and cuts[k] > pos else min(limit, pos + size)
+        # the last item boundary within the limit, unless it leaves the frame nearly empty (a long
+        # run of items the TOC does not list: cut it at the frame size instead)
+        early = pos + size // 4 if not (f < len(must) and must[f] == limit) else pos
+        stop = cuts[k] if k >= 0 and cuts[k] > early else min(limit, pos + size)
         out.append((stop, 0, -1))
         pos = stop
     return out
@@ -349,7 +356,7 @@ class FrameWriter:
         self._buf = bytearray()
         self._buf_at = 0  # plain offset of _buf[0]
         self._slots: list[Slot] = []  # slots still in _buf
-        self._queue: deque[Future[list[tuple[bytes, int, int, int]]] | Slot | _Copied] = deque()
+        self._queue: deque[Future[list[tuple[bytes, int, tuple[int, int], int]]] | Slot | _Copied] = deque()
         self._pool = ThreadPoolExecutor(THREADS)
         self._local = threading.local()
 
@@ -576,14 +583,19 @@ class FrameWriter:
 
     def _compress_planned(
         self, view: memoryview, planned: list[tuple[int, int, int]], d: int
-    ) -> list[tuple[bytes, int, int, int]]:
+    ) -> list[tuple[bytes, int, tuple[int, int], int]]:
         """Frames [start, end) of ``view`` (each shuffled by its element size, or not),
-        compressed with dictionary ``d``: (frame, plain size, element size, ``d``)."""
+        compressed with dictionary ``d``: (frame, plain size, filter, dictionary). A frame that
+        zstd does not shrink by ``1 - RAW_RATIO`` is stored raw: read in place, unchecked."""
         c = self._compressor(d)
         out = []
         for start, end, element in planned:
             piece = view[start:end]
-            out.append((c.compress(shuffle(piece, element) if element else piece), end - start, element, d))
+            frame = c.compress(shuffle(piece, element) if element else piece)
+            if not element and len(frame) >= RAW_RATIO * len(piece) and len(piece) <= RAW_MAX:
+                out.append((pack_raw_frame(piece, frame[-4:]), end - start, (RAW, 0), 0))  # read in place
+            else:
+                out.append((frame, end - start, (SHUFFLE, element) if element else (NO_FILTER, 0), d))
         return out
 
     def _drain(self, ahead: int) -> None:
@@ -592,8 +604,8 @@ class FrameWriter:
         while queue and (len(queue) > ahead or not isinstance(queue[0], Future) or queue[0].done()):
             item = queue.popleft()
             if isinstance(item, Future):
-                for frame, plain, element, d in item.result():
-                    self._emit(frame, plain, (SHUFFLE, element) if element else (NO_FILTER, 0), d)
+                for frame, plain, filter_, d in item.result():
+                    self._emit(frame, plain, filter_, d)
             elif isinstance(item, Slot):
                 assert item.frame is not None
                 item.stored_at = self.stored

@@ -269,6 +269,7 @@ def test_read_many_fetches_frames_together_from_a_remote_archive():
 
 
 def test_standard_zstd_gives_shuffled_frames_as_the_filter_table_says():
+    from msglc.format.frames import SHUFFLE
     from msglc.io.framed import unshuffle
 
     data = msglc.dumps(DOC, **ZSTD)
@@ -284,7 +285,7 @@ def test_standard_zstd_gives_shuffled_frames_as_the_filter_table_says():
             else (zstandard.ZstdDecompressor())
         )
         frame = decompressor.decompress(data[f.offset : f.offset + f.size])
-        plain = unshuffle(frame, f.parameter) if f.filter else frame
+        plain = unshuffle(frame, f.parameter) if f.filter == SHUFFLE else frame  # (2: a raw frame, in place)
         at = f.plain_offset - 16
         if at < len(expected):  # (the TOC's frames follow the data's)
             assert plain == expected[at : at + f.plain_size]
@@ -302,3 +303,34 @@ def test_a_damaged_frame_count_is_refused_before_the_section_is_read():
     with pytest.raises(CorruptedError, match="index of .* does not fit"):
         LazyReader(bytes(bad), counter=stats)
     assert stats.bytes < 70_000, str(stats)
+
+
+def test_incompressible_frames_are_stored_raw_and_read_in_place():
+    """A frame zstd cannot shrink is stored raw (filter 2: one raw block): a read inside it
+    reads those bytes alone, in place, and reads count in the reader's LazyStats."""
+    rng = random.Random(5)
+    doc = {"noise": [rng.randbytes(200) for _ in range(2000)], "text": [f"line {i}" for i in range(30_000)]}
+    data = msglc.dumps(doc, **ZSTD)
+    stats = msglc.LazyStats()
+    with LazyReader(data, counter=stats, cached=False) as r:
+        frames = list(r.frames())
+        assert any(f.filter == 2 for f in frames) and any(f.filter == 0 for f in frames)
+        assert stats.bytes < 16_000  # the open: index, a page table, the root's frames
+        stats.clear()
+        assert r["noise"][1234] == doc["noise"][1234]
+        assert 0 < stats.bytes < 1000, stats  # the item's bytes, not its 64 KB frame
+        stats.clear()
+        assert r["text"][25_000] == "line 25000"
+        assert stats.bytes > 1000  # a compressed frame is read whole (and counted)
+        assert r.to_obj() == doc
+        r.verify()
+
+
+def test_frames_are_not_cut_short_by_an_early_item_boundary():
+    """Long runs of items without a node of their own (a fixed-stride list of bytes values)
+    are cut into full frames, not at the only item boundary near the run's start."""
+    rng = random.Random(6)
+    doc = {"blobs": [rng.randbytes(100) for _ in range(3000)], "tail": list(range(10))}
+    with LazyReader(msglc.dumps(doc, **ZSTD)) as r:
+        sizes = [f.plain_size for f in r.frames()]
+    assert sizes[0] == 5 and min(sizes[1:4]) > 16_000, sizes  # the root's header alone, then full frames
