@@ -15,7 +15,7 @@
 #define PY_SSIZE_T_CLEAN
 /* What msglc/util/accel.py expects (API there): raised whenever a function is added or changes,
  * so that a stale build is set aside instead of failing at a call. */
-#define SPEEDUPS_API 6
+#define SPEEDUPS_API 7
 #include <Python.h>
 #include <structmember.h>
 #include <stdint.h>
@@ -1566,6 +1566,200 @@ static PyObject *plain_values(PyObject *self, PyObject *obj) {
     return PyBool_FromLong(plain(obj, 0));
 }
 
+/* ---- fuse-indexed dicts (node type 7; format/fuse.py is the Python statement) ------------ */
+
+/* CRC-32 of the n bytes at p read backwards (the second half of a key's 64-bit hash). */
+static uint32_t crc32_reversed(const unsigned char *p, size_t n) {
+    uint32_t c = 0xFFFFFFFFu;
+    while (n) c = crc_table[0][(c ^ p[--n]) & 0xFF] ^ (c >> 8);
+    return c ^ 0xFFFFFFFFu;
+}
+
+/* key_hashes(buf, start, n) -> bytes: for each of the n entries of a msgpack map body at
+ * buf[start], its key's base hash crc32(key) << 32 | crc32(key reversed), little-endian u64
+ * (as fuse.base_hash). */
+static PyObject *key_hashes(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer view;
+    Py_ssize_t start, n;
+    if (!PyArg_ParseTuple(args, "y*nn", &view, &start, &n)) return NULL;
+    PyObject *out = NULL;
+    const unsigned char *buf = view.buf, *end = buf + view.len, *p;
+    if (start < 0 || start > view.len || n < 0 || (uint64_t)n > (uint64_t)(view.len - start) / 2) {
+        PyErr_SetString(PyExc_ValueError, "key_hashes: arguments out of range");
+        goto done;
+    }
+    out = PyBytes_FromStringAndSize(NULL, n * 8);
+    if (!out) goto done;
+    unsigned char *o = (unsigned char *)PyBytes_AS_STRING(out);
+    p = buf + start;
+    for (Py_ssize_t e = 0; e < n; e++) {
+        const unsigned char *key = p, *value;
+        if (!(value = skip(key, end)) || !(p = skip(value, end))) {
+            PyErr_SetString(PyExc_ValueError, "key_hashes: malformed msgpack");
+            Py_CLEAR(out);
+            goto done;
+        }
+        size_t len = (size_t)(value - key);
+        put_le(o + 8 * e, (uint64_t)crc32_of(key, len) << 32 | crc32_reversed(key, len), 8);
+    }
+done:
+    PyBuffer_Release(&view);
+    return out;
+}
+
+static uint64_t fuse_mix(uint64_t x, uint64_t seed) {
+    x ^= seed * 0x9E3779B97F4A7C15ull;
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ull;
+    x ^= x >> 33;
+    return x;
+}
+
+/* The three slots of hash h in a fuse of seg_count segments of 1 << seg_bits slots. */
+static void fuse_slots(uint64_t h, int seg_bits, uint64_t seg_count, uint64_t *slot) {
+    uint64_t len = (uint64_t)1 << seg_bits, mask = len - 1;
+    uint64_t hi = (uint64_t)(((__uint128_t)h * (__uint128_t)(seg_count * len)) >> 64);
+    slot[0] = hi;
+    slot[1] = (hi + len) ^ ((h >> 18) & mask);
+    slot[2] = (hi + 2 * len) ^ (h & mask);
+}
+
+static uint64_t le64(const unsigned char *p) {
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
+    return v;
+}
+
+static uint32_t slot_get(const unsigned char *packed, uint64_t i, int w) {
+    uint64_t bit = i * (uint64_t)w, v = 0;
+    const unsigned char *b = packed + (bit >> 3);
+    int nbytes = (int)(((bit & 7) + (uint64_t)w + 7) >> 3);
+    for (int k = nbytes - 1; k >= 0; k--) v = (v << 8) | b[k];
+    return (uint32_t)((v >> (bit & 7)) & (((uint64_t)1 << w) - 1));
+}
+
+static void slot_put(unsigned char *packed, uint64_t i, int w, uint32_t value) {
+    uint64_t bit = i * (uint64_t)w;
+    for (int j = 0; j < w; j++, bit++)
+        if (value >> j & 1) packed[bit >> 3] |= (unsigned char)(1u << (bit & 7));
+        else packed[bit >> 3] &= (unsigned char)~(1u << (bit & 7));
+}
+
+/* fuse_build(hashes, values, slot_bits, seg_bits, seg_count, seed) -> bytes or None: the
+ * packed slots (slot_bits each, LSB first) of a 3-wise binary fuse in which every key's three
+ * slots xor to its value, for keys of these base hashes (u64 LE) and values (u32 LE); None
+ * when the keys do not peel (try another seed). */
+static PyObject *fuse_build(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer hv, vv;
+    int w, seg_bits;
+    unsigned long long seg_count, seed;
+    if (!PyArg_ParseTuple(args, "y*y*iiKK", &hv, &vv, &w, &seg_bits, &seg_count, &seed)) return NULL;
+    PyObject *out = NULL;
+    uint64_t *h = NULL, *stack = NULL, *queue = NULL;
+    uint32_t *count = NULL, *xored = NULL;
+    Py_ssize_t n = hv.len / 8;
+    uint64_t len = seg_bits >= 0 && seg_bits <= 24 ? (uint64_t)1 << seg_bits : 0;
+    uint64_t slots = (seg_count + 2) * len;
+    if (hv.len % 8 || vv.len != n * 4 || w < 1 || w > 32 || !len || !seg_count || seg_count > ((uint64_t)1 << 32) ||
+        (uint64_t)n > 0xFFFFFFFFu || slots < (uint64_t)n) {
+        PyErr_SetString(PyExc_ValueError, "fuse_build: arguments out of range");
+        goto done;
+    }
+    const unsigned char *hb = hv.buf, *vb = vv.buf;
+    h = malloc(sizeof(uint64_t) * (n ? n : 1));
+    stack = malloc(sizeof(uint64_t) * (n ? n : 1));
+    queue = malloc(sizeof(uint64_t) * (slots ? slots : 1));
+    count = calloc(slots, sizeof(uint32_t));
+    xored = calloc(slots, sizeof(uint32_t));
+    if (!h || !stack || !queue || !count || !xored) { PyErr_NoMemory(); goto done; }
+    uint64_t s[3];
+    for (Py_ssize_t i = 0; i < n; i++) {
+        h[i] = fuse_mix(le64(hb + 8 * i), seed);
+        fuse_slots(h[i], seg_bits, seg_count, s);
+        for (int k = 0; k < 3; k++) count[s[k]]++, xored[s[k]] ^= (uint32_t)i;
+    }
+    uint64_t qn = 0, sn = 0;
+    for (uint64_t q = 0; q < slots; q++)
+        if (count[q] == 1) queue[qn++] = q;
+    while (qn) {
+        uint64_t q = queue[--qn];
+        if (count[q] != 1) continue;
+        uint32_t i = xored[q];
+        fuse_slots(h[i], seg_bits, seg_count, s);
+        int which = s[0] == q ? 0 : s[1] == q ? 1 : 2;
+        stack[sn++] = (uint64_t)i << 2 | (uint64_t)which;
+        for (int k = 0; k < 3; k++) {
+            count[s[k]]--, xored[s[k]] ^= i;
+            if (k != which && count[s[k]] == 1) queue[qn++] = s[k];
+        }
+    }
+    if (sn != (uint64_t)n) {
+        out = Py_NewRef(Py_None);
+        goto done;
+    }
+    out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)((slots * (uint64_t)w + 7) / 8));
+    if (!out) goto done;
+    unsigned char *packed = (unsigned char *)PyBytes_AS_STRING(out);
+    memset(packed, 0, (size_t)PyBytes_GET_SIZE(out));
+    uint64_t mask = ((uint64_t)1 << w) - 1;
+    while (sn) {
+        uint64_t top = stack[--sn];
+        uint32_t i = (uint32_t)(top >> 2);
+        int which = (int)(top & 3);
+        fuse_slots(h[i], seg_bits, seg_count, s);
+        uint32_t v = (uint32_t)((vb[4 * i] | vb[4 * i + 1] << 8 | vb[4 * i + 2] << 16 | (uint32_t)vb[4 * i + 3] << 24) & mask);
+        for (int k = 0; k < 3; k++)
+            if (k != which) v ^= slot_get(packed, s[k], w);
+        slot_put(packed, s[which], w, v);
+    }
+done:
+    free(h);
+    free(stack);
+    free(queue);
+    free(count);
+    free(xored);
+    PyBuffer_Release(&hv);
+    PyBuffer_Release(&vv);
+    return out;
+}
+
+/* fuse_check(packed, hashes, values, slot_bits, seg_bits, seg_count, seed) -> int: the first
+ * key whose three slots do not xor to its value, or -1 (verify's check of a fuse). */
+static PyObject *fuse_check(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer pv, hv, vv;
+    int w, seg_bits;
+    unsigned long long seg_count, seed;
+    if (!PyArg_ParseTuple(args, "y*y*y*iiKK", &pv, &hv, &vv, &w, &seg_bits, &seg_count, &seed)) return NULL;
+    PyObject *out = NULL;
+    Py_ssize_t n = hv.len / 8;
+    uint64_t len = seg_bits >= 0 && seg_bits <= 24 ? (uint64_t)1 << seg_bits : 0;
+    uint64_t slots = (seg_count + 2) * len;
+    if (hv.len % 8 || vv.len != n * 4 || w < 1 || w > 32 || !len || !seg_count || seg_count > ((uint64_t)1 << 32) ||
+        (uint64_t)pv.len * 8 < slots * (uint64_t)w + 7 - 7) {
+        PyErr_SetString(PyExc_ValueError, "fuse_check: arguments out of range");
+        goto done;
+    }
+    const unsigned char *hb = hv.buf, *vb = vv.buf, *packed = pv.buf;
+    uint64_t mask = ((uint64_t)1 << w) - 1, s[3];
+    Py_ssize_t bad = -1;
+    for (Py_ssize_t i = 0; i < n && bad < 0; i++) {
+        fuse_slots(fuse_mix(le64(hb + 8 * i), seed), seg_bits, seg_count, s);
+        uint32_t want = (uint32_t)((vb[4 * i] | vb[4 * i + 1] << 8 | vb[4 * i + 2] << 16 | (uint32_t)vb[4 * i + 3] << 24) & mask);
+        if ((slot_get(packed, s[0], w) ^ slot_get(packed, s[1], w) ^ slot_get(packed, s[2], w)) != want) bad = i;
+    }
+    out = PyLong_FromSsize_t(bad);
+done:
+    PyBuffer_Release(&pv);
+    PyBuffer_Release(&hv);
+    PyBuffer_Release(&vv);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"list_index", list_index, METH_VARARGS, "Item offsets and large container items of a msgpack array."},
     {"plain_values", plain_values, METH_O, "Whether a value holds only exact None/bool/int/float/str/bytes/list/tuple/dict values."},
@@ -1578,6 +1772,9 @@ static PyMethodDef methods[] = {
     {"span_items", (PyCFunction)(void (*)(void))span_items, METH_FASTCALL, "Some items of a run of msgpack items, decoded."},
     {"group_indices", group_indices, METH_VARARGS, "read_many's paths under a list, grouped by the item they name."},
     {"exact_numbers", exact_numbers, METH_VARARGS, "Whether every leaf of nested lists is exactly a float or an int."},
+    {"key_hashes", key_hashes, METH_VARARGS, "The 64-bit base hash of each key of a run of msgpack map entries."},
+    {"fuse_build", fuse_build, METH_VARARGS, "The packed slots of a binary fuse mapping hashes to values."},
+    {"fuse_check", fuse_check, METH_VARARGS, "The first key a binary fuse does not map to its value, or -1."},
     {NULL, NULL, 0, NULL},
 };
 

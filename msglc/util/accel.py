@@ -88,6 +88,22 @@ class Speedups(Protocol):
 
     def exact_numbers(self, seq: object, depth: int, /) -> bool: ...
 
+    def key_hashes(self, buf: bytes | bytearray | memoryview, start: int, n: int, /) -> bytes:
+        """The base hash (``fuse.base_hash``) of each key of n map entries, u64 LE."""
+        ...
+
+    def fuse_build(
+        self, hashes: bytes, values: bytes, slot_bits: int, seg_bits: int, seg_count: int, seed: int, /
+    ) -> bytes | None:
+        """The packed slots of a binary fuse (``fuse.build``), None if the keys do not peel."""
+        ...
+
+    def fuse_check(
+        self, packed: bytes, hashes: bytes, values: bytes, slot_bits: int, seg_bits: int, seg_count: int, seed: int, /
+    ) -> int:
+        """The first key the fuse does not map to its value, or -1."""
+        ...
+
     def span_item(
         self, src: object, offset: int, size: int, count: int, j: int, decode: Callable[[bytes], object], /
     ) -> object:
@@ -143,7 +159,7 @@ class Speedups(Protocol):
         ...
 
 
-API = 6  # the version of ``_speedups`` this code calls (SPEEDUPS_API in _speedups.c)
+API = 7  # the version of ``_speedups`` this code calls (SPEEDUPS_API in _speedups.c)
 
 
 def _load() -> Speedups | None:
