@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import codecs
 from collections.abc import Callable
+from itertools import accumulate
 from typing import Any, Protocol
 
 import msgspec
@@ -415,12 +416,21 @@ def check_array(data: Data, dtype: Any, a: int, b: int, where: int) -> None:
 
 
 def check_items(
-    data: Data, start: int, end: int, count: int, *, is_map: bool = False, collect: bool = False, data_off: int = 0
-) -> tuple[list[int], list[bytes]] | None:
+    data: Data,
+    start: int,
+    end: int,
+    count: int,
+    *,
+    is_map: bool = False,
+    collect: bool = False,
+    base: int = 0,
+    data_off: int = 0,
+) -> tuple[list[int], list[Any]] | None:
     """Check that data[start:end] is exactly ``count`` msgpack values (``is_map``: entries)
     that decode as the reader decodes them: in one msgspec call when it is at most ``PIECE``
     bytes and not too deep for msgspec, else by a ``Walker``. ``collect``: also return the
-    end of every top-level item and the bytes of every key (``Walker``)."""
+    items' offsets from ``base`` (the first item's start, then every item's end) and every
+    key's bytes (a buffer each)."""
     items = 2 * count if is_map else count
     if end - start <= PIECE and items < 1 << 32:
         buf = data.take(start, end)
@@ -429,13 +439,7 @@ def check_items(
             if not collect:
                 return None
             raws = raw_items.decode(array_header(items) + buf)
-            ends, keys, at = [], [], start
-            for j, raw in enumerate(raws):
-                if is_map and not j % 2:
-                    keys.append(bytes(raw))
-                at += len(raw)
-                ends.append(at)
-            return ends, keys
+            return list(accumulate(map(len, raws), initial=start - base)), raws[0::2] if is_map else []
         except RecursionError:
             pass
         except DECODE_ERRORS as e:
@@ -448,7 +452,9 @@ def check_items(
         del buf
     walker = Walker(data, start, end, count, is_map=is_map, collect=collect, data_off=data_off)
     walker.run()
-    return (walker.ends or [], walker.keys or []) if collect else None
+    if not collect:
+        return None
+    return [start - base, *(e - base for e in walker.ends or [])], walker.keys or []
 
 
 def deep_decode(buf: bytes | bytearray | memoryview, data_off: int = 0) -> Any:
