@@ -38,6 +38,7 @@ from msglc import (
     combine,
     dump,
 )
+from msglc.cli.nested import json_text, msgpack_bytes, repr_text
 from msglc.format.container import MAGIC
 from msglc.format.legacy import MAGIC as LEGACY_MAGIC
 from msglc.format.legacy import is_legacy
@@ -45,8 +46,6 @@ from msglc.format.numpy_ext import ext_hook
 from msglc.io.atomic import atomic_file
 from msglc.read.inspect import KINDS, NodeInfo
 from msglc.read.paths import split_path
-from msglc.write.arrays import ArrayEncoder
-from msglc.write.encoder import encode_value
 
 FORMATS = {
     ".json": "json",
@@ -130,7 +129,7 @@ def json_default(value: Any) -> Any:
 
 def to_json(value: Any) -> str:
     """The value as one line of JSON (built whole first: nothing is printed if it fails)."""
-    return json.dumps(to_plain(value), default=json_default) + "\n"
+    return json_text(to_plain(value), json_default) + "\n"
 
 
 def to_plain(value: Any) -> Any:
@@ -268,13 +267,13 @@ def cmd_get(args: argparse.Namespace) -> None:
             sys.stdout.buffer.write(data)
             sys.stdout.buffer.flush()
         elif args.format == "repr":
-            print(repr(to_plain(value)))
+            print(repr_text(to_plain(value)))
         else:
             sys.stdout.write(to_json(value))
 
 
 def _msgpack(value: Any) -> bytes:
-    return encode_value(value, ArrayEncoder(True))
+    return msgpack_bytes(value)
 
 
 def cmd_convert(args: argparse.Namespace) -> None:
