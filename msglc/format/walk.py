@@ -41,6 +41,9 @@ from msglc.format.numpy_ext import MAX_HEADER, check_text, ext_hook, has_text, p
 PIECE = 1 << 20  # bytes decoded in one msgspec call, at most, by the walker (and its windows)
 
 
+RUN = 1 << 16  # bytes a run of items is looked for in first (a window, PIECE, when the first item is longer)
+
+
 RETRY_STEPS = 64  # items stepped one by one after msgspec or msgpack met too deep a value (doubling)
 
 
@@ -166,24 +169,30 @@ class Walker:
     def _run(self, top: list[Any]) -> bool:
         """Take as many of the innermost container's items as fit in a window, in one
         msgspec call; False if none could be (the first is then stepped into)."""
-        msgpack = self.msgpack
-        p = self.p
-        window = self.data.take(p, min(self.end, p + PIECE))
-        unpacker = msgpack.Unpacker(max_buffer_size=max(len(window), 1))
-        unpacker.feed(window)
         left, is_map = top[0], top[1]
-        offs: list[int] = []
-        skip, tell = unpacker.skip, unpacker.tell
-        try:
-            for _ in range(left):
-                skip()
-                offs.append(tell())
-        except msgpack.StackError:
-            if not offs:
-                self._backoff()
-                return False
-        except Exception:  # too long for the window, or not valid: the item is stepped into, or reported
-            pass
+        if left <= 2:  # (cheaper by hand: a run costs a window's copy and two calls)
+            return False
+        msgpack = self.msgpack
+        p, size = self.p, RUN
+        while True:
+            window = self.data.take(p, min(self.end, p + size))
+            unpacker = msgpack.Unpacker(max_buffer_size=max(len(window), 1))
+            unpacker.feed(window)
+            offs: list[int] = []
+            skip, tell = unpacker.skip, unpacker.tell
+            try:
+                for _ in range(left):
+                    skip()
+                    offs.append(tell())
+            except msgpack.StackError:
+                if not offs:
+                    self._backoff()
+                    return False
+            except Exception:  # too long for the window, or not valid: the item is stepped into, or reported
+                pass
+            if offs or size >= PIECE or p + size >= self.end:
+                break
+            size = PIECE  # the first item is longer than a small window: a whole one
         if not offs:
             return False
         lone = is_map and left % 2 == 1  # the first item is a value whose key was taken before
