@@ -194,10 +194,10 @@ class LazyReader:
         (so a verified archive reads without error). Raises an ``MsglcError`` naming the first
         problem; lazy reads check only what they touch. The data section is read once, in
         order, in bounded memory: a few MB at a time (pieces of 4 MB, values decoded a MB at a
-        time; a hash-indexed dict also keeps about 20 bytes per key while it is checked),
+        time; a hash-indexed dict also keeps 16 bytes per key while it is checked),
         whatever the archive's size. ``progress(n)`` is called as the data is read. An archive of
         the published msglc has no checksum: its TOC entries, their ranges and its values are
-        checked (``walk_legacy``)."""
+        checked (``walk_legacy``, which holds its data section whole)."""
         if self._a.legacy is not None:
             self._a.check_open()
             walk_legacy(self._a)
