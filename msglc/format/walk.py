@@ -94,10 +94,6 @@ def _unpacker_module() -> Any:
     return msgpack
 
 
-def describe(e: BaseException) -> str:
-    return "nested too deeply" if isinstance(e, RecursionError) else str(e)
-
-
 class Walker:
     """The ``count`` msgpack values (with ``is_map``: ``count`` map entries, key then value)
     that must fill data[start:end] exactly, walked. ``build``: make their values (``run``
