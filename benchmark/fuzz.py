@@ -15,7 +15,16 @@ named by its id ``seed:index`` and re-run exactly with ``--replay ID``. Mutation
 - ``index``: a hash index region changed (an entry offset, a record, a page bound) with its
   page CRCs, table CRC and the node's ``offs_crc`` recomputed;
 - ``datacrc`` / ``datashift``: data bytes changed (or inserted, deleted) with the data CRC
-  (and the trailer's lengths) recomputed: a crafted archive whose only truth is its data.
+  (and the trailer's lengths) recomputed: a crafted archive whose only truth is its data;
+- ``value``: a value made one a read refuses (a str byte made invalid UTF-8, a byte of a
+  NumPy array's header changed), the data CRC recomputed.
+
+In a compressed archive the crafted data mutations (``datacrc``, ``datashift``, ``value``)
+change the plain data and compress it again into new frames, so that every checksum holds
+(zstd's, the seek table's, the data CRC of the plain bytes). The corpus holds compressed
+archives and deep ones (nested 1200 levels, written with a raised recursion limit),
+read at the default limit; the harness compares values with a raised one and skips the
+``walk`` and ``iter`` stages on deep archives (their checks recurse in the harness).
 
 Each mutated archive is opened with ``LazyReader(bytes, cached=False)`` and read in stages:
 ``walk`` (index every item, negative indices, slices, ``in``, ``get``, NumPy selections),
@@ -36,8 +45,9 @@ with the truth: the original value, or for crafted data the data section decoded
 - other classes: ``ok``, ``error`` (a documented error), ``changed-in-data`` (lazy reads saw
   a changed data byte, which they do not checksum; ``verify()`` and ``to_obj()`` raised),
   ``lookup-crafted-toc`` (a crafted TOC that renames a key makes a lookup of the old name a
-  KeyError: only reading the data could tell), ``verify-passes-unreadable`` (crafted data
-  that ``verify()`` accepts but a read refuses).
+  KeyError: only reading the data could tell). ``verify-passes-unreadable`` (crafted data
+  that ``verify()`` accepts but a read refuses) is a bug class: verify() decodes every value
+  (issue 29).
 
 Cases run in worker processes (fork; ``--workers``, default 2), each under a soft timeout
 (``signal.setitimer``: the traceback shows where it hung) and a hard one (the worker is
@@ -83,9 +93,13 @@ import numpy as np  # noqa: E402
 import msglc  # noqa: E402
 from msglc import FileInfo, LazyArray, LazyDict, LazyList, MsglcError  # noqa: E402
 from msglc.format.container import HEADER_SIZE, TRAILER_SIZE, Trailer, unpack_trailer  # noqa: E402
+from msglc.format.frames import MIN_FRAME_SIZE  # noqa: E402
 from msglc.format.hash_index import block_count  # noqa: E402
 from msglc.format.nodes import BlockHashMapNode, HashMapNode, frame_node, unframe_node  # noqa: E402
 from msglc.format.numpy_ext import ext_hook  # noqa: E402
+from msglc.format.walk import deep_decode  # noqa: E402
+from msglc.read.reader import archive_of  # noqa: E402
+from msglc.write.frames import HEAD_FRAME, FrameWriter  # noqa: E402
 
 BUG_CLASSES = (
     "undocumented",
@@ -96,8 +110,9 @@ BUG_CLASSES = (
     "wrong-outside-data",
     "undetected-damage",
     "valid-fails",
+    "verify-passes-unreadable",
 )
-INFO_CLASSES = ("ok", "error", "changed-in-data", "lookup-crafted-toc", "verify-passes-unreadable")
+INFO_CLASSES = ("ok", "error", "changed-in-data", "lookup-crafted-toc")
 KIND_WEIGHTS = {
     "bitflip": 20,
     "overwrite": 12,
@@ -110,12 +125,36 @@ KIND_WEIGHTS = {
     "index": 5,
     "datacrc": 12,
     "datashift": 4,
+    "value": 8,
 }
 STAGES = ("open", "walk", "iter", "paths", "many", "root_to_obj", "to_obj", "verify")
 LOOKUP_STAGES = ("walk", "iter", "paths", "many")  # where a changed data byte may imply a lookup error
 SLOW_SECONDS = 2.0
 _decoder = msgspec.msgpack.Decoder(ext_hook=ext_hook)
 _MISSING = object()
+
+
+DEEP_LIMIT = 20_000  # the recursion limit the harness compares deep values with (never the readers)
+
+
+@contextlib.contextmanager
+def deep_limit() -> Any:
+    """Python's recursion limit raised, for the harness's own recursive comparisons of
+    values nested deeper than the default limit allows."""
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, DEEP_LIMIT))
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(limit)
+
+
+def decode_data(data: bytes | memoryview) -> Any:
+    """A data section decoded as the reader decodes it, at any depth."""
+    try:
+        return _decoder.decode(data)
+    except RecursionError:
+        return deep_decode(data)
 
 
 class CaseTimeout(BaseException):
@@ -295,7 +334,7 @@ def _whole(x: Any) -> Any:
     if isinstance(x, (LazyList, LazyDict)):
         return x.to_obj()
     if type(x) is list and any(isinstance(v, (LazyList, LazyDict, LazyArray, list)) for v in x):
-        return [_whole(v) for v in x]
+        return msglc.to_obj(x)  # (a loop: the list may be a deep value)
     return x
 
 
@@ -367,6 +406,9 @@ class Sample:
     truth_canon: bytes | None = None
     live: list = field(default_factory=list)  # (start, end) of the TOC items the root reaches
     toc: Any = None  # (items, root position) for TOC edits, None if it has no nodes
+    plain: bytes | None = None  # a compressed archive's data section, decompressed
+    toc_plain: tuple[bytes, tuple[int, int]] | None = None  # ... and its TOC, with its root node
+    deep: bool = False  # nested deeper than the default recursion limit
 
     def region(self, pos: int) -> str:
         t = self.trailer
@@ -484,6 +526,24 @@ _PLAIN = [
     ("doc", (64,)),
 ]
 _SCALARS = {"int": 42, "str": "x" * 10000, "bytes": b"\x01\x02" * 3000, "float": 1.5, "none": None, "neg": -(2**63)}
+_COMPRESSED = [("mixed", 256), ("doc", 64), ("numpy", 1024), ("strs", 64), ("special", 64), ("hash", 1024)]
+
+
+def _deep_docs() -> dict[str, Any]:
+    """Values nested deeper than the default recursion limit: a list 1200 levels deep with
+    neighbours at every 100th level, and dicts and lists in turn 1200 levels deep."""
+    rng = random.Random(99)
+    chain: Any = ["leaf", 1.5, None]
+    for i in range(1200):
+        chain = [chain, f"s{i}"] if i % 100 else [chain, _rng_values(rng, 3), {"k": i}]
+    mixed: Any = {"bottom": list(range(30))}
+    for i in range(1200):
+        mixed = {"d": mixed, "i": i} if i % 2 else [mixed, "x" * (i % 7)]
+    return {"deep-list": {"chain": chain, "pad": list(range(200))}, "deep-mixed": [mixed, {"n": list(range(100))}]}
+
+
+# (the deep part without nodes; with a node at every level, compressed): few, as a case costs ~10x
+_DEEP = [("deep-list", 8192, None), ("deep-mixed", 64, "zstd")]
 
 
 def _combined(infos: list[FileInfo], **options: Any) -> bytes:
@@ -583,6 +643,17 @@ def _raw_samples() -> list[tuple[str, int, bytes, Any]]:
     for t in (64, 1024):
         data, value = _streamed(t)
         out.append(("streamed", t, data, value))
+    for kind, t in _COMPRESSED:
+        value = docs[kind]
+        out.append(
+            (f"zstd-{kind}", t, msglc.dumps(value, small_obj_optimization_threshold=t, compression="zstd"), value)
+        )
+    deep = _deep_docs()
+    with deep_limit():  # dumps nests as deep as msgspec encodes: to the recursion limit
+        for kind, t, compression in _DEEP:
+            name = kind if compression is None else f"zstd-{kind}"
+            data = msglc.dumps(deep[kind], small_obj_optimization_threshold=t, compression=compression)
+            out.append((name, t, data, deep[kind]))
     return out
 
 
@@ -591,12 +662,25 @@ def build_corpus() -> list[Sample]:
     for kind, threshold, data, value in _raw_samples():
         header = data[:HEADER_SIZE]
         t = unpack_trailer(data[-TRAILER_SIZE:], len(data), header)
-        truth = _decoder.decode(data[t.data_off : t.data_off + t.data_len])
-        if not same(truth, plain(value)):
-            raise RuntimeError(f"corpus {kind}@{threshold}: the data section does not decode to the value written")
+        section, compressed = data[t.data_off : t.data_off + t.data_len], data[8] == 2
+        toc_plain: tuple[bytes, tuple[int, int]] | None = None
+        if compressed:
+            with msglc.LazyReader(data) as r:
+                section = r.protocol_raw_data()
+                lt = archive_of(r).trailer  # the logical one: the TOC as plain bytes
+                toc_plain = bytes(archive_of(r).read(lt.toc_off, lt.toc_len)), (lt.root_pos, lt.root_len)
+        truth = decode_data(section)
+        deep = kind.removeprefix("zstd-").startswith("deep")
+        with deep_limit():
+            if not same(truth, plain(value)):
+                raise RuntimeError(f"corpus {kind}@{threshold}: the data section does not decode to the value written")
+            truth_canon = canon(truth)
         sample = Sample(
-            f"{kind}@{threshold}", kind, threshold, data, truth, [], [], t, slack=False, truth_canon=canon(truth)
+            f"{kind}@{threshold}", kind, threshold, data, truth, [], [], t, slack=False, truth_canon=truth_canon
         )
+        sample.plain = section if compressed else None
+        sample.toc_plain = toc_plain
+        sample.deep = deep
         sample.toc = toc_layout(data)
         if sample.toc is not None:
             items, _ = sample.toc
@@ -764,6 +848,7 @@ class Mutation:
     region: str  # "data", "header", "free", "toc", "dead", "trailer", "mixed", "mixed-data"
     crafted: str | None = None  # None, or what was recomputed to make it look valid: "toc", "data", "header"
     truth: str = "original"  # or "decode": the truth is the mutated data section
+    plain: bytes | None = None  # with "decode", in a compressed archive: the mutated plain data
 
 
 INTERESTING = [
@@ -1119,20 +1204,85 @@ def _with_data(s: Sample, data_section: bytes, fields: dict | None = None) -> by
     return header + data_section + s.data[t.data_off + t.data_len : -TRAILER_SIZE] + new.pack(header)
 
 
+def _reframed(s: Sample, section: bytes) -> bytes:
+    """A compressed sample with its plain data ``section`` compressed again into frames of
+    MIN_FRAME_SIZE plain bytes, its TOC framed after it as it is (it names plain offsets),
+    every checksum recomputed."""
+    assert s.toc_plain is not None
+    toc, root = s.toc_plain
+    header = s.data[:HEADER_SIZE]
+    out = io.BytesIO()
+    frames = FrameWriter(out, MIN_FRAME_SIZE, 1, head=HEAD_FRAME)
+    try:
+        frames.write(section)
+        frames.end_data()
+        frames.write(toc)
+        stored = frames.close(root)
+    finally:
+        frames.abort()
+    new = Trailer.compressed(stored, zlib.crc32(section), s.trailer.threshold)
+    return header + out.getvalue() + new.pack(header)
+
+
+def _crafted_data(s: Sample, section: bytes, desc: str) -> Mutation:
+    """The mutation that gives ``s`` the data section ``section`` (plain bytes), every
+    checksum valid: only decoding, or the TOC's checks, can tell."""
+    if s.plain is not None:
+        return Mutation(_reframed(s, section), desc + ", frames made again", "data", "data", "decode", section)
+    return Mutation(_with_data(s, section), desc, "data", crafted="data", truth="decode")
+
+
+def _section(s: Sample) -> bytes:
+    """The sample's data section as plain msgpack."""
+    t = s.trailer
+    return s.plain if s.plain is not None else s.data[t.data_off : t.data_off + t.data_len]
+
+
 def m_datacrc(rng: random.Random, s: Sample, corpus: list[Sample]) -> Mutation | None:
     t = s.trailer
-    section = bytearray(s.data[t.data_off : t.data_off + t.data_len])
+    section = bytearray(_section(s))
     pos = rng.randrange(len(section))
     n = min(rng.choice([1, 1, 2, 3]), len(section) - pos)
     for k in range(n):
         section[pos + k] = rng.choice(INTERESTING) if rng.random() < 0.5 else section[pos + k] ^ (1 << rng.randrange(8))
     desc = f"data {t.data_off + pos}+{n} = {bytes(section[pos : pos + n]).hex()}, data CRC recomputed"
-    return Mutation(_with_data(s, bytes(section)), desc, "data", crafted="data", truth="decode")
+    return _crafted_data(s, bytes(section), desc)
+
+
+def m_value(rng: random.Random, s: Sample, corpus: list[Sample]) -> Mutation | None:
+    """A value made one that a read refuses: a byte of a str payload made invalid UTF-8, or
+    a byte of a NumPy array's header (its descr or shape) changed; the data CRC recomputed."""
+    t = s.trailer
+    section = bytearray(_section(s))
+    strs = [p for p in range(len(section) - 1) if 0xA1 <= section[p] <= 0xBF]  # fixstr markers (or look-alikes)
+    arrays = [
+        p + 2 + width
+        for width, marker in ((1, 0xC7), (2, 0xC8), (4, 0xC9))
+        for p in range(len(section) - 2 - width)
+        if section[p] == marker and section[p + 1 + width] == 78
+    ]
+    if arrays and (not strs or rng.random() < 0.4):
+        at = rng.choice(arrays) + 4 + rng.randrange(12)  # past the header's length: its descr and shape
+        if at >= len(section):
+            return None
+        section[at] = rng.choice([0x00, 0x7F, 0xC1, 0x91, 0x92, 0x93, section[at] ^ 1, section[at] ^ 0x40])
+        what = "a NumPy header byte"
+    elif strs:
+        p = rng.choice(strs)
+        at = p + 1 + rng.randrange(section[p] & 0x1F)
+        if at >= len(section):
+            return None
+        section[at] = rng.choice([0x80, 0xBF, 0xC0, 0xC3, 0xED, 0xF8, 0xFF])
+        what = "a str byte"
+    else:
+        return None
+    desc = f"value: {what} at {t.data_off + at} = {section[at]:02x}, data CRC recomputed"
+    return _crafted_data(s, bytes(section), desc)
 
 
 def m_datashift(rng: random.Random, s: Sample, corpus: list[Sample]) -> Mutation | None:
     t = s.trailer
-    section = s.data[t.data_off : t.data_off + t.data_len]
+    section = _section(s)
     pos = rng.randrange(len(section))
     if rng.random() < 0.5:
         new = bytes([rng.choice(INTERESTING)]) * rng.choice([1, 1, 2])
@@ -1144,9 +1294,7 @@ def m_datashift(rng: random.Random, s: Sample, corpus: list[Sample]) -> Mutation
         desc = f"data: delete {t.data_off + pos}+{k}"
     if not section:
         return None
-    return Mutation(
-        _with_data(s, section), desc + ", trailer offsets and CRC recomputed", "data", crafted="data", truth="decode"
-    )
+    return _crafted_data(s, section, desc + ", trailer offsets and CRC recomputed")
 
 
 MUTATORS = {
@@ -1161,6 +1309,7 @@ MUTATORS = {
     "index": m_index,
     "datacrc": m_datacrc,
     "datashift": m_datashift,
+    "value": m_value,
 }
 
 
@@ -1263,7 +1412,7 @@ def evaluate(s: Sample, mut: Mutation, keep_tb: bool = False) -> tuple[str, dict
     stages: dict[str, StageResult] = {}
     truth, expected = s.truth, s.expected
     if mut.truth == "decode":
-        truth, expected = _decoded_truth(s, mut.data)
+        truth, expected = _decoded_truth(s, mut)
     opened = _run(lambda: msglc.LazyReader(mut.data, cached=False), keep_tb)
     stages["open"] = opened
     if opened.error is None:
@@ -1283,6 +1432,8 @@ def evaluate(s: Sample, mut: Mutation, keep_tb: bool = False) -> tuple[str, dict
             "to_obj": r.to_obj,
             "verify": r.verify,
         }
+        if s.deep:  # the harness's walks recurse per level: the other stages read it all
+            del steps["walk"], steps["iter"]
         try:
             for name, step in steps.items():
                 stages[name] = _run(step, keep_tb)
@@ -1291,8 +1442,9 @@ def evaluate(s: Sample, mut: Mutation, keep_tb: bool = False) -> tuple[str, dict
         finally:
             with contextlib.suppress(Exception):
                 r.close()
-    _compare(stages, truth, expected, s)
-    cls, why = classify(s, mut, stages, truth)
+    with deep_limit():
+        _compare(stages, truth, expected, s)
+        cls, why = classify(s, mut, stages, truth)
     if mut.crafted == "none" and cls != "ok":  # a valid archive that does not read back
         cls, why = "valid-fails", f"{cls}: {why}"
     return cls, stages, why
@@ -1301,11 +1453,12 @@ def evaluate(s: Sample, mut: Mutation, keep_tb: bool = False) -> tuple[str, dict
 _NO_TRUTH = object()
 
 
-def _decoded_truth(s: Sample, bad: bytes) -> tuple[Any, list]:
-    t = s.trailer
+def _decoded_truth(s: Sample, mut: Mutation) -> tuple[Any, list]:
+    t, bad = s.trailer, mut.data
     shift = len(bad) - len(s.data)
+    section = mut.plain if mut.plain is not None else bad[t.data_off : t.data_off + t.data_len + shift]
     try:
-        truth = _decoder.decode(bad[t.data_off : t.data_off + t.data_len + shift])
+        truth = decode_data(section)
     except Exception:  # noqa: BLE001 - not decodable: nothing to compare with
         return _NO_TRUTH, [_NO_TRUTH] * len(s.paths)
     return truth, [_expected(truth, p) for p in s.paths]
@@ -1419,11 +1572,16 @@ def classify(s: Sample, mut: Mutation, stages: dict[str, StageResult], truth: An
 
 
 def _benign(s: Sample, mut: Mutation) -> bool:
-    """A change no reader depends on: bytes nothing refers to, or a header end that names
-    the end of the file."""
+    """A change no reader depends on: bytes nothing refers to, a header end that names the
+    end of the file, or compressed bytes that still decompress to the same data (a zstd
+    stream has bits that do not change its output, and its checksum is of the output)."""
     if mut.region in ("free", "dead"):
         return True
     bad = mut.data
+    if s.plain is not None and mut.region == "data":
+        with contextlib.suppress(Exception), msglc.LazyReader(bad) as r:
+            if r.protocol_raw_data() == s.plain:
+                return True
     return (
         len(bad) == len(s.data)
         and bad[:10] == s.data[:10]

@@ -47,6 +47,7 @@ from msglc import (
 from msglc.cli.batch import folder_files, refuse_repeated, stem
 from msglc.cli.errors import CliError, UsageError
 from msglc.cli.hints import convert_hint, missing_key_hint
+from msglc.cli.nested import json_text, msgpack_bytes, repr_text
 from msglc.format.container import MAGIC
 from msglc.format.legacy import MAGIC as LEGACY_MAGIC
 from msglc.format.legacy import is_legacy
@@ -55,8 +56,6 @@ from msglc.io.atomic import atomic_file
 from msglc.io.names import RemotePath, in_process, resolve_name
 from msglc.read.inspect import KINDS, NodeInfo
 from msglc.read.paths import split_path
-from msglc.write.arrays import ArrayEncoder
-from msglc.write.encoder import encode_value
 
 FORMATS = {
     ".json": "json",
@@ -145,8 +144,10 @@ def json_default(value: Any) -> Any:
 
 
 def to_json(value: Any, indent: int | None = None) -> str:
-    """The value as one line of JSON, or indented by ``indent`` spaces a level (built whole
-    first: nothing is printed if it fails)."""
+    """The value as one line of JSON (at any depth), or indented by ``indent`` spaces a level
+    (built whole first: nothing is printed if it fails)."""
+    if indent is None:
+        return json_text(to_plain(value), json_default) + "\n"
     return json.dumps(to_plain(value), default=json_default, indent=indent) + "\n"
 
 
@@ -336,13 +337,13 @@ def cmd_get(args: argparse.Namespace) -> None:
             sys.stdout.buffer.write(data)
             sys.stdout.buffer.flush()
         elif args.format == "repr":
-            print(repr(to_plain(value)))
+            print(repr_text(to_plain(value)))
         else:
             sys.stdout.write(to_json(value, args.indent))
 
 
 def _msgpack(value: Any) -> bytes:
-    return encode_value(value, ArrayEncoder(True))
+    return msgpack_bytes(value)
 
 
 def checked_output(path: str, inputs: list[str], into: str = "") -> Any:

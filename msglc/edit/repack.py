@@ -17,15 +17,17 @@ from msglc.read.extract import compacted
 from msglc.read.node import LazyNode, standalone
 from msglc.read.reader import LazyReader, archive_of
 from msglc.write.dump import dump as dump_decoded
+from msglc.write.encoder import Encoded
 from msglc.write.frames import HEAD_FRAME, FrameWriter, frame_size
 
 
 def repack(target: Any, source: LazyReader | LazyNode, options: dict[str, Any]) -> None:
     """Copy the encoded bytes when the threshold and the compression are the source's (for a
     part that ``dump`` wrote, the result is what ``dump`` of the decoded value writes), else
-    decode and write anew. Without ``compression=`` (per call, or configured) the source's is
-    kept; a compressed archive is then copied frames and all, unless ``compression_level=`` asks
-    for recompression."""
+    copy the data bytes with a TOC built anew from them (the same result, at any depth); decode
+    and write anew only to store NumPy arrays as lists (``numpy_encoder=False``). Without
+    ``compression=`` (per call, or configured) the source's is kept; a compressed archive is
+    then copied frames and all, unless ``compression_level=`` asks for recompression."""
     a = archive_of(source)
     target = pinned_to_sources(target, [a.file])  # an S3 object rewritten from itself
     if a.legacy is not None:
@@ -37,16 +39,39 @@ def repack(target: Any, source: LazyReader | LazyNode, options: dict[str, Any]) 
         compression = "zstd"
     same = cfg.small_obj_optimization_threshold == a.trailer.threshold and "compression_level" not in options
     if compression is None and same:
-        parts: Iterator[bytes | memoryview] = compacted(a) if isinstance(source, LazyReader) else standalone(source)
+        parts: Iterator[bytes | bytearray | memoryview] = (
+            compacted(a) if isinstance(source, LazyReader) else standalone(source)
+        )
     elif compression is not None and same and isinstance(source, LazyReader) and compressed(a):
         with output(target, cfg.durable) as f:
             _compressed_copy(a, f)
         return
-    else:
+    elif not cfg.numpy_encoder:  # NumPy arrays to be stored as lists: a new encoding
         return dump_decoded(target, source.to_obj(), **{**options, "compression": compression})
+    else:
+        parts = _reindexed(source, {**options, "compression": compression})
     with output(target, cfg.durable) as f:
         for part in parts:
             f.write(part)
+
+
+def _reindexed(source: LazyReader | LazyNode, options: dict[str, Any]) -> Iterator[bytes | bytearray | memoryview]:
+    """The archive of ``source``'s data bytes as they are, with a TOC built for ``options``
+    (another threshold, another compression): what ``dump`` of the decoded value writes, made
+    without decoding it, at any depth. A reader's data checksum is checked first."""
+    a = archive_of(source)
+    a.check_open()
+    if isinstance(source, LazyReader):
+        t = a.trailer
+        data = bytes(a.read(t.data_off, t.data_len))
+    else:
+        where = source.location()
+        data = bytes(a.read(where.offset, where.size))
+    encoded = Encoded.of_data(data, options)
+    if isinstance(source, LazyReader) and encoded.checksum.result() != a.trailer.data_crc:
+        raise CorruptedError(f"data section checksum mismatch ({t.data_len} bytes at offset {t.data_off})")
+    encoded.index()
+    return encoded.sections()
 
 
 def _compressed_copy(a: Archive, f: Any) -> None:

@@ -105,6 +105,39 @@ FIXED_SCALAR_SIZE = {0xCA: 5, 0xCB: 9, 0xCC: 2, 0xCD: 3, 0xCE: 5, 0xCF: 9, 0xD0:
 ONE_BYTE_ITEMS = bytes(range(0x80)) + bytes(range(0xE0, 0x100)) + b"\xc0\xc2\xc3"
 
 
+# str 8/16/32, bin 8/16/32, ext 8/16/32: bytes of the length field
+LENGTH_WIDTH = {0xD9: 1, 0xDA: 2, 0xDB: 4, 0xC4: 1, 0xC5: 2, 0xC6: 4, 0xC7: 1, 0xC8: 2, 0xC9: 4}
+
+
+STR_MARKERS = frozenset(range(0xA0, 0xC0)) | {0xD9, 0xDA, 0xDB}
+
+
+BIN_MARKERS = frozenset((0xC4, 0xC5, 0xC6))
+
+
+def scalar_size(data: bytes | bytearray | memoryview, p: int) -> int | None:
+    """The encoded size of the msgpack scalar starting at data[p] (None: not a scalar);
+    reads the length field of str, bin and ext values, which must lie in ``data`` (else a
+    size that runs past its end, for the caller to report)."""
+    m = data[p]
+    if m < 0x80 or m >= 0xE0 or m in (0xC0, 0xC2, 0xC3):
+        return 1
+    if 0xA0 <= m <= 0xBF:
+        return 1 + (m & 0x1F)
+    size = FIXED_SCALAR_SIZE.get(m)
+    if size is not None:
+        return size
+    if 0xD4 <= m <= 0xD8:  # fixext 1, 2, 4, 8, 16: type byte and payload
+        return 2 + (1 << (m - 0xD4))
+    width = LENGTH_WIDTH.get(m)
+    if width is None:
+        return None  # 0xc1, or a container
+    if p + 1 + width > len(data):
+        return len(data) + 1 - p
+    length = int.from_bytes(data[p + 1 : p + 1 + width], "big")
+    return 1 + width + length + (1 if m in _EXT_LEN_BYTES else 0)
+
+
 def container_header(buf: bytes | memoryview) -> tuple[bool, int, int]:
     """(is_map, item count, header size) of the array or map header at the start of ``buf``."""
     first = buf[0]

@@ -23,10 +23,35 @@ def stride_dims(data: bytes | bytearray, a: int, h: int, n: int, b: int) -> list
     levels = _template(data, a + h, s)
     if levels is None or not _proven(data, a + h, levels, n, s):
         return None
+    return template_dims(h, n, s, levels)
+
+
+Levels = list[tuple[str, bytes, int, int]]
+
+
+def template_dims(h: int, n: int, s: int, levels: Levels) -> list[tuple[int, int, int]]:
+    """The dims of a list of ``n`` items of ``s`` bytes behind an ``h``-byte header whose
+    items follow the template ``levels`` (``stride_template``)."""
     return [(h, n, s)] + [(len(hdr), n1, s1) for _, hdr, n1, s1 in levels[:-1]]
 
 
-def _template(data: bytes | bytearray, p: int, s: int) -> list[tuple[str, bytes, int, int]] | None:
+def stride_template(data: bytes | bytearray | memoryview, p: int, s: int) -> Levels | None:
+    """The layout of the ``s``-byte item at data[p:] (its leading headers must be in
+    ``data``), outermost level first: ("array", header, count, stride) per level, then
+    ("leaf", header bytes, size, one-byte flag); None if it is not a fixed-stride item. With
+    ``stride_proven`` it checks a fixed-stride list a window of items at a time (verify)."""
+    return _template(data, p, s)
+
+
+def stride_proven(
+    data: bytes | bytearray | memoryview, start: int, levels: Levels, count: int, stride: int, depth: int = 0
+) -> bool:
+    """Do the ``count`` items at ``start + r * stride`` (items at nesting ``depth`` of the
+    template ``levels``) all match it?"""
+    return _proven(data, start, levels, count, stride, depth)
+
+
+def _template(data: bytes | bytearray | memoryview, p: int, s: int) -> list[tuple[str, bytes, int, int]] | None:
     """The layout of the item at data[p:p+s], outermost first: ("array", header, count,
     stride) per nesting level, then ("leaf", header bytes to match, size, one_byte)."""
     levels: list[tuple[str, bytes, int, int]] = []
@@ -65,17 +90,23 @@ def _str_bin_header(m: int) -> int:
 
 
 def _proven(
-    data: bytes | bytearray, start: int, levels: list[tuple[str, bytes, int, int]], count: int, stride: int
+    data: bytes | bytearray | memoryview,
+    start: int,
+    levels: list[tuple[str, bytes, int, int]],
+    count: int,
+    stride: int,
+    depth: int = 0,
 ) -> bool:
-    """Do the ``count`` items at ``start + r * stride`` all match the template ``levels``?
-    Each check compares strided slices (C speed); a work list replaces recursion."""
-    work = [(start, 0, count, stride)]
+    """Do the ``count`` items at ``start + r * stride`` all match the template ``levels``
+    (from nesting ``depth`` on)? Each check compares strided slices (C speed); a work list
+    replaces recursion."""
+    work = [(start, depth, count, stride)]
     while work:
         start, d, count, stride = work.pop()
         kind, hdr, n1, s1 = levels[d]
         end = start + (count - 1) * stride + 1
         if kind == "leaf" and s1:  # one-byte items: every one a one-byte marker
-            if data[start:end:stride].translate(None, ONE_BYTE_ITEMS):
+            if bytes(data[start:end:stride]).translate(None, ONE_BYTE_ITEMS):
                 return False
             continue
         for q, byte in enumerate(hdr):

@@ -50,6 +50,7 @@ from msglc.format.nodes import (
     unframe_node,
 )
 from msglc.format.numpy_ext import ext_hook, parse_head
+from msglc.format.walk import deep_decode
 from msglc.io.base import Source
 from msglc.io.framed import FramedSource, open_section
 from msglc.io.open_source import open_source
@@ -127,10 +128,6 @@ class LazyStats:
 
     def __repr__(self) -> str:
         return f"<LazyStats {self}>"
-
-
-def _why(e: BaseException) -> str:
-    return "nested too deeply" if isinstance(e, RecursionError) else str(e)
 
 
 def _closed(offset: int, size: int) -> bytes:
@@ -376,13 +373,21 @@ class Archive:
         return self.decode(prefix + self.read(offset, size) if prefix else self.read(offset, size), offset)
 
     def decode(self, data: bytes | memoryview, offset: int) -> Any:
-        """Decode data bytes read from ``offset``, naming the offset if they are not msgpack."""
+        """Decode data bytes read from ``offset``, naming the offset if they are not msgpack.
+        A value nested deeper than msgspec goes within the recursion limit is decoded by
+        ``walk.deep_decode`` (a valid archive is never refused for its depth)."""
         try:
             return _decoder.decode(data)
-        except (msgspec.DecodeError, UnicodeDecodeError, RecursionError) as e:
-            raise self.damaged(f"data at offset {offset} ({len(data)} bytes) is not valid msgpack: {_why(e)}") from None
+        except RecursionError:
+            pass
+        except (msgspec.DecodeError, UnicodeDecodeError) as e:
+            raise self.damaged(f"data at offset {offset} ({len(data)} bytes) is not valid msgpack: {e}") from None
         except (CorruptedError, UnsupportedVersionError) as e:  # from the NumPy array hook
             raise type(e)(f"data at offset {offset} ({len(data)} bytes): {e}") from None
+        try:
+            return deep_decode(data, offset)
+        except CorruptedError as e:
+            raise self.damaged(str(e)) from None
 
     def read_into(self, offset: int, out: Any) -> None:
         """Fill the fresh C-contiguous NumPy array ``out`` with data bytes from ``offset``."""

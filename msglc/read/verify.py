@@ -1,413 +1,529 @@
-"""Check a whole archive: the data checksum, and every TOC node against the data it describes.
+"""Check a whole archive: the data checksum, every TOC node against the data it describes,
+and every value as the reader would decode it, in bounded memory.
 
 Lazy reads check what they touch (node CRCs, bounds, container headers, keys). ``verify``
-is the thorough pass for archives fetched from cold storage: it reads the data section once
-and checks every node against the item boundaries, keys and headers found in the bytes (with
-the writer's own functions, or loops that give the same answers where those recurse), so a
-TOC that passes its checksums but does not describe its data is reported too. The checks do
-not depend on the threshold: the parts of a combined archive may have been written with
-different ones.
+is the thorough pass for archives fetched from cold storage or from untrusted places. It
+reads the data section once, in order, a piece of ``CHUNK`` bytes at a time (the checksum is
+computed as it goes), and walks the TOC nodes in the same order: a node's header and spans
+are checked against the bytes as they pass, a child with a node of its own is checked when
+its bytes come, never twice. The checks do not depend on the threshold: the parts of a
+combined archive may have been written with different ones.
 
-Every failure is an ``MsglcError``. Nothing here recurses on the file's nesting: item
-boundaries are found by msgspec at C speed, and where a value is nested deeper than msgspec
-can go within Python's recursion limit (a ``combine`` of a ``combine`` ... of an archive, or
-another writer's file), by an iterative scan that steps into the deep part and hands the rest
-back to msgspec. A valid archive is never called corrupted for being deep.
+- A span is checked by decoding it (``walk.check_items``): it must be exactly the items the
+  node says, and every value must decode as the reader decodes it (UTF-8 strings, hashable
+  map keys, valid NumPy headers and timestamps). So a verified archive reads without error.
+- A dict's keys are checked against its node: an inline dict's listed keys, a hash-indexed
+  dict's index region rebuilt from its keys' CRCs as the writer builds it (a few bytes per
+  key are kept for that), its keys unique and each encoded as a lookup encodes it.
+- A fixed-stride list is proven from its bytes a window of rows at a time; a NumPy array's
+  header is checked and its elements are skipped (or checked, for str elements).
+- What is longer than a window (a node-less span, a long str, bytes or array value) or nested
+  deeper than msgspec goes is walked item by item (``format.walk``): never held whole, never
+  recursed on.
+
+Every failure is an ``MsglcError``. A failed check of damaged data reports the checksum
+mismatch (the rest of the data is read for it), as an archive damaged in storage would.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from itertools import accumulate
+import contextlib
+import sys
+import zlib
+from array import array
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from itertools import repeat
+from operator import and_
 from typing import Any
 
 import msgspec
 
-from msglc.errors import CorruptedError, MsglcError, UnsupportedVersionError
-from msglc.format.hash_index import MAP_INLINE_MAX, region_of_keys
+from msglc.errors import CorruptedError, MsglcError
+from msglc.format.hash_index import MAP_INLINE_MAX, hash_page_bits, hash_records, region_of
 from msglc.format.msgpack import (
-    FIXED_SCALAR_SIZE,
+    STR_MARKERS,
     array_header,
     container_header,
-    container_header_size,
     gets_node,
+    scalar_size,
 )
-from msglc.format.nodes import ArrayNode, BlockHashMapNode, HashMapNode, ListNode, MapNode, Node, Ref, StrideNode
-from msglc.format.numpy_ext import ext_hook, parse_head
-from msglc.format.strides import stride_dims
+from msglc.format.nodes import (
+    ArrayNode,
+    BlockHashMapNode,
+    HashMapNode,
+    ListNode,
+    MapNode,
+    StrideNode,
+    node_header,
+    node_span,
+)
+from msglc.format.numpy_ext import parse_head
+from msglc.format.strides import stride_proven, stride_template, template_dims
+from msglc.format.walk import (
+    DECODE_ERRORS,
+    PIECE,
+    check_array,
+    check_items,
+    check_utf8,
+    raw_items,
+)
 from msglc.read.archive import Archive
 from msglc.util.checksum import data_crc32
+
+CHUNK = 1 << 22  # bytes of the data section read at a time (compressed: a few frames, decompressed in parallel)
+
+
+ROWS = 1 << 20  # bytes of a fixed-stride list proven at a time (within a piece, mostly: no copy)
+
 
 _key_decoder: msgspec.msgpack.Decoder[str | int] = msgspec.msgpack.Decoder(str | int)
 _keys_decoder: msgspec.msgpack.Decoder[list[str | int]] = msgspec.msgpack.Decoder(list[str | int])
 
 
-raw_items = msgspec.msgpack.Decoder(list[msgspec.Raw])
+class ReadFailed(Exception):
+    """Internal: the data section could not be read (a frame that does not decompress)."""
+
+    def __init__(self, error: MsglcError) -> None:
+        self.error = error
 
 
-value_decoder = msgspec.msgpack.Decoder(ext_hook=ext_hook)  # as the reader decodes values
+class DataStream:
+    """The data section, read once from its start to its end in pieces of ``CHUNK`` bytes,
+    its CRC-32 computed as they come. ``take(a, b)`` gives bytes [a, b) (offsets relative
+    to the section: a view of the piece holding them, else a copy) and lets go of every
+    piece before ``a``; bytes passed over are read for the checksum only. It holds the
+    pieces under the latest ``take`` and one read ahead."""
 
+    def __init__(self, a: Archive, progress: Callable[[int], None] | None) -> None:
+        t = a.trailer
+        self._read, self._off, self.size = a.read, t.data_off, t.data_len
+        self._pieces: deque[tuple[int, bytes | memoryview]] = deque()  # (start, bytes) from _lo to _hi
+        self._hi = 0
+        self._crc32, self.crc = data_crc32(), 0
+        self._progress = progress
+        self._last = 0  # the latest take's start: nothing before it is read again
 
-_DECODE_ERRORS = (msgspec.DecodeError, UnicodeDecodeError)
+    def _more(self) -> None:
+        """Read the next piece, checksummed."""
+        size = min(CHUNK, self.size - self._hi)
+        try:
+            piece = self._read(self._off + self._hi, size)
+        except MsglcError as e:
+            raise ReadFailed(e) from None
+        self.crc = self._crc32(piece, self.crc)
+        self._pieces.append((self._hi, piece))
+        self._hi += size
+        if self._progress is not None:
+            self._progress(size)
 
+    def _drop(self, a: int) -> None:
+        """Let go of the pieces that end at or before ``a``."""
+        pieces = self._pieces
+        while pieces and pieces[0][0] + len(pieces[0][1]) <= a:
+            pieces.popleft()
 
-CHUNK = 1 << 24
+    def take(self, a: int, b: int) -> memoryview:
+        if a < self._last:
+            raise AssertionError(f"verify read data offset {a} after {self._last}")
+        self._last = a
+        if b <= a:
+            return memoryview(b"")
+        self._drop(a)
+        while self._hi < b:
+            self._more()
+            self._drop(a)
+        at, piece = self._pieces[0]
+        if b <= at + len(piece):
+            return memoryview(piece)[a - at : b - at]
+        parts = []
+        for at, piece in self._pieces:
+            if at >= b:
+                break
+            parts.append(memoryview(piece)[max(0, a - at) : b - at])
+        return memoryview(b"".join(parts))
 
+    def skip(self, a: int, b: int) -> None:
+        self._last = max(self._last, a)
+        while self._hi < b:
+            self._pieces.clear()
+            self._more()
+        self._drop(b)
 
-RETRY_STEPS = 64  # items stepped through one by one before msgspec is tried again (doubling)
+    def finish(self) -> int:
+        """Read what is left; the CRC-32 of the whole section."""
+        self.skip(self._hi, self.size)
+        return self.crc
 
 
 def verify_archive(a: Archive, progress: Callable[[int], None] | None = None) -> None:
+    a.check_open()
     t = a.trailer
-    # a plain data section is as long as the file says; a compressed one's length comes from
-    # its seek table, unchecked until its frames decompress: the buffer grows with the data
-    plain = a.stored_data_len == t.data_len
-    data = bytearray(t.data_len if plain else 0)
-    crc32, crc = data_crc32(), 0
-    for offset in range(0, t.data_len, CHUNK):  # in pieces, to report progress
-        size = min(CHUNK, t.data_len - offset)
-        if plain:
-            piece = memoryview(data)[offset : offset + size]
-            piece[:] = a.read(t.data_off + offset, size)
-        else:
-            data += a.read(t.data_off + offset, size)
-            piece = memoryview(data)[offset:]
-        crc = crc32(piece, crc)
-        piece.release()
-        if progress is not None:
-            progress(size)
-    if crc != t.data_crc:
-        raise CorruptedError(f"data section checksum mismatch ({t.data_len} bytes at offset {t.data_off})")
-    if not t.root_len:
-        _check_value(data, t.data_off)
-        return
-    a.container(t.data_off, t.data_len, t.toc_off + t.root_pos, t.root_len)  # checks header and span
-    stack = [(0, len(data), t.toc_off + t.root_pos, t.root_len)]
+    stream = DataStream(a, progress)
+    try:
+        try:
+            if not t.root_len:
+                check_items(stream, 0, t.data_len, 1, data_off=t.data_off)
+            else:
+                _walk(a, stream)
+        except MsglcError:
+            stream.finish()  # damaged data is reported as such, whatever check it failed first
+            if stream.crc != t.data_crc:
+                raise _mismatch(a) from None
+            raise
+        if stream.finish() != t.data_crc:
+            raise _mismatch(a)
+    except ReadFailed as e:
+        raise e.error from None
+
+
+def _mismatch(a: Archive) -> CorruptedError:
+    t = a.trailer
+    return CorruptedError(f"data section checksum mismatch ({t.data_len} bytes at offset {t.data_off})")
+
+
+Child = tuple[int, int, int, int]  # a container (start, end in the data section) and its node (position, size)
+
+
+def _walk(a: Archive, stream: DataStream) -> None:
+    """Every node reachable from the root, each checked against its container as the data
+    passes: a node's check yields its children in data order and resumes after each."""
+    t = a.trailer
+    stack = [_checks(a, stream, (0, t.data_len, t.toc_off + t.root_pos, t.root_len))]
     while stack:
-        start, end, pos, size = stack.pop()
-        node = a.node(pos, size)
-        children, index = _check(data, node, start, end, f"TOC node at offset {pos}", t.data_off)
-        if index is not None and bytes(a.read(pos - index[0][0], index[0][1])) != index[1]:
-            raise CorruptedError(f"hash index of the TOC node at offset {pos} does not match its dict")
-        for ref, child_start, child_end in children:
-            child = a.referred(pos, ref)
-            a.container(t.data_off + child_start, child_end - child_start, child, ref[1])
-            stack.append((child_start, child_end, child, ref[1]))
+        child = next(stack[-1], None)
+        if child is None:
+            stack.pop()
+        else:
+            stack.append(_checks(a, stream, child))
 
 
-def _check(
-    data: bytes | bytearray, node: Node, start: int, end: int, where: str, data_off: int = 0
-) -> tuple[list[tuple[Ref, int, int]], tuple[Ref, bytes] | None]:
-    """Check ``node`` against the container at data[start:end]. Returns each child node's
-    reference and data span (start, end), in the order of ``node.kids``, and, for a
-    hash-indexed dict, its ``index`` reference with the index region the writer writes."""
-    view = memoryview(data)
-    if isinstance(node, ArrayNode):
-        _, _, head = parse_head(view[start:end], start, end - start)
-        if (node.head, node.size) != (head, end - start - head):
-            raise CorruptedError(f"{where} does not describe the NumPy array at data offset {start}")
-        return [], None
-    is_map, n, h = container_header(view[start : start + 5])
-    if isinstance(node, StrideNode):
-        if is_map or [tuple(d) for d in node.dims] != stride_dims(data, start, h, n, end):
-            raise CorruptedError(f"{where} does not describe the fixed-stride list at data offset {start}")
-        return [], None
-    # item boundaries, relative to start: item i (key, value, key, ... for a dict) at offs[i]
-    offs, raws = _items(
-        data, start + h, end, 2 * n if is_map else n, data_off, head=None if is_map else start, base=start
-    )
-    if is_map:
-        koffs, voffs = offs[0::2], offs[1::2]
-        key_raws = (
-            raws[0::2]
-            if raws is not None
-            else [data[start + a : start + b] for a, b in zip(koffs, voffs, strict=False)]
+def _checks(a: Archive, stream: DataStream, where: Child) -> Iterator[Child]:
+    start, end, pos, size = where
+    node = a.node(pos, size)
+    label = f"TOC node at offset {pos}"
+    if node_span(node) != end - start:
+        raise a.damaged(
+            f"{label} describes {node_span(node)} bytes where {end - start} are stored at data offset {start}"
         )
-    else:
-        koffs = voffs = offs
-        key_raws = []
+    if isinstance(node, ArrayNode):
+        _check_array(a, stream, node, start, end, label)
+        return
+    if isinstance(node, StrideNode):
+        _check_stride(a, stream, node, start, end, label)
+        return
+    is_map, n, h = container_header(stream.take(start, min(end, start + 5)))
+    if (is_map, n, h) != node_header(node):
+        raise a.damaged(f"{label} does not describe the container at data offset {start}")
     if isinstance(node, MapNode):
+        yield from _check_map(a, stream, node, start, pos, label)
+    elif isinstance(node, HashMapNode):
+        yield from _check_hash_map(a, stream, node, start, end, pos, label)
+    else:
+        yield from _check_list(a, stream, node, start, pos, label)
+
+
+def _kid(a: Archive, stream: DataStream, at: int, end: int, pos: int, ref: tuple[int, int], label: str) -> Child:
+    """The child with a node of its own whose value spans [at, end): an array, a map or a
+    NumPy array value."""
+    if not gets_node(stream.take(at, min(end, at + 6)), 0):
+        raise a.damaged(f"{label} gives a node to the value at data offset {at}, which cannot have one")
+    return at, end, a.referred(pos, ref), ref[1]
+
+
+def _check_list(a: Archive, stream: DataStream, node: ListNode, start: int, pos: int, label: str) -> Iterator[Child]:
+    """Spans in order: a kid span is one value with a node of its own, any other span must be
+    exactly its items."""
+    starts, offs, kids = node.starts, node.offs, node.kids
+    spans = len(starts)
+    for k in range(spans):
+        a_, b_ = start + offs[k], start + offs[k + 1]
+        ref = kids.get(k)
+        if ref is not None:
+            yield _kid(a, stream, a_, b_, pos, ref, label)
+            continue
+        count = (starts[k + 1] if k + 1 < spans else node.n) - starts[k]
+        _items(a, stream, a_, b_, count, False, label)
+
+
+def _items(a: Archive, stream: DataStream, start: int, end: int, count: int, is_map: bool, label: str) -> None:
+    try:
+        check_items(stream, start, end, count, is_map=is_map, data_off=a.trailer.data_off)
+    except CorruptedError as e:
+        raise a.damaged(f"{label}: a span does not hold what the node says ({e})") from None
+
+
+def _check_map(a: Archive, stream: DataStream, node: MapNode, start: int, pos: int, label: str) -> Iterator[Child]:
+    """An inline dict: its entries where the node says, its keys the node's, in order."""
+    keys, koffs, voffs, kids = node.keys, node.koffs, node.voffs, node.kids
+    n = len(keys)
+    if n > MAP_INLINE_MAX:
+        raise a.damaged(f"{label} lists {n} keys, more than an inline dict holds")
+    j = 0
+    while j < n:
+        ref = kids.get(j)
+        if ref is not None:
+            key = _key(a, stream.take(start + koffs[j], start + voffs[j]), start + koffs[j], label)
+            if key != keys[j]:
+                raise a.damaged(f"{label} does not describe the dict at data offset {start}")
+            yield _kid(a, stream, start + voffs[j], start + koffs[j + 1], pos, ref, label)
+            j += 1
+            continue
+        stop = j + 1  # a run of entries without kids, in one window
+        while stop < n and stop not in kids and koffs[stop + 1] - koffs[j] <= PIECE:
+            stop += 1
+        _map_run(a, stream, node, start, j, stop, label)
+        j = stop
+
+
+def _map_run(a: Archive, stream: DataStream, node: MapNode, start: int, j: int, stop: int, label: str) -> None:
+    """Entries j..stop-1 of an inline dict: their boundaries and keys as the node lists them,
+    their values decodable."""
+    koffs, voffs = node.koffs, node.voffs
+    lo, hi = start + koffs[j], start + koffs[stop]
+    if hi - lo > PIECE:  # one entry, too long for a window: its key, then its value walked
+        key = _key(a, stream.take(lo, start + voffs[j]), lo, label)
+        if key != node.keys[j]:
+            raise a.damaged(f"{label} does not describe the dict at data offset {start}")
+        _items(a, stream, start + voffs[j], hi, 1, False, label)
+        return
+    buf = stream.take(lo, hi)
+    m = stop - j
+    try:
+        raws = raw_items.decode(array_header(2 * m) + buf)
+    except (*DECODE_ERRORS, RecursionError):
+        raws = None
+    if raws is not None:
+        at, bounds = koffs[j], []
+        for raw in raws:
+            bounds.append(at)
+            at += len(raw)
         if (
-            not is_map
-            or n > MAP_INLINE_MAX
-            or node.keys != [_key(r, start, where) for r in key_raws]
-            or node.koffs != koffs
-            or node.voffs != voffs
-            or not _kids_ok(view, start, voffs, node.kids)
+            bounds[0::2] != koffs[j:stop]
+            or bounds[1::2] != voffs[j:stop]
+            or at != koffs[stop]
+            or _keys(a, raws[0::2], lo, label) != node.keys[j:stop]
         ):
-            raise CorruptedError(f"{where} does not describe the dict at data offset {start}")
-        return [(ref, start + voffs[j], start + koffs[j + 1]) for j, ref in node.kids.items()], None
-    # spans: every span starts at an item boundary; a kid span is one item with a node of its own
-    entries = [node.starts[k] for k in node.kids]
-    if (
-        node.n != n
-        or is_map != isinstance(node, HashMapNode)
-        or node.offs != [koffs[i] for i in node.starts] + [koffs[n]]
-        or not _kids_ok(view, start, voffs, dict.fromkeys(entries))
-    ):
-        raise CorruptedError(f"{where} does not describe the {'dict' if is_map else 'list'} at data offset {start}")
-    children = [(ref, start + voffs[node.starts[k]], start + koffs[node.starts[k] + 1]) for k, ref in node.kids.items()]
-    if isinstance(node, ListNode):
-        return children, None
-    kid_keys = {_key(key_raws[node.starts[k]], start, where): k for k in node.kids}
-    if len(set(_keys(key_raws, start, where))) != n:  # (an inline dict's node is checked for this)
-        raise CorruptedError(f"{where}: the dict at data offset {start} holds a key twice")
-    region = region_of_keys(key_raws, koffs, node.block_bits if isinstance(node, BlockHashMapNode) else None)
-    if (
-        n <= MAP_INLINE_MAX
-        or node.kid_keys != kid_keys
-        or (node.page_bits, node.offs_width, node.offs_crc, node.index[1])
-        != (region.page_bits, region.width, region.offs_crc, region.size)
-    ):
-        raise CorruptedError(f"{where} does not describe the dict at data offset {start}")
-    return children, (node.index, b"".join(region.parts))
+            raise a.damaged(f"{label} does not describe the dict at data offset {start}")
+        _items(a, stream, lo, hi, m, True, label)
+        return
+    for e in range(j, stop):  # not msgpack, or too deep for msgspec: entry by entry
+        _one_entry(a, stream, node, start, e, label)
 
 
-def _kids_ok(data: memoryview, start: int, voffs: list[int], kids: Mapping[int, object]) -> bool:
-    """Every child with a node is an array, a map or a NumPy array."""
-    return all(gets_node(data, start + voffs[j]) for j in kids)
+def _one_entry(a: Archive, stream: DataStream, node: MapNode, start: int, j: int, label: str) -> None:
+    key = _key(a, stream.take(start + node.koffs[j], start + node.voffs[j]), start + node.koffs[j], label)
+    if key != node.keys[j]:
+        raise a.damaged(f"{label} does not describe the dict at data offset {start}")
+    _items(a, stream, start + node.voffs[j], start + node.koffs[j + 1], 1, False, label)
 
 
-def _key(raw: msgspec.Raw | bytes | bytearray, start: int, where: str) -> str | int:
+def _key(a: Archive, raw: bytes | memoryview, at: int, label: str) -> str | int:
     """A dict key as a node lists it: msglc writes str and int keys only."""
     try:
         return _key_decoder.decode(raw)
-    except _DECODE_ERRORS:
-        raise CorruptedError(
-            f"{where}: the dict at data offset {start} has a key that is not a str or an int"
-        ) from None
+    except DECODE_ERRORS:
+        raise a.damaged(f"{label}: the key at data offset {at} is not one str or int") from None
 
 
-def _keys(raws: Sequence[msgspec.Raw | bytes | bytearray], start: int, where: str) -> list[str | int]:
+def _keys(a: Archive, raws: list[Any], at: int, label: str) -> list[str | int]:
     """``_key`` of every raw key, decoded in one C call."""
     try:
         return _keys_decoder.decode(array_header(len(raws)) + b"".join(raws))
-    except _DECODE_ERRORS:
-        raise CorruptedError(
-            f"{where}: the dict at data offset {start} has a key that is not a str or an int"
-        ) from None
+    except DECODE_ERRORS:
+        raise a.damaged(f"{label}: the dict at data offset {at} has a key that is not a str or an int") from None
 
 
-def _too_deep(offset: int) -> MsglcError:
-    return MsglcError(
-        f"the value at data offset {offset} is nested deeper than this Python process can decode "
-        "(its recursion limit, sys.getrecursionlimit()); the archive may well be intact: check it "
-        "with a higher limit"
-    )
+class _Entries:
+    """What a hash-indexed dict's check keeps per entry, compactly (16 bytes): where it
+    starts, its key's CRC-32 and 32 bits of its key's ``hash()`` (to tell a CRC collision
+    from a key held twice)."""
+
+    def __init__(self) -> None:
+        self.offs = array("Q")
+        self.crcs = array("I")
+        self.hashes = array("I")
+
+    def add(self, a: Archive, base: int, starts: list[int], raws: list[Any], label: str) -> list[str | int]:
+        """Entries starting at ``starts`` (relative to the dict) with keys encoded as ``raws``:
+        the keys must be str or int, encoded as a lookup encodes them."""
+        keys = _keys(a, raws, base + starts[0] if starts else base, label)
+        if msgspec.msgpack.encode(keys) != array_header(len(raws)) + b"".join(raws):
+            raise a.damaged(f"{label}: a key of the dict at data offset {base} is not encoded as msgpack encodes it")
+        self.offs.extend(starts)
+        self.crcs.extend(map(zlib.crc32, raws))
+        self.hashes.extend(map(and_, map(hash, keys), repeat(0xFFFFFFFF)))
+        return keys
+
+    def records(self) -> tuple[Sequence[int], list[int], list[tuple[int, int]]]:
+        """The index's sorted records (``hash_records``: CRC << 32 | entry) and page starts,
+        and the pairs of entries whose keys have the same CRC and hash: with NumPy, 8 bytes
+        a key (else a Python int a key)."""
+        n = len(self.crcs)
+        np = sys.modules.get("numpy")
+        if np is None and n >= 1 << 16:  # worth its import
+            with contextlib.suppress(ImportError):
+                import numpy as np
+        if np is None:
+            records, firsts = hash_records(self.crcs.tolist())
+            pairs = [
+                (b & 0xFFFFFFFF, r & 0xFFFFFFFF)
+                for b, r in zip(records, records[1:], strict=False)
+                if (b ^ r) >> 32 == 0 and self.hashes[b & 0xFFFFFFFF] == self.hashes[r & 0xFFFFFFFF]
+            ]
+            return records, firsts, pairs
+        recs = np.frombuffer(self.crcs, np.uint32).astype(np.uint64) << np.uint64(32)
+        recs |= np.arange(n, dtype=np.uint64)
+        recs.sort()
+        shift = np.uint64(64 - hash_page_bits(n))
+        firsts = np.searchsorted(recs, np.arange(1 << hash_page_bits(n), dtype=np.uint64) << shift).tolist() + [n]
+        same = np.flatnonzero((recs[1:] >> np.uint64(32)) == (recs[:-1] >> np.uint64(32)))
+        entries = recs & np.uint64(0xFFFFFFFF)
+        hashes = np.frombuffer(self.hashes, np.uint32)
+        pairs = [(int(entries[i]), int(entries[i + 1])) for i in same if hashes[entries[i]] == hashes[entries[i + 1]]]
+        return memoryview(recs).cast("B").cast("Q"), firsts, pairs
 
 
-def _check_value(data: bytes | bytearray, data_off: int) -> None:
-    """The whole data section (a root without a node) must decode as the reader decodes it;
-    a value nested too deeply for that is checked item by item instead."""
+def _check_hash_map(
+    a: Archive, stream: DataStream, node: HashMapNode, start: int, end: int, pos: int, label: str
+) -> Iterator[Child]:
+    """A hash-indexed dict: spans as a list's (of entries), then its index region rebuilt
+    from the keys as the writer builds it and compared byte for byte, its kid keys, and its
+    keys unique."""
+    n = node.n
+    if n <= MAP_INLINE_MAX:
+        raise a.damaged(f"{label} indexes a dict of {n} entries, which writers list inline")
+    starts, offs, kids = node.starts, node.offs, node.kids
+    spans = len(starts)
+    entries = _Entries()
+    kid_keys: dict[str | int, int] = {}
+    k = 0
+    while k < spans:
+        a_ = start + offs[k]
+        ref = kids.get(k)
+        if ref is not None:
+            head = stream.take(a_, min(end, a_ + 9))
+            size = scalar_size(head, 0) if head else None
+            if size is None or a_ + size > start + offs[k + 1]:
+                raise a.damaged(f"{label}: the key at data offset {a_} is not one str or int")
+            raw = bytes(stream.take(a_, a_ + size))
+            key = entries.add(a, start, [offs[k]], [raw], label)[0]
+            kid_keys[key] = k
+            yield _kid(a, stream, a_ + size, start + offs[k + 1], pos, ref, label)
+            k += 1
+            continue
+        stop = k + 1  # a run of spans without kids, in one window
+        while stop < spans and stop not in kids and offs[stop + 1] - offs[k] <= PIECE:
+            stop += 1
+        _hash_run(a, stream, node, start, k, stop, entries, label)
+        k = stop
+    if len(entries.offs) != n:
+        raise a.damaged(f"{label} does not describe the dict at data offset {start}")
+    if node.kid_keys != kid_keys:
+        raise a.damaged(f"{label} does not describe the dict at data offset {start}")
+    entries.offs.append(end - start)
+    _check_region(a, node, start, pos, entries, label)
+
+
+def _hash_run(
+    a: Archive, stream: DataStream, node: HashMapNode, start: int, k: int, stop: int, entries: _Entries, label: str
+) -> None:
+    """Spans k..stop-1 of a hash-indexed dict, none with a kid: each exactly its entries."""
+    starts, offs = node.starts, node.offs
+    spans = len(starts)
+    lo, hi = start + offs[k], start + offs[stop]
+    count = (starts[stop] if stop < spans else node.n) - starts[k]
     try:
-        value_decoder.decode(data)
-        return
-    except RecursionError:
-        pass
-    except _DECODE_ERRORS as e:
-        raise CorruptedError(f"data at offset {data_off} ({len(data)} bytes) is not valid msgpack: {e}") from None
-    except (CorruptedError, UnsupportedVersionError) as e:  # from the NumPy array hook
-        raise type(e)(f"data at offset {data_off} ({len(data)} bytes): {e}") from None
-    item_ends(data, 0, len(data), 1, data_off, decode=True)
+        got = check_items(stream, lo, hi, count, is_map=True, collect=True, base=start, data_off=a.trailer.data_off)
+    except CorruptedError as e:
+        raise a.damaged(f"{label}: a span does not hold what the node says ({e})") from None
+    assert got is not None
+    item_offs, key_raws = got
+    entry_starts = item_offs[0:-1:2]
+    for s in range(k + 1, stop):  # every span starts where its first entry does
+        if entry_starts[starts[s] - starts[k]] != offs[s]:
+            raise a.damaged(f"{label} does not describe the dict at data offset {start}")
+    entries.add(a, start, entry_starts, key_raws, label)
 
 
-def item_ends(
-    data: bytes | bytearray,
-    start: int,
-    end: int,
-    count: int,
-    data_off: int = 0,
-    decode: bool = False,
-    head: int | None = None,
-) -> list[int]:
-    """The end offsets of the ``count`` msgpack values that fill data[start:end] exactly,
-    as msgspec finds them (``indexer.list_raws``). With ``decode``, every value must also
-    decode as the reader decodes it (strings, map keys, NumPy arrays). Raises
-    ``CorruptedError`` if the bytes are not such values; never recurses on their nesting.
-    ``head``: where an array header for these ``count`` items starts (data[head:start]),
-    read in place of a copy of the items behind a new one."""
-    return _items(data, start, end, count, data_off, decode, head)[0][1:]
+def _check_region(a: Archive, node: HashMapNode, start: int, pos: int, entries: _Entries, label: str) -> None:
+    """The index region as the writer writes it for these keys, compared with the stored one;
+    and no key twice (equal keys have equal encodings, so equal CRCs and hashes)."""
+    records, firsts, pairs = entries.records()
+    block_bits = node.block_bits if isinstance(node, BlockHashMapNode) else None
+    region = region_of(records, firsts, entries.offs, block_bits)  # type: ignore[arg-type]
+    if (node.page_bits, node.offs_width, node.offs_crc, node.index[1]) != (
+        region.page_bits,
+        region.width,
+        region.offs_crc,
+        region.size,
+    ):
+        raise a.damaged(f"{label} does not describe the dict at data offset {start}")
+    back, size = node.index
+    stored = a.read(pos - back, size)
+    at = 0
+    for part in region.parts:
+        if bytes(stored[at : at + len(part)]) != bytes(part):
+            raise a.damaged(f"hash index of the TOC node at offset {pos} does not match its dict")
+        at += len(part)
+    for e1, e2 in pairs:
+        if _stored_key(a, start, entries, e1) == _stored_key(a, start, entries, e2):
+            raise a.damaged(f"{label}: the dict at data offset {start} holds a key twice")
 
 
-def _items(
-    data: bytes | bytearray,
-    start: int,
-    end: int,
-    count: int,
-    data_off: int,
-    decode: bool = False,
-    head: int | None = None,
-    base: int = 0,
-) -> tuple[list[int], list[msgspec.Raw] | None]:
-    """The items' offsets from ``base`` (the first item's, then every item's end), and the
-    items as ``msgspec.Raw`` views when msgspec found them (see ``item_ends``)."""
-    if count > end - start:  # every value takes a byte at least
-        raise CorruptedError(f"data at offset {data_off + start}: {count} values cannot fit in {end - start} bytes")
-    if not decode and count < 1 << 32:
-        try:
-            view = memoryview(data)
-            raws = raw_items.decode(view[head:end] if head is not None else array_header(count) + view[start:end])
-            return list(accumulate(map(len, raws), initial=start - base)), raws
-        except RecursionError:
-            pass
-        except _DECODE_ERRORS as e:
-            raise CorruptedError(
-                f"data at offset {data_off + start} ({end - start} bytes) is not {count} msgpack values: {e}"
-            ) from None
-    ends = Scan(data, start, end, count, data_off, decode).run()
-    return [start - base] + [e - base for e in ends], None
+def _stored_key(a: Archive, start: int, entries: _Entries, e: int) -> bytes:
+    """The encoding of entry ``e``'s key, read again (only for keys whose CRC and hash agree)."""
+    at = a.trailer.data_off + start + entries.offs[e]
+    head = a.read(at, min(9, a.data_end - at))
+    size = scalar_size(head, 0) or 0
+    return bytes(a.read(at, size))
 
 
-class Scan:
-    """Steps through msgpack values one item at a time, keeping the open containers on a
-    list instead of the call stack. The values left at any moment are exactly the remaining
-    items of every open container, innermost first, so every so often msgspec is asked to
-    take them all as one flat array: once the deep part is behind, it does the rest."""
-
-    def __init__(self, data: bytes | bytearray, start: int, end: int, count: int, data_off: int, decode: bool) -> None:
-        self.data, self.view = data, memoryview(data)
-        self.end, self.data_off, self.decode = end, data_off, decode
-        self.p = start
-        # open containers, outermost first: [items left, is a map, its items are (parts of) keys]
-        self.stack: list[list[Any]] = [[count, False, False]]
-        self.ends: list[int] = []
-
-    def run(self) -> list[int]:
-        steps, retry = 0, RETRY_STEPS
-        stack = self.stack
-        while True:
-            top = stack[-1]
-            if not top[0]:
-                if len(stack) == 1:
-                    break
-                stack.pop()
-                if len(stack) == 1:
-                    self.ends.append(self.p)
-                continue
-            if steps >= retry:
-                if self._rest_at_once():
-                    break
-                retry = 2 * steps
-            self._step(top)
-            steps += 1
-        if self.p != self.end:
-            raise self._bad(f"{self.end - self.p} bytes follow the values")
-        return self.ends
-
-    def _bad(self, why: str) -> CorruptedError:
-        return CorruptedError(f"data at offset {self.data_off + self.p} is not valid msgpack: {why}")
-
-    def _step(self, top: list[Any]) -> None:
-        """Take the next item of the innermost open container."""
-        as_key = top[2] or (top[1] and not top[0] % 2)
-        top[0] -= 1
-        p, end = self.p, self.end
-        if p >= end:
-            raise self._bad("the data ends inside a value")
-        first = self.data[p]
-        h = container_header_size(first)
-        if h:
-            if p + h > end:
-                raise self._bad("the data ends inside a container header")
-            is_map, n, h = container_header(self.view[p : p + h])
-            if as_key and is_map and self.decode:
-                raise self._bad("a map is used as a map key (keys must be hashable)")
-            items = 2 * n if is_map else n
-            self.p = p + h
-            if items > end - self.p:
-                raise self._bad(f"a container of {n} items cannot fit in the {end - self.p} bytes left")
-            self.stack.append([items, is_map, as_key])
-            return
-        size = _scalar_size(self.data, p)
-        if size is None:
-            raise self._bad(f"byte 0x{first:02x} starts no msgpack value")
-        if p + size > end:
-            raise self._bad("the data ends inside a value")
-        if self.decode:
-            self._decode(self.view[p : p + size], as_key, p)
-        self.p = p + size
-        if len(self.stack) == 1:
-            self.ends.append(self.p)
-
-    def _decode(self, raw: msgspec.Raw | memoryview, as_key: bool, at: int) -> None:
-        """One value (not too deep: its bytes are one scalar, or its container was skipped by
-        msgspec), decoded as the reader would decode it, as a map key if ``as_key``."""
-        try:
-            value_decoder.decode(b"\x81" + raw + b"\xc0" if as_key else raw)
-        except RecursionError:
-            raise _too_deep(self.data_off + at) from None
-        except _DECODE_ERRORS as e:
-            raise CorruptedError(f"data at offset {self.data_off + at} is not valid msgpack: {e}") from None
-        except (CorruptedError, UnsupportedVersionError) as e:
-            raise type(e)(f"data at offset {self.data_off + at}: {e}") from None
-
-    def _rest_at_once(self) -> bool:
-        """Let msgspec take every value left as one flat array; False if that is still too
-        deep for it (the scan then steps on)."""
-        stack = self.stack
-        if self.decode and any(frame[2] for frame in stack):
-            return False  # inside a key: its items must be checked as keys, one by one
-        counts = [frame[0] for frame in reversed(stack)]  # innermost first, as they come
-        rest = self.view[self.p : self.end]
-        total = sum(counts)
-        if total > len(rest):  # every value takes a byte at least
-            raise self._bad(f"{total} values cannot fit in the {len(rest)} bytes left")
-        if total >= 1 << 32:
-            return False  # more than one msgpack array can hold: step on
-        flat = array_header(total) + rest
-        try:
-            if self.decode:  # first, so that errors come in the order the reader meets them
-                value_decoder.decode(flat)
-            raws = raw_items.decode(flat)
-        except RecursionError:
-            return False
-        except _DECODE_ERRORS as e:
-            raise self._bad(str(e)) from None
-        except (CorruptedError, UnsupportedVersionError) as e:  # from the NumPy array hook
-            raise type(e)(f"data after offset {self.data_off + self.p}: {e}") from None
-        offs = list(accumulate(map(len, raws), initial=self.p))
-        if self.decode:
-            i = 0
-            for frame, count in zip(reversed(stack), counts, strict=True):
-                if frame[1]:  # a map's items left: every other one, from the first if even, is a key
-                    for j in range(i + count % 2, i + count, 2):
-                        self._decode(raws[j], True, offs[j])
-                i += count
-        i = 0
-        for depth, count in zip(range(len(stack) - 1, -1, -1), counts, strict=True):
-            i += count
-            if depth == 1:  # the top-level container that was open ends here
-                self.ends.append(offs[i])
-            elif depth == 0:
-                self.ends.extend(offs[i - count + 1 : i + 1])
-        self.p = self.end
-        for frame in stack:
-            frame[0] = 0
-        del stack[1:]
-        return True
+def _check_array(a: Archive, stream: DataStream, node: ArrayNode, start: int, end: int, label: str) -> None:
+    """A NumPy array value: its header as the node says, its str elements code points."""
+    off = a.trailer.data_off
+    dtype, _, head = parse_head(stream.take(start, start + node.head), off + start, end - start)
+    if (node.head, node.size) != (head, end - start - head):
+        raise a.damaged(f"{label} does not describe the NumPy array at data offset {start}")
+    check_array(stream, dtype, start + head, end, off + start)
 
 
-def _scalar_size(data: bytes | bytearray, p: int) -> int | None:
-    """The encoded size of the msgpack scalar starting at data[p] (None: not a scalar);
-    reads the length field of str, bin and ext values, which must lie in ``data``."""
-    m = data[p]
-    if m < 0x80 or m >= 0xE0 or m in (0xC0, 0xC2, 0xC3):
-        return 1
-    if 0xA0 <= m <= 0xBF:
-        return 1 + (m & 0x1F)
-    size = FIXED_SCALAR_SIZE.get(m)
-    if size is not None:
-        return size
-    if 0xD4 <= m <= 0xD8:  # fixext 1, 2, 4, 8, 16: type byte and payload
-        return 2 + (1 << (m - 0xD4))
-    width = _LENGTH_WIDTH.get(m)
-    if width is None:
-        return None  # 0xc1, or a container
-    if p + 1 + width > len(data):
-        return len(data) + 1 - p  # past the end: the caller reports it
-    length = int.from_bytes(data[p + 1 : p + 1 + width], "big")
-    return 1 + width + length + (1 if m in (0xC7, 0xC8, 0xC9) else 0)
-
-
-# str 8/16/32, bin 8/16/32, ext 8/16/32: bytes of the length field
-_LENGTH_WIDTH = {0xD9: 1, 0xDA: 2, 0xDB: 4, 0xC4: 1, 0xC5: 2, 0xC6: 4, 0xC7: 1, 0xC8: 2, 0xC9: 4}
+def _check_stride(a: Archive, stream: DataStream, node: StrideNode, start: int, end: int, label: str) -> None:
+    """A fixed-stride list: the layout of its first item (its leading headers) gives the
+    template, which every item must match, proven a window of rows at a time; str leaves
+    are decoded too."""
+    bad = f"{label} does not describe the fixed-stride list at data offset {start}"
+    is_map, n, h = container_header(stream.take(start, min(end, start + 5)))
+    if is_map or n == 0 or (end - start - h) % n:
+        raise a.damaged(bad)
+    s = (end - start - h) // n
+    levels = stride_template(stream.take(start + h, min(end, start + h + min(s, ROWS))), 0, s)
+    if levels is None or [tuple(d) for d in node.dims] != template_dims(h, n, s, levels):
+        raise a.damaged(bad)
+    leaf = levels[-1][1]
+    text = bool(leaf) and leaf[0] in STR_MARKERS
+    # (first item, depth, items, stride) of the runs of items left, the next one last; a
+    # count of 0 stands for one item too long for a window, taken header first
+    work = [(start + h, 0, n, s)]
+    while work:
+        at, depth, count, stride = work.pop()
+        kind, hdr, n1, s1 = levels[depth]
+        if count and count * stride <= ROWS:
+            if not stride_proven(stream.take(at, at + count * stride), 0, levels, count, stride, depth):
+                raise a.damaged(bad)
+            if text:
+                _items(a, stream, at, at + count * stride, count, False, label)
+        elif count and stride <= ROWS:  # runs of whole items
+            rows = ROWS // stride
+            work.extend((at + r * stride, depth, min(rows, count - r), stride) for r in reversed(range(0, count, rows)))
+        elif count:  # items longer than a window, one by one
+            work.extend((at + r * stride, depth, 0, stride) for r in reversed(range(count)))
+        else:
+            if bytes(stream.take(at, at + len(hdr))) != hdr:
+                raise a.damaged(bad)
+            if kind == "array":
+                work.append((at + len(hdr), depth + 1, n1, s1))
+            elif text:  # a str longer than a window
+                check_utf8(stream, at + len(hdr), at + stride, lambda e: a.damaged(f"{bad}: a str is not UTF-8 ({e})"))
+            else:
+                stream.skip(at + len(hdr), at + stride)

@@ -16,9 +16,10 @@ import msgspec
 
 from msglc.errors import CorruptedError
 from msglc.format.hash_index import BlockIndex, entries_of_hash, entry_span
-from msglc.format.msgpack import array_header, item_end, map_header
+from msglc.format.msgpack import array_header, item_end, map_header, scalar_size
 from msglc.format.nodes import BlockHashMapNode, HashMapNode, ListNode, MapNode, Node, StrideNode
 from msglc.format.numpy_ext import ext_hook
+from msglc.format.walk import item_ends
 from msglc.read.archive import Archive
 from msglc.read.array import LazyArray
 from msglc.read.node import LazyNode
@@ -238,9 +239,17 @@ def _decode_item(a: Archive, base: int, node: ListNode, k: int, j: int) -> Any:
     start, size = base + node.offs[k], node.offs[k + 1] - node.offs[k]
     if start < a.trailer.data_off or start + size > a.data_end or size <= 0:
         raise a.damaged(f"data span {start}+{size} lies outside the data section")
+    data = a.read(start, size)
     try:
-        raws = _raw_items.decode(array_header(count) + a.read(start, size))
-    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError) as e:
+        raws = _raw_items.decode(array_header(count) + data)
+    except RecursionError:  # an item nested deeper than msgspec skips: stepped over (walk)
+        try:
+            ends = item_ends(data, 0, size, count, start)
+        except CorruptedError as e:
+            raise a.damaged(str(e)) from None
+        lo = ends[j - 1] if j else 0
+        return a.decode(data[lo : ends[j]], start + lo)
+    except (msgspec.DecodeError, UnicodeDecodeError) as e:
         raise a.damaged(f"data at offset {start} ({size} bytes) is not {count} msgpack items: {e}") from None
     return a.decode(raws[j], start + sum(map(len, raws[:j])))
 
@@ -316,7 +325,9 @@ class LazyStrideList(LazyList):
         if self._whole:
             try:
                 value = _decode(self._a.read(off, self._s))
-            except (msgspec.DecodeError, UnicodeDecodeError, RecursionError) as e:
+            except RecursionError:  # a row nested deeper than msgspec goes
+                value = self._a.decode(self._a.read(off, self._s), off)
+            except (msgspec.DecodeError, UnicodeDecodeError) as e:
                 raise CorruptedError(f"data at offset {off} ({self._s} bytes) is not valid msgpack: {e}") from None
         else:  # a row view, made without I/O
             self._check_open()
@@ -615,6 +626,8 @@ class LazyHashDict(LazyDict):
             stored_key: msgspec.Raw | bytes
             try:
                 stored_key = _raw_pair.decode(b"\x92" + data)[0]
+            except RecursionError:  # a value nested deeper than msgspec skips: the key (a scalar) alone
+                stored_key = bytes(data[: scalar_size(data, 0) or 0])
             except (msgspec.DecodeError, UnicodeDecodeError):
                 stored_key = b""
             if zlib.crc32(stored_key) != h:

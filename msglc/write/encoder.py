@@ -9,6 +9,7 @@ from typing import Any
 import msgspec
 
 from msglc.config import current
+from msglc.errors import CorruptedError
 from msglc.format.container import Trailer, compressed_header, pack_header
 from msglc.format.hash_index import writer_block_bytes
 from msglc.util import accel
@@ -19,6 +20,9 @@ from msglc.write import values as validate
 from msglc.write.arrays import ArrayEncoder, DataSection
 from msglc.write.frames import HEAD_FRAME, FrameWriter, frame_size, plan_frames, toc_layout
 from msglc.write.indexer import TocBuilder
+from msglc.write.reindex import reindex
+
+_FROM_DATA = object()  # Encoded.obj of an archive made from data bytes (of_data)
 
 
 def _where(obj: Any, bad: Callable[[Any], bool]) -> str:
@@ -74,9 +78,41 @@ class Encoded:
         self.toc = bytearray()
         self.root = (0, 0)
 
+    @classmethod
+    def of_data(cls, data: bytes, options: dict[str, Any]) -> Encoded:
+        """An archive in the making whose data section is ``data``, the encoding of a value
+        copied from an archive (repacking it): taken as it is, and indexed from its bytes
+        alone (``reindex``: no object is made, and no recursion limit applies)."""
+        self = cls.__new__(cls)
+        cfg = current(**options)
+        self.threshold, self.durable, self.disable_gc = (
+            cfg.small_obj_optimization_threshold,
+            cfg.durable,
+            cfg.disable_gc,
+        )
+        self.obj = _FROM_DATA
+        self.data = DataSection(data, None)
+        self.checksum = ParallelCrc(self.data.chunks(), self.data.size)
+        self.compression, self.level = cfg.compression, cfg.compression_level
+        if self.compression is not None:
+            zstandard()
+        self.header = compressed_header() if self.compression else pack_header()
+        self.toc = bytearray()
+        self.root = (0, 0)
+        return self
+
     def index(self) -> None:
         """Build the TOC, checking every value's type on the way (raises before any TOC byte
         is written)."""
+        if self.obj is _FROM_DATA:
+            block_bytes = writer_block_bytes(self.compression is not None)
+            try:
+                self.toc, self.root = reindex(self.data.buf, self.threshold, block_bytes)
+            except (msgspec.DecodeError, ValueError) as e:
+                self.checksum.wait()
+                raise CorruptedError(f"the data to copy is not valid msgpack: {e}") from None
+            self.obj = None
+            return
         builder = TocBuilder(
             self.data.buf,
             self.threshold,
