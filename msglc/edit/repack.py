@@ -38,7 +38,7 @@ def repack(target: Any, source: LazyReader | LazyNode, options: dict[str, Any]) 
     if "compression" not in options and compression is None and compressed(a):
         compression = "zstd"
     same = cfg.small_obj_optimization_threshold == a.trailer.threshold and "compression_level" not in options
-    if compression is None and same:
+    if compression is None and same and not compressed(a):  # (a compressed TOC indexes dicts otherwise)
         parts: Iterator[bytes | bytearray | memoryview] = (
             compacted(a) if isinstance(source, LazyReader) else standalone(source)
         )

@@ -290,7 +290,7 @@ class BlockIndex:
             answer = self.probe.find(a.read, base, key, h)
             if answer is not NotImplemented:
                 return answer
-        for block, count in self._candidates(a, h):
+        for block, count in self._candidates(a, key, h):
             found = self._in_block(a, base, key, h, block, count)
             if found is not None:
                 return found
@@ -301,7 +301,7 @@ class BlockIndex:
         of the blocks it names, checked as ``find`` checks them, without reading any value
         whole: a block larger than ``WALK_OVER`` (it holds a large string or bytes value) is
         walked a window at a time, its values stepped over by their headers."""
-        for block, count in self._candidates(a, h):
+        for block, count in self._candidates(a, key, h):
             start, stop = self._block_span(a, block)
             if stop - start <= WALK_OVER:
                 if self._in_block(a, base, key, h, block, count) is not None:
@@ -310,7 +310,7 @@ class BlockIndex:
                 return True
         return False
 
-    def _candidates(self, a: Reads, h: int) -> list[tuple[int, int]]:
+    def _candidates(self, a: Reads, key: bytes, h: int) -> list[tuple[int, int]]:
         """The blocks that the records of hash ``h``'s page name with its fingerprint, each
         with how many records name it (its page's records read and checked, or kept)."""
         bits, size, pages = self.page_bits, self.size, self.pages

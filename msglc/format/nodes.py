@@ -12,7 +12,8 @@ from msglc.errors import (
     UnsupportedVersionError,
 )
 from msglc.format.container import U32
-from msglc.format.hash_index import READ_MAX_BLOCK_BITS, block_layout, region_layout
+from msglc.format.fuse import MAX_SEG_BITS, fuse_layout, slot_count
+from msglc.format.hash_index import READ_MAX_BLOCK_BITS, block_count, block_layout, region_layout
 
 
 def whole_max(threshold: int) -> int:
@@ -72,6 +73,19 @@ class BlockHashMapNode(HashMapNode, tag=6, frozen=True):
     block_bits: int
 
 
+class FuseMapNode(BlockHashMapNode, tag=7, frozen=True):
+    """A hash-indexed dict whose index is a fuse (docs/format.md, node type 7; written in
+    compressed archives): blocks of 2**block_bits entries as in type 6, found through a binary
+    fuse of ``slot_bits``-bit slots (``seg_count`` + 2 segments of 2**seg_bits, keys mixed with
+    ``seed``) whose chunks' CRCs have the CRC ``crcs_crc``; ``page_bits`` is 0."""
+
+    slot_bits: int
+    seed: int
+    seg_bits: int
+    seg_count: int
+    crcs_crc: int
+
+
 class StrideNode(msgspec.Struct, array_like=True, tag=4, frozen=True):
     """A list whose items all have one encoded size, nested as deep as that holds.
     dims[d] = (header size, item count, item stride) at depth d; the innermost items are
@@ -91,7 +105,7 @@ class ArrayNode(msgspec.Struct, array_like=True, tag=5, frozen=True):
     size: int
 
 
-Node = ListNode | MapNode | HashMapNode | BlockHashMapNode | StrideNode | ArrayNode
+Node = ListNode | MapNode | HashMapNode | BlockHashMapNode | FuseMapNode | StrideNode | ArrayNode
 
 
 _node_encoder = msgspec.msgpack.Encoder()
@@ -126,7 +140,8 @@ def unframe_node(buf: bytes | memoryview, where: int) -> Node:
 
 
 _NODE_TYPES = {
-    cls.__struct_config__.tag for cls in (ListNode, MapNode, HashMapNode, BlockHashMapNode, StrideNode, ArrayNode)
+    cls.__struct_config__.tag
+    for cls in (ListNode, MapNode, HashMapNode, BlockHashMapNode, FuseMapNode, StrideNode, ArrayNode)
 }
 
 
@@ -207,6 +222,20 @@ def check_node(node: Node, where: int, toc_off: int) -> None:
 
 def index_size(node: HashMapNode) -> int:
     """The size of a hash-indexed dict's index region (-1 for a block size out of bounds)."""
+    if isinstance(node, FuseMapNode):
+        blocks = block_count(node.n, node.block_bits) if 0 <= node.block_bits <= READ_MAX_BLOCK_BITS else 0
+        if not (
+            blocks
+            and node.page_bits == 0
+            and blocks <= 1 << node.slot_bits
+            and 1 <= node.slot_bits <= 32
+            and 0 <= node.seg_bits <= MAX_SEG_BITS
+            and 1 <= node.seg_count <= 1 << 32
+            and slot_count(node.seg_bits, node.seg_count) >= node.n
+            and 0 <= node.seed < 1 << 64
+        ):
+            return -1
+        return fuse_layout(node.n, node.block_bits, node.offs_width, node.slot_bits, node.seg_bits, node.seg_count)[2]
     if isinstance(node, BlockHashMapNode):
         if not 0 <= node.block_bits <= READ_MAX_BLOCK_BITS:
             return -1

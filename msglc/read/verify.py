@@ -40,7 +40,10 @@ from typing import Any
 import msgspec
 
 from msglc.errors import CorruptedError, MsglcError
-from msglc.format.hash_index import MAP_INLINE_MAX, hash_page_bits, hash_records, region_of
+from msglc.format.fuse import fuse_block_bits, fuse_layout, mix, slot_bits_for, slot_value, slots_of
+from msglc.format.fuse import layout as fuse_layout_of
+from msglc.format.fuse import region as fuse_region
+from msglc.format.hash_index import MAP_INLINE_MAX, block_count, hash_page_bits, hash_records, region_of
 from msglc.format.msgpack import (
     STR_MARKERS,
     array_header,
@@ -51,6 +54,7 @@ from msglc.format.msgpack import (
 from msglc.format.nodes import (
     ArrayNode,
     BlockHashMapNode,
+    FuseMapNode,
     HashMapNode,
     ListNode,
     MapNode,
@@ -69,6 +73,7 @@ from msglc.format.walk import (
     raw_items,
 )
 from msglc.read.archive import Archive
+from msglc.util import accel
 from msglc.util.checksum import data_crc32
 
 CHUNK = 1 << 22  # bytes of the data section read at a time (compressed: a few frames, decompressed in parallel)
@@ -339,10 +344,11 @@ class _Entries:
     starts, its key's CRC-32 and 32 bits of its key's ``hash()`` (to tell a CRC collision
     from a key held twice)."""
 
-    def __init__(self) -> None:
+    def __init__(self, fuse: bool = False) -> None:
         self.offs = array("Q")
         self.crcs = array("I")
         self.hashes = array("I")
+        self.rcrcs: array[int] | None = array("I") if fuse else None  # a fuse's: CRC of each key reversed
 
     def add(self, a: Archive, base: int, starts: list[int], raws: list[Any], label: str) -> list[str | int]:
         """Entries starting at ``starts`` (relative to the dict) with keys encoded as ``raws``:
@@ -352,6 +358,8 @@ class _Entries:
             raise a.damaged(f"{label}: a key of the dict at data offset {base} is not encoded as msgpack encodes it")
         self.offs.extend(starts)
         self.crcs.extend(map(zlib.crc32, raws))
+        if self.rcrcs is not None:
+            self.rcrcs.extend(zlib.crc32(bytes(r)[::-1]) for r in raws)
         self.hashes.extend(map(and_, map(hash, keys), repeat(0xFFFFFFFF)))
         return keys
 
@@ -395,7 +403,7 @@ def _check_hash_map(
         raise a.damaged(f"{label} indexes a dict of {n} entries, which writers list inline")
     starts, offs, kids = node.starts, node.offs, node.kids
     spans = len(starts)
-    entries = _Entries()
+    entries = _Entries(fuse=isinstance(node, FuseMapNode))
     kid_keys: dict[str | int, int] = {}
     k = 0
     while k < spans:
@@ -450,6 +458,10 @@ def _check_region(a: Archive, node: HashMapNode, start: int, pos: int, entries: 
     """The index region as the writer writes it for these keys, compared with the stored one;
     and no key twice (equal keys have equal encodings, so equal CRCs and hashes)."""
     records, firsts, pairs = entries.records()
+    if isinstance(node, FuseMapNode):
+        _check_fuse(a, node, start, pos, entries, label)
+        _no_key_twice(a, start, entries, pairs)
+        return
     block_bits = node.block_bits if isinstance(node, BlockHashMapNode) else None
     region = region_of(records, firsts, entries.offs, block_bits)  # type: ignore[arg-type]
     if (node.page_bits, node.offs_width, node.offs_crc, node.index[1]) != (
@@ -466,9 +478,62 @@ def _check_region(a: Archive, node: HashMapNode, start: int, pos: int, entries: 
         if bytes(stored[at : at + len(part)]) != bytes(part):
             raise a.damaged(f"hash index of the TOC node at offset {pos} does not match its dict")
         at += len(part)
+    _no_key_twice(a, start, entries, pairs)
+
+
+def _no_key_twice(a: Archive, start: int, entries: _Entries, pairs: list[tuple[int, int]]) -> None:
     for e1, e2 in pairs:
         if _stored_key(a, start, entries, e1) == _stored_key(a, start, entries, e2):
-            raise a.damaged(f"{label}: the dict at data offset {start} holds a key twice")
+            raise a.damaged(f"the dict at data offset {start} holds a key twice")
+
+
+def _check_fuse(a: Archive, node: FuseMapNode, start: int, pos: int, entries: _Entries, label: str) -> None:
+    """A fuse index (type 7) as the writer makes it for these keys: its block size and fuse
+    shape the writer's for this dict, its block offsets these entries', and every key's
+    three slots xoring to the key's block (the whole region built again and compared, with the
+    C accelerator; key by key without it)."""
+    n, bb = node.n, node.block_bits
+    offs = entries.offs
+    blocks = block_count(n, bb)
+    if (bb, node.slot_bits, (node.seg_bits, node.seg_count)) != (
+        fuse_block_bits(offs),
+        slot_bits_for(blocks),
+        fuse_layout_of(n),
+    ):
+        raise a.damaged(f"{label}: its fuse is not shaped as the dict's keys call for")
+    code = "I" if node.offs_width == 4 else "Q"
+    block_offs = array(code, [offs[b << bb] for b in range(blocks)] + [offs[n]])
+    if sys.byteorder == "big":
+        block_offs.byteswap()
+    offs_bytes = block_offs.tobytes()
+    back, size = node.index
+    stored = bytes(a.read(pos - back, size))
+    assert entries.rcrcs is not None
+    hashes = array("Q", (c << 32 | r for c, r in zip(entries.crcs, entries.rcrcs, strict=True)))
+    if sys.byteorder == "big":
+        hashes.byteswap()
+    speedups = accel.speedups
+    if speedups is not None:
+        values = b"".join(b.to_bytes(4, "little") * (1 << bb) for b in range(blocks))[: 4 * n]
+        slots = speedups.fuse_build(hashes.tobytes(), values, node.slot_bits, node.seg_bits, node.seg_count, node.seed)
+        if slots is None or fuse_region(offs_bytes, slots) != stored:
+            raise a.damaged(f"fuse index of the TOC node at offset {pos} does not match its dict")
+    else:
+        if stored[: len(offs_bytes)] != offs_bytes:
+            raise a.damaged(f"fuse index of the TOC node at offset {pos} does not match its dict")
+        data = memoryview(stored)[
+            fuse_layout(n, bb, node.offs_width, node.slot_bits, node.seg_bits, node.seg_count)[1] :
+        ]
+        for e, base in enumerate(hashes):
+            h = mix(base, node.seed)
+            got = 0
+            for slot in slots_of(h, node.seg_bits, node.seg_count):
+                got ^= slot_value(data, slot * node.slot_bits, node.slot_bits)
+            if got != e >> bb:
+                raise a.damaged(f"fuse index of the TOC node at offset {pos} does not match its dict")
+    slots_at = fuse_layout(n, bb, node.offs_width, node.slot_bits, node.seg_bits, node.seg_count)[1]
+    if (zlib.crc32(offs_bytes), zlib.crc32(stored[len(offs_bytes) : slots_at])) != (node.offs_crc, node.crcs_crc):
+        raise a.damaged(f"fuse index of the TOC node at offset {pos} fails its checksums")
 
 
 def _stored_key(a: Archive, start: int, entries: _Entries, e: int) -> bytes:

@@ -77,6 +77,7 @@ class Encoded:
         self.header = compressed_header() if self.compression else pack_header()
         self.toc = bytearray()
         self.root = (0, 0)
+        self.regions: list[tuple[int, ...]] = []  # where the TOC's frames are cut (TocBuilder.regions)
 
     @classmethod
     def of_data(cls, data: bytes, options: dict[str, Any]) -> Encoded:
@@ -99,6 +100,7 @@ class Encoded:
         self.header = compressed_header() if self.compression else pack_header()
         self.toc = bytearray()
         self.root = (0, 0)
+        self.regions = []
         return self
 
     def index(self) -> None:
@@ -107,7 +109,9 @@ class Encoded:
         if self.obj is _FROM_DATA:
             block_bytes = writer_block_bytes(self.compression is not None)
             try:
-                self.toc, self.root = reindex(self.data.buf, self.threshold, block_bytes)
+                self.toc, self.root, self.regions = reindex(
+                    self.data.buf, self.threshold, block_bytes, fuse=self.compression is not None
+                )
             except (msgspec.DecodeError, ValueError) as e:
                 self.checksum.wait()
                 raise CorruptedError(f"the data to copy is not valid msgpack: {e}") from None
@@ -118,6 +122,7 @@ class Encoded:
             self.threshold,
             self.data.splices,
             block_bytes=writer_block_bytes(self.compression is not None),
+            fuse=self.compression is not None,
         )
         try:
             with gc_paused(self.disable_gc):
@@ -130,6 +135,7 @@ class Encoded:
                 raise ValueError("object is nested too deeply to index") from None
             raise
         self.toc = builder.toc
+        self.regions = builder.regions
         self.obj = None
 
     def sections(self) -> Iterator[bytes | bytearray | memoryview]:
@@ -149,9 +155,17 @@ class Encoded:
             boundaries, runs, forced = toc_layout(self.toc, self.root, plain, size)
             frames.write_planned(plain, plan_frames(len(plain), size, boundaries, runs, forced))
             frames.end_data()
-            frames.write(memoryview(self.toc)[: self.root[0]])
-            frames.cut()  # the root node starts a frame: opening decompresses no more than it
-            frames.write(memoryview(self.toc)[self.root[0] :])
+            # frames of their own for the root node (opening decompresses no more than it) and
+            # each index region (mostly random bytes: stored raw, so a lookup reads its bytes in place)
+            toc = memoryview(self.toc)
+            raw = {start: end for _, start, end in self.regions}  # the random parts, stored raw
+            at = 0
+            for cut in sorted({self.root[0], *(x for region in self.regions for x in region)}):
+                if at < cut <= len(toc):
+                    (frames.write_raw if at in raw else frames.write)(toc[at:cut])
+                    frames.cut()
+                    at = cut
+            frames.write(toc[at:])
             stored = frames.close(self.root)
         finally:
             frames.abort()

@@ -39,6 +39,7 @@ from msglc.format.msgpack import FIXED_SCALAR_SIZE, array_header
 from msglc.format.nodes import (
     ArrayNode,
     BlockHashMapNode,
+    FuseMapNode,
     HashMapNode,
     ListNode,
     MapNode,
@@ -63,6 +64,8 @@ Frame = tuple[int, int, int]
 
 DATA_FRAME = 1 << 16  # plain bytes per frame of the data (docs/compression.md measures the trade-off)
 TOC_FRAME = 1 << 15  # ... of the TOC: opening decompresses the one holding the root node
+FUSE_FRAME = 1 << 15  # plain bytes per frame inside a fuse-indexed dict: a lookup decompresses one
+RAW_FRAME = 1 << 15  # plain bytes per frame written raw on purpose (write_raw)
 RAW_RATIO = 0.97  # a frame that zstd shrinks by less than 3% is stored raw (read in place)
 HEAD_FRAME = 5  # the data's first bytes (the root's header, as a reader reads it) make a frame of their own
 DICT_SAMPLE = 4 << 20  # a streamed section's first bytes, buffered to choose its dictionary from
@@ -214,7 +217,8 @@ def toc_layout(
         elif isinstance(node, BlockHashMapNode):  # a lookup reads one block: never cut one in two
             starts = _block_starts(toc, pos, node)
             boundaries.extend(base + o for o in starts)
-            forced.extend(base + o for o in _spaced(starts, lookup_frame(size)))
+            step = FUSE_FRAME if isinstance(node, FuseMapNode) else lookup_frame(size)
+            forced.extend(base + o for o in _spaced(starts, step))
             work.extend((pos - back, size, base + node.offs[k + 1], False) for k, (back, size) in node.kids.items())
         elif isinstance(node, HashMapNode):
             forced.extend(base + o for o in node.offs)
@@ -470,6 +474,22 @@ class FrameWriter:
         self.plain += sum(d for _, d in entries)
         self._buf_at = self.plain
         self._drain(AHEAD)
+
+    def write_raw(self, data: bytes | bytearray | memoryview) -> None:
+        """Plain bytes stored as raw frames (filter 2) whatever zstd would make of them: random
+        bytes (an index's slots or records) that lookups read a few at a time, in place."""
+        self.cut()
+        view = memoryview(data).cast("B")
+        for lo in range(0, len(view), RAW_FRAME):
+            piece = bytes(view[lo : lo + RAW_FRAME])
+            self._queue.append(self._pool.submit(self._raw_frame, piece))
+            self.plain += len(piece)
+            self._buf_at = self.plain
+            self._drain(AHEAD)
+
+    def _raw_frame(self, piece: bytes) -> list[tuple[bytes, int, tuple[int, int], int]]:
+        checksum = self._compressor(0, 1).compress(piece)[-4:]  # zstd's checksum of it, whatever the level
+        return [(pack_raw_frame(piece, checksum), len(piece), (RAW, 0), 0)]
 
     def cut(self) -> None:
         """End the current frame here (the TOC's root node then starts a frame: opening

@@ -23,9 +23,12 @@ from typing import Any, NamedTuple, TypeVar
 
 import msgspec
 
+from msglc.format import fuse
+from msglc.format.fuse import fuse_block_bits
 from msglc.format.hash_index import (
     BLOCK_BYTES,
     MAP_INLINE_MAX,
+    IntCode,
     Region,
     block_bits_for,
     hash_page_bits,
@@ -44,6 +47,7 @@ from msglc.format.msgpack import (
 from msglc.format.nodes import (
     ArrayNode,
     BlockHashMapNode,
+    FuseMapNode,
     ListNode,
     MapNode,
     Node,
@@ -89,8 +93,15 @@ class TocBuilder:
         splices: Sequence[tuple[int, bytes, Any]] = (),
         toc_base: int = 0,
         block_bytes: int = BLOCK_BYTES,
+        fuse: bool = False,
     ) -> None:
+        """``fuse``: index big dicts with a fuse (node type 7: for compressed archives, where a
+        lookup decompresses a frame of blocks anyway) when the C accelerator can build one."""
         self.buf = buf
+        self.fuse = fuse
+        # where the TOC's frames are best cut (compressed archives): around each index region,
+        # and where its random part (records, slots) starts, which is then stored raw
+        self.regions: list[tuple[int, ...]] = []
         self.threshold = threshold  # spans are cut at about this size
         self.whole = whole_max(threshold)  # containers up to this size get no node
         self.block_bytes = block_bytes  # the block index's block size (larger in compressed archives)
@@ -315,6 +326,10 @@ class TocBuilder:
             entry_kids = {e: (items[e][0], kids[items[e][0]]) for e, _, _ in big if items[e][0] in kids}
         if not self.all_plain:
             validate.check_map(d, skip={key for key, _ in entry_kids.values()})
+        if self.fuse:
+            made = self.fuse_node(n, koffs, entry_kids, speedups.key_hashes(self.buf, a + h, n))
+            if made is not None:
+                return made
         firsts = le_array("I", firsts_bytes)
         region = self.add_region(
             region_of(le_view("Q", rec_bytes), firsts, koffs, block_bits_for(koffs, self.block_bytes))
@@ -348,6 +363,55 @@ class TocBuilder:
             )
         )
 
+    def fuse_node(
+        self,
+        n: int,
+        koffs: Sequence[int],
+        entry_kids: Mapping[int, tuple[str | int, tuple[int, int]]],
+        hashes: bytes,
+    ) -> tuple[int, int] | None:
+        """The node of a fuse-indexed dict (type 7) and its region, or None when no fuse can be
+        built for these keys (the caller writes a type-6 index)."""
+        block_bits = fuse_block_bits(koffs)
+        built = fuse.build(hashes, n, block_bits)
+        if built is None:
+            return None
+        seed, slot_bits, seg_bits, seg_count, slots = built
+        code: IntCode = "I" if koffs[-1] < 1 << 32 else "Q"
+        offs = array(code, koffs[0 : n : 1 << block_bits])
+        offs.append(koffs[n])
+        if sys.byteorder == "big":
+            offs.byteswap()
+        offs_bytes = offs.tobytes()
+        data = fuse.region(offs_bytes, slots)
+        position = self._here()
+        self.toc += data
+        start = len(self.toc) - len(data)
+        self.regions.append((start, start + len(data) - len(slots), len(self.toc)))
+        crcs = data[len(offs_bytes) : len(data) - len(slots)]
+        starts, span_offs, span_kids = self.spans(koffs, n, {e: ref for e, (_, ref) in entry_kids.items()})
+        span_of_entry = {starts[k]: k for k in span_kids}
+        here = self._here()
+        return self.add_node(
+            FuseMapNode(
+                n=n,
+                starts=starts,
+                offs=span_offs,
+                kids=self.refs(span_kids),
+                kid_keys={key: span_of_entry[e] for e, (key, _) in entry_kids.items()},
+                page_bits=0,
+                offs_width=offs.itemsize,
+                offs_crc=zlib.crc32(offs_bytes),
+                index=(here - position, len(data)),
+                block_bits=block_bits,
+                slot_bits=slot_bits,
+                seed=seed,
+                seg_bits=seg_bits,
+                seg_count=seg_count,
+                crcs_crc=zlib.crc32(crcs),
+            )
+        )
+
     def _big_values(
         self, d: dict[Any, Any], a: int, voffs: list[int], koffs: list[int], vlens: list[int]
     ) -> dict[Any, tuple[int, int]]:
@@ -374,8 +438,10 @@ class TocBuilder:
         if region.block_bits is None:
             raise ValueError("writers write block indexes only (node type 6)")
         pos = self._here()
+        start = len(self.toc)
         for part in region.parts:
             self.toc += part
+        self.regions.append((start, len(self.toc) - len(region.parts[-1]), len(self.toc)))
         return WrittenRegion(
             pos, self._here() - pos, region.page_bits, region.width, region.offs_crc, region.block_bits
         )

@@ -47,13 +47,16 @@ class _Open:
     label: int = 0
 
 
-def reindex(buf: bytes, threshold: int, block_bytes: int) -> tuple[bytearray, tuple[int, int]]:
-    """The TOC of the data section ``buf`` under ``threshold`` (its bytes, and the root
-    node's position and length, or (0, 0) for a root without one)."""
-    builder = TocBuilder(buf, threshold, block_bytes=block_bytes)
+def reindex(
+    buf: bytes, threshold: int, block_bytes: int, fuse: bool = False
+) -> tuple[bytearray, tuple[int, int], list[tuple[int, ...]]]:
+    """The TOC of the data section ``buf`` under ``threshold`` (its bytes, the root node's
+    position and length, or (0, 0) for a root without one, and its index regions); ``fuse``:
+    as ``TocBuilder``'s."""
+    builder = TocBuilder(buf, threshold, block_bytes=block_bytes, fuse=fuse)
     first = _open(builder, 0, len(buf))
     if not isinstance(first, _Open):
-        return builder.toc, first or (0, 0)
+        return builder.toc, first or (0, 0), builder.regions
     stack = [first]
     while True:
         top = stack[-1]
@@ -70,7 +73,7 @@ def reindex(buf: bytes, threshold: int, block_bytes: int) -> tuple[bytearray, tu
         stack.pop()
         ref = _close(builder, top)
         if not stack:
-            return builder.toc, ref
+            return builder.toc, ref, builder.regions
         stack[-1].refs[top.label] = ref
 
 
@@ -148,6 +151,11 @@ def _close(builder: TocBuilder, top: _Open) -> tuple[int, int]:
         return builder.hash_node(top.n, top.offs, entry_kids, builder.hash_index(top.extra, top.offs))
     keys = _keys([_key_at(builder.buf, top.a + top.offs[e]) for e in sorted(top.refs)])
     entry_kids = {e: (key, top.refs[e]) for e, key in zip(sorted(top.refs), keys, strict=True)}
+    if builder.fuse and accel.speedups is not None:  # as dump indexes it in a compressed archive
+        h = container_header_size(builder.buf[top.a])
+        made = builder.fuse_node(top.n, top.offs, entry_kids, accel.speedups.key_hashes(builder.buf, top.a + h, top.n))
+        if made is not None:
+            return made
     rec_bytes, firsts = top.extra
     region = builder.add_region(
         region_of(le_view("Q", rec_bytes), firsts, top.offs, block_bits_for(top.offs, builder.block_bytes))

@@ -1,0 +1,154 @@
+"""Fuse-indexed dicts (node type 7): how compressed archives index big dicts, in about 1.13
+times the bits of a block number per key. Lookups of every key, absent keys, large values
+with nodes of their own, damage caught by the chunk CRCs, crafted slots caught by verify."""
+
+import random
+import zlib
+
+import pytest
+
+import msglc
+from msglc import CorruptedError, LazyReader
+from msglc.format import fuse
+from msglc.format.nodes import FuseMapNode
+from msglc.read.reader import archive_of
+from msglc.util import accel
+
+pytest.importorskip("zstandard")
+needs_c = pytest.mark.skipif(accel.speedups is None, reason="the C accelerator builds fuses")
+
+ZSTD = {"compression": "zstd"}
+
+
+def table(n, seed=1):
+    rng = random.Random(seed)
+    d = {f"w{rng.getrandbits(40):010x}": rng.randrange(300) for _ in range(n)}
+    d.update({i: f"int {i}" for i in range(0, 3000, 3)})  # int keys too
+    return d
+
+
+def root_node(r):
+    return archive_of(r).node(*_root_place(r))
+
+
+def _root_place(r):
+    t = archive_of(r).trailer
+    return t.toc_off + t.root_pos, t.root_len
+
+
+@needs_c
+def test_the_math_is_the_c_math():
+    """base_hash, mix and slots_of in Python give what the C build placed: every key of a
+    built fuse xors to its block, computed in pure Python."""
+    keys = [f"key-{i}".encode() for i in range(5000)]
+    hashes = b"".join(fuse.base_hash(k).to_bytes(8, "little") for k in keys)
+    seed, slot_bits, seg_bits, seg_count, slots = fuse.build(hashes, len(keys), 4)
+    for e, k in enumerate(keys):
+        h = fuse.mix(fuse.base_hash(k), seed)
+        got = 0
+        for s in fuse.slots_of(h, seg_bits, seg_count):
+            got ^= fuse.slot_value(slots, s * slot_bits, slot_bits)
+        assert got == e >> 4
+
+
+@needs_c
+@pytest.mark.parametrize("pure_reads", [False, True], ids=["C", "pure Python reads"])
+def test_every_key_reads_back_and_absent_keys_are_absent(monkeypatch, pure_reads):
+    d = table(60_000)
+    d["big"] = list(range(5000))  # a value with a node of its own, inside the dict
+    data = msglc.dumps(d, **ZSTD)
+    if pure_reads:
+        monkeypatch.setattr(accel, "speedups", None)
+    with LazyReader(data, cached=False) as r:
+        assert isinstance(root_node(r), FuseMapNode)
+        root = r.read()
+        for k in random.Random(2).sample(list(d), 3000):
+            assert root[k] == d[k] and k in root
+        assert root["big"] == d["big"]
+        for k in ["w0000000000", "nope", 1, 3001, -3, "big2"]:
+            assert k not in root
+            with pytest.raises(KeyError):
+                root[k]
+        r.verify()
+        assert r.to_obj() == d
+
+
+@needs_c
+def test_the_index_takes_under_two_bytes_a_key():
+    n = 300_000
+    d = {f"k{i:08d}": i % 7 for i in range(n)}
+    data = msglc.dumps(d, **ZSTD)
+    with LazyReader(data) as r:
+        node = root_node(r)
+        assert isinstance(node, FuseMapNode)
+        assert node.index[1] / n < 2.0, node.index[1] / n
+        assert node.index[1] / n < 0.75 * 3.3  # the block index of type 6: about 3.3 bytes a key
+
+
+@needs_c
+def test_a_damaged_chunk_is_an_error_not_a_wrong_answer():
+    d = table(30_000)
+    data = bytearray(msglc.dumps(d, **ZSTD))
+    with LazyReader(bytes(data)) as r:
+        node = root_node(r)
+        pos = _root_place(r)[0]
+        region = pos - node.index[0]
+        slots_at = fuse.fuse_layout(
+            node.n, node.block_bits, node.offs_width, node.slot_bits, node.seg_bits, node.seg_count
+        )[1]
+        frame = next(f for f in r.frames() if f.plain_offset <= region + slots_at + 500 < f.plain_offset + f.plain_size)
+        assert frame.filter == 2  # the slots are stored raw: read in place
+    at = frame.offset + 12 + region + slots_at + 500 - frame.plain_offset
+    data[at] ^= 0x5A
+    with LazyReader(bytes(data), cached=False) as r:
+        root = r.read()
+        outcomes = set()
+        for k in random.Random(3).sample(list(d), 4000):
+            try:
+                assert root[k] == d[k]
+                outcomes.add("ok")
+            except CorruptedError as e:
+                assert "fuse index chunk" in str(e)
+                outcomes.add("error")
+        assert outcomes == {"ok", "error"}
+
+
+@needs_c
+def test_verify_rebuilds_the_fuse(monkeypatch):
+    """Slots changed with their chunk's CRC (and the CRC of the CRCs) recomputed: lookups
+    cannot tell, verify does (with and without the C accelerator)."""
+    d = table(20_000)
+    data = bytearray(msglc.dumps(d, **ZSTD))
+    with LazyReader(bytes(data)) as r:
+        node = root_node(r)
+        pos = _root_place(r)[0]
+        region = pos - node.index[0]
+        crcs_at, slots_at, end = fuse.fuse_layout(
+            node.n, node.block_bits, node.offs_width, node.slot_bits, node.seg_bits, node.seg_count
+        )
+        frames = list(r.frames())
+    # the slots' chunk 0 lies in one raw frame: flip a byte and fix that chunk's CRC
+    plain_at = region + slots_at
+    frame = next(f for f in frames if f.plain_offset <= plain_at < f.plain_offset + f.plain_size)
+    assert frame.filter == 2 and plain_at + fuse.CHUNK <= frame.plain_offset + frame.plain_size
+    stored = frame.offset + 12 + plain_at - frame.plain_offset
+    data[stored + 7] ^= 0x01
+    chunk = bytes(data[stored : stored + fuse.CHUNK])
+    crc_frame = next(f for f in frames if f.plain_offset <= region + crcs_at < f.plain_offset + f.plain_size)
+    if crc_frame.filter != 2:
+        pytest.skip("the chunk CRCs share a compressed frame here")
+    crc_stored = crc_frame.offset + 12 + region + crcs_at - crc_frame.plain_offset
+    data[crc_stored : crc_stored + 4] = zlib.crc32(chunk).to_bytes(4, "little")
+    # (the node's crcs_crc no longer holds: lookups refuse the tables; verify names the fuse)
+    with LazyReader(bytes(data), cached=False) as r, pytest.raises(CorruptedError):
+        r.verify()
+    monkeypatch.setattr(accel, "speedups", None)
+    with LazyReader(bytes(data), cached=False) as r, pytest.raises(CorruptedError):
+        r.verify()
+
+
+def test_without_the_c_accelerator_writers_write_a_block_index(monkeypatch):
+    monkeypatch.setattr(accel, "speedups", None)
+    d = table(5_000)
+    with LazyReader(msglc.dumps(d, **ZSTD)) as r:
+        assert not isinstance(root_node(r), FuseMapNode) and r.to_obj() == d
