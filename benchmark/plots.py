@@ -19,6 +19,7 @@ FIGURES = (
     "records_size",
     "bulk_read",
     "dask_reduce",
+    "realdata",
 )
 
 
@@ -159,6 +160,10 @@ def draw_all(results: dict, out: Path) -> list[Path]:
         _bulk(plt, results, out, written)
     if results.get("scale"):
         _scale(plt, results, out, written)
+    if results.get("realdata"):
+        fig = _realdata(plt, results)
+        _save(fig, out, "realdata", written)
+        plt.close(fig)
     return written
 
 
@@ -181,3 +186,77 @@ def _scale(plt, results: dict, out: Path, written: list[Path]) -> None:
     ax.set_title(f"{what}\n{results['date']}\n{results['machine']}", fontsize=9)
     _save(fig, out, "dask_reduce", written)
     plt.close(fig)
+
+
+def _realdata(plt, results: dict):
+    """Per dataset of real public JSON: each archive's size over the whole plain msgpack
+    compressed by zstd -3 (left), and the time of one value read with ``cached=False`` (right:
+    median bar, p90 whisker), with issue 31's targets as short black lines over each group."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+
+    from benchmark.targets.realdata import READ_TARGET_US, SIZE_TARGET
+
+    measured = results["realdata"]
+    names = list(dict.fromkeys(s["series"] for m in measured for s in m["series"]))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(14, 7))
+    x = list(range(len(measured)))
+
+    def found(m: dict, series: str) -> dict | None:
+        return next((s for s in m["series"] if s["series"] == series), None)
+
+    def targets(ax, values: list[float], label: str) -> None:
+        for i, value in enumerate(values):
+            ax.plot([i - 0.42, i + 0.42], [value] * 2, color="black", linewidth=2, label=label if i == 0 else None)
+
+    def log_axis(ax, ticks: list[float], unit: str) -> None:
+        ax.set_yscale("log")
+        ax.yaxis.set_major_locator(FixedLocator(ticks))
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}{unit}"))
+        ax.yaxis.set_minor_locator(NullLocator())
+
+    left_series = ["floor: plain msgpack", *names]  # the same colour for a series in both panels
+    width = 0.8 / len(left_series)
+    for k, series in enumerate(left_series):
+        xs, ratios = [], []
+        for i, m in enumerate(measured):
+            s = found(m, series)
+            if series == "floor: plain msgpack" or s is not None:
+                xs.append(i - 0.4 + width * (k + 0.5))
+                ratios.append((s["bytes"] if s else m["plain_bytes"]) / m["zstd_bytes"])
+        bars = left.bar(xs, ratios, width, label=series, color=f"C{k}")
+        left.bar_label(bars, [f"{r:.2f}" for r in ratios], fontsize=6, padding=1)
+    left.axhline(1, color="black", linestyle=":", label="floor: plain msgpack, whole file zstd -3")
+    targets(left, [SIZE_TARGET[m["kind"]] for m in measured], "target for a compressed archive (issue 31)")
+    log_axis(left, [1, 1.15, 1.5, 2, 3, 5, 10, 20, 50], "x")
+    left.set_ylabel("size / the whole plain msgpack compressed by zstd -3 (log scale)")
+    left.set_title("Archive size against the whole file compressed by zstd -3 (lower is better)", fontsize=9)
+
+    width = 0.8 / len(names)
+    for k, series in enumerate(names):
+        xs, median, p90 = [], [], []
+        for i, m in enumerate(measured):
+            s = found(m, series)
+            if s is not None:
+                xs.append(i - 0.4 + width * (k + 0.5))
+                median.append(s["read_median_seconds"] * 1e6)
+                p90.append(s["read_p90_seconds"] * 1e6)
+        right.bar(xs, median, width, label=series, color=f"C{k + 1}")
+        right.errorbar(xs, median, yerr=[[0] * len(xs), [b - a for a, b in zip(median, p90, strict=True)]],
+                       fmt="none", ecolor="black", capsize=3, linewidth=1)  # fmt: skip
+    targets(right, [READ_TARGET_US[m["kind"]] for m in measured], "target for the median (issue 31)")
+    log_axis(right, [1, 2, 5, 10, 20, 30, 50, 100, 200, 500, 1000, 2000, 5000], " us")
+    right.set_ylabel("one value, cached=False (log scale): bar median, whisker p90")
+    paths = measured[0]["paths"]
+    right.set_title(f"One value read from an open reader ({paths} random leaf paths per dataset)", fontsize=9)
+
+    labels = [
+        f"{m['dataset']}{' (quick)' if m['quick'] else ''}\n{m['kind']}\n{m['plain_bytes'] / 1e6:.1f} MB msgpack"
+        for m in measured
+    ]
+    for ax in (left, right):
+        ax.set_xticks(x, labels, fontsize=7)
+        ax.grid(True, axis="y", alpha=0.3)
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2)
+    fig.suptitle(f"Real public JSON in msglc archives\n{results['date']}\n{results['machine']}", fontsize=9)
+    fig.tight_layout()
+    return fig

@@ -29,6 +29,7 @@ import gc
 import json
 import math
 import random
+import shutil
 import subprocess
 import sys
 import time
@@ -179,6 +180,7 @@ def collect(
             text=True,
             cwd=CHECKOUT,
         )
+        shutil.rmtree(work, ignore_errors=True)  # iconify's files alone take about 1.2 GB
         if run.returncode != 0:
             raise RuntimeError(f"measuring the dataset {name} failed (exit {run.returncode}); its error is above")
         out.append(json.loads(run.stdout.strip().splitlines()[-1]))
