@@ -203,7 +203,9 @@ DATASETS = {
             "@octokit/openapi",
             "23.0.2",
             "octokit-openapi-23.0.2",
-            ("package/generated/*.json",),
+            tuple(
+                f"package/generated/{s}.json" for s in ("api.github.com", "ghec", "ghes-3.17", "ghes-3.18", "ghes-3.19")
+            ),
             load_octokit,
             "{spec: document}: five OpenAPI descriptions of GitHub's REST API",
             "the first description only",
