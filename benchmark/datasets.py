@@ -231,7 +231,7 @@ DATASETS = {
             "all-the-package-names-2.0.2578",
             ("package/names.json",),
             load_npm_names,
-            "one list of about 3.6 M short strings (npm package names), read by index",
+            "one sorted list of 4.5 M short strings (npm package names), read by index",
             "every 20th name",
         ),
     )

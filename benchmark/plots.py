@@ -190,7 +190,7 @@ def _scale(plt, results: dict, out: Path, written: list[Path]) -> None:
 
 def _realdata(plt, results: dict):
     """Per dataset of real public JSON: each archive's size over the whole plain msgpack
-    compressed by zstd -3 (left), and the time of one value read with ``cached=False`` (right:
+    compressed by zstd -3 (top), and the time of one value read with ``cached=False`` (bottom:
     median bar, p90 whisker), with issue 31's targets as short black lines over each group."""
     from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
@@ -198,7 +198,8 @@ def _realdata(plt, results: dict):
 
     measured = results["realdata"]
     names = list(dict.fromkeys(s["series"] for m in measured for s in m["series"]))
-    fig, (left, right) = plt.subplots(1, 2, figsize=(14, 7))
+    # one panel above the other, each as wide as its groups need
+    fig, (left, right) = plt.subplots(2, 1, figsize=(max(9.0, 1.7 * len(measured) + 3), 11))
     x = list(range(len(measured)))
 
     def found(m: dict, series: str) -> dict | None:
@@ -250,13 +251,13 @@ def _realdata(plt, results: dict):
     right.set_title(f"One value read from an open reader ({paths} random leaf paths per dataset)", fontsize=9)
 
     labels = [
-        f"{m['dataset']}{' (quick)' if m['quick'] else ''}\n{m['kind']}\n{m['plain_bytes'] / 1e6:.1f} MB msgpack"
+        f"{m['dataset']}{' (quick)' if m['quick'] else ''}\n{m['kind']}\n{m['plain_bytes'] / 1e6:.3g} MB msgpack"
         for m in measured
     ]
     for ax in (left, right):
         ax.set_xticks(x, labels, fontsize=7)
         ax.grid(True, axis="y", alpha=0.3)
-        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2)
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
     fig.suptitle(f"Real public JSON in msglc archives\n{results['date']}\n{results['machine']}", fontsize=9)
     fig.tight_layout()
     return fig

@@ -27,7 +27,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from ..compressed import have_zstd
-from ..datasets import DATASETS
+from ..datasets import DATASETS, DataUnavailable
 from .arrays import array_targets
 from .combine import append_targets, combine_targets
 from .common import THRESHOLDS, Row, fresh, machine
@@ -36,7 +36,7 @@ from .dicts import dict_targets
 from .lookups import lookup_targets
 from .matrix import matrix_targets
 from .memory import make_big, memory_target, read_one
-from .realdata import DataUnavailable, add_arguments, check_options, fetch_all, realdata_targets, series_of
+from .realdata import add_arguments, check_options, fetch_all, realdata_targets, series_of
 from .realdata import child as realdata_child
 from .remote import remote_targets
 from .scale import dask_targets

@@ -43,7 +43,7 @@ import msgspec
 import msglc
 
 from ..compressed import LEVEL, zstd_whole
-from ..datasets import DATASETS, DEFAULT_DATA_DIR, DataUnavailable, fetch, parse_names
+from ..datasets import DATASETS, DEFAULT_DATA_DIR, fetch, parse_names
 from ..timing import interleaved
 from .common import Row, fresh
 
@@ -487,20 +487,3 @@ def child(spec_json: str) -> None:
     series = [(s, dict(options)) for s, options in spec["series"]]
     result = measure(spec["dataset"], Path(spec["folder"]), spec["quick"], series, Path(spec["tmp"]))
     print(json.dumps(result))
-
-
-__all__ = [
-    "BASE_SERIES",
-    "DataUnavailable",
-    "add_arguments",
-    "check_options",
-    "child",
-    "collect",
-    "fetch_all",
-    "leaf_paths",
-    "measure",
-    "parse_option",
-    "realdata_targets",
-    "rows_of",
-    "series_of",
-]
