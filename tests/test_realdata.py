@@ -73,6 +73,7 @@ def test_the_section_measures_every_series_of_every_dataset_offline(standin, tmp
     assert targets_of["mdn-bcd (quick), msglc zstd: size / whole file by zstd -3"] == "<= 1.15"  # a document
     assert targets_of["wordfreq (quick), msglc: one value, cached=False (us, median)"] == "<= 30 us"
     assert "| mdn-bcd (quick), msglc zstd: open (ms, median of 11) |" in run.stdout
+    assert f"| wordfreq (quick) | msglc zstd, {option} |" in run.stdout  # the table of every series
 
 
 def test_offline_without_the_data_names_what_is_missing_and_measures_nothing(tmp_path):

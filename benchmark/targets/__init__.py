@@ -28,6 +28,7 @@ from pathlib import Path
 
 from ..compressed import have_zstd
 from ..datasets import DATASETS, DataUnavailable
+from ..report import realdata_table
 from .arrays import array_targets
 from .combine import append_targets, combine_targets
 from .common import THRESHOLDS, Row, fresh, machine
@@ -196,6 +197,8 @@ def main(argv: list[str] | None = None) -> int:
     print("| figure | measured | target | ok | detail |\n|---|---|---|---|---|")
     for r in rows:
         print(f"| {r.figure} | {r.measured:.3g} | {r.target} | {'yes' if r.ok else '**no**'} | {r.detail} |")
+    if realdata:
+        print("\n".join(realdata_table(realdata)))
     args.out.mkdir(parents=True, exist_ok=True)
     report = {
         "machine": machine(),
