@@ -25,7 +25,7 @@ from pathlib import Path
 
 from . import plots, report
 from .compressed import have_zstd
-from .datasets import SUITE_QUICK, DataUnavailable
+from .datasets import FETCH_TIMEOUT, SUITE_QUICK, DataUnavailable
 from .experiment import Experiment, Results, Settings, workdir
 from .targets import machine
 from .targets.realdata import add_arguments, check_options, collect, fetch_all, series_of
@@ -132,7 +132,8 @@ def realdata_folders(settings: Settings, args: argparse.Namespace) -> tuple[dict
     if not have_zstd():
         return {}, 'the realdata figure is left out: it needs zstandard (pip install -e ".[zstd]")'
     try:
-        return fetch_all(settings.datasets, args.data_dir, args.offline), None
+        # quick: a registry that does not answer costs two minutes, not the default quarter hour
+        return fetch_all(settings.datasets, args.data_dir, args.offline, 120 if args.quick else FETCH_TIMEOUT), None
     except DataUnavailable as e:
         if not args.quick:
             raise

@@ -32,7 +32,7 @@ from typing import Any
 import msgspec
 
 DEFAULT_DATA_DIR = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "msglc-bench"
-FETCH_TIMEOUT = 1800  # seconds for one download: a registry that stops answering must not hang the run
+FETCH_TIMEOUT = 900  # seconds for one download: a registry that stops answering must not hang the run
 
 
 class DataUnavailable(Exception):
@@ -284,7 +284,7 @@ def unpack(archive: Path, into: Path, keep: tuple[str, ...]) -> int:
     return count
 
 
-def _download(ds: Dataset, into: Path) -> Path:
+def _download(ds: Dataset, into: Path, timeout: float) -> Path:
     """The package's archive, downloaded by its registry's client into ``into``."""
     if ds.client == "npm":
         cmd = ["npm", "pack", ds.spec, "--pack-destination", str(into), "--silent"]
@@ -295,11 +295,11 @@ def _download(ds: Dataset, into: Path) -> Path:
         pattern = "*.whl"
     shown = " ".join(cmd[2:] if ds.client == "pip" else cmd)
     try:
-        run = subprocess.run(cmd, capture_output=True, text=True, timeout=FETCH_TIMEOUT, stdin=subprocess.DEVNULL)
+        run = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
     except FileNotFoundError:
         raise DataUnavailable(f"{ds.name}: {cmd[0]} is not installed here (needed for {shown})") from None
     except subprocess.TimeoutExpired:
-        raise DataUnavailable(f"{ds.name}: {shown} did not finish in {FETCH_TIMEOUT} s") from None
+        raise DataUnavailable(f"{ds.name}: {shown} did not finish in {timeout:g} s") from None
     found = sorted(into.glob(pattern))
     if run.returncode != 0 or len(found) != 1:
         tail = " ".join((run.stderr or run.stdout).strip().splitlines()[-3:]) or "no output"
@@ -307,7 +307,7 @@ def _download(ds: Dataset, into: Path) -> Path:
     return found[0]
 
 
-def fetch(ds: Dataset, data_dir: Path, offline: bool = False) -> Path:
+def fetch(ds: Dataset, data_dir: Path, offline: bool = False, timeout: float = FETCH_TIMEOUT) -> Path:
     """The unpacked folder of ``ds`` in ``data_dir``, downloaded and unpacked first if absent
     (never with ``offline``). Raises ``DataUnavailable`` saying why it cannot be had."""
     folder = data_dir / ds.folder
@@ -315,18 +315,21 @@ def fetch(ds: Dataset, data_dir: Path, offline: bool = False) -> Path:
         return folder
     if offline:
         raise DataUnavailable(f"{ds.name}: {folder} does not exist, and --offline fetches nothing")
-    data_dir.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=data_dir, prefix=f".{ds.folder}.") as tmp:
-        archive = _download(ds, Path(tmp))
-        staging = Path(tmp) / "unpacked"
-        staging.mkdir()
-        if unpack(archive, staging, ds.keep) == 0:
-            raise DataUnavailable(f"{ds.name}: {archive.name} holds no file matching {', '.join(ds.keep)}")
-        try:
-            staging.rename(folder)  # complete: only now does the folder exist
-        except OSError:
-            if not folder.is_dir():  # else another run unpacked the same files first
-                raise
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=data_dir, prefix=f".{ds.folder}.") as tmp:
+            archive = _download(ds, Path(tmp), timeout)
+            staging = Path(tmp) / "unpacked"
+            staging.mkdir()
+            if unpack(archive, staging, ds.keep) == 0:
+                raise DataUnavailable(f"{ds.name}: {archive.name} holds no file matching {', '.join(ds.keep)}")
+            try:
+                staging.rename(folder)  # complete: only now does the folder exist
+            except OSError:
+                if not folder.is_dir():  # else another run unpacked the same files first
+                    raise
+    except (OSError, tarfile.TarError, zipfile.BadZipFile) as e:  # a full disk, a read-only folder, a bad archive
+        raise DataUnavailable(f"{ds.name}: could not unpack it into {data_dir}: {e}") from e
     return folder
 
 

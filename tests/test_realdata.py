@@ -170,3 +170,13 @@ def test_a_failed_or_hostile_download_leaves_no_folder(tmp_path, monkeypatch):
     with pytest.raises(DataUnavailable, match="refusing to unpack"):
         fetch(emoji, tmp_path / "cache")
     assert os.listdir(tmp_path / "cache") == [] and not (tmp_path / "data.json").exists()
+
+
+def test_a_data_dir_that_cannot_be_written_is_data_unavailable_not_a_crash(tmp_path, monkeypatch):
+    """The quick suite leaves the figure out on DataUnavailable: an OSError must become one."""
+    bin_dir = _fake_npm(tmp_path, {"package/data.json": b"{}"})
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    not_a_folder = tmp_path / "file"
+    not_a_folder.write_bytes(b"")
+    with pytest.raises(DataUnavailable, match="could not unpack it into"):
+        fetch(DATASETS["mdn-bcd"], not_a_folder)

@@ -43,7 +43,7 @@ import msgspec
 import msglc
 
 from ..compressed import LEVEL, zstd_whole
-from ..datasets import DATASETS, DEFAULT_DATA_DIR, fetch, parse_names
+from ..datasets import DATASETS, DEFAULT_DATA_DIR, FETCH_TIMEOUT, fetch, parse_names
 from ..timing import interleaved
 from .common import Row, fresh
 
@@ -140,14 +140,14 @@ def series_of(alternatives: list[tuple[str, dict[str, Any]]]) -> list[tuple[str,
 
 
 # -- the parent: fetch, run one child per dataset, rows ----------------------------------------------------------
-def fetch_all(names: tuple[str, ...], data_dir: Path, offline: bool) -> dict[str, Path]:
-    """Every dataset's unpacked folder, fetched first where absent; ``DataUnavailable`` names
-    the first that cannot be had."""
+def fetch_all(names: tuple[str, ...], data_dir: Path, offline: bool, timeout: float = FETCH_TIMEOUT) -> dict[str, Path]:
+    """Every dataset's unpacked folder, fetched first where absent (``timeout`` seconds at most
+    for each download); ``DataUnavailable`` names the first that cannot be had."""
     folders = {}
     for name in names:
         if not (data_dir / DATASETS[name].folder).is_dir() and not offline:
             print(f"realdata: fetching {DATASETS[name].spec} into {data_dir} ...", file=sys.stderr, flush=True)
-        folders[name] = fetch(DATASETS[name], data_dir, offline)
+        folders[name] = fetch(DATASETS[name], data_dir, offline, timeout)
     return folders
 
 
