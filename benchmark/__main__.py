@@ -4,11 +4,15 @@ Writes write_time, read_time_log_1k, read_time_log_10k and file_size (PNG and PD
 msglc's zstd-compressed series beside h5py's gzip and lzf, records_size (JSON-like records:
 msglc plain and zstd against plain msgpack and the whole file zstd-compressed) and bulk_read
 (MB/s reading a compressed array whole, by read_threads), dask_reduce (an array summed through
-Dask by 1 and 2 worker processes, msglc.dask against h5py), and results.json to --out, and
-prints Markdown tables. ``--quick`` is a small run (under a minute); its data is too small to
-show scaling by threads or workers, and those two figures say so in their titles. The compressed
-series, records and bulk figures need zstandard (``pip install -e ".[zstd]"``) and are skipped
-without it.
+Dask by 1 and 2 worker processes, msglc.dask against h5py), realdata (archives of real public
+JSON: size against the whole file by zstd -3 and one-value read time, per dataset; the datasets
+are fetched once with npm and pip into --data-dir), and results.json to --out, and prints
+Markdown tables. ``--quick`` is a small run (under a minute once the data is cached): its data
+is too small to show scaling by threads or workers, and those two figures say so in their
+titles; it measures three datasets, each a subset, and without their data (no network,
+--offline) it leaves the realdata figure out and says so. A full run that cannot fetch them
+stops before measuring anything. The compressed series, records, bulk and realdata figures
+need zstandard (``pip install -e ".[zstd]"``) and are skipped without it.
 """
 
 from __future__ import annotations
@@ -21,8 +25,11 @@ from dataclasses import asdict
 from pathlib import Path
 
 from . import plots, report
+from .compressed import have_zstd
+from .datasets import FETCH_TIMEOUT, SUITE_QUICK, DataUnavailable
 from .experiment import Experiment, Results, Settings, workdir
 from .targets import machine
+from .targets.realdata import add_arguments, check_options, collect, fetch_all, series_of
 
 
 def _ints(text: str) -> tuple[int, ...]:
@@ -72,10 +79,20 @@ def parse(argv: list[str] | None) -> tuple[Settings, argparse.Namespace]:
     )
     parser.add_argument("--keep", action="store_true", help="keep the written archives and HDF5 files")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--no-realdata", action="store_true", help="leave the realdata figure out")
+    add_arguments(parser, f"{','.join(SUITE_QUICK)} with --quick, else all")
     args = parser.parse_args(argv)
     s = (
         Settings(
-            size=1000, thresholds=(12, 16, 20), budget=1.0, doc_mb=5, paths=300, records=2000, bulk_mb=2, dask_mb=16
+            size=1000,
+            thresholds=(12, 16, 20),
+            budget=1.0,
+            doc_mb=5,
+            paths=300,
+            records=2000,
+            bulk_mb=2,
+            dask_mb=16,
+            datasets=SUITE_QUICK,
         )
         if args.quick
         else Settings()
@@ -92,6 +109,7 @@ def parse(argv: list[str] | None) -> tuple[Settings, argparse.Namespace]:
         ("threads", args.threads),
         ("dask_mb", args.dask_mb),
         ("workers", args.workers),
+        ("datasets", args.datasets),
     ):
         if value is not None:
             setattr(s, name, value)
@@ -99,15 +117,44 @@ def parse(argv: list[str] | None) -> tuple[Settings, argparse.Namespace]:
         parser.error("--size must be at least 2 and thresholds between 6 and 30")
     if s.records < 0 or s.bulk_mb < 0 or s.dask_mb < 0:
         parser.error("--records, --bulk-mb and --dask-mb must not be negative")
+    if args.no_realdata:
+        s.datasets = ()
+    refused = check_options(args.options) if s.datasets else None
+    if refused:
+        parser.error(refused)
     return s, args
+
+
+def realdata_folders(settings: Settings, args: argparse.Namespace) -> tuple[dict[str, Path], str | None]:
+    """The datasets' folders, fetched first where needed, or why the realdata figure is left out
+    (quick mode only: a full run raises ``DataUnavailable``)."""
+    if not settings.datasets:
+        return {}, None
+    if not have_zstd():
+        return {}, 'the realdata figure is left out: it needs zstandard (pip install -e ".[zstd]")'
+    try:
+        # quick: a registry that does not answer costs two minutes, not the default quarter hour
+        return fetch_all(settings.datasets, args.data_dir, args.offline, 120 if args.quick else FETCH_TIMEOUT), None
+    except DataUnavailable as e:
+        if not args.quick:
+            raise
+        return {}, f"the realdata figure is left out: {e}"
 
 
 def main(argv: list[str] | None = None) -> int:
     settings, args = parse(argv)
+    try:  # before anything is measured: a full run without its data stops at once
+        folders, left_out = realdata_folders(settings, args)
+    except DataUnavailable as e:
+        print(f"error: {e} (--no-realdata runs without the realdata figure)", file=sys.stderr)
+        return 1
+    if left_out:
+        print(left_out, flush=True)
     results = Results(settings=asdict(settings), machine=machine(), date=time.strftime("%Y-%m-%d"))
     k = len(settings.thresholds)
     steps = ["matrix"] + ["write"] * (2 + 5 * k) + ["read"] * (2 + 4 * k) + ["paths"] * 3
     steps += ["records"] * (1 + 2 * k) + ["bulk"] * 11 + ["dask"] * (1 + len(settings.workers))
+    steps += ["realdata"] * len(folders)
     try:
         from tqdm import tqdm
 
@@ -129,6 +176,7 @@ def main(argv: list[str] | None = None) -> int:
         experiment.records()
         experiment.bulk()
         experiment.scale()
+        results.realdata = collect(folders, args.quick, series_of(args.options), tmp, progress)
     if bar is not None:
         bar.close()
     args.out.mkdir(parents=True, exist_ok=True)
@@ -136,6 +184,8 @@ def main(argv: list[str] | None = None) -> int:
     (args.out / "results.json").write_text(json.dumps(data, indent=1))
     written = plots.draw_all(data, args.out)
     print(report.markdown(data))
+    if left_out:
+        print(f"\n{left_out}")
     formats = " and ".join(ext.upper() for ext in plots.FORMATS)
     count = len({path.stem for path in written})
     print(f"\nwrote {count} figures, each as {formats}, and results.json to {args.out}/")

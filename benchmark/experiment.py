@@ -24,6 +24,7 @@ import msgspec
 import msglc
 
 from .compressed import LEVEL, have_zstd, note_once, read_threads, records, row_chunks, smooth_field, zstd_whole
+from .datasets import DATASETS
 from .timing import best_of
 
 COMPRESSIONS = (None, "gzip", "lzf")
@@ -46,6 +47,7 @@ class Settings:
     threads: tuple[int, ...] = (1, 2)  # read_threads of the bulk figure
     dask_mb: int = 1024  # the array reduced through Dask (0: none)
     workers: tuple[int, ...] = (1, 2)  # Dask worker processes of the scale figure
+    datasets: tuple[str, ...] = tuple(DATASETS)  # real public JSON of the realdata figure (none: ())
 
 
 @dataclass
@@ -60,6 +62,7 @@ class Results:
     records: list[dict] = field(default_factory=list)  # series, threshold, bytes, dump_seconds, read_seconds
     bulk: list[dict] = field(default_factory=list)  # series, threads, seconds, bytes, nbytes
     scale: list[dict] = field(default_factory=list)  # series, workers, seconds, nbytes, chunk_rows
+    realdata: list[dict] = field(default_factory=list)  # one per dataset: benchmark.targets.realdata.measure
 
 
 def h5_series(compression: str | None) -> str:

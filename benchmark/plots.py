@@ -1,5 +1,6 @@
 """Figures from a ``Results``: write time, read time (1k and 10k reads), file size, the records'
-file size, the bulk read of a compressed array by threads and a Dask reduction by workers.
+file size, the bulk read of a compressed array by threads, a Dask reduction by workers, and the
+real public JSON's archive sizes and one-value reads.
 
 Every series takes its colour from the library that stored the data (``LIBRARIES``) and its
 line style from the kind of read or measurement (``PATTERNS``, ``ROLES``), so a colour means
@@ -12,7 +13,8 @@ than the figure's count (the per-configuration time budget ran out) are hollow m
 from __future__ import annotations
 
 import textwrap
-from collections import defaultdict
+from collections import Counter, defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +27,7 @@ FIGURES = (
     "records_size",
     "bulk_read",
     "dask_reduce",
+    "realdata",
 )
 FORMATS = ("png", "pdf")
 
@@ -34,11 +37,17 @@ class Library:
     name: str  # a series is this name, then optionally " " and a read pattern
     colour: str
     role: str  # "msglc", "h5py", "floor" or "reference": line width, style and drawing order
+    base: str | None = None  # an --option alternative: the library it changes a setting of
 
 
 # The one place that decides colours. msglc's series are cool colours, h5py's warm ones, the
 # floors black and greys. A series whose library is missing here is an error, not a default
-# colour: a default would make two libraries look alike again.
+# colour: a default would make two libraries look alike again. The realdata figure's --option
+# alternatives ("msglc zstd, NAME=VALUE", "msglc, compression=None, ...") have no entry: each is
+# drawn in a tint of its base's colour, the k-th alternative of a base (in the order of the
+# run's --option flags) keeping ALTERNATIVE_SHADE**k of that colour and taking the rest from
+# white (60%, 36%, 22%, ...), with an edge in the base's own colour. Tints rather than darker
+# shades: msglc zstd's cyan darkened comes close to the zstd floor's dark teal.
 LIBRARIES = (
     Library("msglc", "#1f77b4", "msglc"),  # blue: nested lists
     Library("msglc zstd", "#17becf", "msglc"),  # cyan
@@ -57,6 +66,7 @@ LIBRARIES = (
     Library("list to numpy array (h5py's input, not in its times)", "#a6a6a6", "reference"),
 )
 _BY_NAME = {lib.name: lib for lib in LIBRARIES}
+ALTERNATIVE_SHADE = 0.6
 # The kind of read: the same line style in every figure. An msglc reader[i][j] reads only the
 # element (the matrix is fixed-stride), as a[i, j] and ds[i, j] do; h5py's ds[i][j] reads row i.
 PATTERNS = {"reader[i][j]": "-", "a[i, j]": "-", "ds[i, j]": "-", "ds[i][j]": "--"}
@@ -76,38 +86,73 @@ SCALING_MIN_MB = {"bulk_read": 100, "dask_reduce": 512}
 TOO_SMALL = "too small to show scaling"
 
 
-def split(series: str) -> tuple[Library, str | None]:
+Alternatives = dict[str, Library]
+
+
+def _tint(colour: str, keep: float) -> str:
+    """``colour`` (#rrggbb) keeping the fraction ``keep`` of itself, the rest white."""
+    rgb = (int(colour[i : i + 2], 16) for i in (1, 3, 5))
+    return "#" + "".join(f"{round(255 - (255 - c) * keep):02x}" for c in rgb)
+
+
+def alternatives(series: Iterable[str]) -> Alternatives:
+    """The libraries of the --option alternatives among ``series`` (names "BASE, NAME=VALUE..."
+    with BASE in ``LIBRARIES``), each a tint of its base's colour by its rank among the
+    alternatives of that base; other names are left to ``split``."""
+    out: Alternatives = {}
+    rank: Counter[str] = Counter()
+    for name in dict.fromkeys(series):
+        base, sep, _ = name.partition(", ")
+        if name in _BY_NAME or not sep or base not in _BY_NAME:
+            continue
+        rank[base] += 1
+        lib = _BY_NAME[base]
+        out[name] = Library(name, _tint(lib.colour, ALTERNATIVE_SHADE ** rank[base]), lib.role, base)
+    return out
+
+
+def split(series: str, alts: Alternatives | None = None) -> tuple[Library, str | None]:
     """The library and the read pattern (None for writes and sizes) of a series name."""
     for pattern in PATTERNS:
         if series.endswith(" " + pattern) and series[: -len(pattern) - 1] in _BY_NAME:
             return _BY_NAME[series[: -len(pattern) - 1]], pattern
     if series in _BY_NAME:
         return _BY_NAME[series], None
+    if alts and series in alts:
+        return alts[series], None
     raise ValueError(f"benchmark figure: no colour for the series {series!r}; add its library to plots.LIBRARIES")
 
 
-def style(series: str) -> dict[str, Any]:
+def style(series: str, alts: Alternatives | None = None) -> dict[str, Any]:
     """Matplotlib line keywords of a series: colour by library, style by kind of read."""
-    library, pattern = split(series)
+    library, pattern = split(series, alts)
     linestyle, width, order = ROLES[library.role]
     if pattern is not None and library.role != "floor":
         linestyle = PATTERNS[pattern]
     return {"color": library.colour, "linestyle": linestyle, "linewidth": width, "zorder": order}
 
 
-def _order(series: str) -> tuple[int, int]:
-    library, pattern = split(series)
+def edge(series: str, alts: Alternatives | None = None) -> str:
+    """The edge colour of a series' bars and markers: an alternative's base colour, else its own."""
+    library = split(series, alts)[0]
+    return _BY_NAME[library.base].colour if library.base else library.colour
+
+
+def _order(series: str, alts: Alternatives | None = None) -> tuple[int, int]:
+    library, pattern = split(series, alts)
+    if library.base:  # just after its base, in the order of the run's --option flags
+        return LIBRARIES.index(_BY_NAME[library.base]), list(alts or {}).index(series) + len(PATTERNS)
     return LIBRARIES.index(library), list(PATTERNS).index(pattern) if pattern else -1
 
 
-def _families(series: list[str]) -> set[str]:
-    return {split(s)[0].role for s in series}
+def _families(series: list[str], alts: Alternatives | None = None) -> set[str]:
+    return {split(s, alts)[0].role for s in series}
 
 
-def _footer(results: dict, drawn: list[str]) -> str:
+def _footer(results: dict, drawn: list[str], alts: Alternatives | None = None) -> str:
     """Date and machine, without the version of a library the figure does not draw."""
     parts = results["machine"].split(", ")
-    if "h5py" not in _families(drawn):
+    if "h5py" not in _families(drawn, alts):
         parts = [p for p in parts if not p.startswith("h5py ")]
     return f"Measured on {results['date']}: " + ", ".join(parts)
 
@@ -117,10 +162,10 @@ def _header(fig: Any, ax: Any, title: str, subtitle: str, results: dict, drawn: 
     fig.supxlabel(_footer(results, drawn), fontsize=7, color="0.35", x=0.01, ha="left")
 
 
-def _legend(ax: Any) -> None:
+def _legend(ax: Any, alts: Alternatives | None = None) -> None:
     """Outside the axes, so that no data hides behind it; floors and references last."""
     handles, labels = ax.get_legend_handles_labels()
-    pairs = sorted(zip(labels, handles, strict=True), key=lambda p: _order(p[0]))
+    pairs = sorted(zip(labels, handles, strict=True), key=lambda p: _order(p[0], alts))
     ax.legend([h for _, h in pairs], [lab for lab, _ in pairs], loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8)
 
 
@@ -253,6 +298,7 @@ def _drawers() -> dict[str, Any]:
         "records_size": _records_size,
         "bulk_read": _bulk,
         "dask_reduce": _scale,
+        "realdata": _realdata,
     }
 
 
@@ -456,4 +502,121 @@ def _scale(plt: Any, results: dict) -> Any:
         results,
         drawn,
     )
+    return fig
+
+
+def _bars(ax: Any, series: str, xs: list[float], ratios: list[float], width: float, alts: Alternatives) -> None:
+    """Bars of size ratios rising from 1x (the whole-file zstd floor) and labelled with their
+    value; a floor's bar is hollow and dotted, as floors are dotted lines elsewhere."""
+    kw = style(series, alts)
+    if split(series, alts)[0].role == "floor":
+        look = {"fill": False, "edgecolor": kw["color"], "linestyle": kw["linestyle"], "linewidth": kw["linewidth"]}
+    else:
+        look = {"color": kw["color"], "edgecolor": edge(series, alts), "linewidth": 0.8}
+    heights = [r - 1 for r in ratios]
+    bars = ax.bar(xs, heights, width, bottom=1, label=series, zorder=kw["zorder"], **look)
+    ax.bar_label(bars, [f"{r:.2f}" for r in ratios], fontsize=6, padding=1)
+
+
+def _realdata(plt: Any, results: dict) -> Any:
+    """Per dataset of real public JSON, two panels: each archive's size over the whole plain
+    msgpack compressed by zstd -3 (bars rising from that floor, 1x), and the time of one value
+    read with ``cached=False`` (a dot at the median, a whisker up to p90), with issue 31's
+    targets as short black lines across each dataset's group."""
+    measured = results.get("realdata") or []
+    if not measured:
+        return None
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+
+    from .targets.realdata import FLOOR_PLAIN, FLOOR_ZSTD, READ_TARGET_US, SIZE_TARGET
+
+    names = list(dict.fromkeys(s["series"] for m in measured for s in m["series"]))
+    alts = alternatives(names)
+    for name in (FLOOR_PLAIN, FLOOR_ZSTD, *names):
+        split(name, alts)  # a series without a colour stops the figure before anything is drawn
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(max(12.0, 1.6 * len(measured) + 5), 12), layout="constrained")
+
+    def found(m: dict, series: str) -> dict | None:
+        return next((s for s in m["series"] if s["series"] == series), None)
+
+    def targets(ax: Any, values: list[float], order: float) -> None:
+        for i, value in enumerate(values):
+            ax.plot([i - 0.42, i + 0.42], [value] * 2, color="black", linewidth=2.2, zorder=order, label="_target")
+
+    sized = [FLOOR_PLAIN, *names]
+    width = 0.8 / len(sized)
+    ratios_drawn = [1.0]
+    for k, series in enumerate(sized):
+        xs, ratios = [], []
+        for i, m in enumerate(measured):
+            s = found(m, series)
+            if series == FLOOR_PLAIN or s is not None:
+                xs.append(i - 0.4 + width * (k + 0.5))
+                ratios.append((s["bytes"] if s else m["plain_bytes"]) / m["zstd_bytes"])
+        _bars(top, series, xs, ratios, width, alts)
+        ratios_drawn += ratios
+    top.axhline(1, label=FLOOR_ZSTD, **style(FLOOR_ZSTD))
+    size_targets = [SIZE_TARGET[m["kind"]] for m in measured]
+    targets(top, size_targets, 4)  # across the bars (a bar through it misses), under the floors
+    top.set_yscale("log")
+    top.yaxis.set_major_locator(FixedLocator([1, 1.15, 1.5, 2, 3, 5, 10, 20, 50, 100]))
+    top.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}x"))
+    top.yaxis.set_minor_locator(NullLocator())
+    top.set_ylim(min(ratios_drawn) * 0.9, max(ratios_drawn + size_targets) * 1.4)  # room for the labels
+    top.set_ylabel("size / the whole plain msgpack by zstd -3 (log scale)")
+    top.set_title(
+        "Size of each archive against the whole plain msgpack compressed by zstd -3 (lower is better)\n"
+        + textwrap.fill(
+            "Every bar starts at the dotted line at 1x, the whole file compressed as one zstd frame: the "
+            "size to beat, which gives up random access (a bar going down is an archive smaller than it). "
+            "The hollow dotted bar is the plain msgpack file. "
+            f"Short black lines: issue 31's target for a compressed archive, {SIZE_TARGET['document']:g}x "
+            f"for a document, {SIZE_TARGET['lookup table']:g}x for a lookup table.",
+            130,
+        ),
+        fontsize=9,
+    )
+
+    width = 0.8 / len(names)
+    for k, series in enumerate(names):
+        xs, median, p90 = [], [], []
+        for i, m in enumerate(measured):
+            s = found(m, series)
+            if s is not None:
+                xs.append(i - 0.4 + width * (k + 0.5))
+                median.append(s["read_median_seconds"])
+                p90.append(s["read_p90_seconds"])
+        kw = style(series, alts)
+        bottom.vlines(xs, median, p90, color=edge(series, alts), linewidth=1.4, zorder=kw["zorder"], label="_p90")
+        bottom.plot(xs, median, linestyle="none", marker="o", markersize=7, color=kw["color"],
+                    markeredgecolor=edge(series, alts), zorder=kw["zorder"], label=series)  # fmt: skip
+    targets(bottom, [READ_TARGET_US[m["kind"]] * 1e-6 for m in measured], 1.5)  # under the dots
+    _log_seconds(bottom)
+    bottom.set_ylabel("one value, cached=False (log scale)")
+    paths = sorted({m["paths"] for m in measured})
+    shades = " Paler shades of a colour: the run's --option alternatives of that series." if alts else ""
+    bottom.set_title(
+        f"Time to read one value from an open reader, {'-'.join(map(str, paths))} random leaf paths per dataset\n"
+        + textwrap.fill(
+            "Dot: the median; whisker: up to the 90th percentile. Every path is read once by each series, "
+            f"the series taking turns. Short black lines: issue 31's target for the median, "
+            f"{READ_TARGET_US['document']:g} us for a document, {READ_TARGET_US['lookup table']:g} us for a "
+            f"lookup table.{shades}",
+            130,
+        ),
+        fontsize=9,
+    )
+
+    labels = [
+        f"{m['dataset']}{' (quick)' if m['quick'] else ''}\n{m['kind']}\n{m['plain_bytes'] / 1e6:.3g} MB msgpack"
+        for m in measured
+    ]
+    for ax in (top, bottom):
+        ax.set_xticks(range(len(measured)), labels, fontsize=7)
+        ax.set_xlim(-0.5, len(measured) - 0.5)
+        ax.grid(True, axis="y", alpha=0.3)
+        _legend(ax, alts)
+    quick = " (--quick: a subset of each)" if any(m["quick"] for m in measured) else ""
+    fig.suptitle(f"{len(measured)} datasets of real public JSON in msglc archives{quick}", fontsize=10)
+    fig.supxlabel(_footer(results, names, alts), fontsize=7, color="0.35", x=0.01, ha="left")
     return fig

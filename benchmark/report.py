@@ -58,7 +58,7 @@ def markdown(results: dict) -> str:
             f"| msglc dump of the document | {p['msglc_dump_seconds']:.2f} s |",
             f"| file size, archive / plain msgpack | {p['archive_bytes'] / p['plain_bytes']:.3f} |",
         ]
-    lines += _records(results) + _bulk(results) + _scale(results)
+    lines += _records(results) + _bulk(results) + _scale(results) + realdata_table(results.get("realdata") or [])
     return "\n".join(lines)
 
 
@@ -125,4 +125,40 @@ def _scale(results: dict) -> list[str]:
             f"| {r['series']} | {r['workers']} | {r['seconds']:.3f} "
             f"| {r['nbytes'] / r['seconds'] / 1e6:.0f} | {speedup} |"
         )
+    return lines
+
+
+def realdata_table(measured: list[dict]) -> list[str]:
+    """One line per dataset and series: sizes against the whole file by zstd -3, the open, one
+    value (median and p90) and to_obj and dump against their floors (``python -m benchmark``
+    and the realdata section of ``python -m benchmark.targets`` both print it)."""
+    if not measured:
+        return []
+    lines = [
+        "",
+        "Real public JSON (`cached=False`; floors: the whole plain msgpack read and decoded, zstd -3 decompressed"
+        " first for the compressed series; dumps against msgspec encode (+ zstd -3) + write):",
+        "",
+        "| dataset | series | size (MB) | size / whole file zstd -3 | open (ms) | open (KB) "
+        "| one value median / p90 (us) | to_obj / floor | dump / floor |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for m in measured:
+        whole, floors = m["zstd_bytes"], m["floors"]
+        name = m["dataset"] + (" (quick)" if m["quick"] else "")
+        blank = " |" * 5  # no open, read, to_obj or dump of these
+        lines.append(
+            f"| {name} | plain msgpack | {m['plain_bytes'] / 1e6:.2f} | {m['plain_bytes'] / whole:.2f} |{blank}"
+        )
+        lines.append(f"| {name} | whole file zstd -3 | {whole / 1e6:.2f} | 1 |{blank}")
+        for s in m["series"]:
+            z = s["compressed"]
+            to_obj = s["to_obj_seconds"] / floors["decode_zstd" if z else "decode_plain"]
+            dump = s["dump_seconds"] / floors["dump_zstd" if z else "dump_plain"]
+            lines.append(
+                f"| {name} | {s['series']} | {s['bytes'] / 1e6:.2f} | {s['bytes'] / whole:.2f} "
+                f"| {s['open_seconds'] * 1e3:.2f} | {s['open_bytes'] / 1024:.1f} "
+                f"| {s['read_median_seconds'] * 1e6:.1f} / {s['read_p90_seconds'] * 1e6:.1f} "
+                f"| {to_obj:.2f} | {dump:.2f} |"
+            )
     return lines

@@ -35,18 +35,25 @@ def per_call(fn: Callable[[object], object], args: list, repeat: int = 3) -> flo
     return best_of(calls(fn, args), repeat=repeat) / len(args)
 
 
-def interleaved(loops: dict[str, Callable[[], object]], rounds: int = 9) -> dict[str, float]:
+def interleaved(
+    loops: dict[str, Callable[[], object]], rounds: int = 9, setup: Callable[[str], object] | None = None
+) -> dict[str, float]:
     """Minimum wall time of each of ``loops`` over ``rounds`` rounds, each round running every
-    loop once in turn (after one warm-up round).
+    loop once in turn (after one warm-up round); ``setup(name)`` runs untimed before each call
+    of loop ``name`` (e.g. to remove the file it writes).
 
     For ratios of fast operations (microseconds per call) on a shared machine: the load of
     other tenants comes in bursts of seconds, so timing one series after the other can give one
     a quiet minute and the other a busy one; taking turns gives them the same chances."""
-    for fn in loops.values():
+    for name, fn in loops.items():
+        if setup:
+            setup(name)
         fn()
     best = dict.fromkeys(loops, float("inf"))
     for _ in range(rounds):
         for name, fn in loops.items():
+            if setup:
+                setup(name)
             gc.collect()
             t = time.perf_counter()
             fn()

@@ -2,13 +2,17 @@
 caught as they are saved, and the checks that every figure tells the truth at a glance.
 
 The library names are written out here rather than taken from ``plots.LIBRARIES``, so that the
-checks do not trust the table they check."""
+checks do not trust the table they check. A series is drawn as a line (or a line of markers) or,
+in the realdata figure, as bars; its colour is the line's, or the bars' fill (their edge when
+hollow). The realdata figure's --option alternatives ("msglc zstd, NAME=VALUE") are libraries
+of their own, each a tint of its base's colour."""
 
 import re
 from pathlib import Path
 from unittest import mock
 
-from matplotlib.colors import to_hex
+from matplotlib.colors import to_hex, to_rgb
+from matplotlib.container import BarContainer
 from matplotlib.figure import Figure
 from matplotlib.text import Text
 
@@ -47,8 +51,17 @@ def draw(results: dict, out: Path) -> dict[str, Figure]:
     return caught
 
 
+def base(label: str) -> str | None:
+    """The library an --option alternative changes a setting of ("msglc zstd, NAME=VALUE"), or None."""
+    head, sep, _ = label.partition(", ")
+    return head if sep and head in LIBRARIES and label not in LIBRARIES else None
+
+
 def library(label: str) -> str:
-    """The library of a series label: the longest known name it starts with."""
+    """The library of a series label: the longest known name it starts with; an alternative
+    is a library of its own."""
+    if base(label):
+        return label
     names = [name for name in LIBRARIES if label == name or label.startswith(name + " ")]
     assert names, f"{label!r} is not a known series"
     return max(names, key=len)
@@ -63,10 +76,35 @@ def kind(label: str) -> str:
     return next((p for p in PATTERNS if label.endswith(" " + p)), "value")
 
 
-def series_lines(fig: Figure) -> list:
-    """The lines that draw a series (helper markers are labelled with a leading underscore)."""
-    (ax,) = fig.axes
-    return [line for line in ax.get_lines() if not line.get_label().startswith("_") and len(line.get_xdata())]
+def series_lines(fig: Figure, axes=None) -> list:
+    """The lines that draw a series, in every axes or in ``axes`` (helper markers and lines are
+    labelled with a leading underscore)."""
+    return [
+        line
+        for ax in ([axes] if axes is not None else fig.axes)
+        for line in ax.get_lines()
+        if not line.get_label().startswith("_") and len(line.get_xdata())
+    ]
+
+
+def series_bars(fig: Figure, axes=None) -> list[BarContainer]:
+    """The bar groups that draw a series, in every axes or in ``axes``."""
+    return [
+        bars
+        for ax in ([axes] if axes is not None else fig.axes)
+        for bars in ax.containers
+        if isinstance(bars, BarContainer) and not bars.get_label().startswith("_") and len(bars)
+    ]
+
+
+def marks(fig: Figure, axes=None) -> list[tuple[str, str, float]]:
+    """(label, colour, drawing order) of every series drawn: its lines and its bars."""
+    out = [(line.get_label(), to_hex(line.get_color()), line.get_zorder()) for line in series_lines(fig, axes)]
+    for bars in series_bars(fig, axes):
+        patch = bars.patches[0]
+        colour = patch.get_facecolor() if patch.get_fill() else patch.get_edgecolor()
+        out.append((bars.get_label(), to_hex(colour), patch.get_zorder()))
+    return out
 
 
 def texts(fig: Figure) -> list[str]:
@@ -87,20 +125,23 @@ def named(text: str) -> set[str]:
     return found
 
 
-def legend_labels(fig: Figure) -> list[str]:
-    (ax,) = fig.axes
-    legends = [ax.get_legend(), *fig.legends]
+def legend_labels(fig: Figure, axes=None) -> list[str]:
+    """The labels of the legend of ``axes``, or of every legend of the figure."""
+    legends = [axes.get_legend()] if axes is not None else [*(ax.get_legend() for ax in fig.axes), *fig.legends]
     return [t.get_text() for legend in legends if legend is not None for t in legend.get_texts()]
 
 
 def check_names(name: str, fig: Figure, series: set[str]) -> None:
-    """The legend lists exactly the series drawn, by their names alone, and no text names a
-    library or family that the figure does not draw."""
-    drawn = [line.get_label() for line in series_lines(fig)]
+    """Each panel's legend lists exactly the series drawn in it, by their names alone, and no
+    text names a library or family that the figure does not draw."""
+    drawn = [label for label, _, _ in marks(fig)]
     assert drawn, f"{name}: no series drawn"
-    assert sorted(legend_labels(fig)) == sorted(drawn), f"{name}: legend {legend_labels(fig)} vs drawn {drawn}"
+    for ax in fig.axes:
+        here, listed = [label for label, _, _ in marks(fig, ax)], legend_labels(fig, ax)
+        assert sorted(listed) == sorted(here), f"{name}: legend {listed} vs drawn {here}"
+    assert not fig.legends, f"{name}: a figure legend beside the panels' own"
     assert set(drawn) <= series, f"{name}: labels that are not series names: {set(drawn) - series}"
-    libraries = {library(label) for label in drawn}
+    libraries = {library(label) for label in drawn} | {base(label) for label in drawn if base(label)}
     families = {lib.split()[0] for lib in libraries}
     for text in texts(fig):
         for what in named(text):
@@ -109,20 +150,22 @@ def check_names(name: str, fig: Figure, series: set[str]) -> None:
 
 def check_axes(name: str, fig: Figure) -> None:
     """Size axes start at zero; on a linear axis no two series pile up at its bottom; floors
-    are drawn on top of every other series."""
-    (ax,) = fig.axes
-    bottom, top = ax.get_ylim()
-    if name in SIZE_FIGURES:
-        assert bottom == 0, f"{name}: the size axis starts at {bottom}"
-    if ax.get_yscale() == "linear":
-        piled = [
-            line.get_label() for line in series_lines(fig) if max(line.get_ydata()) < bottom + 0.05 * (top - bottom)
-        ]
-        assert len(piled) <= 1, f"{name}: {piled} pile up at the bottom of the axis"
-    floors = [line.get_zorder() for line in series_lines(fig) if kind(line.get_label()) == "floor"]
-    others = [line.get_zorder() for line in series_lines(fig) if kind(line.get_label()) != "floor"]
-    if floors and others:
-        assert min(floors) > max(others), f"{name}: a floor is drawn under another series"
+    are drawn on top of every other series of their panel."""
+    for ax in fig.axes:
+        bottom, top = ax.get_ylim()
+        if name in SIZE_FIGURES:
+            assert bottom == 0, f"{name}: the size axis starts at {bottom}"
+        if ax.get_yscale() == "linear":
+            piled = [
+                line.get_label()
+                for line in series_lines(fig, ax)
+                if max(line.get_ydata()) < bottom + 0.05 * (top - bottom)
+            ]
+            assert len(piled) <= 1, f"{name}: {piled} pile up at the bottom of the axis"
+        floors = [order for label, _, order in marks(fig, ax) if kind(label) == "floor"]
+        others = [order for label, _, order in marks(fig, ax) if kind(label) != "floor"]
+        if floors and others:
+            assert min(floors) > max(others), f"{name}: a floor is drawn under another series"
 
 
 def check_styles(figures: dict[str, Figure]) -> None:
@@ -132,13 +175,13 @@ def check_styles(figures: dict[str, Figure]) -> None:
     styles: dict[str, set[str]] = {}
     for name, fig in figures.items():
         in_figure: dict[str, str] = {}
-        for line in series_lines(fig):
-            label = line.get_label()
-            colour = to_hex(line.get_color())
+        for label, colour, _ in marks(fig):
             colours.setdefault(library(label), set()).add(colour)
-            styles.setdefault(kind(label), set()).add(line.get_linestyle())
             lib = in_figure.setdefault(colour, library(label))
             assert lib == library(label), f"{name}: {lib} and {library(label)} share the colour {colour}"
+        for line in series_lines(fig):
+            if line.get_linestyle() != "None":  # markers alone have no line style
+                styles.setdefault(kind(line.get_label()), set()).add(line.get_linestyle())
     for lib, seen in colours.items():
         assert len(seen) == 1, f"{lib} is drawn in the colours {seen}"
     for what, seen in styles.items():
@@ -150,14 +193,47 @@ def check_styles(figures: dict[str, Figure]) -> None:
         assert all(style["floor"] != s for what, s in style.items() if what != "floor")
 
 
+def check_realdata(fig: Figure) -> None:
+    """The realdata figure: each library in the colour of ``plots.LIBRARIES`` (``check_styles``
+    makes it the colour of the other figures too); each --option alternative in a tint of its
+    base's colour (between it and white), edged in the base's colour, unlike any other; the
+    size bars start at the 1x floor, the whole file by zstd -3, whose dotted line is drawn."""
+    table = {lib: to_hex(plots.style(lib)["color"]) for lib in LIBRARIES}
+    white = (1.0, 1.0, 1.0)
+    tints: dict[str, str] = {}
+    for label, colour, _ in marks(fig):
+        head = base(label)
+        if head is None:
+            assert colour == table[library(label)], f"realdata: {label} in {colour}, not {table[library(label)]}"
+            continue
+        pure = to_rgb(table[head])
+        keep = [(w - c) / (w - p) for c, p, w in zip(to_rgb(colour), pure, white, strict=True) if w != p]
+        assert max(keep) - min(keep) < 0.02 and 0 < min(keep) < 1, f"realdata: {label}'s {colour} is no tint of {head}"
+        assert colour not in table.values(), f"realdata: {label} has the colour of a library, {colour}"
+        assert tints.setdefault(colour, label) == label, f"realdata: {label} and {tints[colour]} share {colour}"
+    for bars in series_bars(fig):
+        head = base(bars.get_label())
+        for patch in bars.patches:
+            assert patch.get_y() == 1, f"realdata: a bar of {bars.get_label()} starts at {patch.get_y()}, not at 1x"
+            assert head is None or to_hex(patch.get_edgecolor()) == table[head], f"realdata: {bars.get_label()}'s edge"
+    size_panel = fig.axes[0]
+    assert [line.get_ydata()[0] for line in series_lines(fig, size_panel) if kind(line.get_label()) == "floor"] == [1]
+    assert size_panel.get_ylim()[0] < 1 < size_panel.get_ylim()[1]
+
+
 def check_all(results: dict, out: Path) -> dict[str, Figure]:
     """Every check on every figure drawn from ``results``; returns the figures."""
     figures = draw(results, out)
     series = {
         r["series"] for part in ("write", "read", "size", "records", "bulk", "scale") for r in results.get(part) or []
     }
+    if results.get("realdata"):  # its floors come from each dataset's sizes, not from rows
+        series |= {s["series"] for m in results["realdata"] for s in m["series"]}
+        series |= {"floor: plain msgpack", "floor: plain msgpack, whole file zstd -3"}
     for name, fig in figures.items():
         check_names(name, fig, series)
         check_axes(name, fig)
     check_styles(figures)
+    if "realdata" in figures:
+        check_realdata(figures["realdata"])
     return figures

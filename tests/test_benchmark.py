@@ -5,14 +5,18 @@ import subprocess
 import sys
 
 import pytest
+from realdata_standin import make_standin
 
 pytest.importorskip("h5py")
 pytest.importorskip("matplotlib")
 
 
-def quick_run(out, *options):
-    """``python -m benchmark --quick`` on a tiny problem, writing to ``out``."""
-    cmd = [sys.executable, "-m", "benchmark", "--quick", "--doc-mb", "1", "--out", str(out), "--no-progress", *options]
+def quick_run(out, *options, data=None):
+    """``python -m benchmark --quick`` on a tiny problem, writing to ``out``; the real data is a
+    stand-in made in ``out``'s folder (no network), or ``data``."""
+    data = data or make_standin(out.parent / "realdata")
+    cmd = [sys.executable, "-m", "benchmark", "--quick", "--doc-mb", "1", "--out", str(out), "--no-progress"]
+    cmd += ["--data-dir", str(data), "--offline", "--datasets", "mdn-bcd,wordfreq", *options]
     run = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
     return run
@@ -56,12 +60,17 @@ def test_quick_run_writes_figures_and_results(tmp_path):
     assert {r["reads"] for r in msglc_reads} == {50, 100}
     assert all(r["seconds"] > 0 for r in results["read"] + results["write"])
     assert results["paths"]["paths"] > 0 and results["paths"]["plain_decode_seconds"] > 0
+    assert [m["dataset"] for m in results["realdata"]] == ["mdn-bcd", "wordfreq"]
+    assert [s["series"] for s in results["realdata"][0]["series"]] == ["msglc", "msglc zstd"]
+    assert "| mdn-bcd (quick) | msglc zstd |" in run.stdout
+    assert (out / "realdata.png").stat().st_size > 1000
     assert "| msglc reader[i][j] |" in run.stdout
 
 
 def test_default_counts_give_every_named_figure_and_each_tells_the_truth(tmp_path):
-    """With the default read counts the quick run draws all seven figures, says so in its last
-    line, and the figures of its real results pass the checks of tests/test_figures.py."""
+    """With the default read counts the quick run draws all eight figures (realdata from a
+    stand-in of its datasets), says so in its last line, and the figures of its real results
+    pass the checks of tests/test_figures.py."""
     from figure_checks import check_all
 
     from benchmark import plots
@@ -70,11 +79,30 @@ def test_default_counts_give_every_named_figure_and_each_tells_the_truth(tmp_pat
     run = quick_run(out, "--size", "40", "--thresholds", "12", "--budget", "0.2")
     for name in plots.FIGURES:
         assert (out / f"{name}.png").stat().st_size > 1000 and (out / f"{name}.pdf").stat().st_size > 1000
-    assert run.stdout.rstrip().splitlines()[-1] == f"wrote 7 figures, each as PNG and PDF, and results.json to {out}/"
+    assert run.stdout.rstrip().splitlines()[-1] == f"wrote 8 figures, each as PNG and PDF, and results.json to {out}/"
     figures = check_all(json.loads((out / "results.json").read_text()), tmp_path)
     assert set(figures) == set(plots.FIGURES)
     for name in ("bulk_read", "dask_reduce"):  # quick mode's data is too small to show scaling
         assert figures[name].axes[0].get_title().startswith("Too small to show scaling")
+
+
+def test_quick_run_without_its_real_data_says_so_and_draws_the_rest(tmp_path):
+    out = tmp_path / "out"
+    small = ("--size", "40", "--thresholds", "12", "--repeat", "20", "--budget", "0.2", "--records", "0")
+    run = quick_run(out, *small, "--bulk-mb", "0", "--dask-mb", "0", data=tmp_path / "nothing")
+    assert "the realdata figure is left out" in run.stdout and "mdn-browser-compat-data-8.1.9" in run.stdout
+    assert json.loads((out / "results.json").read_text())["realdata"] == []
+    assert not (out / "realdata.png").exists() and (out / "write_time.png").exists()
+    assert "Real public JSON" not in run.stdout
+    last = run.stdout.rstrip().splitlines()[-1]  # write_time and file_size: --repeat 20 has no read figures
+    assert last == f"wrote 2 figures, each as PNG and PDF, and results.json to {out}/"
+
+
+def test_full_run_without_its_real_data_stops_before_measuring(tmp_path):
+    cmd = [sys.executable, "-m", "benchmark", "--data-dir", str(tmp_path), "--offline", "--out", str(tmp_path / "o")]
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 1 and "--offline" in run.stderr and "--no-realdata" in run.stderr
+    assert not (tmp_path / "o").exists()
 
 
 def test_bad_arguments_are_refused():

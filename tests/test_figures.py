@@ -1,15 +1,51 @@
 """The benchmark's figures tell the truth at a glance (issue 30, item 3), checked on small
 synthetic results: every series named is drawn, each library keeps its colour in every
 figure, size axes start at zero, floors are never hidden, and the scaling figures say when
-their data is too small to show scaling."""
+their data is too small to show scaling. The realdata figure keeps the same rules, its
+--option alternatives in tints of the series they change."""
 
 import pytest
-from figure_checks import check_all, legend_labels, series_lines, texts
+from figure_checks import check_all, legend_labels, marks, series_lines, texts
+from matplotlib.colors import to_hex, to_rgb
 
 from benchmark import plots
 
 MACHINE = "Test CPU, 2 cores, Python 3.11.7, msglc 0.1.0, msgspec 0.22.0, numpy 2.4.6, h5py 3.16.0"
 THRESHOLDS = (12, 16, 20)
+OPTION = "msglc zstd, small_obj_optimization_threshold=65536"
+
+
+def realdata(options: tuple[str, ...] = (OPTION,)) -> list[dict]:
+    """Two datasets shaped as ``benchmark.targets.realdata.measure`` gives them: a document and
+    a lookup table, msglc plain and zstd and the ``options`` alternatives (in that order)."""
+    out = []
+    for name, kind, plain, whole in (
+        ("mdn-bcd", "document", 17_250_000, 1_000_000),
+        ("npm-names", "lookup table", 95_090_000, 31_740_000),
+    ):
+        series = [("msglc", plain * 1.02, 12e-6), ("msglc zstd", whole * 1.4, 19e-6)]
+        series += [(option, whole * (0.95 + 0.1 * k), 40e-6 * (k + 1)) for k, option in enumerate(options)]
+        out.append(
+            {
+                "dataset": name,
+                "kind": kind,
+                "quick": True,
+                "plain_bytes": plain,
+                "zstd_bytes": whole,
+                "paths": 100,
+                "series": [
+                    {
+                        "series": series_name,
+                        "compressed": series_name != "msglc",
+                        "bytes": int(nbytes),
+                        "read_median_seconds": median,
+                        "read_p90_seconds": 3 * median,
+                    }
+                    for series_name, nbytes, median in series
+                ],
+            }
+        )
+    return out
 
 
 def synthetic(bulk_mb: int = 2, dask_mb: int = 16, records: bool = True) -> dict:
@@ -87,6 +123,7 @@ def synthetic(bulk_mb: int = 2, dask_mb: int = 16, records: bool = True) -> dict
         "records": [],
         "bulk": [],
         "scale": [],
+        "realdata": realdata(),
     }
     if records:
         results["records"] = [
@@ -198,7 +235,7 @@ def test_write_times_spread_over_a_log_axis(tmp_path):
 
 def test_figures_without_data_are_not_drawn(tmp_path):
     results = synthetic(records=False)
-    results["bulk"] = results["scale"] = []
+    results["bulk"] = results["scale"] = results["realdata"] = []
     figures = check_all(results, tmp_path)
     assert set(figures) == {"write_time", "read_time_log_1k", "read_time_log_10k", "file_size"}
     close(figures)
@@ -208,4 +245,52 @@ def test_a_series_without_a_colour_is_refused(tmp_path):
     results = synthetic()
     results["write"].append({"series": "zarr", "threshold": None, "seconds": 0.01})
     with pytest.raises(ValueError, match="no colour for the series 'zarr'.*plots.LIBRARIES"):
+        plots.draw_all(results, tmp_path)
+
+
+def test_realdata_figure_takes_its_colours_from_the_table(tmp_path):
+    """msglc, msglc zstd and the floors in their colours of every other figure; the bars of
+    sizes rise from the 1x floor; the footer leaves out h5py, which the figure does not draw."""
+    figures = check_all(synthetic(), tmp_path)
+    fig = figures["realdata"]
+    sizes, reads = fig.axes
+    assert legend_labels(fig, sizes) == [
+        "msglc",
+        "msglc zstd",
+        OPTION,
+        "floor: plain msgpack",
+        "floor: plain msgpack, whole file zstd -3",
+    ]
+    assert legend_labels(fig, reads) == ["msglc", "msglc zstd", OPTION]
+    assert sizes.get_yscale() == reads.get_yscale() == "log"
+    words = " ".join(texts(fig))
+    assert "h5py" not in words and "numpy 2.4.6" in words
+    close(figures)
+
+
+def test_option_alternatives_are_tints_of_their_base_in_the_order_given(tmp_path):
+    """The k-th alternative of a base keeps 0.6**k of the base's colour, the rest white."""
+    options = (
+        OPTION,
+        "msglc zstd, compression_level=9",
+        "msglc, compression=None, small_obj_optimization_threshold=65536",
+    )
+    results = synthetic()
+    results["realdata"] = realdata(options)
+    figures = check_all(results, tmp_path)
+    colours = {label: colour for label, colour, _ in marks(figures["realdata"])}
+
+    def tint(colour, keep):
+        return to_hex([1 - (1 - c) * keep for c in to_rgb(colour)])
+
+    assert colours[OPTION] == tint("#17becf", 0.6) and colours[options[1]] == tint("#17becf", 0.36)
+    assert colours[options[2]] == tint("#1f77b4", 0.6)
+    close(figures)
+
+
+@pytest.mark.parametrize("series", ["zarr", "zarr, level=3"])
+def test_a_realdata_series_without_a_colour_is_refused(tmp_path, series):
+    results = synthetic()
+    results["realdata"] = realdata((series,))
+    with pytest.raises(ValueError, match=f"no colour for the series '{series}'.*plots.LIBRARIES"):
         plots.draw_all(results, tmp_path)

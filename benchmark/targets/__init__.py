@@ -3,9 +3,14 @@
     python -m benchmark.targets                 # full sizes (5000x5000 matrix, 2M-key dict, 1 GB)
     python -m benchmark.targets --quick         # small sizes, well under a minute
     python -m benchmark.targets --only arrays   # one section: matrix, dict, lookups, memory, arrays, combine, stream,
-                                                # compression, dask, remote
+                                                # compression, dask, realdata, remote
     python -m benchmark.targets --only compression --array-mb 40   # compressed archives, a 40 MB array
+    python -m benchmark.targets --only realdata --quick   # real public JSON (fetched with npm and pip), subsets
+    python -m benchmark.targets --only realdata --datasets mdn-bcd --option small_obj_optimization_threshold=65536
     python -m benchmark.targets --remote        # add the remote section (needs the bench-remote extra)
+
+The realdata section fetches its datasets (once, into --data-dir), so --quick leaves it out unless
+named with --only; a full run includes it and fetches before any section runs.
 
 Prints a Markdown table (figure, measured, target, verdict) and writes results.json.
 """
@@ -22,6 +27,8 @@ from dataclasses import asdict
 from pathlib import Path
 
 from ..compressed import have_zstd
+from ..datasets import DATASETS, DataUnavailable
+from ..report import realdata_table
 from .arrays import array_targets
 from .combine import append_targets, combine_targets
 from .common import THRESHOLDS, Row, fresh, machine
@@ -30,6 +37,8 @@ from .dicts import dict_targets
 from .lookups import lookup_targets
 from .matrix import matrix_targets
 from .memory import make_big, memory_target, read_one
+from .realdata import add_arguments, check_options, fetch_all, realdata_targets, series_of
+from .realdata import child as realdata_child
 from .remote import remote_targets
 from .scale import dask_targets
 from .stream import stream, stream_floor, stream_targets
@@ -50,6 +59,7 @@ __all__ = [
     "main",
     "matrix_targets",
     "memory_target",
+    "realdata_targets",
     "remote_targets",
     "stream_targets",
 ]
@@ -64,8 +74,9 @@ SECTIONS = (
     "stream",
     "compression",
     "dask",
+    "realdata",
     "remote",
-)  # remote is opt-in
+)  # remote is opt-in; realdata needs the network once, so --quick runs it only when named
 ZSTD_NEEDS = 'pip install -e ".[zstd]"'
 REMOTE_NEEDS = """pip install -e ".[bench-remote]" -c tests/constraints.txt"""
 
@@ -100,7 +111,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--read-one", help=argparse.SUPPRESS)
     parser.add_argument("--stream", nargs=2, help=argparse.SUPPRESS)
     parser.add_argument("--stream-floor", nargs=2, help=argparse.SUPPRESS)
+    parser.add_argument("--realdata-child", help=argparse.SUPPRESS)
+    add_arguments(parser, "all")
     args = parser.parse_args(argv)
+    if args.realdata_child:
+        realdata_child(args.realdata_child)
+        return 0
     if args.make_big:
         make_big(args.make_big[0], int(args.make_big[1]))
         return 0
@@ -112,7 +128,8 @@ def main(argv: list[str] | None = None) -> int:
             *(args.stream or args.stream_floor)[:1], int((args.stream or args.stream_floor)[1])
         )
         return 0
-    sections = set(args.only or SECTIONS[:-1]) | ({"remote"} if args.remote else set())
+    default = [s for s in SECTIONS if s != "remote" and not (args.quick and s == "realdata")]
+    sections = set(args.only or default) | ({"remote"} if args.remote else set())
     if "remote" in sections and _missing_remote_modules():
         parser.error(f"the remote section needs {', '.join(_missing_remote_modules())}: {REMOTE_NEEDS}")
     if args.array_mb is not None and args.array_mb < 1:
@@ -122,11 +139,32 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"the compression section needs zstandard: {ZSTD_NEEDS}")
         print(f"skipping the compression section: it needs zstandard ({ZSTD_NEEDS})", file=sys.stderr)
         sections.discard("compression")
+    if (args.datasets or args.options) and "realdata" not in sections:
+        parser.error("--datasets and --option apply to the realdata section, left out of this run (--only realdata)")
+    folders = {}
+    if "realdata" in sections:
+        if not have_zstd():
+            parser.error(f"the realdata section needs zstandard: {ZSTD_NEEDS}")
+        refused = check_options(args.options)
+        if refused:
+            parser.error(refused)
+        try:  # before any section runs: a dataset that cannot be had stops the run at once
+            folders = fetch_all(args.datasets or tuple(DATASETS), args.data_dir, args.offline)
+        except DataUnavailable as e:
+            print(f"error: the realdata section cannot run: {e}", file=sys.stderr)
+            return 1
     array_mb = args.array_mb or (40 if args.quick else 400)
     n, reads, keys, lookups, big_mb = (
         (1000, 2000, 200_000, 2000, 100) if args.quick else (5000, 10_000, 2_000_000, 10_000, 1024)
     )
     rows: list[Row] = []
+    realdata: list[dict] = []
+
+    def real() -> list[Row]:
+        found, measured = realdata_targets(folders, args.quick, series_of(args.options), Path(tmp))
+        realdata.extend(measured)
+        return found
+
     with tempfile.TemporaryDirectory(prefix="msglc-bench-") as tmp:
         for name, run in (
             ("matrix", lambda: matrix_targets(n, reads, Path(tmp))),
@@ -146,6 +184,7 @@ def main(argv: list[str] | None = None) -> int:
                 "dask",
                 lambda: dask_targets(200 if args.quick else 2048, 100_000 if args.quick else 1_000_000, Path(tmp)),
             ),
+            ("realdata", real),
             ("remote", lambda: remote_targets(n, Path(tmp))),
         ):
             if name not in sections:
@@ -158,6 +197,8 @@ def main(argv: list[str] | None = None) -> int:
     print("| figure | measured | target | ok | detail |\n|---|---|---|---|---|")
     for r in rows:
         print(f"| {r.figure} | {r.measured:.3g} | {r.target} | {'yes' if r.ok else '**no**'} | {r.detail} |")
+    if realdata:
+        print("\n".join(realdata_table(realdata)))
     args.out.mkdir(parents=True, exist_ok=True)
     report = {
         "machine": machine(),
@@ -165,5 +206,7 @@ def main(argv: list[str] | None = None) -> int:
         "date": time.strftime("%Y-%m-%d"),
         "rows": [asdict(r) for r in rows],
     }
+    if realdata:
+        report["realdata"] = realdata
     (args.out / "targets.json").write_text(json.dumps(report, indent=2))
     return 0
