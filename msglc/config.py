@@ -23,7 +23,8 @@ class Config:
     ``small_obj_optimization_threshold``: containers whose encoding is shorter than this many
     bytes (and empty ones) are stored without a TOC entry and read back whole; longer lists are
     cut into blocks of about this size. Smaller means finer random access and a larger TOC; 0
-    and 1 give every non-empty container an entry (the published msglc's meaning).
+    and 1 give every non-empty container an entry (the published msglc's meaning). Unless one
+    is given, a compressed archive's is ``COMPRESSED_THRESHOLD`` (64 KB).
     ``disable_gc``: pause the cyclic garbage collector while encoding or decoding many objects
     (it otherwise rescans the growing heap again and again).
     ``durable``: ``dump`` to a path flushes the file and the rename to disk (``fsync``) before
@@ -48,13 +49,18 @@ class Config:
     durable: bool = False
     numpy_encoder: bool = True
     compression: str | None = None
-    compression_level: int = 3
+    compression_level: int = 5  # frames need more search than a whole file to come out as small
     read_threads: int = field(default_factory=lambda: min(4, os.cpu_count() or 1))
     enc_hook: Callable[[Any], Any] | None = None
 
 
 _NAMES = frozenset(f.name for f in fields(Config))
 _current = Config()
+# The threshold of a compressed archive when none is given (per call or by configure()): its
+# frames hold 64 KB anyway, so a finer TOC costs bytes (a fifth of a compressed document's
+# size at 8 KB) and saves no decompression (docs/compression.md).
+COMPRESSED_THRESHOLD = 65536
+_threshold_given = False  # configure() was given small_obj_optimization_threshold
 
 
 def _int_above_0(name: str, value: Any) -> None:
@@ -163,8 +169,10 @@ def configure(**options: Any) -> Config:
     _check(options, _NAMES | _INERT.keys())
     for name, value in inert.items():
         _INERT[name][1](name, value)
+    global _threshold_given
     _current = replace(_current, **options)
     _inert.update(inert)
+    _threshold_given = _threshold_given or "small_obj_optimization_threshold" in options
     return _current
 
 
@@ -194,13 +202,22 @@ def current(**overrides: Any) -> Config:
     """The global configuration with per-call ``overrides`` applied (the published msglc's
     ``packer``/``unpacker``/``backend`` arguments with their default values are dropped)."""
     if not overrides:
-        return _current
+        return _current if _current.compression is None else _compressed_default(_current, overrides)
     if not CODEC_ARGS.isdisjoint(overrides):
         for name in CODEC_ARGS & overrides.keys():
             check_codec_arg(name, overrides[name])
         overrides = {k: v for k, v in overrides.items() if k not in CODEC_ARGS}
     _check(overrides)
-    return replace(_current, **overrides)
+    cfg = replace(_current, **overrides)
+    return cfg if cfg.compression is None else _compressed_default(cfg, overrides)
+
+
+def _compressed_default(cfg: Config, overrides: dict[str, Any]) -> Config:
+    """``cfg`` of a compressed archive, with ``COMPRESSED_THRESHOLD`` unless a threshold was
+    given (per call, or configured)."""
+    if _threshold_given or "small_obj_optimization_threshold" in overrides:
+        return cfg
+    return replace(cfg, small_obj_optimization_threshold=COMPRESSED_THRESHOLD)
 
 
 class Settings:

@@ -37,6 +37,7 @@ def repack(target: Any, source: LazyReader | LazyNode, options: dict[str, Any]) 
     compression = options.get("compression", cfg.compression)
     if "compression" not in options and compression is None and compressed(a):
         compression = "zstd"
+    cfg = current(**{**options, "compression": compression})  # (a compressed archive's default threshold)
     same = cfg.small_obj_optimization_threshold == a.trailer.threshold and "compression_level" not in options
     if compression is None and same and not compressed(a):  # (a compressed TOC indexes dicts otherwise)
         parts: Iterator[bytes | bytearray | memoryview] = (

@@ -4,6 +4,7 @@ node must pass before a reader trusts it."""
 from __future__ import annotations
 
 import zlib
+from itertools import accumulate
 
 import msgspec
 
@@ -48,6 +49,33 @@ class MapNode(msgspec.Struct, array_like=True, tag=2, frozen=True):
     koffs: list[int]
     voffs: list[int]
     kids: dict[int, Ref]
+
+
+class CompactMapNode(msgspec.Struct, array_like=True, tag=8, frozen=True):
+    """A ``MapNode`` as compressed archives store it (type 8): the first key's offset and each
+    key's and value's length instead of the offsets, which compress to a third. Readers turn
+    it into the ``MapNode`` it stands for (``expanded``)."""
+
+    keys: list[str | int]
+    first: int
+    klens: list[int]
+    vlens: list[int]
+    kids: dict[int, Ref]
+
+    @classmethod
+    def of(cls, node: MapNode) -> CompactMapNode:
+        koffs, voffs = node.koffs, node.voffs
+        klens = list(map(int.__sub__, voffs, koffs))
+        vlens = list(map(int.__sub__, koffs[1:], voffs))
+        return cls(keys=node.keys, first=koffs[0], klens=klens, vlens=vlens, kids=node.kids)
+
+    def expanded(self, where: int) -> MapNode:
+        n = len(self.keys)
+        if len(self.klens) != n or len(self.vlens) != n or min(self.klens + self.vlens, default=1) < 1:
+            raise CorruptedError(f"TOC node at offset {where} is malformed: inconsistent key and value lengths")
+        ends = list(accumulate(map(int.__add__, self.klens, self.vlens), initial=self.first))
+        voffs = list(map(int.__add__, ends, self.klens))
+        return MapNode(keys=self.keys, koffs=ends, voffs=voffs, kids=self.kids)
 
 
 class HashMapNode(msgspec.Struct, array_like=True, tag=3, frozen=True):
@@ -111,10 +139,10 @@ Node = ListNode | MapNode | HashMapNode | BlockHashMapNode | FuseMapNode | Strid
 _node_encoder = msgspec.msgpack.Encoder()
 
 
-_node_decoder: msgspec.msgpack.Decoder[Node] = msgspec.msgpack.Decoder(Node)
+_node_decoder: msgspec.msgpack.Decoder[Node | CompactMapNode] = msgspec.msgpack.Decoder(Node | CompactMapNode)
 
 
-def frame_node(node: Node) -> bytes:
+def frame_node(node: Node | CompactMapNode) -> bytes:
     payload = _node_encoder.encode(node)
     return payload + U32.pack(zlib.crc32(payload))
 
@@ -127,7 +155,8 @@ def unframe_node(buf: bytes | memoryview, where: int) -> Node:
     if zlib.crc32(payload) != U32.unpack_from(buf, len(buf) - 4)[0]:
         raise CorruptedError(f"TOC node checksum mismatch at offset {where}")
     try:
-        return _node_decoder.decode(payload)
+        node = _node_decoder.decode(payload)
+        return node.expanded(where) if isinstance(node, CompactMapNode) else node
     except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError, RecursionError) as e:
         kind = _node_type(payload)
         if kind is not None and kind not in _NODE_TYPES:
@@ -141,7 +170,7 @@ def unframe_node(buf: bytes | memoryview, where: int) -> Node:
 
 _NODE_TYPES = {
     cls.__struct_config__.tag
-    for cls in (ListNode, MapNode, HashMapNode, BlockHashMapNode, FuseMapNode, StrideNode, ArrayNode)
+    for cls in (ListNode, MapNode, HashMapNode, BlockHashMapNode, FuseMapNode, StrideNode, ArrayNode, CompactMapNode)
 }
 
 

@@ -64,7 +64,8 @@ Frame = tuple[int, int, int]
 
 DATA_FRAME = 1 << 16  # plain bytes per frame of the data (docs/compression.md measures the trade-off)
 TOC_FRAME = 1 << 15  # ... of the TOC: opening decompresses the one holding the root node
-FUSE_FRAME = 1 << 15  # plain bytes per frame inside a fuse-indexed dict: a lookup decompresses one
+FUSE_FRAME = 1 << 15  # plain bytes per frame inside a fuse-indexed dict of small entries (a lookup
+SMALL_ENTRY = 256  # table, entries of less than this on average): a lookup decompresses one
 RAW_FRAME = 1 << 15  # plain bytes per frame written raw on purpose (write_raw)
 RAW_RATIO = 0.97  # a frame that zstd shrinks by less than 3% is stored raw (read in place)
 HEAD_FRAME = 5  # the data's first bytes (the root's header, as a reader reads it) make a frame of their own
@@ -74,7 +75,7 @@ DICT_MAX = 1 << 20  # bytes of a dictionary at most (and 1/8 of the data)
 DICT_MIN_DATA = 1 << 18  # less data than this gets no dictionary: it would not pay for itself
 DICT_TRIAL = 48  # frames compressed both ways to decide (16 chose wrongly on 2 of 8 real datasets)
 DICT_GAIN = 0.98  # a dictionary is kept when the trial frames and it take less than this share
-DICT_LEVEL_BOOST = 6  # dictionaries are stored compressed at the frames' level plus this
+DICT_LEVEL = 9  # dictionaries are stored compressed at this level at least (once per archive)
 MAX_DICTS = 65535  # dictionaries in one section (a frame names its own in two bytes)
 PAGE_FRAMES = 512  # frames per page table at least ...
 MAX_PAGES = 1024  # ... and as many more as keep the index to this many pages (about 28 KB)
@@ -118,7 +119,7 @@ def choose_dictionary(
     plain_cost = sum(len(alone.compress(f)) for f in frames)
     dict_cost = sum(len(with_dict.compress(f)) for f in frames)
     scale = whole / (len(frames) * size)  # the trial frames stand for the whole data
-    stored_dict = len(zstd.ZstdCompressor(level=min(22, level + DICT_LEVEL_BOOST)).compress(raw))
+    stored_dict = len(zstd.ZstdCompressor(level=max(level, DICT_LEVEL)).compress(raw))
     if dict_cost * scale + stored_dict < DICT_GAIN * plain_cost * scale:
         return raw
     return None
@@ -217,7 +218,8 @@ def toc_layout(
         elif isinstance(node, BlockHashMapNode):  # a lookup reads one block: never cut one in two
             starts = _block_starts(toc, pos, node)
             boundaries.extend(base + o for o in starts)
-            step = FUSE_FRAME if isinstance(node, FuseMapNode) else lookup_frame(size)
+            small = isinstance(node, FuseMapNode) and node.offs[-1] - node.offs[0] < SMALL_ENTRY * node.n
+            step = FUSE_FRAME if small else lookup_frame(size)  # a lookup table: small frames, fast lookups
             forced.extend(base + o for o in _spaced(starts, step))
             work.extend((pos - back, size, base + node.offs[k + 1], False) for k, (back, size) in node.kids.items())
         elif isinstance(node, HashMapNode):
@@ -522,7 +524,7 @@ class FrameWriter:
         frames_end = self.stored
         dict_places = []
         for raw in self.dicts:
-            record = pack_dictionary(self._compressor(0, min(22, self.level + DICT_LEVEL_BOOST)).compress(raw))
+            record = pack_dictionary(self._compressor(0, max(self.level, DICT_LEVEL)).compress(raw))
             dict_places.append((self.stored, len(record), len(raw)))
             self._put(record)
         pages = []

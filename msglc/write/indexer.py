@@ -47,6 +47,7 @@ from msglc.format.msgpack import (
 from msglc.format.nodes import (
     ArrayNode,
     BlockHashMapNode,
+    CompactMapNode,
     FuseMapNode,
     ListNode,
     MapNode,
@@ -169,8 +170,9 @@ class TocBuilder:
         return self.add_node(ArrayNode(head=start, size=total - start))
 
     def add_node(self, node: Node) -> tuple[int, int]:
+        """Write ``node`` (an inline dict's in its compact form, type 8, in a compressed archive)."""
         pos = self._here()
-        framed = frame_node(node)
+        framed = frame_node(CompactMapNode.of(node) if self.fuse and isinstance(node, MapNode) else node)
         self.toc += framed
         return pos, len(framed)
 

@@ -26,7 +26,7 @@ def _dump(path, obj, **options):
 
 @pytest.mark.parametrize("compression", [None, "zstd"])
 def test_joins_every_kind_of_root_list_in_order(tmp_path, compression):
-    parts = [RECORDS[:1000], STRIDE, SMALL, [], RECORDS[1000:], [{"big": list(range(3000))}]]
+    parts = [RECORDS[:1000], STRIDE, SMALL, [], RECORDS[1000:], [{"big": list(range(30_000))}]]
     names = [_dump(tmp_path / f"{k}.mlc", p, compression=compression) for k, p in enumerate(parts)]
     out = tmp_path / "all.mlc"
     msglc.concat(out, names)
