@@ -36,6 +36,10 @@ class Config:
     ``combine``; ``append`` keeps the archive's own; copies of an archive, ``combine`` of
     compressed archives only, default to their source's when this is None);
     ``compression_level``: the zstd level, 1 to 22.
+    ``order``: None (dicts keep their insertion order) or ``"sorted"`` (msgspec's name): ``dump``
+    and ``dumps`` store every dict with its keys sorted (ints before strs), and index a big
+    dict of str keys or of int keys by the first key of each block (node type 9, in compressed
+    archives): a lookup table that needs no insertion order then takes almost no index.
     ``read_threads``: threads that decompress the frames of a compressed archive in bulk reads
     (``np.asarray`` of a large array, ``to_obj`` and ``verify`` of a large part); zstd releases
     the GIL, so up to one per core pays. An int >= 1; default ``min(4, os.cpu_count())``.
@@ -50,6 +54,7 @@ class Config:
     numpy_encoder: bool = True
     compression: str | None = None
     compression_level: int = 5  # frames need more search than a whole file to come out as small
+    order: str | None = None
     read_threads: int = field(default_factory=lambda: min(4, os.cpu_count() or 1))
     enc_hook: Callable[[Any], Any] | None = None
 
@@ -143,6 +148,8 @@ def _check(options: dict[str, Any], known: frozenset[str] = _NAMES) -> None:
         not isinstance(threshold, int) or isinstance(threshold, bool) or not 0 <= threshold <= 2**31
     ):
         raise ValueError(f"small_obj_optimization_threshold must be an int in [0, 2**31], got {threshold!r}")
+    if "order" in options and options["order"] not in (None, "sorted"):
+        raise ValueError(f"order must be None or 'sorted', got {options['order']!r}")
     if "compression" in options and options["compression"] not in (None, "zstd"):
         raise ValueError(f"compression must be None or 'zstd', got {options['compression']!r}")
     level = options.get("compression_level")
@@ -196,6 +203,16 @@ def check_codec_arg(name: str, value: Any) -> None:
         "(CBOR, ormsgpack, custom codecs) are not supported. Drop the argument: msglc writes and reads msgpack "
         "itself (for CBOR data, store the encoded bytes, or convert the values before dump)"
     )
+
+
+def refuse_order(options: dict[str, Any], writer: str) -> None:
+    """``order="sorted"`` asked of a writer that keeps dicts in the order it gets them
+    (``LazyWriter``, ``combine``, ``concat``, ``append``): refused rather than ignored."""
+    if options.get("order") == "sorted":
+        raise ValueError(
+            f"order='sorted' is an option of dump() and dumps(): {writer} keeps the order it is given; "
+            "sort the dicts first, or dump the result again with order='sorted'"
+        )
 
 
 def current(**overrides: Any) -> Config:

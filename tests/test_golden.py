@@ -91,6 +91,8 @@ def _compressed(name: str, small: dict) -> bytes:
         return msglc.dumps(_objects()[name], **small, **ZSTD)
     if name == "numpy":
         return msglc.dumps(_numpy_objects()["numpy"], **small, **ZSTD)
+    if name == "sorted-dict":  # order="sorted": the big dict indexed by its blocks' first keys (type 9)
+        return msglc.dumps(dict(reversed(_objects()["hash-dict"].items())), **small, **ZSTD, order="sorted")
     if name == "streamed":
         out = io.BytesIO()
         with msglc.LazyWriter(out, **small, **ZSTD) as w:
@@ -107,7 +109,15 @@ def _compressed(name: str, small: dict) -> bytes:
     raise KeyError(name)
 
 
-COMPRESSED = ["block-list-zstd", "hash-dict-zstd", "matrix-zstd", "numpy-zstd", "streamed-zstd", "combined-zstd"]
+COMPRESSED = [
+    "block-list-zstd",
+    "hash-dict-zstd",
+    "sorted-dict-zstd",
+    "matrix-zstd",
+    "numpy-zstd",
+    "streamed-zstd",
+    "combined-zstd",
+]
 NAMES = [*_objects(), "numpy", "combined", "streamed", "appended", *COMPRESSED]
 
 
@@ -115,6 +125,8 @@ def _expected(name: str):
     if name == "combined-zstd":
         return {"runs": _objects()["block-list"], "m": _objects()["matrix"]}
     name = name.removesuffix("-zstd")
+    if name == "sorted-dict":
+        return _objects()["hash-dict"]
     if name in _objects():
         return _objects()[name]
     if name == "combined":

@@ -28,7 +28,7 @@ from typing import IO, Any, cast
 
 import msgspec
 
-from msglc.config import Config, current
+from msglc.config import Config, current, refuse_order
 from msglc.edit.combine import (
     combine_into,
     copy_entries,
@@ -115,6 +115,7 @@ def append(
     (False is accepted and changes nothing)."""
     infos = [files] if isinstance(files, FileInfo) else list(files)
     check_names(infos)
+    refuse_order(options, "append")
     archive = resolve_name(archive, fs, storage_options)
     if hasattr(archive, "write") and hasattr(archive, "read") and not isinstance(archive, (str, os.PathLike)):
         return _append_to_file(archive, infos, options, progress)

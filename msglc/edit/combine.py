@@ -24,7 +24,7 @@ from typing import Any, Protocol, cast
 
 import msgspec
 
-from msglc.config import Config, current
+from msglc.config import Config, current, refuse_order
 from msglc.edit.inputs import (
     COPY_CHUNK,
     FileInfo,
@@ -79,6 +79,7 @@ def combine_into(
     ``wide``: give the root a 5-byte header, so that later appends fit in place; ``create``:
     raise ``FileExistsError`` rather than replace a file that appeared meanwhile."""
     cfg = current(**options)
+    refuse_order(options, "combine")
     with opened(infos, options) as inputs:
         refuse_target_among(archive, inputs)
         archive = pin_target(archive, inputs)  # an S3 object rewritten from itself

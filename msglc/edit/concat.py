@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from msglc.config import Config, current
+from msglc.config import Config, current, refuse_order
 from msglc.edit.combine import copy_tocs, result_compression
 from msglc.edit.inputs import COPY_CHUNK, FileInfo, Input, opened, pin_target, refuse_target_among
 from msglc.edit.sections import Sink, compressed, copy_data
@@ -77,6 +77,7 @@ def concat_into(
 ) -> None:
     """Write the items of the root lists of ``infos``, in order, as one archive at ``archive``."""
     cfg = current(**options)
+    refuse_order(options, "concat")
     with opened(infos, options) as inputs:
         refuse_target_among(archive, inputs)
         archive = pin_target(archive, inputs)  # an S3 object rewritten from itself

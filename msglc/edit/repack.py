@@ -38,7 +38,11 @@ def repack(target: Any, source: LazyReader | LazyNode, options: dict[str, Any]) 
     if "compression" not in options and compression is None and compressed(a):
         compression = "zstd"
     cfg = current(**{**options, "compression": compression})  # (a compressed archive's default threshold)
-    same = cfg.small_obj_optimization_threshold == a.trailer.threshold and "compression_level" not in options
+    same = (
+        cfg.small_obj_optimization_threshold == a.trailer.threshold
+        and "compression_level" not in options
+        and cfg.order is None
+    )
     if compression is None and same and not compressed(a):  # (a compressed TOC indexes dicts otherwise)
         parts: Iterator[bytes | bytearray | memoryview] = (
             compacted(a) if isinstance(source, LazyReader) else standalone(source)
@@ -47,7 +51,7 @@ def repack(target: Any, source: LazyReader | LazyNode, options: dict[str, Any]) 
         with output(target, cfg.durable) as f:
             _compressed_copy(a, f)
         return
-    elif not cfg.numpy_encoder:  # NumPy arrays to be stored as lists: a new encoding
+    elif not cfg.numpy_encoder or cfg.order == "sorted":  # lists for NumPy arrays, dicts sorted: a new encoding
         return dump_decoded(target, source.to_obj(), **{**options, "compression": compression})
     else:
         parts = _reindexed(source, {**options, "compression": compression})

@@ -1,4 +1,7 @@
-"""The fuse index of a big dict in a compressed archive (node type 7, docs/format.md): a 3-wise
+"""The indexes of big dicts in compressed archives that need no per-key record: the fuse (node
+type 7) and the sorted dict's first keys (type 9, ``SortedIndex``).
+
+The fuse index of a big dict in a compressed archive (node type 7, docs/format.md): a 3-wise
 binary fuse filter used as a retrieval table, which maps each key to the block of entries that
 holds it in about 1.13 times the bits of a block number and nothing else (no fingerprint, no
 per-key record). A lookup reads three slots (in 1 KB chunks, each CRC-checked), the block they
@@ -14,9 +17,14 @@ bytes reversed: two checks that rarely agree on two keys) mixed with the node's 
 from __future__ import annotations
 
 import math
+import sys
 import zlib
 from array import array
+from bisect import bisect_right
 from collections.abc import Sequence
+from typing import Any
+
+import msgspec
 
 from msglc.format.hash_index import BlockIndex, Reads, block_count, le_array
 from msglc.util import accel
@@ -98,6 +106,17 @@ def fuse_block_bits(koffs: Sequence[int]) -> int:
     while bits < FUSE_MAX_BLOCK_BITS and (2 << bits) * mean <= FUSE_BLOCK_BYTES:
         bits += 1
     return bits
+
+
+def block_offsets(koffs: Sequence[int], n: int, block_bits: int) -> tuple[bytes, int]:
+    """The offsets of a dict's blocks of 2**block_bits entries (from the offsets ``koffs`` of
+    its n entries and its end), and the end, as u32 LE (u64 when the end needs it); and that
+    width. The block offsets of the regions of types 7 and 9."""
+    offs = array("I" if koffs[-1] < 1 << 32 else "Q", koffs[0 : n : 1 << block_bits])
+    offs.append(koffs[n])
+    if sys.byteorder == "big":
+        offs.byteswap()
+    return offs.tobytes(), offs.itemsize
 
 
 def build(hashes: bytes, n: int, block_bits: int) -> tuple[int, int, int, int, bytes] | None:
@@ -217,3 +236,72 @@ class FuseIndex(BlockIndex):
 
 
 _KEPT = 16 << 20  # a dict's slots up to this size are kept, chunk by chunk, once read and checked
+
+
+_keys_decoder: msgspec.msgpack.Decoder[list[str | int]] = msgspec.msgpack.Decoder(list[str | int])
+_key_decoder: msgspec.msgpack.Decoder[str | int] = msgspec.msgpack.Decoder(str | int)
+
+
+def sorted_region(offs_bytes: bytes | memoryview, first_keys: list[str] | list[int]) -> bytes:
+    """A sorted dict's index region: the block offsets, then the first key of each block as a
+    msgpack array."""
+    return bytes(offs_bytes) + msgspec.msgpack.encode(first_keys)
+
+
+def ascends(keys: Sequence[Any]) -> bool:
+    """Do the keys (all str or all int) strictly ascend?"""
+    return all(x < y for x, y in zip(keys, keys[1:], strict=False))
+
+
+class SortedIndex(BlockIndex):
+    """The index of a sorted dict (type 9), read once: its block offsets and the first key of
+    each block, both CRC-checked, the keys checked to ascend; a key's block is found by
+    bisection, then walked for the key."""
+
+    __slots__ = ("firsts",)
+
+    def __init__(
+        self,
+        a: Reads,
+        region_at: int,
+        node: tuple[int, int, int, int, int, int],
+        span: tuple[int, int],
+        kids: list[tuple[int, int, bytes]],
+    ):
+        """``node``: (n, offs_width, offs_crc, block_bits, keys_len, keys_crc) of the dict's node."""
+        n, width, offs_crc, block_bits, keys_len, keys_crc = node
+        self.region, self.n, self.page_bits, self.width, self.block_bits = region_at, n, 0, width, block_bits
+        self.span, self.kids = span, sorted(kids)
+        self.kid_starts = [k[0] for k in self.kids]
+        self.blocks = block_count(n, block_bits)
+        self.size, self.pages, self.probe, self.kept = 0, None, None, None
+        self.table = (self.blocks + 1) * width
+        self.records = self.table + keys_len
+        head = memoryview(bytes(a.read(region_at, self.records)))
+        if zlib.crc32(head[: self.table]) != offs_crc:
+            raise a.damaged(f"sorted dict block offsets at offset {region_at} fail their checksum")
+        if zlib.crc32(head[self.table :]) != keys_crc:
+            raise a.damaged(f"sorted dict first keys at offset {region_at + self.table} fail their checksum")
+        self.offs = le_array("I" if width == 4 else "Q", bytes(head[: self.table]))
+        try:
+            firsts = _keys_decoder.decode(head[self.table :])
+        except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError) as e:
+            raise a.damaged(f"sorted dict first keys at offset {region_at + self.table}: {e}") from None
+        if len(firsts) != self.blocks or len({type(k) for k in firsts}) != 1 or not ascends(firsts):
+            raise a.damaged(f"sorted dict first keys at offset {region_at + self.table} are not one a block, ascending")
+        self.firsts = firsts
+
+    def _candidates(self, a: Reads, key: bytes, h: int) -> list[tuple[int, int]]:
+        try:
+            wanted = _key_decoder.decode(key)
+        except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError):
+            return []
+        firsts = self.firsts
+        if not firsts or type(wanted) is not type(firsts[0]):
+            return []  # (a str key in a dict of int keys, or the reverse)
+        block = bisect_right(firsts, wanted) - 1
+        return [(block, 1)] if block >= 0 else []
+
+    def _check_sharing(self, a: Reads, at: int, h: int, crcs: list[int], sharing: int) -> None:
+        """A key not in the block its place names is absent (the block's keys ascend)."""
+        return  # (a damaged block order is verify's to find)

@@ -114,6 +114,16 @@ class FuseMapNode(BlockHashMapNode, tag=7, frozen=True):
     crcs_crc: int
 
 
+class SortedMapNode(BlockHashMapNode, tag=9, frozen=True):
+    """A big dict whose keys ascend (all str, by code point, or all int), in a compressed
+    archive (docs/format.md, node type 9; ``order="sorted"``): blocks of 2**block_bits entries
+    as in type 6, found by the first key of each block, listed in the region after the block
+    offsets as a msgpack array of ``keys_len`` bytes with CRC ``keys_crc``; ``page_bits`` is 0."""
+
+    keys_len: int
+    keys_crc: int
+
+
 class StrideNode(msgspec.Struct, array_like=True, tag=4, frozen=True):
     """A list whose items all have one encoded size, nested as deep as that holds.
     dims[d] = (header size, item count, item stride) at depth d; the innermost items are
@@ -133,7 +143,7 @@ class ArrayNode(msgspec.Struct, array_like=True, tag=5, frozen=True):
     size: int
 
 
-Node = ListNode | MapNode | HashMapNode | BlockHashMapNode | FuseMapNode | StrideNode | ArrayNode
+Node = ListNode | MapNode | HashMapNode | BlockHashMapNode | FuseMapNode | SortedMapNode | StrideNode | ArrayNode
 
 
 _node_encoder = msgspec.msgpack.Encoder()
@@ -170,7 +180,17 @@ def unframe_node(buf: bytes | memoryview, where: int) -> Node:
 
 _NODE_TYPES = {
     cls.__struct_config__.tag
-    for cls in (ListNode, MapNode, HashMapNode, BlockHashMapNode, FuseMapNode, StrideNode, ArrayNode, CompactMapNode)
+    for cls in (
+        ListNode,
+        MapNode,
+        HashMapNode,
+        BlockHashMapNode,
+        FuseMapNode,
+        SortedMapNode,
+        StrideNode,
+        ArrayNode,
+        CompactMapNode,
+    )
 }
 
 
@@ -251,6 +271,11 @@ def check_node(node: Node, where: int, toc_off: int) -> None:
 
 def index_size(node: HashMapNode) -> int:
     """The size of a hash-indexed dict's index region (-1 for a block size out of bounds)."""
+    if isinstance(node, SortedMapNode):
+        blocks = block_count(node.n, node.block_bits) if 0 <= node.block_bits <= READ_MAX_BLOCK_BITS else 0
+        if not blocks or node.page_bits or node.keys_len < 1:
+            return -1
+        return (blocks + 1) * node.offs_width + node.keys_len
     if isinstance(node, FuseMapNode):
         blocks = block_count(node.n, node.block_bits) if 0 <= node.block_bits <= READ_MAX_BLOCK_BITS else 0
         if not (

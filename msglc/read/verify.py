@@ -40,7 +40,16 @@ from typing import Any
 import msgspec
 
 from msglc.errors import CorruptedError, MsglcError
-from msglc.format.fuse import fuse_block_bits, fuse_layout, mix, slot_bits_for, slot_value, slots_of
+from msglc.format.fuse import (
+    block_offsets,
+    fuse_block_bits,
+    fuse_layout,
+    mix,
+    slot_bits_for,
+    slot_value,
+    slots_of,
+    sorted_region,
+)
 from msglc.format.fuse import layout as fuse_layout_of
 from msglc.format.fuse import region as fuse_region
 from msglc.format.hash_index import MAP_INLINE_MAX, block_count, hash_page_bits, hash_records, region_of
@@ -58,6 +67,7 @@ from msglc.format.nodes import (
     HashMapNode,
     ListNode,
     MapNode,
+    SortedMapNode,
     StrideNode,
     node_header,
     node_span,
@@ -344,11 +354,17 @@ class _Entries:
     starts, its key's CRC-32 and 32 bits of its key's ``hash()`` (to tell a CRC collision
     from a key held twice)."""
 
-    def __init__(self, fuse: bool = False) -> None:
+    def __init__(self, fuse: bool = False, block_bits: int | None = None) -> None:
+        """``block_bits``: of a sorted dict, whose keys are checked to ascend and whose blocks'
+        first keys are kept."""
         self.offs = array("Q")
         self.crcs = array("I")
         self.hashes = array("I")
         self.rcrcs: array[int] | None = array("I") if fuse else None  # a fuse's: CRC of each key reversed
+        self.block = 1 << block_bits if block_bits is not None else 0
+        self.firsts: list[Any] = []
+        self.last: Any = None
+        self.disorder: str | None = None  # how a sorted dict's keys fail to ascend
 
     def add(self, a: Archive, base: int, starts: list[int], raws: list[Any], label: str) -> list[str | int]:
         """Entries starting at ``starts`` (relative to the dict) with keys encoded as ``raws``:
@@ -361,7 +377,25 @@ class _Entries:
         if self.rcrcs is not None:
             self.rcrcs.extend(zlib.crc32(bytes(r)[::-1]) for r in raws)
         self.hashes.extend(map(and_, map(hash, keys), repeat(0xFFFFFFFF)))
+        if self.block:
+            self._ascending(keys, len(self.offs) - len(keys))
         return keys
+
+    def _ascending(self, keys: list[str | int], first: int) -> None:
+        """A sorted dict's keys, entry ``first`` on: each of the first's type and above the one
+        before; the first key of each block kept."""
+        last, block = self.last, self.block
+        for e, key in enumerate(keys, first):
+            if last is None:
+                last = key
+            elif type(key) is not type(last) or not last < key:  # type: ignore[operator]
+                self.disorder = self.disorder or f"do not ascend at entry {e}"
+                last = key
+                continue
+            if e % block == 0:
+                self.firsts.append(key)
+            last = key
+        self.last = last
 
     def records(self) -> tuple[Sequence[int], list[int], list[tuple[int, int]]]:
         """The index's sorted records (``hash_records``: CRC << 32 | entry) and page starts,
@@ -403,7 +437,9 @@ def _check_hash_map(
         raise a.damaged(f"{label} indexes a dict of {n} entries, which writers list inline")
     starts, offs, kids = node.starts, node.offs, node.kids
     spans = len(starts)
-    entries = _Entries(fuse=isinstance(node, FuseMapNode))
+    entries = _Entries(
+        fuse=isinstance(node, FuseMapNode), block_bits=node.block_bits if isinstance(node, SortedMapNode) else None
+    )
     kid_keys: dict[str | int, int] = {}
     k = 0
     while k < spans:
@@ -457,6 +493,9 @@ def _hash_run(
 def _check_region(a: Archive, node: HashMapNode, start: int, pos: int, entries: _Entries, label: str) -> None:
     """The index region as the writer writes it for these keys, compared with the stored one;
     and no key twice (equal keys have equal encodings, so equal CRCs and hashes)."""
+    if isinstance(node, SortedMapNode):
+        _check_sorted(a, node, start, pos, entries, label)
+        return
     records, firsts, pairs = entries.records()
     if isinstance(node, FuseMapNode):
         _check_fuse(a, node, start, pos, entries, label)
@@ -487,6 +526,27 @@ def _no_key_twice(a: Archive, start: int, entries: _Entries, pairs: list[tuple[i
             raise a.damaged(f"the dict at data offset {start} holds a key twice")
 
 
+def _check_sorted(a: Archive, node: SortedMapNode, start: int, pos: int, entries: _Entries, label: str) -> None:
+    """A sorted dict's index (type 9) as the writer makes it: its keys of one type (str or
+    int) and ascending (so none twice), its block size the writer's for this dict, and its
+    region these entries' block offsets and the first key of each block."""
+    n, bb = node.n, node.block_bits
+    if entries.disorder is not None:
+        raise a.damaged(f"{label}: the keys of the sorted dict at data offset {start} {entries.disorder}")
+    if bb != fuse_block_bits(entries.offs):
+        raise a.damaged(f"{label}: its blocks are not sized as the dict's entries call for")
+    offs_bytes, width = block_offsets(entries.offs, n, bb)
+    region = sorted_region(offs_bytes, entries.firsts)
+    keys_len = len(region) - len(offs_bytes)
+    if (node.offs_width, node.index[1], node.keys_len) != (width, len(region), keys_len):
+        raise a.damaged(f"{label} does not describe the dict at data offset {start}")
+    back, size = node.index
+    if bytes(a.read(pos - back, size)) != region:
+        raise a.damaged(f"sorted index of the TOC node at offset {pos} does not match its dict")
+    if (node.offs_crc, node.keys_crc) != (zlib.crc32(offs_bytes), zlib.crc32(region[len(offs_bytes) :])):
+        raise a.damaged(f"{label}: its index checksums are not its index's")
+
+
 def _check_fuse(a: Archive, node: FuseMapNode, start: int, pos: int, entries: _Entries, label: str) -> None:
     """A fuse index (type 7) as the writer makes it for these keys: its block size and fuse
     shape the writer's for this dict, its block offsets these entries', and every key's
@@ -501,11 +561,9 @@ def _check_fuse(a: Archive, node: FuseMapNode, start: int, pos: int, entries: _E
         fuse_layout_of(n),
     ):
         raise a.damaged(f"{label}: its fuse is not shaped as the dict's keys call for")
-    code = "I" if node.offs_width == 4 else "Q"
-    block_offs = array(code, [offs[b << bb] for b in range(blocks)] + [offs[n]])
-    if sys.byteorder == "big":
-        block_offs.byteswap()
-    offs_bytes = block_offs.tobytes()
+    offs_bytes, width = block_offsets(offs, n, bb)
+    if width != node.offs_width:
+        raise a.damaged(f"{label}: its block offsets are not {width} bytes each as the dict's size calls for")
     back, size = node.index
     stored = bytes(a.read(pos - back, size))
     assert entries.rcrcs is not None

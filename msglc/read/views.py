@@ -15,10 +15,19 @@ from typing import Any
 import msgspec
 
 from msglc.errors import CorruptedError
-from msglc.format.fuse import FuseIndex
+from msglc.format.fuse import FuseIndex, SortedIndex
 from msglc.format.hash_index import BlockIndex, entries_of_hash, entry_span
 from msglc.format.msgpack import array_header, item_end, map_header, scalar_size
-from msglc.format.nodes import BlockHashMapNode, FuseMapNode, HashMapNode, ListNode, MapNode, Node, StrideNode
+from msglc.format.nodes import (
+    BlockHashMapNode,
+    FuseMapNode,
+    HashMapNode,
+    ListNode,
+    MapNode,
+    Node,
+    SortedMapNode,
+    StrideNode,
+)
 from msglc.format.numpy_ext import ext_hook
 from msglc.format.walk import item_ends
 from msglc.read.archive import Archive
@@ -636,8 +645,9 @@ class LazyHashDict(LazyDict):
         raise KeyError(key)
 
     def _block_index(self, node: BlockHashMapNode) -> BlockIndex:
-        """The dict's block index (``format.hash_index.BlockIndex``, or for type 7 its fuse:
-        ``format.fuse.FuseIndex``), made at its first lookup."""
+        """The dict's block index (``format.hash_index.BlockIndex``; for type 7 its fuse,
+        ``format.fuse.FuseIndex``; for type 9 ``format.fuse.SortedIndex``), made at its first
+        lookup."""
         region, span = self._pos - node.index[0], (node.offs[0], node.offs[-1])
         kids = [(node.offs[k], node.offs[k + 1], _encode_key(key)) for key, k in node.kid_keys.items()]
         if isinstance(node, FuseMapNode):
@@ -647,6 +657,11 @@ class LazyHashDict(LazyDict):
                 raise self._a.damaged(f"fuse index chunk CRCs at offset {region} fail their checksum")
             self._index = fuse
             return fuse
+        if isinstance(node, SortedMapNode):
+            sorted_fields = (node.n, node.offs_width, node.offs_crc, node.block_bits, node.keys_len, node.keys_crc)
+            index: BlockIndex = SortedIndex(self._a, region, sorted_fields, span, kids)
+            self._index = index
+            return index
         fields = (node.n, node.page_bits, node.offs_width, node.offs_crc, node.block_bits)
         index = self._index = BlockIndex(self._a, region, fields, span, kids)
         return index

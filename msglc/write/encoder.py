@@ -4,6 +4,7 @@ and trailer, so that ``dump`` can write the data while the TOC is still being bu
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from operator import itemgetter
 from typing import Any
 
 import msgspec
@@ -28,6 +29,32 @@ _FROM_DATA = object()  # Encoded.obj of an archive made from data bytes (of_data
 def _where(obj: Any, bad: Callable[[Any], bool]) -> str:
     path = validate.find_path(obj, bad)
     return "/".join(map(str, path)) if path else "the root"
+
+
+def sorted_dicts(obj: Any) -> Any:
+    """``obj`` with every dict's keys sorted (``order="sorted"``): ints first, by value, then
+    strs, by code point (which is their UTF-8 bytes' order); lists and tuples are walked (and
+    become lists), everything else is kept as it is. Per-item Python work, by request."""
+    if isinstance(obj, dict):
+        items = dict.items(obj)  # the storage msgspec encodes, whatever a subclass overrides
+        try:
+            ordered = sorted(items, key=itemgetter(0))  # (keys of one type: compared in C)
+        except TypeError:
+            ordered = sorted(items, key=_key_order)
+        return {k: v if isinstance(v, _LEAVES) else sorted_dicts(v) for k, v in ordered}
+    if isinstance(obj, (list, tuple)):
+        return [v if isinstance(v, _LEAVES) else sorted_dicts(v) for v in obj]
+    return obj
+
+
+_LEAVES = (str, int, float, bytes, type(None))
+
+
+def _key_order(item: tuple[Any, Any]) -> tuple[int, Any]:
+    key = item[0]
+    if isinstance(key, int) and not isinstance(key, bool):
+        return 0, key
+    return (1, key) if isinstance(key, str) else (2, repr(key))  # (others are refused when stored)
 
 
 def encode_value(obj: Any, arrays: ArrayEncoder) -> bytes:
@@ -66,6 +93,9 @@ class Encoded:
         self.obj = obj
         if cfg.enc_hook is not None and not (accel.speedups is not None and accel.speedups.plain_values(obj)):
             obj = self.obj = validate.converted(obj, cfg.enc_hook)
+        self.order = cfg.order
+        if cfg.order == "sorted":
+            obj = self.obj = sorted_dicts(obj)
         arrays = ArrayEncoder(cfg.numpy_encoder)
         with gc_paused(self.disable_gc):
             self.data = DataSection(encode_value(obj, arrays), arrays)
@@ -92,6 +122,7 @@ class Encoded:
             cfg.disable_gc,
         )
         self.obj = _FROM_DATA
+        self.order = None  # (the data is taken as it is; ``repack`` decodes to sort)
         self.data = DataSection(data, None)
         self.checksum = ParallelCrc(self.data.chunks(), self.data.size)
         self.compression, self.level = cfg.compression, cfg.compression_level
@@ -123,6 +154,7 @@ class Encoded:
             self.data.splices,
             block_bytes=writer_block_bytes(self.compression is not None),
             fuse=self.compression is not None,
+            sorted_keys=self.compression is not None and self.order == "sorted",  # (types 7, 9: 2.1 only)
         )
         try:
             with gc_paused(self.disable_gc):

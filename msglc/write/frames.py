@@ -43,6 +43,7 @@ from msglc.format.nodes import (
     HashMapNode,
     ListNode,
     MapNode,
+    SortedMapNode,
     StrideNode,
     node_span,
     unframe_node,
@@ -64,7 +65,7 @@ Frame = tuple[int, int, int]
 
 DATA_FRAME = 1 << 16  # plain bytes per frame of the data (docs/compression.md measures the trade-off)
 TOC_FRAME = 1 << 15  # ... of the TOC: opening decompresses the one holding the root node
-FUSE_FRAME = 1 << 15  # plain bytes per frame inside a fuse-indexed dict of small entries (a lookup
+FUSE_FRAME = 1 << 14  # plain bytes per frame inside a fuse- or sorted-indexed dict of small entries (a lookup
 SMALL_ENTRY = 256  # table, entries of less than this on average): a lookup decompresses one
 RAW_FRAME = 1 << 15  # plain bytes per frame written raw on purpose (write_raw)
 RAW_RATIO = 0.97  # a frame that zstd shrinks by less than 3% is stored raw (read in place)
@@ -218,7 +219,8 @@ def toc_layout(
         elif isinstance(node, BlockHashMapNode):  # a lookup reads one block: never cut one in two
             starts = _block_starts(toc, pos, node)
             boundaries.extend(base + o for o in starts)
-            small = isinstance(node, FuseMapNode) and node.offs[-1] - node.offs[0] < SMALL_ENTRY * node.n
+            lookup_table = isinstance(node, (FuseMapNode, SortedMapNode))
+            small = lookup_table and node.offs[-1] - node.offs[0] < SMALL_ENTRY * node.n
             step = FUSE_FRAME if small else lookup_frame(size)  # a lookup table: small frames, fast lookups
             forced.extend(base + o for o in _spaced(starts, step))
             work.extend((pos - back, size, base + node.offs[k + 1], False) for k, (back, size) in node.kids.items())

@@ -28,7 +28,6 @@ from msglc.format.fuse import fuse_block_bits
 from msglc.format.hash_index import (
     BLOCK_BYTES,
     MAP_INLINE_MAX,
-    IntCode,
     Region,
     block_bits_for,
     hash_page_bits,
@@ -53,6 +52,7 @@ from msglc.format.nodes import (
     MapNode,
     Node,
     Ref,
+    SortedMapNode,
     StrideNode,
     frame_node,
     whole_max,
@@ -95,11 +95,15 @@ class TocBuilder:
         toc_base: int = 0,
         block_bytes: int = BLOCK_BYTES,
         fuse: bool = False,
+        sorted_keys: bool = False,
     ) -> None:
         """``fuse``: index big dicts with a fuse (node type 7: for compressed archives, where a
-        lookup decompresses a frame of blocks anyway) when the C accelerator can build one."""
+        lookup decompresses a frame of blocks anyway) when the C accelerator can build one;
+        ``sorted_keys``: the dicts' keys ascend (``order="sorted"``): a big dict whose keys are
+        all str or all int is indexed by the first key of each block (node type 9) instead."""
         self.buf = buf
         self.fuse = fuse
+        self.sorted_keys = sorted_keys
         # where the TOC's frames are best cut (compressed archives): around each index region,
         # and where its random part (records, slots) starts, which is then stored raw
         self.regions: list[tuple[int, ...]] = []
@@ -296,6 +300,8 @@ class TocBuilder:
             entry_refs = {j: kids[k] for j, k in enumerate(keys) if k in kids}
             return self.add_node(MapNode(keys=list(keys), koffs=koffs, voffs=voffs, kids=self.refs(entry_refs)))
         entry_kids = {j: (k, kids[k]) for j, k in enumerate(keys) if k in kids} if kids else {}
+        if self.sorted_keys and (ordered := ascending_keys(keys)) is not None:
+            return self.sorted_node(n, koffs, entry_kids, ordered)
         return self.hash_node(n, koffs, entry_kids, self.hash_index(raws[0::2], koffs))
 
     def map_entries(
@@ -328,6 +334,8 @@ class TocBuilder:
             entry_kids = {e: (items[e][0], kids[items[e][0]]) for e, _, _ in big if items[e][0] in kids}
         if not self.all_plain:
             validate.check_map(d, skip={key for key, _ in entry_kids.values()})
+        if self.sorted_keys and (ordered := ascending_keys(dict.keys(d))) is not None:
+            return self.sorted_node(n, koffs, entry_kids, ordered)
         if self.fuse:
             made = self.fuse_node(n, koffs, entry_kids, speedups.key_hashes(self.buf, a + h, n))
             if made is not None:
@@ -379,33 +387,19 @@ class TocBuilder:
         if built is None:
             return None
         seed, slot_bits, seg_bits, seg_count, slots = built
-        code: IntCode = "I" if koffs[-1] < 1 << 32 else "Q"
-        offs = array(code, koffs[0 : n : 1 << block_bits])
-        offs.append(koffs[n])
-        if sys.byteorder == "big":
-            offs.byteswap()
-        offs_bytes = offs.tobytes()
+        offs_bytes, width = fuse.block_offsets(koffs, n, block_bits)
         data = fuse.region(offs_bytes, slots)
         position = self._here()
         self.toc += data
         start = len(self.toc) - len(data)
         self.regions.append((start, start + len(data) - len(slots), len(self.toc)))
         crcs = data[len(offs_bytes) : len(data) - len(slots)]
-        starts, span_offs, span_kids = self.spans(koffs, n, {e: ref for e, (_, ref) in entry_kids.items()})
-        span_of_entry = {starts[k]: k for k in span_kids}
-        here = self._here()
+        fields = self._block_node_fields(n, koffs, entry_kids, offs_bytes, width, block_bits)
+        index = (self._here() - position, len(data))
         return self.add_node(
             FuseMapNode(
-                n=n,
-                starts=starts,
-                offs=span_offs,
-                kids=self.refs(span_kids),
-                kid_keys={key: span_of_entry[e] for e, (key, _) in entry_kids.items()},
-                page_bits=0,
-                offs_width=offs.itemsize,
-                offs_crc=zlib.crc32(offs_bytes),
-                index=(here - position, len(data)),
-                block_bits=block_bits,
+                **fields,
+                index=index,
                 slot_bits=slot_bits,
                 seed=seed,
                 seg_bits=seg_bits,
@@ -413,6 +407,52 @@ class TocBuilder:
                 crcs_crc=zlib.crc32(crcs),
             )
         )
+
+    def sorted_node(
+        self,
+        n: int,
+        koffs: Sequence[int],
+        entry_kids: Mapping[int, tuple[str | int, tuple[int, int]]],
+        keys: list[str] | list[int],
+    ) -> tuple[int, int]:
+        """The node of a dict whose keys ascend (type 9) and its region: the block offsets and
+        the first key of each block."""
+        block_bits = fuse_block_bits(koffs)
+        offs_bytes, width = fuse.block_offsets(koffs, n, block_bits)
+        firsts = keys[:: 1 << block_bits]
+        data = fuse.sorted_region(offs_bytes, firsts)
+        position = self._here()
+        self.toc += data  # (no random part: its frames are the TOC's)
+        fields = self._block_node_fields(n, koffs, entry_kids, offs_bytes, width, block_bits)
+        index = (self._here() - position, len(data))
+        keys_part = data[len(offs_bytes) :]
+        return self.add_node(
+            SortedMapNode(**fields, index=index, keys_len=len(keys_part), keys_crc=zlib.crc32(keys_part))
+        )
+
+    def _block_node_fields(
+        self,
+        n: int,
+        koffs: Sequence[int],
+        entry_kids: Mapping[int, tuple[str | int, tuple[int, int]]],
+        offs_bytes: bytes,
+        width: int,
+        block_bits: int,
+    ) -> dict[str, Any]:
+        """The fields that the nodes of types 7 and 9 share with type 6 (``index`` aside)."""
+        starts, span_offs, span_kids = self.spans(koffs, n, {e: ref for e, (_, ref) in entry_kids.items()})
+        span_of_entry = {starts[k]: k for k in span_kids}
+        return {
+            "n": n,
+            "starts": starts,
+            "offs": span_offs,
+            "kids": self.refs(span_kids),
+            "kid_keys": {key: span_of_entry[e] for e, (key, _) in entry_kids.items()},
+            "page_bits": 0,
+            "offs_width": width,
+            "offs_crc": zlib.crc32(offs_bytes),
+            "block_bits": block_bits,
+        }
 
     def _big_values(
         self, d: dict[Any, Any], a: int, voffs: list[int], koffs: list[int], vlens: list[int]
@@ -447,6 +487,17 @@ class TocBuilder:
         return WrittenRegion(
             pos, self._here() - pos, region.page_bits, region.width, region.offs_crc, region.block_bits
         )
+
+
+def ascending_keys(keys: Iterable[Any]) -> list[str] | list[int] | None:
+    """The keys as a list, when a sorted dict's index can name them (all str or all int, of
+    the type itself, ascending), else None (a dict given its keys out of order: ``dump``
+    sorts them, other writers keep them as given)."""
+    listed = list(keys)
+    kind = type(listed[0])
+    if kind not in (str, int) or any(type(k) is not kind for k in listed):
+        return None
+    return listed if fuse.ascends(listed) else None
 
 
 class WrittenRegion(NamedTuple):

@@ -30,7 +30,7 @@ from typing import Any, BinaryIO, TypeVar, cast
 
 import msgspec
 
-from msglc.config import Config, current
+from msglc.config import Config, current, refuse_order
 from msglc.format.container import HEADER_SIZE, Trailer, compressed_header, pack_header
 from msglc.format.hash_index import BLOCK_BYTES, MAP_INLINE_MAX, block_bits_for, region_of
 from msglc.format.msgpack import array_header, container_header_size, map_header
@@ -365,6 +365,7 @@ class LazyWriter:
         storage_options: dict[str, Any] | None = None,
         **options: Any,
     ) -> None:
+        refuse_order(options, "LazyWriter")
         self.cfg = current(**options)
         self.header = compressed_header() if self.cfg.compression else pack_header()
         self.target = target = resolve_name(target, fs, storage_options)

@@ -190,7 +190,7 @@ def _flip(node: bytes) -> bytes:
 def _unknown_type(node: bytes) -> bytes:
     payload = node[:-4]
     assert payload[1] == 4  # [tag 4 (StrideNode), ...]
-    payload = payload[:1] + b"\x09" + payload[2:]  # a node type a newer msglc might write
+    payload = payload[:1] + b"\x2a" + payload[2:]  # a node type a newer msglc might write
     return payload + zlib.crc32(payload).to_bytes(4, "little")
 
 
