@@ -34,7 +34,9 @@ CHUNK = 1024  # bytes of slots per CRC: a lookup reads (and checks) three such c
 MASK64 = (1 << 64) - 1
 SEEDS = 8  # seeds tried before a writer gives up on the fuse (and writes a type-6 index)
 MAX_SEG_BITS = 18
-FUSE_BLOCK_BYTES = 16 << 10  # entries per block in a fuse-indexed dict: about this many bytes ...
+FUSE_BLOCK_BYTES = 16 << 10  # entries per block in a fuse- or sorted-indexed dict: about this many bytes ...
+SMALL_ENTRY = 256  # ... or, in a lookup table (entries of less than this on average), ...
+TABLE_BLOCK_BYTES = 4 << 10  # ... this many: its frames are small (one lookup, one small frame) ...
 FUSE_MAX_BLOCK_BITS = 10  # ... and at most 2**10 of them (a lookup walks up to 1024 entries)
 
 
@@ -98,12 +100,13 @@ def fuse_layout(
 
 
 def fuse_block_bits(koffs: Sequence[int]) -> int:
-    """Entries per block of a fuse-indexed dict: about ``FUSE_BLOCK_BYTES`` of them, a power of
-    two, at most 2**FUSE_MAX_BLOCK_BITS."""
+    """Entries per block of a fuse- or sorted-indexed dict: about ``FUSE_BLOCK_BYTES`` of them
+    (``TABLE_BLOCK_BYTES`` in a lookup table), a power of two, at most 2**FUSE_MAX_BLOCK_BITS."""
     n = len(koffs) - 1
     mean = (koffs[-1] - koffs[0]) / max(n, 1)
+    target = TABLE_BLOCK_BYTES if is_table(koffs[-1] - koffs[0], n) else FUSE_BLOCK_BYTES
     bits = 0
-    while bits < FUSE_MAX_BLOCK_BITS and (2 << bits) * mean <= FUSE_BLOCK_BYTES:
+    while bits < FUSE_MAX_BLOCK_BITS and (2 << bits) * mean <= target:
         bits += 1
     return bits
 
@@ -117,6 +120,12 @@ def block_offsets(koffs: Sequence[int], n: int, block_bits: int) -> tuple[bytes,
     if sys.byteorder == "big":
         offs.byteswap()
     return offs.tobytes(), offs.itemsize
+
+
+def is_table(size: int, n: int) -> bool:
+    """Is a dict of n entries in ``size`` bytes a lookup table (small entries): small blocks,
+    small frames?"""
+    return size < SMALL_ENTRY * n
 
 
 def build(hashes: bytes, n: int, block_bits: int) -> tuple[int, int, int, int, bytes] | None:
@@ -249,8 +258,12 @@ def sorted_region(offs_bytes: bytes | memoryview, first_keys: list[str] | list[i
 
 
 def ascends(keys: Sequence[Any]) -> bool:
-    """Do the keys (all str or all int) strictly ascend?"""
-    return all(x < y for x, y in zip(keys, keys[1:], strict=False))
+    """Do the keys (all str or all int) strictly ascend? (In C: a sorted list is one run to
+    ``sorted``; keys of two types do not compare.)"""
+    try:
+        return list(keys) == sorted(keys) and len(set(keys)) == len(keys)
+    except TypeError:
+        return False
 
 
 class SortedIndex(BlockIndex):
@@ -287,7 +300,7 @@ class SortedIndex(BlockIndex):
             firsts = _keys_decoder.decode(head[self.table :])
         except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError) as e:
             raise a.damaged(f"sorted dict first keys at offset {region_at + self.table}: {e}") from None
-        if len(firsts) != self.blocks or len({type(k) for k in firsts}) != 1 or not ascends(firsts):
+        if len(firsts) != self.blocks or not ascends(firsts):
             raise a.damaged(f"sorted dict first keys at offset {region_at + self.table} are not one a block, ascending")
         self.firsts = firsts
 

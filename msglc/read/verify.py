@@ -42,7 +42,6 @@ import msgspec
 from msglc.errors import CorruptedError, MsglcError
 from msglc.format.fuse import (
     block_offsets,
-    fuse_block_bits,
     fuse_layout,
     mix,
     slot_bits_for,
@@ -528,13 +527,11 @@ def _no_key_twice(a: Archive, start: int, entries: _Entries, pairs: list[tuple[i
 
 def _check_sorted(a: Archive, node: SortedMapNode, start: int, pos: int, entries: _Entries, label: str) -> None:
     """A sorted dict's index (type 9) as the writer makes it: its keys of one type (str or
-    int) and ascending (so none twice), its block size the writer's for this dict, and its
-    region these entries' block offsets and the first key of each block."""
+    int) and ascending (so none twice), and its region these entries' block offsets and the
+    first key of each block (of the node's size: the block size is the writer's choice)."""
     n, bb = node.n, node.block_bits
     if entries.disorder is not None:
         raise a.damaged(f"{label}: the keys of the sorted dict at data offset {start} {entries.disorder}")
-    if bb != fuse_block_bits(entries.offs):
-        raise a.damaged(f"{label}: its blocks are not sized as the dict's entries call for")
     offs_bytes, width = block_offsets(entries.offs, n, bb)
     region = sorted_region(offs_bytes, entries.firsts)
     keys_len = len(region) - len(offs_bytes)
@@ -548,18 +545,14 @@ def _check_sorted(a: Archive, node: SortedMapNode, start: int, pos: int, entries
 
 
 def _check_fuse(a: Archive, node: FuseMapNode, start: int, pos: int, entries: _Entries, label: str) -> None:
-    """A fuse index (type 7) as the writer makes it for these keys: its block size and fuse
-    shape the writer's for this dict, its block offsets these entries', and every key's
-    three slots xoring to the key's block (the whole region built again and compared, with the
-    C accelerator; key by key without it)."""
+    """A fuse index (type 7) as the writer makes it for these keys, with the node's block size
+    (the writer's choice): its fuse shaped as the writer shapes it for this dict, its block
+    offsets these entries', and every key's three slots xoring to the key's block (the whole
+    region built again and compared, with the C accelerator; key by key without it)."""
     n, bb = node.n, node.block_bits
     offs = entries.offs
     blocks = block_count(n, bb)
-    if (bb, node.slot_bits, (node.seg_bits, node.seg_count)) != (
-        fuse_block_bits(offs),
-        slot_bits_for(blocks),
-        fuse_layout_of(n),
-    ):
+    if (node.slot_bits, (node.seg_bits, node.seg_count)) != (slot_bits_for(blocks), fuse_layout_of(n)):
         raise a.damaged(f"{label}: its fuse is not shaped as the dict's keys call for")
     offs_bytes, width = block_offsets(offs, n, bb)
     if width != node.offs_width:

@@ -4,7 +4,8 @@ and trailer, so that ``dump`` can write the data while the TOC is still being bu
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from operator import itemgetter
+from functools import partial
+from itertools import repeat
 from typing import Any
 
 import msgspec
@@ -34,24 +35,31 @@ def _where(obj: Any, bad: Callable[[Any], bool]) -> str:
 def sorted_dicts(obj: Any) -> Any:
     """``obj`` with every dict's keys sorted (``order="sorted"``): ints first, by value, then
     strs, by code point (which is their UTF-8 bytes' order); lists and tuples are walked (and
-    become lists), everything else is kept as it is. Per-item Python work, by request."""
+    become lists), everything else is kept as it is. Sorted and rebuilt in C where it can be:
+    only containers are visited one by one."""
     if isinstance(obj, dict):
-        items = dict.items(obj)  # the storage msgspec encodes, whatever a subclass overrides
         try:
-            ordered = sorted(items, key=itemgetter(0))  # (keys of one type: compared in C)
-        except TypeError:
-            ordered = sorted(items, key=_key_order)
-        return {k: v if isinstance(v, _LEAVES) else sorted_dicts(v) for k, v in ordered}
+            keys = sorted(dict.keys(obj))  # (the storage msgspec encodes, whatever a subclass overrides)
+        except TypeError:  # keys of several types
+            keys = sorted(dict.keys(obj), key=_key_order)
+        value_of = obj.__getitem__ if type(obj) is dict else partial(dict.__getitem__, obj)
+        out = dict(zip(keys, map(value_of, keys), strict=True))
+        if any(map(isinstance, out.values(), repeat(_CONTAINERS))):
+            for k, v in out.items():
+                if isinstance(v, _CONTAINERS):
+                    out[k] = sorted_dicts(v)
+        return out
     if isinstance(obj, (list, tuple)):
-        return [v if isinstance(v, _LEAVES) else sorted_dicts(v) for v in obj]
+        if not any(map(isinstance, obj, repeat(_CONTAINERS))):
+            return list(obj)
+        return [sorted_dicts(v) if isinstance(v, _CONTAINERS) else v for v in obj]
     return obj
 
 
-_LEAVES = (str, int, float, bytes, type(None))
+_CONTAINERS = (dict, list, tuple)
 
 
-def _key_order(item: tuple[Any, Any]) -> tuple[int, Any]:
-    key = item[0]
+def _key_order(key: Any) -> tuple[int, Any]:
     if isinstance(key, int) and not isinstance(key, bool):
         return 0, key
     return (1, key) if isinstance(key, str) else (2, repr(key))  # (others are refused when stored)

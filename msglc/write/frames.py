@@ -34,6 +34,7 @@ from msglc.format.frames import (
     pack_page,
     pack_raw_frame,
 )
+from msglc.format.fuse import is_table
 from msglc.format.hash_index import block_count, le_array
 from msglc.format.msgpack import FIXED_SCALAR_SIZE, array_header
 from msglc.format.nodes import (
@@ -65,8 +66,7 @@ Frame = tuple[int, int, int]
 
 DATA_FRAME = 1 << 16  # plain bytes per frame of the data (docs/compression.md measures the trade-off)
 TOC_FRAME = 1 << 15  # ... of the TOC: opening decompresses the one holding the root node
-FUSE_FRAME = 1 << 14  # plain bytes per frame inside a fuse- or sorted-indexed dict of small entries (a lookup
-SMALL_ENTRY = 256  # table, entries of less than this on average): a lookup decompresses one
+TABLE_FRAME = 1 << 13  # plain bytes per frame inside a fuse- or sorted-indexed lookup table (fuse.is_table)
 RAW_FRAME = 1 << 15  # plain bytes per frame written raw on purpose (write_raw)
 RAW_RATIO = 0.97  # a frame that zstd shrinks by less than 3% is stored raw (read in place)
 HEAD_FRAME = 5  # the data's first bytes (the root's header, as a reader reads it) make a frame of their own
@@ -219,9 +219,8 @@ def toc_layout(
         elif isinstance(node, BlockHashMapNode):  # a lookup reads one block: never cut one in two
             starts = _block_starts(toc, pos, node)
             boundaries.extend(base + o for o in starts)
-            lookup_table = isinstance(node, (FuseMapNode, SortedMapNode))
-            small = lookup_table and node.offs[-1] - node.offs[0] < SMALL_ENTRY * node.n
-            step = FUSE_FRAME if small else lookup_frame(size)  # a lookup table: small frames, fast lookups
+            table = isinstance(node, (FuseMapNode, SortedMapNode)) and is_table(node.offs[-1] - node.offs[0], node.n)
+            step = TABLE_FRAME if table else lookup_frame(size)  # a lookup table: small frames, fast lookups
             forced.extend(base + o for o in _spaced(starts, step))
             work.extend((pos - back, size, base + node.offs[k + 1], False) for k, (back, size) in node.kids.items())
         elif isinstance(node, HashMapNode):

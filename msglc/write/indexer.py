@@ -494,10 +494,8 @@ def ascending_keys(keys: Iterable[Any]) -> list[str] | list[int] | None:
     the type itself, ascending), else None (a dict given its keys out of order: ``dump``
     sorts them, other writers keep them as given)."""
     listed = list(keys)
-    kind = type(listed[0])
-    if kind not in (str, int) or any(type(k) is not kind for k in listed):
-        return None
-    return listed if fuse.ascends(listed) else None
+    kinds = set(map(type, listed))
+    return listed if (kinds == {str} or kinds == {int}) and fuse.ascends(listed) else None
 
 
 class WrittenRegion(NamedTuple):
