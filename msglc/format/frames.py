@@ -1,5 +1,6 @@
-"""The frame tables of a compressed data section (format 2.0; docs/format.md, "Compressed
-archives"): the section is a sequence of independent zstd frames, each holding a run of the
+"""The frame tables of compressed sections (docs/format.md, "Compressed archives"): format
+2.1's index, page tables and dictionary records below ("format 2.1"); first format 2.0's, still
+read: the section is a sequence of independent zstd frames, each holding a run of the
 plain msgpack, then msglc's filter table when some frame is filtered, then a seek table laid
 out as zstd's seekable format specifies. Standard tools decompress the section (they skip both
 tables); msglc maps a logical (uncompressed) offset to its frame by bisection.
