@@ -110,7 +110,7 @@ def check_header(buf: bytes) -> None:
         raise NotAnArchiveError(f"not an msglc archive: expected magic {MAGIC!r} at offset 0, found {bytes(magic)!r}")
     if major not in (MAJOR, COMPRESSED):
         raise UnsupportedVersionError(
-            f"archive format {major}.{minor} is not readable by this msglc (reads {MAJOR}.x and {COMPRESSED}.0)"
+            f"archive format {major}.{minor} is not readable by this msglc (reads {MAJOR}.x and {COMPRESSED}.x)"
         )
 
 

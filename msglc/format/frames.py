@@ -1,5 +1,6 @@
-"""The frame tables of a compressed data section (format 2.0; docs/format.md, "Compressed
-archives"): the section is a sequence of independent zstd frames, each holding a run of the
+"""The frame tables of compressed sections (docs/format.md, "Compressed archives"): format
+2.1's index, page tables and dictionary records below ("format 2.1"); first format 2.0's, still
+read: the section is a sequence of independent zstd frames, each holding a run of the
 plain msgpack, then msglc's filter table when some frame is filtered, then a seek table laid
 out as zstd's seekable format specifies. Standard tools decompress the section (they skip both
 tables); msglc maps a logical (uncompressed) offset to its frame by bisection.
@@ -54,6 +55,7 @@ RAW = 2  # 2.1: a raw frame (one raw block, its plain bytes readable in place: `
 _FILTER_CODES_2_1 = bytes((NO_FILTER, SHUFFLE, RAW))
 _IS_SHUFFLE = bytes([0, 1] + [0] * 254)  # translate: SHUFFLE becomes 1, anything else 0
 RAW_HEAD = 12  # a raw frame's plain bytes start this far into it: magic, descriptor, size, block header
+RAW_TAIL = 4  # ... and zstd's content checksum follows them
 RAW_MAX = 1 << 17  # plain bytes of a raw frame at most (zstd's largest block)
 _RAW_DESCRIPTOR = 0xA4  # single segment, content checksum, 4-byte content size
 
@@ -79,7 +81,7 @@ def raw_frame_ok(frame: bytes | memoryview, size: int) -> bool:
     """Is ``frame`` laid out as ``pack_raw_frame`` lays out ``size`` bytes (so its plain bytes
     are where a reader reads them in place)?"""
     head = bytes(frame[:RAW_HEAD])
-    return len(frame) == size + RAW_HEAD + 4 and head == pack_raw_frame(bytes(size), b"\0" * 4)[:RAW_HEAD]
+    return len(frame) == RAW_HEAD + size + RAW_TAIL and head == pack_raw_frame(bytes(size), b"\0" * 4)[:RAW_HEAD]
 
 
 class FrameTable(NamedTuple):
@@ -347,6 +349,16 @@ def parse_page(buf: bytes | memoryview, frames: int, first_logical: int, first_s
         raise CorruptedError(f"compressed section: a frame names a dictionary the section does not have ({dicts})")
     stored = list(accumulate(sizes[0::2], initial=first_stored))
     logical = list(accumulate(sizes[1::2], initial=first_logical))
+    k = codes.find(RAW)
+    while k >= 0:  # read in place: a raw frame holds exactly its plain bytes, between its head and its checksum
+        stored_size, plain_size = sizes[2 * k], sizes[2 * k + 1]
+        if stored_size != RAW_HEAD + plain_size + RAW_TAIL or not 0 < plain_size <= RAW_MAX:
+            raise CorruptedError(
+                f"compressed section: the raw frame at offset {stored[k]} of the section stores {stored_size} "
+                f"bytes for {plain_size} plain bytes (a raw frame stores its 1 to {RAW_MAX} plain bytes and "
+                f"{RAW_HEAD + RAW_TAIL} more)"
+            )
+        k = codes.find(RAW, k + 1)
     return Page(stored, logical, codes, params, dict_bytes)
 
 

@@ -12,9 +12,13 @@ from msglc.format.frames import (
     FILTER_MAGIC,
     FOOTER_SIZE,
     NO_FILTER,
+    RAW,
     SHUFFLE,
     pack_filter_table,
+    pack_page,
+    pack_raw_frame,
     pack_seek_table,
+    parse_page,
     parse_seek_table,
     seek_table_size,
     tables_size,
@@ -170,3 +174,16 @@ def test_crafted_filter_tables_are_refused():
         padded = data[: -len(pack_seek_table(sizes))] + b"\0" * pad + pack_seek_table(sizes)
         with pytest.raises(CorruptedError, match=match):
             _table(padded)
+
+
+def test_a_page_table_gives_each_raw_frame_its_exact_stored_size():
+    """A raw frame (2.1, filter 2) is read in place, 12 bytes in: its page table entry must
+    say it stores its plain bytes and 16 more, else a read inside it would return bytes of
+    the frames after it (found writing docs/format.md: the entry was not checked)."""
+    frame = pack_raw_frame(bytes(100), b"\0" * 4)
+    assert len(frame) == 116
+    good = pack_page([(116, 100), (116, 100)], [(RAW, 0), (RAW, 0)], [0, 0])
+    assert parse_page(good, 2, 0, 0, 0).stored == [0, 116, 232]
+    for sizes in ([(116, 101), (116, 99)], [(115, 100), (117, 100)], [(16 + (1 << 17) + 1, (1 << 17) + 1), (116, 100)]):
+        with pytest.raises(CorruptedError, match="raw frame at offset 0 of the section stores"):
+            parse_page(pack_page(sizes, [(RAW, 0), (NO_FILTER, 0)], [0, 0]), 2, 0, 0, 0)
