@@ -6,10 +6,11 @@ end (docs/format.md, "Appending in place") says which trailer counts, and it cha
 small write, made only once everything that trailer needs is on disk. The existing entries
 are neither read nor moved; the TOC is copied.
 
-A compressed archive (2.0) is rewritten instead, atomically like ``dump``: its root header sits
-inside its first zstd frame, so no small write can commit a new count. Its frames are copied
-as they are (only the one holding the root header is recompressed), the new entries are
-compressed (or copied, from compressed inputs) after them, and the seek table is new.
+A compressed archive (2.x) is rewritten instead, atomically like ``dump``: its root header sits
+inside a zstd frame and its index ends the file, so no small write can commit a new count. Its
+data frames are copied as they are (only the one holding the root header is written anew),
+the new entries are compressed (or copied, from compressed inputs) after them, and the TOC
+frames, page tables and index are new.
 """
 
 from __future__ import annotations

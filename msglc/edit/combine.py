@@ -7,8 +7,8 @@ relative (docs/format.md): a subtree's data and nodes stay valid wherever they a
 Inputs are checked while they are copied (their data checksum) and refused before the output
 exists if they are not archives, are truncated or are of an unknown version.
 
-A compressed result (format 2.0) gets the frames of compressed inputs as they are (their seek
-table entries join the result's), and the rest (root header, keys, plain inputs) compressed
+A compressed result (format 2.1) gets the data frames of compressed inputs as they are (their
+page-table entries and dictionaries join the result's), and the rest (root header, keys, plain inputs) compressed
 into frames of its own; every TOC offset is logical, so the nodes relocate as for plain parts.
 Without ``compression=`` (per call, or configured), the result is compressed when every
 archive among the inputs is.

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
-from msglc.format.frames import NO_FILTER, SHUFFLE
 from msglc.io.framed import FramedSource
 from msglc.read.archive import Archive
 from msglc.util.checksum import data_crc32
@@ -26,7 +25,7 @@ class Sink(Protocol):
 
 
 def compressed(archive: Archive) -> bool:
-    """Is the archive's data section stored as zstd frames (format 2.0)?"""
+    """Is the archive's data section stored as zstd frames (format 2.x)?"""
     return isinstance(archive.src, FramedSource)
 
 
@@ -108,11 +107,11 @@ def _copy_frames(
         for k in range(i, j):
             frame = data[table.stored(k) - at : table.stored(k + 1) - at]
             crc = crc32(src.decompress_frame(k, frame), crc)  # the checksum is of the plain data
-            element, d = table.shuffle(k), table.dictionary(k)
+            d = table.dictionary(k)
             if d not in adopted:
                 adopted[d] = out.adopt_dictionary(src.dictionary_bytes(d))
             entries.append((len(frame), table.logical(k + 1) - table.logical(k)))
-            filters.append((SHUFFLE, element) if element else (NO_FILTER, 0))
+            filters.append(table.filter(k))  # (a raw frame stays raw: read in place)
             dicts.append(adopted[d])
         out.copy_frames(bytes(data), entries, filters, dicts)
         progress(table.logical(j) - table.logical(i))

@@ -174,7 +174,7 @@ def unpack_trailer(buf: bytes, file_size: int, header: bytes) -> Trailer:
     t = Trailer(*fields)
     end_toc = file_size - TRAILER_SIZE
     data_end = t.data_off + t.data_len
-    free_ok = header[9] >= FREE_SPACE_MINOR  # 1.2: free space may lie between data and TOC
+    free_ok = header[8] == MAJOR and header[9] >= FREE_SPACE_MINOR  # 1.2: free space between data and TOC
     if not (
         t.data_off == HEADER_SIZE
         and (data_end == t.toc_off or free_ok and data_end < t.toc_off)

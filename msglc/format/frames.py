@@ -77,13 +77,6 @@ def pack_raw_frame(content: bytes | memoryview, checksum: bytes) -> bytes:
     )
 
 
-def raw_frame_ok(frame: bytes | memoryview, size: int) -> bool:
-    """Is ``frame`` laid out as ``pack_raw_frame`` lays out ``size`` bytes (so its plain bytes
-    are where a reader reads them in place)?"""
-    head = bytes(frame[:RAW_HEAD])
-    return len(frame) == RAW_HEAD + size + RAW_TAIL and head == pack_raw_frame(bytes(size), b"\0" * 4)[:RAW_HEAD]
-
-
 class FrameTable(NamedTuple):
     """Where each frame is: frame i holds logical bytes [logical[i], logical[i + 1]) of the
     plain data and is stored at [stored[i], stored[i + 1]) from the start of the section;

@@ -10,7 +10,7 @@ from bisect import bisect_right
 from collections.abc import Callable
 
 from msglc.errors import CorruptedError
-from msglc.format.frames import MIN_FRAME, SHUFFLE, FrameTable, Index, Page
+from msglc.format.frames import MIN_FRAME, NO_FILTER, SHUFFLE, FrameTable, Index, Page
 
 
 class FrameMap:
@@ -88,6 +88,11 @@ class FrameMap:
         """The element size frame ``i`` is byte-shuffled by, or 0."""
         page, k = self.at(i)
         return page.params[k] if page.codes and page.codes[k] == SHUFFLE else 0
+
+    def filter(self, i: int) -> tuple[int, int]:
+        """(filter code, parameter) of frame ``i`` as its page table lists them."""
+        page, k = self.at(i)
+        return (page.codes[k], page.params[k]) if page.codes else (NO_FILTER, 0)
 
     def dictionary(self, i: int) -> int:
         """The dictionary frame ``i`` was compressed with (0: none; d: the section's d-th)."""

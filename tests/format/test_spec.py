@@ -204,9 +204,11 @@ def fuse_layout(n: int) -> tuple[int, int]:
 
 
 def block_bits_for(n: int, span: int) -> int:
-    """Entries per block of types 7 and 9 as writers choose them: about 16 KB, at most 1024."""
+    """Entries per block of types 7 and 9 as writers choose them: about 4 KB in a lookup table
+    (entries under 256 bytes on average), else about 16 KB; at most 1024."""
+    target = 4096 if span < 256 * n else 16384
     bits = 0
-    while bits < 10 and (2 << bits) * span / n <= 16384:
+    while bits < 10 and (2 << bits) * span / n <= target:
         bits += 1
     return bits
 

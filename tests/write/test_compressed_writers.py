@@ -203,3 +203,24 @@ def test_lazy_writer_dict_blocks_seldom_straddle_its_fixed_frames():
     # a block [a, b) straddles when the first cut after its start comes before its end
     straddling = sum(1 for a, b in pairwise(offs) if cuts[bisect_right(cuts, a)] < b)
     assert straddling / (len(offs) - 1) < 0.1
+
+
+def test_combine_keeps_raw_frames_raw(tmp_path):
+    """Data frames an input stores raw (incompressible bytes: read in place) stay raw in the
+    combined archive, their bytes copied."""
+    rng = random.Random(5)
+    value = {"noise": [rng.randbytes(30_000) for _ in range(20)], "text": ["abc" * 50] * 2000}
+    part = tmp_path / "part.mlc"
+    msglc.dump(part, value, compression="zstd")
+    with LazyReader(part) as r:
+        data_end = 16 + r.info().data_size
+        raw_in = [
+            f.plain_size for f in r.frames() if f.filter == 2 and f.plain_offset >= 21 and f.plain_offset < data_end
+        ]
+    assert len(raw_in) >= 5
+    msglc.combine(tmp_path / "all.mlc", [msglc.FileInfo(part, "t")])
+    with LazyReader(tmp_path / "all.mlc") as r:
+        raw_out = [f.plain_size for f in r.frames() if f.filter == 2]
+        assert all(raw_out.count(size) >= raw_in.count(size) for size in raw_in)
+        assert r["t/noise/3"] == value["noise"][3]
+        r.verify()
