@@ -24,7 +24,7 @@ class Config:
     bytes (and empty ones) are stored without a TOC entry and read back whole; longer lists are
     cut into blocks of about this size. Smaller means finer random access and a larger TOC; 0
     and 1 give every non-empty container an entry (the published msglc's meaning). Unless one
-    is given, a compressed archive's is ``COMPRESSED_THRESHOLD`` (64 KB).
+    is given, a compressed archive's is ``COMPRESSED_THRESHOLD`` (16 KB).
     ``disable_gc``: pause the cyclic garbage collector while encoding or decoding many objects
     (it otherwise rescans the growing heap again and again).
     ``durable``: ``dump`` to a path flushes the file and the rename to disk (``fsync``) before
@@ -62,9 +62,10 @@ class Config:
 _NAMES = frozenset(f.name for f in fields(Config))
 _current = Config()
 # The threshold of a compressed archive when none is given (per call or by configure()): its
-# frames hold 64 KB anyway, so a finer TOC costs bytes (a fifth of a compressed document's
-# size at 8 KB) and saves no decompression (docs/compression.md).
-COMPRESSED_THRESHOLD = 65536
+# frames hold 64 KB anyway, so a finer TOC costs bytes (8 KB: up to 9% more on real documents),
+# but a coarser one decodes values up to its size whole on every read (64 KB: reads of real
+# documents 1.5-3x slower than at 16 KB, for 0-4% less; docs/compression.md).
+COMPRESSED_THRESHOLD = 16384
 _threshold_given = False  # configure() was given small_obj_optimization_threshold
 
 

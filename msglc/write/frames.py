@@ -91,14 +91,15 @@ def frame_size(threshold: int) -> int:
 
 def choose_dictionary(
     sample: bytes | bytearray | memoryview, size: int, level: int, total: int | None = None
-) -> bytes | None:
+) -> tuple[bytes, bytes] | None:
     """A raw-content dictionary for frames of ``size`` plain bytes of data like ``sample``
-    (the data, or its first bytes; ``total``: the data's length when known), or None when it
-    would not pay for itself: pieces of ``DICT_PIECE`` bytes taken evenly from ``sample``, up to
-    ``DICT_MAX`` and 1/8 of the data, kept when ``DICT_TRIAL`` frames spread over the sample
-    plus the dictionary (compressed) come out smaller than the frames alone by 2%. Frames that
-    refer back into data like their own compress like a much larger frame (measured on real
-    JSON: docs/compression.md)."""
+    (the data, or its first bytes; ``total``: the data's length when known), and its stored
+    (compressed) form, or None when it would not pay for itself: pieces of ``DICT_PIECE`` bytes
+    taken evenly from ``sample``, up to ``DICT_MAX`` and 1/8 of the data, kept when
+    ``DICT_TRIAL`` frames spread over the sample plus the dictionary (compressed) come out
+    smaller than the frames alone by 2%. Frames that refer back into data like their own
+    compress like a much larger frame (measured on real JSON: docs/compression.md). The three
+    compressions run on two threads (zstd releases the GIL)."""
     view = memoryview(sample).cast("B")
     n = len(view)
     whole = n if total is None else max(total, n)
@@ -113,17 +114,27 @@ def choose_dictionary(
     zstd = zstandard()
     trial_step = max(size, (n - size) // DICT_TRIAL)
     frames = [view[at : at + size] for at in range(0, n - size + 1, trial_step)[:DICT_TRIAL]]
-    alone = zstd.ZstdCompressor(level=level)
-    with_dict = zstd.ZstdCompressor(
-        level=level, dict_data=zstd.ZstdCompressionDict(raw, dict_type=zstd.DICT_TYPE_RAWCONTENT)
-    )
-    plain_cost = sum(len(alone.compress(f)) for f in frames)
-    dict_cost = sum(len(with_dict.compress(f)) for f in frames)
-    scale = whole / (len(frames) * size)  # the trial frames stand for the whole data
-    stored_dict = len(zstd.ZstdCompressor(level=max(level, DICT_LEVEL)).compress(raw))
-    if dict_cost * scale + stored_dict < DICT_GAIN * plain_cost * scale:
-        return raw
+
+    def cost(with_dict: bool) -> int:
+        dict_data = zstd.ZstdCompressionDict(raw, dict_type=zstd.DICT_TYPE_RAWCONTENT) if with_dict else None
+        c = zstd.ZstdCompressor(level=level, dict_data=dict_data)
+        return sum(len(c.compress(f)) for f in frames)
+
+    with ThreadPoolExecutor(THREADS) as pool:
+        stored = pool.submit(stored_dictionary, raw, level)
+        plain_cost, dict_cost = pool.map(cost, (False, True))
+        scale = whole / (len(frames) * size)  # the trial frames stand for the whole data
+        record = stored.result()
+    if dict_cost * scale + len(record) < DICT_GAIN * plain_cost * scale:
+        return raw, record
     return None
+
+
+def stored_dictionary(raw: bytes, level: int) -> bytes:
+    """The record of a dictionary of raw content ``raw`` in a section: compressed at
+    ``level`` (``DICT_LEVEL`` at least: once per archive), as a skippable frame."""
+    compressed: bytes = zstandard().ZstdCompressor(level=max(level, DICT_LEVEL), write_checksum=True).compress(raw)
+    return pack_dictionary(compressed)
 
 
 def _groups(plain: Sequence[int]) -> list[range]:
@@ -356,6 +367,7 @@ class FrameWriter:
         self.filters: list[tuple[int, int]] = []  # (filter code, parameter) of each frame written
         self.frame_dicts: list[int] = []  # the dictionary of each frame written (0: none)
         self.dicts: list[bytes] = []  # the dictionaries (raw content), numbered from 1
+        self._records: list[bytes | None] = []  # each dictionary's record, when made already
         self._dict_numbers: dict[tuple[int, int], int] = {}  # (length, CRC-32) -> number
         self.own = 0  # the dictionary of the frames compressed here (0: none)
         self.deciding = True  # the data's first bytes are buffered until the dictionary is chosen
@@ -374,19 +386,20 @@ class FrameWriter:
         """Decide the data's dictionary from ``sample`` (the plain data, or its first bytes;
         ``total``: the data's whole length when known) before any frame is compressed."""
         self.deciding = False
-        raw = choose_dictionary(sample, self.size, self.level, total)
-        if raw is not None:
-            self.own = self.adopt_dictionary(raw)
+        chosen = choose_dictionary(sample, self.size, self.level, total)
+        if chosen is not None:
+            self.own = self.adopt_dictionary(chosen[0], chosen[1])
 
-    def adopt_dictionary(self, raw: bytes) -> int:
+    def adopt_dictionary(self, raw: bytes, record: bytes | None = None) -> int:
         """The number of the dictionary ``raw`` in this section (added if new): frames copied
-        from another archive keep theirs."""
+        from another archive keep theirs. ``record``: its stored form, when made already."""
         key = (len(raw), zlib.crc32(raw))
         number = self._dict_numbers.get(key)
         if number is None:
             if len(self.dicts) >= MAX_DICTS:
                 raise ValueError(f"a compressed section holds at most {MAX_DICTS} dictionaries")
             self.dicts.append(raw)
+            self._records.append(record)
             number = self._dict_numbers[key] = len(self.dicts)
         return number
 
@@ -526,8 +539,8 @@ class FrameWriter:
         self._pool.shutdown()
         frames_end = self.stored
         dict_places = []
-        for raw in self.dicts:
-            record = pack_dictionary(self._compressor(0, max(self.level, DICT_LEVEL)).compress(raw))
+        for raw, made in zip(self.dicts, self._records, strict=True):
+            record = made if made is not None else stored_dictionary(raw, self.level)
             dict_places.append((self.stored, len(record), len(raw)))
             self._put(record)
         pages = []
