@@ -4,6 +4,7 @@ and trailer, so that ``dump`` can write the data while the TOC is still being bu
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from functools import partial
 from itertools import repeat
 from typing import Any
@@ -20,7 +21,7 @@ from msglc.util.optional import zstandard
 from msglc.util.runtime import gc_paused
 from msglc.write import values as validate
 from msglc.write.arrays import ArrayEncoder, DataSection
-from msglc.write.frames import HEAD_FRAME, FrameWriter, frame_size, plan_frames, toc_layout
+from msglc.write.frames import HEAD_FRAME, FrameWriter, choose_dictionary, frame_size, plan_frames, toc_layout
 from msglc.write.indexer import TocBuilder
 from msglc.write.reindex import reindex
 
@@ -116,6 +117,19 @@ class Encoded:
         self.toc = bytearray()
         self.root = (0, 0)
         self.regions: list[tuple[int, ...]] = []  # where the TOC's frames are cut (TocBuilder.regions)
+        self.dictionary = self._dictionary_chosen_meanwhile()
+
+    def _dictionary_chosen_meanwhile(self) -> Future[tuple[bytes, bytes] | None] | None:
+        """The data's dictionary, chosen on other threads while this one builds the TOC (the
+        choice needs the data alone; a data section with NumPy arrays spliced in is left to
+        ``FrameWriter``)."""
+        if self.compression is None or self.data.splices:
+            return None
+        pool = ThreadPoolExecutor(1)
+        try:
+            return pool.submit(choose_dictionary, self.data.buf, frame_size(self.threshold), self.level)
+        finally:
+            pool.shutdown(wait=False)  # (its thread ends with its one task)
 
     @classmethod
     def of_data(cls, data: bytes, options: dict[str, Any]) -> Encoded:
@@ -140,6 +154,7 @@ class Encoded:
         self.toc = bytearray()
         self.root = (0, 0)
         self.regions = []
+        self.dictionary = self._dictionary_chosen_meanwhile()
         return self
 
     def index(self) -> None:
@@ -190,6 +205,8 @@ class Encoded:
         parts: list[bytes | memoryview] = []
         plain = b"".join(self.data.chunks())
         frames = FrameWriter(_Parts(parts), frame_size(self.threshold), self.level, head=HEAD_FRAME)
+        if self.dictionary is not None:
+            frames.use_dictionary(self.dictionary.result())
         try:
             size = frame_size(self.threshold)
             boundaries, runs, forced = toc_layout(self.toc, self.root, plain, size)

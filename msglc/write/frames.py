@@ -385,10 +385,14 @@ class FrameWriter:
     def choose_dictionary(self, sample: bytes | bytearray | memoryview, total: int | None = None) -> None:
         """Decide the data's dictionary from ``sample`` (the plain data, or its first bytes;
         ``total``: the data's whole length when known) before any frame is compressed."""
+        self.use_dictionary(choose_dictionary(sample, self.size, self.level, total))
+
+    def use_dictionary(self, chosen: tuple[bytes, bytes] | None) -> None:
+        """Compress the data's frames with the dictionary ``chosen`` by ``choose_dictionary``
+        for this writer's frame size and level (its raw content and record), or with none."""
         self.deciding = False
-        chosen = choose_dictionary(sample, self.size, self.level, total)
         if chosen is not None:
-            self.own = self.adopt_dictionary(chosen[0], chosen[1])
+            self.own = self.adopt_dictionary(*chosen)
 
     def adopt_dictionary(self, raw: bytes, record: bytes | None = None) -> int:
         """The number of the dictionary ``raw`` in this section (added if new): frames copied
