@@ -334,3 +334,19 @@ def test_frames_are_not_cut_short_by_an_early_item_boundary():
     with LazyReader(msglc.dumps(doc, **ZSTD)) as r:
         sizes = [f.plain_size for f in r.frames()]
     assert sizes[0] == 5 and min(sizes[1:4]) > 16_000, sizes  # the root's header alone, then full frames
+
+
+def test_a_list_of_small_strings_gets_a_frame_per_span():
+    """A list of small scalars is read an item at a time (a lookup table by index): a read
+    decompresses one span's frame, not 64 KB; a list of records keeps full frames."""
+    rng = random.Random(7)
+    names = [f"pkg-{rng.getrandbits(48):x}" * rng.randint(1, 3) for _ in range(60_000)]  # (sizes vary)
+    records = [{"name": n, "score": i} for i, n in enumerate(names[:30_000])]
+    for value, most in ((names, 2 * 16_384), (records, None)):
+        with LazyReader(msglc.dumps(value, **ZSTD)) as r:
+            sizes = [f.plain_size for f in r.frames()][1:-3]  # (the root header, the TOC's last)
+            assert r[12_345] == value[12_345]
+        if most is not None:
+            assert max(sizes) <= most, max(sizes)
+        else:
+            assert max(sizes) > 48_000, max(sizes)
