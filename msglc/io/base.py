@@ -3,6 +3,7 @@ with no shared seek position."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Protocol
 
 from msglc.errors import ArchiveChangedError, MsglcError, TruncatedError
@@ -12,6 +13,16 @@ class Counter(Protocol):
     """Counts reads (``LazyStats``): ``size`` bytes in ``requests`` requests."""
 
     def add(self, size: int, requests: int = 1) -> None: ...
+
+
+def grid(offset: int, counts: tuple[int, ...], strides: tuple[int, ...]) -> Iterator[int]:
+    """The offsets of ``read_grid``'s pieces, in C order."""
+    if not counts:
+        yield offset
+        return
+    inner = counts[-1], strides[-1]
+    for at in grid(offset, counts[:-1], strides[:-1]):
+        yield from range(at, at + inner[0] * inner[1], inner[1]) if inner[1] else [at] * inner[0]
 
 
 def closed_error() -> ValueError:
@@ -61,6 +72,16 @@ class Source:
     def read_into(self, offset: int, out: memoryview) -> None:
         """Fill the byte buffer ``out`` from ``offset`` (large array reads: one copy)."""
         out[:] = self.read(offset, len(out))
+
+    def read_grid(
+        self, offset: int, counts: tuple[int, ...], strides: tuple[int, ...], size: int, out: memoryview
+    ) -> None:
+        """Fill the byte buffer ``out`` with the pieces of ``size`` bytes at ``offset + sum(i *
+        stride)`` for every index ``i`` below ``counts``, in C order, one after the other (a
+        block of an array: a piece per row). Here one ``read_into`` per piece; local files
+        and remote objects read them with fewer calls or requests."""
+        for k, at in enumerate(grid(offset, counts, strides)):
+            self.read_into(at, out[k * size : (k + 1) * size])
 
     def close(self) -> None:
         self.closed = True

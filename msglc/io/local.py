@@ -13,10 +13,11 @@ import os
 import threading
 import weakref
 from concurrent.futures import ThreadPoolExecutor
+from itertools import islice
 from typing import Any, Protocol
 
 from msglc.format.container import HEADER_SIZE
-from msglc.io.base import Source, closed_error
+from msglc.io.base import Source, closed_error, grid
 from msglc.util import accel
 
 STAMP_BYTES = HEADER_SIZE + 5  # the header and the root's msgpack header
@@ -107,6 +108,23 @@ class FileSource(Source):
                 done += got
             if self.closed:
                 raise closed_error()
+
+    def read_grid(
+        self, offset: int, counts: tuple[int, ...], strides: tuple[int, ...], size: int, out: memoryview
+    ) -> None:
+        """One ``pread`` per piece in a C loop (a Python call per piece costs five times the
+        system call; docs/performance.md): from the first piece it could not read whole, the
+        pieces are read again one by one, so a short or failed read is reported as ``read``
+        reports it."""
+        direct = self.direct
+        done = 0
+        if direct is not None and accel.speedups is not None:
+            done = direct.read_grid(offset, counts, strides, size, out)
+        if self.closed:  # closed by another thread mid-read: the descriptor may be reused
+            raise closed_error()
+        if done * size < len(out):
+            for k, at in enumerate(islice(grid(offset, counts, strides), done, None), done):
+                self.read_into(at, out[k * size : (k + 1) * size])
 
     def close(self) -> None:
         if not self.closed:

@@ -18,11 +18,12 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
+from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from msglc.errors import ArchiveChangedError
 from msglc.format.container import HEADER_SIZE, TRAILER_SIZE, claimed_size, header_end
-from msglc.io.base import Counter, Source, closed_error
+from msglc.io.base import Counter, Source, closed_error, grid
 from msglc.io.s3 import get_object, is_s3, status_of, transport_error, url_of
 
 if TYPE_CHECKING:
@@ -40,6 +41,9 @@ MAX_GAP = 1 << 20  # read_many: ranges closer than this are fetched as one reque
 
 
 MAX_REQUEST = 16 << 20  # ... up to this size per request
+
+
+ROUND_BYTES = 64 << 20  # read_grid: bytes requested at once (a selection of a huge array, in rounds)
 
 
 MAX_CONCURRENT = 128  # S3 requests in flight per batch (fsspec's default gather batch)
@@ -159,6 +163,58 @@ class RemoteSource(Source):
         data = self._get(start, end)
         self._keep(start, data)
         return memoryview(data)[offset - start : offset - start + size]
+
+    def read_grid(
+        self, offset: int, counts: tuple[int, ...], strides: tuple[int, ...], size: int, out: memoryview
+    ) -> None:
+        """The pieces as ``read_many`` reads ranges: pieces less than ``max_gap`` apart share
+        a request of at most ``max_request`` bytes (a run), and the runs' requests go out
+        together, ``ROUND_BYTES`` at most at a time."""
+        if self.closed:
+            raise closed_error()
+        runs: list[tuple[int, int, int]] = []  # (start, end, pieces)
+        for at in grid(offset, counts, strides):
+            if at < 0 or at + size > self.size:
+                raise self._short(at, size, max(0, min(size, self.size - at)))
+            if runs:
+                start, end, n = runs[-1]
+                if 0 <= at - end <= self.max_gap and at + size - start <= self.max_request:
+                    runs[-1] = (start, at + size, n + 1)
+                    continue
+            runs.append((at, at + size, 1))
+        pieces = grid(offset, counts, strides)
+        k = i = 0
+        while i < len(runs):
+            first, total = i, 0
+            while i < len(runs) and (i == first or total + runs[i][1] - runs[i][0] <= ROUND_BYTES):
+                total += runs[i][1] - runs[i][0]
+                i += 1
+            for (start, _, n), data in zip(runs[first:i], self._runs(runs[first:i]), strict=True):
+                for at in islice(pieces, n):
+                    out[k * size : (k + 1) * size] = data[at - start : at - start + size]
+                    k += 1
+
+    def _runs(self, runs: list[tuple[int, int, int]]) -> list[memoryview]:
+        """The bytes from each run's start (at least to its end): from the block cache, else
+        requested together. A run shorter than a block is read as ``read`` reads it (whole
+        blocks, kept), so that rows read one selection after another still share blocks."""
+        found: list[memoryview | None] = [None] * len(runs)
+        ask: list[tuple[int, int]] = []
+        at: list[int] = []
+        b = self.block_size
+        for j, (start, end, _) in enumerate(runs):
+            found[j] = self.cached(start, end - start)
+            if found[j] is None:
+                low = start // b * b
+                ask.append((low, min(self.size, max(low + b, -(-end // b) * b))) if end - start < b else (start, end))
+                at.append(j)
+        if ask:
+            for j, (low, high), data in zip(at, ask, self._get_ranges(ask), strict=True):
+                start, end, _ = runs[j]
+                if high - low != end - start:
+                    self._keep(low, data)
+                found[j] = memoryview(data)[start - low :]
+        return [data for data in found if data is not None]
 
     # -- requests --
     def _count(self, requests: int, size: int) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
+from math import prod
 from typing import Any, NamedTuple, NoReturn
 
 import msgspec
@@ -402,6 +403,34 @@ class Archive:
         if self.counter is not None and not self.src.counts_itself:
             self.counter.add(len(buf))
         self.src.read_into(offset, buf)
+
+    def read_grid(self, offset: int, counts: tuple[int, ...], strides: tuple[int, ...], size: int, out: Any) -> None:
+        """Fill the fresh C-contiguous NumPy array ``out`` with the pieces of ``size`` data
+        bytes at ``offset + sum(i * stride)`` for every index ``i`` below ``counts``, in C
+        order (``Source.read_grid``: a block of an array, a piece per row)."""
+        if self.closed:
+            raise ValueError("I/O operation on a closed LazyReader")
+        buf = memoryview(out.reshape(-1).view("u1"))
+        end = offset + sum((c - 1) * s for c, s in zip(counts, strides, strict=True)) + size
+        if offset < self.trailer.data_off or end > self.data_end or len(buf) != prod(counts) * size:
+            raise CorruptedError(f"data span {offset}+{end - offset} lies outside the data section")
+        self._grid(offset, counts, strides, size, buf)
+
+    def _grid(self, offset: int, counts: tuple[int, ...], strides: tuple[int, ...], size: int, buf: memoryview) -> None:
+        if self.counter is not None and not self.src.counts_itself:
+            self.counter.add(len(buf), prod(counts))  # a request per piece: each is a read of its own
+        self.src.read_grid(offset, counts, strides, size, buf)
+
+    def view(self, offset: int, size: int, used: int) -> memoryview:
+        """``size`` data bytes at ``offset`` of a source in memory (``src.zero_copy``), not
+        copied: counted as one read of the ``used`` bytes the caller copies out of them."""
+        if self.closed:
+            raise ValueError("I/O operation on a closed LazyReader")
+        if offset < self.trailer.data_off or offset + size > self.data_end:
+            raise CorruptedError(f"data span {offset}+{size} lies outside the data section")
+        if self.counter is not None and not self.src.counts_itself:
+            self.counter.add(used)
+        return memoryview(self.src.read(offset, size))
 
     def node(self, pos: int, size: int) -> Node:
         node = self.nodes.get(pos)

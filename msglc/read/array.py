@@ -151,25 +151,50 @@ class LazyArray(LazyNode):
     def _read(self, sel: list[tuple[int, int, int]], counts: list[int]) -> Any:
         """Read the elements sel = [(first, count, step >= 1) per axis] into a new array."""
         np = self._np
-        itemsize = self.dtype.itemsize
+        dtype = self.dtype
+        itemsize = dtype.itemsize
         first = self._data + sum(f * s for (f, _, _), s in zip(sel, self._strides, strict=True))
         steps = [step * s for (_, _, step), s in zip(sel, self._strides, strict=True)]
-        d = _outer_axes(counts, steps, itemsize)
-        extent = itemsize + sum((c - 1) * st for c, st in zip(counts[d:], steps[d:], strict=True))
-        inner_shape = counts[d:]
-        contiguous = extent == prod(inner_shape) * itemsize
-        out = np.empty(counts, self.dtype)
-        rows = out.reshape(-1, *inner_shape, 1)  # rows[r] is a view (not a scalar copy) even for 1-element rows
-        offsets = np.zeros((), np.int64) + first
-        for c, st in zip(counts[:d], steps[:d], strict=True):
-            offsets = np.add.outer(offsets, np.arange(c, dtype=np.int64) * st)
         a = self._a
-        for r, off in enumerate(offsets.reshape(-1).tolist()):
-            if contiguous:
-                a.read_into(off, rows[r])
+        if a.src.zero_copy:  # already in memory: one strided copy out of it
+            span = itemsize + sum((c - 1) * st for c, st in zip(counts, steps, strict=True))
+            view = a.view(first, span, prod(counts) * itemsize)
+            return self._checked(np.ndarray(counts, dtype, buffer=view, strides=steps).copy(), first)
+        d = _outer_axes(counts, steps, itemsize)
+        inner = counts[d:]
+        extent = itemsize + sum((c - 1) * st for c, st in zip(inner, steps[d:], strict=True))
+        out = np.empty(counts, dtype)
+        if extent == prod(inner) * itemsize:  # pieces of contiguous elements: straight into the result
+            if d:
+                a.read_grid(first, tuple(counts[:d]), tuple(steps[:d]), extent, out)
             else:
-                rows[r, ..., 0] = np.ndarray(inner_shape, self.dtype, buffer=a.read(off, extent), strides=steps[d:])
+                a.read_into(first, out)
+            return self._checked(out, first)
+        # pieces with gaps: read whole into a buffer, a block of pieces at a time, each block
+        # copied out with one strided copy
+        pieces = out.reshape(-1, *inner)
+        for at, block, k in _blocks(tuple(counts[:d]), tuple(steps[:d]), extent):
+            n = prod(block)
+            buf = np.empty(n * extent, np.uint8)
+            a.read_grid(first + at, block, tuple(steps[:d]), extent, buf)
+            pieces[k : k + n] = np.ndarray((n, *inner), dtype, buffer=buf, strides=(extent, *steps[d:]))
         return self._checked(out, first)
+
+
+def _blocks(counts: tuple[int, ...], steps: tuple[int, ...], extent: int) -> Iterator[tuple[int, tuple[int, ...], int]]:
+    """The grid of ``counts`` pieces of ``extent`` bytes as blocks of at most ``MAX_SPAN``
+    bytes (or of one piece): (offset of the block, its counts, the index of its first piece)."""
+    per = prod(counts[1:]) * extent  # bytes of one index of the first axis
+    if not counts or counts[0] * per <= MAX_SPAN:
+        yield 0, counts, 0
+    elif per <= MAX_SPAN:
+        rows = MAX_SPAN // per
+        for i in range(0, counts[0], rows):
+            yield i * steps[0], (min(rows, counts[0] - i), *counts[1:]), i * (per // extent)
+    else:
+        for i in range(counts[0]):
+            for at, block, k in _blocks(counts[1:], steps[1:], extent):
+                yield i * steps[0] + at, (1, *block), i * (per // extent) + k
 
 
 def _outer_axes(counts: list[int], steps: list[int], itemsize: int) -> int:

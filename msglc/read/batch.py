@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from msglc.io.base import grid
 from msglc.read.archive import Archive
 from msglc.read.legacy import any_root_of
 from msglc.read.paths import resolve, split_path
@@ -89,6 +90,13 @@ class BatchArchive(Archive):
             self.main._fill(offset, buf)
         else:
             raise _Need(offset, len(buf))
+
+    def _grid(self, offset: int, counts: tuple[int, ...], strides: tuple[int, ...], size: int, buf: memoryview) -> None:
+        if self.direct:
+            self.main._grid(offset, counts, strides, size, buf)
+            return
+        for k, at in enumerate(grid(offset, counts, strides)):  # each piece a read of the batch
+            self._fill(at, buf[k * size : (k + 1) * size])
 
     def root(self) -> Any:
         if self._root is None:

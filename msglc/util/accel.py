@@ -34,6 +34,15 @@ class File(Protocol):
 
     def close(self) -> None: ...
 
+    def read_grid(
+        self, offset: int, counts: tuple[int, ...], strides: tuple[int, ...], size: int, out: memoryview, /
+    ) -> int:
+        """Read the pieces of ``size`` bytes at ``offset + sum(i * stride)`` for every index
+        below ``counts``, in C order, one after the other into ``out``, in one loop of
+        ``pread`` without the GIL; returns how many were read whole (it stops at the first
+        that was not, for the caller to read again and report)."""
+        ...
+
 
 class Speedups(Protocol):
     """The functions of ``msglc._speedups`` (``_speedups.c``); buffers are msgpack bytes."""
@@ -159,7 +168,7 @@ class Speedups(Protocol):
         ...
 
 
-API = 7  # the version of ``_speedups`` this code calls (SPEEDUPS_API in _speedups.c)
+API = 8  # the version of ``_speedups`` this code calls (SPEEDUPS_API in _speedups.c)
 
 
 def _load() -> Speedups | None:
