@@ -8,6 +8,7 @@ wrong value without an error from a change outside the data section, and no data
 """
 
 import os
+import random
 import sys
 import zlib
 from pathlib import Path
@@ -18,12 +19,15 @@ import pytest
 import msglc
 from msglc import CorruptedError, FileInfo, MsglcError
 from msglc.format.container import HEADER_SIZE, TRAILER_SIZE, Trailer, pack_header, unpack_trailer
+from msglc.format.frames import NO_FILTER, RAW
 from msglc.format.msgpack import container_header
 from msglc.format.nodes import StrideNode, frame_node
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # benchmark/ runs from the checkout; it is not installed
     sys.path.insert(0, str(ROOT))
+
+from benchmark import fuzz_frames as ff  # noqa: E402
 
 DEEP = 1100  # deeper than the default recursion limit (1000) allows msgspec to go
 
@@ -342,3 +346,51 @@ def test_stride_proof_on_any_bytes():
             if got is not None:  # a layout proof: its arithmetic is consistent
                 assert got[0] == (h, n, (len(buf) - h) // n)
                 assert all(s == h1 + n1 * s1 for (_, _, s), (h1, n1, s1) in zip(got, got[1:], strict=False))
+
+
+# ---- 2.1 compressed sections: parts changed, every offset and CRC recomputed (fuzz_frames) --------
+
+
+def _zstd(value, **options) -> tuple[bytes, ff.Section]:
+    """A compressed (2.1) archive of ``value`` and its section taken apart."""
+    data = msglc.dumps(value, compression="zstd", **options)
+    return data, ff.parse_section(data[HEADER_SIZE:-TRAILER_SIZE])
+
+
+def _with_section(data: bytes, section: bytes) -> bytes:
+    """The 2.1 archive ``data`` with another compressed section (its trailer made for it)."""
+    header = data[:HEADER_SIZE]
+    t = unpack_trailer(data[-TRAILER_SIZE:], len(data), header)
+    return header + section + Trailer.compressed(len(section), t.data_crc, t.threshold).pack(header)
+
+
+def test_a_frame_is_read_in_place_only_if_laid_out_as_a_raw_frame():
+    """A frame the page table calls raw (filter 2) is read in place. One that is not laid out
+    as a raw frame of the plain size the table gives (a zstd frame, a raw frame cut short, a
+    raw frame whose plain size grew as the next frame's shrank) was read in place all the
+    same: bytes of another frame, or past the file's end, were returned as the value."""
+    blob = random.Random(1).randbytes(100_000)  # incompressible: stored in raw frames
+    value = {"head": list(range(30_000)), "blob": blob, "tail": "end" * 10}
+    data, sec = _zstd(value)
+    raw = next(i for i, f in enumerate(sec.frames) if f.code == RAW and f.plain > 1000)
+    packed = next(i for i, f in enumerate(sec.frames) if f.code == NO_FILTER)
+
+    def relabelled(t: ff.Tables) -> None:
+        t.entries[0][packed][2] = RAW
+
+    def grown(t: ff.Tables) -> None:
+        t.entries[0][raw][1] += 16
+        t.entries[0][raw + 1][1] -= 16
+
+    short = sec.copy()
+    short.frames[raw].stored = short.frames[raw].stored[:-5]  # (the page table says so)
+    crafted = [  # (the value read, a value in frames that are what the table says)
+        ("blob", "head", ff.build_section(sec, edit_pages=grown)),
+        ("blob", "head", ff.build_section(short)),
+        ("head", "tail", ff.build_section(sec, edit_pages=relabelled)),
+    ]
+    for bad, good, section in crafted:
+        with msglc.LazyReader(_with_section(data, section)) as r:
+            assert msglc.to_obj(r[good]) == value[good]
+            with pytest.raises(CorruptedError, match="raw frame"):
+                msglc.to_obj(r[bad])

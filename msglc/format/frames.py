@@ -65,21 +65,31 @@ def pack_raw_frame(content: bytes | memoryview, checksum: bytes) -> bytes:
     size = len(content)
     if not 0 < size <= RAW_MAX:
         raise ValueError(f"a raw frame holds 1 to {RAW_MAX} bytes, not {size}")
+    return _raw_head(size) + bytes(content) + checksum
+
+
+def _raw_head(size: int) -> bytes:
+    """The first ``RAW_HEAD`` bytes of a raw frame of ``size`` (1 to ``RAW_MAX``) plain bytes."""
     return (
         _SKIPPABLE_HEADER.pack(0xFD2FB528, 0)[:4]
         + bytes((_RAW_DESCRIPTOR,))
         + size.to_bytes(4, "little")
         + (1 | size << 3).to_bytes(3, "little")
-        + bytes(content)
-        + checksum
     )
 
 
 def raw_frame_ok(frame: bytes | memoryview, size: int) -> bool:
     """Is ``frame`` laid out as ``pack_raw_frame`` lays out ``size`` bytes (so its plain bytes
     are where a reader reads them in place)?"""
-    head = bytes(frame[:RAW_HEAD])
-    return len(frame) == size + RAW_HEAD + 4 and head == pack_raw_frame(bytes(size), b"\0" * 4)[:RAW_HEAD]
+    return raw_frame_fits(frame[:RAW_HEAD], len(frame), size)
+
+
+def raw_frame_fits(head: bytes | memoryview, stored: int, size: int) -> bool:
+    """Is a frame of ``stored`` bytes that starts with ``head`` (its first ``RAW_HEAD``
+    bytes) a raw frame of ``size`` plain bytes as ``pack_raw_frame`` lays it out? A frame the
+    tables call raw is read in place only then: another frame's bytes (or bytes past its end)
+    would be taken for plain bytes."""
+    return 0 < size <= RAW_MAX and stored == size + RAW_HEAD + 4 and bytes(head) == _raw_head(size)
 
 
 class FrameTable(NamedTuple):

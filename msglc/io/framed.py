@@ -29,6 +29,7 @@ from msglc.format.frames import (
     index_size,
     parse_index,
     parse_page,
+    raw_frame_fits,
 )
 from msglc.io.base import Counter, Source
 from msglc.io.frame_map import FrameMap, paged_map
@@ -96,6 +97,26 @@ class FramedSource(Source):
         self._local = threading.local()
         self._dict_places = dicts or []
         self._dicts: dict[int, Any] = {}  # dictionary number -> zstd dictionary, loaded once
+        self._raw_frames: set[int] = set()  # raw frames whose layout was checked (read in place)
+
+    def _in_place(self, i: int, page: Page, k: int) -> int:
+        """Where raw frame ``i`` (``k``-th of ``page``) holds its plain bytes in the file: its
+        layout checked the first time (its size against the table's, its header), so that
+        nothing but its own plain bytes is ever read in place for it."""
+        at = self.data_off + page.stored[k]
+        if i not in self._raw_frames:
+            stored, plain = page.stored[k + 1] - page.stored[k], page.logical[k + 1] - page.logical[k]
+            if not (stored == plain + RAW_HEAD + 4 and raw_frame_fits(self._raw(at, RAW_HEAD), stored, plain)):
+                raise self._not_raw(i, at, stored, plain)
+            with self._lock:
+                self._raw_frames.add(i)
+        return at + RAW_HEAD
+
+    def _not_raw(self, i: int, at: int, stored: int, plain: int) -> MsglcError:
+        return self.damaged(
+            f"compressed frame {i} at offset {at}: the frame table says it is a raw frame of {plain} bytes "
+            f"({plain + RAW_HEAD + 4} stored), but it is {stored} bytes or its header says otherwise"
+        )
 
     def _raw(self, offset: int, size: int) -> bytes | memoryview:
         """A read of the file, counted as one request when the file does not count itself."""
@@ -117,7 +138,7 @@ class FramedSource(Source):
         page, k, i = self.table.locate(lo)
         if end - self.data_off <= page.logical[k + 1]:  # one frame: the usual small read
             if page.codes and page.codes[k] == RAW:  # stored as it is: read in place
-                return self._raw(self.data_off + page.stored[k] + RAW_HEAD + lo - page.logical[k], size)
+                return self._raw(self._in_place(i, page, k) + lo - page.logical[k], size)
             entry = self._entry(i)
             a = lo - page.logical[k]
             if not entry[1]:
@@ -260,6 +281,9 @@ class FramedSource(Source):
         if why is not None:
             raise CorruptedError(f"compressed frame {i} at offset {at}: {why}")
         expected = self.table.logical(i + 1) - self.table.logical(i)
+        page, k = self.table.at(i)
+        if page.codes and page.codes[k] == RAW and not raw_frame_fits(data[:RAW_HEAD], len(data), expected):
+            raise self._not_raw(i, at, len(data), expected)  # (read in place elsewhere: refused alike)
         zstd = self._zstd
         try:
             params = zstd.get_frame_parameters(data)
@@ -502,7 +526,7 @@ class FramedSource(Source):
                 entry = batch.get(i)
                 if entry is None and page.codes and page.codes[k] == RAW and parts is None:  # read in place
                     a, b = max(lo, page.logical[k]), min(hi, page.logical[k + 1])
-                    out.append(self._raw(self.data_off + page.stored[k] + RAW_HEAD + a - page.logical[k], b - a))
+                    out.append(self._raw(self._in_place(i, page, k) + a - page.logical[k], b - a))
                     continue
                 out.append(self._cut(i, entry or self._entry(i), lo, hi))
         if end > data_end:
