@@ -21,7 +21,8 @@ from msglc import CorruptedError, FileInfo, MsglcError
 from msglc.format.container import HEADER_SIZE, TRAILER_SIZE, Trailer, pack_header, unpack_trailer
 from msglc.format.frames import NO_FILTER, RAW
 from msglc.format.msgpack import container_header
-from msglc.format.nodes import StrideNode, frame_node
+from msglc.format.nodes import FuseMapNode, StrideNode, frame_node, unframe_node
+from msglc.read.reader import archive_of
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # benchmark/ runs from the checkout; it is not installed
@@ -394,3 +395,27 @@ def test_a_frame_is_read_in_place_only_if_laid_out_as_a_raw_frame():
             assert msglc.to_obj(r[good]) == value[good]
             with pytest.raises(CorruptedError, match="raw frame"):
                 msglc.to_obj(r[bad])
+
+
+def _with_root(data: bytes, sec: ff.Section, change) -> bytes:
+    """The 2.1 archive ``data`` (its section ``sec``) with its root node replaced by
+    ``change(node)``, the node's CRC recomputed and the TOC framed again."""
+    with msglc.LazyReader(data) as r:
+        t = archive_of(r).trailer
+        toc = bytes(archive_of(r).read(t.toc_off, t.toc_len))
+    pos, size = t.root_pos, t.root_len
+    framed = frame_node(change(unframe_node(toc[pos : pos + size], pos)))
+    toc = toc[:pos] + framed + toc[pos + size :]
+    return _with_section(data, ff.build_section(ff.with_toc(sec, toc, (pos, len(framed)), [len(toc)])))
+
+
+def test_fuse_node_with_a_negative_slot_width_is_corrupted():
+    """A fuse-indexed dict's node (type 7) whose ``slot_bits`` is negative raised ValueError
+    ("negative shift count") from the node's checks at open."""
+    data, sec = _zstd({f"k{i:05}": i for i in range(1500)}, small_obj_optimization_threshold=1024)
+    with msglc.LazyReader(data) as r:
+        assert isinstance(archive_of(r).node(archive_of(r).trailer.toc_off + sec.root[0], sec.root[1]), FuseMapNode)
+    for bits in (-1, 0, 33):
+        crafted = _with_root(data, sec, lambda node, bits=bits: msgspec.structs.replace(node, slot_bits=bits))
+        with pytest.raises(CorruptedError, match="malformed"):
+            msglc.LazyReader(crafted)
