@@ -372,7 +372,7 @@ def test_a_frame_is_read_in_place_only_if_laid_out_as_a_raw_frame():
     same: bytes of another frame, or past the file's end, were returned as the value."""
     blob = random.Random(1).randbytes(100_000)  # incompressible: stored in raw frames
     value = {"head": list(range(30_000)), "blob": blob, "tail": "end" * 10}
-    data, sec = _zstd(value)
+    data, sec = _zstd(value, small_obj_optimization_threshold=1 << 16)
     raw = next(i for i, f in enumerate(sec.frames) if f.code == RAW and f.plain > 1000)
     packed = next(i for i, f in enumerate(sec.frames) if f.code == NO_FILTER)
 
