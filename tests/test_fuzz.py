@@ -419,3 +419,22 @@ def test_fuse_node_with_a_negative_slot_width_is_corrupted():
         crafted = _with_root(data, sec, lambda node, bits=bits: msgspec.structs.replace(node, slot_bits=bits))
         with pytest.raises(CorruptedError, match="malformed"):
             msglc.LazyReader(crafted)
+
+
+def test_verify_checks_the_checksums_of_raw_frames():
+    """Reads take a raw frame's plain bytes in place, unchecked (as they take a plain
+    archive's data bytes); verify() checks what they skip. A raw frame whose zstd checksum
+    was damaged passed verify() (unless it lay in a read of 2 MB or more), while batched
+    reads, which decompress frames, refused it; and ``zstd -d`` refuses the section."""
+    value = {"head": list(range(30_000)), "blob": random.Random(1).randbytes(100_000), "tail": "end" * 10}
+    data, sec = _zstd(value, small_obj_optimization_threshold=1024)
+    spans = sec.spans(HEADER_SIZE)
+    data_raw = next(b for a, b, lo, hi, i in spans if sec.frames[i].code == RAW and hi <= sec.data and b - a > 1000)
+    toc_raw = next(b for a, b, lo, hi, i in spans if sec.frames[i].code == RAW and lo >= sec.data)
+    for end in (data_raw, toc_raw):  # a frame of the data, a frame of the TOC
+        damaged = bytearray(data)
+        damaged[end - 1] ^= 0x10  # its checksum's last byte
+        with msglc.LazyReader(bytes(damaged)) as r:
+            assert r["tail"] == value["tail"] and r["blob"] == value["blob"]  # (in place: unchecked)
+            with pytest.raises(CorruptedError, match="checksum"):
+                r.verify()

@@ -125,6 +125,14 @@ class FramedSource(Source):
         return self.raw.read(offset, size)
 
     def read(self, offset: int, size: int) -> bytes | memoryview:
+        return self._read(offset, size, True)
+
+    def read_checked(self, offset: int, size: int) -> bytes | memoryview:
+        """``read``, but no raw frame's bytes taken in place: every frame the bytes lie in is
+        decompressed and checked, its zstd checksum included (``verify``)."""
+        return self._read(offset, size, False)
+
+    def _read(self, offset: int, size: int, in_place: bool) -> bytes | memoryview:
         end, data_end = offset + size, self.data_off + self.plain
         if end <= self.data_off:
             return self._raw(offset, size)
@@ -134,10 +142,10 @@ class FramedSource(Source):
             raise self._short(offset, size, max(0, min(size, self.size - offset)))
         lo = offset - self.data_off
         if lo < 0:
-            return self._slice(offset, end, {}, None)
+            return self._slice(offset, end, {}, None, in_place)
         page, k, i = self.table.locate(lo)
         if end - self.data_off <= page.logical[k + 1]:  # one frame: the usual small read
-            if page.codes and page.codes[k] == RAW:  # stored as it is: read in place
+            if in_place and page.codes and page.codes[k] == RAW:  # stored as it is: read in place
                 return self._raw(self._in_place(i, page, k) + lo - page.logical[k], size)
             entry = self._entry(i)
             a = lo - page.logical[k]
@@ -152,7 +160,7 @@ class FramedSource(Source):
                 out = bytearray(size)
                 self.read_into(offset, memoryview(out))
                 return memoryview(out)
-        return self._slice(offset, end, {}, None)
+        return self._slice(offset, end, {}, None, in_place)
 
     def read_into(self, offset: int, out: memoryview) -> None:
         """Fill ``out`` from logical ``offset`` (large NumPy reads): whole frames decompress
@@ -509,9 +517,11 @@ class FramedSource(Source):
         end: int,
         batch: dict[int, Entry],
         parts: dict[tuple[int, int], bytes | memoryview] | None,
+        in_place: bool = True,
     ) -> bytes | memoryview:
         """Logical bytes [start, end): frames from ``batch`` or the cache (else read), the rest
-        from ``parts`` fetched already (None: read from the file now)."""
+        from ``parts`` fetched already (None: read from the file now, raw frames in place
+        unless ``in_place`` is false)."""
         data_end = self.data_off + self.plain
         out: list[bytes | memoryview] = []
         if start < self.data_off:
@@ -524,7 +534,7 @@ class FramedSource(Source):
                 if page.logical[k] >= hi:
                     break
                 entry = batch.get(i)
-                if entry is None and page.codes and page.codes[k] == RAW and parts is None:  # read in place
+                if entry is None and page.codes and page.codes[k] == RAW and parts is None and in_place:
                     a, b = max(lo, page.logical[k]), min(hi, page.logical[k + 1])
                     out.append(self._raw(self._in_place(i, page, k) + a - page.logical[k], b - a))
                     continue
