@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
-from msglc.format.frames import NO_FILTER, SHUFFLE
+from msglc.format.frames import NO_FILTER
 from msglc.io.framed import FramedSource
 from msglc.read.archive import Archive
 from msglc.util.checksum import data_crc32
@@ -108,11 +108,13 @@ def _copy_frames(
         for k in range(i, j):
             frame = data[table.stored(k) - at : table.stored(k + 1) - at]
             crc = crc32(src.decompress_frame(k, frame), crc)  # the checksum is of the plain data
-            element, d = table.shuffle(k), table.dictionary(k)
+            page, at_k = table.at(k)
+            d = table.dictionary(k)
             if d not in adopted:
                 adopted[d] = out.adopt_dictionary(src.dictionary_bytes(d))
             entries.append((len(frame), table.logical(k + 1) - table.logical(k)))
-            filters.append((SHUFFLE, element) if element else (NO_FILTER, 0))
+            # its filter as it is (a raw frame stays one: read in place), checked by the decompression
+            filters.append((page.codes[at_k], page.params[at_k]) if page.codes else (NO_FILTER, 0))
             dicts.append(adopted[d])
         out.copy_frames(bytes(data), entries, filters, dicts)
         progress(table.logical(j) - table.logical(i))
