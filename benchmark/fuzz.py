@@ -64,9 +64,10 @@ selections), ``iter`` (iteration, ``items()``, each lazy part's ``to_obj()``), `
 (``reader[path]`` for paths of the original), ``many`` (``read_many`` of them), ``stream``
 (compressed archives: ``read_many`` batched and the root's ``to_obj()`` through a file
 object, whose reads fetch frames together and fill arrays in place), ``root_to_obj`` (the
-lazy root's ``to_obj()``, unchecked), ``to_obj`` (checked) and ``verify``. The values are
-compared with the truth: the original value, or for crafted data the data section decoded.
-Outcomes:
+lazy root's ``to_obj()``, unchecked), ``to_obj`` (checked), ``verify`` and ``copy`` (a share
+of the cases on compressed archives, ``--copy-share``, 0.25; not large ones: ``combine`` of
+the archive and a repack of its reader, each read back verified). The values are compared
+with the truth: the original value, or for crafted data the data section decoded. Outcomes:
 
 - bug classes (``BUG_CLASSES``): ``undocumented`` (an exception other than an ``MsglcError``,
   or a KeyError/IndexError/TypeError that no data change implies), ``hang`` (the case ran past
@@ -80,7 +81,9 @@ Outcomes:
   corpus, ids ``valid:NAME``), ``verify-passes-unreadable`` (crafted data that ``verify()``
   accepts but a read refuses: verify() decodes every value, issue 29), and
   ``read-outside-file`` (a read asked the source for bytes outside the file: every offset
-  is checked against the file before it is read; the source refuses it, but that is luck);
+  is checked against the file before it is read; the source refuses it, but that is luck),
+  and ``bad-copy`` (a copy was written that holds other values than the truth, or that does
+  not verify although the archive copied does);
 - other classes: ``ok``, ``error`` (a documented error), ``changed-in-data`` (lazy reads saw
   a changed data byte, which they do not checksum; ``verify()`` and ``to_obj()`` raised),
   ``lookup-crafted-toc`` (a crafted TOC that renames a key, or a crafted hash index, makes a
@@ -174,6 +177,7 @@ BUG_CLASSES = (
     "valid-fails",
     "verify-passes-unreadable",
     "read-outside-file",
+    "bad-copy",
 )
 INFO_CLASSES = ("ok", "error", "changed-in-data", "lookup-crafted-toc")
 KIND_WEIGHTS = {
@@ -197,9 +201,11 @@ KIND_WEIGHTS = {
     "zhash": 4,
     "zlayout": 3,
 }
-STAGES = ("open", "inspect", "walk", "iter", "paths", "many", "stream", "root_to_obj", "to_obj", "verify")
+STAGES = ("open", "inspect", "walk", "iter", "paths", "many", "stream", "root_to_obj", "to_obj", "verify", "copy")
 LOOKUP_STAGES = ("walk", "iter", "paths", "many", "stream")  # where a changed data byte may imply a lookup error
 SLOW_SECONDS = 2.0
+COPY_SHARE = 0.25  # of the cases on compressed archives (but large ones) run the "copy" stage: two
+# copies, verified
 _decoder = msgspec.msgpack.Decoder(ext_hook=ext_hook)
 _MISSING = object()
 
@@ -1055,6 +1061,7 @@ class Mutation:
     crafted: str | None = None  # None, or what was recomputed to make it look valid: "toc", "data", "header"
     truth: str = "original"  # or "decode": the truth is the mutated data section
     plain: bytes | None = None  # with "decode", in a compressed archive: the mutated plain data
+    copy: bool = False  # run the "copy" stage (compressed archives: a share of the cases, it costs)
 
 
 INTERESTING = [
@@ -2120,7 +2127,7 @@ def make_case(ctx: Context, case_id: str) -> tuple[Sample, str, Mutation]:
     (a flip of bit POS % 8 at byte POS) or ``valid:SAMPLE`` (unchanged: must read back)."""
     if case_id.startswith("valid:"):
         s = ctx.by_name[case_id[6:]]
-        return s, "none", Mutation(s.data, "unchanged", "none", crafted="none")
+        return s, "none", Mutation(s.data, "unchanged", "none", crafted="none", copy=True)
     if case_id.startswith("sweep:"):
         _, name, pos_text = case_id.split(":")
         s = ctx.by_name[name]
@@ -2135,6 +2142,7 @@ def make_case(ctx: Context, case_id: str) -> tuple[Sample, str, Mutation]:
         kind = rng.choices([k for k, _ in kinds], [w for _, w in kinds])[0] if kinds else "bitflip"
         mut = MUTATORS[kind](rng, s, ctx.corpus)
         if mut is not None and mut.data != s.data:
+            mut.copy = rng.random() < COPY_SHARE
             return s, kind, mut
     while True:  # (a bit flipped twice is no change)
         mut = m_bitflip(rng, s, ctx.corpus)
@@ -2240,11 +2248,14 @@ def evaluate(s: Sample, mut: Mutation, keep_tb: bool = False) -> tuple[str, dict
             "root_to_obj": lambda: _root_to_obj(r),
             "to_obj": r.to_obj,
             "verify": r.verify,
+            "copy": lambda: _copies(mut.data),
         }
         if s.deep or s.big:  # the harness's walks recurse per level, or take long: the other stages read it all
             del steps["walk"], steps["iter"]
-        if s.section is None:  # (for what compressed sections do differently: frames fetched together)
-            del steps["stream"]
+        if s.section is None:  # (for what compressed sections do differently: frames fetched, copied)
+            del steps["stream"], steps["copy"]
+        elif not mut.copy or s.big and mut.crafted != "none":
+            del steps["copy"]
         try:
             for name, step in steps.items():
                 stages[name] = _run(step, keep_tb)
@@ -2299,6 +2310,35 @@ def _stream_reads(data: bytes, wanted: list, root: bool) -> tuple[list, Any]:
     frames in requests (``fetch_many``) and arrays are read into fresh buffers (``read_into``)."""
     with msglc.LazyReader(io.BytesIO(data), cached=False) as r:
         return [_whole(v) for v in r.read_many(wanted, max_gap=4096)], _root_to_obj(r) if root else _MISSING
+
+
+class CopyInvalid(Exception):
+    """A copy of the archive (``combine``, a repack) was written, but does not verify."""
+
+
+def _copies(data: bytes) -> list:
+    """The archive's value as two copies of it hold it, each verified: ``combine`` of it
+    (its frames copied as they are, with their dictionaries, each checked) and a repack
+    (``dumps`` of its reader: the same copy). A copy checks its input's data as it copies
+    it, not the nodes: a copy that was written must hold the input's value, and verify
+    unless the input does not (``bad-copy``)."""
+    copies = []
+    for how in ("combine", "repack"):
+        if how == "combine":
+            out = io.BytesIO()
+            msglc.combine(out, [FileInfo(data, "x")])
+            made = out.getvalue()
+        else:
+            with msglc.LazyReader(data) as r:
+                made = msglc.dumps(r)
+        try:
+            with msglc.LazyReader(made) as c:
+                c.verify()
+                value = c.to_obj()
+        except Exception as e:  # noqa: BLE001 - any failure of a written copy is the finding
+            raise CopyInvalid(f"the {how} copy does not verify: {type(e).__name__}: {e}") from None
+        copies.append(value["x"] if how == "combine" else value)
+    return copies
 
 
 def _inspect(r: msglc.LazyReader) -> None:
@@ -2367,6 +2407,9 @@ def _compare(stages: dict[str, StageResult], truth: Any, expected: list, s: Samp
     st = stages.get("many")
     if st is not None and st.error is None:
         st.changed = len(st.value) != len(wanted) or not all(map(same, st.value, wanted))
+    st = stages.get("copy")
+    if st is not None and st.error is None:
+        st.changed = not all(same(v, truth, truth_canon) for v in st.value)
     st = stages.get("stream")
     if st is not None and st.error is None:
         many, root = st.value
@@ -2390,6 +2433,8 @@ def classify(s: Sample, mut: Mutation, stages: dict[str, StageResult], truth: An
         if isinstance(e, Inconsistent):
             st.changed = True
             continue
+        if isinstance(e, CopyInvalid):
+            continue
         if isinstance(e, MsglcError):
             documented = True
             continue
@@ -2402,8 +2447,13 @@ def classify(s: Sample, mut: Mutation, stages: dict[str, StageResult], truth: An
                 lookups.append((name, e))
             continue
         return "undocumented", f"{name}: {type(e).__name__} {_short(str(e))} in {st.where}"
-    changed = [name for name, st in stages.items() if st.changed]
     verify_ok = "verify" in stages and stages["verify"].error is None
+    copied = stages.get("copy")
+    if copied is not None and isinstance(copied.error, CopyInvalid) and verify_ok:  # (else it copied
+        return "bad-copy", str(copied.error)  # what verify() refuses, which the copy's verify() finds)
+    if copied is not None and copied.changed:  # a verified copy of other values: nothing excuses it
+        return "bad-copy", "a verified copy holds other values"
+    changed = [name for name, st in stages.items() if st.changed]
     if verify_ok and (changed or lookups):
         what = f"{changed[0]} changed" if changed else f"{lookups[0][0]}: {type(lookups[0][1]).__name__}"
         return "wrong-verify-passes", f"{what}, verify() passed"
@@ -2507,6 +2557,8 @@ def _signature(cls: str, kind: str, why: str, stages: dict[str, StageResult]) ->
         return cls
     if cls == "read-outside-file":
         return f"{cls}:{why.rsplit(' in ', 1)[-1]}:{kind}"
+    if cls == "bad-copy":
+        return f"{cls}:{why.split(':')[0]}:{kind}"
     return f"{cls}:{why.split(' ')[0]}:{kind}"
 
 
@@ -2771,6 +2823,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--mem-mb", type=int, default=1024, help="address space a worker may add to its size (default 1024 MB)"
     )
+    p.add_argument(
+        "--copy-share",
+        type=float,
+        default=0.25,
+        help="share of the cases on compressed archives that copy them too (default 0.25)",
+    )
     p.add_argument("--out", default=None, help="write the report as JSON here")
     p.add_argument("--replay", metavar="ID", help="run one case in this process and print every stage, with tracebacks")
     p.add_argument("--save", nargs=2, metavar=("ID", "PATH"), help="write the mutated archive of a case to PATH")
@@ -2778,6 +2836,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--progress", action="store_true", help="print progress to stderr")
     args = p.parse_args(argv)
     kinds = args.kinds.split(",") if args.kinds else None
+    globals()["COPY_SHARE"] = args.copy_share  # (module state: the workers are forked after this)
     if args.replay:
         return replay(args.replay, kinds, args.timeout)
     if args.save:
