@@ -32,6 +32,7 @@ from msglc.format.frames import (
     RAW,
     RAW_MAX,
     SEEKABLE_MAGIC,
+    SHUFFLE,
     pack_raw_frame,
     parse_index,
     parse_page,
@@ -237,6 +238,62 @@ def build_section(
 def dictionary_record(frame: bytes) -> bytes:
     """The skippable record holding a dictionary's zstd frame."""
     return SKIPPABLE.pack(DICT_MAGIC, 4 + len(frame)) + DICT_TAG + frame
+
+
+def like(frame: Frame, plain: bytes, dicts: list[bytes]) -> Frame:
+    """A frame of ``plain`` made as ``frame`` was (raw, byte-shuffled, with its dictionary;
+    ``dicts``: the dictionaries' raw content), as far as ``plain``'s length allows."""
+    size = len(plain)
+    if frame.code == RAW and 0 < size <= RAW_MAX:
+        checksum = zstandard.ZstdCompressor(write_checksum=True).compress(plain)[-4:]
+        return Frame(pack_raw_frame(plain, checksum), size, RAW)
+    if frame.code == SHUFFLE and size % frame.param == 0:
+        shuffled = b"".join(plain[k :: frame.param] for k in range(frame.param))
+        stored = zstandard.ZstdCompressor(level=3, write_checksum=True).compress(shuffled)
+        return Frame(stored, size, SHUFFLE, frame.param)
+    if frame.dict:
+        made = compress(plain, dict_data=dicts[frame.dict - 1])
+        made.dict = frame.dict
+        return made
+    return compress(plain, raw_ok=False)
+
+
+def _common(same: Callable[[int], bool], most: int) -> int:
+    """The largest m <= ``most`` with ``same(m)`` (true up to some m, false after), by
+    bisection: slices compared at C speed."""
+    lo, hi = 0, most
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if same(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def with_data(sec: Section, old: bytes, new: bytes, dicts: list[bytes]) -> Section:
+    """``sec`` (whose plain data is ``old``) holding the plain data ``new`` instead: the frames
+    that hold the bytes that differ made again as they were made (``like``; the last of them
+    takes what ``new`` adds or drops), every other frame kept as it is, the TOC's too."""
+    p = _common(lambda m: old[:m] == new[:m], min(len(old), len(new)))
+    q = _common(lambda m: old[len(old) - m :] == new[len(new) - m :], min(len(old), len(new)) - p)
+    n = sec.data_frames()
+    starts = [0]
+    for f in sec.frames[:n]:
+        starts.append(starts[-1] + f.plain)
+    first = max(0, min(n - 1, next((i for i in range(n) if starts[i + 1] > p), n - 1)))
+    end = max(p + 1, len(old) - q)  # the changed bytes of ``old`` end here (an insertion: after p)
+    last = max(first, next((i for i in range(n) if starts[i + 1] >= end), n - 1))
+    delta = len(new) - len(old)
+    made = []
+    for i in range(first, last + 1):
+        a, b = starts[i], starts[i + 1] + (delta if i == last else 0)
+        if b > a:
+            made.append(like(sec.frames[i], new[a:b], dicts))
+    out = sec.copy()
+    out.frames = out.frames[:first] + made + out.frames[last + 1 : n] + out.frames[n:]
+    out.data = len(new)
+    return out
 
 
 def compress(plain: bytes, level: int = 3, dict_data: bytes | None = None, raw_ok: bool = True) -> Frame:
