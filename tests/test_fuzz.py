@@ -9,7 +9,9 @@ wrong value without an error from a change outside the data section, and no data
 
 import os
 import random
+import subprocess
 import sys
+import textwrap
 import zlib
 from pathlib import Path
 
@@ -438,3 +440,62 @@ def test_verify_checks_the_checksums_of_raw_frames():
             assert r["tail"] == value["tail"] and r["blob"] == value["blob"]  # (in place: unchecked)
             with pytest.raises(CorruptedError, match="checksum"):
                 r.verify()
+
+
+_DICTIONARIES = textwrap.dedent(
+    """
+    import os, resource, sys
+    import msglc
+    path, margin = sys.argv[1], int(sys.argv[2])
+    msglc.LazyReader(msglc.dumps(list(range(100)), compression="zstd")).to_obj()  # imports, arenas
+    with open("/proc/self/statm") as f:
+        size = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    resource.setrlimit(resource.RLIMIT_AS, (size + margin, resource.getrlimit(resource.RLIMIT_AS)[1]))
+    try:
+        with msglc.LazyReader(path) as r:
+            value = r.to_obj()
+            r.verify()
+            for f in r.frames():
+                r.dictionary(f.dictionary)
+    except MemoryError:
+        sys.exit("MemoryError")
+    print(len(value))
+    """
+)
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="needs /proc to size the limit")
+def test_dictionaries_are_not_all_held_at_once(tmp_path):
+    """Every dictionary a frame needed was kept for the reader's life: a file of a few KB whose
+    frames name hundreds of dictionaries of the largest size a reader takes (one record of a
+    few hundred bytes, named by every entry of the index) made to_obj() hold them all, here
+    over 512 MB; they are kept now while they take at most 64 MB."""
+    import zstandard
+
+    from msglc.format.frames import MAX_DICT
+
+    count = (512 << 20) // MAX_DICT + 1
+    value = [i % 7 for i in range(4 * count)]
+    data, sec = _zstd(value, small_obj_optimization_threshold=1 << 20)
+    plain = msgspec.msgpack.encode(value)
+    cuts = [len(plain) * k // count for k in range(count + 1)]
+    frames = []
+    for d in range(count):  # (compressed without it: a frame decompresses alike with any raw dictionary)
+        frame = ff.compress(plain[cuts[d] : cuts[d + 1]], raw_ok=False)
+        frame.dict = d + 1
+        frames.append(frame)
+    sec.frames = frames + sec.frames[sec.data_frames() :]
+    sec.dicts = [
+        (ff.dictionary_record(zstandard.ZstdCompressor(write_checksum=True).compress(bytes(MAX_DICT))), MAX_DICT)
+    ]
+
+    def every_frame_its_own(t: ff.Tables) -> None:
+        t.dicts, t.ndicts = [list(t.dicts[0]) for _ in range(count)], count
+
+    path = tmp_path / "dicts.mlc"
+    path.write_bytes(_with_section(data, ff.build_section(sec, edit_index=every_frame_its_own)))
+    assert path.stat().st_size < 64 << 10
+    done = subprocess.run(
+        [sys.executable, "-c", _DICTIONARIES, str(path), str(256 << 20)], capture_output=True, text=True
+    )
+    assert (done.returncode, done.stdout.strip()) == (0, str(len(value))), done.stderr

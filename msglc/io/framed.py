@@ -38,6 +38,7 @@ from msglc.util.optional import zstandard
 BULK_BYTES = 1 << 21  # a read of the data this long decompresses its frames in the thread pool (read_into)
 BULK_RATIO = 64  # ... when it is at most this many times its frames' stored bytes (else frame by frame)
 CACHE_FRAMES = 16  # decompressed frames kept (at most 16 MB; 16 x the threshold typically)
+DICT_CACHE = 1 << 26  # bytes of dictionaries kept loaded (but the one in use): writers make them of 1 MB
 GATHER_MAX = 64  # reads of at most this many bytes of a shuffled frame gather them, unshuffling nothing
 TASK_BYTES = 1 << 20  # plain bytes per task of a bulk read (a few frames: the pool's overhead stays small)
 
@@ -96,7 +97,8 @@ class FramedSource(Source):
         self._lock = threading.Lock()
         self._local = threading.local()
         self._dict_places = dicts or []
-        self._dicts: dict[int, Any] = {}  # dictionary number -> zstd dictionary, loaded once
+        self._dicts: OrderedDict[int, tuple[Any, int]] = OrderedDict()  # number -> (dictionary, its size),
+        self._dict_bytes = 0  # least recently used first, ``DICT_CACHE`` bytes of them at most
         self._raw_frames: set[int] = set()  # raw frames whose layout was checked (read in place)
 
     def _in_place(self, i: int, page: Page, k: int) -> int:
@@ -308,23 +310,29 @@ class FramedSource(Source):
 
     def _decompressor(self, d: int = 0) -> object:
         """This thread's decompressor for frames of dictionary ``d`` (0: none): one per thread,
-        since a decompressor is not thread-safe."""
-        made: dict[int, object] | None = getattr(self._local, "decompressors", None)
-        if made is None:
-            made = self._local.decompressors = {}
-        decompressor = made.get(d)
-        if decompressor is None:
-            decompressor = made[d] = (
-                self._zstd.ZstdDecompressor(dict_data=self._dictionary(d)) if d else self._zstd.ZstdDecompressor()
-            )
-        return decompressor
+        since a decompressor is not thread-safe; a thread keeps one for the dictionary it used
+        last (each holds its dictionary: a file may name thousands)."""
+        local = self._local
+        if not d:
+            plain = getattr(local, "plain", None)
+            if plain is None:
+                plain = local.plain = self._zstd.ZstdDecompressor()
+            return plain
+        last: tuple[int, object] | None = getattr(local, "with_dict", None)
+        if last is None or last[0] != d:
+            last = local.with_dict = (d, self._zstd.ZstdDecompressor(dict_data=self._dictionary(d)))
+        return last[1]
 
     def _dictionary(self, d: int) -> Any:
-        """Dictionary ``d`` of the section, read, checked and decompressed the first time a
-        frame needs it (a raw-content dictionary: bytes that frames refer back into)."""
-        loaded = self._dicts.get(d)
-        if loaded is not None:
-            return loaded
+        """Dictionary ``d`` of the section, read, checked and decompressed when a frame needs
+        it (a raw-content dictionary: bytes that frames refer back into), and kept while the
+        dictionaries kept take at most ``DICT_CACHE`` bytes: a file may name 65535 of up to
+        ``MAX_DICT`` bytes each, from records of a few hundred bytes."""
+        with self._lock:
+            kept = self._dicts.get(d)
+            if kept is not None:
+                self._dicts.move_to_end(d)
+                return kept[0]
         if not 0 < d <= len(self._dict_places):
             raise CorruptedError(
                 f"compressed section: a frame names dictionary {d}; the section has {len(self._dict_places)}"
@@ -343,8 +351,12 @@ class FramedSource(Source):
             raise self.damaged(f"compressed section: dictionary {d} holds {len(raw)} bytes, not {plain}")
         loaded = zstd.ZstdCompressionDict(raw, dict_type=zstd.DICT_TYPE_RAWCONTENT)
         with self._lock:
-            self._dicts.setdefault(d, loaded)
-        return self._dicts[d]
+            if d not in self._dicts:
+                self._dicts[d] = (loaded, plain)
+                self._dict_bytes += plain
+                while self._dict_bytes > DICT_CACHE and len(self._dicts) > 1:  # (the newest stays)
+                    self._dict_bytes -= self._dicts.popitem(last=False)[1][1]
+            return self._dicts[d][0]
 
     def decompress_frame(self, i: int, data: bytes | memoryview) -> bytes | bytearray:
         """The plain bytes of frame ``i`` from its stored bytes ``data``, checked as every read
