@@ -499,3 +499,32 @@ def test_dictionaries_are_not_all_held_at_once(tmp_path):
         [sys.executable, "-c", _DICTIONARIES, str(path), str(256 << 20)], capture_output=True, text=True
     )
     assert (done.returncode, done.stdout.strip()) == (0, str(len(value))), done.stderr
+
+
+def test_a_dictionary_larger_than_writers_make_is_refused():
+    """A read that needs a frame loads its dictionary (and loads it again once it was let go
+    of): dictionaries of up to 16 MB were taken, from records of a few hundred bytes, so that
+    a small file whose frames take turns among a few dozen of them made each read of a frame
+    decompress 16 MB (a fuzzer case ran past its 30 s walking one). Writers make them of 1 MB
+    at most (``DICT_MAX``), and a reader now takes no larger: one costs a read no more than a
+    frame does (``MAX_FRAME``)."""
+    import zstandard
+
+    from msglc.format.frames import MAX_DICT, MAX_FRAME
+    from msglc.write.frames import DICT_MAX
+
+    value = list(range(1000))
+    data, sec = _zstd(value, small_obj_optimization_threshold=1 << 20)
+    for size, refused in ((MAX_DICT, False), (MAX_DICT + 1, True), (16 << 20, True)):
+        new = sec.copy()
+        new.frames[0].dict = 1  # (compressed without it: decompresses alike with it)
+        record = ff.dictionary_record(zstandard.ZstdCompressor(write_checksum=True).compress(bytes(size)))
+        new.dicts = [(record, size)]
+        archive = _with_section(data, ff.build_section(new))
+        if refused:
+            with pytest.raises(CorruptedError, match="dictionary"):
+                msglc.LazyReader(archive)
+        else:
+            with msglc.LazyReader(archive) as r:
+                assert r.to_obj() == value and len(r.dictionary(1)) == size
+    assert DICT_MAX <= MAX_DICT <= MAX_FRAME

@@ -253,7 +253,8 @@ DICT_TAG, PAGE_TAG, INDEX_TAG = b"MLCD", b"MLCP", b"MLCI"
 INDEX_DESCRIPTOR = 0x7C  # every reserved bit of the seekable descriptor: not a 2.0 seek table
 MAX_INDEX = 1 << 20  # bytes of the index a reader accepts (writers keep it under 64 KB)
 MAX_PAGE = 1 << 20  # bytes of one page table
-MAX_DICT = 1 << 24  # plain bytes of one dictionary
+MAX_DICT = 1 << 20  # plain bytes of one dictionary: what writers make at most (write.frames.DICT_MAX);
+# a read loads it for a frame that needs it, so that it costs no more than a frame (MAX_FRAME)
 _INDEX_HEAD = struct.Struct(
     "<II4sQQQIIIII"
 )  # magic, size, tag, D, T, root pos, root len, frames, per page, pages, dicts
@@ -462,9 +463,11 @@ def _check_index(
     ):
         why = "its pages' offsets do not rise"
     elif any(not 0 <= at <= at + size <= end for at, _, _, size in pages) or any(
-        not (0 <= at <= at + size <= end and 0 < plain <= MAX_DICT) for at, size, plain in dicts
+        not 0 <= at <= at + size <= end for at, size, _ in dicts
     ):
         why = "a page table or a dictionary lies outside the section"
+    elif any(not 0 < plain <= MAX_DICT for _, _, plain in dicts):
+        why = f"a dictionary is not 1 to {MAX_DICT} bytes"
     elif per_page > MAX_PAGE // 12 or any(
         page_size(min(per_page, frames - k * per_page)) != page[3] for k, page in enumerate(pages)
     ):
