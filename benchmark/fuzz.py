@@ -109,6 +109,7 @@ import argparse
 import contextlib
 import hashlib
 import io
+import itertools
 import json
 import os
 import random
@@ -2036,6 +2037,43 @@ def _shuffled(piece: bytes, element: int) -> bytes:
     return b"".join(piece[k::element] for k in range(element))
 
 
+MANY_DICTS_SHARE = 0.05  # of the zlayout cases: dictionaries of the largest size, one per frame
+_BIG_DICT: list[bytes] = []  # its record, made once per process
+
+
+def _many_dictionaries(rng: random.Random, s: Sample) -> Mutation:
+    """A valid layout a writer would not make: the data in ``n`` frames, each naming a
+    dictionary of its own, every dictionary the largest a reader takes (``MAX_DICT`` zeros;
+    their records all one, a few hundred bytes): ``n`` times ``MAX_DICT`` bytes of
+    dictionaries, which a reader must not hold at once nor load again for every read. (The
+    frames do not refer into them: compressed without one, a frame decompresses alike with
+    any raw-content dictionary.) It must read back."""
+    assert s.section is not None and s.plain is not None
+    if not _BIG_DICT:
+        zstd = zstandard()
+        _BIG_DICT.append(
+            ff.dictionary_record(zstd.ZstdCompressor(level=19, write_checksum=True).compress(bytes(MAX_DICT)))
+        )
+    n = min(80, len(s.plain))
+    cuts = [len(s.plain) * k // n for k in range(n + 1)]
+    frames = []
+    for d, (a, b) in enumerate(itertools.pairwise(cuts)):
+        frame = ff.compress(s.plain[a:b], raw_ok=False)
+        frame.dict = d + 1
+        frames.append(frame)
+    new = s.section.copy()
+    new.frames = frames + new.frames[s.section.data_frames() :]
+    new.dicts = [(_BIG_DICT[0], MAX_DICT)]
+
+    def edit(t: ff.Tables) -> None:  # n entries in the index, one record
+        t.dicts = [list(t.dicts[0]) for _ in range(n)]
+        t.ndicts = n
+
+    section = ff.build_section(new, rng.choice([1, 512]), edit_index=edit)
+    desc = f"zlayout: {n} data frames, each with a dictionary of its own of {MAX_DICT} bytes (one record)"
+    return Mutation(_zarchive(s, section), desc, "none", crafted="none")
+
+
 def m_zlayout(rng: random.Random, s: Sample, corpus: list[Sample]) -> Mutation | None:
     """No change to what the archive holds, a layout no writer makes: the data in frames of
     random sizes (zstd, raw, byte-shuffled or with the section's dictionary, at random), the
@@ -2043,8 +2081,10 @@ def m_zlayout(rng: random.Random, s: Sample, corpus: list[Sample]) -> Mutation |
     sec = s.section
     if sec is None or s.plain is None or s.toc_plain is None:
         return None
+    if rng.random() < MANY_DICTS_SHARE:
+        return _many_dictionaries(rng, s)
     zstd = zstandard()
-    dicts = [_dict_content(r, p) for r, p in sec.dicts]
+    dicts = s.dict_content
     new = sec.copy()
     data: list[ff.Frame] = new.frames[: sec.data_frames()]
     kinds: Counter = Counter()
