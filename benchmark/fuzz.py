@@ -600,6 +600,7 @@ def _docs() -> dict[str, Any]:
         "records": records,
         "fused": fused,
         "events": events,
+        "bulk": {"field": np.random.default_rng(5).integers(0, 1000, 300_000), "n": list(range(100))},  # 2.4 MB
         "mixed": mixed,
         "inline": inline,
         "hash": hashed,
@@ -653,6 +654,7 @@ _COMPRESSED = [
     ("records", 1024),
     ("fused", 1024),
     ("matrix", 64),
+    ("bulk", 1024),
 ]
 
 
@@ -2044,17 +2046,20 @@ _BIG_DICT: list[bytes] = []  # its record, made once per process
 def _many_dictionaries(rng: random.Random, s: Sample) -> Mutation:
     """A valid layout a writer would not make: the data in ``n`` frames, each naming a
     dictionary of its own, every dictionary the largest a reader takes (``MAX_DICT`` zeros;
-    their records all one, a few hundred bytes): ``n`` times ``MAX_DICT`` bytes of
-    dictionaries, which a reader must not hold at once nor load again for every read. (The
-    frames do not refer into them: compressed without one, a frame decompresses alike with
-    any raw-content dictionary.) It must read back."""
+    their records all one, a few hundred bytes). (The frames do not refer into them:
+    compressed without one, a frame decompresses alike with any raw-content dictionary.) It
+    must read back. It found that readers kept every dictionary loaded (with 16 MB ones then:
+    MemoryError), and then that loading them again cost 16 MB each."""
     assert s.section is not None and s.plain is not None
     if not _BIG_DICT:
         zstd = zstandard()
         _BIG_DICT.append(
             ff.dictionary_record(zstd.ZstdCompressor(level=19, write_checksum=True).compress(bytes(MAX_DICT)))
         )
-    n = min(80, len(s.plain))
+    # (60 of 1 MB fit the reader's 64 MB of kept dictionaries: more are loaded again when reads
+    # take turns among them, each load costing what a 1 MB frame does, which reading a block of
+    # a hash-indexed dict cut in 80 frames does ~1000 times in the walk: past the timeout)
+    n = min(rng.choice([16, 60]), len(s.plain))
     cuts = [len(s.plain) * k // n for k in range(n + 1)]
     frames = []
     for d, (a, b) in enumerate(itertools.pairwise(cuts)):
@@ -2083,7 +2088,6 @@ def m_zlayout(rng: random.Random, s: Sample, corpus: list[Sample]) -> Mutation |
         return None
     if rng.random() < MANY_DICTS_SHARE:
         return _many_dictionaries(rng, s)
-    zstd = zstandard()
     dicts = s.dict_content
     new = sec.copy()
     data: list[ff.Frame] = new.frames[: sec.data_frames()]
@@ -2093,36 +2097,49 @@ def m_zlayout(rng: random.Random, s: Sample, corpus: list[Sample]) -> Mutation |
         step = max(rng.choice([64, 1000, 20000, 70000]), len(s.plain) // 20)  # at most about 40 frames
         while at < len(s.plain):
             size = min(len(s.plain) - at, rng.randrange(1, step + 1))
-            piece = s.plain[at : at + size]
-            kind = rng.choice(["zstd", "zstd", "raw", "shuffle", "dict"])
-            elements = [e for e in (2, 4, 8, 9) if size % e == 0]
-            if kind == "raw" and size <= RAW_MAX:
-                checksum = zstd.ZstdCompressor(write_checksum=True).compress(piece)[-4:]
-                frame = ff.Frame(pack_raw_frame(piece, checksum), size, RAW)
-            elif kind == "shuffle" and elements:
-                element = rng.choice(elements)
-                compressor = zstd.ZstdCompressor(level=rng.randrange(1, 6), write_checksum=True)
-                frame = ff.Frame(compressor.compress(_shuffled(piece, element)), size, SHUFFLE, element)
-            elif kind == "dict" and dicts:
-                d = rng.randrange(len(dicts))
-                raw = zstd.ZstdCompressionDict(dicts[d], dict_type=zstd.DICT_TYPE_RAWCONTENT)
-                compressor = zstd.ZstdCompressor(level=rng.randrange(1, 6), write_checksum=True, dict_data=raw)
-                frame = ff.Frame(compressor.compress(piece), size, NO_FILTER, 0, d + 1)
-            else:
-                kind = "zstd"
-                compressor = zstd.ZstdCompressor(level=rng.randrange(1, 6), write_checksum=True)
-                frame = ff.Frame(compressor.compress(piece), size)
-            kinds[kind] += 1
-            data.append(frame)
+            data.append(_any_frame(rng, s.plain[at : at + size], dicts, kinds))
             at += size
     toc, root = s.toc_plain
     cuts = _toc_cuts(rng, len(toc), root[0]) if toc else []
-    new.frames = data + ff.frames_of(toc, cuts)
+    toc_kinds: Counter = Counter()
+    if rng.random() < 0.5:  # as writers frame a TOC (zstd, or raw when that does not shrink it)
+        toc_frames = ff.frames_of(toc, cuts)
+    else:  # a TOC's frames made as any frame may be: shuffled, with a dictionary (writers never do)
+        toc_frames = [_any_frame(rng, toc[a:b], dicts, toc_kinds) for a, b in itertools.pairwise([0, *cuts])]
+    new.frames = data + toc_frames
     per_page = rng.choice([sec.per_page, 1, 2, 3, 5])
     section = ff.build_section(new, per_page)
     made = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items())) or "as they were"
-    desc = f"zlayout: data frames {made}; TOC in {len(cuts)} frames; {per_page} frames a page"
+    in_toc = ", ".join(f"{n} {k}" for k, n in sorted(toc_kinds.items())) or "as writers make them"
+    desc = f"zlayout: data frames {made}; TOC in {len(cuts)} frames ({in_toc}); {per_page} frames a page"
     return Mutation(_zarchive(s, section), desc, "none", crafted="none")
+
+
+def _any_frame(rng: random.Random, piece: bytes, dicts: list[bytes], kinds: Counter) -> ff.Frame:
+    """A frame of ``piece`` made at random as the format allows: zstd at levels 1 to 5, raw,
+    byte-shuffled by an element size that divides it, or with one of the ``dicts``."""
+    zstd = zstandard()
+    size = len(piece)
+    kind = rng.choice(["zstd", "zstd", "raw", "shuffle", "dict"])
+    elements = [e for e in (2, 4, 8, 9) if size % e == 0]
+    if kind == "raw" and size <= RAW_MAX:
+        checksum = zstd.ZstdCompressor(write_checksum=True).compress(piece)[-4:]
+        frame = ff.Frame(pack_raw_frame(piece, checksum), size, RAW)
+    elif kind == "shuffle" and elements:
+        element = rng.choice(elements)
+        compressor = zstd.ZstdCompressor(level=rng.randrange(1, 6), write_checksum=True)
+        frame = ff.Frame(compressor.compress(_shuffled(piece, element)), size, SHUFFLE, element)
+    elif kind == "dict" and dicts:
+        d = rng.randrange(len(dicts))
+        raw = zstd.ZstdCompressionDict(dicts[d], dict_type=zstd.DICT_TYPE_RAWCONTENT)
+        compressor = zstd.ZstdCompressor(level=rng.randrange(1, 6), write_checksum=True, dict_data=raw)
+        frame = ff.Frame(compressor.compress(piece), size, NO_FILTER, 0, d + 1)
+    else:
+        kind = "zstd"
+        compressor = zstd.ZstdCompressor(level=rng.randrange(1, 6), write_checksum=True)
+        frame = ff.Frame(compressor.compress(piece), size)
+    kinds[kind] += 1
+    return frame
 
 
 MUTATORS = {
