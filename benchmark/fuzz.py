@@ -2544,16 +2544,18 @@ def classify(s: Sample, mut: Mutation, stages: dict[str, StageResult], truth: An
 
 def _benign(s: Sample, mut: Mutation) -> bool:
     """A change no reader depends on: bytes nothing refers to, a header end that names the
-    end of the file, or compressed bytes that still decompress to the same data (a zstd
-    stream has bits that do not change its output, and its checksum is of the output)."""
+    end of the file, or compressed bytes that still decompress to the same data, TOC and
+    dictionaries (a zstd stream has bits that do not change its output, and its checksum is
+    of the output)."""
     if mut.region in ("free", "dead"):
         return True
     bad = mut.data
-    if s.plain is not None and s.toc_plain is not None and mut.region in ("data", "toc"):
+    if s.plain is not None and s.toc_plain is not None and mut.region in ("data", "toc", "tables"):
         with contextlib.suppress(Exception), msglc.LazyReader(bad) as r:
-            lt = archive_of(r).trailer  # 2.1: the TOC is framed too
+            lt = archive_of(r).trailer  # 2.1: the TOC is framed too, and the dictionaries must be alike
             toc = bytes(archive_of(r).read(lt.toc_off, lt.toc_len)), (lt.root_pos, lt.root_len)
-            if r.protocol_raw_data() == s.plain and toc == s.toc_plain:
+            dicts = [r.dictionary(d) for d in range(1, len(s.dict_content) + 1)]
+            if r.protocol_raw_data() == s.plain and toc == s.toc_plain and dicts == s.dict_content:
                 return True
     return (
         len(bad) == len(s.data)
