@@ -420,11 +420,14 @@ class Archive:
         order (``Source.read_grid``: a block of an array, a piece per row)."""
         if self.closed:
             raise ValueError("I/O operation on a closed LazyReader")
-        buf = memoryview(out.reshape(-1).view("u1"))
-        end = offset + sum((c - 1) * s for c, s in zip(counts, strides, strict=True)) + size
-        if offset < self.trailer.data_off or end > self.data_end or len(buf) != prod(counts) * size:
+        end = offset + size
+        for c, s in zip(counts, strides, strict=True):
+            end += (c - 1) * s
+        if out.nbytes != prod(counts) * size:
+            raise ValueError(f"read_grid: out holds {out.nbytes} bytes, the pieces {prod(counts) * size}")
+        if offset < self.trailer.data_off or end > self.data_end:
             raise CorruptedError(f"data span {offset}+{end - offset} lies outside the data section")
-        self._grid(offset, counts, strides, size, buf)
+        self._grid(offset, counts, strides, size, memoryview(out.reshape(-1).view("u1")))
 
     def _grid(self, offset: int, counts: tuple[int, ...], strides: tuple[int, ...], size: int, buf: memoryview) -> None:
         if self.counter is not None and not self.src.counts_itself:

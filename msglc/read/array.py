@@ -150,35 +150,52 @@ class LazyArray(LazyNode):
 
     def _read(self, sel: list[tuple[int, int, int]], counts: list[int]) -> Any:
         """Read the elements sel = [(first, count, step >= 1) per axis] into a new array."""
-        np = self._np
-        dtype = self.dtype
-        itemsize = dtype.itemsize
-        first = self._data + sum(f * s for (f, _, _), s in zip(sel, self._strides, strict=True))
-        steps = [step * s for (_, _, step), s in zip(sel, self._strides, strict=True)]
-        a = self._a
-        if a.src.zero_copy:  # already in memory: one strided copy out of it
-            span = itemsize + sum((c - 1) * st for c, st in zip(counts, steps, strict=True))
-            view = a.view(first, span, prod(counts) * itemsize)
-            return self._checked(np.ndarray(counts, dtype, buffer=view, strides=steps).copy(), first)
-        d = _outer_axes(counts, steps, itemsize)
-        inner = counts[d:]
-        extent = itemsize + sum((c - 1) * st for c, st in zip(inner, steps[d:], strict=True))
-        out = np.empty(counts, dtype)
-        if extent == prod(inner) * itemsize:  # pieces of contiguous elements: straight into the result
-            if d:
-                a.read_grid(first, tuple(counts[:d]), tuple(steps[:d]), extent, out)
-            else:
-                a.read_into(first, out)
-            return self._checked(out, first)
-        # pieces with gaps: read whole into a buffer, a block of pieces at a time, each block
-        # copied out with one strided copy
-        pieces = out.reshape(-1, *inner)
+        out = self._np.empty(counts, self.dtype)
+        read_selection(self._a, self._data, self._strides, sel, out)
+        return self._checked(out, self._data)
+
+
+def read_selection(a: Archive, data: int, strides: tuple[int, ...], sel: list[tuple[int, int, int]], out: Any) -> None:
+    """Fill ``out`` with the elements ``sel`` = [(first, count, step >= 1) per axis] of a
+    C-order block of elements of ``out.dtype`` at data offset ``data``, its axes ``strides``
+    bytes apart. ``out`` has the selection's shape; it may be a view into a larger result
+    (a tile's part of a selection), then the bytes go through a buffer of the selection's
+    size. From memory (bytes, a memory map) this is one strided copy; from a file or an
+    object store one grid of pieces (``Archive.read_grid``), a piece per index of the axes
+    the cost model loops over."""
+    if not out.size:
+        return
+    np = sys.modules["numpy"]
+    dtype = out.dtype
+    itemsize = dtype.itemsize
+    counts = []
+    steps = []
+    first = data
+    for (low, count, step), s in zip(sel, strides, strict=True):
+        first += low * s
+        counts.append(count)
+        steps.append(step * s)
+    if a.src.zero_copy:  # already in memory: one strided copy out of it
+        span = itemsize + sum((c - 1) * st for c, st in zip(counts, steps, strict=True))
+        out[...] = np.ndarray(counts, dtype, buffer=a.view(first, span, out.size * itemsize), strides=steps)
+        return
+    d, extent = _outer_axes(counts, steps, itemsize)
+    inner = counts[d:]
+    whole = out if out.flags.c_contiguous else np.empty(counts, dtype)
+    if extent == prod(inner) * itemsize:  # pieces of contiguous elements: straight into the result
+        if d:
+            a.read_grid(first, tuple(counts[:d]), tuple(steps[:d]), extent, whole)
+        else:
+            a.read_into(first, whole)
+    else:  # pieces with gaps: a block of them at a time into a buffer, then one strided copy
+        pieces = whole.reshape(-1, *inner)
         for at, block, k in _blocks(tuple(counts[:d]), tuple(steps[:d]), extent):
             n = prod(block)
             buf = np.empty(n * extent, np.uint8)
             a.read_grid(first + at, block, tuple(steps[:d]), extent, buf)
             pieces[k : k + n] = np.ndarray((n, *inner), dtype, buffer=buf, strides=(extent, *steps[d:]))
-        return self._checked(out, first)
+    if whole is not out:
+        out[...] = whole
 
 
 def _blocks(counts: tuple[int, ...], steps: tuple[int, ...], extent: int) -> Iterator[tuple[int, tuple[int, ...], int]]:
@@ -197,26 +214,23 @@ def _blocks(counts: tuple[int, ...], steps: tuple[int, ...], extent: int) -> Ite
                 yield i * steps[0] + at, (1, *block), i * (per // extent) + k
 
 
-def _outer_axes(counts: list[int], steps: list[int], itemsize: int) -> int:
-    """How many leading axes to loop over: each read then covers the selection of the rest.
-    Minimizes reads * READ_COST + bytes read (ties go to fewer reads). A read that is not
-    contiguous goes through a temporary buffer, so it may cover at most ``MAX_SPAN`` bytes;
-    contiguous reads go straight into the result at any size."""
-    exts, needs = [itemsize], [itemsize]
-    for c, st in zip(reversed(counts), reversed(steps), strict=True):
-        exts.append(exts[-1] + (c - 1) * st)
-        needs.append(needs[-1] * c)
-    exts.reverse()  # exts[d]: bytes one read covers when looping over the first d axes
-    needs.reverse()  # needs[d]: bytes of the selection it covers
-    best, best_cost = len(counts), None
-    reads = 1
-    for d in range(len(counts) + 1):
-        cost = reads * (READ_COST + exts[d])
-        if (exts[d] == needs[d] or exts[d] <= MAX_SPAN) and (best_cost is None or cost < best_cost):
-            best, best_cost = d, cost
-        if d < len(counts):
-            reads *= counts[d]
-    return best
+def _outer_axes(counts: list[int], steps: list[int], itemsize: int) -> tuple[int, int]:
+    """How many leading axes to loop over (each read then covers the selection of the rest),
+    and the bytes one read covers. Minimizes reads * READ_COST + bytes read (ties go to fewer
+    reads). A read that is not contiguous goes through a temporary buffer, so it may cover
+    at most ``MAX_SPAN`` bytes; contiguous reads go straight into the result at any size."""
+    reads = prod(counts)  # when looping over every axis: one read per element
+    best, best_ext, best_cost = len(counts), itemsize, reads * (READ_COST + itemsize)
+    ext = need = itemsize  # bytes one read covers, and the selection's bytes among them
+    for d in range(len(counts) - 1, -1, -1):
+        c = counts[d]
+        ext += (c - 1) * steps[d]
+        need *= c
+        reads //= c
+        cost = reads * (READ_COST + ext)
+        if cost <= best_cost and (ext == need or ext <= MAX_SPAN):
+            best, best_ext, best_cost = d, ext, cost
+    return best, best_ext
 
 
 def _selection(
