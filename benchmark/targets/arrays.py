@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
+from typing import Any
 
 import msglc
 
 from ..experiment import h5_chunk
-from ..timing import best_of, per_call
+from ..timing import best_of, interleaved, per_call
 from .common import Row, fresh
 
 
@@ -56,6 +57,7 @@ def array_targets(n: int, reads: int, tmp: Path) -> list[Row]:
                     f"{ours * 1e6:.2f}us vs {h5 * 1e6:.2f}us",
                 )
             )
+    rows.append(_slab_row(a, path, tmp))
     stats = msglc.LazyStats()
     with msglc.LazyReader(path, counter=stats) as reader:
         lazy = reader.read()
@@ -84,3 +86,46 @@ def array_targets(n: int, reads: int, tmp: Path) -> list[Row]:
         )
     )
     return rows
+
+
+SLAB = 64  # the side of a slab read
+SLAB_CHUNK = 128  # h5py's chunk side for the slab peer
+
+
+def _slab_row(a: Any, path: Path, tmp: Path) -> Row:
+    """64 x 64 slabs at random places, against h5py with 128 x 128 chunks (1 to 4 chunks
+    a slab), in turns."""
+    import h5py
+    import numpy as np
+
+    n = a.shape[0]
+    side = min(SLAB, n)
+    rng = random.Random(11)
+    corners = [(rng.randrange(n - side + 1), rng.randrange(n - side + 1)) for _ in range(200)]
+    h5path = tmp / "array-chunked.h5"
+    chunk = min(SLAB_CHUNK, n)
+    with h5py.File(fresh(h5path), "w") as f:
+        f.create_dataset("a", data=a, chunks=(chunk, chunk))
+    with msglc.LazyReader(path, cached=False) as reader, h5py.File(h5path, "r") as f:
+        lazy, ds = reader.read(), f["a"]
+        i, j = corners[0]
+        assert np.array_equal(lazy[i : i + side, j : j + side], ds[i : i + side, j : j + side])
+
+        def ours() -> None:
+            for i, j in corners:
+                lazy[i : i + side, j : j + side]
+
+        def h5() -> None:
+            for i, j in corners:
+                ds[i : i + side, j : j + side]
+
+        best = interleaved({"ours": ours, "h5": h5}, rounds=7)
+    ratio = best["ours"] / best["h5"]
+    per = {k: v / len(corners) * 1e6 for k, v in best.items()}
+    return Row(
+        f"{side}x{side} slab lazy[i:i+{side}, j:j+{side}] / h5py ({chunk}x{chunk} chunks)",
+        ratio,
+        "<= 1.0",
+        ratio <= 1.0,
+        f"{per['ours']:.1f}us vs {per['h5']:.1f}us",
+    )
