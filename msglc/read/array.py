@@ -162,8 +162,9 @@ def read_selection(a: Archive, data: int, strides: tuple[int, ...], sel: list[tu
     (a tile's part of a selection), then the bytes go through a buffer of the selection's
     size. From memory (bytes, a memory map) this is one strided copy; from a file or an
     object store one grid of pieces (``Archive.read_grid``), a piece per index of the axes
-    the cost model loops over."""
-    if not out.size:
+    the cost model loops over, each piece read whole (gaps included) when that is cheaper
+    than more reads, then copied out with one strided copy."""
+    if not out.nbytes:
         return
     np = sys.modules["numpy"]
     dtype = out.dtype
@@ -179,7 +180,15 @@ def read_selection(a: Archive, data: int, strides: tuple[int, ...], sel: list[tu
         span = itemsize + sum((c - 1) * st for c, st in zip(counts, steps, strict=True))
         out[...] = np.ndarray(counts, dtype, buffer=a.view(first, span, out.size * itemsize), strides=steps)
         return
-    d, extent = _outer_axes(counts, steps, itemsize)
+    d, extent, per = _outer_axes(counts, steps, itemsize)
+    if d < len(counts) and per < counts[d]:  # axis d in runs of `per` indices, a covering read each
+        low, count, step = sel[d]
+        lead = (slice(None),) * d
+        for i in range(0, count, per):
+            n = min(per, count - i)
+            part = [*sel[:d], (low + i * step, n, step), *sel[d + 1 :]]
+            read_selection(a, data, strides, part, out[(*lead, slice(i, i + n))])
+        return
     inner = counts[d:]
     whole = out if out.flags.c_contiguous else np.empty(counts, dtype)
     if extent == prod(inner) * itemsize:  # pieces of contiguous elements: straight into the result
@@ -214,23 +223,32 @@ def _blocks(counts: tuple[int, ...], steps: tuple[int, ...], extent: int) -> Ite
                 yield i * steps[0] + at, (1, *block), i * (per // extent) + k
 
 
-def _outer_axes(counts: list[int], steps: list[int], itemsize: int) -> tuple[int, int]:
+def _outer_axes(counts: list[int], steps: list[int], itemsize: int) -> tuple[int, int, int]:
     """How many leading axes to loop over (each read then covers the selection of the rest),
-    and the bytes one read covers. Minimizes reads * READ_COST + bytes read (ties go to fewer
-    reads). A read that is not contiguous goes through a temporary buffer, so it may cover
-    at most ``MAX_SPAN`` bytes; contiguous reads go straight into the result at any size."""
+    the bytes one read covers, and how many indices of the first axis not looped over a read
+    covers. Minimizes reads * READ_COST + bytes read (ties go to fewer reads). A read that is
+    not contiguous goes through a temporary buffer, so it covers at most ``MAX_SPAN`` bytes:
+    a longer one is split along its first axis (a column of a long narrow table: a few
+    covering reads, not a read per row); contiguous reads go straight into the result."""
     reads = prod(counts)  # when looping over every axis: one read per element
-    best, best_ext, best_cost = len(counts), itemsize, reads * (READ_COST + itemsize)
+    best, best_ext, best_per, best_cost = len(counts), itemsize, 1, reads * (READ_COST + itemsize)
     ext = need = itemsize  # bytes one read covers, and the selection's bytes among them
     for d in range(len(counts) - 1, -1, -1):
-        c = counts[d]
-        ext += (c - 1) * steps[d]
+        c, st, inner = counts[d], steps[d], ext
+        ext += (c - 1) * st
         need *= c
         reads //= c
-        cost = reads * (READ_COST + ext)
-        if cost <= best_cost and (ext == need or ext <= MAX_SPAN):
-            best, best_ext, best_cost = d, ext, cost
-    return best, best_ext
+        if ext == need or ext <= MAX_SPAN:
+            per, cost = c, reads * (READ_COST + ext)
+        elif inner < MAX_SPAN:  # reads of `per` indices of axis d, each at most MAX_SPAN bytes
+            per = (MAX_SPAN - inner) // st + 1
+            parts = -(-c // per)
+            cost = reads * (parts * (READ_COST + inner) + (c - parts) * st)
+        else:
+            continue
+        if cost <= best_cost:
+            best, best_ext, best_per, best_cost = d, ext, per, cost
+    return best, best_ext, best_per
 
 
 def _selection(

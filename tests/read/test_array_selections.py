@@ -182,13 +182,13 @@ def test_drawn_selections_match_numpy(archive, data):
 
 def test_gappy_selections_larger_than_a_buffer_are_read_a_block_at_a_time(archive, monkeypatch):
     """Pieces with gaps go through a buffer of at most MAX_SPAN bytes: a block of rows, or of
-    pieces of one row, at a time."""
-    a = ARRAYS["big"]
-    for span in (4096, 600, 100):
-        monkeypatch.setattr(array_module, "MAX_SPAN", span)
-        with msglc.LazyReader(archive) as r:
-            for key in ((slice(None), slice(None, None, 2)), (slice(1, None, 3), slice(None, None, -5)), (Ellipsis, 7)):
-                _check(a[key], r["big"][key])
+    pieces of one row, at a time; a covering read longer than that is split along its axis."""
+    with msglc.LazyReader(archive) as r:
+        for span in (4096, 600, 100, 24):
+            monkeypatch.setattr(array_module, "MAX_SPAN", span)
+            for name in ("big", "d3", "d4", "structured", "wide"):
+                for key in _keys_for(ARRAYS[name]) + [(slice(None), slice(None, None, 2)), (Ellipsis, 1)]:
+                    _check(ARRAYS[name][key], r[name][key])
 
 
 def test_a_slab_from_a_file_is_a_read_per_row_piece(archive):
@@ -265,20 +265,24 @@ def test_an_object_store_splits_far_pieces_and_long_runs(archive, monkeypatch):
 def test_a_file_cut_short_under_a_slab_read_is_an_error(tmp_path):
     """Another program truncates the file: the read that meets the end says so (the C loop
     stops there and the piece is read again to report it), never a crash or garbage."""
-    a = np.arange(400 * 300, dtype="<f8").reshape(400, 300)
+    a = np.arange(300 * 2000, dtype="<f8").reshape(300, 2000)
     path = tmp_path / "a.mlc"
     msglc.dump(path, a)
+    stats = LazyStats()
     for speedups in (accel.speedups, None):
-        with msglc.LazyReader(path) as r:
+        with msglc.LazyReader(path, counter=stats) as r:
             lazy = r.read()
+            stats.clear()
             same(a[100:164, 10:74], lazy[100:164, 10:74])
+            assert stats.requests == 64  # a read per row piece
             original = path.read_bytes()
-            os.truncate(path, len(original) // 2)
+            os.truncate(path, len(original) // 2)  # rows 150 and on are gone
+            saved = accel.speedups
             try:
-                saved, accel.speedups = accel.speedups, speedups
+                accel.speedups = speedups
                 with pytest.raises(MsglcError, match="file ended at"):
-                    lazy[180:250, 10:74]  # rows 200 and on are gone
-                same(a[100:164, 10:74], lazy[100:164, 10:74])  # what is still there reads
+                    lazy[100:164, 10:174]
+                same(a[10:74, 10:74], lazy[10:74, 10:74])  # what is still there reads
             finally:
                 accel.speedups = saved
                 path.write_bytes(original)
