@@ -187,7 +187,7 @@ def read_selection(a: Archive, data: int, strides: tuple[int, ...], sel: list[tu
         for i in range(0, count, per):
             n = min(per, count - i)
             part = [*sel[:d], (low + i * step, n, step), *sel[d + 1 :]]
-            read_selection(a, data, strides, part, out[(*lead, slice(i, i + n))])
+            read_selection(a, data, strides, part, out[lead + (slice(i, i + n),)])
         return
     inner = counts[d:]
     whole = out if out.flags.c_contiguous else np.empty(counts, dtype)
