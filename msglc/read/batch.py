@@ -34,11 +34,11 @@ _Group = tuple[list[tuple[int, int]], int, int]  # a merged request: its reads (
 
 
 class _Need(BaseException):
-    """A batch read that was not fetched yet (a BaseException: no handler in the lazy views
-    may take it for a data error)."""
+    """Batch reads that were not fetched yet (a BaseException: no handler in the lazy views
+    may take it for a data error): one, or every missing piece of an array selection."""
 
-    def __init__(self, offset: int, size: int) -> None:
-        self.span = (offset, size)
+    def __init__(self, offset: int, size: int, more: list[tuple[int, int]] | None = None) -> None:
+        self.spans = [(offset, size), *(more or ())]
 
 
 class _Failed:
@@ -95,8 +95,15 @@ class BatchArchive(Archive):
         if self.direct:
             self.main._grid(offset, counts, strides, size, buf)
             return
-        for k, at in enumerate(grid(offset, counts, strides)):  # each piece a read of the batch
-            self._fill(at, buf[k * size : (k + 1) * size])
+        missing = []  # each piece a read of the batch, all asked for in one round
+        for k, at in enumerate(grid(offset, counts, strides)):
+            data = self.pieces.get((at, size))
+            if data is None:
+                missing.append((at, size))
+            elif not missing:
+                buf[k * size : (k + 1) * size] = data
+        if missing:
+            raise _Need(*missing[0], missing[1:])
 
     def root(self) -> Any:
         if self._root is None:
@@ -127,7 +134,7 @@ class BatchArchive(Archive):
             try:
                 results[i] = tasks[i](self)
             except _Need as need:
-                needs[need.span] = None
+                needs.update(dict.fromkeys(need.spans))
                 still.append(i)
                 self.stops[i] = self.stops.get(i, 0) + 1
             except Exception as e:

@@ -312,3 +312,22 @@ def test_read_selection_fills_part_of_a_larger_result(archive):
             assert not result[:5].any() and not result[5:15, 1::3].any()
         finally:
             o.close()
+
+
+def test_read_many_asks_for_every_piece_of_a_slab_at_once(archive):
+    """A batch stops at the pieces it has not fetched yet: all of a slab's pieces go into the
+    one round of requests (a piece per round hit the batch's limit and read the rest alone)."""
+    stats = LazyStats()
+    o = _Opened("fsspec", archive, counter=stats)
+    try:
+        r = o.reader
+        r["wide"]
+        paths = ["wide/10:74/50:114", "wide/3", "wide/20:30"]
+        stats.clear()
+        got = r.read_many(paths)
+        assert stats.requests == 1, stats
+        for p, value in zip(paths, got, strict=True):
+            same(r[p], value)
+        same(ARRAYS["wide"][10:74, 50:114], got[0])
+    finally:
+        o.close()
