@@ -9,6 +9,7 @@ import io
 import mmap
 import os
 
+import fsspec
 import hypothesis.extra.numpy as hnp
 import numpy as np
 import pytest
@@ -22,8 +23,6 @@ from msglc.read import array as array_module
 from msglc.read.array import read_selection
 from msglc.read.node import archive_of
 from msglc.util import accel
-
-fsspec = pytest.importorskip("fsspec")
 
 STRUCT = np.dtype([("i", "<i4"), ("x", ">f8"), ("s", "S3")])
 
