@@ -15,6 +15,9 @@ class Counter(Protocol):
     def add(self, size: int, requests: int = 1) -> None: ...
 
 
+GRID_READ_INTO = 1 << 20  # Source.read_grid: pieces this large are read into the output directly
+
+
 def grid(offset: int, counts: tuple[int, ...], strides: tuple[int, ...]) -> Iterator[int]:
     """The offsets of ``read_grid``'s pieces, in C order."""
     if not counts:
@@ -78,10 +81,15 @@ class Source:
     ) -> None:
         """Fill the byte buffer ``out`` with the pieces of ``size`` bytes at ``offset + sum(i *
         stride)`` for every index ``i`` below ``counts``, in C order, one after the other (a
-        block of an array: a piece per row). Here one ``read_into`` per piece; local files
-        and remote objects read them with fewer calls or requests."""
+        block of an array: a piece per row). Here a read per piece: small pieces by ``read``,
+        so that a compressed source decompresses a frame that several pieces share once (and
+        keeps it), large ones by ``read_into``, without a copy. Local files and remote
+        objects read them with fewer calls or requests."""
         for k, at in enumerate(grid(offset, counts, strides)):
-            self.read_into(at, out[k * size : (k + 1) * size])
+            if size < GRID_READ_INTO:
+                out[k * size : (k + 1) * size] = self.read(at, size)
+            else:
+                self.read_into(at, out[k * size : (k + 1) * size])
 
     def close(self) -> None:
         self.closed = True

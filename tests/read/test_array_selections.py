@@ -330,3 +330,18 @@ def test_read_many_asks_for_every_piece_of_a_slab_at_once(archive):
         same(ARRAYS["wide"][10:74, 50:114], got[0])
     finally:
         o.close()
+
+
+def test_a_compressed_slab_decompresses_each_frame_once(tmp_path):
+    """Rows of a slab share frames: each frame is read and decompressed once for them all
+    (read piece by piece into the result, every row paid its frame again)."""
+    a = np.random.default_rng(8).random((1000, 1000))
+    msglc.dump(tmp_path / "z.mlc", {"a": a}, compression="zstd")
+    stats = LazyStats()
+    with msglc.LazyReader(tmp_path / "z.mlc", counter=stats) as r:
+        lazy = r["a"]
+        stats.clear()
+        same(a[100:164, 300:364], lazy[100:164, 300:364])
+        assert stats.requests <= 8, stats  # the frames under 64 rows of 8000 bytes, not a read per row
+        same(a[::7, ::-3], lazy[::7, ::-3])
+        same(a[5:9], lazy[5:9])
