@@ -95,6 +95,34 @@ def test_a_file_cut_short_under_a_reader_gives_errors_not_sigbus(handler, tmp_pa
     assert errors > 0 and right + errors == KEYS
 
 
+_REPLACED = textwrap.dedent(
+    """
+    import signal, sys
+    import msglc
+    from msglc.read.reader import archive_of
+
+    first = msglc.LazyReader(sys.argv[1], cached=False)
+    assert first["table"]["k1"] == first["table"]["k1"] == "v1"
+    signal.signal(signal.SIGBUS, signal.SIG_DFL)  # msglc's handler is no longer the process's
+    second = msglc.LazyReader(sys.argv[1], cached=False)
+    assert second["table"]["k2"] == second["table"]["k2"] == "v2"
+    print(getattr(archive_of(first).c_read, "mapped", None), getattr(archive_of(second).c_read, "mapped", None))
+    """
+)
+
+
+def test_a_reader_opened_after_the_sigbus_handler_was_replaced_reads_with_pread(tmp_path):
+    """A map is made only while msglc's SIGBUS handler is the process's: once other code
+    replaced it, a new reader reads with pread (in another process: the handler is global)."""
+    path = tmp_path / "table.mlc"
+    _table(path)
+    script = tmp_path / "replaced.py"
+    script.write_text(_REPLACED)
+    run = subprocess.run([sys.executable, str(script), str(path)], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == (["True", "False"] if accel.speedups is not None else ["None", "None"])
+
+
 # -- the same answers from the map as from pread ------------------------------------------------
 
 
