@@ -773,9 +773,9 @@ static PyTypeObject FileType = {
     .tp_getset = file_getset,
 };
 
-/* Memory(buffer): bytes in memory (bytes, a user's mmap) for the C reads, copied out as from
- * a File's map (a user's map of a file cut short fails the copy, not the process, where
- * MSGLC_MAP). close() lets the buffer go. Copies hold the GIL, so close() cannot meet one. */
+/* Memory(buffer): bytes in memory (bytes, a user's mmap) for the C reads, copied out (as the
+ * Python path slices them: a user's map of a file cut short is the user's to answer for, see
+ * docs/reliability.md). close() lets the buffer go; copies hold the GIL, so it cannot meet one. */
 typedef struct {
     PyObject_HEAD
     Py_buffer view;
@@ -795,9 +795,6 @@ static PyObject *memory_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
         return NULL;
     }
     self->has_view = 1;
-#ifdef MSGLC_MAP
-    bus_ready();  /* a user's map of a file cut short: the copies fail, not the process (when it is in place) */
-#endif
     return (PyObject *)self;
 }
 
@@ -861,11 +858,7 @@ static int src_read(PyObject *src, Py_ssize_t offset, Py_ssize_t size, unsigned 
         if (Py_IS_TYPE(src, &MemoryType)) {
             Memory *m = (Memory *)src;
             int ok = m->has_view && offset <= m->view.len - size;
-#ifdef MSGLC_MAP
-            ok = ok && guarded_copy(out, (const unsigned char *)m->view.buf + offset, (size_t)size);
-#else
             if (ok) memcpy(out, (const unsigned char *)m->view.buf + offset, (size_t)size);
-#endif
             if (!ok) {
                 held_release(held);
                 return 0;
