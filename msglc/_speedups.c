@@ -15,7 +15,7 @@
 #define PY_SSIZE_T_CLEAN
 /* What msglc/util/accel.py expects (API there): raised whenever a function is added or changes,
  * so that a stale build is set aside instead of failing at a call. */
-#define SPEEDUPS_API 8
+#define SPEEDUPS_API 9
 #include <Python.h>
 #include <structmember.h>
 #include <stdint.h>
@@ -23,6 +23,15 @@
 #include <string.h>
 #include <errno.h>
 #include <unistd.h>
+#if defined(__linux__)
+/* Local files are read through a memory map where a file cut short by another program gives a
+ * read that fails, never a SIGBUS that kills the process (see "Mapped reads" below). */
+#define MSGLC_MAP 1
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <sys/mman.h>
+#endif
 
 static uint32_t crc_table[8][256];
 
@@ -585,28 +594,142 @@ static PyObject *probe_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     return (PyObject *)self;
 }
 
-/* File(fd): a local file's descriptor, for the lookups below to pread without a Python call
- * per read. close() marks it closed (the descriptor belongs to its FileSource, which closes
- * it): a read that finds it closed afterwards is refused, the number may have been reused. */
+/* Mapped reads. A read of a file's memory map past the file's end raises SIGBUS, which kills
+ * the process; the file may be cut short by another program at any time. So the bytes are
+ * only ever copied out of a map by guarded_copy, under a SIGBUS handler of msglc's: a fault
+ * in the copy jumps back out of it and the copy fails (the caller then reads with pread, which
+ * reports the short file as an error). The handler passes every other SIGBUS on to the handler
+ * it replaced (by default: the process is killed, as it would have been). It is installed
+ * once, at the first map; a map is made only while it is the process's SIGBUS handler (a
+ * handler installed after it that passes SIGBUS on, as faulthandler does, keeps the guard
+ * working; one that swallows it does not, and is the installer's to answer for). */
+#ifdef MSGLC_MAP
+static __thread sigjmp_buf *bus_guard __attribute__((tls_model("initial-exec")));
+static struct sigaction bus_previous;
+static int bus_installed;
+
+static void bus_handler(int sig, siginfo_t *info, void *ctx) {
+    sigjmp_buf *guard = bus_guard;
+    if (guard) {  /* a copy of ours faulted: it fails */
+        bus_guard = NULL;
+        sigset_t bus;
+        sigemptyset(&bus);
+        sigaddset(&bus, SIGBUS);
+        pthread_sigmask(SIG_UNBLOCK, &bus, NULL);  /* in case a handler before us blocked it */
+        siglongjmp(*guard, 1);
+    }
+    /* anything else: as if this handler were not there */
+    if (bus_previous.sa_flags & SA_SIGINFO) {
+        if (bus_previous.sa_sigaction) bus_previous.sa_sigaction(sig, info, ctx);
+        return;
+    }
+    if (bus_previous.sa_handler == SIG_IGN && info->si_code <= 0) return;  /* a SIGBUS sent, ignored */
+    if (bus_previous.sa_handler == SIG_DFL || bus_previous.sa_handler == SIG_IGN) {
+        /* the default action: for a fault, the instruction runs again and the kernel kills
+         * the process; a signal sent by kill() is sent again */
+        struct sigaction dfl;
+        memset(&dfl, 0, sizeof dfl);
+        dfl.sa_handler = SIG_DFL;
+        sigemptyset(&dfl.sa_mask);
+        sigaction(sig, &dfl, NULL);
+        if (info->si_code <= 0) raise(sig);
+        return;
+    }
+    bus_previous.sa_handler(sig);
+}
+
+/* Is msglc's SIGBUS handler the process's (installed now if it never was)? */
+static int bus_ready(void) {
+    struct sigaction now;
+    if (sigaction(SIGBUS, NULL, &now) != 0) return 0;
+    if ((now.sa_flags & SA_SIGINFO) && now.sa_sigaction == bus_handler) return 1;
+    if (bus_installed) return 0;  /* replaced since: chaining to the new one could loop back to us */
+    struct sigaction ours;
+    memset(&ours, 0, sizeof ours);
+    ours.sa_sigaction = bus_handler;
+    ours.sa_flags = SA_SIGINFO | SA_NODEFER | SA_ONSTACK;
+    sigemptyset(&ours.sa_mask);
+    bus_previous = now;
+    if (sigaction(SIGBUS, &ours, NULL) != 0) return 0;
+    bus_installed = 1;
+    return 1;
+}
+
+/* Copy n bytes of a map to out: 1, or 0 when the copy faulted (the file is shorter now). */
+static int guarded_copy(unsigned char *out, const unsigned char *from, size_t n) {
+    sigjmp_buf jump;
+    if (sigsetjmp(jump, 0)) {
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+        bus_guard = NULL;
+        return 0;
+    }
+    bus_guard = &jump;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    memcpy(out, from, n);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    bus_guard = NULL;
+    return 1;
+}
+#endif
+
+/* File(fd[, map_size]): a local file's descriptor, for the lookups below to read without a
+ * Python call per read: from a memory map of its first map_size bytes where the platform
+ * allows one (MSGLC_MAP, above), made at the first read (an open that reads nothing through
+ * it pays nothing), by pread otherwise and beyond them. close() marks it closed (the
+ * descriptor belongs to its FileSource, which closes it) and lets the map go: a read that
+ * finds it closed afterwards is refused, the number may have been reused. mapped is whether
+ * reads come from a map (False before the first).
+ * Copies from the map hold the GIL (a read of a page not in memory waits for the disk with
+ * it, as Python's mmap does): close() cannot meet one, and a SIGBUS handler installed after
+ * msglc's that reports on every thread (faulthandler) sees Python stand still, as it expects. */
 typedef struct {
     PyObject_HEAD
     int fd, closed;
+    unsigned char *map;  /* NULL: none (yet, or any more) */
+    Py_ssize_t map_len;  /* the bytes to map (0: none) */
+    int tried;  /* the map was attempted (made or not) */
 } File;
+
+static void file_unmap(File *self) {
+#ifdef MSGLC_MAP
+    if (self->map) munmap(self->map, (size_t)self->map_len);
+#endif
+    self->map = NULL;
+}
 
 static PyObject *file_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     int fd;
-    if ((kw && PyDict_GET_SIZE(kw)) || !PyArg_ParseTuple(args, "i", &fd)) {
-        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "File(fd)");
+    Py_ssize_t map_size = 0;
+    if ((kw && PyDict_GET_SIZE(kw)) || !PyArg_ParseTuple(args, "i|n", &fd, &map_size)) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "File(fd[, map_size])");
         return NULL;
     }
     File *self = (File *)type->tp_alloc(type, 0);
-    if (self) self->fd = fd, self->closed = 0;
+    if (!self) return NULL;
+    self->fd = fd, self->closed = 0, self->map = NULL, self->tried = 0;
+    self->map_len = map_size > 0 && (uint64_t)map_size <= (uint64_t)SIZE_MAX ? map_size : 0;
     return (PyObject *)self;
+}
+
+/* Map the file, the first time a read asks. */
+static void file_map(File *self) {
+    self->tried = 1;
+#ifdef MSGLC_MAP
+    if (!self->map_len || self->closed || !bus_ready()) return;
+    void *map = mmap(NULL, (size_t)self->map_len, PROT_READ, MAP_SHARED, self->fd, 0);
+    if (map != MAP_FAILED) self->map = (unsigned char *)map;  /* else: pread */
+#endif
+}
+
+static void file_dealloc(File *self) {
+    file_unmap(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
 static PyObject *file_close(File *self, PyObject *unused) {
     (void)unused;
     self->closed = 1;
+    file_unmap(self);
     Py_RETURN_NONE;
 }
 
@@ -685,10 +808,33 @@ static PyObject *file_read_grid(File *self, PyObject *const *args, Py_ssize_t na
     return PyLong_FromSsize_t(size ? done : total);
 }
 
+static PyObject *file_mapped(File *self, void *unused) {
+    (void)unused;
+    return PyBool_FromLong(self->map != NULL);
+}
+
+/* Copy size bytes at offset from f's map to out: 1, 0 when they cannot come from the map
+ * (none, closed, past its end, or the file is shorter now: a fault). */
+static int file_copy(File *f, Py_ssize_t offset, Py_ssize_t size, unsigned char *out) {
+#ifdef MSGLC_MAP
+    if (!f->tried) file_map(f);
+    if (!f->map || f->closed || offset > f->map_len - size) return 0;
+    return guarded_copy(out, f->map + offset, (size_t)size);
+#else
+    (void)f, (void)offset, (void)size, (void)out;
+    return 0;
+#endif
+}
+
 static PyMethodDef file_methods[] = {
     {"close", (PyCFunction)file_close, METH_NOARGS, "Refuse reads from now on."},
     {"read_grid", (PyCFunction)(void (*)(void))file_read_grid, METH_FASTCALL, "Pieces of a strided grid, read into a buffer."},
     {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef file_getset[] = {
+    {"mapped", (getter)file_mapped, NULL, "Whether reads come from a memory map.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
 };
 
 static PyTypeObject FileType = {
@@ -696,9 +842,64 @@ static PyTypeObject FileType = {
     .tp_name = "msglc._speedups.File",
     .tp_basicsize = sizeof(File),
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "A local file's descriptor for direct reads.",
+    .tp_doc = "A local file's descriptor (and memory map) for direct reads.",
     .tp_new = file_new,
+    .tp_dealloc = (destructor)file_dealloc,
     .tp_methods = file_methods,
+    .tp_getset = file_getset,
+};
+
+/* Memory(buffer): bytes in memory (bytes, a user's mmap) for the C reads, copied out (as the
+ * Python path slices them: a user's map of a file cut short is the user's to answer for, see
+ * docs/reliability.md). close() lets the buffer go; copies hold the GIL, so it cannot meet one. */
+typedef struct {
+    PyObject_HEAD
+    Py_buffer view;
+    int has_view;
+} Memory;
+
+static PyObject *memory_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
+    PyObject *obj;
+    if ((kw && PyDict_GET_SIZE(kw)) || !PyArg_ParseTuple(args, "O", &obj)) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "Memory(buffer)");
+        return NULL;
+    }
+    Memory *self = (Memory *)type->tp_alloc(type, 0);
+    if (!self) return NULL;
+    if (PyObject_GetBuffer(obj, &self->view, PyBUF_SIMPLE) < 0) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    self->has_view = 1;
+    return (PyObject *)self;
+}
+
+static PyObject *memory_close(Memory *self, PyObject *unused) {
+    (void)unused;
+    if (self->has_view) PyBuffer_Release(&self->view);
+    self->has_view = 0;
+    Py_RETURN_NONE;
+}
+
+static void memory_dealloc(Memory *self) {
+    if (self->has_view) PyBuffer_Release(&self->view);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyMethodDef memory_methods[] = {
+    {"close", (PyCFunction)memory_close, METH_NOARGS, "Let the buffer go; reads from now on are refused."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject MemoryType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "msglc._speedups.Memory",
+    .tp_basicsize = sizeof(Memory),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Bytes in memory for direct reads.",
+    .tp_new = memory_new,
+    .tp_dealloc = (destructor)memory_dealloc,
+    .tp_methods = memory_methods,
 };
 
 /* Bytes read for a lookup: in the caller's buffer, or held by a Python object. */
@@ -714,22 +915,41 @@ static void held_release(Held *h) {
     h->has_view = 0;
 }
 
-/* The size bytes at offset through src: a File (pread into buf when they fit in cap bytes,
- * else into a new bytes object) or a callable read(offset, size). 1 with *data set (release
- * held after use), 0 when the Python path should read them (a short read, a failed or closed
- * file, a result of another size), -1 with an exception (raised by read). */
+/* The size bytes at offset through src: a File (copied from its map, or pread, into buf when
+ * they fit in cap bytes, else into a new bytes object), a Memory (copied likewise) or a
+ * callable read(offset, size). 1 with *data set (release held after use), 0 when the Python
+ * path should read them (a short read, a failed or closed file, a result of another size), -1
+ * with an exception (raised by read). */
 static int src_read(PyObject *src, Py_ssize_t offset, Py_ssize_t size, unsigned char *buf, Py_ssize_t cap,
                     const unsigned char **data, Held *held) {
     held->holder = NULL, held->has_view = 0;
     if (offset < 0 || size < 0) return 0;
-    if (Py_IS_TYPE(src, &FileType)) {
-        File *f = (File *)src;
-        if (f->closed) return 0;
+    if (Py_IS_TYPE(src, &FileType) || Py_IS_TYPE(src, &MemoryType)) {
         unsigned char *out = buf;
         if (size > cap) {
             held->holder = PyBytes_FromStringAndSize(NULL, size);
             if (!held->holder) return -1;
             out = (unsigned char *)PyBytes_AS_STRING(held->holder);
+        }
+        if (Py_IS_TYPE(src, &MemoryType)) {
+            Memory *m = (Memory *)src;
+            int ok = m->has_view && offset <= m->view.len - size;
+            if (ok) memcpy(out, (const unsigned char *)m->view.buf + offset, (size_t)size);
+            if (!ok) {
+                held_release(held);
+                return 0;
+            }
+            *data = out;
+            return 1;
+        }
+        File *f = (File *)src;
+        if (f->closed) {
+            held_release(held);
+            return 0;
+        }
+        if (file_copy(f, offset, size, out)) {
+            *data = out;
+            return 1;
         }
         Py_ssize_t done = 0;
         int failed = 0;
@@ -1867,7 +2087,9 @@ PyMODINIT_FUNC PyInit__speedups(void) {
     if (!str_c_read || !str_closed || !str_speedups || !str_probe || !str_kid_keys || !str_views || !str_key_maps ||
         !str_kids || !str_koffs || !str_voffs)
         return NULL;
-    if (PyType_Ready(&BlockProbeType) < 0 || PyType_Ready(&FileType) < 0 || PyType_Ready(&FastGetType) < 0) return NULL;
+    if (PyType_Ready(&BlockProbeType) < 0 || PyType_Ready(&FileType) < 0 || PyType_Ready(&MemoryType) < 0 ||
+        PyType_Ready(&FastGetType) < 0)
+        return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
     if (PyModule_AddIntConstant(m, "RECORDS_KEPT", RECORDS_KEPT) < 0 ||
@@ -1884,6 +2106,12 @@ PyMODINIT_FUNC PyInit__speedups(void) {
     Py_INCREF(&FileType);
     if (PyModule_AddObject(m, "File", (PyObject *)&FileType) < 0) {
         Py_DECREF(&FileType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(&MemoryType);
+    if (PyModule_AddObject(m, "Memory", (PyObject *)&MemoryType) < 0) {
+        Py_DECREF(&MemoryType);
         Py_DECREF(m);
         return NULL;
     }

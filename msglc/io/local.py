@@ -29,8 +29,9 @@ class FileSource(Source):
     def __init__(self, fd: int) -> None:
         self.fd = fd
         self.size = os.fstat(fd).st_size
-        speedups = accel.speedups  # the C lookups read the descriptor directly through this
-        self.direct: accel.File | None = speedups.File(fd) if speedups is not None else None
+        speedups = accel.speedups  # the C lookups read the file directly through this: from a
+        # memory map where a file cut short gives a failed read, not a SIGBUS (_speedups.c)
+        self.direct: accel.File | None = speedups.File(fd, self.size) if speedups is not None else None
         # a reader dropped without close() still gives its descriptor back
         self._finalizer = weakref.finalize(self, os.close, fd)
 
@@ -141,6 +142,8 @@ class BufferSource(Source):
     def __init__(self, data: Any) -> None:
         self.view = memoryview(data).cast("B")
         self.size = len(self.view)
+        speedups = accel.speedups  # the C lookups copy from the memory directly through this
+        self.direct: accel.File | None = speedups.Memory(self.view) if speedups is not None else None
 
     def read(self, offset: int, size: int) -> memoryview:
         if offset < 0 or size < 0 or offset + size > self.size:
@@ -149,6 +152,8 @@ class BufferSource(Source):
 
     def close(self) -> None:
         super().close()
+        if self.direct is not None:
+            self.direct.close()
         with contextlib.suppress(BufferError):  # views handed out keep the buffer alive
             self.view.release()
 

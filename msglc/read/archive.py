@@ -171,8 +171,9 @@ class Archive:
         # lazy views by (base, span, pos, size): a container looked up again reuses its view and
         # the index tables it loaded, in both cached modes (views of a reader that is not
         # cached hold no values); also by (dict's base, dict's pos, key) for an inline dict's
-        # values (views.LazyInlineDict)
-        self.views: dict[tuple[Any, ...], Any] = {}
+        # values (views.LazyInlineDict); and by the str path that resolved to it
+        # (``LazyReader.__getitem__``: ``reader["table"]`` without resolving "table" again)
+        self.views: dict[tuple[Any, ...] | str, Any] = {}
         self.legacy: LegacyHeader | None = None  # set for an archive of the published msglc (format.legacy)
         self.root_leaf: tuple[int, int] | None = None  # ... whose root is read whole: (offset, size)
         self.reopen: Any = None  # how another process opens it again (``reopen.Reopen``), if it can
@@ -550,8 +551,9 @@ class Archive:
             raise CorruptedError(f"data section checksum mismatch ({t.data_len} bytes at offset {t.data_off})")
         return obj
 
-    def keep_view(self, where: tuple[Any, ...], view: Any) -> None:
-        """Keep the lazy view of the container at ``where`` for the next lookup of it."""
+    def keep_view(self, where: tuple[Any, ...] | str, view: Any) -> None:
+        """Keep the lazy view of the container at ``where`` (or a str path to it) for the next
+        lookup of it."""
         if len(self.views) >= MAX_VIEWS:
             self.views.clear()
         self.views[where] = view

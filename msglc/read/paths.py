@@ -39,6 +39,20 @@ def lookup(root: Any, path: str) -> Any:
     return obj if depth == len(segments) else resolve(obj, segments[depth:], tuple(segments[:depth]))
 
 
+def lookup_below(obj: Any, head: str, seg: str) -> Any:
+    """``lookup(root, head + "/" + seg)`` from ``obj``, the value ``lookup(root, head)`` gave
+    (``seg`` is not empty and has no "/"): the same value, or the same error."""
+    kind = _kinds.get(type(obj))
+    if kind is None:
+        kind = kind_of(obj)
+    if kind is DICT:
+        try:
+            return obj[seg]
+        except KeyError:
+            return _missing_key(obj, seg, [*split_path(head), seg])
+    return resolve(obj, [seg], tuple(split_path(head)))
+
+
 def short_steps(obj: Any, segments: list[Any], depth: int = 0) -> tuple[Any, int]:
     """Follow ``segments`` from ``depth`` below ``obj`` while each step is a common one: a str
     key of a dict, a non-negative list index in ASCII digits. Returns

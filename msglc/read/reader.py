@@ -17,7 +17,7 @@ from msglc.read.legacy import any_root, combined_msgpack, walk_legacy
 from msglc.read.many import read_grouped
 from msglc.read.node import LazyNode, rebound
 from msglc.read.node import archive_of as part_archive_of
-from msglc.read.paths import lookup, resolve, split_path
+from msglc.read.paths import lookup, lookup_below, resolve, split_path
 from msglc.read.reopen import Reopen, reopen_spec
 from msglc.read.verify import verify_archive
 from msglc.read.views import LazyDict, LazyList, equal
@@ -121,14 +121,30 @@ class LazyReader:
         return self._root_obj()
 
     def __getitem__(self, path: Any) -> Any:
+        if type(path) is str:  # a str path that led to a lazy view before: that view, at once
+            made = self._a.views.get(path)
+            if made is not None:
+                return made
         root = self._root
         if root is None:
             root = self._root_obj()
         if type(path) is int:
             return root[path]
         if type(path) is str:
-            return lookup(root, path)
+            return self._lookup(root, path)
         return resolve(root, split_path(path))
+
+    def _lookup(self, root: Any, path: str) -> Any:
+        """``lookup(root, path)``, with the view a str path led to kept in the archive's views
+        (bounded, dropped at close): ``reader["table"]`` again, and ``reader["table/" + k]``,
+        start from it."""
+        a = self._a
+        head, slash, tail = path.rpartition("/")
+        parent = a.views.get(head) if slash and tail else None
+        value = lookup(root, path) if parent is None else lookup_below(parent, head, tail)
+        if isinstance(value, LazyNode):
+            a.keep_view(path, value)
+        return value
 
     def __len__(self) -> int:
         return len(self._root_obj())

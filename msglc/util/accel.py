@@ -29,8 +29,10 @@ class BlockProbe(Protocol):
 
 
 class File(Protocol):
-    """``_speedups.File(fd)``: a local file's descriptor for the C reads; ``close()`` refuses
-    reads from then on (the descriptor itself is closed by its owner)."""
+    """``_speedups.File(fd, map_size)``: a local file's descriptor (and a memory map of its first
+    ``map_size`` bytes, where reads of it cannot kill the process) for the C reads; or
+    ``_speedups.Memory(buffer)``: bytes in memory. ``close()`` refuses reads from then on (the
+    descriptor itself is closed by its owner; a buffer is let go)."""
 
     def close(self) -> None: ...
 
@@ -163,12 +165,17 @@ class Speedups(Protocol):
         ``switch["speedups"]`` is None."""
         ...
 
-    def File(self, fd: int, /) -> File:  # noqa: N802 (a class of the C module)
-        """The C reads' handle on a local file."""
+    def Memory(self, buffer: object, /) -> File:  # noqa: N802 (a class of the C module)
+        """The C reads' handle on bytes in memory."""
+        ...
+
+    def File(self, fd: int, map_size: int = 0, /) -> File:  # noqa: N802 (a class of the C module)
+        """The C reads' handle on a local file: a memory map of its first ``map_size`` bytes
+        where reads from it cannot kill the process (Linux), ``pread`` otherwise."""
         ...
 
 
-API = 8  # the version of ``_speedups`` this code calls (SPEEDUPS_API in _speedups.c)
+API = 9  # the version of ``_speedups`` this code calls (SPEEDUPS_API in _speedups.c)
 
 
 def _load() -> Speedups | None:

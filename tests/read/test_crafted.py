@@ -122,17 +122,21 @@ def test_close_racing_reads(tmp_path):
     msglc.dump(path, [[float(i)] * 100 for i in range(2000)], small_obj_optimization_threshold=64)
     r = msglc.LazyReader(path, cached=False)
     seen = []
+    started = threading.Barrier(4)  # close while all three read (reads from a map keep the GIL)
 
     def work():
         try:
-            for k in range(100_000):
+            for k in range(10_000_000):
                 assert r[k % 2000][7] == float(k % 2000)
+                if k == 100:
+                    started.wait()
         except ValueError as e:
             seen.append(e)
 
     threads = [threading.Thread(target=work) for _ in range(3)]
     for t in threads:
         t.start()
+    started.wait()
     r.close()
     for t in threads:
         t.join()

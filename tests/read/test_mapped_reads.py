@@ -1,0 +1,237 @@
+"""Reads of local files from a memory map (``_speedups.File``) and bytes in memory read
+directly (``_speedups.Memory``): the same answers as ``pread``, never a process killed by a
+file cut short under a reader, and counters that count what is read."""
+
+import mmap
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+
+import pytest
+
+import msglc
+from msglc.read.reader import archive_of
+from msglc.util import accel
+
+KEYS = 20_000
+
+
+def _table(path):
+    """A root dict whose "table" is a hash-indexed dict of KEYS str keys."""
+    table = {f"k{i}": f"v{i}" for i in range(KEYS)}
+    msglc.dump(path, {"table": table, "runs": [{"id": i, "score": i / 7} for i in range(3000)]})
+    return table
+
+
+# -- a file cut short by another program -------------------------------------------------------
+
+_CHILD = textwrap.dedent(
+    """
+    import faulthandler, sys, threading
+    import msglc
+    from msglc.read.reader import archive_of
+    from msglc.util import accel
+
+    path, handler = sys.argv[1], sys.argv[2]
+    if handler == "faulthandler-before":
+        faulthandler.enable()
+    reader = msglc.LazyReader(path, cached=False)
+    table, runs = reader["table"], reader["runs"]
+    assert table["k1"] == "v1" and runs[1]["id"] == 1
+    print(archive_of(reader).c_read.mapped if accel.speedups is not None else "pure", flush=True)
+    if handler == "faulthandler-after":
+        faulthandler.enable()
+    sys.stdin.readline()  # the parent cuts the file short meanwhile
+    outcomes = {"right": 0, "error": 0}
+
+    def read(keys):
+        for i in keys:
+            try:
+                got = (table[f"k{i}"], runs[i % 3000]["id"])
+            except msglc.MsglcError:
+                outcomes["error"] += 1
+            else:
+                assert got == (f"v{i}", i % 3000), got
+                outcomes["right"] += 1
+
+    workers = [threading.Thread(target=read, args=(range(t, KEYS, 4),)) for t in range(3)]
+    for w in workers:
+        w.start()
+    read(range(3, KEYS, 4))
+    for w in workers:
+        w.join()
+    print(outcomes["right"], outcomes["error"], flush=True)
+    """
+).replace("KEYS", str(KEYS))
+
+
+@pytest.mark.parametrize("handler", ["none", "faulthandler-before", "faulthandler-after"])
+def test_a_file_cut_short_under_a_reader_gives_errors_not_sigbus(handler, tmp_path):
+    """Another program truncates the file while a reader (in another process, on four threads)
+    reads it from its memory map: reads past the new end raise ``MsglcError``; the process
+    lives (a SIGBUS would end it with status 135), whether or not faulthandler is enabled
+    before or after the reader opened."""
+    path = tmp_path / "table.mlc"
+    _table(path)
+    script = tmp_path / "child.py"
+    script.write_text(_CHILD)
+    child = subprocess.Popen(
+        [sys.executable, str(script), str(path), handler],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    mapped = child.stdout.readline().strip()
+    os.truncate(path, 4096 + 100)  # the block offsets and most entries are gone
+    out, err = child.communicate("go\n", timeout=120)
+    assert child.returncode != -signal.SIGBUS and child.returncode != 128 + signal.SIGBUS
+    assert child.returncode == 0, err
+    assert mapped == ("True" if accel.speedups is not None else "pure")
+    right, errors = map(int, out.split())
+    assert errors > 0 and right + errors == KEYS
+
+
+_REPLACED = textwrap.dedent(
+    """
+    import signal, sys
+    import msglc
+    from msglc.read.reader import archive_of
+
+    first = msglc.LazyReader(sys.argv[1], cached=False)
+    assert first["table"]["k1"] == first["table"]["k1"] == "v1"
+    signal.signal(signal.SIGBUS, signal.SIG_DFL)  # msglc's handler is no longer the process's
+    second = msglc.LazyReader(sys.argv[1], cached=False)
+    assert second["table"]["k2"] == second["table"]["k2"] == "v2"
+    print(getattr(archive_of(first).c_read, "mapped", None), getattr(archive_of(second).c_read, "mapped", None))
+    """
+)
+
+
+def test_a_reader_opened_after_the_sigbus_handler_was_replaced_reads_with_pread(tmp_path):
+    """A map is made only while msglc's SIGBUS handler is the process's: once other code
+    replaced it, a new reader reads with pread (in another process: the handler is global)."""
+    path = tmp_path / "table.mlc"
+    _table(path)
+    script = tmp_path / "replaced.py"
+    script.write_text(_REPLACED)
+    run = subprocess.run([sys.executable, str(script), str(path)], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == (["True", "False"] if accel.speedups is not None else ["None", "None"])
+
+
+# -- the same answers from the map as from pread ------------------------------------------------
+
+
+def test_mapped_reads_answer_as_pread_does(tmp_path, monkeypatch):
+    path = tmp_path / "table.mlc"
+    table = _table(path)
+    with msglc.LazyReader(path, cached=False) as reader:
+        view = reader["table"]
+        assert all(view[f"k{i}"] == f"v{i}" for i in range(0, KEYS, 3))
+        if accel.speedups is not None:
+            assert archive_of(reader).c_read.mapped
+        with pytest.raises(KeyError):
+            view["nope"]
+        assert reader["runs"][2999] == {"id": 2999, "score": 2999 / 7}
+    with monkeypatch.context() as m:  # the pure-Python path: pread
+        m.setattr(accel, "speedups", None)
+        with msglc.LazyReader(path, cached=False) as reader:
+            assert {k: reader["table"][k] for k in list(table)[::97]} == {k: table[k] for k in list(table)[::97]}
+
+
+def test_a_reader_opened_before_an_append_reads_on_from_its_map(tmp_path):
+    """``append`` in place makes the file longer than the map of a reader opened before it:
+    that reader gives the values it knows, or ``ArchiveChangedError`` where the append
+    overwrote its TOC (as with pread); a new reader reads the longer file."""
+    path = tmp_path / "grow.mlc"
+    msglc.dump(path, {"a": {f"k{i}": i for i in range(5000)}})
+    with msglc.LazyReader(path, cached=False) as old:
+        a = old["a"]
+        assert a["k10"] == a["k10"] == 10
+        msglc.combine(path, msglc.FileInfo(None, "b", obj={f"j{i}": -i for i in range(5000)}), mode="a")
+        with msglc.LazyReader(path, cached=False) as new:
+            assert new["b"]["j4999"] == -4999 and new["a"]["k4999"] == 4999
+            assert new["b"]["j4998"] == -4998 and new["a"]["k4998"] == 4998
+        for i in range(0, 5000, 7):
+            try:
+                assert a[f"k{i}"] == i
+            except msglc.ArchiveChangedError:
+                continue
+
+
+def test_close_while_other_threads_read_from_the_map(tmp_path):
+    """Threads that look keys up while another closes the reader get the right value or the
+    closed reader's ValueError; the map goes only once no copy from it is under way."""
+    path = tmp_path / "table.mlc"
+    _table(path)
+    for _ in range(5):
+        reader = msglc.LazyReader(path, cached=False)
+        view = reader["table"]
+        wrong: list[object] = []
+        started = threading.Barrier(5)
+
+        def look(start, view=view, wrong=wrong, started=started):
+            started.wait()
+            for i in range(start, KEYS, 4):
+                try:
+                    if view[f"k{i}"] != f"v{i}":
+                        wrong.append(i)
+                except ValueError as e:
+                    if "closed" not in str(e):
+                        wrong.append(e)
+                    return
+
+        threads = [threading.Thread(target=look, args=(t,)) for t in range(4)]
+        for t in threads:
+            t.start()
+        started.wait()
+        reader.close()
+        for t in threads:
+            t.join()
+        assert wrong == []
+        with pytest.raises(ValueError, match="closed"):
+            view["k1"]
+
+
+def test_a_counter_counts_every_read_of_a_lookup(tmp_path):
+    """With a ``LazyStats`` the reads go through pread and are counted: a lookup in a page of
+    the index seen before costs one request (its block), without a counter none is made."""
+    path = tmp_path / "table.mlc"
+    _table(path)
+    stats = msglc.LazyStats()
+    with msglc.LazyReader(path, cached=False, counter=stats) as reader:
+        view = reader["table"]
+        assert view["k5"] == "v5"
+        before = stats.requests
+        assert view["k5"] == "v5"
+        assert stats.requests == before + 1
+        assert not getattr(archive_of(reader).c_read, "mapped", False)  # counted reads: by pread
+    with msglc.LazyReader(path, cached=False) as reader:
+        assert reader["table"]["k5"] == reader["table"]["k5"] == "v5"  # (the first makes the index)
+        if accel.speedups is not None:
+            assert archive_of(reader).c_read.mapped
+
+
+# -- bytes in memory ---------------------------------------------------------------------------
+
+
+def test_a_memory_map_given_to_a_reader_can_be_closed_after_it(tmp_path):
+    """A reader over bytes or a user's ``mmap`` reads them directly in C; once the reader is
+    closed, the map is the user's to close (no buffer held)."""
+    path = tmp_path / "table.mlc"
+    table = _table(path)
+    with open(path, "rb") as f:
+        mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    reader = msglc.LazyReader(mm, cached=False)
+    assert all(reader["table"][f"k{i}"] == table[f"k{i}"] for i in range(0, KEYS, 11))
+    reader.close()
+    mm.close()
+    data = path.read_bytes()
+    with msglc.LazyReader(data, cached=False) as reader:
+        assert reader["table/k19999"] == "v19999"
+    with pytest.raises(ValueError, match="closed"):
+        reader["table"]["k1"]
