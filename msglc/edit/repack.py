@@ -10,6 +10,7 @@ from msglc.edit.legacy import convert_legacy
 from msglc.edit.sections import COPY_FRAMES, compressed, copy_data, copy_plain
 from msglc.errors import CorruptedError
 from msglc.format.container import HEADER_SIZE, Trailer, compressed_header, header_version
+from msglc.format.numpy_ext import find_tiled
 from msglc.io.atomic import output
 from msglc.io.uploads import pinned_to_sources
 from msglc.read.archive import Archive
@@ -54,24 +55,34 @@ def repack(target: Any, source: LazyReader | LazyNode, options: dict[str, Any]) 
     elif not cfg.numpy_encoder or cfg.order == "sorted":  # lists for NumPy arrays, dicts sorted: a new encoding
         return dump_decoded(target, source.to_obj(), **{**options, "compression": compression})
     else:
-        parts = _reindexed(source, {**options, "compression": compression})
+        data = _data_of(source)
+        if compression is None and compressed(a) and find_tiled(data) is not None:
+            # a plain archive has no tiled arrays (format 2.1): decoded, they are written in C order
+            return dump_decoded(target, source.to_obj(), **{**options, "compression": compression})
+        parts = _reindexed(source, data, {**options, "compression": compression})
     with output(target, cfg.durable) as f:
         for part in parts:
             f.write(part)
 
 
-def _reindexed(source: LazyReader | LazyNode, options: dict[str, Any]) -> Iterator[bytes | bytearray | memoryview]:
-    """The archive of ``source``'s data bytes as they are, with a TOC built for ``options``
-    (another threshold, another compression): what ``dump`` of the decoded value writes, made
-    without decoding it, at any depth. A reader's data checksum is checked first."""
+def _data_of(source: LazyReader | LazyNode) -> bytes:
+    """The data bytes of a reader, or of a lazy part."""
     a = archive_of(source)
     a.check_open()
     if isinstance(source, LazyReader):
-        t = a.trailer
-        data = bytes(a.read(t.data_off, t.data_len))
-    else:
-        where = source.location()
-        data = bytes(a.read(where.offset, where.size))
+        return bytes(a.read(a.trailer.data_off, a.trailer.data_len))
+    where = source.location()
+    return bytes(a.read(where.offset, where.size))
+
+
+def _reindexed(
+    source: LazyReader | LazyNode, data: bytes, options: dict[str, Any]
+) -> Iterator[bytes | bytearray | memoryview]:
+    """The archive of ``source``'s data bytes ``data`` as they are, with a TOC built for
+    ``options`` (another threshold, another compression): what ``dump`` of the decoded value
+    writes, made without decoding it, at any depth. A reader's data checksum is checked first."""
+    a = archive_of(source)
+    t = a.trailer
     encoded = Encoded.of_data(data, options)
     if isinstance(source, LazyReader) and encoded.checksum.result() != a.trailer.data_crc:
         raise CorruptedError(f"data section checksum mismatch ({t.data_len} bytes at offset {t.data_off})")

@@ -164,10 +164,11 @@ class FramedSource(Source):
                 return memoryview(out)
         return self._slice(offset, end, {}, None, in_place)
 
-    def read_into(self, offset: int, out: memoryview) -> None:
+    def read_into(self, offset: int, out: memoryview, threads: int | None = None) -> None:
         """Fill ``out`` from logical ``offset`` (large NumPy reads): whole frames decompress
-        straight into ``out``, in a pool of ``read_threads`` threads (zstd releases the GIL)
-        when the read spans several tasks' worth; no frame is cached or copied whole."""
+        straight into ``out``, in a pool of ``threads`` (default ``read_threads``) threads
+        (zstd releases the GIL) when the read spans several tasks' worth; no frame is cached
+        or copied whole."""
         lo = offset - self.data_off
         if lo < 0 or lo + len(out) > self.plain:
             out[:] = self.read(offset, len(out))
@@ -185,7 +186,7 @@ class FramedSource(Source):
         def fill(task: tuple[int, int]) -> None:
             self._fill(task[0], task[1], lo, hi, out)
 
-        threads = min(current().read_threads, len(tasks))
+        threads = min(current().read_threads if threads is None else threads, len(tasks))
         if threads <= 1:
             for task in tasks:
                 fill(task)

@@ -81,12 +81,12 @@ class BatchArchive(Archive):
             return self.main.read(offset, size)
         raise _Need(offset, size)
 
-    def _fill(self, offset: int, buf: memoryview) -> None:
+    def _fill(self, offset: int, buf: memoryview, threads: int | None = None) -> None:
         data = self.pieces.get((offset, len(buf)))
         if data is not None:
             buf[:] = data
         elif self.direct:
-            self.main._fill(offset, buf)
+            self.main._fill(offset, buf, threads)
         else:
             raise _Need(offset, len(buf))
 

@@ -105,7 +105,7 @@ class Encoded:
         self.order = cfg.order
         if cfg.order == "sorted":
             obj = self.obj = sorted_dicts(obj)
-        arrays = ArrayEncoder(cfg.numpy_encoder)
+        arrays = ArrayEncoder(cfg.numpy_encoder, cfg.tiles if cfg.compression else False)
         with gc_paused(self.disable_gc):
             self.data = DataSection(encode_value(obj, arrays), arrays)
         self.checksum = ParallelCrc(self.data.chunks(), self.data.size)
