@@ -400,6 +400,13 @@ class Archive:
             raise CorruptedError(f"data span {offset}+{len(buf)} lies outside the data section")
         self._fill(offset, buf, threads)
 
+    def frame_at(self, offset: int) -> tuple[int, int, bytes | bytearray, int] | None:
+        """In a compressed archive, the data frame holding ``offset`` as stored
+        (``FramedSource.frame_at``); None otherwise, or where reads must go through ``read``."""
+        if self.closed:
+            raise ValueError("I/O operation on a closed LazyReader")
+        return self.src.frame_at(offset) if isinstance(self.src, FramedSource) else None
+
     def read_checked(self, offset: int, size: int) -> bytes | memoryview:
         """``read``, but in a compressed archive every frame the bytes lie in is decompressed
         and checked, its zstd checksum included, where reads take a raw frame's bytes in

@@ -81,6 +81,10 @@ class BatchArchive(Archive):
             return self.main.read(offset, size)
         raise _Need(offset, size)
 
+    def frame_at(self, offset: int) -> None:
+        """None: a batch reads frames through ``read``, which collects them."""
+        return None
+
     def _fill(self, offset: int, buf: memoryview, threads: int | None = None) -> None:
         data = self.pieces.get((offset, len(buf)))
         if data is not None:

@@ -214,3 +214,20 @@ def test_copies_into_a_plain_archive(tmp_path):
     with pytest.raises(ValueError, match="tile by tile"):
         msglc.combine(tmp_path / "out.mlc", [FileInfo(src, "x")], compression=None)
     assert not (tmp_path / "out.mlc").exists()
+
+
+def test_shuffled_frames_end_a_block_at_each_byte_plane():
+    """Each byte plane of a shuffled frame ends a zstd block, so that each plane gets entropy
+    tables of its own: a smaller frame, still one ordinary zstd frame (content size and
+    checksum as readers require)."""
+    zstandard = pytest.importorskip("zstandard")
+    from msglc.write.frames import planes_compressed, shuffle
+
+    a = np.random.default_rng(8).random(16384)  # 128 KB of random float64
+    shuffled = shuffle(memoryview(a.tobytes()), 8)
+    c = zstandard.ZstdCompressor(level=5, write_checksum=True)
+    frame = planes_compressed(c, shuffled, 8)
+    params = zstandard.get_frame_parameters(frame)
+    assert params.content_size == len(shuffled) and params.has_checksum
+    assert zstandard.ZstdDecompressor().decompress(frame) == shuffled
+    assert len(frame) < 0.97 * len(c.compress(shuffled))
