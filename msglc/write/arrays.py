@@ -209,11 +209,14 @@ class DataSection:
         self.buf = buf
         self.splices: list[tuple[int, bytes, Any]] = []
         self.tiled: dict[int, tuple[int, ...]] = {}  # buffer position -> tile shape of the arrays tiled
+        self._joined: bytearray | None = None
         if encoder is not None and encoder.splices:
             self._locate(encoder)
         self.size = len(buf) + sum(
             len(head) + arr.nbytes - ArrayEncoder.PLACEHOLDER_SIZE for _, head, arr in self.splices
         )
+        if self.tiled:  # (only in compressed archives, whose frames are planned over the joined bytes)
+            self.joined()
 
     def _locate(self, encoder: ArrayEncoder) -> None:
         marker = encoder.placeholder()
@@ -227,8 +230,44 @@ class DataSection:
                 self.tiled[pos] = encoder.tiled[index]
             pos += ArrayEncoder.PLACEHOLDER_SIZE
 
+    def joined(self) -> bytes | bytearray:
+        """The section's bytes as one buffer (the frames of a compressed section are planned
+        over it). Built once where arrays are tiled, straight into it (their elements are
+        copied once, for this and for ``chunks``)."""
+        if self._joined is not None:
+            return self._joined
+        if not self.tiled:
+            return b"".join(self.chunks())
+        np = sys.modules["numpy"]
+        out = bytearray(self.size)
+        view = memoryview(out)
+        at = done = 0
+        for pos, head, arr in self.splices:
+            piece = self.buf[done:pos]
+            view[at : at + len(piece)] = piece
+            at += len(piece)
+            view[at : at + len(head)] = head
+            at += len(head)
+            tile = self.tiled.get(pos)
+            if tile is not None:
+                to_tiles(arr, tile, np.frombuffer(out, arr.dtype, arr.size, at))
+                at += arr.nbytes
+            else:
+                for chunk in c_order_chunks(arr):
+                    view[at : at + len(chunk)] = chunk
+                    at += len(chunk)
+            done = pos + ArrayEncoder.PLACEHOLDER_SIZE
+        view[at:] = self.buf[done:]
+        self._joined = out
+        return out
+
     def chunks(self) -> Iterator[bytes | memoryview]:
         """The section's bytes in order, in pieces of at most ``CHUNK`` bytes for arrays."""
+        if self._joined is not None:
+            view = memoryview(self._joined)
+            for i in range(0, len(view), CHUNK):
+                yield view[i : i + CHUNK]
+            return
         view = memoryview(self.buf)
         done = 0
         for pos, head, arr in self.splices:

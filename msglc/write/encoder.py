@@ -203,7 +203,7 @@ class Encoded:
             yield self.trailer()
             return
         parts: list[bytes | memoryview] = []
-        plain = b"".join(self.data.chunks())
+        plain = memoryview(self.data.joined())
         frames = FrameWriter(_Parts(parts), frame_size(self.threshold), self.level, head=HEAD_FRAME)
         if self.dictionary is not None:
             frames.use_dictionary(self.dictionary.result())
