@@ -63,6 +63,24 @@ def tile_start(shape: tuple[int, ...], tile: tuple[int, ...], g: tuple[int, ...]
     return at, tuple(ext)
 
 
+def tile_at(shape: tuple[int, ...], tile: tuple[int, ...], e: int) -> tuple[tuple[int, ...], tuple[int, ...], int]:
+    """The tile holding element ``e`` of the tile order: (grid position, extents, its first
+    element). The inverse of ``tile_start``, axis by axis: the sub-slabs before the one
+    holding ``e`` are full."""
+    g, ext = [], []
+    at, before, after = 0, 1, prod(shape)
+    for n, t in zip(shape, tile, strict=True):
+        after //= n
+        step = t * before * after
+        i = min((e - at) // step, (n - 1) // t) if step else 0
+        at += i * step
+        x = min(t, n - i * t)
+        g.append(i)
+        ext.append(x)
+        before *= x
+    return tuple(g), tuple(ext), at
+
+
 def _parts(shape: tuple[int, ...], tile: tuple[int, ...]) -> Iterator[tuple[int, list[tuple[int, int, int, int]]]]:
     """The parts of the grid: (first element in the tile order, per axis (first index, tiles,
     tile extent, element stride between tiles))."""
@@ -149,7 +167,10 @@ def is_trivial(shape: tuple[int, ...], tile: tuple[int, ...]) -> bool:
 def frame_cuts(shape: tuple[int, ...], tile: tuple[int, ...], itemsize: int, least: int) -> list[int]:
     """Byte offsets in the tile-ordered elements where frames start after the first: each
     frame holds whole tiles, one or as many consecutive ones as make at least ``least`` bytes
-    (about: a cut is the first tile end at or past each multiple of ``least``)."""
+    (about: a cut is the first tile end at or past each multiple of ``least``), and never
+    tiles of two rows of tiles (along the first axis) unless a row of tiles is shorter than
+    ``least``: then whole rows of tiles make a frame. A whole-array read, which takes rows of
+    tiles at a time, then never meets a frame shared by two of its tasks."""
     np = sys.modules["numpy"]
     if not all(shape):
         return []
@@ -158,8 +179,19 @@ def frame_cuts(shape: tuple[int, ...], tile: tuple[int, ...], itemsize: int, lea
         ext = np.full(-(-n // t), t, np.int64)
         ext[-1] = n - (len(ext) - 1) * t
         sizes = np.multiply.outer(sizes, ext)
-    ends = np.cumsum(sizes.reshape(-1) * itemsize)
-    total = int(ends[-1])
-    marks = np.arange(least, total, least, dtype=np.int64)
-    cuts = np.unique(ends[np.searchsorted(ends, marks)])
-    return [int(c) for c in cuts if c < total]
+    rows = sizes.reshape(sizes.shape[0], -1) * itemsize
+    row_ends = np.cumsum(rows.sum(axis=1))
+    total = int(row_ends[-1])
+    if int(rows[0].sum()) < least:  # rows of tiles grouped whole
+        marks = np.arange(least, total, least, dtype=np.int64)
+        return [int(c) for c in np.unique(row_ends[np.searchsorted(row_ends, marks)]) if c < total]
+    cuts: list[int] = []
+    start = 0
+    for row, end in zip(rows, row_ends.tolist(), strict=True):
+        ends = start + np.cumsum(row)
+        marks = np.arange(start + least, end, least, dtype=np.int64)
+        cuts.extend(int(c) for c in np.unique(ends[np.searchsorted(ends, marks)]) if c < end)
+        if end < total:
+            cuts.append(end)
+        start = end
+    return cuts

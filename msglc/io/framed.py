@@ -228,6 +228,30 @@ class FramedSource(Source):
             a_, b_ = max(lo, start), min(hi, end)
             out[a_ - lo : b_ - lo] = memoryview(plain)[a_ - start : b_ - start]
 
+    def decode_frames(self, offset: int, size: int, sink: Callable[[int, memoryview, int], None]) -> bool:
+        """Hand the frames that make up logical [offset, offset + size) to ``sink(logical
+        offset, bytes as stored, shuffle element or 0)``, in order, in this thread: their
+        stored bytes in one read, each decompressed (and checked) into a buffer of this
+        thread's own that ``sink`` must copy from before it returns; nothing is cached. False,
+        and nothing done, when the range does not begin and end where frames do."""
+        lo = offset - self.data_off
+        hi = lo + size
+        if lo < 0 or size <= 0 or hi > self.plain:
+            return False
+        table = self.table
+        first, last = table.frame_of(lo), table.frame_of(hi - 1)
+        if table.logical(first) != lo or table.logical(last + 1) != hi:
+            return False
+        stored_a = table.stored(first)
+        data = memoryview(self._raw(self.data_off + stored_a, table.stored(last + 1) - stored_a))
+        for i in range(first, last + 1):
+            page, k = table.at(i)
+            start, end = page.logical[k], page.logical[k + 1]
+            scratch = self._scratch(end - start)
+            self._decompress_into(i, data[page.stored[k] - stored_a : page.stored[k + 1] - stored_a], scratch)
+            sink(self.data_off + start, scratch, table.shuffle(i) if table.filtered else 0)
+        return True
+
     def _scratch(self, size: int) -> memoryview:
         """A buffer of ``size`` bytes of this thread's own, reused from frame to frame."""
         buf: bytearray | None = getattr(self._local, "scratch", None)

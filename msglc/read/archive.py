@@ -407,6 +407,15 @@ class Archive:
             raise ValueError("I/O operation on a closed LazyReader")
         return self.src.frame_at(offset) if isinstance(self.src, FramedSource) else None
 
+    def decode_frames(self, offset: int, size: int, sink: Callable[[int, memoryview, int], None]) -> bool:
+        """In a compressed archive, the frames of logical [offset, offset + size) handed to
+        ``sink`` as stored (``FramedSource.decode_frames``); False when they cannot be."""
+        if self.closed:
+            raise ValueError("I/O operation on a closed LazyReader")
+        if offset < self.trailer.data_off or offset + size > self.data_end:
+            raise CorruptedError(f"data span {offset}+{size} lies outside the data section")
+        return isinstance(self.src, FramedSource) and self.src.decode_frames(offset, size, sink)
+
     def read_checked(self, offset: int, size: int) -> bytes | memoryview:
         """``read``, but in a compressed archive every frame the bytes lie in is decompressed
         and checked, its zstd checksum included, where reads take a raw frame's bytes in

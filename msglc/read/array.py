@@ -19,7 +19,7 @@ from typing import Any
 
 from msglc.config import current
 from msglc.format.numpy_ext import check_text, has_text
-from msglc.format.tiles import is_trivial, tile_start, untile
+from msglc.format.tiles import is_trivial, tile_at, tile_start, untile
 from msglc.read.archive import Archive
 from msglc.read.node import LazyNode
 
@@ -160,6 +160,8 @@ class LazyArray(LazyNode):
 
         def fill(task: tuple[int, int]) -> None:
             top, bottom = task
+            if self._tiles_from_frames(top * row, bottom * row, out):
+                return
             scratch = getattr(local, "scratch", None)
             if scratch is None or len(scratch) < (bottom - top) * row:
                 scratch = local.scratch = np.empty(per * t0 * row, self.dtype)
@@ -176,6 +178,41 @@ class LazyArray(LazyNode):
                 for _ in pool.map(fill, tasks):  # raises the first task's error
                     pass
         return out
+
+    def _tiles_from_frames(self, first: int, end: int, out: Any) -> bool:
+        """Elements [first, end) of the tile order (whole rows of tiles) put in place in
+        ``out`` straight from their frames, each tile unshuffled and moved in one copy, when
+        the frames hold whole tiles (as writers lay them out); False when they do not (then
+        the caller reads them; what was put in place is overwritten)."""
+        np = self._np
+        tile = self._tile
+        assert tile is not None
+        itemsize = self.dtype.itemsize
+        out_bytes = out.view(np.uint8).reshape(*out.shape, itemsize)
+
+        def sink(at: int, data: memoryview, element: int) -> None:
+            e, rem = divmod(at - self._data, itemsize)
+            n = len(data) // itemsize
+            if rem or len(data) % itemsize or element not in (0, itemsize):
+                raise _NotTiles
+            planes = np.frombuffer(data, np.uint8).reshape(itemsize, n) if element else None
+            done = 0
+            while done < n:
+                g, ext, start = tile_at(self.shape, tile, e + done)
+                size = prod(ext)
+                if start != e + done or done + size > n:
+                    raise _NotTiles
+                region = tuple(slice(i * t, i * t + x) for i, t, x in zip(g, tile, ext, strict=True))
+                if planes is None:
+                    out[region] = np.frombuffer(data, self.dtype, size, done * itemsize).reshape(ext)
+                else:
+                    out_bytes[region] = np.moveaxis(planes[:, done : done + size].reshape(itemsize, *ext), 0, -1)
+                done += size
+
+        try:
+            return self._a.decode_frames(self._data + first * itemsize, (end - first) * itemsize, sink)
+        except _NotTiles:
+            return False
 
     # -- indexing --
     def __getitem__(self, key: Any) -> Any:
@@ -354,6 +391,10 @@ class LazyArray(LazyNode):
             first = f0 + j0 * st0 - top
             rows_key = slice(first, first + (j1 - j0 - 1) * st0 + 1, st0)
             out[j0:j1] = slab[(rows_key,) + rest]  # noqa: RUF005 (a star in a subscript needs Python 3.11)
+
+
+class _NotTiles(Exception):
+    """The frames of a tiled array do not hold whole tiles: read it another way."""
 
 
 def _touched(first: int, count: int, step: int, t: int) -> list[tuple[int, int, int]]:

@@ -85,6 +85,10 @@ class BatchArchive(Archive):
         """None: a batch reads frames through ``read``, which collects them."""
         return None
 
+    def decode_frames(self, offset: int, size: int, sink: Callable[[int, memoryview, int], None]) -> bool:
+        """False: a batch reads frames through ``read``, which collects them."""
+        return False
+
     def _fill(self, offset: int, buf: memoryview, threads: int | None = None) -> None:
         data = self.pieces.get((offset, len(buf)))
         if data is not None:

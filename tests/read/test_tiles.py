@@ -15,7 +15,7 @@ from numpy_helpers import same
 import msglc
 import msglc.read.array as lazy_array
 from msglc import FileInfo, LazyArray, LazyStats
-from msglc.format.tiles import choose_tile, grid, tile_start, to_tiles, untile
+from msglc.format.tiles import choose_tile, grid, tile_at, tile_start, to_tiles, untile
 from msglc.write import arrays
 
 
@@ -49,6 +49,7 @@ def test_layout_is_the_specified_order(shape_tile):
         block = a[tuple(slice(i * t, (i + 1) * t) for i, t in zip(g, tile, strict=True))]
         assert block.shape == ext
         same(block.reshape(-1), flat[at : at + block.size])
+        assert tile_at(shape, tile, at) == (g, ext, at) == tile_at(shape, tile, at + block.size - 1)
 
 
 def test_the_tile_rule():
@@ -231,3 +232,34 @@ def test_shuffled_frames_end_a_block_at_each_byte_plane():
     assert params.content_size == len(shuffled) and params.has_checksum
     assert zstandard.ZstdDecompressor().decompress(frame) == shuffled
     assert len(frame) < 0.97 * len(c.compress(shuffled))
+
+
+@pytest.mark.parametrize("tile", [(4, 4), (128, 96), (300, 7)])
+@pytest.mark.parametrize("task_bytes", [1 << 22, 20_000])
+def test_whole_reads_in_tasks_of_any_size(tile, task_bytes, monkeypatch):
+    """A whole-array read puts tiles in place straight from their frames, task by task (rows
+    of tiles); a task whose rows begin or end inside a frame (small tiles share frames) is
+    read another way. Both give the array."""
+    monkeypatch.setattr(lazy_array, "TASK_BYTES", task_bytes)
+    a = np.random.default_rng(9).random((300, 301))
+    with msglc.LazyReader(dumped({"a": a}, tiles=tile)) as r:
+        lazy = r["a"]["a"]
+        assert lazy.tiles == tile
+        for threads in (1, 2):
+            monkeypatch.setattr(lazy_array, "current", lambda t=threads: msglc.config.current(read_threads=t))
+            same(a, np.asarray(lazy))
+
+
+def test_frames_never_hold_tiles_of_two_rows_of_tiles():
+    """Frames hold whole tiles, and (unless a row of tiles is smaller than a frame) tiles of
+    one row of tiles only: a whole-array read, a task per few rows of tiles, then takes every
+    frame straight into place."""
+    from msglc.format.tiles import frame_cuts
+
+    for shape, tile in [((300, 301), (128, 96)), ((4000, 4000), (125, 125)), ((50, 30, 700), (7, 30, 64))]:
+        cuts = set(frame_cuts(shape, tile, 8, 1 << 16))
+        row = 8 * tile[0] * int(np.prod(shape[1:]))
+        row_ends = range(row, 8 * int(np.prod(shape)), row)
+        assert cuts >= set(row_ends), shape
+        ends = {8 * tile_start(shape, tile, g)[0] for g in itertools.product(*(range(n) for n in grid(shape, tile)))}
+        assert cuts <= ends  # at tile boundaries only
