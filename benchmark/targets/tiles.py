@@ -23,7 +23,7 @@ from ..compressed import smooth_field
 from ..timing import calls, interleaved
 from .common import Row, fresh
 
-CHUNKS = (128, 128)  # h5py's chunks: 128 KB of float64, as msglc's tiles (125 x 125 at 4000 x 4000)
+CHUNKS = (128, 128)  # h5py's chunks: 128 KB of float64, as msglc's tiles at 4000 x 4000
 SLAB = 64
 
 
