@@ -25,8 +25,10 @@ from msglc.write.frames import HEAD_FRAME, FrameWriter, frame_size
 def repack(target: Any, source: LazyReader | LazyNode, options: dict[str, Any]) -> None:
     """Copy the encoded bytes when the threshold and the compression are the source's (for a
     part that ``dump`` wrote, the result is what ``dump`` of the decoded value writes), else
-    copy the data bytes with a TOC built anew from them (the same result, at any depth); decode
-    and write anew only to store NumPy arrays as lists (``numpy_encoder=False``). Without
+    copy the data bytes with a TOC built anew from them (the same result, at any depth; NumPy
+    arrays keep their layout, but tiled ones go into a plain archive in C order); decode and
+    write anew only to store NumPy arrays as lists (``numpy_encoder=False``), to sort dicts, or
+    to lay arrays out as a ``tiles=`` given asks. Without
     ``compression=`` (per call, or configured) the source's is kept; a compressed archive is
     then copied frames and all, unless ``compression_level=`` asks for recompression."""
     a = archive_of(source)
@@ -43,6 +45,7 @@ def repack(target: Any, source: LazyReader | LazyNode, options: dict[str, Any]) 
         cfg.small_obj_optimization_threshold == a.trailer.threshold
         and "compression_level" not in options
         and cfg.order is None
+        and "tiles" not in options
     )
     if compression is None and same and not compressed(a):  # (a compressed TOC indexes dicts otherwise)
         parts: Iterator[bytes | bytearray | memoryview] = (
@@ -52,7 +55,8 @@ def repack(target: Any, source: LazyReader | LazyNode, options: dict[str, Any]) 
         with output(target, cfg.durable) as f:
             _compressed_copy(a, f)
         return
-    elif not cfg.numpy_encoder or cfg.order == "sorted":  # lists for NumPy arrays, dicts sorted: a new encoding
+    elif not cfg.numpy_encoder or cfg.order == "sorted" or "tiles" in options:
+        # lists for NumPy arrays, dicts sorted, arrays laid out as ``tiles`` asks: a new encoding
         return dump_decoded(target, source.to_obj(), **{**options, "compression": compression})
     else:
         data = _data_of(source)

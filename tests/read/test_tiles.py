@@ -265,3 +265,23 @@ def test_frames_never_hold_tiles_of_two_rows_of_tiles():
         assert cuts >= set(row_ends), shape
         ends = {8 * tile_start(shape, tile, g)[0] for g in itertools.product(*(range(n) for n in grid(shape, tile)))}
         assert cuts <= ends  # at tile boundaries only
+
+
+def test_repacking_keeps_the_layout_unless_tiles_is_given(tmp_path):
+    a = np.random.default_rng(10).random((600, 700))
+    src = tmp_path / "c-order.mlc"
+    msglc.dump(src, {"a": a}, compression="zstd", tiles=False)
+    for options, tiles in [
+        ({}, None),  # copied as it is
+        ({"small_obj_optimization_threshold": 4096}, None),  # a new TOC over the same bytes
+        ({"tiles": (100, 100)}, (100, 100)),  # asked: laid out anew
+    ]:
+        with msglc.LazyReader(src) as r:
+            data = msglc.dumps(r, **options)
+        with msglc.LazyReader(data) as r:
+            assert r["a"].tiles == tiles, options
+            same(a, np.asarray(r["a"]))
+    with msglc.LazyReader(msglc.dumps(msglc.LazyReader(src), tiles=(100, 100))) as tiled:
+        with msglc.LazyReader(msglc.dumps(tiled, tiles=False)) as r:
+            assert r["a"].tiles is None and r.info().compression == "zstd"
+            same(a, np.asarray(r["a"]))
