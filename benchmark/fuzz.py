@@ -3011,7 +3011,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--save", nargs=2, metavar=("ID", "PATH"), help="write the mutated archive of a case to PATH")
     p.add_argument("--list", action="store_true", help="list the corpus archives")
     p.add_argument("--progress", action="store_true", help="print progress to stderr")
+    p.add_argument(
+        "--tiles",
+        type=int,
+        metavar="N",
+        help="instead: N random tiled arrays round-tripped and their headers crafted (fuzz_tiles)",
+    )
     args = p.parse_args(argv)
+    if args.tiles is not None:
+        problems = fuzz_tiles(args.tiles, args.seed)
+        print("\n".join(problems) or f"{args.tiles} tiled arrays: no problem")
+        return 1 if problems else 0
     kinds = args.kinds.split(",") if args.kinds else None
     globals()["COPY_SHARE"] = args.copy_share  # (module state: the workers are forked after this)
     if args.replay:
