@@ -160,7 +160,7 @@ from msglc.format.nodes import (  # noqa: E402
     frame_node,
     unframe_node,
 )
-from msglc.format.numpy_ext import ext_hook  # noqa: E402
+from msglc.format.numpy_ext import ext_hook, find_tiled  # noqa: E402
 from msglc.format.walk import deep_decode  # noqa: E402
 from msglc.io.local import BufferSource, StreamSource  # noqa: E402
 from msglc.read.reader import archive_of  # noqa: E402
@@ -611,6 +611,11 @@ def _docs() -> dict[str, Any]:
         "lazyrows": [[float(i * j) for j in range(80)] for i in range(12)],
         "numpy": numpy_doc,
         "nproot": np.arange(1200, dtype=np.float64).reshape(30, 40),
+        "tiles": {  # stored tile by tile (the kind's options: tiles=(64, 48)), edge tiles on both axes
+            "f8": np.random.default_rng(6).random((150, 100)).round(3),
+            "i4": np.arange(70 * 130, dtype=">i4").reshape(70, 130),
+            "rec": np.zeros((65, 49), dtype=[("a", "<i2"), ("b", "S3")]),
+        },
         "small": {"a": 1, "b": [1, 2, 3], "c": "text", "d": {"e": None}},
         "smalllist": [1, 2.5, None, "x", [True]],
         "special": special,
@@ -655,7 +660,9 @@ _COMPRESSED = [
     ("fused", 1024),
     ("matrix", 64),
     ("bulk", 1024),
+    ("tiles", 1024),
 ]
+_COMPRESSED_OPTIONS = {"tiles": {"tiles": (64, 48)}}  # options of a compressed kind, beyond its threshold
 
 
 def _deep_docs() -> dict[str, Any]:
@@ -774,9 +781,9 @@ def _raw_samples() -> list[tuple[str, int, bytes, Any]]:
         out.append(("streamed", t, data, value))
     for kind, t in _COMPRESSED:
         value = docs[kind]
-        out.append(
-            (f"zstd-{kind}", t, msglc.dumps(value, small_obj_optimization_threshold=t, compression="zstd"), value)
-        )
+        options = _COMPRESSED_OPTIONS.get(kind, {})
+        data = msglc.dumps(value, small_obj_optimization_threshold=t, compression="zstd", **options)
+        out.append((f"zstd-{kind}", t, data, value))
     zstd = {f"{k}@{t}": (data, value) for k, t, data, value in out if k.startswith("zstd-")}
     data, value = _streamed(64, "zstd")
     out.append(("zstd-streamed", 64, data, value))
@@ -891,6 +898,7 @@ def _check_coverage(samples: list[Sample]) -> None:
             isinstance(it.node, FuseMapNode) for s in sections if s.vtoc is not None for it in s.vtoc[0]
         ),
         "a compact dict node": any(it.compact for s in sections if s.vtoc is not None for it in s.vtoc[0]),
+        "a tiled NumPy array": any(find_tiled(s.plain) is not None for s in sections if s.plain is not None),
     }
     missing = [what for what, ok in found.items() if not ok]
     if missing:
@@ -2750,6 +2758,116 @@ def corpus_digest(corpus: list[Sample]) -> str:
     return h.hexdigest()[:16]
 
 
+# ---- tiled arrays (format 2.1) ----------------------------------------------------------------
+
+_TILE_DTYPES: list[Any] = ["<f8", ">f4", "<i2", ">i8", "u1", "?", "<c8", "S3", "<U2", [("a", "<i2"), ("b", ">f8")]]
+
+
+def _tile_array(rng: random.Random, shape: tuple[int, ...], dtype: Any) -> Any:
+    size = int(np.prod(shape))
+    if dtype.kind == "b":
+        return np.array([rng.random() < 0.5 for _ in range(size)], dtype).reshape(shape)
+    if dtype.kind == "U":
+        return (np.arange(size) % 97).astype(dtype).reshape(shape)
+    return np.frombuffer(rng.randbytes(size * dtype.itemsize), dtype).reshape(shape).copy()
+
+
+def _basic_index(rng: random.Random, shape: tuple[int, ...]) -> tuple[Any, ...]:
+    key: list[Any] = []
+    for n in shape[: rng.randint(0, len(shape))]:
+        c = rng.random()
+        if c < 0.3 and n:
+            key.append(rng.randrange(-n, n))
+        else:
+            step = rng.choice([1, 1, 2, 3, 5, -1, -4])
+            key.append(slice(rng.randint(-n - 2, n + 2), rng.randint(-n - 2, n + 2), step))
+    if rng.random() < 0.3:
+        key.insert(rng.randint(0, len(key)), Ellipsis)
+    if rng.random() < 0.2:
+        key.insert(rng.randint(0, len(key)), None)
+    return tuple(key)
+
+
+def _crafted_tiles(rng: random.Random, shape: tuple[int, ...]) -> list[Any]:
+    """Array headers' third (and fourth) elements that a reader must refuse."""
+    n = len(shape)
+    good = [max(1, d) for d in shape]
+    k = rng.randrange(n)
+    return [
+        [*good, 1],  # one size too many
+        good[:-1],  # one too few
+        [*good[:k], 0, *good[k + 1 :]],  # a size of 0
+        [*good[:k], max(shape[k], 1) + 1 + rng.randint(0, 5), *good[k + 1 :]],  # longer than the axis
+        [*good[:k], -rng.randint(1, 9), *good[k + 1 :]],
+        [*good[:k], float(good[k]), *good[k + 1 :]],
+        [*good[:k], True, *good[k + 1 :]],
+        [*good[:k], 2**40, *good[k + 1 :]],
+        [*good[:k], [good[k]], *good[k + 1 :]],
+        "tiles",
+        None,
+        {"t": good},
+    ]
+
+
+def fuzz_tiles(cases: int = 200, seed: int = 0) -> list[str]:
+    """Tiled NumPy arrays (format 2.1): ``cases`` random shapes (2 to 4 axes, some empty),
+    tiles and dtypes, written with ``tiles=`` and read back whole, by basic indexing against
+    NumPy, and by ``verify()``; and for each, crafted array headers (a tile of the wrong
+    length, sizes out of range or of other types, a fourth element) that reads must refuse
+    with an ``MsglcError``, before allocating anything. Returns what went wrong."""
+    from msglc.format.numpy_ext import parse_head
+
+    rng = random.Random(seed)
+    problems: list[str] = []
+    for case in range(cases):
+        ndim = rng.randint(2, 4)
+        shape = tuple(rng.choice([0, 1]) if rng.random() < 0.05 else rng.randint(1, 14) for _ in range(ndim))
+        tile = tuple(rng.randint(1, max(n, 1)) for n in shape)
+        dtype = np.dtype(rng.choice(_TILE_DTYPES))
+        a = _tile_array(rng, shape, dtype)
+        where = f"tiles case {seed}:{case} shape {shape} tile {tile} dtype {dtype}"
+        try:
+            data = msglc.dumps(
+                {"a": a}, compression="zstd", tiles=tile, small_obj_optimization_threshold=rng.choice([1, 64, 1 << 20])
+            )
+            with msglc.LazyReader(data) as r:
+                if not _same(r.to_obj()["a"], a):
+                    problems.append(f"{where}: to_obj() differs")
+                lazy = r["a"]
+                if isinstance(lazy, LazyArray):
+                    if not _same(np.asarray(lazy), a):
+                        problems.append(f"{where}: np.asarray differs")
+                    for _ in range(4):
+                        key = _basic_index(rng, shape)
+                        try:
+                            expected = a[key]
+                        except IndexError:
+                            continue
+                        if not _same(np.asarray(lazy[key]), np.asarray(expected)):
+                            problems.append(f"{where}: [{key}] differs")
+                r.verify()
+        except Exception as e:  # noqa: BLE001 (every failure is reported, with its case)
+            problems.append(f"{where}: {type(e).__name__}: {e}")
+        descr = np.lib.format.dtype_to_descr(dtype)
+        elements = a.tobytes()
+        for extra in [[c] for c in _crafted_tiles(rng, shape)] + [[list(tile), 1]]:  # (a fourth element last)
+            fields = [descr, list(shape), *extra]
+            header = msgspec.msgpack.encode(fields)
+            value = msgspec.msgpack.encode(msgspec.msgpack.Ext(78, struct.pack("<I", len(header)) + header + elements))
+            for read in ("ext_hook", "parse_head"):
+                try:
+                    if read == "ext_hook":
+                        msgspec.msgpack.decode(value, ext_hook=ext_hook)
+                    else:
+                        parse_head(value, 0, len(value))
+                    problems.append(f"{where}: header {fields[2:]!r:.60} read by {read} without error")
+                except MsglcError:
+                    pass
+                except Exception as e:  # noqa: BLE001
+                    problems.append(f"{where}: header {fields[2:]!r:.60} gave {type(e).__name__} by {read}: {e}")
+    return problems
+
+
 def campaign(
     cases: int = 1000,
     seed: int = 0,
@@ -2893,7 +3011,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--save", nargs=2, metavar=("ID", "PATH"), help="write the mutated archive of a case to PATH")
     p.add_argument("--list", action="store_true", help="list the corpus archives")
     p.add_argument("--progress", action="store_true", help="print progress to stderr")
+    p.add_argument(
+        "--tiles",
+        type=int,
+        metavar="N",
+        help="instead: N random tiled arrays round-tripped and their headers crafted (fuzz_tiles)",
+    )
     args = p.parse_args(argv)
+    if args.tiles is not None:
+        problems = fuzz_tiles(args.tiles, args.seed)
+        print("\n".join(problems) or f"{args.tiles} tiled arrays: no problem")
+        return 1 if problems else 0
     kinds = args.kinds.split(",") if args.kinds else None
     globals()["COPY_SHARE"] = args.copy_share  # (module state: the workers are forked after this)
     if args.replay:

@@ -43,6 +43,12 @@ class Config:
     ``read_threads``: threads that decompress the frames of a compressed archive in bulk reads
     (``np.asarray`` of a large array, ``to_obj`` and ``verify`` of a large part); zstd releases
     the GIL, so up to one per core pays. An int >= 1; default ``min(4, os.cpu_count())``.
+    ``tiles``: how a compressed archive stores large NumPy arrays. True: arrays of 2 to 16
+    axes and at least 1 MiB are stored tile by tile, about 128 KB a tile (format 2.1), so a
+    block of the array decompresses only the tiles it touches; False: in C order, as a plain
+    archive stores them (any msglc 2.x reads them); a tuple of ints: that tile shape for every
+    array with as many axes, of any size (each size capped at the axis's length), the others
+    as with True. Plain archives never tile (their format has no tiles).
     ``enc_hook``: None, or a function called with each value msglc does not store (a UUID,
     Decimal, dataclass, plain ``Enum`` member, date, naive datetime, ...) that returns a value
     it does, e.g. ``str``; without it such values are refused (``TypeError``).
@@ -57,6 +63,7 @@ class Config:
     order: str | None = None
     read_threads: int = field(default_factory=lambda: min(4, os.cpu_count() or 1))
     enc_hook: Callable[[Any], Any] | None = None
+    tiles: bool | tuple[int, ...] = True
 
 
 _NAMES = frozenset(f.name for f in fields(Config))
@@ -162,6 +169,14 @@ def _check(options: dict[str, Any], known: frozenset[str] = _NAMES) -> None:
             raise ValueError(f"read_threads must be an int >= 1, got {threads!r}")
     if options.get("enc_hook") is not None and not callable(options["enc_hook"]):
         raise TypeError(f"enc_hook must be a function or None, got {options['enc_hook']!r}")
+    if "tiles" in options:
+        tiles = options["tiles"]
+        if not isinstance(tiles, bool) and not (
+            isinstance(tiles, tuple) and all(type(t) is int and t >= 1 for t in tiles)
+        ):
+            raise TypeError(f"tiles must be True, False or a tuple of positive ints (a tile shape), got {tiles!r}")
+        if isinstance(tiles, tuple) and not 1 <= len(tiles) <= 16:
+            raise ValueError(f"a tile shape has 1 to 16 sizes (a tiled array has at most 16 axes), got {tiles!r}")
     for name in ("disable_gc", "durable", "numpy_encoder"):
         if name in options and not isinstance(options[name], bool):
             raise TypeError(f"{name} must be True or False, got {options[name]!r}")

@@ -51,6 +51,15 @@ def test_bounded_fuzz_run_finds_no_bugs():
     assert not bad, fuzz.format_report(report)
 
 
+def test_tiled_arrays_round_trip_and_crafted_tiles_are_refused():
+    """Random shapes, tiles and dtypes written and read back (whole, by selections against
+    NumPy, verify), and crafted tiles in array headers refused with an MsglcError."""
+    from benchmark import fuzz
+
+    problems = fuzz.fuzz_tiles(cases=150, seed=20261127)
+    assert not problems, "\n".join(problems[:20])
+
+
 # ---- helpers for crafted archives ---------------------------------------------------------------
 
 

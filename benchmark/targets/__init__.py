@@ -42,6 +42,7 @@ from .realdata import child as realdata_child
 from .remote import remote_targets
 from .scale import dask_targets
 from .stream import stream, stream_floor, stream_targets
+from .tiles import tile_targets
 
 __all__ = [
     "SECTIONS",
@@ -62,6 +63,7 @@ __all__ = [
     "realdata_targets",
     "remote_targets",
     "stream_targets",
+    "tile_targets",
 ]
 
 SECTIONS = (
@@ -73,6 +75,7 @@ SECTIONS = (
     "combine",
     "stream",
     "compression",
+    "tiles",
     "dask",
     "realdata",
     "remote",
@@ -180,6 +183,7 @@ def main(argv: list[str] | None = None) -> int:
                     keys, lookups, 30_000 if args.quick else 300_000, reads, array_mb, Path(tmp)
                 ),
             ),
+            ("tiles", lambda: tile_targets(1000 if args.quick else 4000, 2000 if args.quick else 10_000, Path(tmp))),
             (
                 "dask",
                 lambda: dask_targets(200 if args.quick else 2048, 100_000 if args.quick else 1_000_000, Path(tmp)),

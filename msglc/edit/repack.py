@@ -10,6 +10,7 @@ from msglc.edit.legacy import convert_legacy
 from msglc.edit.sections import COPY_FRAMES, compressed, copy_data, copy_plain
 from msglc.errors import CorruptedError
 from msglc.format.container import HEADER_SIZE, Trailer, compressed_header, header_version
+from msglc.format.numpy_ext import find_tiled
 from msglc.io.atomic import output
 from msglc.io.uploads import pinned_to_sources
 from msglc.read.archive import Archive
@@ -24,8 +25,10 @@ from msglc.write.frames import HEAD_FRAME, FrameWriter, frame_size
 def repack(target: Any, source: LazyReader | LazyNode, options: dict[str, Any]) -> None:
     """Copy the encoded bytes when the threshold and the compression are the source's (for a
     part that ``dump`` wrote, the result is what ``dump`` of the decoded value writes), else
-    copy the data bytes with a TOC built anew from them (the same result, at any depth); decode
-    and write anew only to store NumPy arrays as lists (``numpy_encoder=False``). Without
+    copy the data bytes with a TOC built anew from them (the same result, at any depth; NumPy
+    arrays keep their layout, but tiled ones go into a plain archive in C order); decode and
+    write anew only to store NumPy arrays as lists (``numpy_encoder=False``), to sort dicts, or
+    to lay arrays out as a ``tiles=`` given asks. Without
     ``compression=`` (per call, or configured) the source's is kept; a compressed archive is
     then copied frames and all, unless ``compression_level=`` asks for recompression."""
     a = archive_of(source)
@@ -42,6 +45,7 @@ def repack(target: Any, source: LazyReader | LazyNode, options: dict[str, Any]) 
         cfg.small_obj_optimization_threshold == a.trailer.threshold
         and "compression_level" not in options
         and cfg.order is None
+        and "tiles" not in options
     )
     if compression is None and same and not compressed(a):  # (a compressed TOC indexes dicts otherwise)
         parts: Iterator[bytes | bytearray | memoryview] = (
@@ -51,27 +55,38 @@ def repack(target: Any, source: LazyReader | LazyNode, options: dict[str, Any]) 
         with output(target, cfg.durable) as f:
             _compressed_copy(a, f)
         return
-    elif not cfg.numpy_encoder or cfg.order == "sorted":  # lists for NumPy arrays, dicts sorted: a new encoding
+    elif not cfg.numpy_encoder or cfg.order == "sorted" or "tiles" in options:
+        # lists for NumPy arrays, dicts sorted, arrays laid out as ``tiles`` asks: a new encoding
         return dump_decoded(target, source.to_obj(), **{**options, "compression": compression})
     else:
-        parts = _reindexed(source, {**options, "compression": compression})
+        data = _data_of(source)
+        if compression is None and compressed(a) and find_tiled(data) is not None:
+            # a plain archive has no tiled arrays (format 2.1): decoded, they are written in C order
+            return dump_decoded(target, source.to_obj(), **{**options, "compression": compression})
+        parts = _reindexed(source, data, {**options, "compression": compression})
     with output(target, cfg.durable) as f:
         for part in parts:
             f.write(part)
 
 
-def _reindexed(source: LazyReader | LazyNode, options: dict[str, Any]) -> Iterator[bytes | bytearray | memoryview]:
-    """The archive of ``source``'s data bytes as they are, with a TOC built for ``options``
-    (another threshold, another compression): what ``dump`` of the decoded value writes, made
-    without decoding it, at any depth. A reader's data checksum is checked first."""
+def _data_of(source: LazyReader | LazyNode) -> bytes:
+    """The data bytes of a reader, or of a lazy part."""
     a = archive_of(source)
     a.check_open()
     if isinstance(source, LazyReader):
-        t = a.trailer
-        data = bytes(a.read(t.data_off, t.data_len))
-    else:
-        where = source.location()
-        data = bytes(a.read(where.offset, where.size))
+        return bytes(a.read(a.trailer.data_off, a.trailer.data_len))
+    where = source.location()
+    return bytes(a.read(where.offset, where.size))
+
+
+def _reindexed(
+    source: LazyReader | LazyNode, data: bytes, options: dict[str, Any]
+) -> Iterator[bytes | bytearray | memoryview]:
+    """The archive of ``source``'s data bytes ``data`` as they are, with a TOC built for
+    ``options`` (another threshold, another compression): what ``dump`` of the decoded value
+    writes, made without decoding it, at any depth. A reader's data checksum is checked first."""
+    a = archive_of(source)
+    t = a.trailer
     encoded = Encoded.of_data(data, options)
     if isinstance(source, LazyReader) and encoded.checksum.result() != a.trailer.data_crc:
         raise CorruptedError(f"data section checksum mismatch ({t.data_len} bytes at offset {t.data_off})")

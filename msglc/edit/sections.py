@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
+from msglc.format.numpy_ext import TILED_SCAN_OVERLAP, find_tiled
 from msglc.io.framed import FramedSource
 from msglc.read.archive import Archive
 from msglc.util.checksum import data_crc32
@@ -37,7 +38,8 @@ def copy_data(
     wholly inside the run are copied as they are (``progress`` counts their plain bytes)."""
     src = archive.src
     if not (isinstance(out, FrameWriter) and isinstance(src, FramedSource)):
-        return copy_plain(archive, offset, size, out, buf, progress)
+        # a compressed archive's data into a plain one: tiled arrays (format 2.1) are refused
+        return copy_plain(archive, offset, size, out, buf, progress, tiles_refused=isinstance(src, FramedSource))
     table, lo, hi = src.table, offset - src.data_off, offset + size - src.data_off
     first = table.frame_of(lo) if lo < table.plain else table.frames
     crc, i = 0, first
@@ -55,6 +57,14 @@ def copy_data(
     return crc
 
 
+def tiled_into_plain() -> str:
+    return (
+        "a compressed input holds NumPy arrays stored tile by tile (format 2.1), which a plain archive "
+        "(format 1.3) cannot hold as they are: write the result compressed (compression='zstd'), or first "
+        "repack the input without tiles: msglc.dump(new, reader, compression=None) stores them in C order"
+    )
+
+
 def copy_plain(
     archive: Archive,
     offset: int,
@@ -64,15 +74,24 @@ def copy_plain(
     progress: Callable[[int], None],
     crc: int = 0,
     checksum: bool = True,
+    tiles_refused: bool = False,
 ) -> int:
     """Copy ``size`` bytes of the archive (logical offsets) from ``offset`` to ``out`` through
-    ``buf``; returns ``crc`` extended by their CRC-32 (unless not ``checksum``: then ``crc``)."""
+    ``buf``; returns ``crc`` extended by their CRC-32 (unless not ``checksum``: then ``crc``).
+    ``tiles_refused``: the bytes go into a plain archive, whose format has no tiled NumPy
+    arrays: one met raises ``ValueError`` (a format 1.x reader could not read it)."""
     crc32 = data_crc32()
     view = memoryview(buf)
     done = 0
+    tail = b""  # the previous chunk's last bytes: a header across two chunks is found too
     while done < size:
         chunk = view[: min(len(view), size - done)]
         archive.src.read_into(offset + done, chunk)
+        if tiles_refused:
+            seen = tail + bytes(chunk[:64]) if tail else chunk
+            if find_tiled(seen) is not None or (tail and find_tiled(chunk) is not None):
+                raise ValueError(tiled_into_plain())
+            tail = bytes(chunk[-TILED_SCAN_OVERLAP:])
         out.write(chunk)
         if checksum:
             crc = crc32(chunk, crc)

@@ -3,6 +3,7 @@ shape, parsed and checked without trusting the file, and the decoder hook."""
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Callable
 from math import prod
@@ -13,6 +14,7 @@ import msgspec
 from msglc.errors import CorruptedError, UnsupportedVersionError
 from msglc.format.container import U32
 from msglc.format.msgpack import ARRAY_EXT, parse_ext_header
+from msglc.format.tiles import tile_error, untile
 
 MAX_NDIM = 64
 
@@ -99,12 +101,15 @@ def _label(where: int | None) -> str:
     return "NumPy array" if where is None else f"NumPy array at offset {where}"
 
 
-def parse_payload_header(
-    payload: bytes | memoryview, length: int, where: int | None
-) -> tuple[Any, tuple[int, ...], int]:
-    """(dtype, shape, offset of the elements in the payload) of an array value whose payload
-    is ``length`` bytes and starts with ``payload`` (at least up to the elements), checked: a
-    malformed header raises ``CorruptedError``, never a huge allocation."""
+# (dtype, shape, offset of the elements, tile shape or None: C order) of an array value
+ArrayHead = tuple[Any, tuple[int, ...], int, tuple[int, ...] | None]
+
+
+def parse_payload_header(payload: bytes | memoryview, length: int, where: int | None) -> ArrayHead:
+    """(dtype, shape, offset of the elements in the payload, tile) of an array value whose
+    payload is ``length`` bytes and starts with ``payload`` (at least up to the elements),
+    checked: a malformed header raises ``CorruptedError``, never a huge allocation. ``tile``
+    is None for C order, else the tile shape of a tiled array (format 2.1)."""
     np = _numpy()
     h = U32.unpack_from(payload)[0] if len(payload) >= 4 else -1
     if not 0 <= h <= min(len(payload) - 4, MAX_HEADER):
@@ -115,9 +120,9 @@ def parse_payload_header(
         raise CorruptedError(f"{_label(where)}: header is not valid msgpack") from None
     if not isinstance(header, list) or len(header) < 2:
         raise CorruptedError(f"{_label(where)}: header is not [descr, shape]")
-    if len(header) > 2:
+    if len(header) > 3:
         raise UnsupportedVersionError(f"{_label(where)}: header has fields unknown to this msglc (a newer writer?)")
-    descr, shape = header
+    descr, shape = header[:2]
     if not isinstance(shape, list) or len(shape) > MAX_NDIM or not all(type(d) is int and d >= 0 for d in shape):
         raise CorruptedError(f"{_label(where)}: shape {shape!r:.80} is not a list of at most {MAX_NDIM} sizes")
     try:
@@ -129,33 +134,71 @@ def parse_payload_header(
         raise CorruptedError(f"{_label(where)}: holds {why}")
     if len(shape) > _max_ndim(np) or prod(d for d in shape if d) * dtype.itemsize >= 2**63:
         raise CorruptedError(f"{_label(where)}: shape {tuple(shape)} of {dtype} is not an array NumPy can make")
+    tile = None
+    if len(header) == 3:
+        why = tile_error(header[2], tuple(shape))
+        if why is not None:
+            raise CorruptedError(f"{_label(where)}: {why}")
+        tile = tuple(header[2])
     need = prod(shape) * dtype.itemsize
     if need != length - 4 - h:
         raise CorruptedError(
             f"{_label(where)}: shape {tuple(shape)} of {dtype} needs {need} bytes, the value has {length - 4 - h}"
         )
-    return dtype, tuple(shape), 4 + h
+    return dtype, tuple(shape), 4 + h, tile
 
 
-def parse_head(head: bytes | memoryview, where: int, total: int) -> tuple[Any, tuple[int, ...], int]:
-    """(dtype, shape, offset of the elements) of an array value of ``total`` bytes whose first
-    bytes, at least up to its elements, are ``head``."""
+# What starts every tiled array value (as msglc writes them: a header under 64 KB): an ext
+# 8/16/32 header of type 78, H (u32 LE), a 3-element msgpack array.
+_TILED = re.compile(rb"(?:\xc7.|\xc8..|\xc9....)\x4e..\x00\x00\x93", re.DOTALL)
+TILED_SCAN_OVERLAP = 12  # bytes of the pattern less one: scanned again with the next piece
+
+
+def find_tiled(data: bytes | memoryview) -> int | None:
+    """Where in ``data`` (msgpack bytes) a tiled NumPy array value seems to start, or None.
+    Each match of the byte pattern is confirmed by parsing the header when ``data`` holds it
+    (a match inside other binary data almost never parses); one cut off by the end counts."""
+    for m in _TILED.finditer(data):
+        at = m.start()
+        try:
+            ext = parse_ext_header(data[at : at + 6])
+            if ext is None or ext[0] != ARRAY_EXT:
+                continue
+            _, size, length = ext
+            if at + size + 4 > len(data):
+                return at
+            h = U32.unpack_from(data, at + size)[0]
+            if at + size + 4 + h > len(data):
+                return at  # the header is cut off by the end: cannot tell
+            if parse_payload_header(data[at + size : at + size + 4 + h], length, None)[3] is not None:
+                return at
+        except (CorruptedError, UnsupportedVersionError):
+            continue
+    return None
+
+
+def parse_head(head: bytes | memoryview, where: int, total: int) -> ArrayHead:
+    """(dtype, shape, offset of the elements, tile) of an array value of ``total`` bytes
+    whose first bytes, at least up to its elements, are ``head``."""
     ext = parse_ext_header(head)
     if ext is None or ext[0] != ARRAY_EXT or ext[1] + ext[2] != total:
         raise CorruptedError(f"expected a NumPy array value of {total} bytes at offset {where}")
     _, size, length = ext
-    dtype, shape, start = parse_payload_header(head[size:], length, where)
-    return dtype, shape, size + start
+    dtype, shape, start, tile = parse_payload_header(head[size:], length, where)
+    return dtype, shape, size + start, tile
 
 
 def ext_hook(code: int, data: memoryview) -> Any:
     """Decode an extension value: a NumPy array (a fresh, writable copy of the elements)."""
     if code != ARRAY_EXT:
         raise UnsupportedVersionError(f"data holds an msgpack extension value of type {code}, unknown to this msglc")
-    dtype, shape, start = parse_payload_header(data, len(data), None)
+    dtype, shape, start, tile = parse_payload_header(data, len(data), None)
     np = sys.modules["numpy"]
     out = np.empty(shape, dtype)  # no larger than the payload: parse_payload_header checked
-    out.reshape(-1).view(np.uint8)[:] = np.frombuffer(data, np.uint8, offset=start)
+    if tile is None:
+        out.reshape(-1).view(np.uint8)[:] = np.frombuffer(data, np.uint8, offset=start)
+    else:  # stored tile by tile: reassembled in C order
+        untile(np.frombuffer(data, dtype, count=out.size, offset=start), tile, out)
     if has_text(dtype):
         check_text(out, None)
     return out

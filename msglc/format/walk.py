@@ -378,7 +378,7 @@ class Walker:
                     "unknown to this msglc"
                 )
             payload = self.data.take(at, at + min(length, 4 + MAX_HEADER))
-            dtype, _, start = parse_payload_header(payload, length, self.data_off + p)
+            dtype, _, start, _ = parse_payload_header(payload, length, self.data_off + p)
             del payload
             if in_key:
                 raise self._bad("map keys must be hashable (a NumPy array is not)", p)

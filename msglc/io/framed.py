@@ -164,10 +164,11 @@ class FramedSource(Source):
                 return memoryview(out)
         return self._slice(offset, end, {}, None, in_place)
 
-    def read_into(self, offset: int, out: memoryview) -> None:
+    def read_into(self, offset: int, out: memoryview, threads: int | None = None) -> None:
         """Fill ``out`` from logical ``offset`` (large NumPy reads): whole frames decompress
-        straight into ``out``, in a pool of ``read_threads`` threads (zstd releases the GIL)
-        when the read spans several tasks' worth; no frame is cached or copied whole."""
+        straight into ``out``, in a pool of ``threads`` (default ``read_threads``) threads
+        (zstd releases the GIL) when the read spans several tasks' worth; no frame is cached
+        or copied whole."""
         lo = offset - self.data_off
         if lo < 0 or lo + len(out) > self.plain:
             out[:] = self.read(offset, len(out))
@@ -185,7 +186,7 @@ class FramedSource(Source):
         def fill(task: tuple[int, int]) -> None:
             self._fill(task[0], task[1], lo, hi, out)
 
-        threads = min(current().read_threads, len(tasks))
+        threads = min(current().read_threads if threads is None else threads, len(tasks))
         if threads <= 1:
             for task in tasks:
                 fill(task)
@@ -227,12 +228,51 @@ class FramedSource(Source):
             a_, b_ = max(lo, start), min(hi, end)
             out[a_ - lo : b_ - lo] = memoryview(plain)[a_ - start : b_ - start]
 
+    def decode_frames(self, offset: int, size: int, sink: Callable[[int, memoryview, int], None]) -> bool:
+        """Hand the frames that make up logical [offset, offset + size) to ``sink(logical
+        offset, bytes as stored, shuffle element or 0)``, in order, in this thread: their
+        stored bytes in one read, each decompressed (and checked) into a buffer of this
+        thread's own that ``sink`` must copy from before it returns; nothing is cached. False,
+        and nothing done, when the range does not begin and end where frames do."""
+        lo = offset - self.data_off
+        hi = lo + size
+        if lo < 0 or size <= 0 or hi > self.plain:
+            return False
+        table = self.table
+        first, last = table.frame_of(lo), table.frame_of(hi - 1)
+        if table.logical(first) != lo or table.logical(last + 1) != hi:
+            return False
+        stored_a = table.stored(first)
+        data = memoryview(self._raw(self.data_off + stored_a, table.stored(last + 1) - stored_a))
+        for i in range(first, last + 1):
+            page, k = table.at(i)
+            start, end = page.logical[k], page.logical[k + 1]
+            scratch = self._scratch(end - start)
+            self._decompress_into(i, data[page.stored[k] - stored_a : page.stored[k + 1] - stored_a], scratch)
+            sink(self.data_off + start, scratch, table.shuffle(i) if table.filtered else 0)
+        return True
+
     def _scratch(self, size: int) -> memoryview:
         """A buffer of ``size`` bytes of this thread's own, reused from frame to frame."""
         buf: bytearray | None = getattr(self._local, "scratch", None)
         if buf is None or len(buf) < size:
             buf = self._local.scratch = bytearray(max(size, 1 << 16))
         return memoryview(buf)[:size]
+
+    def frame_at(self, offset: int) -> tuple[int, int, bytes | bytearray, int] | None:
+        """The data frame holding logical ``offset``, decompressed as stored (and cached as a
+        read caches it): (its first logical offset, its end, its bytes, the element size it is
+        shuffled by or 0), or None for a raw frame or an offset outside the frames. A reader
+        that needs a few elements of a shuffled frame picks them out of it, unshuffling
+        nothing else."""
+        lo = offset - self.data_off
+        if not 0 <= lo < self.plain:
+            return None
+        page, k, i = self.table.locate(lo)
+        if page.codes and page.codes[k] == RAW:
+            return None
+        data, element = self._entry(i)
+        return self.data_off + page.logical[k], self.data_off + page.logical[k + 1], data, element
 
     def frame(self, i: int) -> bytes | bytearray:
         """Frame ``i`` decompressed (and unshuffled): from the cache, or read and decompressed

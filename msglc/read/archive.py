@@ -50,7 +50,7 @@ from msglc.format.nodes import (
     stride_headers,
     unframe_node,
 )
-from msglc.format.numpy_ext import ext_hook, parse_head
+from msglc.format.numpy_ext import ArrayHead, ext_hook, parse_head
 from msglc.format.walk import deep_decode
 from msglc.io.base import Source
 from msglc.io.framed import FramedSource, open_section
@@ -165,7 +165,7 @@ class Archive:
         self.counter = counter
         self.nodes: dict[int, Node] = {}
         # container() results: a node checked against its container's header is not read again
-        self.fitted: dict[tuple[int, int, int, int], tuple[Node, tuple[Any, tuple[int, ...], int] | None]] = {}
+        self.fitted: dict[tuple[int, int, int, int], tuple[Node, ArrayHead | None]] = {}
         self.node_sizes: dict[int, int] = {}  # framed length of each cached node
         self.key_maps: dict[int, dict[str | int, int]] = {}
         # lazy views by (base, span, pos, size): a container looked up again reuses its view and
@@ -391,14 +391,32 @@ class Archive:
         except CorruptedError as e:
             raise self.damaged(str(e)) from None
 
-    def read_into(self, offset: int, out: Any) -> None:
-        """Fill the fresh C-contiguous NumPy array ``out`` with data bytes from ``offset``."""
+    def read_into(self, offset: int, out: Any, threads: int | None = None) -> None:
+        """Fill the fresh C-contiguous NumPy array ``out`` with data bytes from ``offset``
+        (``threads``: how many decompress a compressed archive's frames; default
+        ``read_threads``)."""
         if self.closed:
             raise ValueError("I/O operation on a closed LazyReader")
         buf = memoryview(out.reshape(-1).view("u1"))
         if offset < self.trailer.data_off or offset + len(buf) > self.data_end:
             raise CorruptedError(f"data span {offset}+{len(buf)} lies outside the data section")
-        self._fill(offset, buf)
+        self._fill(offset, buf, threads)
+
+    def frame_at(self, offset: int) -> tuple[int, int, bytes | bytearray, int] | None:
+        """In a compressed archive, the data frame holding ``offset`` as stored
+        (``FramedSource.frame_at``); None otherwise, or where reads must go through ``read``."""
+        if self.closed:
+            raise ValueError("I/O operation on a closed LazyReader")
+        return self.src.frame_at(offset) if isinstance(self.src, FramedSource) else None
+
+    def decode_frames(self, offset: int, size: int, sink: Callable[[int, memoryview, int], None]) -> bool:
+        """In a compressed archive, the frames of logical [offset, offset + size) handed to
+        ``sink`` as stored (``FramedSource.decode_frames``); False when they cannot be."""
+        if self.closed:
+            raise ValueError("I/O operation on a closed LazyReader")
+        if offset < self.trailer.data_off or offset + size > self.data_end:
+            raise CorruptedError(f"data span {offset}+{size} lies outside the data section")
+        return isinstance(self.src, FramedSource) and self.src.decode_frames(offset, size, sink)
 
     def read_checked(self, offset: int, size: int) -> bytes | memoryview:
         """``read``, but in a compressed archive every frame the bytes lie in is decompressed
@@ -410,10 +428,13 @@ class Archive:
             self.counter.add(size)
         return self.src.read_checked(offset, size)
 
-    def _fill(self, offset: int, buf: memoryview) -> None:
+    def _fill(self, offset: int, buf: memoryview, threads: int | None = None) -> None:
         if self.counter is not None and not self.src.counts_itself:
             self.counter.add(len(buf))
-        self.src.read_into(offset, buf)
+        if threads is not None and isinstance(self.src, FramedSource):
+            self.src.read_into(offset, buf, threads)
+        else:
+            self.src.read_into(offset, buf)
 
     def read_grid(self, offset: int, counts: tuple[int, ...], strides: tuple[int, ...], size: int, out: Any) -> None:
         """Fill the fresh C-contiguous NumPy array ``out`` with the pieces of ``size`` data
@@ -498,9 +519,7 @@ class Archive:
             lo = min(lo, here - node.index[0] if isinstance(node, HashMapNode) else here)
         return lo, pos + size
 
-    def container(
-        self, base: int, span: int, pos: int, size: int
-    ) -> tuple[Node, tuple[Any, tuple[int, ...], int] | None]:
+    def container(self, base: int, span: int, pos: int, size: int) -> tuple[Node, ArrayHead | None]:
         """The TOC node at ``pos`` (``size`` bytes) checked against the container it describes,
         stored at ``base`` (``span`` bytes): its length and header must match. For a NumPy array
         also its (dtype, shape, start of the elements). Checked once per container while the
@@ -514,10 +533,10 @@ class Archive:
                 f"TOC node at offset {pos} describes {node_span(node)} bytes where {span} are stored at offset {base}"
             )
         if isinstance(node, ArrayNode):
-            dtype, shape, start = parse_head(self.read(base, node.head), base, span)
-            if start != node.head:
+            head = parse_head(self.read(base, node.head), base, span)
+            if head[2] != node.head:
                 raise CorruptedError(f"NumPy array at offset {base} does not match its TOC node at offset {pos}")
-            return self._fitted(base, span, pos, size, (node, (dtype, shape, start)))
+            return self._fitted(base, span, pos, size, (node, head))
         if isinstance(node, StrideNode):
             heads = stride_headers(node)
             fits = heads is not None and bytes(self.read(base, len(heads))) == heads
@@ -528,8 +547,8 @@ class Archive:
         return self._fitted(base, span, pos, size, (node, None))
 
     def _fitted(
-        self, base: int, span: int, pos: int, size: int, result: tuple[Node, tuple[Any, tuple[int, ...], int] | None]
-    ) -> tuple[Node, tuple[Any, tuple[int, ...], int] | None]:
+        self, base: int, span: int, pos: int, size: int, result: tuple[Node, ArrayHead | None]
+    ) -> tuple[Node, ArrayHead | None]:
         if len(self.fitted) >= MAX_NODE_CACHE:
             self.fitted.clear()
         self.fitted[base, span, pos, size] = result

@@ -10,11 +10,16 @@ read, and a single element is one read of its bytes.
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from itertools import product
 from math import prod
 from typing import Any
 
+from msglc.config import current
 from msglc.format.numpy_ext import check_text, has_text
+from msglc.format.tiles import is_trivial, tile_at, tile_start, untile
 from msglc.read.archive import Archive
 from msglc.read.node import LazyNode
 
@@ -24,11 +29,20 @@ READ_COST = 4096  # bytes that could be read in the time one more read call cost
 MAX_SPAN = 1 << 24  # largest read through a temporary buffer (a gappy selection's covering range)
 
 
+TASK_BYTES = 1 << 22  # bytes of rows of tiles a task of a whole-array read reads and reorders
+
+
+TILE_READS = 4096  # a selection touching at most this many tiles reads each; more, whole rows of tiles
+
+
+ROWS_READ = 1 << 22  # bytes of rows of tiles read (and reordered) at a time by a large selection
+
+
 class LazyArray(LazyNode):
     """A read-only view of a NumPy array in an archive: ``shape``, ``dtype``, ``a[i, j]``,
     ``a[i:j, ::2]``, ``np.asarray(a)``. Selections return fresh arrays (or NumPy scalars)."""
 
-    __slots__ = ("shape", "dtype", "_np", "_data", "_strides", "_ndim", "_size", "_total", "_void", "_text")
+    __slots__ = ("shape", "dtype", "_np", "_data", "_strides", "_ndim", "_size", "_total", "_void", "_text", "_tile")
 
     def __init__(
         self,
@@ -40,7 +54,9 @@ class LazyArray(LazyNode):
         shape: tuple[int, ...],
         start: int,
         nsize: int = 0,
+        tile: tuple[int, ...] | None = None,
     ) -> None:
+        """``tile``: the tile shape of an array stored tile by tile (None: C order)."""
         super().__init__(archive, base, pos, nsize)
         self._np = sys.modules["numpy"]
         self.shape = shape
@@ -57,6 +73,13 @@ class LazyArray(LazyNode):
             strides.append(step)
             step *= n
         self._strides = tuple(reversed(strides))
+        # tiles that lie in C order anyway (every axis after the first whole) are read as C order
+        self._tile = None if tile is None or is_trivial(shape, tile) else tile
+
+    @property
+    def tiles(self) -> tuple[int, ...] | None:
+        """The tile shape the array is stored in (compressed archives), or None: C order."""
+        return self._tile
 
     # -- what NumPy users look for --
     @property
@@ -92,7 +115,7 @@ class LazyArray(LazyNode):
         """NumPy's conversion protocol: ``copy=True`` always gives an array of its own,
         ``copy=False`` only succeeds for a zero-copy source and the stored dtype."""
         arr = self.to_obj()
-        fresh = not self._a.src.zero_copy
+        fresh = not self._a.src.zero_copy or self._tile is not None
         if dtype is not None and self._np.dtype(dtype) != arr.dtype:
             arr, fresh = arr.astype(dtype), True
         if copy is False and fresh:
@@ -104,6 +127,8 @@ class LazyArray(LazyNode):
         memory-mapped source, a zero-copy view of it (read-only if the source is)."""
         np = self._np
         a = self._a
+        if self._tile is not None:
+            return self._checked(self._untiled(), self._data)
         if a.src.zero_copy:
             out = np.frombuffer(a.read(self._data, self.nbytes), self.dtype, count=self._size).reshape(self.shape)
         else:
@@ -116,8 +141,91 @@ class LazyArray(LazyNode):
             check_text(out, where)
         return out
 
+    def _untiled(self) -> Any:
+        """The whole tiled array in C order: read a few rows of tiles at a time (a task) on a
+        pool of ``read_threads`` threads, each task's frames decompressed into a buffer of
+        its thread's own (reused: fresh memory costs page faults) and put in place from there."""
+        np = self._np
+        tile = self._tile
+        assert tile is not None
+        out = np.empty(self.shape, self.dtype)
+        if not self._size:
+            return out
+        n0, t0 = self.shape[0], tile[0]
+        per = max(1, TASK_BYTES // (self.nbytes // n0 * t0))  # rows of tiles a task
+        tasks = [(g, min(n0, g + per * t0)) for g in range(0, n0, per * t0)]
+        local = threading.local()
+        a = self._a
+        row = self._size // n0
+
+        def fill(task: tuple[int, int]) -> None:
+            top, bottom = task
+            if self._tiles_from_frames(top * row, bottom * row, out):
+                return
+            scratch = getattr(local, "scratch", None)
+            if scratch is None or len(scratch) < (bottom - top) * row:
+                scratch = local.scratch = np.empty(per * t0 * row, self.dtype)
+            flat = scratch[: (bottom - top) * row]
+            a.read_into(self._data + top * row * self.dtype.itemsize, flat, threads=1)
+            untile(flat, (min(t0, bottom - top), *tile[1:]), out[top:bottom])
+
+        threads = min(current().read_threads, len(tasks))
+        if threads <= 1:
+            for task in tasks:
+                fill(task)
+        else:
+            with ThreadPoolExecutor(threads) as pool:
+                for _ in pool.map(fill, tasks):  # raises the first task's error
+                    pass
+        return out
+
+    def _tiles_from_frames(self, first: int, end: int, out: Any) -> bool:
+        """Elements [first, end) of the tile order (whole rows of tiles) put in place in
+        ``out`` straight from their frames, each tile unshuffled and moved in one copy, when
+        the frames hold whole tiles (as writers lay them out); False when they do not (then
+        the caller reads them; what was put in place is overwritten)."""
+        np = self._np
+        tile = self._tile
+        assert tile is not None
+        itemsize = self.dtype.itemsize
+        out_bytes = out.view(np.uint8).reshape(*out.shape, itemsize)
+
+        def sink(at: int, data: memoryview, element: int) -> None:
+            e, rem = divmod(at - self._data, itemsize)
+            n = len(data) // itemsize
+            if rem or len(data) % itemsize or element not in (0, itemsize):
+                raise _NotTiles
+            planes = np.frombuffer(data, np.uint8).reshape(itemsize, n) if element else None
+            done = 0
+            while done < n:
+                g, ext, start = tile_at(self.shape, tile, e + done)
+                size = prod(ext)
+                if start != e + done or done + size > n:
+                    raise _NotTiles
+                region = tuple(slice(i * t, i * t + x) for i, t, x in zip(g, tile, ext, strict=True))
+                if planes is None:
+                    out[region] = np.frombuffer(data, self.dtype, size, done * itemsize).reshape(ext)
+                else:
+                    out_bytes[region] = np.moveaxis(planes[:, done : done + size].reshape(itemsize, *ext), 0, -1)
+                done += size
+
+        try:
+            return self._a.decode_frames(self._data + first * itemsize, (end - first) * itemsize, sink)
+        except _NotTiles:
+            return False
+
     # -- indexing --
     def __getitem__(self, key: Any) -> Any:
+        if self._tile is not None:
+            if type(key) is tuple and len(key) == self._ndim:
+                for i, n in zip(key, self.shape, strict=True):
+                    if type(i) is not int or not -n <= i < n:
+                        break
+                else:
+                    return self._item(
+                        self._tiled_offset([i + n if i < 0 else i for i, n in zip(key, self.shape, strict=True)])
+                    )
+            return self._select(key)
         if type(key) is tuple and len(key) == self._ndim:
             off = self._data
             for i, n, s in zip(key, self.shape, self._strides, strict=True):
@@ -135,6 +243,17 @@ class LazyArray(LazyNode):
         items = self._checked(self._np.frombuffer(self._a.read(off, self.dtype.itemsize), self.dtype), off)
         return items.copy()[0] if self._void else items[0]
 
+    def _tiled_offset(self, index: list[int]) -> int:
+        """Where element ``index`` of a tiled array is: in its tile, in C order of the tile."""
+        tile = self._tile
+        assert tile is not None
+        at, ext = tile_start(self.shape, tile, tuple(i // t for i, t in zip(index, tile, strict=True)))
+        inner = 0
+        for i, t, e in zip(index, tile, ext, strict=True):
+            inner = inner * e + i % t
+        offset: int = self._data + (at + inner) * self.dtype.itemsize
+        return offset
+
     def _select(self, key: Any) -> Any:
         self._check_open()
         sel, out_shape, flips, scalar = _selection(key if isinstance(key, tuple) else (key,), self.shape)
@@ -142,7 +261,7 @@ class LazyArray(LazyNode):
         counts = [c for _, c, _ in sel]
         if not all(counts):
             return np.empty(out_shape, self.dtype)
-        out = self._read(sel, counts)
+        out = self._read(sel, counts) if self._tile is None else self._read_tiled(sel, counts)
         if flips:
             out = out[tuple(slice(None, None, -1) if f else slice(None) for f in flips)]
         out = out.reshape(out_shape)
@@ -153,6 +272,125 @@ class LazyArray(LazyNode):
         out = self._np.empty(counts, self.dtype)
         read_selection(self._a, self._data, self._strides, sel, out)
         return self._checked(out, self._data)
+
+    def _read_tiled(self, sel: list[tuple[int, int, int]], counts: list[int]) -> Any:
+        """``_read`` of a tiled array: each tile the selection touches is read (the part of it
+        from the first selected element to the last) and its selected elements copied into
+        place; a selection touching more than ``TILE_READS`` tiles is read by whole rows of
+        tiles, a few MB at a time, put in C order and sliced."""
+        np = self._np
+        tile = self._tile
+        assert tile is not None
+        out = np.empty(counts, self.dtype)
+        touched = [_touched(f, c, st, t) for (f, c, st), t in zip(sel, tile, strict=True)]
+        if prod(len(t) for t in touched) <= TILE_READS:
+            self._tile_reads(sel, touched, out)
+        else:
+            self._row_reads(sel, touched[0], out)
+        return self._checked(out, self._data)
+
+    def _tile_reads(self, sel: list[tuple[int, int, int]], touched: list[list[tuple[int, int, int]]], out: Any) -> None:
+        np = self._np
+        tile = self._tile
+        assert tile is not None
+        itemsize = self.dtype.itemsize
+        out_bytes = out.view(np.uint8).reshape(*out.shape, itemsize)
+        for pick in product(*touched):
+            at, ext = tile_start(self.shape, tile, tuple(g for g, _, _ in pick))
+            where = tuple(slice(j0, j1) for _, j0, j1 in pick)
+            local = tuple(
+                slice(f + j0 * st - g * t, f + (j1 - 1) * st - g * t + 1, st)
+                for (g, j0, j1), (f, _, st), t in zip(pick, sel, tile, strict=True)
+            )
+            if self._from_frame(at, ext, local, out[where], out_bytes[where]):
+                continue
+            inner = [1] * len(ext)
+            for k in range(len(ext) - 2, -1, -1):
+                inner[k] = inner[k + 1] * ext[k + 1]
+            lo = hi = 0
+            for (g, j0, j1), (f, _, st), t, s in zip(pick, sel, tile, inner, strict=True):
+                lo += (f + j0 * st - g * t) * s
+                hi += (f + (j1 - 1) * st - g * t) * s
+            buf = self._a.read(self._data + (at + lo) * itemsize, (hi - lo + 1) * itemsize)
+            part = np.ndarray(
+                [j1 - j0 for _, j0, j1 in pick],
+                self.dtype,
+                buffer=buf,
+                strides=[st * s * itemsize for (_, _, st), s in zip(sel, inner, strict=True)],
+            )
+            out[tuple(slice(j0, j1) for _, j0, j1 in pick)] = part
+
+    def _from_frame(self, at: int, ext: tuple[int, ...], local: tuple[slice, ...], dest: Any, dest_bytes: Any) -> bool:
+        """Copy the elements ``local`` of the tile at element ``at`` (of extents ``ext``) into
+        ``dest`` straight from the decompressed frame holding the tile, when one frame holds
+        it: a shuffled frame's bytes are picked plane by plane (``dest_bytes``: ``dest`` as
+        bytes), so only the elements read are unshuffled. False when the frame does not hold
+        the whole tile (the caller reads it)."""
+        np = self._np
+        itemsize = self.dtype.itemsize
+        start = self._data + at * itemsize
+        n = prod(ext)
+        found = self._a.frame_at(start)
+        if found is None:
+            return False
+        first, end, data, element = found
+        if start + n * itemsize > end:
+            return False
+        if not element:
+            dest[...] = np.frombuffer(data, self.dtype, n, start - first).reshape(ext)[local]
+            return True
+        if element != itemsize:
+            return False
+        planes = np.frombuffer(data, np.uint8).reshape(itemsize, -1)
+        e0 = (start - first) // itemsize
+        picked = planes[:, e0 : e0 + n].reshape(itemsize, *ext)[(slice(None),) + local]  # noqa: RUF005
+        dest_bytes[...] = np.moveaxis(picked, 0, -1)
+        return True
+
+    def _row_reads(self, sel: list[tuple[int, int, int]], rows: list[tuple[int, int, int]], out: Any) -> None:
+        np = self._np
+        tile = self._tile
+        assert tile is not None
+        n0, t0 = self.shape[0], tile[0]
+        row_bytes = self.nbytes // n0
+        per = max(1, ROWS_READ // (row_bytes * t0))  # rows of tiles read at a time
+        f0, _, st0 = sel[0]
+        rest = tuple(slice(f, f + (c - 1) * st + 1, st) for f, c, st in sel[1:])
+        batches: list[list[tuple[int, int, int]]] = []
+        for r in rows:  # runs of consecutive rows of tiles, at most ``per`` each
+            if batches and batches[-1][-1][0] + 1 == r[0] and len(batches[-1]) < per:
+                batches[-1].append(r)
+            else:
+                batches.append([r])
+        for batch in batches:
+            g_first, g_last = batch[0][0], batch[-1][0]
+            top, bottom = g_first * t0, min(n0, (g_last + 1) * t0)
+            at = tile_start(self.shape, tile, (g_first,) + (0,) * (self._ndim - 1))[0]
+            flat = np.empty((bottom - top) * (self._size // n0), self.dtype)
+            self._a.read_into(self._data + at * self.dtype.itemsize, flat)
+            slab = np.empty((bottom - top, *self.shape[1:]), self.dtype)
+            untile(flat, (min(t0, bottom - top), *tile[1:]), slab)
+            j0, j1 = batch[0][1], batch[-1][2]
+            first = f0 + j0 * st0 - top
+            rows_key = slice(first, first + (j1 - j0 - 1) * st0 + 1, st0)
+            out[j0:j1] = slab[(rows_key,) + rest]  # noqa: RUF005 (a star in a subscript needs Python 3.11)
+
+
+class _NotTiles(Exception):
+    """The frames of a tiled array do not hold whole tiles: read it another way."""
+
+
+def _touched(first: int, count: int, step: int, t: int) -> list[tuple[int, int, int]]:
+    """The tiles (of ``t`` along an axis) that the indices ``first + j * step`` (j < count)
+    touch: (tile, first j in it, last j in it + 1), in order."""
+    out = []
+    j = 0
+    while j < count:
+        g = (first + j * step) // t
+        end = -(-((g + 1) * t - first) // step)  # first j past tile g
+        out.append((g, j, min(end, count)))
+        j = end
+    return out
 
 
 def read_selection(a: Archive, data: int, strides: tuple[int, ...], sel: list[tuple[int, int, int]], out: Any) -> None:

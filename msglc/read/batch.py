@@ -82,12 +82,20 @@ class BatchArchive(Archive):
             return self.main.read(offset, size)
         raise _Need(offset, size)
 
-    def _fill(self, offset: int, buf: memoryview) -> None:
+    def frame_at(self, offset: int) -> None:
+        """None: a batch reads frames through ``read``, which collects them."""
+        return None
+
+    def decode_frames(self, offset: int, size: int, sink: Callable[[int, memoryview, int], None]) -> bool:
+        """False: a batch reads frames through ``read``, which collects them."""
+        return False
+
+    def _fill(self, offset: int, buf: memoryview, threads: int | None = None) -> None:
         data = self.pieces.get((offset, len(buf)))
         if data is not None:
             buf[:] = data
         elif self.direct:
-            self.main._fill(offset, buf)
+            self.main._fill(offset, buf, threads)
         else:
             raise _Need(offset, len(buf))
 

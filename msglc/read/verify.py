@@ -614,7 +614,7 @@ def _stored_key(a: Archive, start: int, entries: _Entries, e: int) -> bytes:
 def _check_array(a: Archive, stream: DataStream, node: ArrayNode, start: int, end: int, label: str) -> None:
     """A NumPy array value: its header as the node says, its str elements code points."""
     off = a.trailer.data_off
-    dtype, _, head = parse_head(stream.take(start, start + node.head), off + start, end - start)
+    dtype, _, head, _ = parse_head(stream.take(start, start + node.head), off + start, end - start)
     if (node.head, node.size) != (head, end - start - head):
         raise a.damaged(f"{label} does not describe the NumPy array at data offset {start}")
     check_array(stream, dtype, start + head, end, off + start)

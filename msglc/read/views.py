@@ -701,8 +701,8 @@ def view(a: Archive, base: int, span: int, pos: int, size: int) -> LazyNode:
         return made
     node, array = a.container(base, span, pos, size)
     if array is not None:
-        dtype, shape, start = array
-        made = LazyArray(a, base, pos, span, dtype, shape, start, size)
+        dtype, shape, start, tile = array
+        made = LazyArray(a, base, pos, span, dtype, shape, start, size, tile)
     else:
         made = make_view(a, base, pos, node, size)
     a.keep_view(where, made)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import secrets
 import sys
 from collections.abc import Iterator
+from math import prod
 from typing import Any
 
 import msgspec
@@ -31,6 +32,7 @@ from msglc.format.numpy_ext import (
     check_dtype,
     leaves_all,
 )
+from msglc.format.tiles import MAX_TILED_NDIM, choose_tile, is_trivial, tile_error, to_tiles
 from msglc.write.streams import Streamed, is_streamed
 
 SPLICE_MIN = 1 << 16  # arrays of at least this many bytes are streamed from their own memory
@@ -42,13 +44,24 @@ CHUNK = 1 << 24  # bytes per write of an array's own memory
 SLAB = 1 << 22  # bytes per C-order copy of a non-contiguous array (the CRC and the writer each hold two)
 
 
+TILE_MIN = 1 << 20  # arrays of at least this many bytes (and 2 axes) are tiled in compressed archives
+
+
+# what the ``tiles`` option may be: True (tile by the rule), False, or a tile shape
+Tiles = bool | tuple[int, ...]
+
+
 _header_encoder = msgspec.msgpack.Encoder()
 
 
-def array_head(arr: Any) -> bytes:
-    """Everything before the elements: the extension header, H and the [descr, shape] header."""
+def array_head(arr: Any, tile: tuple[int, ...] | None = None) -> bytes:
+    """Everything before the elements: the extension header, H and the [descr, shape] header
+    ([descr, shape, tile] for a tiled array)."""
     np = sys.modules["numpy"]
-    header = _header_encoder.encode([np.lib.format.dtype_to_descr(arr.dtype), list(arr.shape)])
+    fields = [np.lib.format.dtype_to_descr(arr.dtype), list(arr.shape)]
+    if tile is not None:
+        fields.append(list(tile))
+    header = _header_encoder.encode(fields)
     if len(header) > MAX_HEADER:
         raise ValueError(
             f"msglc stores NumPy dtypes whose description takes at most {MAX_HEADER} bytes; "
@@ -72,9 +85,13 @@ class ArrayEncoder:
 
     PLACEHOLDER_SIZE = 27  # ext8 header (3 bytes) + 16-byte token + u64 index
 
-    def __init__(self, numpy_encoder: bool) -> None:
+    def __init__(self, numpy_encoder: bool, tiles: Tiles = False) -> None:
+        """``tiles``: how arrays are laid out (``tile_of``); False (C order) but in compressed
+        archives."""
         self.numpy_encoder = numpy_encoder
+        self.tiles = tiles
         self.splices: list[tuple[bytes, Any]] = []  # (head, array) of the arrays left out
+        self.tiled: dict[int, tuple[int, ...]] = {}  # splice index -> tile shape, for tiled arrays
         self.token = secrets.token_bytes(16)
         self.refused: Any = None  # the value a TypeError was raised for, to find its path
 
@@ -107,9 +124,12 @@ class ArrayEncoder:
         arr = np.asarray(given)  # subclasses (np.matrix, np.memmap) as the plain array they hold
         if not self.numpy_encoder:
             return arr.tolist()
-        head = array_head(arr)
+        tile = tile_of(arr.shape, arr.dtype.itemsize, self.tiles)
+        head = array_head(arr, tile)
         if arr.nbytes < SPLICE_MIN:
-            return msgspec.msgpack.Ext(ARRAY_EXT, head[_ext_size(head) :] + arr.tobytes())
+            return msgspec.msgpack.Ext(ARRAY_EXT, head[_ext_size(head) :] + tiled_bytes(arr, tile))
+        if tile is not None:
+            self.tiled[len(self.splices)] = tile
         self.splices.append((head, arr))
         return msgspec.msgpack.Ext(ARRAY_EXT, self.token + (len(self.splices) - 1).to_bytes(8, "little"))
 
@@ -129,6 +149,52 @@ class ArrayEncoder:
         return ext_header(24, ARRAY_EXT) + self.token
 
 
+def tile_of(shape: tuple[int, ...], itemsize: int, tiles: Tiles) -> tuple[int, ...] | None:
+    """The tile shape an array of ``shape`` is stored in, or None (C order). ``tiles``: False
+    never tiles; True tiles arrays of 2 to ``MAX_TILED_NDIM`` axes and at least ``TILE_MIN``
+    bytes (``choose_tile``), unless the tiles would lie in C order anyway; a shape tiles every
+    array with as many axes, of any size (each size capped at the axis's length), the others
+    as True does."""
+    if tiles is False or not 2 <= len(shape) <= MAX_TILED_NDIM:
+        return None
+    if isinstance(tiles, tuple) and len(tiles) == len(shape):
+        tile = tuple(max(1, min(t, n)) for t, n in zip(tiles, shape, strict=True))
+        assert tile_error(tile, shape) is None
+        return tile
+    if prod(shape) * itemsize < TILE_MIN:
+        return None
+    tile = choose_tile(shape, itemsize)
+    return None if is_trivial(shape, tile) else tile
+
+
+def tiled_bytes(arr: Any, tile: tuple[int, ...] | None) -> bytes:
+    """The elements of ``arr`` in C order, or in the order of ``tile``."""
+    if tile is None:
+        data: bytes = arr.tobytes()
+        return data
+    np = sys.modules["numpy"]
+    flat = np.empty(arr.size, arr.dtype)
+    to_tiles(arr, tile, flat)
+    tiled: bytes = flat.tobytes()
+    return tiled
+
+
+def tile_chunks(arr: Any, tile: tuple[int, ...], limit: int = SLAB) -> Iterator[memoryview]:
+    """An array's elements in the order of ``tile``, as byte views of copies of about
+    ``limit`` bytes: whole rows of tiles (a row's elements are contiguous in that order)."""
+    np = sys.modules["numpy"]
+    rows = arr.shape[0]
+    row = arr.nbytes // rows if rows else 0
+    if not row:
+        return
+    step = max(1, limit // (row * tile[0])) * tile[0]
+    for i in range(0, rows, step):
+        part = arr[i : i + step]
+        flat = np.empty(part.size, arr.dtype)
+        to_tiles(part, (min(tile[0], part.shape[0]), *tile[1:]), flat)
+        yield memoryview(flat.reshape(-1).view(np.uint8))
+
+
 def _ext_size(head: bytes) -> int:
     parsed = parse_ext_header(head)
     assert parsed is not None  # head starts with an ext header: array_head wrote it
@@ -142,11 +208,15 @@ class DataSection:
     def __init__(self, buf: bytes, encoder: ArrayEncoder | None) -> None:
         self.buf = buf
         self.splices: list[tuple[int, bytes, Any]] = []
+        self.tiled: dict[int, tuple[int, ...]] = {}  # buffer position -> tile shape of the arrays tiled
+        self._joined: bytearray | None = None
         if encoder is not None and encoder.splices:
             self._locate(encoder)
         self.size = len(buf) + sum(
             len(head) + arr.nbytes - ArrayEncoder.PLACEHOLDER_SIZE for _, head, arr in self.splices
         )
+        if self.tiled:  # (only in compressed archives, whose frames are planned over the joined bytes)
+            self.joined()
 
     def _locate(self, encoder: ArrayEncoder) -> None:
         marker = encoder.placeholder()
@@ -156,16 +226,55 @@ class DataSection:
             if pos < 0 or self.buf[pos + len(marker) : pos + len(marker) + 8] != index.to_bytes(8, "little"):
                 raise RuntimeError("msglc: lost track of a NumPy array placeholder while encoding")  # pragma: no cover
             self.splices.append((pos, head, arr))
+            if index in encoder.tiled:
+                self.tiled[pos] = encoder.tiled[index]
             pos += ArrayEncoder.PLACEHOLDER_SIZE
+
+    def joined(self) -> bytes | bytearray:
+        """The section's bytes as one buffer (the frames of a compressed section are planned
+        over it). Built once where arrays are tiled, straight into it (their elements are
+        copied once, for this and for ``chunks``)."""
+        if self._joined is not None:
+            return self._joined
+        if not self.tiled:
+            return b"".join(self.chunks())
+        np = sys.modules["numpy"]
+        out = bytearray(self.size)
+        view = memoryview(out)
+        at = done = 0
+        for pos, head, arr in self.splices:
+            piece = self.buf[done:pos]
+            view[at : at + len(piece)] = piece
+            at += len(piece)
+            view[at : at + len(head)] = head
+            at += len(head)
+            tile = self.tiled.get(pos)
+            if tile is not None:
+                to_tiles(arr, tile, np.frombuffer(out, arr.dtype, arr.size, at))
+                at += arr.nbytes
+            else:
+                for chunk in c_order_chunks(arr):
+                    view[at : at + len(chunk)] = chunk
+                    at += len(chunk)
+            done = pos + ArrayEncoder.PLACEHOLDER_SIZE
+        view[at:] = self.buf[done:]
+        self._joined = out
+        return out
 
     def chunks(self) -> Iterator[bytes | memoryview]:
         """The section's bytes in order, in pieces of at most ``CHUNK`` bytes for arrays."""
+        if self._joined is not None:
+            view = memoryview(self._joined)
+            for i in range(0, len(view), CHUNK):
+                yield view[i : i + CHUNK]
+            return
         view = memoryview(self.buf)
         done = 0
         for pos, head, arr in self.splices:
             yield view[done:pos]
             yield head
-            yield from c_order_chunks(arr)
+            tile = self.tiled.get(pos)
+            yield from c_order_chunks(arr) if tile is None else tile_chunks(arr, tile)
             done = pos + ArrayEncoder.PLACEHOLDER_SIZE
         yield view[done:]
 

@@ -105,7 +105,7 @@ class Encoded:
         self.order = cfg.order
         if cfg.order == "sorted":
             obj = self.obj = sorted_dicts(obj)
-        arrays = ArrayEncoder(cfg.numpy_encoder)
+        arrays = ArrayEncoder(cfg.numpy_encoder, cfg.tiles if cfg.compression else False)
         with gc_paused(self.disable_gc):
             self.data = DataSection(encode_value(obj, arrays), arrays)
         self.checksum = ParallelCrc(self.data.chunks(), self.data.size)
@@ -203,7 +203,7 @@ class Encoded:
             yield self.trailer()
             return
         parts: list[bytes | memoryview] = []
-        plain = b"".join(self.data.chunks())
+        plain = memoryview(self.data.joined())
         frames = FrameWriter(_Parts(parts), frame_size(self.threshold), self.level, head=HEAD_FRAME)
         if self.dictionary is not None:
             frames.use_dictionary(self.dictionary.result())

@@ -170,7 +170,7 @@ class TocBuilder:
     def _index_array(self, a: int, b: int) -> tuple[int, int]:
         head = self._splice_head.get(a)
         total = self._real(b) - self._real(a)
-        _, _, start = parse_head(memoryview(self.buf)[a:b] if head is None else head, a, total)
+        _, _, start, _ = parse_head(memoryview(self.buf)[a:b] if head is None else head, a, total)
         return self.add_node(ArrayNode(head=start, size=total - start))
 
     def add_node(self, node: Node) -> tuple[int, int]:

@@ -85,7 +85,7 @@ def _open(builder: TocBuilder, a: int, b: int) -> _Open | tuple[int, int] | None
         return None
     h = container_header_size(buf[a])
     if not h:  # a NumPy array
-        _, _, start = parse_head(memoryview(buf)[a:b], a, b - a)
+        _, _, start, _ = parse_head(memoryview(buf)[a:b], a, b - a)
         return builder.add_node(ArrayNode(head=start, size=b - a - start))
     is_map, n, h = container_header(memoryview(buf)[a : a + h])
     if not is_map:

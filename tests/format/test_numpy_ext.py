@@ -113,8 +113,26 @@ def header_payload(header, nbytes: int) -> bytes:
         (lambda n: header_payload(["<f8", [-1]], n - len(header_payload(["<f8", [-1]], 0))), CorruptedError),
         (lambda n: header_payload(["<f8", [1] * 65], n - len(header_payload(["<f8", [1] * 65], 0))), CorruptedError),
         (
-            lambda n: header_payload(["<f8", [1], "zstd"], n - len(header_payload(["<f8", [1], "zstd"], 0))),
+            lambda n: header_payload(["<f8", [1], [1], "zstd"], n - len(header_payload(["<f8", [1], [1], "zstd"], 0))),
             UnsupportedVersionError,
+        ),
+        # a tile (format 2.1) that is not ndim sizes in 1..shape[i]
+        *(
+            (
+                lambda n, t=t: header_payload(["<f8", [5, 8], t], n - len(header_payload(["<f8", [5, 8], t], 0))),
+                CorruptedError,
+            )
+            for t in ("zstd", [5], [5, 8, 1], [0, 8], [6, 8], [5, 9], [True, 8], [5.0, 8], [-1, 8], [2**63, 8])
+        ),
+        (
+            lambda n: header_payload(["<f8", [0, 3], [2, 1]], n - len(header_payload(["<f8", [0, 3], [2, 1]], 0))),
+            CorruptedError,
+        ),
+        (
+            lambda n: header_payload(
+                ["<f8", [1] * 17, [1] * 17], n - len(header_payload(["<f8", [1] * 17, [1] * 17], 0))
+            ),
+            CorruptedError,
         ),
     ],
 )
