@@ -1,36 +1,72 @@
 """Fuzz msglc's readers with damaged and crafted archives: ``python -m benchmark.fuzz``.
 
 A corpus of valid archives is built once (every node type, several thresholds, combined,
-appended and streamed archives, NumPy arrays, node-less roots, scalars); each case takes one
-of them and one mutation, both drawn from ``random.Random(f"{seed}:{index}")``, so a case is
-named by its id ``seed:index`` and re-run exactly with ``--replay ID``. Mutations:
+appended and streamed archives, NumPy arrays, node-less roots, scalars, and compressed (2.1)
+archives of each kind: dumped, streamed by ``LazyWriter``, combined from compressed inputs
+with their dictionaries, appended to; with raw and byte-shuffled frames, dictionaries, fuse
+and compact dict nodes); each case takes one of them and one mutation, both drawn from
+``random.Random(f"{seed}:{index}")``, so a case is named by its id ``seed:index`` and re-run
+exactly with ``--replay ID`` (with the same ``--kinds``). Mutations:
 
 - raw bytes: ``bitflip``, ``overwrite``, ``insert``, ``delete``, ``truncate``, ``splice`` (two
-  archives cut and joined), anywhere: header, data, free space, TOC, trailer;
+  archives cut and joined), anywhere: header, data, free space, TOC, trailer, and in a
+  compressed archive its frames and tables;
 - ``header``: a header or trailer field changed (minor, major, end, offsets, lengths, CRCs,
   threshold), the trailer CRC recomputed or not;
 - ``toc``: one TOC node decoded, a field changed (an offset, start or count moved by one,
   keys renamed, a kind changed, a child reference moved or pointed at another node), and the
   TOC laid out again with every reference, node CRC and the trailer recomputed;
-- ``index``: a hash index region changed (an entry offset, a record, a page bound) with its
-  page CRCs, table CRC and the node's ``offs_crc`` recomputed;
+- ``index``: a hash index region changed (type 3: an entry offset, a record, a page bound;
+  type 6: a block offset, a record's block or fingerprint, a page bound) with its page CRCs,
+  table CRC and the node's ``offs_crc`` recomputed;
 - ``datacrc`` / ``datashift``: data bytes changed (or inserted, deleted) with the data CRC
   (and the trailer's lengths) recomputed: a crafted archive whose only truth is its data;
 - ``value``: a value made one a read refuses (a str byte made invalid UTF-8, a byte of a
   NumPy array's header changed), the data CRC recomputed.
 
 In a compressed archive the crafted data mutations (``datacrc``, ``datashift``, ``value``)
-change the plain data and compress it again into new frames, so that every checksum holds
-(zstd's, the seek table's, the data CRC of the plain bytes). The corpus holds compressed
-archives and deep ones (nested 1200 levels, written with a raised recursion limit),
-read at the default limit; the harness compares values with a raised one and skips the
-``walk`` and ``iter`` stages on deep archives (their checks recurse in the harness).
+change the plain data and make the frames that hold it again, as they were made (raw,
+shuffled, with their dictionary), so that every checksum holds (zstd's, the page tables',
+the index's, the data CRC of the plain bytes). Compressed (2.1) archives have mutations of
+their own, each laid out again with every offset and CRC recomputed (``fuzz_frames``), page
+tables of 1, 2, 3 or the writer's number of frames, so that only consistency checks can tell:
+
+- ``zindex``: a field of the section's index (the data/TOC split, the root, frame and page
+  counts, frames per page, a page's or a dictionary's place, size or plain size, the
+  footer's size or descriptor);
+- ``zpage``: a frame's page-table entry (stored or plain size, the next frame's moved to
+  match or not, a bomb claiming a large plain size, zero sizes, the filter code and
+  parameter, the dictionary number, two entries swapped, a page's stated count);
+- ``zdict``: a dictionary record (its zstd frame swapped for another: its content with a
+  byte changed, shorter or longer, other data, no checksum, no content size, a raw frame,
+  no frame at all; its declared size; its record header);
+- ``zraw``: a raw frame (a header byte, its checksum, cut short or made longer, a zstd frame
+  labelled raw, a raw one labelled otherwise, its plain size grown: in-place reads past it);
+- ``ztoc`` / ``zhash``: ``toc`` and ``index`` on the TOC inside the frames (decompressed,
+  edited as a plain archive's, node CRCs recomputed, framed again in frames of random
+  sizes): type 8 nodes (a key's length moved into its value's), type 7 (seed and shape
+  fields, the region laid out for them; slots, chunk CRCs, block offsets);
+- ``zlayout``: nothing changed but the layout, one no writer makes (data frames of random
+  sizes, each zstd, raw, shuffled or with a dictionary; TOC frames of random sizes; small
+  page tables): the archive must read back (else ``valid-fails``).
+
+A changed filter of a data frame counts as a data change: nothing in a frame names its
+filter, and lazy reads do not checksum the plain data (``verify()`` and ``to_obj()`` do).
+The corpus also holds deep archives (nested 1200 levels, written with a raised recursion
+limit), read at the default limit; the harness compares values with a raised one and skips
+the ``walk`` and ``iter`` stages on deep archives (their checks recurse in the harness) and
+on large ones (over ``BIG_SAMPLE`` bytes of data: the other stages read them whole).
 
 Each mutated archive is opened with ``LazyReader(bytes, cached=False)`` and read in stages:
-``walk`` (index every item, negative indices, slices, ``in``, ``get``, NumPy selections),
-``iter`` (iteration, ``items()``, each lazy part's ``to_obj()``), ``paths`` (``reader[path]``
-for paths of the original), ``many`` (``read_many`` of them), ``root_to_obj`` (the lazy
-root's ``to_obj()``, unchecked), ``to_obj`` (checked) and ``verify``. The values are compared
+``inspect`` (``info()``, a compressed archive's ``frames()`` and the ``dictionary(d)`` they
+name), ``walk`` (index every item, negative indices, slices, ``in``, ``get``, NumPy
+selections), ``iter`` (iteration, ``items()``, each lazy part's ``to_obj()``), ``paths``
+(``reader[path]`` for paths of the original), ``many`` (``read_many`` of them), ``stream``
+(compressed archives: ``read_many`` batched and the root's ``to_obj()`` through a file
+object, whose reads fetch frames together and fill arrays in place), ``root_to_obj`` (the
+lazy root's ``to_obj()``, unchecked), ``to_obj`` (checked), ``verify`` and ``copy`` (a share
+of the cases on compressed archives, ``--copy-share``, 0.25; not large ones: ``combine`` of
+the archive and a repack of its reader, each read back verified). The values are compared
 with the truth: the original value, or for crafted data the data section decoded. Outcomes:
 
 - bug classes (``BUG_CLASSES``): ``undocumented`` (an exception other than an ``MsglcError``,
@@ -40,14 +76,18 @@ with the truth: the original value, or for crafted data the data section decoded
   differs from the truth and ``verify()`` passed), ``wrong-outside-data`` (a change outside
   the data section gave a different value, or a lookup error, without an error),
   ``undetected-damage`` (a damaged archive, not crafted, whose ``verify()`` passed or whose
-  checked ``to_obj()`` returned a value), and ``valid-fails`` (a corpus archive, unchanged,
-  that does not read back: every campaign starts with them, ids ``valid:NAME``);
+  checked ``to_obj()`` returned a value), ``valid-fails`` (a corpus archive, unchanged, or
+  laid out anew by ``zlayout``, that does not read back: every campaign starts with the
+  corpus, ids ``valid:NAME``), ``verify-passes-unreadable`` (crafted data that ``verify()``
+  accepts but a read refuses: verify() decodes every value, issue 29), and
+  ``read-outside-file`` (a read asked the source for bytes outside the file: every offset
+  is checked against the file before it is read; the source refuses it, but that is luck),
+  and ``bad-copy`` (a copy was written that holds other values than the truth, or that does
+  not verify although the archive copied does);
 - other classes: ``ok``, ``error`` (a documented error), ``changed-in-data`` (lazy reads saw
   a changed data byte, which they do not checksum; ``verify()`` and ``to_obj()`` raised),
-  ``lookup-crafted-toc`` (a crafted TOC that renames a key makes a lookup of the old name a
-  KeyError: only reading the data could tell). ``verify-passes-unreadable`` (crafted data
-  that ``verify()`` accepts but a read refuses) is a bug class: verify() decodes every value
-  (issue 29).
+  ``lookup-crafted-toc`` (a crafted TOC that renames a key, or a crafted hash index, makes a
+  lookup a KeyError: only reading the data could tell).
 
 Cases run in worker processes (fork; ``--workers``, default 2), each under a soft timeout
 (``signal.setitimer``: the traceback shows where it hung) and a hard one (the worker is
@@ -57,6 +97,7 @@ mutation kind) with example ids, and the rate.
 
     python -m benchmark.fuzz --cases 20000 --seed 1 --out report.json
     python -m benchmark.fuzz --seconds 60 --kinds toc,index
+    python -m benchmark.fuzz --kinds zindex,zpage,zdict,zraw,ztoc,zhash,zlayout   # 2.1 only
     python -m benchmark.fuzz --sweep doc@64 --stride 1    # one bit flip at every byte
     python -m benchmark.fuzz --replay 1:4711              # the stages, with tracebacks
     python -m benchmark.fuzz --save 1:4711 case.mlc       # the mutated archive
@@ -68,6 +109,7 @@ import argparse
 import contextlib
 import hashlib
 import io
+import itertools
 import json
 import os
 import random
@@ -79,8 +121,10 @@ import tempfile
 import time
 import traceback
 import zlib
+from bisect import bisect_right
 from collections import Counter, deque
 from dataclasses import dataclass, field
+from itertools import accumulate
 from multiprocessing import connection, get_context
 from typing import Any
 
@@ -91,15 +135,37 @@ import msgspec  # noqa: E402
 import numpy as np  # noqa: E402
 
 import msglc  # noqa: E402
+from benchmark import fuzz_frames as ff  # noqa: E402
 from msglc import FileInfo, LazyArray, LazyDict, LazyList, MsglcError  # noqa: E402
-from msglc.format.container import HEADER_SIZE, TRAILER_SIZE, Trailer, unpack_trailer  # noqa: E402
-from msglc.format.frames import MIN_FRAME_SIZE  # noqa: E402
-from msglc.format.hash_index import block_count  # noqa: E402
-from msglc.format.nodes import BlockHashMapNode, HashMapNode, frame_node, unframe_node  # noqa: E402
+from msglc.format.container import HEADER_SIZE, TRAILER_SIZE, Trailer, pack_header, unpack_trailer  # noqa: E402
+from msglc.format.frames import (  # noqa: E402  # noqa: E402
+    MAX_DICT,
+    MAX_FRAME,
+    NO_FILTER,
+    RAW,
+    RAW_HEAD,
+    RAW_MAX,
+    SHUFFLE,
+    dictionary_frame,
+    pack_raw_frame,
+)
+from msglc.format.fuse import CHUNK, fuse_layout  # noqa: E402
+from msglc.format.hash_index import block_count, block_width  # noqa: E402
+from msglc.format.nodes import (  # noqa: E402
+    BlockHashMapNode,
+    CompactMapNode,
+    FuseMapNode,
+    HashMapNode,
+    MapNode,
+    frame_node,
+    unframe_node,
+)
 from msglc.format.numpy_ext import ext_hook  # noqa: E402
 from msglc.format.walk import deep_decode  # noqa: E402
+from msglc.io.local import BufferSource, StreamSource  # noqa: E402
 from msglc.read.reader import archive_of  # noqa: E402
-from msglc.write.frames import HEAD_FRAME, FrameWriter  # noqa: E402
+from msglc.util.optional import zstandard  # noqa: E402
+from msglc.write.frames import TOC_FRAME  # noqa: E402
 
 BUG_CLASSES = (
     "undocumented",
@@ -111,6 +177,8 @@ BUG_CLASSES = (
     "undetected-damage",
     "valid-fails",
     "verify-passes-unreadable",
+    "read-outside-file",
+    "bad-copy",
 )
 INFO_CLASSES = ("ok", "error", "changed-in-data", "lookup-crafted-toc")
 KIND_WEIGHTS = {
@@ -126,10 +194,19 @@ KIND_WEIGHTS = {
     "datacrc": 12,
     "datashift": 4,
     "value": 8,
+    "zindex": 5,
+    "zpage": 6,
+    "zdict": 3,
+    "zraw": 4,
+    "ztoc": 8,
+    "zhash": 4,
+    "zlayout": 3,
 }
-STAGES = ("open", "walk", "iter", "paths", "many", "root_to_obj", "to_obj", "verify")
-LOOKUP_STAGES = ("walk", "iter", "paths", "many")  # where a changed data byte may imply a lookup error
+STAGES = ("open", "inspect", "walk", "iter", "paths", "many", "stream", "root_to_obj", "to_obj", "verify", "copy")
+LOOKUP_STAGES = ("walk", "iter", "paths", "many", "stream")  # where a changed data byte may imply a lookup error
 SLOW_SECONDS = 2.0
+COPY_SHARE = 0.25  # of the cases on compressed archives (but large ones) run the "copy" stage: two
+# copies, verified
 _decoder = msgspec.msgpack.Decoder(ext_hook=ext_hook)
 _MISSING = object()
 
@@ -409,8 +486,18 @@ class Sample:
     plain: bytes | None = None  # a compressed archive's data section, decompressed
     toc_plain: tuple[bytes, tuple[int, int]] | None = None  # ... and its TOC, with its root node
     deep: bool = False  # nested deeper than the default recursion limit
+    section: ff.Section | None = None  # a 2.1 archive's compressed section, taken apart
+    virtual: bytes | None = None  # ... and the plain archive it holds (its TOC edited as a plain one's)
+    vtoc: Any = None  # the virtual archive's TOC items, as ``toc`` (None: no nodes)
+    spans: list = field(default_factory=list)  # 2.1: (start, end, region) of every part of the file
+    dict_content: list[bytes] = field(default_factory=list)  # 2.1: its dictionaries' raw content
+    big: bool = False  # read without the walks of every item (the other stages read it all)
+    cache: dict = field(default_factory=dict)  # what mutations find in it once (``m_value``'s values)
 
     def region(self, pos: int) -> str:
+        if self.spans:  # header | data frames | TOC frames | dictionaries, page tables, index | trailer
+            k = bisect_right(self.spans, (pos, 2**63)) - 1
+            return str(self.spans[k][2]) if k >= 0 and pos < self.spans[k][1] else "trailer"
         t = self.trailer
         if pos < HEADER_SIZE:
             return "header"
@@ -482,7 +569,38 @@ def _docs() -> dict[str, Any]:
         "empty": np.zeros((0, 4)),
         "scalar": np.float32(1.5),
     }
+    names = ["alpha", "beta", "gamma", "delta", "epsilon"]
+    records = [  # 300 KB of repetitive JSON-like records: compressed, the writer gives them a dictionary
+        {
+            "id": i,
+            "name": f"{rng.choice(names)}-{i % 97}",
+            "score": round(rng.random() * 100, 2),
+            "tags": rng.sample(names, 2),
+            "ok": i % 3 == 0,
+            "meta": {"unit": "m/s", "n": i % 13},
+        }
+        for i in range(4000)
+    ]
+    levels, routes = ["INFO", "WARN", "ERROR", "DEBUG"], ["users", "items", "orders", "search"]
+    events = [  # another 300 KB of them, in a combined archive: a second dictionary
+        {
+            "ts": 1_700_000_000 + 7 * i,
+            "level": rng.choice(levels),
+            "host": f"node-{i % 17:02}",
+            "msg": f"request {i % 251} served in {rng.randrange(1, 900)} ms",
+            "path": f"/api/v1/{rng.choice(routes)}/{i % 31}",
+        }
+        for i in range(3000)
+    ]
+    fused = {  # compressed, a fuse-indexed dict (node type 7) of about a dozen blocks
+        f"user{i:05}": {"name": rng.choice(names) * (1 + i % 3), "v": [i, i * 0.5]} for i in range(1500)
+    }
+    fused["big"] = [f"x{i}" for i in range(300)]  # a value with a node of its own inside the fuse's dict
     return {
+        "records": records,
+        "fused": fused,
+        "events": events,
+        "bulk": {"field": np.random.default_rng(5).integers(0, 1000, 300_000), "n": list(range(100))},  # 2.4 MB
         "mixed": mixed,
         "inline": inline,
         "hash": hashed,
@@ -526,7 +644,18 @@ _PLAIN = [
     ("doc", (64,)),
 ]
 _SCALARS = {"int": 42, "str": "x" * 10000, "bytes": b"\x01\x02" * 3000, "float": 1.5, "none": None, "neg": -(2**63)}
-_COMPRESSED = [("mixed", 256), ("doc", 64), ("numpy", 1024), ("strs", 64), ("special", 64), ("hash", 1024)]
+_COMPRESSED = [
+    ("mixed", 256),
+    ("doc", 64),
+    ("numpy", 1024),
+    ("strs", 64),
+    ("special", 64),
+    ("hash", 1024),
+    ("records", 1024),
+    ("fused", 1024),
+    ("matrix", 64),
+    ("bulk", 1024),
+]
 
 
 def _deep_docs() -> dict[str, Any]:
@@ -570,9 +699,9 @@ def _appended(base: bytes, rounds: list[list[FileInfo]]) -> bytes:
     return bytes(data[:end])
 
 
-def _streamed(threshold: int) -> tuple[bytes, Any]:
+def _streamed(threshold: int, compression: str | None = None) -> tuple[bytes, Any]:
     buf = io.BytesIO()
-    with msglc.LazyWriter(buf, small_obj_optimization_threshold=threshold) as w:
+    with msglc.LazyWriter(buf, small_obj_optimization_threshold=threshold, compression=compression) as w:
         w.write(
             {
                 "meta": {"source": "sensor"},
@@ -648,6 +777,27 @@ def _raw_samples() -> list[tuple[str, int, bytes, Any]]:
         out.append(
             (f"zstd-{kind}", t, msglc.dumps(value, small_obj_optimization_threshold=t, compression="zstd"), value)
         )
+    zstd = {f"{k}@{t}": (data, value) for k, t, data, value in out if k.startswith("zstd-")}
+    data, value = _streamed(64, "zstd")
+    out.append(("zstd-streamed", 64, data, value))
+    # compressed inputs combined: their frames copied as they are, with their dictionaries
+    parts = [("records", "zstd-records@1024"), ("fused", "zstd-fused@1024"), ("mixed", "zstd-mixed@256")]
+    events = msglc.dumps(docs["events"], small_obj_optimization_threshold=8192, compression="zstd")
+    infos = [FileInfo(zstd[src][0], name) for name, src in parts] + [FileInfo(data, "streamed")]
+    infos.append(FileInfo(events, "events"))
+    value = {name: zstd[src][1] for name, src in parts} | {"streamed": value, "events": docs["events"]}
+    out.append(("zstd-combined", 1024, _combined(infos, small_obj_optimization_threshold=1024), value))
+    base_value = {f"k{i:02}": list(range(i * 3)) for i in range(20)}
+    base = msglc.dumps(base_value, small_obj_optimization_threshold=64, compression="zstd")
+    add1 = [FileInfo(None, "n1", obj=list(range(100))), FileInfo(zstd["zstd-hash@1024"][0], "n2")]
+    add2 = [FileInfo(None, "n3", obj={"x": "y" * 50}), FileInfo(zstd["zstd-numpy@1024"][0], "n4")]
+    value = base_value | {
+        "n1": list(range(100)),
+        "n2": zstd["zstd-hash@1024"][1],
+        "n3": {"x": "y" * 50},
+        "n4": zstd["zstd-numpy@1024"][1],
+    }
+    out.append(("zstd-appended", 64, _appended(base, [add1, add2]), value))
     deep = _deep_docs()
     with deep_limit():  # dumps nests as deep as msgspec encodes: to the recursion limit
         for kind, t, compression in _DEEP:
@@ -655,6 +805,9 @@ def _raw_samples() -> list[tuple[str, int, bytes, Any]]:
             data = msglc.dumps(deep[kind], small_obj_optimization_threshold=t, compression=compression)
             out.append((name, t, data, deep[kind]))
     return out
+
+
+BIG_SAMPLE = 100_000  # plain data bytes: a sample larger than this is read without the walks of every item
 
 
 def build_corpus() -> list[Sample]:
@@ -685,11 +838,63 @@ def build_corpus() -> list[Sample]:
         if sample.toc is not None:
             items, _ = sample.toc
             sample.live = [(it.pos, it.pos + it.size) for it in items if it.kind != "gap"]
+        if compressed:
+            _take_apart(sample)
+        sample.big = len(section) > BIG_SAMPLE
         sample.slack = data[9] >= 2 or any(sample.region(p) == "dead" for p in range(t.toc_off, t.toc_off + t.toc_len))
         sample.paths = _paths(truth, random.Random(sample.name))
         sample.expected = [_expected(truth, p) for p in sample.paths]
         samples.append(sample)
+    _check_coverage(samples)
     return samples
+
+
+def _take_apart(s: Sample) -> None:
+    """A 2.1 sample's section as parts (``fuzz_frames``), the plain archive it holds (its TOC
+    edited as a plain archive's is, then framed again), and the region of every stored byte:
+    frames of the data, frames of the TOC (``dead`` when they hold no node the root reaches),
+    ``tables`` (dictionary records, page tables, the index)."""
+    assert s.plain is not None and s.toc_plain is not None
+    t = s.trailer
+    s.section = sec = ff.parse_section(s.data[t.data_off : t.data_off + t.data_len])
+    s.dict_content = [_dict_content(record, plain) for record, plain in sec.dicts]
+    if ff.build_section(sec) != s.data[t.data_off : t.data_off + t.data_len]:
+        raise RuntimeError(f"corpus {s.name}: its compressed section is not laid out as fuzz_frames lays it out")
+    toc, root = s.toc_plain
+    header = pack_header()
+    s.virtual = (
+        header + s.plain + toc + Trailer.contiguous(len(s.plain), len(toc), root, t.data_crc, t.threshold).pack(header)
+    )
+    s.vtoc = toc_layout(s.virtual)
+    live = [] if s.vtoc is None else [(it.pos, it.pos + it.size) for it in s.vtoc[0] if it.kind != "gap"]
+    spans: list[tuple[int, int, str]] = [(0, HEADER_SIZE, "header")]
+    for a, b, lo, hi, _ in sec.spans(t.data_off):
+        if lo < sec.data:
+            name = "data"
+        else:  # (positions in the virtual archive: the logical offset plus the header)
+            name = "toc" if any(x < HEADER_SIZE + hi and HEADER_SIZE + lo < y for x, y in live) else "dead"
+        spans.append((a, b, name))
+    spans.append((t.data_off + sec.frames_end(), t.data_off + t.data_len, "tables"))
+    spans.append((t.data_off + t.data_len, len(s.data), "trailer"))
+    s.spans = spans
+
+
+def _check_coverage(samples: list[Sample]) -> None:
+    """The corpus holds what the 2.1 mutations need (writers' defaults may change): a
+    dictionary, raw frames, a fuse-indexed dict, compact dict nodes, several TOC frames."""
+    sections = [s for s in samples if s.section is not None]
+    found = {
+        "a dictionary": any(s.section.dicts for s in sections),
+        "a raw frame": any(f.code == RAW for s in sections for f in s.section.frames),
+        "a shuffled frame": any(f.code == SHUFFLE for s in sections for f in s.section.frames),
+        "a fuse-indexed dict": any(
+            isinstance(it.node, FuseMapNode) for s in sections if s.vtoc is not None for it in s.vtoc[0]
+        ),
+        "a compact dict node": any(it.compact for s in sections if s.vtoc is not None for it in s.vtoc[0]),
+    }
+    missing = [what for what, ok in found.items() if not ok]
+    if missing:
+        raise RuntimeError(f"the corpus has no compressed archive with {', '.join(missing)}")
 
 
 def _expected(truth: Any, path: Any) -> Any:
@@ -751,6 +956,7 @@ class TocItem:
     kind: str  # "node", "region" (a hash index) or "gap" (bytes nothing refers to)
     node: Any = None
     owner: int = -1  # for a region: the position of its node
+    compact: bool = False  # a dict node stored as type 8 (key and value lengths): laid out again so
 
 
 def toc_layout(data: bytes) -> tuple[list[TocItem], int] | None:
@@ -767,7 +973,8 @@ def toc_layout(data: bytes) -> tuple[list[TocItem], int] | None:
         if pos in items:
             continue
         node = unframe_node(data[pos : pos + size], pos)
-        items[pos] = TocItem(pos, size, "node", node)
+        compact = isinstance(node, MapNode) and msgspec.msgpack.decode(data[pos : pos + size - 4])[0] == 8
+        items[pos] = TocItem(pos, size, "node", node, compact=compact)
         for back, length in getattr(node, "kids", {}).values():
             stack.append((pos - back, length))
         if isinstance(node, HashMapNode):
@@ -812,16 +1019,12 @@ def relayout(data: bytes, items: list[TocItem], root: int, edit: Any = None) -> 
             if isinstance(node, HashMapNode):
                 at = it.pos - node.index[0]
                 node = msgspec.structs.replace(node, index=(here - new_pos[at], new_len[at]))
-                if it.pos in region_bytes:  # an edited region: its offsets' CRC follows it
-                    width = node.offs_width
-                    count = block_count(node.n, node.block_bits) if isinstance(node, BlockHashMapNode) else node.n
-                    node = msgspec.structs.replace(
-                        node, offs_crc=zlib.crc32(region_bytes[it.pos][: (count + 1) * width])
-                    )
+                if it.pos in region_bytes:  # an edited region: its CRCs in the node follow it
+                    node = _region_crcs(node, region_bytes[it.pos])
             if edit is not None:
                 blob = edit(it, node, new_pos, new_len, here)
             if blob is None:
-                blob = frame_node(node)
+                blob = frame_node(CompactMapNode.of(node) if it.compact else node)
         else:
             if edit is not None:
                 blob = edit(it, None, new_pos, new_len, here)
@@ -838,6 +1041,18 @@ def relayout(data: bytes, items: list[TocItem], root: int, edit: Any = None) -> 
     return data[: t.toc_off] + bytes(out) + t2.pack(header)
 
 
+def _region_crcs(node: HashMapNode, region: bytes) -> HashMapNode:
+    """``node`` with the CRCs it holds of its index ``region`` computed from it: the entry or
+    block offsets' (``offs_crc``), and a fuse's chunk CRCs' (``crcs_crc``)."""
+    width = node.offs_width
+    count = block_count(node.n, node.block_bits) if isinstance(node, BlockHashMapNode) else node.n
+    node = msgspec.structs.replace(node, offs_crc=zlib.crc32(region[: (count + 1) * width]))
+    if isinstance(node, FuseMapNode):
+        crcs, slots, _ = fuse_layout(node.n, node.block_bits, width, node.slot_bits, node.seg_bits, node.seg_count)
+        node = msgspec.structs.replace(node, crcs_crc=zlib.crc32(region[crcs:slots]))
+    return node
+
+
 # ---- mutations --------------------------------------------------------------------------------------
 
 
@@ -849,6 +1064,7 @@ class Mutation:
     crafted: str | None = None  # None, or what was recomputed to make it look valid: "toc", "data", "header"
     truth: str = "original"  # or "decode": the truth is the mutated data section
     plain: bytes | None = None  # with "decode", in a compressed archive: the mutated plain data
+    copy: bool = False  # run the "copy" stage (compressed archives: a share of the cases, it costs)
 
 
 INTERESTING = [
@@ -876,7 +1092,16 @@ INTERESTING = [
 ]
 
 
+_SPAN_WEIGHTS = {"header": 1, "data": 5, "toc": 3, "dead": 0.5, "tables": 2, "trailer": 1.5}
+
+
 def _pick_pos(rng: random.Random, s: Sample) -> int:
+    if s.spans:  # 2.1: the section's parts by what they hold
+        names = sorted({name for _, _, name in s.spans})
+        name = rng.choices(names, [_SPAN_WEIGHTS[k] for k in names])[0]
+        parts = [(a, b) for a, b, n in s.spans if n == name]
+        a, b = rng.choices(parts, [b - a for a, b in parts])[0]
+        return rng.randrange(a, b)
     t = s.trailer
     spans = {
         "header": (0, HEADER_SIZE, 1),
@@ -1099,7 +1324,15 @@ def _mutate_payload(rng: random.Random, payload: list, names: tuple) -> str:
 def m_toc(rng: random.Random, s: Sample, corpus: list[Sample]) -> Mutation | None:
     if s.toc is None:
         return None
-    items, root = s.toc
+    bad, desc = _toc_edit(rng, s.data, s.toc)
+    return Mutation(bad, desc, "toc", crafted="toc")
+
+
+def _toc_edit(rng: random.Random, data: bytes, toc: tuple[list[TocItem], int]) -> tuple[bytes, str]:
+    """One TOC node of the plain archive ``data`` changed (a field, a child reference, or for a
+    type-8 node a key's length moved into its value's), the TOC laid out again with every
+    reference and CRC recomputed."""
+    items, root = toc
     nodes = [i for i, it in enumerate(items) if it.kind == "node"]
     target = items[root_index(items, root)] if rng.random() < 0.25 else items[rng.choice(nodes)]
     mode = rng.random()
@@ -1116,16 +1349,23 @@ def m_toc(rng: random.Random, s: Sample, corpus: list[Sample]) -> Mutation | Non
                 other = rng.choice(earlier)
                 node = msgspec.structs.replace(node, kids={**kids, k: (here - new_pos[other], new_len[other])})
                 desc.append(f"kid {k} -> the node at old offset {other}")
-                return frame_node(node)
-        payload = msgspec.msgpack.decode(msgspec.msgpack.encode(node))
-        desc.append(_mutate_payload(rng, payload, type(node).__struct_fields__))
+                return frame_node(CompactMapNode.of(node) if it.compact else node)
+        stored = CompactMapNode.of(node) if it.compact else node
+        payload = msgspec.msgpack.decode(msgspec.msgpack.encode(stored))
+        if it.compact and mode > 0.7:  # a key's length moved into its value's (or back): the sum holds
+            j = rng.randrange(len(payload[3]))
+            d = rng.choice([1, -1, 2, payload[3][j], -payload[4][j]])
+            payload[3][j] += d
+            payload[4][j] -= d
+            desc.append(f"klens[{j}] {d:+}, vlens[{j}] {-d:+}")
+        else:
+            desc.append(_mutate_payload(rng, payload, type(stored).__struct_fields__))
         body = msgspec.msgpack.encode(payload)
         return body + struct.pack("<I", zlib.crc32(body))
 
-    bad = relayout(s.data, items, root, edit)
-    return Mutation(
-        bad, f"toc {type(target.node).__name__} at {target.pos}: {desc[0] if desc else '?'}", "toc", crafted="toc"
-    )
+    bad = relayout(data, items, root, edit)
+    kind = "CompactMapNode" if target.compact else type(target.node).__name__
+    return bad, f"toc {kind} at {target.pos}: {desc[0] if desc else '?'}"
 
 
 def root_index(items: list[TocItem], root: int) -> int:
@@ -1135,23 +1375,59 @@ def root_index(items: list[TocItem], root: int) -> int:
 def m_index(rng: random.Random, s: Sample, corpus: list[Sample]) -> Mutation | None:
     if s.toc is None:
         return None
-    items, root = s.toc
+    made = _index_edit(rng, s.data, s.toc)
+    return None if made is None else Mutation(made[0], made[1], "toc", crafted="toc")
+
+
+def _index_edit(rng: random.Random, data: bytes, toc: tuple[list[TocItem], int]) -> tuple[bytes, str] | None:
+    """The hash index region of a dict in the plain archive ``data`` changed (type 3: an entry
+    offset, a record, a page bound; type 6: a block offset, a record's block or fingerprint, a
+    page bound; type 7: a block offset, slots, a chunk CRC, or the fuse's shape), its CRCs and
+    the node's recomputed, the TOC laid out again."""
+    items, root = toc
     regions = [it for it in items if it.kind == "region"]
     if not regions:
         return None
     target = rng.choice(regions)
-    node = next(it.node for it in items if it.pos == target.owner)
+    owner = next(it for it in items if it.pos == target.owner)
+    node = owner.node
+    raw = bytearray(data[target.pos : target.pos + target.size])
+    new_node: dict[str, Any] = {}  # fields of the node changed with its region
+    if isinstance(node, FuseMapNode):
+        desc = _fuse_edit(rng, node, raw, new_node)
+    elif isinstance(node, BlockHashMapNode):
+        desc = _block_index_edit(rng, node, raw)
+    else:
+        desc = _entry_index_edit(rng, node, raw)
+
+    def edit(it: TocItem, node: Any, new_pos: dict, new_len: dict, here: int) -> bytes | None:
+        if it is target:
+            return bytes(raw)
+        if it is owner and new_node:
+            node = _region_crcs(msgspec.structs.replace(node, **new_node), bytes(raw))
+            return frame_node(node)
+        return None
+
+    return relayout(data, items, root, edit), f"index of the dict at {target.owner}: {desc}, CRCs recomputed"
+
+
+def _bump(rng: random.Random, raw: bytearray, fmt: str, at: int, deltas: list[int]) -> tuple[int, int]:
+    """Add one of ``deltas`` to the unsigned integer at ``at`` (kept in range); (old, new)."""
+    old = struct.unpack_from(fmt, raw, at)[0]
+    new = min(max(0, old + rng.choice(deltas)), 2 ** (8 * struct.calcsize(fmt)) - 1)
+    struct.pack_into(fmt, raw, at, new)
+    return old, new
+
+
+def _entry_index_edit(rng: random.Random, node: HashMapNode, raw: bytearray) -> str:
+    """Type 3: entry offsets | page table | records (hash << 32 | entry)."""
     n, width, pages = node.n, node.offs_width, 1 << node.page_bits
-    raw = bytearray(s.data[target.pos : target.pos + target.size])
     table_at = (n + 1) * width
     rec_at = table_at + (pages + 1) * 8
     what = rng.randrange(4)
     if what == 0:  # an entry offset moved
         j = rng.randrange(n + 1)
-        fmt = "<I" if width == 4 else "<Q"
-        old = struct.unpack_from(fmt, raw, j * width)[0]
-        new = max(0, old + rng.choice([1, -1, 2, -7]))
-        struct.pack_into(fmt, raw, j * width, min(new, 2 ** (8 * width) - 1))
+        old, new = _bump(rng, raw, "<I" if width == 4 else "<Q", j * width, [1, -1, 2, -7])
         desc = f"entry offset {j}: {old} -> {new}"
     elif what == 1:  # a record points at another entry
         r = rng.randrange(n)
@@ -1166,30 +1442,93 @@ def m_index(rng: random.Random, s: Sample, corpus: list[Sample]) -> Mutation | N
         desc = f"record {r}: hash bit flipped"
     else:  # a page bound moved
         p = rng.randrange(pages + 1)
-        old = struct.unpack_from("<I", raw, table_at + 8 * p)[0]
-        new = max(0, old + rng.choice([1, -1, 3]))
-        struct.pack_into("<I", raw, table_at + 8 * p, new)
+        old, new = _bump(rng, raw, "<I", table_at + 8 * p, [1, -1, 3])
         desc = f"page {p} first record {old} -> {new}"
-    _fix_page_crcs(raw, n, width, pages)
-
-    def edit(it: TocItem, node: Any, new_pos: dict, new_len: dict, here: int) -> bytes | None:
-        return bytes(raw) if it is target else None
-
-    return Mutation(
-        relayout(s.data, items, root, edit),
-        f"index of the dict at {target.owner}: {desc}, CRCs recomputed",
-        "toc",
-        crafted="toc",
-    )
+    _fix_page_crcs(raw, table_at, rec_at, n, 8, pages)
+    return desc
 
 
-def _fix_page_crcs(raw: bytearray, n: int, width: int, pages: int) -> None:
-    table_at = (n + 1) * width
+def _block_index_edit(rng: random.Random, node: BlockHashMapNode, raw: bytearray) -> str:
+    """Type 6: block offsets | page table | records (fingerprint byte, block number)."""
+    n, width, pages = node.n, node.offs_width, 1 << node.page_bits
+    blocks = block_count(n, node.block_bits)
+    size = 1 + block_width(blocks)
+    table_at = (blocks + 1) * width
     rec_at = table_at + (pages + 1) * 8
+    what = rng.randrange(4)
+    if what == 0:  # a block offset moved
+        j = rng.randrange(blocks + 1)
+        old, new = _bump(rng, raw, "<I" if width == 4 else "<Q", j * width, [1, -1, 2, -7])
+        desc = f"block offset {j}: {old} -> {new}"
+    elif what == 1:  # a record names another block
+        r = rng.randrange(n)
+        block = rng.randrange(min(blocks + 2, 1 << (8 * (size - 1))))
+        raw[rec_at + size * r + 1 : rec_at + size * (r + 1)] = block.to_bytes(size - 1, "little")
+        desc = f"record {r}: block -> {block}"
+    elif what == 2:  # a record's fingerprint changed
+        r = rng.randrange(n)
+        raw[rec_at + size * r] ^= 1 << rng.randrange(8)
+        desc = f"record {r}: fingerprint bit flipped"
+    else:  # a page bound moved
+        p = rng.randrange(pages + 1)
+        old, new = _bump(rng, raw, "<I", table_at + 8 * p, [1, -1, 3])
+        desc = f"page {p} first record {old} -> {new}"
+    _fix_page_crcs(raw, table_at, rec_at, n, size, pages)
+    return desc
+
+
+def _fuse_edit(rng: random.Random, node: FuseMapNode, raw: bytearray, new_node: dict[str, Any]) -> str:
+    """Type 7: block offsets | chunk CRCs | slots. A block offset moved, slots changed (their
+    chunk's CRC recomputed), a chunk CRC changed, or the fuse's shape or seed changed with the
+    region laid out for it (``new_node``: the node's new fields)."""
+    width = node.offs_width
+    blocks = block_count(node.n, node.block_bits)
+    crcs_at, slots_at, end = fuse_layout(node.n, node.block_bits, width, node.slot_bits, node.seg_bits, node.seg_count)
+    what = rng.randrange(6)
+    if what == 0:  # a block offset moved
+        j = rng.randrange(blocks + 1)
+        old, new = _bump(rng, raw, "<I" if width == 4 else "<Q", j * width, [1, -1, 2, -7])
+        return f"block offset {j}: {old} -> {new}"
+    if what in (1, 2):  # a slot's bits changed, or a run of slots zeroed: keys map to other blocks
+        at = slots_at + rng.randrange(end - slots_at)
+        if what == 1:
+            raw[at] ^= rng.randrange(1, 256)
+        else:
+            raw[at : at + 16] = bytes(len(raw[at : at + 16]))
+        chunk = (at - slots_at) // CHUNK
+        lo = slots_at + chunk * CHUNK
+        struct.pack_into("<I", raw, crcs_at + 4 * chunk, zlib.crc32(raw[lo : min(lo + CHUNK, end)]))
+        return f"slot byte {at - slots_at} {'changed' if what == 1 else 'and 15 after it zeroed'}, chunk CRC recomputed"
+    if what == 3:  # a chunk CRC changed (the node's CRC of them recomputed)
+        c = rng.randrange((slots_at - crcs_at) // 4)
+        raw[crcs_at + 4 * c] ^= 1 << rng.randrange(8)
+        return f"chunk CRC {c} changed"
+    # the shape or seed: the region laid out for the new fields (offsets kept, slots cut or padded)
+    name = rng.choice(["seed", "seed", "seg_bits", "seg_count", "slot_bits", "block_bits"])
+    old = getattr(node, name)
+    new = old + rng.choice([1, -1]) if name != "seed" else rng.choice([old + 1, old ^ 1, 0, 2**64 - 1])
+    fields = {k: getattr(node, k) for k in ("block_bits", "slot_bits", "seg_bits", "seg_count")} | {name: new}
+    if min(fields.values()) < 0 or new < 0:
+        return f"{name} kept (no smaller value)"
+    new_node[name] = new
+    c2, s2, e2 = fuse_layout(
+        node.n, fields["block_bits"], width, fields["slot_bits"], fields["seg_bits"], fields["seg_count"]
+    )
+    offs = bytes(raw[:crcs_at])[:c2]
+    while len(offs) < c2:  # more blocks: each starts where the dict ends
+        offs += bytes(raw[crcs_at - width : crcs_at])
+    slots = bytes(raw[slots_at:end])[: e2 - s2].ljust(e2 - s2, b"\0")
+    crcs = b"".join(struct.pack("<I", zlib.crc32(slots[a : a + CHUNK])) for a in range(0, len(slots), CHUNK))
+    raw[:] = offs + crcs + slots
+    return f"{name} {old} -> {new}, region laid out for it"
+
+
+def _fix_page_crcs(raw: bytearray, table_at: int, rec_at: int, n: int, size: int, pages: int) -> None:
+    """Recompute a hash index's page CRCs (records of ``size`` bytes) and its table's CRC."""
     firsts = [struct.unpack_from("<I", raw, table_at + 8 * p)[0] for p in range(pages + 1)]
     for p in range(pages):
         a, b = firsts[p], firsts[p + 1]
-        crc = zlib.crc32(raw[rec_at + 8 * a : rec_at + 8 * b]) if 0 <= a <= b <= n else 0
+        crc = zlib.crc32(raw[rec_at + size * a : rec_at + size * b]) if 0 <= a <= b <= n else 0
         struct.pack_into("<I", raw, table_at + 8 * p + 4, crc)
     struct.pack_into("<I", raw, table_at + 8 * pages + 4, zlib.crc32(raw[table_at : table_at + 8 * pages + 4]))
 
@@ -1205,23 +1544,12 @@ def _with_data(s: Sample, data_section: bytes, fields: dict | None = None) -> by
 
 
 def _reframed(s: Sample, section: bytes) -> bytes:
-    """A compressed sample with its plain data ``section`` compressed again into frames of
-    MIN_FRAME_SIZE plain bytes, its TOC framed after it as it is (it names plain offsets),
-    every checksum recomputed."""
-    assert s.toc_plain is not None
-    toc, root = s.toc_plain
-    header = s.data[:HEADER_SIZE]
-    out = io.BytesIO()
-    frames = FrameWriter(out, MIN_FRAME_SIZE, 1, head=HEAD_FRAME)
-    try:
-        frames.write(section)
-        frames.end_data()
-        frames.write(toc)
-        stored = frames.close(root)
-    finally:
-        frames.abort()
-    new = Trailer.compressed(stored, zlib.crc32(section), s.trailer.threshold)
-    return header + out.getvalue() + new.pack(header)
+    """A compressed sample with the plain data ``section``: the frames that hold what changed
+    made again as they were made (raw, shuffled, with their dictionary), the TOC's frames as
+    they are (the TOC names plain offsets), every checksum recomputed (``fuzz_frames``)."""
+    assert s.section is not None and s.plain is not None
+    sec = ff.with_data(s.section, s.plain, section, s.dict_content)
+    return _zarchive(s, ff.build_section(sec), zlib.crc32(section))
 
 
 def _crafted_data(s: Sample, section: bytes, desc: str) -> Mutation:
@@ -1254,13 +1582,17 @@ def m_value(rng: random.Random, s: Sample, corpus: list[Sample]) -> Mutation | N
     a byte of a NumPy array's header (its descr or shape) changed; the data CRC recomputed."""
     t = s.trailer
     section = bytearray(_section(s))
-    strs = [p for p in range(len(section) - 1) if 0xA1 <= section[p] <= 0xBF]  # fixstr markers (or look-alikes)
-    arrays = [
-        p + 2 + width
-        for width, marker in ((1, 0xC7), (2, 0xC8), (4, 0xC9))
-        for p in range(len(section) - 2 - width)
-        if section[p] == marker and section[p + 1 + width] == 78
-    ]
+    if "values" not in s.cache:  # (once per sample: a scan of its bytes)
+        s.cache["values"] = (
+            [p for p in range(len(section) - 1) if 0xA1 <= section[p] <= 0xBF],  # fixstr markers (or look-alikes)
+            [
+                p + 2 + width
+                for width, marker in ((1, 0xC7), (2, 0xC8), (4, 0xC9))
+                for p in range(len(section) - 2 - width)
+                if section[p] == marker and section[p + 1 + width] == 78
+            ],
+        )
+    strs, arrays = s.cache["values"]
     if arrays and (not strs or rng.random() < 0.4):
         at = rng.choice(arrays) + 4 + rng.randrange(12)  # past the header's length: its descr and shape
         if at >= len(section):
@@ -1297,6 +1629,519 @@ def m_datashift(rng: random.Random, s: Sample, corpus: list[Sample]) -> Mutation
     return _crafted_data(s, section, desc + ", trailer offsets and CRC recomputed")
 
 
+# ---- 2.1 compressed sections: crafted tables, dictionaries, raw frames, TOC frames ---------------
+#
+# Each of these takes a 2.1 sample's section apart (``fuzz_frames``), changes one thing and lays
+# it out again with every offset and CRC computed anew (page tables, index, trailer; node CRCs
+# for TOC edits): a reader can tell only by checking that the parts agree. Page tables hold
+# ``per_page`` frames, chosen at random (1, 2, 3 or the writer's), so that several pages are
+# exercised too.
+
+_U32, _U64 = 2**32 - 1, 2**64 - 1
+
+
+def _zarchive(s: Sample, section: bytes, data_crc: int | None = None) -> bytes:
+    """The sample's header, ``section`` and a trailer for it (the data CRC kept unless given)."""
+    header = s.data[:HEADER_SIZE]
+    crc = s.trailer.data_crc if data_crc is None else data_crc
+    return header + section + Trailer.compressed(len(section), crc, s.trailer.threshold).pack(header)
+
+
+def _per_page(rng: random.Random, sec: ff.Section) -> int:
+    return rng.choice([sec.per_page, sec.per_page, 1, 2, 3])
+
+
+def _clamp(x: int, top: int) -> int:
+    return min(max(0, x), top)
+
+
+def _zmutation(s: Sample, section: bytes, desc: str, region: str = "tables", data_crc: int | None = None) -> Mutation:
+    return Mutation(_zarchive(s, section, data_crc), desc, region, crafted="toc" if region == "toc" else "tables")
+
+
+def m_zindex(rng: random.Random, s: Sample, corpus: list[Sample]) -> Mutation | None:
+    """A field of the section's index changed, its CRC recomputed: the data/TOC split (the
+    root moved along, the data CRC recomputed), the root node, the frame count, frames per
+    page, a page's or a dictionary's place, the counts, the footer's size or descriptor."""
+    sec = s.section
+    if sec is None or s.plain is None or s.toc_plain is None:
+        return None
+    per_page = _per_page(rng, sec)
+    what = rng.choice(["split", "split", "root", "root", "frames", "per_page", "page", "page", "dict", "counts"])
+    what = rng.choice([what, what, "footer", "lengths"])
+    stream = s.plain + s.toc_plain[0]
+    desc: list[str] = []
+    crc: list[int] = []
+
+    def edit(t: ff.Tables) -> None:
+        if what == "split":  # data and TOC meet elsewhere: at another frame's start, or inside one
+            starts = list(accumulate((f.plain for f in sec.frames), initial=0))
+            k = rng.choice([1, -1, 2, -3, rng.choice(starts) - t.data, -t.data, t.toc])
+            k = max(-t.data, min(k, t.toc))
+            t.data, t.toc = t.data + k, t.toc - k
+            moved = t.root_len and rng.random() < 0.7
+            if moved:
+                t.root_pos = _clamp(t.root_pos - k, _U64)
+            crc.append(zlib.crc32(stream[: t.data]))
+            desc.append(f"data/TOC split moved by {k}{', the root with it' if moved else ''}, data CRC recomputed")
+        elif what == "root":
+            how = rng.randrange(4)
+            old = (t.root_pos, t.root_len)
+            if how == 0:
+                t.root_pos = _clamp(t.root_pos + rng.choice([1, -1, 4, -4]), _U64)
+            elif how == 1:
+                t.root_len = _clamp(t.root_len + rng.choice([1, -1, 4, -4, -t.root_len]), _U32)
+            elif how == 2 and s.vtoc is not None:  # another node as the root
+                base = HEADER_SIZE + len(stream) - len(s.toc_plain[0])
+                other = rng.choice([it for it in s.vtoc[0] if it.kind == "node"])
+                t.root_pos, t.root_len = other.pos - base, other.size
+            else:
+                t.root_pos, t.root_len = rng.choice([(_U64 >> 1, t.root_len), (t.root_pos, _U32), (0, 0)])
+            desc.append(f"root {old} -> {(t.root_pos, t.root_len)}")
+        elif what == "frames":
+            old = t.frames
+            t.frames = _clamp(rng.choice([old + 1, old - 1, 0, _U32]), _U32)
+            desc.append(f"frame count {old} -> {t.frames}")
+        elif what == "per_page":
+            old = t.per_page
+            t.per_page = _clamp(rng.choice([old + 1, old - 1, 0, _U32, 2 * old]), _U32)
+            desc.append(f"frames per page {old} -> {t.per_page}")
+        elif what == "page" and t.pages:
+            p = rng.randrange(len(t.pages))
+            how = rng.randrange(5)
+            if how == 0 and len(t.pages) > 1:
+                q = rng.randrange(len(t.pages))
+                t.pages[p], t.pages[q] = t.pages[q], t.pages[p]
+                desc.append(f"pages {p} and {q} swapped")
+            elif how == 1:
+                t.pages.pop()
+                if rng.random() < 0.5:
+                    t.npages -= 1
+                desc.append(f"the last page dropped, {t.npages} stated")
+            elif how == 2:
+                t.pages.insert(p, list(t.pages[p]))
+                if rng.random() < 0.5:
+                    t.npages += 1
+                desc.append(f"page {p} listed twice, {t.npages} stated")
+            else:
+                f = rng.randrange(4)
+                old = t.pages[p][f]
+                top = _U32 if f == 3 else _U64
+                t.pages[p][f] = _clamp(old + rng.choice([1, -1, 8, -8, 12, -12, t.pages[p][3], 2**32]), top)
+                name = ["offset", "first logical", "first stored", "size"][f]
+                desc.append(f"page {p} {name} {old} -> {t.pages[p][f]}")
+        elif what == "dict":
+            how = rng.randrange(4)
+            if how == 0 or not t.dicts:  # a dictionary no frame needs, or one in a page table's place
+                place = [t.pages[0][0], t.pages[0][3], 64] if t.pages and rng.random() < 0.5 else [0, 16, 1 << 16]
+                t.dicts.append(place)
+                t.ndicts += 1
+                desc.append(f"dictionary {place} added")
+            elif how == 1:
+                t.dicts.pop()
+                if rng.random() < 0.5:
+                    t.ndicts -= 1
+                desc.append(f"the last dictionary dropped, {t.ndicts} stated")
+            else:
+                d, f = rng.randrange(len(t.dicts)), rng.randrange(3)
+                old = t.dicts[d][f]
+                top = _U64 if f == 0 else _U32
+                deltas = [1, -1, 8, -8, 2**20] + ([-old, MAX_DICT + 1 - old, old] if f == 2 else [])
+                t.dicts[d][f] = _clamp(old + rng.choice(deltas), top)
+                desc.append(f"dictionary {d + 1} {['offset', 'record size', 'plain size'][f]} {old} -> {t.dicts[d][f]}")
+        elif what == "counts":
+            if rng.random() < 0.5:
+                t.npages = _clamp(t.npages + rng.choice([1, -1]), _U32)
+            else:
+                t.ndicts = _clamp(t.ndicts + rng.choice([1, -1]), _U32)
+            desc.append(f"counts stated: {t.npages} pages, {t.ndicts} dictionaries")
+        elif what == "footer":
+            if rng.random() < 0.6:
+                t.size_delta = rng.choice([1, -1, 4, -4, 9, -9, 2**31])
+                desc.append(f"footer size {t.size_delta:+}")
+            else:
+                t.descriptor = rng.choice([0, 0x7D, 0xFC, 0x80, 0x3C, 0x78])
+                desc.append(f"footer descriptor {t.descriptor:#x}")
+        else:  # the plain lengths, one without the other
+            name = rng.choice(["data", "toc"])
+            old = getattr(t, name)
+            setattr(t, name, _clamp(old + rng.choice([1, -1, 64, 1 << 20, -old, 2**40]), _U64))
+            desc.append(f"{name} length {old} -> {getattr(t, name)}")
+
+    section = ff.build_section(sec, per_page, edit_index=edit)
+    if not desc:
+        return None
+    return _zmutation(s, section, f"zindex: {desc[0]} ({per_page} frames a page)", data_crc=crc[0] if crc else None)
+
+
+def m_zpage(rng: random.Random, s: Sample, corpus: list[Sample]) -> Mutation | None:
+    """A frame's entry in its page table changed, the CRC recomputed (the index's page
+    offsets follow the sums): stored or plain sizes (moved from the next frame or not: frames
+    overlap, leave gaps, or claim more than they hold), a bomb (a large plain size, the
+    section's plain length grown to match or not), zero sizes, filter codes and parameters,
+    dictionary numbers, two entries swapped, a page's stated count."""
+    sec = s.section
+    if sec is None:
+        return None
+    per_page = _per_page(rng, sec)
+    n = len(sec.frames)
+    i = rng.randrange(n)
+    p, k = divmod(i, per_page)
+    in_data = i < sec.data_frames()
+    what = rng.choice(["stored", "stored", "plain", "plain", "bomb", "zero", "code", "param", "dict", "swap", "count"])
+    desc: list[str] = []
+
+    def edit(t: ff.Tables) -> None:
+        e = t.entries[p][k]
+        nxt = t.entries[(i + 1) // per_page][(i + 1) % per_page] if i + 1 < n else None
+        moved = nxt is not None and rng.random() < 0.7  # the next frame gives or takes as much
+        length = "data" if in_data else "toc"
+        if what in ("stored", "plain", "zero"):
+            f = 0 if what == "stored" or (what == "zero" and rng.random() < 0.5) else 1
+            d = -e[f] if what == "zero" else rng.choice([1, -1, 2, -4, 9, -(e[f] // 2), e[f]])
+            d = max(d, -e[f])
+            e[f] += d
+            if moved and nxt is not None:
+                nxt[f] = _clamp(nxt[f] - d, _U32)
+            elif f == 1 and rng.random() < 0.5:  # the section's plain length follows
+                setattr(t, length, _clamp(getattr(t, length) + d, _U64))
+            which = "stored" if f == 0 else "plain"
+            desc.append(f"frame {i} {which} size {d:+}{', the next frame the opposite' if moved else ''}")
+        elif what == "bomb":
+            new = rng.choice([MAX_FRAME, MAX_FRAME + 1, RAW_MAX + 1, 64 * e[1], 2**31, _U32])
+            d = new - e[1]
+            e[1] = _clamp(new, _U32)
+            if rng.random() < 0.6:
+                setattr(t, length, getattr(t, length) + d)
+            desc.append(f"frame {i} claims {e[1]} plain bytes ({length} {getattr(t, length)})")
+        elif what == "code":
+            e[2] = rng.choice([NO_FILTER, SHUFFLE, RAW, 3, 255])
+            if rng.random() < 0.8:
+                e[3] = rng.choice([2, 4, 8, 3, min(e[1], 255)]) if e[2] == SHUFFLE else 0
+            desc.append(f"frame {i} filter {e[2]} parameter {e[3]}")
+        elif what == "param":
+            e[3] = rng.choice([0, 1, 2, 3, 4, 8, 9, 255])
+            desc.append(f"frame {i} filter {e[2]} parameter {e[3]}")
+        elif what == "dict":
+            e[4] = rng.choice([0, 1, 1, len(sec.dicts), len(sec.dicts) + 1, 65535])
+            desc.append(f"frame {i} dictionary {e[4]} (the section has {len(sec.dicts)})")
+        elif what == "swap" and n > 1:
+            j = rng.choice([x for x in range(n) if x != i])
+            other = t.entries[j // per_page][j % per_page]
+            e[:], other[:] = list(other), list(e)
+            desc.append(f"frames {i} and {j} swapped in the page tables")
+        else:
+            if rng.random() < 0.5:
+                t.counts[p] = _clamp(t.counts[p] + rng.choice([1, -1]), _U32)
+                desc.append(f"page {p} states {t.counts[p]} frames of {len(t.entries[p])}")
+            else:
+                del t.entries[p][k]
+                t.counts[p] -= 1
+                desc.append(f"frame {i}'s entry dropped from page {p}")
+
+    section = ff.build_section(sec, per_page, edit_pages=edit)
+    if not desc:
+        return None
+    # a filter is taken from the table (nothing in a frame names it): a data frame's changed
+    # filter changes the plain data, which lazy reads do not checksum (a TOC frame's, nodes' CRCs)
+    region = "data" if in_data and what in ("code", "param", "swap") else "tables"
+    return _zmutation(s, section, f"zpage: {desc[0]} ({per_page} frames a page)", region)
+
+
+def _dict_content(record: bytes, plain: int) -> bytes:
+    content: bytes = zstandard().ZstdDecompressor().decompress(bytes(dictionary_frame(record)), max_output_size=plain)
+    return content
+
+
+def m_zdict(rng: random.Random, s: Sample, corpus: list[Sample]) -> Mutation | None:
+    """A dictionary record changed, the section laid out again: its zstd frame swapped for
+    another (of its content with a byte changed, shorter or longer, of other data, without a
+    checksum or a content size, a raw frame, bytes that are no frame), its declared size
+    wrong, its record's header changed."""
+    sec = s.section
+    if sec is None or not sec.dicts or s.plain is None:
+        return None
+    zstd = zstandard()
+    new = sec.copy()
+    d = rng.randrange(len(sec.dicts))
+    record, plain = sec.dicts[d]
+    content = _dict_content(record, plain)
+    what = rng.choice(["byte", "byte", "length", "other", "nochecksum", "nosize", "raw", "garbage", "declared"])
+    what = rng.choice([what, "record"]) if rng.random() < 0.2 else what
+    frame = bytes(dictionary_frame(record))
+    if what == "byte":
+        changed = bytearray(content)
+        at = rng.randrange(len(changed))
+        changed[at] ^= rng.randrange(1, 256)
+        frame = zstd.ZstdCompressor(level=3, write_checksum=True).compress(bytes(changed))
+        desc = f"byte {at} of its content changed"
+    elif what == "length":
+        k = rng.choice([1, 64, 4096])
+        changed = content[:-k] if rng.random() < 0.5 else content + content[:k]
+        frame = zstd.ZstdCompressor(level=3, write_checksum=True).compress(changed)
+        if rng.random() < 0.7:
+            plain = len(changed)
+        desc = f"content of {len(changed)} bytes, {plain} declared"
+    elif what == "other":
+        other = (s.plain * (1 + len(content) // max(len(s.plain), 1)))[rng.randrange(len(s.plain)) :][: len(content)]
+        frame = zstd.ZstdCompressor(level=3, write_checksum=True).compress(other)
+        plain = len(other)
+        desc = f"a frame of other data ({len(other)} bytes)"
+    elif what == "nochecksum":
+        frame = zstd.ZstdCompressor(level=3, write_checksum=False).compress(content)
+        desc = "a frame of its content without a checksum"
+    elif what == "nosize":
+        frame = zstd.ZstdCompressor(level=3, write_checksum=True, write_content_size=False).compress(content)
+        desc = "a frame of its content without its size"
+    elif what == "raw" and len(content) <= RAW_MAX:
+        checksum = zstd.ZstdCompressor(write_checksum=True).compress(content)[-4:]
+        frame = bytes(pack_raw_frame(content, checksum))
+        desc = "its content as a raw frame (the same dictionary)"
+    elif what == "garbage":
+        frame = bytes(rng.randrange(256) for _ in range(len(frame)))
+        desc = "bytes that are no zstd frame"
+    elif what == "declared":
+        old = plain
+        plain = _clamp(plain + rng.choice([1, -1, -plain, MAX_DICT + 1 - plain, plain]), _U32)
+        desc = f"declared plain size {old} -> {plain}"
+    else:
+        what = "record"
+    record = ff.dictionary_record(frame)
+    if what == "record":
+        changed_record = bytearray(record)
+        at = rng.randrange(12)
+        changed_record[at] ^= 1 << rng.randrange(8)
+        record = bytes(changed_record)
+        desc = f"record header byte {at} changed"
+    new.dicts[d] = (record, plain)
+    section = ff.build_section(new, _per_page(rng, sec))
+    return _zmutation(s, section, f"zdict: dictionary {d + 1}: {desc}")
+
+
+def m_zraw(rng: random.Random, s: Sample, corpus: list[Sample]) -> Mutation | None:
+    """Raw frames (filter 2, read in place): a header byte or the checksum changed, the frame
+    made shorter or longer, a zstd frame labelled raw (or a raw one labelled otherwise), a raw
+    frame's plain size grown (the next frame's shrunk, or the section's grown): in-place reads
+    past its end."""
+    sec = s.section
+    if sec is None:
+        return None
+    raws = [i for i, f in enumerate(sec.frames) if f.code == RAW]
+    others = [i for i, f in enumerate(sec.frames) if f.code != RAW]
+    new = sec.copy()
+    per_page = _per_page(rng, sec)
+    what = rng.choice(["header", "header", "checksum", "short", "long", "relabel", "unraw", "past", "past"])
+    if not raws or what == "relabel" and others:
+        i = rng.choice(others)
+        what = "relabel"
+    else:
+        i = rng.choice(raws)
+    f = new.frames[i]
+    desc: list[str] = []
+    if what in ("header", "checksum", "short", "long"):
+        stored = bytearray(f.stored)
+        if what == "header":
+            at = rng.randrange(RAW_HEAD)
+            stored[at] = rng.choice([stored[at] ^ (1 << rng.randrange(8)), 0, 0xFF, stored[at] + 1 & 0xFF])
+            desc.append(f"raw frame {i}: header byte {at} = {stored[at]:#04x}")
+        elif what == "checksum":
+            stored[-1 - rng.randrange(4)] ^= 1 << rng.randrange(8)
+            desc.append(f"raw frame {i}: checksum changed")
+        elif what == "short":
+            k = rng.choice([1, 4, 5])
+            del stored[-k:]
+            desc.append(f"raw frame {i}: its last {k} bytes gone (the page says so)")
+        else:
+            k = rng.choice([1, 4, 16])
+            stored += bytes(rng.randrange(256) for _ in range(k))
+            desc.append(f"raw frame {i}: {k} bytes after its checksum (the page says so)")
+        f.stored = bytes(stored)
+        section = ff.build_section(new, per_page)
+        return _zmutation(s, section, f"zraw: {desc[0]} ({per_page} frames a page)")
+
+    def edit(t: ff.Tables) -> None:
+        e = t.entries[i // per_page][i % per_page]
+        if what == "relabel":
+            old = e[2]
+            e[2], e[3] = RAW, 0
+            desc.append(f"frame {i} (filter {old}) labelled raw")
+        elif what == "unraw":
+            e[2] = rng.choice([NO_FILTER, SHUFFLE])
+            e[3] = rng.choice([2, 4]) if e[2] == SHUFFLE else 0
+            desc.append(f"raw frame {i} labelled filter {e[2]} parameter {e[3]}")
+        else:
+            d = rng.choice([1, 4, 16, 4096, RAW_MAX])
+            e[1] = _clamp(e[1] + d, _U32)  # (its plain size, so it no longer fits the frame)
+            if i + 1 < len(sec.frames) and rng.random() < 0.6:
+                nxt = t.entries[(i + 1) // per_page][(i + 1) % per_page]
+                nxt[1] = _clamp(nxt[1] - d, _U32)
+                desc.append(f"raw frame {i} plain size {d:+}, the next frame's {-d:+}")
+            else:
+                name = "data" if i < sec.data_frames() else "toc"
+                setattr(t, name, getattr(t, name) + d)
+                desc.append(f"raw frame {i} plain size {d:+}, the {name} length with it")
+
+    section = ff.build_section(new, per_page, edit_pages=edit)
+    region = "data" if what == "unraw" and i < sec.data_frames() else "tables"  # (as in zpage: a filter)
+    return _zmutation(s, section, f"zraw: {desc[0]} ({per_page} frames a page)", region)
+
+
+def _toc_cuts(rng: random.Random, size: int, root: int) -> list[int]:
+    """Where frames of a TOC of ``size`` bytes end: as writers cut it (``TOC_FRAME`` bytes, the
+    root node starting a frame), in one frame, or in small frames that cut nodes in two."""
+    how = rng.randrange(3)
+    if how == 0:
+        cuts = sorted({*range(TOC_FRAME, size, TOC_FRAME), root, size} - {0})
+    elif how == 1:
+        cuts = [size]
+    else:
+        step = max(rng.choice([7, 50, 300, 2000]), size // 100)  # at most about 200 frames
+        cuts, at = [], 0
+        while at < size:
+            at = min(size, at + rng.randrange(1, step + 1))
+            cuts.append(at)
+    return cuts
+
+
+def _zreframed_toc(rng: random.Random, s: Sample, virtual: bytes, desc: str) -> Mutation:
+    """A 2.1 mutation from a TOC edit made on the sample's plain ``virtual`` archive: its TOC
+    framed again into the section (the data's frames and the dictionaries as they are)."""
+    assert s.section is not None
+    t = unpack_trailer(virtual[-TRAILER_SIZE:], len(virtual), virtual[:HEADER_SIZE])
+    toc = virtual[t.toc_off : t.toc_off + t.toc_len]
+    cuts = _toc_cuts(rng, len(toc), t.root_pos)
+    sec = ff.with_toc(s.section, toc, (t.root_pos, t.root_len), cuts)
+    per_page = _per_page(rng, sec)
+    section = ff.build_section(sec, per_page)
+    return _zmutation(s, section, f"{desc} (2.1: TOC in {len(cuts)} frames, {per_page} a page)", region="toc")
+
+
+def m_ztoc(rng: random.Random, s: Sample, corpus: list[Sample]) -> Mutation | None:
+    """A TOC node of a 2.1 archive changed as ``toc`` changes a plain archive's (types 7 and
+    8 included: a fuse's seed and shape fields, a compact dict's key and value lengths), node
+    CRCs recomputed, the TOC framed again."""
+    if s.vtoc is None or s.virtual is None:
+        return None
+    bad, desc = _toc_edit(rng, s.virtual, s.vtoc)
+    return _zreframed_toc(rng, s, bad, desc)
+
+
+def m_zhash(rng: random.Random, s: Sample, corpus: list[Sample]) -> Mutation | None:
+    """A hash index region of a 2.1 archive changed as ``index`` changes a plain archive's (a
+    fuse's slots, chunk CRCs, block offsets, its shape), CRCs recomputed, the TOC framed again."""
+    if s.vtoc is None or s.virtual is None:
+        return None
+    made = _index_edit(rng, s.virtual, s.vtoc)
+    return None if made is None else _zreframed_toc(rng, s, made[0], made[1])
+
+
+def _shuffled(piece: bytes, element: int) -> bytes:
+    return b"".join(piece[k::element] for k in range(element))
+
+
+MANY_DICTS_SHARE = 0.05  # of the zlayout cases: dictionaries of the largest size, one per frame
+_BIG_DICT: list[bytes] = []  # its record, made once per process
+
+
+def _many_dictionaries(rng: random.Random, s: Sample) -> Mutation:
+    """A valid layout a writer would not make: the data in ``n`` frames, each naming a
+    dictionary of its own, every dictionary the largest a reader takes (``MAX_DICT`` zeros;
+    their records all one, a few hundred bytes). (The frames do not refer into them:
+    compressed without one, a frame decompresses alike with any raw-content dictionary.) It
+    must read back. It found that readers kept every dictionary loaded (with 16 MB ones then:
+    MemoryError), and then that loading them again cost 16 MB each."""
+    assert s.section is not None and s.plain is not None
+    if not _BIG_DICT:
+        zstd = zstandard()
+        _BIG_DICT.append(
+            ff.dictionary_record(zstd.ZstdCompressor(level=19, write_checksum=True).compress(bytes(MAX_DICT)))
+        )
+    # (60 of 1 MB fit the reader's 64 MB of kept dictionaries: more are loaded again when reads
+    # take turns among them, each load costing what a 1 MB frame does, which reading a block of
+    # a hash-indexed dict cut in 80 frames does ~1000 times in the walk: past the timeout)
+    n = min(rng.choice([16, 60]), len(s.plain))
+    cuts = [len(s.plain) * k // n for k in range(n + 1)]
+    frames = []
+    for d, (a, b) in enumerate(itertools.pairwise(cuts)):
+        frame = ff.compress(s.plain[a:b], raw_ok=False)
+        frame.dict = d + 1
+        frames.append(frame)
+    new = s.section.copy()
+    new.frames = frames + new.frames[s.section.data_frames() :]
+    new.dicts = [(_BIG_DICT[0], MAX_DICT)]
+
+    def edit(t: ff.Tables) -> None:  # n entries in the index, one record
+        t.dicts = [list(t.dicts[0]) for _ in range(n)]
+        t.ndicts = n
+
+    section = ff.build_section(new, rng.choice([1, 512]), edit_index=edit)
+    desc = f"zlayout: {n} data frames, each with a dictionary of its own of {MAX_DICT} bytes (one record)"
+    return Mutation(_zarchive(s, section), desc, "none", crafted="none")
+
+
+def m_zlayout(rng: random.Random, s: Sample, corpus: list[Sample]) -> Mutation | None:
+    """No change to what the archive holds, a layout no writer makes: the data in frames of
+    random sizes (zstd, raw, byte-shuffled or with the section's dictionary, at random), the
+    TOC in random frames, page tables of a few frames. The archive must read back."""
+    sec = s.section
+    if sec is None or s.plain is None or s.toc_plain is None:
+        return None
+    if rng.random() < MANY_DICTS_SHARE:
+        return _many_dictionaries(rng, s)
+    dicts = s.dict_content
+    new = sec.copy()
+    data: list[ff.Frame] = new.frames[: sec.data_frames()]
+    kinds: Counter = Counter()
+    if rng.random() < 0.7:
+        data, at = [], 0
+        step = max(rng.choice([64, 1000, 20000, 70000]), len(s.plain) // 20)  # at most about 40 frames
+        while at < len(s.plain):
+            size = min(len(s.plain) - at, rng.randrange(1, step + 1))
+            data.append(_any_frame(rng, s.plain[at : at + size], dicts, kinds))
+            at += size
+    toc, root = s.toc_plain
+    cuts = _toc_cuts(rng, len(toc), root[0]) if toc else []
+    toc_kinds: Counter = Counter()
+    if rng.random() < 0.5:  # as writers frame a TOC (zstd, or raw when that does not shrink it)
+        toc_frames = ff.frames_of(toc, cuts)
+    else:  # a TOC's frames made as any frame may be: shuffled, with a dictionary (writers never do)
+        toc_frames = [_any_frame(rng, toc[a:b], dicts, toc_kinds) for a, b in itertools.pairwise([0, *cuts])]
+    new.frames = data + toc_frames
+    per_page = rng.choice([sec.per_page, 1, 2, 3, 5])
+    section = ff.build_section(new, per_page)
+    made = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items())) or "as they were"
+    in_toc = ", ".join(f"{n} {k}" for k, n in sorted(toc_kinds.items())) or "as writers make them"
+    desc = f"zlayout: data frames {made}; TOC in {len(cuts)} frames ({in_toc}); {per_page} frames a page"
+    return Mutation(_zarchive(s, section), desc, "none", crafted="none")
+
+
+def _any_frame(rng: random.Random, piece: bytes, dicts: list[bytes], kinds: Counter) -> ff.Frame:
+    """A frame of ``piece`` made at random as the format allows: zstd at levels 1 to 5, raw,
+    byte-shuffled by an element size that divides it, or with one of the ``dicts``."""
+    zstd = zstandard()
+    size = len(piece)
+    kind = rng.choice(["zstd", "zstd", "raw", "shuffle", "dict"])
+    elements = [e for e in (2, 4, 8, 9) if size % e == 0]
+    if kind == "raw" and size <= RAW_MAX:
+        checksum = zstd.ZstdCompressor(write_checksum=True).compress(piece)[-4:]
+        frame = ff.Frame(pack_raw_frame(piece, checksum), size, RAW)
+    elif kind == "shuffle" and elements:
+        element = rng.choice(elements)
+        compressor = zstd.ZstdCompressor(level=rng.randrange(1, 6), write_checksum=True)
+        frame = ff.Frame(compressor.compress(_shuffled(piece, element)), size, SHUFFLE, element)
+    elif kind == "dict" and dicts:
+        d = rng.randrange(len(dicts))
+        raw = zstd.ZstdCompressionDict(dicts[d], dict_type=zstd.DICT_TYPE_RAWCONTENT)
+        compressor = zstd.ZstdCompressor(level=rng.randrange(1, 6), write_checksum=True, dict_data=raw)
+        frame = ff.Frame(compressor.compress(piece), size, NO_FILTER, 0, d + 1)
+    else:
+        kind = "zstd"
+        compressor = zstd.ZstdCompressor(level=rng.randrange(1, 6), write_checksum=True)
+        frame = ff.Frame(compressor.compress(piece), size)
+    kinds[kind] += 1
+    return frame
+
+
 MUTATORS = {
     "bitflip": m_bitflip,
     "overwrite": m_overwrite,
@@ -1310,6 +2155,13 @@ MUTATORS = {
     "datacrc": m_datacrc,
     "datashift": m_datashift,
     "value": m_value,
+    "zindex": m_zindex,
+    "zpage": m_zpage,
+    "zdict": m_zdict,
+    "zraw": m_zraw,
+    "ztoc": m_ztoc,
+    "zhash": m_zhash,
+    "zlayout": m_zlayout,
 }
 
 
@@ -1332,7 +2184,7 @@ def make_case(ctx: Context, case_id: str) -> tuple[Sample, str, Mutation]:
     (a flip of bit POS % 8 at byte POS) or ``valid:SAMPLE`` (unchanged: must read back)."""
     if case_id.startswith("valid:"):
         s = ctx.by_name[case_id[6:]]
-        return s, "none", Mutation(s.data, "unchanged", "none", crafted="none")
+        return s, "none", Mutation(s.data, "unchanged", "none", crafted="none", copy=True)
     if case_id.startswith("sweep:"):
         _, name, pos_text = case_id.split(":")
         s = ctx.by_name[name]
@@ -1341,13 +2193,30 @@ def make_case(ctx: Context, case_id: str) -> tuple[Sample, str, Mutation]:
         bad[pos] ^= 1 << (pos % 8)
         return s, "sweep", Mutation(bytes(bad), f"bitflip {pos}.{pos % 8} ({s.region(pos)})", s.region(pos))
     rng = random.Random(case_id)
-    s = rng.choice(ctx.corpus)
+    s = rng.choice([x for x in ctx.corpus if any(_applies(k, x) for k in ctx.kinds)] or ctx.corpus)
+    kinds = [(k, w) for k, w in zip(ctx.kinds, ctx.weights, strict=True) if _applies(k, s)]
     for _ in range(20):
-        kind = rng.choices(ctx.kinds, ctx.weights)[0]
+        kind = rng.choices([k for k, _ in kinds], [w for _, w in kinds])[0] if kinds else "bitflip"
         mut = MUTATORS[kind](rng, s, ctx.corpus)
         if mut is not None and mut.data != s.data:
+            mut.copy = rng.random() < COPY_SHARE
             return s, kind, mut
-    return s, "bitflip", m_bitflip(rng, s, ctx.corpus)
+    while True:  # (a bit flipped twice is no change)
+        mut = m_bitflip(rng, s, ctx.corpus)
+        if mut.data != s.data:
+            return s, "bitflip", mut
+
+
+def _applies(kind: str, s: Sample) -> bool:
+    """Whether mutations of ``kind`` can change ``s`` (its structures: a TOC, a 2.1 section,
+    dictionaries, hash indexes)."""
+    if kind in ("toc", "index"):
+        return s.toc is not None and (kind == "toc" or any(it.kind == "region" for it in s.toc[0]))
+    if kind in ("ztoc", "zhash"):
+        return s.vtoc is not None and (kind == "ztoc" or any(it.kind == "region" for it in s.vtoc[0]))
+    if kind == "zdict":
+        return s.section is not None and bool(s.section.dicts)
+    return s.section is not None if kind.startswith("z") else True
 
 
 @dataclass
@@ -1413,6 +2282,9 @@ def evaluate(s: Sample, mut: Mutation, keep_tb: bool = False) -> tuple[str, dict
     truth, expected = s.truth, s.expected
     if mut.truth == "decode":
         truth, expected = _decoded_truth(s, mut)
+    outside = _OUTSIDE
+    if outside is not None:
+        outside.clear()
     opened = _run(lambda: msglc.LazyReader(mut.data, cached=False), keep_tb)
     stages["open"] = opened
     if opened.error is None:
@@ -1424,16 +2296,23 @@ def evaluate(s: Sample, mut: Mutation, keep_tb: bool = False) -> tuple[str, dict
             if not isinstance(e if e is not _NO_TRUTH else o, type)
         ]
         steps = {
+            "inspect": lambda: _inspect(r),
             "walk": lambda: _root_api(r),
             "iter": lambda: walk_iter(r.read()),
             "paths": lambda: [_path_value(r, p) for p in s.paths],
             "many": lambda: [_whole(v) for v in r.read_many(wanted)],
+            "stream": lambda: _stream_reads(mut.data, wanted, not s.big),
             "root_to_obj": lambda: _root_to_obj(r),
             "to_obj": r.to_obj,
             "verify": r.verify,
+            "copy": lambda: _copies(mut.data),
         }
-        if s.deep:  # the harness's walks recurse per level: the other stages read it all
+        if s.deep or s.big:  # the harness's walks recurse per level, or take long: the other stages read it all
             del steps["walk"], steps["iter"]
+        if s.section is None:  # (for what compressed sections do differently: frames fetched, copied)
+            del steps["stream"], steps["copy"]
+        elif not mut.copy or s.big and mut.crafted != "none":
+            del steps["copy"]
         try:
             for name, step in steps.items():
                 stages[name] = _run(step, keep_tb)
@@ -1445,6 +2324,8 @@ def evaluate(s: Sample, mut: Mutation, keep_tb: bool = False) -> tuple[str, dict
     with deep_limit():
         _compare(stages, truth, expected, s)
         cls, why = classify(s, mut, stages, truth)
+    if outside and cls not in ("hang", "memory"):  # asked for bytes the file does not have
+        cls, why = "read-outside-file", outside[0]
     if mut.crafted == "none" and cls != "ok":  # a valid archive that does not read back
         cls, why = "valid-fails", f"{cls}: {why}"
     return cls, stages, why
@@ -1480,6 +2361,81 @@ class _Raised:
         self.cls = cls
 
 
+def _stream_reads(data: bytes, wanted: list, root: bool) -> tuple[list, Any]:
+    """``read_many`` batched (``max_gap``) and the lazy root's ``to_obj()`` (``root``; else
+    None), read through a file object: a source that is not in memory, so that reads gather
+    frames in requests (``fetch_many``) and arrays are read into fresh buffers (``read_into``)."""
+    with msglc.LazyReader(io.BytesIO(data), cached=False) as r:
+        return [_whole(v) for v in r.read_many(wanted, max_gap=4096)], _root_to_obj(r) if root else _MISSING
+
+
+class CopyInvalid(Exception):
+    """A copy of the archive (``combine``, a repack) was written, but does not verify."""
+
+
+def _copies(data: bytes) -> list:
+    """The archive's value as two copies of it hold it, each verified: ``combine`` of it
+    (its frames copied as they are, with their dictionaries, each checked) and a repack
+    (``dumps`` of its reader: the same copy). A copy checks its input's data as it copies
+    it, not the nodes: a copy that was written must hold the input's value, and verify
+    unless the input does not (``bad-copy``)."""
+    copies = []
+    for how in ("combine", "repack"):
+        if how == "combine":
+            out = io.BytesIO()
+            msglc.combine(out, [FileInfo(data, "x")])
+            made = out.getvalue()
+        else:
+            with msglc.LazyReader(data) as r:
+                made = msglc.dumps(r)
+        try:
+            with msglc.LazyReader(made) as c:
+                c.verify()
+                value = c.to_obj()
+        except Exception as e:  # noqa: BLE001 - any failure of a written copy is the finding
+            raise CopyInvalid(f"the {how} copy does not verify: {type(e).__name__}: {e}") from None
+        copies.append(value["x"] if how == "combine" else value)
+    return copies
+
+
+def _inspect(r: msglc.LazyReader) -> None:
+    """What a user inspects: the layout, the frames of a compressed archive and the
+    dictionaries they name."""
+    r.info()
+    names = {f.dictionary for f in r.frames()}
+    for d in sorted(names - {0}):
+        r.dictionary(d)
+
+
+# reads a source was asked for outside the file (offset, size, file size, where), in workers
+_OUTSIDE: list[str] | None = None
+
+
+def watch_reads() -> None:
+    """Record every read of an in-memory archive that asks for bytes outside it (the source
+    refuses it, but a reader checks every offset against the file before it reads): a bug
+    class of its own. Installed in the worker processes and ``--replay`` only."""
+    global _OUTSIDE
+    if _OUTSIDE is not None:
+        return
+    _OUTSIDE = found = []
+
+    def watched(cls: Any) -> None:
+        read = cls.read
+
+        def checked(self: Any, offset: int, size: int) -> Any:
+            if offset < 0 or size < 0 or offset + size > self.size:
+                where = [f for f in traceback.extract_stack()[:-1] if "/msglc/" in f.filename.replace("\\", "/")]
+                at = f"{os.path.basename(where[-1].filename)}:{where[-1].lineno}" if where else "?"
+                found.append(f"read {offset}+{size} of a file of {self.size} bytes, in {at}")
+            return read(self, offset, size)
+
+        cls.read = checked
+
+    watched(BufferSource)  # LazyReader(bytes)
+    watched(StreamSource)  # LazyReader(io.BytesIO(...)): the "stream" stage
+
+
 def _root_to_obj(r: msglc.LazyReader) -> Any:
     root = r.read()
     return root.to_obj() if isinstance(root, (LazyList, LazyDict, LazyArray)) else root
@@ -1504,10 +2460,18 @@ def _compare(stages: dict[str, StageResult], truth: Any, expected: list, s: Samp
                 break
             elif not same(got, want):
                 st.changed = True
+    wanted = [e for e in expected if not isinstance(e, type)]
     st = stages.get("many")
     if st is not None and st.error is None:
-        wanted = [e for e in expected if not isinstance(e, type)]
         st.changed = len(st.value) != len(wanted) or not all(map(same, st.value, wanted))
+    st = stages.get("copy")
+    if st is not None and st.error is None:
+        st.changed = not all(same(v, truth, truth_canon) for v in st.value)
+    st = stages.get("stream")
+    if st is not None and st.error is None:
+        many, root = st.value
+        st.changed = len(many) != len(wanted) or not all(map(same, many, wanted))
+        st.changed |= root is not _MISSING and not same(root, truth, truth_canon)
 
 
 def classify(s: Sample, mut: Mutation, stages: dict[str, StageResult], truth: Any) -> tuple[str, str]:
@@ -1526,6 +2490,8 @@ def classify(s: Sample, mut: Mutation, stages: dict[str, StageResult], truth: An
         if isinstance(e, Inconsistent):
             st.changed = True
             continue
+        if isinstance(e, CopyInvalid):
+            continue
         if isinstance(e, MsglcError):
             documented = True
             continue
@@ -1538,8 +2504,13 @@ def classify(s: Sample, mut: Mutation, stages: dict[str, StageResult], truth: An
                 lookups.append((name, e))
             continue
         return "undocumented", f"{name}: {type(e).__name__} {_short(str(e))} in {st.where}"
-    changed = [name for name, st in stages.items() if st.changed]
     verify_ok = "verify" in stages and stages["verify"].error is None
+    copied = stages.get("copy")
+    if copied is not None and isinstance(copied.error, CopyInvalid) and verify_ok:  # (else it copied
+        return "bad-copy", str(copied.error)  # what verify() refuses, which the copy's verify() finds)
+    if copied is not None and copied.changed:  # a verified copy of other values: nothing excuses it
+        return "bad-copy", "a verified copy holds other values"
+    changed = [name for name, st in stages.items() if st.changed]
     if verify_ok and (changed or lookups):
         what = f"{changed[0]} changed" if changed else f"{lookups[0][0]}: {type(lookups[0][1]).__name__}"
         return "wrong-verify-passes", f"{what}, verify() passed"
@@ -1573,14 +2544,18 @@ def classify(s: Sample, mut: Mutation, stages: dict[str, StageResult], truth: An
 
 def _benign(s: Sample, mut: Mutation) -> bool:
     """A change no reader depends on: bytes nothing refers to, a header end that names the
-    end of the file, or compressed bytes that still decompress to the same data (a zstd
-    stream has bits that do not change its output, and its checksum is of the output)."""
+    end of the file, or compressed bytes that still decompress to the same data, TOC and
+    dictionaries (a zstd stream has bits that do not change its output, and its checksum is
+    of the output)."""
     if mut.region in ("free", "dead"):
         return True
     bad = mut.data
-    if s.plain is not None and mut.region == "data":
+    if s.plain is not None and s.toc_plain is not None and mut.region in ("data", "toc", "tables"):
         with contextlib.suppress(Exception), msglc.LazyReader(bad) as r:
-            if r.protocol_raw_data() == s.plain:
+            lt = archive_of(r).trailer  # 2.1: the TOC is framed too, and the dictionaries must be alike
+            toc = bytes(archive_of(r).read(lt.toc_off, lt.toc_len)), (lt.root_pos, lt.root_len)
+            dicts = [r.dictionary(d) for d in range(1, len(s.dict_content) + 1)]
+            if r.protocol_raw_data() == s.plain and toc == s.toc_plain and dicts == s.dict_content:
                 return True
     return (
         len(bad) == len(s.data)
@@ -1639,6 +2614,10 @@ def _signature(cls: str, kind: str, why: str, stages: dict[str, StageResult]) ->
         return f"{cls}:{why}"
     if cls in ("ok", "error"):
         return cls
+    if cls == "read-outside-file":
+        return f"{cls}:{why.rsplit(' in ', 1)[-1]}:{kind}"
+    if cls == "bad-copy":
+        return f"{cls}:{why.split(':')[0]}:{kind}"
     return f"{cls}:{why.split(' ')[0]}:{kind}"
 
 
@@ -1670,6 +2649,7 @@ def _limit_memory(extra_mb: int) -> None:
 
 
 def _worker(conn: Any, timeout: float, mem_mb: int) -> None:
+    watch_reads()
     _limit_memory(mem_mb)
     signal.signal(signal.SIGALRM, _alarm)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -1876,6 +2856,7 @@ def replay(case_id: str, kinds: list[str] | None, timeout: float) -> int:
     ctx = make_context(kinds)
     _CTX = ctx
     signal.signal(signal.SIGALRM, _alarm)
+    watch_reads()
     s, kind, mut = make_case(ctx, case_id)
     print(f"case {case_id}: sample {s.name} ({len(s.data)} bytes), {kind}: {mut.desc}")
     print(f"region {mut.region}, crafted {mut.crafted}, truth {mut.truth}; corpus {corpus_digest(ctx.corpus)}")
@@ -1901,6 +2882,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--mem-mb", type=int, default=1024, help="address space a worker may add to its size (default 1024 MB)"
     )
+    p.add_argument(
+        "--copy-share",
+        type=float,
+        default=0.25,
+        help="share of the cases on compressed archives that copy them too (default 0.25)",
+    )
     p.add_argument("--out", default=None, help="write the report as JSON here")
     p.add_argument("--replay", metavar="ID", help="run one case in this process and print every stage, with tracebacks")
     p.add_argument("--save", nargs=2, metavar=("ID", "PATH"), help="write the mutated archive of a case to PATH")
@@ -1908,6 +2895,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--progress", action="store_true", help="print progress to stderr")
     args = p.parse_args(argv)
     kinds = args.kinds.split(",") if args.kinds else None
+    globals()["COPY_SHARE"] = args.copy_share  # (module state: the workers are forked after this)
     if args.replay:
         return replay(args.replay, kinds, args.timeout)
     if args.save:
@@ -1918,10 +2906,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.list:
         for s in make_context(kinds).corpus:
-            print(
-                f"{s.name:24} {len(s.data):8} bytes  root {'node' if s.trailer.root_len else 'plain'}"
-                f"{'  slack' if s.slack else ''}"
-            )
+            node = s.trailer.root_len or s.section is not None and s.section.root[1]
+            extra = "  slack" if s.slack else ""
+            if s.section is not None:
+                extra += f"  {len(s.section.frames)} frames, {len(s.section.dicts)} dictionaries"
+            print(f"{s.name:24} {len(s.data):8} bytes  root {'node' if node else 'plain'}{extra}")
         return 0
     sweep_stride = args.stride or (1 if args.sweep else None)
     report = campaign(

@@ -8,7 +8,10 @@ wrong value without an error from a change outside the data section, and no data
 """
 
 import os
+import random
+import subprocess
 import sys
+import textwrap
 import zlib
 from pathlib import Path
 
@@ -18,12 +21,16 @@ import pytest
 import msglc
 from msglc import CorruptedError, FileInfo, MsglcError
 from msglc.format.container import HEADER_SIZE, TRAILER_SIZE, Trailer, pack_header, unpack_trailer
+from msglc.format.frames import NO_FILTER, RAW
 from msglc.format.msgpack import container_header
-from msglc.format.nodes import StrideNode, frame_node
+from msglc.format.nodes import FuseMapNode, StrideNode, frame_node, unframe_node
+from msglc.read.reader import archive_of
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # benchmark/ runs from the checkout; it is not installed
     sys.path.insert(0, str(ROOT))
+
+from benchmark import fuzz_frames as ff  # noqa: E402
 
 DEEP = 1100  # deeper than the default recursion limit (1000) allows msgspec to go
 
@@ -342,3 +349,185 @@ def test_stride_proof_on_any_bytes():
             if got is not None:  # a layout proof: its arithmetic is consistent
                 assert got[0] == (h, n, (len(buf) - h) // n)
                 assert all(s == h1 + n1 * s1 for (_, _, s), (h1, n1, s1) in zip(got, got[1:], strict=False))
+
+
+# ---- 2.1 compressed sections: parts changed, every offset and CRC recomputed (fuzz_frames) --------
+
+
+def _zstd(value, **options) -> tuple[bytes, ff.Section]:
+    """A compressed (2.1) archive of ``value`` and its section taken apart."""
+    data = msglc.dumps(value, compression="zstd", **options)
+    return data, ff.parse_section(data[HEADER_SIZE:-TRAILER_SIZE])
+
+
+def _with_section(data: bytes, section: bytes) -> bytes:
+    """The 2.1 archive ``data`` with another compressed section (its trailer made for it)."""
+    header = data[:HEADER_SIZE]
+    t = unpack_trailer(data[-TRAILER_SIZE:], len(data), header)
+    return header + section + Trailer.compressed(len(section), t.data_crc, t.threshold).pack(header)
+
+
+def test_a_frame_is_read_in_place_only_if_laid_out_as_a_raw_frame():
+    """A frame the page table calls raw (filter 2) is read in place. One that is not laid out
+    as a raw frame of the plain size the table gives (a zstd frame, a raw frame cut short, a
+    raw frame whose plain size grew as the next frame's shrank, a raw frame's header damaged)
+    was read in place all the same: bytes of another frame, or past the file's end, were
+    returned as the value. Sizes no raw frame can have are refused with the page table."""
+    blob = random.Random(1).randbytes(100_000)  # incompressible: stored in raw frames
+    value = {"head": list(range(30_000)), "blob": blob, "tail": "end" * 10}
+    data, sec = _zstd(value, small_obj_optimization_threshold=1 << 16)
+    raw = next(i for i, f in enumerate(sec.frames) if f.code == RAW and f.plain > 1000)
+    packed = next(i for i, f in enumerate(sec.frames) if f.code == NO_FILTER)
+
+    def relabelled(t: ff.Tables) -> None:
+        t.entries[0][packed][2] = RAW
+
+    def grown(t: ff.Tables) -> None:
+        t.entries[0][raw][1] += 16
+        t.entries[0][raw + 1][1] -= 16
+
+    short = sec.copy()
+    short.frames[raw].stored = short.frames[raw].stored[:-5]  # (the page table says so)
+    headless = sec.copy()
+    headless.frames[raw].stored = b"\x00" + headless.frames[raw].stored[1:]  # not a zstd frame
+    # a page table whose sizes cannot be a raw frame's is refused when the page is read
+    refused = (ff.build_section(sec, edit_pages=grown), ff.build_section(short))
+    for path, section in [("blob", s) for s in refused] + [("head", ff.build_section(sec, edit_pages=relabelled))]:
+        with pytest.raises(CorruptedError, match="raw frame"), msglc.LazyReader(_with_section(data, section)) as r:
+            msglc.to_obj(r[path])
+    # sizes that fit, a header that does not: refused when the frame is first read in place
+    with msglc.LazyReader(_with_section(data, ff.build_section(headless))) as r:
+        assert msglc.to_obj(r["head"]) == value["head"]
+        with pytest.raises(CorruptedError, match="raw frame"):
+            msglc.to_obj(r["blob"])
+
+
+def _with_root(data: bytes, sec: ff.Section, change) -> bytes:
+    """The 2.1 archive ``data`` (its section ``sec``) with its root node replaced by
+    ``change(node)``, the node's CRC recomputed and the TOC framed again."""
+    with msglc.LazyReader(data) as r:
+        t = archive_of(r).trailer
+        toc = bytes(archive_of(r).read(t.toc_off, t.toc_len))
+    pos, size = t.root_pos, t.root_len
+    framed = frame_node(change(unframe_node(toc[pos : pos + size], pos)))
+    toc = toc[:pos] + framed + toc[pos + size :]
+    return _with_section(data, ff.build_section(ff.with_toc(sec, toc, (pos, len(framed)), [len(toc)])))
+
+
+def test_fuse_node_with_a_negative_slot_width_is_corrupted():
+    """A fuse-indexed dict's node (type 7) whose ``slot_bits`` is negative raised ValueError
+    ("negative shift count") from the node's checks at open."""
+    data, sec = _zstd({f"k{i:05}": i for i in range(1500)}, small_obj_optimization_threshold=1024)
+    with msglc.LazyReader(data) as r:
+        assert isinstance(archive_of(r).node(archive_of(r).trailer.toc_off + sec.root[0], sec.root[1]), FuseMapNode)
+    for bits in (-1, 0, 33):
+        crafted = _with_root(data, sec, lambda node, bits=bits: msgspec.structs.replace(node, slot_bits=bits))
+        with pytest.raises(CorruptedError, match="malformed"):
+            msglc.LazyReader(crafted)
+
+
+def test_verify_checks_the_checksums_of_raw_frames():
+    """Reads take a raw frame's plain bytes in place, unchecked (as they take a plain
+    archive's data bytes); verify() checks what they skip. A raw frame whose zstd checksum
+    was damaged passed verify() (unless it lay in a read of 2 MB or more), while batched
+    reads, which decompress frames, refused it; and ``zstd -d`` refuses the section."""
+    value = {"head": list(range(30_000)), "blob": random.Random(1).randbytes(100_000), "tail": "end" * 10}
+    data, sec = _zstd(value, small_obj_optimization_threshold=1024)
+    spans = sec.spans(HEADER_SIZE)
+    data_raw = next(b for a, b, lo, hi, i in spans if sec.frames[i].code == RAW and hi <= sec.data and b - a > 1000)
+    toc_raw = next(b for a, b, lo, hi, i in spans if sec.frames[i].code == RAW and lo >= sec.data)
+    for end in (data_raw, toc_raw):  # a frame of the data, a frame of the TOC
+        damaged = bytearray(data)
+        damaged[end - 1] ^= 0x10  # its checksum's last byte
+        with msglc.LazyReader(bytes(damaged)) as r:
+            assert r["tail"] == value["tail"] and r["blob"] == value["blob"]  # (in place: unchecked)
+            with pytest.raises(CorruptedError, match="checksum"):
+                r.verify()
+
+
+_DICTIONARIES = textwrap.dedent(
+    """
+    import os, resource, sys
+    import msglc
+    path, margin = sys.argv[1], int(sys.argv[2])
+    msglc.LazyReader(msglc.dumps(list(range(100)), compression="zstd")).to_obj()  # imports, arenas
+    with open("/proc/self/statm") as f:
+        size = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    resource.setrlimit(resource.RLIMIT_AS, (size + margin, resource.getrlimit(resource.RLIMIT_AS)[1]))
+    try:
+        with msglc.LazyReader(path) as r:
+            value = r.to_obj()
+            r.verify()
+            for f in r.frames():
+                r.dictionary(f.dictionary)
+    except MemoryError:
+        sys.exit("MemoryError")
+    print(len(value))
+    """
+)
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="needs /proc to size the limit")
+def test_dictionaries_are_not_all_held_at_once(tmp_path):
+    """Every dictionary a frame needed was kept for the reader's life: a file of a few KB whose
+    frames name hundreds of dictionaries of the largest size a reader takes (one record of a
+    few hundred bytes, named by every entry of the index) made to_obj() hold them all, here
+    over 512 MB; they are kept now while they take at most 64 MB."""
+    import zstandard
+
+    from msglc.format.frames import MAX_DICT
+
+    count = (512 << 20) // MAX_DICT + 1
+    value = [i % 7 for i in range(4 * count)]
+    data, sec = _zstd(value, small_obj_optimization_threshold=1 << 20)
+    plain = msgspec.msgpack.encode(value)
+    cuts = [len(plain) * k // count for k in range(count + 1)]
+    frames = []
+    for d in range(count):  # (compressed without it: a frame decompresses alike with any raw dictionary)
+        frame = ff.compress(plain[cuts[d] : cuts[d + 1]], raw_ok=False)
+        frame.dict = d + 1
+        frames.append(frame)
+    sec.frames = frames + sec.frames[sec.data_frames() :]
+    sec.dicts = [
+        (ff.dictionary_record(zstandard.ZstdCompressor(write_checksum=True).compress(bytes(MAX_DICT))), MAX_DICT)
+    ]
+
+    def every_frame_its_own(t: ff.Tables) -> None:
+        t.dicts, t.ndicts = [list(t.dicts[0]) for _ in range(count)], count
+
+    path = tmp_path / "dicts.mlc"
+    path.write_bytes(_with_section(data, ff.build_section(sec, edit_index=every_frame_its_own)))
+    assert path.stat().st_size < 64 << 10
+    done = subprocess.run(
+        [sys.executable, "-c", _DICTIONARIES, str(path), str(256 << 20)], capture_output=True, text=True
+    )
+    assert (done.returncode, done.stdout.strip()) == (0, str(len(value))), done.stderr
+
+
+def test_a_dictionary_larger_than_writers_make_is_refused():
+    """A read that needs a frame loads its dictionary (and loads it again once it was let go
+    of): dictionaries of up to 16 MB were taken, from records of a few hundred bytes, so that
+    a small file whose frames take turns among a few dozen of them made each read of a frame
+    decompress 16 MB (a fuzzer case ran past its 30 s walking one). Writers make them of 1 MB
+    at most (``DICT_MAX``), and a reader now takes no larger: one costs a read no more than a
+    frame does (``MAX_FRAME``)."""
+    import zstandard
+
+    from msglc.format.frames import MAX_DICT, MAX_FRAME
+    from msglc.write.frames import DICT_MAX
+
+    value = list(range(1000))
+    data, sec = _zstd(value, small_obj_optimization_threshold=1 << 20)
+    for size, refused in ((MAX_DICT, False), (MAX_DICT + 1, True), (16 << 20, True)):
+        new = sec.copy()
+        new.frames[0].dict = 1  # (compressed without it: decompresses alike with it)
+        record = ff.dictionary_record(zstandard.ZstdCompressor(write_checksum=True).compress(bytes(size)))
+        new.dicts = [(record, size)]
+        archive = _with_section(data, ff.build_section(new))
+        if refused:
+            with pytest.raises(CorruptedError, match="dictionary"):
+                msglc.LazyReader(archive)
+        else:
+            with msglc.LazyReader(archive) as r:
+                assert r.to_obj() == value and len(r.dictionary(1)) == size
+    assert DICT_MAX <= MAX_DICT <= MAX_FRAME

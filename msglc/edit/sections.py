@@ -111,7 +111,7 @@ def _copy_frames(
             if d not in adopted:
                 adopted[d] = out.adopt_dictionary(src.dictionary_bytes(d))
             entries.append((len(frame), table.logical(k + 1) - table.logical(k)))
-            filters.append(table.filter(k))  # (a raw frame stays raw: read in place)
+            filters.append(table.filter(k))  # as it is (a raw frame stays raw: read in place)
             dicts.append(adopted[d])
         out.copy_frames(bytes(data), entries, filters, dicts)
         progress(table.logical(j) - table.logical(i))

@@ -67,14 +67,25 @@ def pack_raw_frame(content: bytes | memoryview, checksum: bytes) -> bytes:
     size = len(content)
     if not 0 < size <= RAW_MAX:
         raise ValueError(f"a raw frame holds 1 to {RAW_MAX} bytes, not {size}")
+    return _raw_head(size) + bytes(content) + checksum
+
+
+def _raw_head(size: int) -> bytes:
+    """The first ``RAW_HEAD`` bytes of a raw frame of ``size`` (1 to ``RAW_MAX``) plain bytes."""
     return (
         _SKIPPABLE_HEADER.pack(0xFD2FB528, 0)[:4]
         + bytes((_RAW_DESCRIPTOR,))
         + size.to_bytes(4, "little")
         + (1 | size << 3).to_bytes(3, "little")
-        + bytes(content)
-        + checksum
     )
+
+
+def raw_frame_fits(head: bytes | memoryview, stored: int, size: int) -> bool:
+    """Is a frame of ``stored`` bytes that starts with ``head`` (its first ``RAW_HEAD``
+    bytes) a raw frame of ``size`` plain bytes as ``pack_raw_frame`` lays it out? A frame the
+    tables call raw is read in place only then: another frame's bytes (or bytes past its end)
+    would be taken for plain bytes."""
+    return 0 < size <= RAW_MAX and stored == size + RAW_HEAD + 4 and bytes(head) == _raw_head(size)
 
 
 class FrameTable(NamedTuple):
@@ -238,7 +249,8 @@ DICT_TAG, PAGE_TAG, INDEX_TAG = b"MLCD", b"MLCP", b"MLCI"
 INDEX_DESCRIPTOR = 0x7C  # every reserved bit of the seekable descriptor: not a 2.0 seek table
 MAX_INDEX = 1 << 20  # bytes of the index a reader accepts (writers keep it under 64 KB)
 MAX_PAGE = 1 << 20  # bytes of one page table
-MAX_DICT = 1 << 24  # plain bytes of one dictionary
+MAX_DICT = 1 << 20  # plain bytes of one dictionary: what writers make at most (write.frames.DICT_MAX);
+# a read loads it for a frame that needs it, so that it costs no more than a frame (MAX_FRAME)
 _INDEX_HEAD = struct.Struct(
     "<II4sQQQIIIII"
 )  # magic, size, tag, D, T, root pos, root len, frames, per page, pages, dicts
@@ -457,9 +469,11 @@ def _check_index(
     ):
         why = "its pages' offsets do not rise"
     elif any(not 0 <= at <= at + size <= end for at, _, _, size in pages) or any(
-        not (0 <= at <= at + size <= end and 0 < plain <= MAX_DICT) for at, size, plain in dicts
+        not 0 <= at <= at + size <= end for at, size, _ in dicts
     ):
         why = "a page table or a dictionary lies outside the section"
+    elif any(not 0 < plain <= MAX_DICT for _, _, plain in dicts):
+        why = f"a dictionary is not 1 to {MAX_DICT} bytes"
     elif per_page > MAX_PAGE // 12 or any(
         page_size(min(per_page, frames - k * per_page)) != page[3] for k, page in enumerate(pages)
     ):

@@ -281,8 +281,8 @@ def index_size(node: HashMapNode) -> int:
         if not (
             blocks
             and node.page_bits == 0
+            and 1 <= node.slot_bits <= 32  # (before the shift below: a negative one raises ValueError)
             and blocks <= 1 << node.slot_bits
-            and 1 <= node.slot_bits <= 32
             and 0 <= node.seg_bits <= MAX_SEG_BITS
             and 1 <= node.seg_count <= 1 << 32
             and slot_count(node.seg_bits, node.seg_count) >= node.n

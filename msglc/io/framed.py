@@ -29,6 +29,7 @@ from msglc.format.frames import (
     index_size,
     parse_index,
     parse_page,
+    raw_frame_fits,
 )
 from msglc.io.base import Counter, Source
 from msglc.io.frame_map import FrameMap, paged_map
@@ -37,6 +38,7 @@ from msglc.util.optional import zstandard
 BULK_BYTES = 1 << 21  # a read of the data this long decompresses its frames in the thread pool (read_into)
 BULK_RATIO = 64  # ... when it is at most this many times its frames' stored bytes (else frame by frame)
 CACHE_FRAMES = 16  # decompressed frames kept (at most 16 MB; 16 x the threshold typically)
+DICT_CACHE = 1 << 26  # bytes of dictionaries kept loaded (but the one in use): writers make them of 1 MB
 GATHER_MAX = 64  # reads of at most this many bytes of a shuffled frame gather them, unshuffling nothing
 TASK_BYTES = 1 << 20  # plain bytes per task of a bulk read (a few frames: the pool's overhead stays small)
 
@@ -95,7 +97,28 @@ class FramedSource(Source):
         self._lock = threading.Lock()
         self._local = threading.local()
         self._dict_places = dicts or []
-        self._dicts: dict[int, Any] = {}  # dictionary number -> zstd dictionary, loaded once
+        self._dicts: OrderedDict[int, tuple[Any, int]] = OrderedDict()  # number -> (dictionary, its size),
+        self._dict_bytes = 0  # least recently used first, ``DICT_CACHE`` bytes of them at most
+        self._raw_frames: set[int] = set()  # raw frames whose layout was checked (read in place)
+
+    def _in_place(self, i: int, page: Page, k: int) -> int:
+        """Where raw frame ``i`` (``k``-th of ``page``) holds its plain bytes in the file: its
+        layout checked the first time (its size against the table's, its header), so that
+        nothing but its own plain bytes is ever read in place for it."""
+        at = self.data_off + page.stored[k]
+        if i not in self._raw_frames:
+            stored, plain = page.stored[k + 1] - page.stored[k], page.logical[k + 1] - page.logical[k]
+            if not raw_frame_fits(self._raw(at, RAW_HEAD), stored, plain):
+                raise self._not_raw(i, at, stored, plain)
+            with self._lock:
+                self._raw_frames.add(i)
+        return at + RAW_HEAD
+
+    def _not_raw(self, i: int, at: int, stored: int, plain: int) -> MsglcError:
+        return self.damaged(
+            f"compressed frame {i} at offset {at}: the frame table says it is a raw frame of {plain} bytes "
+            f"({plain + RAW_HEAD + 4} stored), but it is {stored} bytes or its header says otherwise"
+        )
 
     def _raw(self, offset: int, size: int) -> bytes | memoryview:
         """A read of the file, counted as one request when the file does not count itself."""
@@ -104,6 +127,14 @@ class FramedSource(Source):
         return self.raw.read(offset, size)
 
     def read(self, offset: int, size: int) -> bytes | memoryview:
+        return self._read(offset, size, True)
+
+    def read_checked(self, offset: int, size: int) -> bytes | memoryview:
+        """``read``, but no raw frame's bytes taken in place: every frame the bytes lie in is
+        decompressed and checked, its zstd checksum included (``verify``)."""
+        return self._read(offset, size, False)
+
+    def _read(self, offset: int, size: int, in_place: bool) -> bytes | memoryview:
         end, data_end = offset + size, self.data_off + self.plain
         if end <= self.data_off:
             return self._raw(offset, size)
@@ -113,11 +144,11 @@ class FramedSource(Source):
             raise self._short(offset, size, max(0, min(size, self.size - offset)))
         lo = offset - self.data_off
         if lo < 0:
-            return self._slice(offset, end, {}, None)
+            return self._slice(offset, end, {}, None, in_place)
         page, k, i = self.table.locate(lo)
         if end - self.data_off <= page.logical[k + 1]:  # one frame: the usual small read
-            if page.codes and page.codes[k] == RAW:  # stored as it is: read in place
-                return self._raw(self.data_off + page.stored[k] + RAW_HEAD + lo - page.logical[k], size)
+            if in_place and page.codes and page.codes[k] == RAW:  # stored as it is: read in place
+                return self._raw(self._in_place(i, page, k) + lo - page.logical[k], size)
             entry = self._entry(i)
             a = lo - page.logical[k]
             if not entry[1]:
@@ -131,7 +162,7 @@ class FramedSource(Source):
                 out = bytearray(size)
                 self.read_into(offset, memoryview(out))
                 return memoryview(out)
-        return self._slice(offset, end, {}, None)
+        return self._slice(offset, end, {}, None, in_place)
 
     def read_into(self, offset: int, out: memoryview) -> None:
         """Fill ``out`` from logical ``offset`` (large NumPy reads): whole frames decompress
@@ -260,6 +291,9 @@ class FramedSource(Source):
         if why is not None:
             raise CorruptedError(f"compressed frame {i} at offset {at}: {why}")
         expected = self.table.logical(i + 1) - self.table.logical(i)
+        page, k = self.table.at(i)
+        if page.codes and page.codes[k] == RAW and not raw_frame_fits(data[:RAW_HEAD], len(data), expected):
+            raise self._not_raw(i, at, len(data), expected)  # (read in place elsewhere: refused alike)
         zstd = self._zstd
         try:
             params = zstd.get_frame_parameters(data)
@@ -276,23 +310,29 @@ class FramedSource(Source):
 
     def _decompressor(self, d: int = 0) -> object:
         """This thread's decompressor for frames of dictionary ``d`` (0: none): one per thread,
-        since a decompressor is not thread-safe."""
-        made: dict[int, object] | None = getattr(self._local, "decompressors", None)
-        if made is None:
-            made = self._local.decompressors = {}
-        decompressor = made.get(d)
-        if decompressor is None:
-            decompressor = made[d] = (
-                self._zstd.ZstdDecompressor(dict_data=self._dictionary(d)) if d else self._zstd.ZstdDecompressor()
-            )
-        return decompressor
+        since a decompressor is not thread-safe; a thread keeps one for the dictionary it used
+        last (each holds its dictionary: a file may name thousands)."""
+        local = self._local
+        if not d:
+            plain = getattr(local, "plain", None)
+            if plain is None:
+                plain = local.plain = self._zstd.ZstdDecompressor()
+            return plain
+        last: tuple[int, object] | None = getattr(local, "with_dict", None)
+        if last is None or last[0] != d:
+            last = local.with_dict = (d, self._zstd.ZstdDecompressor(dict_data=self._dictionary(d)))
+        return last[1]
 
     def _dictionary(self, d: int) -> Any:
-        """Dictionary ``d`` of the section, read, checked and decompressed the first time a
-        frame needs it (a raw-content dictionary: bytes that frames refer back into)."""
-        loaded = self._dicts.get(d)
-        if loaded is not None:
-            return loaded
+        """Dictionary ``d`` of the section, read, checked and decompressed when a frame needs
+        it (a raw-content dictionary: bytes that frames refer back into), and kept while the
+        dictionaries kept take at most ``DICT_CACHE`` bytes: a file may name 65535 of up to
+        ``MAX_DICT`` bytes each, from records of a few hundred bytes."""
+        with self._lock:
+            kept = self._dicts.get(d)
+            if kept is not None:
+                self._dicts.move_to_end(d)
+                return kept[0]
         if not 0 < d <= len(self._dict_places):
             raise CorruptedError(
                 f"compressed section: a frame names dictionary {d}; the section has {len(self._dict_places)}"
@@ -311,8 +351,12 @@ class FramedSource(Source):
             raise self.damaged(f"compressed section: dictionary {d} holds {len(raw)} bytes, not {plain}")
         loaded = zstd.ZstdCompressionDict(raw, dict_type=zstd.DICT_TYPE_RAWCONTENT)
         with self._lock:
-            self._dicts.setdefault(d, loaded)
-        return self._dicts[d]
+            if d not in self._dicts:
+                self._dicts[d] = (loaded, plain)
+                self._dict_bytes += plain
+                while self._dict_bytes > DICT_CACHE and len(self._dicts) > 1:  # (the newest stays)
+                    self._dict_bytes -= self._dicts.popitem(last=False)[1][1]
+            return self._dicts[d][0]
 
     def decompress_frame(self, i: int, data: bytes | memoryview) -> bytes | bytearray:
         """The plain bytes of frame ``i`` from its stored bytes ``data``, checked as every read
@@ -485,9 +529,11 @@ class FramedSource(Source):
         end: int,
         batch: dict[int, Entry],
         parts: dict[tuple[int, int], bytes | memoryview] | None,
+        in_place: bool = True,
     ) -> bytes | memoryview:
         """Logical bytes [start, end): frames from ``batch`` or the cache (else read), the rest
-        from ``parts`` fetched already (None: read from the file now)."""
+        from ``parts`` fetched already (None: read from the file now, raw frames in place
+        unless ``in_place`` is false)."""
         data_end = self.data_off + self.plain
         out: list[bytes | memoryview] = []
         if start < self.data_off:
@@ -500,9 +546,9 @@ class FramedSource(Source):
                 if page.logical[k] >= hi:
                     break
                 entry = batch.get(i)
-                if entry is None and page.codes and page.codes[k] == RAW and parts is None:  # read in place
+                if entry is None and page.codes and page.codes[k] == RAW and parts is None and in_place:
                     a, b = max(lo, page.logical[k]), min(hi, page.logical[k + 1])
-                    out.append(self._raw(self.data_off + page.stored[k] + RAW_HEAD + a - page.logical[k], b - a))
+                    out.append(self._raw(self._in_place(i, page, k) + a - page.logical[k], b - a))
                     continue
                 out.append(self._cut(i, entry or self._entry(i), lo, hi))
         if end > data_end:

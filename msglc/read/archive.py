@@ -398,6 +398,16 @@ class Archive:
             raise CorruptedError(f"data span {offset}+{len(buf)} lies outside the data section")
         self._fill(offset, buf)
 
+    def read_checked(self, offset: int, size: int) -> bytes | memoryview:
+        """``read``, but in a compressed archive every frame the bytes lie in is decompressed
+        and checked, its zstd checksum included, where reads take a raw frame's bytes in
+        place (``verify``: damage there is found too)."""
+        if not isinstance(self.src, FramedSource):
+            return self.read(offset, size)
+        if self.counter is not None and not self.src.counts_itself:
+            self.counter.add(size)
+        return self.src.read_checked(offset, size)
+
     def _fill(self, offset: int, buf: memoryview) -> None:
         if self.counter is not None and not self.src.counts_itself:
             self.counter.add(len(buf))

@@ -21,6 +21,9 @@ combined archive may have been written with different ones.
   deeper than msgspec goes is walked item by item (``format.walk``): never held whole, never
   recursed on.
 
+In a compressed archive every frame is decompressed and checked (its zstd checksum too, where
+reads take a raw frame's bytes in place): the data's as they are read, then the TOC's.
+
 Every failure is an ``MsglcError``. A failed check of damaged data reports the checksum
 mismatch (the rest of the data is read for it), as an archive damaged in storage would.
 """
@@ -81,6 +84,7 @@ from msglc.format.walk import (
     check_utf8,
     raw_items,
 )
+from msglc.io.framed import FramedSource
 from msglc.read.archive import Archive
 from msglc.util import accel
 from msglc.util.checksum import data_crc32
@@ -111,7 +115,7 @@ class DataStream:
 
     def __init__(self, a: Archive, progress: Callable[[int], None] | None) -> None:
         t = a.trailer
-        self._read, self._off, self.size = a.read, t.data_off, t.data_len
+        self._read, self._off, self.size = a.read_checked, t.data_off, t.data_len
         self._pieces: deque[tuple[int, bytes | memoryview]] = deque()  # (start, bytes) from _lo to _hi
         self._hi = 0
         self._crc32, self.crc = data_crc32(), 0
@@ -189,6 +193,18 @@ def verify_archive(a: Archive, progress: Callable[[int], None] | None = None) ->
             raise _mismatch(a)
     except ReadFailed as e:
         raise e.error from None
+    _check_toc_frames(a)
+
+
+def _check_toc_frames(a: Archive) -> None:
+    """A 2.1 archive's TOC frames, every one (and so every page table) decompressed and
+    checked a piece at a time, as the data's were: reads took the nodes of raw frames in
+    place, and those of frames no node lies in not at all."""
+    t, src = a.trailer, a.src
+    end = t.toc_off + t.toc_len
+    if isinstance(src, FramedSource) and end <= src.data_off + src.plain:
+        for at in range(t.toc_off, end, CHUNK):
+            a.read_checked(at, min(CHUNK, end - at))
 
 
 def _mismatch(a: Archive) -> CorruptedError:

@@ -272,3 +272,19 @@ def test_shuffled_frames_keep_their_filter_when_combined(tmp_path):
     with LazyReader(out) as r:
         r.verify()
         assert r["c/m/99"] == matrix[99]
+
+
+def test_copied_frames_keep_their_filters_raw_frames_included(tmp_path):
+    """Frames copied by combine (and append) keep their page-table entries: a raw frame
+    (filter 2) used to be copied as filter 0, a zstd frame to decompress, so reads of the
+    result no longer took its bytes in place."""
+    doc = {"blob": random.Random(1).randbytes(200_000), "x": [float(i) for i in range(20_000)]}
+    msglc.dump(tmp_path / "in.mlc", doc, **ZSTD)
+    msglc.combine(tmp_path / "c.mlc", [FileInfo(tmp_path / "in.mlc", "a")])
+    with LazyReader(tmp_path / "in.mlc") as r, LazyReader(tmp_path / "c.mlc") as c:
+        data = 16 + r.info().data_size
+        copied = {(f.plain_size, f.size): (f.filter, f.parameter) for f in r.frames() if f.plain_offset < data}
+        assert {2, SHUFFLE} <= {code for code, _ in copied.values()}  # raw and shuffled frames to copy
+        found = {(f.plain_size, f.size): (f.filter, f.parameter) for f in c.frames()}
+        assert {k: found.get(k) for k in copied} == copied
+        assert c["a/blob"] == doc["blob"]
