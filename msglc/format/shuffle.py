@@ -55,9 +55,10 @@ def unshuffle_into(src: Any, element: int, out: Any) -> None:
 def gather(src: Any, element: int, lo: int, hi: int) -> bytes:
     """Plain bytes [lo, hi) of the byte-shuffled ``src``, picked without unshuffling the rest
     (a point read of a shuffled frame)."""
+    size = _source(src, element, "gather").nbytes
     lo, hi = _int(lo, "gather", "lo"), _int(hi, "gather", "hi")
-    if not 0 <= lo <= hi:
-        raise ValueError(f"gather: [{lo}, {hi}) is not a range of plain bytes")
+    if not 0 <= lo <= hi <= size:  # checked before anything is allocated
+        raise ValueError(f"gather: [{lo}, {hi}) is not a range of the {size} plain bytes of src")
     out = bytearray(hi - lo)
     gather_into(src, element, lo, out)
     return bytes(out)
@@ -76,9 +77,13 @@ def gather_into(src: Any, element: int, lo: int, out: Any) -> None:
     n = len(target)
     if lo < 0 or lo + n > len(view):
         raise ValueError(f"gather_into: {n} bytes from offset {lo} lie outside the {len(view)} plain bytes of src")
-    m = len(view) // element
-    # every byte is read before ``out`` is written: the two may share memory
-    target[:] = bytes([view[(p % element) * m + p // element] for p in range(lo, lo + n)])
+    e = index(element)
+    m = len(view) // e
+    first, last = lo // e, -(-(lo + n) // e)  # the elements that hold the bytes
+    part = bytearray((last - first) * e)  # those elements unshuffled, read whole before ``out`` is written
+    for k in range(e):
+        part[k::e] = view[k * m + first : k * m + last]
+    target[:] = part[lo - first * e : lo - first * e + n]
 
 
 def _source(src: Any, element: Any, fn: str) -> memoryview:
