@@ -1769,9 +1769,10 @@ done:
  * With the element size a constant, GCC and Clang turn the loops into vector interleaves:
  * measured here (x86-64, GCC 12 -O3, 64 KB in cache), 16-65 GB/s for 2, 4, 8 and 16 and
  * 6-8 GB/s for 3, 5 and 9 (msgpack's 16-, 32- and 64-bit numbers with their marker byte:
- * fixed-stride lists), against about 4 GB/s for byte loops. Shuffles of 8 and 16 bytes go in
- * halves: the compilers' code for one group of 8 or 16 strided loads came out slower than
- * this (16: 0.5 GB/s). */
+ * fixed-stride lists), against about 4 GB/s for byte loops. Shuffles of 16 bytes go in
+ * halves: the compilers' code for one group of 16 strided loads came out slower than this
+ * (0.5 GB/s). Shuffles of 8 bytes (float64, the usual array) go through tiles of 16 elements,
+ * transposed in a local buffer and written as 16-byte runs: 26 against 16 GB/s in halves. */
 #if defined(_MSC_VER)
 #define RESTRICT __restrict
 #else
@@ -1794,7 +1795,19 @@ SHUFFLE_KERNELS(2, 2)
 SHUFFLE_KERNELS(3, 3)
 SHUFFLE_KERNELS(4, 4)
 SHUFFLE_KERNELS(5, 5)
-SHUFFLE_KERNELS(8, 4)
+SHUFFLE_KERNELS(8, 8)
+#define SHUFFLE_TILE 16 /* elements of 8 bytes per tile of shuffle_8_tiled */
+
+static void shuffle_8_tiled(const unsigned char *RESTRICT s, unsigned char *RESTRICT d, size_t planes, size_t count) {
+    size_t j = 0;
+    for (; j + SHUFFLE_TILE <= count; j += SHUFFLE_TILE) {
+        unsigned char t[8][SHUFFLE_TILE];
+        for (size_t i = 0; i < SHUFFLE_TILE; i++)
+            for (size_t k = 0; k < 8; k++) t[k][i] = s[(j + i) * 8 + k];
+        for (size_t k = 0; k < 8; k++) memcpy(d + k * planes + j, t[k], SHUFFLE_TILE);
+    }
+    if (j < count) shuffle_8(s + j * 8, d + j, planes, count - j);
+}
 SHUFFLE_KERNELS(9, 9)
 SHUFFLE_KERNELS(16, 8)
 
@@ -1846,7 +1859,7 @@ static void shuffle_run(const unsigned char *s, unsigned char *d, size_t m, size
         case 3: shuffle_3(s, d, m, m); break;
         case 4: shuffle_4(s, d, m, m); break;
         case 5: shuffle_5(s, d, m, m); break;
-        case 8: shuffle_8(s, d, m, m); break;
+        case 8: shuffle_8_tiled(s, d, m, m); break;
         case 9: shuffle_9(s, d, m, m); break;
         case 16: shuffle_16(s, d, m, m); break;
         default: shuffle_any(s, d, m, m, e);
