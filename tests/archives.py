@@ -1,13 +1,16 @@
 """Documents and archives that several test modules share: a document of runs for the read,
 batch and remote tests, a small-threshold document for the damage and target tests, two runs
-for combine and append, and a thorough check of a result."""
+for combine and append, a thorough check of a result, and damage that only decoding sees."""
 
 import random
+import zlib
 
 import msgpack
+import msgspec
 import pytest
 
 import msglc
+from msglc.format.container import HEADER_SIZE, TRAILER_SIZE, unpack_trailer
 
 RUN1 = {"energy": [float(i) for i in range(3000)], "meta": {"name": "run1", "rows": [[i, i * 2] for i in range(400)]}}
 RUN2 = {"energy": [1.5, 2.5], "tags": ["a", "b"]}
@@ -87,3 +90,14 @@ async def check_async_api(r):
     assert await msglc.async_to_obj([r["m"], 5, [r["runs"][3]]]) == [RUNS_DOC["m"], 5, [RUNS_DOC["runs"][3]]]
     with pytest.raises(KeyError):
         await r.async_read("runs/1/nope")
+
+
+def with_data(archive: bytes, change) -> bytes:
+    """``archive`` (plain) with its data section changed in place by ``change(bytearray)``
+    (same length) and the data checksum recomputed: only decoding (or the TOC's checks) can tell."""
+    header = archive[:HEADER_SIZE]
+    t = unpack_trailer(archive[-TRAILER_SIZE:], len(archive), header)
+    data = bytearray(archive[t.data_off : t.data_off + t.data_len])
+    change(data)
+    fixed = msgspec.structs.replace(t, data_crc=zlib.crc32(data))
+    return header + bytes(data) + archive[t.toc_off : -TRAILER_SIZE] + fixed.pack(header)

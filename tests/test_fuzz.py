@@ -17,6 +17,7 @@ from pathlib import Path
 
 import msgspec
 import pytest
+from archives import with_data
 
 import msglc
 from msglc import CorruptedError, FileInfo, MsglcError
@@ -67,17 +68,6 @@ def _archive(data: bytes, nodes: bytes = b"", root_len: int = 0, threshold: int 
         threshold,
     )
     return header + data + nodes + t.pack(header)
-
-
-def _with_data(archive: bytes, change) -> bytes:
-    """``archive`` with its data section changed in place by ``change(bytearray)`` (same
-    length) and the data checksum recomputed: only the TOC's checks can tell."""
-    header = archive[:HEADER_SIZE]
-    t = unpack_trailer(archive[-TRAILER_SIZE:], len(archive), header)
-    data = bytearray(archive[t.data_off : t.data_off + t.data_len])
-    change(data)
-    fixed = msgspec.structs.replace(t, data_crc=zlib.crc32(data))
-    return header + bytes(data) + archive[t.toc_off : -TRAILER_SIZE] + fixed.pack(header)
 
 
 def _chain(tmp_path, leaf, depth: int) -> bytes:
@@ -190,7 +180,7 @@ def _listed(threshold: int = 64) -> bytes:
 
 def test_verify_malformed_item_is_corrupted():
     """An item's marker replaced by the reserved byte 0xc1 (checksum recomputed)."""
-    archive = _with_data(_listed(), lambda d: d.__setitem__(d.index(b"\xa3s50"), 0xC1))
+    archive = with_data(_listed(), lambda d: d.__setitem__(d.index(b"\xa3s50"), 0xC1))
     with msglc.LazyReader(archive) as r, pytest.raises(CorruptedError):
         r.verify()
 
@@ -206,7 +196,7 @@ def test_verify_key_of_another_type_is_corrupted():
         at = d.index(b"\xa4k007")
         d[at : at + 5] = b"\xca\x00\x00\x00\x00"
 
-    with msglc.LazyReader(_with_data(_keyed(), change)) as r, pytest.raises(CorruptedError):
+    with msglc.LazyReader(with_data(_keyed(), change)) as r, pytest.raises(CorruptedError):
         r.verify()
 
 
@@ -215,7 +205,7 @@ def test_verify_key_that_is_not_utf8_is_corrupted():
         at = d.index(b"\xa4k007")
         d[at + 1 : at + 3] = b"\xff\xfe"
 
-    with msglc.LazyReader(_with_data(_keyed(), change)) as r, pytest.raises(CorruptedError):
+    with msglc.LazyReader(with_data(_keyed(), change)) as r, pytest.raises(CorruptedError):
         r.verify()
 
 
@@ -227,7 +217,7 @@ def test_verify_key_of_a_hash_indexed_dict_that_is_not_utf8_is_corrupted():
         at = d.index(b"\xa5h0507")
         d[at + 1 : at + 3] = b"\xff\xfe"
 
-    with msglc.LazyReader(_with_data(archive, change)) as r, pytest.raises(CorruptedError):
+    with msglc.LazyReader(with_data(archive, change)) as r, pytest.raises(CorruptedError):
         r.verify()
 
 

@@ -115,17 +115,21 @@ class FrameTable(NamedTuple):
 
     def check_frame(self, i: int, max_frame: int) -> str | None:
         """Why frame ``i``'s entry cannot be read (None: it can): the bounds of a frame."""
-        stored = self.stored[i + 1] - self.stored[i]
-        plain = self.logical[i + 1] - self.logical[i]
-        if stored < MIN_FRAME or not 0 < plain <= max_frame:
-            return (
-                f"its entry in the seek table is out of bounds ({stored} stored bytes, at least {MIN_FRAME}; "
-                f"{plain} plain bytes, 1..{max_frame})"
-            )
-        element = self.shuffle(i)
-        if element and plain % element:
-            return f"its filter shuffles elements of {element} bytes, which do not divide its {plain} bytes"
-        return None
+        stored, plain = self.stored[i + 1] - self.stored[i], self.logical[i + 1] - self.logical[i]
+        return frame_fault("seek table", stored, plain, self.shuffle(i), max_frame)
+
+
+def frame_fault(table: str, stored: int, plain: int, element: int, max_frame: int) -> str | None:
+    """Why a frame of ``stored`` bytes holding ``plain`` bytes (byte-shuffled by ``element``,
+    or 0) cannot be read (None: it can), as ``table`` (what lists it) gives it."""
+    if stored < MIN_FRAME or not 0 < plain <= max_frame:
+        return (
+            f"its entry in the {table} is out of bounds ({stored} stored bytes, at least {MIN_FRAME}; "
+            f"{plain} plain bytes, 1..{max_frame})"
+        )
+    if element and plain % element:
+        return f"its filter shuffles elements of {element} bytes, which do not divide its {plain} bytes"
+    return None
 
 
 def pack_seek_table(sizes: list[tuple[int, int]]) -> bytes:

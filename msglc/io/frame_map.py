@@ -10,7 +10,7 @@ from bisect import bisect_right
 from collections.abc import Callable
 
 from msglc.errors import CorruptedError
-from msglc.format.frames import MIN_FRAME, NO_FILTER, SHUFFLE, FrameTable, Index, Page
+from msglc.format.frames import NO_FILTER, SHUFFLE, FrameTable, Index, Page, frame_fault
 
 
 class FrameMap:
@@ -102,17 +102,8 @@ class FrameMap:
     def check_frame(self, i: int, max_frame: int) -> str | None:
         """Why frame ``i``'s entry cannot be read (None: it can): the bounds of a frame."""
         page, k = self.at(i)
-        stored = page.stored[k + 1] - page.stored[k]
-        plain = page.logical[k + 1] - page.logical[k]
-        if stored < MIN_FRAME or not 0 < plain <= max_frame:
-            return (
-                f"its entry in the frame table is out of bounds ({stored} stored bytes, at least {MIN_FRAME}; "
-                f"{plain} plain bytes, 1..{max_frame})"
-            )
-        element = self.shuffle(i)
-        if element and plain % element:
-            return f"its filter shuffles elements of {element} bytes, which do not divide its {plain} bytes"
-        return None
+        stored, plain = page.stored[k + 1] - page.stored[k], page.logical[k + 1] - page.logical[k]
+        return frame_fault("frame table", stored, plain, self.shuffle(i), max_frame)
 
 
 def paged_map(index: Index, index_at: int, load: Callable[[int], Page]) -> FrameMap:

@@ -11,6 +11,7 @@ import zlib
 import msgspec
 import numpy as np
 import pytest
+from archives import with_data
 
 import msglc
 from msglc import CorruptedError, FileInfo, MsglcError, UnsupportedVersionError
@@ -19,17 +20,6 @@ from msglc.format.hash_index import BLOCK_BYTES
 from msglc.write.indexer import TocBuilder
 
 # ---- helpers --------------------------------------------------------------------------------------
-
-
-def with_data(archive: bytes, change) -> bytes:
-    """``archive`` (plain) with its data section changed in place by ``change(bytearray)``
-    and the data checksum recomputed: only decoding (or the TOC's checks) can tell."""
-    header = archive[:HEADER_SIZE]
-    t = unpack_trailer(archive[-TRAILER_SIZE:], len(archive), header)
-    data = bytearray(archive[t.data_off : t.data_off + t.data_len])
-    change(data)
-    fixed = msgspec.structs.replace(t, data_crc=zlib.crc32(data))
-    return header + bytes(data) + archive[t.toc_off : -TRAILER_SIZE] + fixed.pack(header)
 
 
 def replace_once(data: bytearray, old: bytes, new: bytes) -> None:
