@@ -149,8 +149,9 @@ class FramedSource(Source):
 
     def read_into(self, offset: int, out: memoryview) -> None:
         """Fill ``out`` from logical ``offset`` (large NumPy reads): whole frames decompress
-        straight into ``out``, in a pool of ``read_threads`` threads (zstd releases the GIL)
-        when the read spans several tasks' worth; no frame is cached or copied whole."""
+        straight into ``out`` (a shuffled one through a scratch buffer), in a pool of
+        ``read_threads`` threads (zstd and the C unshuffle release the GIL) when the read
+        spans several tasks' worth; no frame is cached."""
         lo = offset - self.data_off
         if lo < 0 or lo + len(out) > self.plain:
             out[:] = self.read(offset, len(out))
@@ -179,8 +180,9 @@ class FramedSource(Source):
 
     def _fill(self, a: int, b: int, lo: int, hi: int, out: memoryview) -> None:
         """Frames [a, b) into ``out``, which holds logical bytes [lo, hi): their stored bytes
-        in one read of the file; frames inside ``out`` decompress into it, the ones at its
-        edges (or cached already) are copied."""
+        in one read of the file; frames inside ``out`` decompress into it, the part of one at
+        its edges is copied (or gathered, from a shuffled one) from the cache or from the
+        frame decompressed apart."""
         table = self.table
         stored_a = table.stored(a)
         base = self.data_off + stored_a
