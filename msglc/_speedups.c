@@ -15,7 +15,7 @@
 #define PY_SSIZE_T_CLEAN
 /* What msglc/util/accel.py expects (API there): raised whenever a function is added or changes,
  * so that a stale build is set aside instead of failing at a call. */
-#define SPEEDUPS_API 9
+#define SPEEDUPS_API 10
 #include <Python.h>
 #include <structmember.h>
 #include <stdint.h>
@@ -2056,6 +2056,277 @@ done:
     return out;
 }
 
+/* -- The byte shuffle of filter code 1 (docs/format.md; msglc/format/shuffle.py is the
+ * definition) --
+ * A frame of m elements of e bytes is stored as byte 0 of every element, then byte 1, and so
+ * on: plain byte j*e + k is stored byte k*m + j. Both directions transpose a byte matrix. A
+ * kernel moves `count` elements whose byte planes (the shuffled side) lie `planes` bytes
+ * apart: a whole frame (count == planes == m), or the whole elements of a gather.
+ * With the element size a constant, GCC and Clang turn the loops into vector interleaves:
+ * measured here (x86-64, GCC 12 -O3, 64 KB in cache), 16-65 GB/s for 2, 4, 8 and 16 and
+ * 6-8 GB/s for 3, 5 and 9 (msgpack's 16-, 32- and 64-bit numbers with their marker byte:
+ * fixed-stride lists), against about 4 GB/s for byte loops. Shuffles of 16 bytes go in
+ * halves: the compilers' code for one group of 16 strided loads came out slower than this
+ * (0.5 GB/s). Shuffles of 8 bytes (float64, the usual array) go through tiles of 16 elements,
+ * transposed in a local buffer and written as 16-byte runs: 26 against 16 GB/s in halves. */
+#if defined(_MSC_VER)
+#define RESTRICT __restrict
+#else
+#define RESTRICT restrict
+#endif
+
+#define SHUFFLE_KERNELS(E, W)                                                                                    \
+    static void unshuffle_##E(const unsigned char *RESTRICT s, size_t planes, unsigned char *RESTRICT d,          \
+                              size_t count) {                                                                    \
+        for (size_t j = 0; j < count; j++)                                                                      \
+            for (size_t k = 0; k < E; k++) d[j * E + k] = s[k * planes + j];                                   \
+    }                                                                                                            \
+    static void shuffle_##E(const unsigned char *RESTRICT s, unsigned char *RESTRICT d, size_t planes,            \
+                            size_t count) {                                                                      \
+        for (size_t h = 0; h < E; h += W)                                                                       \
+            for (size_t j = 0; j < count; j++)                                                                  \
+                for (size_t k = 0; k < W; k++) d[(h + k) * planes + j] = s[j * E + h + k];                      \
+    }
+SHUFFLE_KERNELS(2, 2)
+SHUFFLE_KERNELS(3, 3)
+SHUFFLE_KERNELS(4, 4)
+SHUFFLE_KERNELS(5, 5)
+SHUFFLE_KERNELS(8, 8)
+#define SHUFFLE_TILE 16 /* elements of 8 bytes per tile of shuffle_8_tiled */
+
+static void shuffle_8_tiled(const unsigned char *RESTRICT s, unsigned char *RESTRICT d, size_t planes, size_t count) {
+    size_t j = 0;
+    for (; j + SHUFFLE_TILE <= count; j += SHUFFLE_TILE) {
+        unsigned char t[8][SHUFFLE_TILE];
+        for (size_t i = 0; i < SHUFFLE_TILE; i++)
+            for (size_t k = 0; k < 8; k++) t[k][i] = s[(j + i) * 8 + k];
+        for (size_t k = 0; k < 8; k++) memcpy(d + k * planes + j, t[k], SHUFFLE_TILE);
+    }
+    if (j < count) shuffle_8(s + j * 8, d + j, planes, count - j);
+}
+SHUFFLE_KERNELS(9, 9)
+SHUFFLE_KERNELS(16, 8)
+
+#define SHUFFLE_BLOCK 16384 /* plain bytes a generic kernel moves at a time: they stay in L1 cache */
+
+/* Any other element size: plane by plane, a block of elements at a time. */
+static void unshuffle_any(const unsigned char *RESTRICT s, size_t planes, unsigned char *RESTRICT d, size_t count,
+                          size_t e) {
+    size_t block = SHUFFLE_BLOCK / e;
+    for (size_t j0 = 0; j0 < count; j0 += block) {
+        size_t n = count - j0 < block ? count - j0 : block;
+        for (size_t k = 0; k < e; k++) {
+            const unsigned char *p = s + k * planes + j0;
+            unsigned char *q = d + j0 * e + k;
+            for (size_t j = 0; j < n; j++) q[j * e] = p[j];
+        }
+    }
+}
+
+static void shuffle_any(const unsigned char *RESTRICT s, unsigned char *RESTRICT d, size_t planes, size_t count,
+                        size_t e) {
+    size_t block = SHUFFLE_BLOCK / e;
+    for (size_t j0 = 0; j0 < count; j0 += block) {
+        size_t n = count - j0 < block ? count - j0 : block;
+        for (size_t k = 0; k < e; k++) {
+            const unsigned char *p = s + j0 * e + k;
+            unsigned char *q = d + k * planes + j0;
+            for (size_t j = 0; j < n; j++) q[j] = p[j * e];
+        }
+    }
+}
+
+static void unshuffle_run(const unsigned char *s, size_t planes, unsigned char *d, size_t count, size_t e) {
+    switch (e) {
+        case 2: unshuffle_2(s, planes, d, count); break;
+        case 3: unshuffle_3(s, planes, d, count); break;
+        case 4: unshuffle_4(s, planes, d, count); break;
+        case 5: unshuffle_5(s, planes, d, count); break;
+        case 8: unshuffle_8(s, planes, d, count); break;
+        case 9: unshuffle_9(s, planes, d, count); break;
+        case 16: unshuffle_16(s, planes, d, count); break;
+        default: unshuffle_any(s, planes, d, count, e);
+    }
+}
+
+static void shuffle_run(const unsigned char *s, unsigned char *d, size_t m, size_t e) {
+    switch (e) {
+        case 2: shuffle_2(s, d, m, m); break;
+        case 3: shuffle_3(s, d, m, m); break;
+        case 4: shuffle_4(s, d, m, m); break;
+        case 5: shuffle_5(s, d, m, m); break;
+        case 8: shuffle_8_tiled(s, d, m, m); break;
+        case 9: shuffle_9(s, d, m, m); break;
+        case 16: shuffle_16(s, d, m, m); break;
+        default: shuffle_any(s, d, m, m, e);
+    }
+}
+
+/* Plain bytes [lo, lo + n) of the shuffled bytes s (m elements of e bytes) into d: the
+ * elements it covers whole by a kernel, the bytes of a partial one at each end one by one. */
+static void gather_run(const unsigned char *s, size_t m, size_t e, size_t lo, unsigned char *d, size_t n) {
+    size_t p = lo, hi = lo + n;
+    for (; p < hi && p % e; p++) *d++ = s[(p % e) * m + p / e];
+    size_t whole = (hi - p) / e;
+    if (whole) {
+        unshuffle_run(s + p / e, m, d, whole, e);
+        d += whole * e;
+        p += whole * e;
+    }
+    for (; p < hi; p++) *d++ = s[(p % e) * m + p / e];
+}
+
+#define SHUFFLE_NOGIL 8192 /* bytes from which a call lets other threads run while it works */
+
+/* An int argument, clipped to the Py_ssize_t range (a larger one is out of range anyway, and
+ * says so as a ValueError, not an OverflowError); -1 with TypeError if it is not an int. */
+static int size_arg(const char *fn, const char *name, PyObject *o, Py_ssize_t *out) {
+    if (!PyIndex_Check(o)) {
+        PyErr_Format(PyExc_TypeError, "%s: %s must be an int, not %.100s", fn, name, Py_TYPE(o)->tp_name);
+        return -1;
+    }
+    *out = PyNumber_AsSsize_t(o, NULL);
+    return *out == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
+/* A contiguous buffer argument (writable: out), or -1 with TypeError saying what it is not. */
+static int buffer_arg(const char *fn, const char *name, PyObject *o, Py_buffer *view, int writable) {
+    if (PyObject_GetBuffer(o, view, writable ? PyBUF_WRITABLE : PyBUF_SIMPLE) == 0) return 0;
+    if (!PyErr_ExceptionMatches(PyExc_BufferError) && !PyErr_ExceptionMatches(PyExc_TypeError)) return -1;
+    PyErr_Clear();
+    const char *what = "";
+    if (PyObject_CheckBuffer(o)) {
+        Py_buffer plain;
+        if (writable && PyObject_GetBuffer(o, &plain, PyBUF_SIMPLE) == 0) {
+            PyBuffer_Release(&plain);
+            what = "a read-only ";
+        } else {
+            PyErr_Clear();
+            what = "a non-contiguous ";
+        }
+    }
+    PyErr_Format(PyExc_TypeError, "%s: %s must be a %scontiguous bytes-like object, not %s%.100s", fn, name,
+                 writable ? "writable " : "", what, Py_TYPE(o)->tp_name);
+    return -1;
+}
+
+/* The element size (2..255, the filter's parameter) of a buffer of len bytes. */
+static int element_arg(const char *fn, PyObject *o, Py_ssize_t len, Py_ssize_t *e) {
+    if (size_arg(fn, "the element size", o, e) < 0) return -1;
+    if (*e < 2 || *e > 255) {
+        PyErr_Format(PyExc_ValueError, "%s: the element size must be 2 to 255, not %R", fn, o);
+        return -1;
+    }
+    if (len % *e) {
+        PyErr_Format(PyExc_ValueError, "%s: src holds %zd bytes, not a whole number of %zd-byte elements", fn, len, *e);
+        return -1;
+    }
+    return 0;
+}
+
+/* shuffle(src, element) -> bytes: src (any contiguous buffer, a whole number of elements)
+ * byte-shuffled. */
+static PyObject *py_shuffle(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer sv;
+    PyObject *so, *eo, *out = NULL;
+    Py_ssize_t e;
+    if (!PyArg_ParseTuple(args, "OO:shuffle", &so, &eo) || buffer_arg("shuffle", "src", so, &sv, 0) < 0) return NULL;
+    if (element_arg("shuffle", eo, sv.len, &e) < 0) goto done;
+    out = PyBytes_FromStringAndSize(NULL, sv.len);
+    if (!out) goto done;
+    const unsigned char *s = sv.buf;
+    unsigned char *d = (unsigned char *)PyBytes_AS_STRING(out);
+    size_t m = (size_t)(sv.len / e);
+    if (sv.len >= SHUFFLE_NOGIL) {
+        Py_BEGIN_ALLOW_THREADS
+        shuffle_run(s, d, m, (size_t)e);
+        Py_END_ALLOW_THREADS
+    } else {
+        shuffle_run(s, d, m, (size_t)e);
+    }
+done:
+    PyBuffer_Release(&sv);
+    return out;
+}
+
+/* Plain bytes [lo, lo + ov->len) of the shuffled sv into ov (lo checked by the caller). When
+ * the two overlap, src is copied first: the result is what it would be from a separate src. */
+static PyObject *gather_to(Py_buffer *sv, Py_ssize_t e, Py_ssize_t lo, Py_buffer *ov) {
+    const unsigned char *s = sv->buf;
+    unsigned char *d = ov->buf, *copy = NULL;
+    if (ov->len && sv->len && d < s + sv->len && s < d + ov->len) {
+        copy = PyMem_Malloc((size_t)sv->len);
+        if (!copy) return PyErr_NoMemory();
+        memcpy(copy, s, (size_t)sv->len);
+        s = copy;
+    }
+    size_t m = (size_t)(sv->len / e);
+    if (ov->len >= SHUFFLE_NOGIL) {
+        Py_BEGIN_ALLOW_THREADS
+        gather_run(s, m, (size_t)e, (size_t)lo, d, (size_t)ov->len);
+        Py_END_ALLOW_THREADS
+    } else {
+        gather_run(s, m, (size_t)e, (size_t)lo, d, (size_t)ov->len);
+    }
+    PyMem_Free(copy);
+    Py_RETURN_NONE;
+}
+
+/* unshuffle_into(src, element, out): the plain bytes of the shuffled src into out (a writable
+ * contiguous buffer of exactly as many bytes). */
+static PyObject *py_unshuffle_into(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer sv, ov;
+    PyObject *so, *eo, *oo, *result = NULL;
+    Py_ssize_t e;
+    if (!PyArg_ParseTuple(args, "OOO:unshuffle_into", &so, &eo, &oo) ||
+        buffer_arg("unshuffle_into", "src", so, &sv, 0) < 0)
+        return NULL;
+    if (buffer_arg("unshuffle_into", "out", oo, &ov, 1) < 0) {
+        PyBuffer_Release(&sv);
+        return NULL;
+    }
+    if (element_arg("unshuffle_into", eo, sv.len, &e) < 0) goto done;
+    if (ov.len != sv.len) {
+        PyErr_Format(PyExc_ValueError, "unshuffle_into: out holds %zd bytes; the %zd plain bytes of src need as many",
+                     ov.len, sv.len);
+        goto done;
+    }
+    result = gather_to(&sv, e, 0, &ov);
+done:
+    PyBuffer_Release(&sv);
+    PyBuffer_Release(&ov);
+    return result;
+}
+
+/* gather_into(src, element, lo, out): plain bytes [lo, lo + len(out)) of the shuffled src into
+ * out (writable, contiguous). */
+static PyObject *py_gather_into(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer sv, ov;
+    PyObject *so, *eo, *lo_o, *oo, *result = NULL;
+    Py_ssize_t e, lo;
+    if (!PyArg_ParseTuple(args, "OOOO:gather_into", &so, &eo, &lo_o, &oo) ||
+        buffer_arg("gather_into", "src", so, &sv, 0) < 0)
+        return NULL;
+    if (buffer_arg("gather_into", "out", oo, &ov, 1) < 0) {
+        PyBuffer_Release(&sv);
+        return NULL;
+    }
+    if (element_arg("gather_into", eo, sv.len, &e) < 0 || size_arg("gather_into", "lo", lo_o, &lo) < 0) goto done;
+    if (lo < 0 || ov.len > sv.len || lo > sv.len - ov.len) {
+        PyErr_Format(PyExc_ValueError, "gather_into: %zd bytes from offset %R lie outside the %zd plain bytes of src",
+                     ov.len, lo_o, sv.len);
+        goto done;
+    }
+    result = gather_to(&sv, e, lo, &ov);
+done:
+    PyBuffer_Release(&sv);
+    PyBuffer_Release(&ov);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"list_index", list_index, METH_VARARGS, "Item offsets and large container items of a msgpack array."},
     {"plain_values", plain_values, METH_O, "Whether a value holds only exact None/bool/int/float/str/bytes/list/tuple/dict values."},
@@ -2071,6 +2342,9 @@ static PyMethodDef methods[] = {
     {"key_hashes", key_hashes, METH_VARARGS, "The 64-bit base hash of each key of a run of msgpack map entries."},
     {"fuse_build", fuse_build, METH_VARARGS, "The packed slots of a binary fuse mapping hashes to values."},
     {"fuse_check", fuse_check, METH_VARARGS, "The first key a binary fuse does not map to its value, or -1."},
+    {"shuffle", py_shuffle, METH_VARARGS, "The bytes of a run of fixed-size elements, byte-shuffled."},
+    {"unshuffle_into", py_unshuffle_into, METH_VARARGS, "The plain bytes of byte-shuffled elements, into a buffer."},
+    {"gather_into", py_gather_into, METH_VARARGS, "Some plain bytes of byte-shuffled elements, into a buffer."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -6,7 +6,6 @@ after it (2.0: the TOC, the trailer) from the file, shifted by what compression 
 
 from __future__ import annotations
 
-import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -31,6 +30,7 @@ from msglc.format.frames import (
     parse_page,
     raw_frame_fits,
 )
+from msglc.format.shuffle import gather, gather_into, unshuffle, unshuffle_into
 from msglc.io.base import Counter, Source
 from msglc.io.frame_map import FrameMap, paged_map
 from msglc.util.optional import zstandard
@@ -41,23 +41,6 @@ CACHE_FRAMES = 16  # decompressed frames kept (at most 16 MB; 16 x the threshold
 DICT_CACHE = 1 << 26  # bytes of dictionaries kept loaded (but the one in use): writers make them of 1 MB
 GATHER_MAX = 64  # reads of at most this many bytes of a shuffled frame gather them, unshuffling nothing
 TASK_BYTES = 1 << 20  # plain bytes per task of a bulk read (a few frames: the pool's overhead stays small)
-
-
-def unshuffle(data: bytes | bytearray | memoryview, element: int) -> bytearray:
-    """The plain bytes of a byte-shuffled frame: ``data`` holds byte 0 of every element of
-    ``element`` bytes, then byte 1 of every element, and so on (slice copies at C speed)."""
-    out = bytearray(len(data))
-    m = len(data) // element
-    for k in range(element):
-        out[k::element] = data[k * m : (k + 1) * m]
-    return out
-
-
-def gather(data: bytes | bytearray | memoryview, element: int, lo: int, hi: int) -> bytes:
-    """Plain bytes [lo, hi) of a byte-shuffled frame, picked from ``data`` one by one (a
-    point read then costs a few index operations instead of unshuffling the frame)."""
-    m = len(data) // element
-    return bytes(data[(p % element) * m + p // element] for p in range(lo, hi))
 
 
 Entry = tuple[bytes | bytearray, int]  # a decompressed frame as stored, and its shuffle's element size (0: plain)
@@ -166,9 +149,9 @@ class FramedSource(Source):
 
     def read_into(self, offset: int, out: memoryview, threads: int | None = None) -> None:
         """Fill ``out`` from logical ``offset`` (large NumPy reads): whole frames decompress
-        straight into ``out``, in a pool of ``threads`` (default ``read_threads``) threads
-        (zstd releases the GIL) when the read spans several tasks' worth; no frame is cached
-        or copied whole."""
+        straight into ``out`` (a shuffled one through a scratch buffer), in a pool of
+        ``threads`` threads (default ``read_threads``; zstd and the C unshuffle release the
+        GIL) when the read spans several tasks' worth; no frame is cached or copied whole."""
         lo = offset - self.data_off
         if lo < 0 or lo + len(out) > self.plain:
             out[:] = self.read(offset, len(out))
@@ -197,41 +180,33 @@ class FramedSource(Source):
 
     def _fill(self, a: int, b: int, lo: int, hi: int, out: memoryview) -> None:
         """Frames [a, b) into ``out``, which holds logical bytes [lo, hi): their stored bytes
-        in one read of the file; frames inside ``out`` decompress into it, the ones at its
-        edges (or cached already) are copied."""
+        in one read of the file; frames inside ``out`` decompress into it, the part of one at
+        its edges is copied (or gathered, from a shuffled one) from the cache or from the
+        frame decompressed apart."""
         table = self.table
         stored_a = table.stored(a)
         base = self.data_off + stored_a
         data = memoryview(self._raw(base, table.stored(b) - stored_a))
-        np = sys.modules.get("numpy")  # loaded when ``out`` is an array's: unshuffles without the GIL
         for i in range(a, b):
             page, k = table.at(i)
             start, end = page.logical[k], page.logical[k + 1]
             piece = data[page.stored[k] - stored_a : page.stored[k + 1] - stored_a]
             if lo <= start and end <= hi:
-                element = self.table.shuffle(i)
-                if not element:
-                    self._decompress_into(i, piece, out[start - lo : end - lo])
-                    continue
-                if np is not None:
-                    scratch = self._scratch(end - start)
-                    self._decompress_into(i, piece, scratch)
-                    m = (end - start) // element
-                    np.copyto(
-                        np.frombuffer(out[start - lo : end - lo], np.uint8).reshape(m, element),
-                        np.frombuffer(scratch, np.uint8).reshape(element, m).T,
-                    )
-                    continue
+                self._decompress_into(i, piece, out[start - lo : end - lo])
+                continue
             with self._lock:
                 entry = self._frames.get(i)
-            plain = self._plain(i, entry if entry is not None else self._checked(i, piece, keep=False))
+            frame, element = entry if entry is not None else self._checked(i, piece, keep=False)
             a_, b_ = max(lo, start), min(hi, end)
-            out[a_ - lo : b_ - lo] = memoryview(plain)[a_ - start : b_ - start]
+            if element:  # the part needed, unshuffled straight into ``out``
+                gather_into(frame, element, a_ - start, out[a_ - lo : b_ - lo])
+            else:
+                out[a_ - lo : b_ - lo] = memoryview(frame)[a_ - start : b_ - start]
 
-    def decode_frames(self, offset: int, size: int, sink: Callable[[int, memoryview, int], None]) -> bool:
+    def decode_frames(self, offset: int, size: int, sink: Callable[[int, memoryview], None]) -> bool:
         """Hand the frames that make up logical [offset, offset + size) to ``sink(logical
-        offset, bytes as stored, shuffle element or 0)``, in order, in this thread: their
-        stored bytes in one read, each decompressed (and checked) into a buffer of this
+        offset, plain bytes)``, in order, in this thread: their stored bytes in one read, each
+        decompressed (checked, and unshuffled in C without the GIL) into a buffer of this
         thread's own that ``sink`` must copy from before it returns; nothing is cached. False,
         and nothing done, when the range does not begin and end where frames do."""
         lo = offset - self.data_off
@@ -247,16 +222,18 @@ class FramedSource(Source):
         for i in range(first, last + 1):
             page, k = table.at(i)
             start, end = page.logical[k], page.logical[k + 1]
-            scratch = self._scratch(end - start)
-            self._decompress_into(i, data[page.stored[k] - stored_a : page.stored[k + 1] - stored_a], scratch)
-            sink(self.data_off + start, scratch, table.shuffle(i) if table.filtered else 0)
+            plain = self._scratch(end - start, "unshuffled")  # (a shuffled frame decompresses into "scratch")
+            self._decompress_into(i, data[page.stored[k] - stored_a : page.stored[k + 1] - stored_a], plain)
+            sink(self.data_off + start, plain)
         return True
 
-    def _scratch(self, size: int) -> memoryview:
-        """A buffer of ``size`` bytes of this thread's own, reused from frame to frame."""
-        buf: bytearray | None = getattr(self._local, "scratch", None)
+    def _scratch(self, size: int, slot: str = "scratch") -> memoryview:
+        """A buffer of ``size`` bytes of this thread's own (one per ``slot``), reused from
+        frame to frame."""
+        buf: bytearray | None = getattr(self._local, slot, None)
         if buf is None or len(buf) < size:
-            buf = self._local.scratch = bytearray(max(size, 1 << 16))
+            buf = bytearray(max(size, 1 << 16))
+            setattr(self._local, slot, buf)
         return memoryview(buf)[:size]
 
     def frame_at(self, offset: int) -> tuple[int, int, bytes | bytearray, int] | None:
@@ -439,8 +416,20 @@ class FramedSource(Source):
         return entry
 
     def _decompress_into(self, i: int, data: bytes | memoryview, out: memoryview) -> None:
-        """Frame ``i`` (plain, not shuffled) from its stored bytes straight into ``out``, which
-        is exactly its size; the read past its end makes zstd check the content checksum."""
+        """The plain bytes of frame ``i`` from its stored bytes into ``out``, which is exactly
+        its size: straight into it, or for a shuffled frame into this thread's scratch buffer
+        and unshuffled from there (in C without the GIL: the pool's threads run together)."""
+        element = self.table.shuffle(i) if self.table.filtered else 0
+        if not element:
+            self._decompress_frame_into(i, data, out)
+            return
+        scratch = self._scratch(len(out))
+        self._decompress_frame_into(i, data, scratch)
+        unshuffle_into(scratch, element, out)
+
+    def _decompress_frame_into(self, i: int, data: bytes | memoryview, out: memoryview) -> None:
+        """Frame ``i`` as stored (shuffled or not) from its stored bytes straight into ``out``,
+        which is exactly its size; the read past its end makes zstd check the content checksum."""
         self._check(i, data)
         decompressor: Any = self._decompressor(self.table.dictionary(i) if self._dict_places else 0)
         zstd = self._zstd

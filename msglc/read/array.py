@@ -188,14 +188,12 @@ class LazyArray(LazyNode):
         tile = self._tile
         assert tile is not None
         itemsize = self.dtype.itemsize
-        out_bytes = out.view(np.uint8).reshape(*out.shape, itemsize)
 
-        def sink(at: int, data: memoryview, element: int) -> None:
+        def sink(at: int, data: memoryview) -> None:
             e, rem = divmod(at - self._data, itemsize)
             n = len(data) // itemsize
-            if rem or len(data) % itemsize or element not in (0, itemsize):
+            if rem or len(data) % itemsize:
                 raise _NotTiles
-            planes = np.frombuffer(data, np.uint8).reshape(itemsize, n) if element else None
             done = 0
             while done < n:
                 g, ext, start = tile_at(self.shape, tile, e + done)
@@ -203,10 +201,7 @@ class LazyArray(LazyNode):
                 if start != e + done or done + size > n:
                     raise _NotTiles
                 region = tuple(slice(i * t, i * t + x) for i, t, x in zip(g, tile, ext, strict=True))
-                if planes is None:
-                    out[region] = np.frombuffer(data, self.dtype, size, done * itemsize).reshape(ext)
-                else:
-                    out_bytes[region] = np.moveaxis(planes[:, done : done + size].reshape(itemsize, *ext), 0, -1)
+                out[region] = np.frombuffer(data, self.dtype, size, done * itemsize).reshape(ext)
                 done += size
 
         try:

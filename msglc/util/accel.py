@@ -174,8 +174,20 @@ class Speedups(Protocol):
         where reads from it cannot kill the process (Linux), ``pread`` otherwise."""
         ...
 
+    def shuffle(self, src: Any, element: int, /) -> bytes:
+        """``src`` byte-shuffled (``format.shuffle.shuffle``)."""
+        ...
 
-API = 9  # the version of ``_speedups`` this code calls (SPEEDUPS_API in _speedups.c)
+    def unshuffle_into(self, src: Any, element: int, out: Any, /) -> None:
+        """The plain bytes of the byte-shuffled ``src`` into ``out`` (``format.shuffle``)."""
+        ...
+
+    def gather_into(self, src: Any, element: int, lo: int, out: Any, /) -> None:
+        """Plain bytes [lo, lo + len(out)) of the byte-shuffled ``src`` into ``out``."""
+        ...
+
+
+API = 10  # the version of ``_speedups`` this code calls (SPEEDUPS_API in _speedups.c)
 
 
 def _load() -> Speedups | None:

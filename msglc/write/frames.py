@@ -2,8 +2,8 @@
 design: docs/compression.md). Frames are cut where the TOC says items begin, so that a small
 item never needs two frames, and runs of fixed-size numbers (fixed-stride lists, NumPy
 elements) are cut at whole elements and byte-shuffled where that compresses better. Frames
-are compressed in a thread pool (zstd releases the GIL), each thread with its own compressor
-(one is not thread-safe)."""
+are shuffled and compressed in a thread pool (the C shuffle and zstd release the GIL), each
+thread with its own compressor (one is not thread-safe)."""
 
 from __future__ import annotations
 
@@ -50,13 +50,13 @@ from msglc.format.nodes import (
     unframe_node,
 )
 from msglc.format.numpy_ext import parse_head
+from msglc.format.shuffle import MAX_ELEMENT, shuffle
 from msglc.format.tiles import frame_cuts
 from msglc.util.optional import zstandard
 
 THREADS = 2  # compression threads (this machine has 2 cores; more only queue)
 GROUP = 1 << 18  # plain bytes compressed per thread-pool task (many small frames per task: less overhead)
 SLACK = 8  # a frame may exceed the frame size by 1/SLACK to end at an item boundary
-MAX_ELEMENT = 255  # the largest element a shuffle filter names (one byte)
 ARRAY_FRAME = 1 << 16  # least plain bytes per frame of NumPy elements: bulk reads then cost ~1/8 of
 # the per-frame Python work of 8 KB frames, and one element read decompresses 64 KB (~70 us)
 
@@ -150,13 +150,6 @@ def _groups(plain: Sequence[int]) -> list[range]:
     if first < len(plain):
         out.append(range(first, len(plain)))
     return out
-
-
-def shuffle(piece: memoryview, element: int) -> bytes:
-    """Byte 0 of every ``element``-byte element of ``piece``, then byte 1, and so on (the
-    reader's ``unshuffle`` undoes it)."""
-    data = bytes(piece)
-    return b"".join(data[k::element] for k in range(element))
 
 
 PLANE_BLOCK = 1024  # bytes of a shuffled frame's byte plane at least for it to end a zstd block

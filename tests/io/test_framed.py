@@ -5,6 +5,7 @@ decompression bomb), raise CorruptedError."""
 
 import io
 import random
+import threading
 from itertools import accumulate
 
 import msgspec
@@ -16,6 +17,7 @@ from msglc.format.frames import MAX_FRAME, Index, pack_index, pack_page
 from msglc.format.msgpack import array_header, container_header
 from msglc.io.framed import FramedSource, open_section
 from msglc.io.local import BufferSource
+from msglc.util import accel
 from msglc.write.frames import DATA_FRAME, HEAD_FRAME, FrameWriter, frame_size
 
 pytest.importorskip("zstandard")
@@ -174,6 +176,61 @@ def test_bulk_reads_on_many_threads_equal_one_thread():
             assert np.array_equal(got[threads][k], value[k])
             assert np.array_equal(got[threads]["obj"][k], value[k])
         assert np.array_equal(got[threads]["rows"], smooth[13:611])
+
+
+class _Recorded:
+    """The C accelerator, recording which thread calls its shuffle functions."""
+
+    def __init__(self, c):
+        self.c = c
+        self.calls: list[tuple[str, bool]] = []  # (function, on the main thread)
+
+    def __getattr__(self, name):
+        function = getattr(self.c, name)
+        if name not in ("shuffle", "unshuffle_into", "gather_into"):
+            return function
+
+        def recorded(*args):
+            self.calls.append((name, threading.current_thread() is threading.main_thread()))
+            return function(*args)
+
+        return recorded
+
+
+def test_shuffled_frames_are_shuffled_and_unshuffled_on_the_pools_threads(monkeypatch):
+    """Writing shuffles each frame inside its compression task, and a bulk read unshuffles
+    each frame in the ``read_threads`` task that decompresses it, through the C functions
+    (which release the GIL: the threads run together); the pure-Python path writes the same
+    bytes and reads the same values."""
+    np = pytest.importorskip("numpy")
+    assert accel.speedups is not None, "the C accelerator is not built (pip install -e .)"
+    y, x = np.mgrid[0:700, 0:900]
+    value = {"f": np.sin(x / 50.0) * np.cos(y / 30.0), "i": (x * 7 + y).astype(np.int32)}
+    recorded = _Recorded(accel.speedups)
+    monkeypatch.setattr(accel, "speedups", recorded)
+    data = msglc.dumps(value, compression="zstd")
+    shuffles = [main for name, main in recorded.calls if name == "shuffle"]
+    # on the compression threads, but the trial of each array's first frame (shuffled or not?)
+    assert shuffles.count(False) >= 10 and shuffles.count(True) <= len(value)
+    recorded.calls.clear()
+    try:
+        msglc.configure(read_threads=2)
+        with msglc.LazyReader(data, cached=False) as r:
+            assert 8 in {f.parameter for f in r.frames()}  # the float64 array stored shuffled
+            got = {k: np.asarray(r[k]) for k in value}
+    finally:
+        msglc.configure(read_threads=2)
+    unshuffles = [main for name, main in recorded.calls if name == "unshuffle_into"]
+    assert len(unshuffles) >= 2 and not any(unshuffles)  # in the pool, not on the calling thread
+    for k in value:
+        assert np.array_equal(got[k], value[k])
+    monkeypatch.setattr(accel, "speedups", None)
+    assert msglc.dumps(value, compression="zstd") == data
+    with msglc.LazyReader(data, cached=False) as r:
+        for k in value:
+            assert np.array_equal(np.asarray(r[k]), value[k])
+            assert np.array_equal(r[k][13:611:5, 3], value[k][13:611:5, 3])
+            assert r[k][699, 899] == value[k][699, 899]
 
 
 @pytest.mark.parametrize("bad", [0, -1, 1.5, True, None, "2"])

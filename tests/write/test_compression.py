@@ -270,7 +270,7 @@ def test_read_many_fetches_frames_together_from_a_remote_archive():
 
 def test_standard_zstd_gives_shuffled_frames_as_the_filter_table_says():
     from msglc.format.frames import SHUFFLE
-    from msglc.io.framed import unshuffle
+    from msglc.format.shuffle import unshuffle
 
     data = msglc.dumps(DOC, **ZSTD)
     with LazyReader(data) as r:

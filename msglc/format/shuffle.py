@@ -1,0 +1,123 @@
+"""The byte shuffle of filter code 1 (docs/format.md): a frame of ``m`` elements of ``e``
+bytes is stored as byte 0 of every element, then byte 1, and so on, so plain byte
+``j * e + k`` is stored byte ``k * m + j``. Runs of numbers compress better so.
+
+The Python code here is the definition. With the C accelerator built, the same functions run
+in ``_speedups`` (the common element sizes vectorized, the GIL released for large buffers),
+so that the compression threads and the ``read_threads`` pool shuffle in parallel."""
+
+from __future__ import annotations
+
+from operator import index
+from typing import Any
+
+from msglc.util import accel
+
+MAX_ELEMENT = 255  # the largest element a shuffle filter names (one byte)
+
+
+def shuffle(src: Any, element: int) -> bytes:
+    """The bytes of ``src`` (any contiguous buffer, a whole number of ``element``-byte
+    elements) byte-shuffled."""
+    speedups = accel.speedups
+    if speedups is not None:
+        return speedups.shuffle(src, element)
+    data = bytes(_source(src, element, "shuffle"))
+    return b"".join(data[k::element] for k in range(element))
+
+
+def unshuffle(src: Any, element: int) -> bytearray:
+    """The plain bytes of the byte-shuffled ``src``, in a new buffer."""
+    out = bytearray(_source(src, element, "unshuffle").nbytes)
+    unshuffle_into(src, element, out)
+    return out
+
+
+def unshuffle_into(src: Any, element: int, out: Any) -> None:
+    """The plain bytes of the byte-shuffled ``src`` into ``out``, a writable contiguous buffer
+    of as many bytes (it may overlap ``src``: the result is the same)."""
+    speedups = accel.speedups
+    if speedups is not None:
+        speedups.unshuffle_into(src, element, out)
+        return
+    view = _source(src, element, "unshuffle_into")
+    target = _target(out, "unshuffle_into")
+    if len(target) != len(view):
+        raise ValueError(
+            f"unshuffle_into: out holds {len(target)} bytes; the {len(view)} plain bytes of src need as many"
+        )
+    data = bytes(view)  # read whole before ``out`` is written: the two may share memory
+    m = len(data) // element
+    for k in range(element):
+        target[k::element] = data[k * m : (k + 1) * m]
+
+
+def gather(src: Any, element: int, lo: int, hi: int) -> bytes:
+    """Plain bytes [lo, hi) of the byte-shuffled ``src``, picked without unshuffling the rest
+    (a point read of a shuffled frame)."""
+    size = _source(src, element, "gather").nbytes
+    lo, hi = _int(lo, "gather", "lo"), _int(hi, "gather", "hi")
+    if not 0 <= lo <= hi <= size:  # checked before anything is allocated
+        raise ValueError(f"gather: [{lo}, {hi}) is not a range of the {size} plain bytes of src")
+    out = bytearray(hi - lo)
+    gather_into(src, element, lo, out)
+    return bytes(out)
+
+
+def gather_into(src: Any, element: int, lo: int, out: Any) -> None:
+    """Plain bytes [lo, lo + len(out)) of the byte-shuffled ``src`` into ``out`` (writable,
+    contiguous)."""
+    speedups = accel.speedups
+    if speedups is not None:
+        speedups.gather_into(src, element, lo, out)
+        return
+    view = _source(src, element, "gather_into")
+    target = _target(out, "gather_into")
+    lo = _int(lo, "gather_into", "lo")
+    n = len(target)
+    if lo < 0 or lo + n > len(view):
+        raise ValueError(f"gather_into: {n} bytes from offset {lo} lie outside the {len(view)} plain bytes of src")
+    e = index(element)
+    m = len(view) // e
+    first, last = lo // e, -(-(lo + n) // e)  # the elements that hold the bytes
+    part = bytearray((last - first) * e)  # those elements unshuffled, read whole before ``out`` is written
+    for k in range(e):
+        part[k::e] = view[k * m + first : k * m + last]
+    target[:] = part[lo - first * e : lo - first * e + n]
+
+
+def _source(src: Any, element: Any, fn: str) -> memoryview:
+    """``src`` as bytes, checked to hold whole elements of a valid size (errors as the C path's)."""
+    try:
+        view = memoryview(src)
+    except TypeError:
+        raise TypeError(f"{fn}: src must be a contiguous bytes-like object, not {type(src).__name__}") from None
+    if not view.c_contiguous:
+        raise TypeError(f"{fn}: src must be a contiguous bytes-like object, not a non-contiguous {type(src).__name__}")
+    e = _int(element, fn, "the element size")
+    if not 2 <= e <= MAX_ELEMENT:
+        raise ValueError(f"{fn}: the element size must be 2 to {MAX_ELEMENT}, not {element!r}")
+    if view.nbytes % e:
+        raise ValueError(f"{fn}: src holds {view.nbytes} bytes, not a whole number of {e}-byte elements")
+    return view.cast("B") if view.ndim != 1 or view.format != "B" else view
+
+
+def _int(value: Any, fn: str, name: str) -> int:
+    try:
+        return index(value)
+    except TypeError:
+        raise TypeError(f"{fn}: {name} must be an int, not {type(value).__name__}") from None
+
+
+def _target(out: Any, fn: str) -> memoryview:
+    """``out`` as writable bytes (errors as the C path's)."""
+    expected = f"{fn}: out must be a writable contiguous bytes-like object, not"
+    try:
+        view = memoryview(out)
+    except TypeError:
+        raise TypeError(f"{expected} {type(out).__name__}") from None
+    if not view.c_contiguous:
+        raise TypeError(f"{expected} a non-contiguous {type(out).__name__}")
+    if view.readonly:
+        raise TypeError(f"{expected} a read-only {type(out).__name__}")
+    return view.cast("B") if view.ndim != 1 or view.format != "B" else view
