@@ -598,7 +598,8 @@ static PyObject *probe_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
  * the process; the file may be cut short by another program at any time. So the bytes are
  * only ever copied out of a map by guarded_copy, under a SIGBUS handler of msglc's: a fault
  * in the copy jumps back out of it and the copy fails (the caller then reads with pread, which
- * reports the short file as an error). The handler passes every other SIGBUS on to the handler
+ * reports the short file as an error; a copy that may have met the zeros a cut leaves in its
+ * last page fails too: guarded_copy). The handler passes every other SIGBUS on to the handler
  * it replaced (by default: the process is killed, as it would have been). It is installed
  * once, at the first map; a map is made only while it is the process's SIGBUS handler (a
  * handler installed after it that passes SIGBUS on, as faulthandler does, keeps the guard
@@ -655,8 +656,14 @@ static int bus_ready(void) {
     return 1;
 }
 
-/* Copy n bytes of a map to out: 1, or 0 when the copy faulted (the file is shorter now). */
-static int guarded_copy(unsigned char *out, const unsigned char *from, size_t n) {
+/* Copy n bytes of a map to out, then read the byte at last (the map's last byte): 1, or 0 when
+ * either faulted (the file is shorter now). A file cut short in the middle of a page leaves
+ * the rest of that page mapped, reading as zeros, with no fault: so the copy must not come
+ * from the map's last page (the caller's part), and a cut before that page is seen by the
+ * read of last, which then faults. It comes after the copy: a truncation removes the pages
+ * past the new end from every map before it zeroes the tail of the new last page, so a copy
+ * that met those zeros is followed by a read of last that faults. */
+static int guarded_copy(unsigned char *out, const unsigned char *from, size_t n, const unsigned char *last) {
     sigjmp_buf jump;
     if (sigsetjmp(jump, 0)) {
         __atomic_signal_fence(__ATOMIC_SEQ_CST);
@@ -666,6 +673,8 @@ static int guarded_copy(unsigned char *out, const unsigned char *from, size_t n)
     bus_guard = &jump;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     memcpy(out, from, n);
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);  /* the copy's loads before the next one */
+    (void)*(const volatile unsigned char *)last;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     bus_guard = NULL;
     return 1;
@@ -687,6 +696,7 @@ typedef struct {
     int fd, closed;
     unsigned char *map;  /* NULL: none (yet, or any more) */
     Py_ssize_t map_len;  /* the bytes to map (0: none) */
+    Py_ssize_t map_safe;  /* where the map's last page starts: copies end at or before it */
     int tried;  /* the map was attempted (made or not) */
 } File;
 
@@ -706,7 +716,7 @@ static PyObject *file_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     }
     File *self = (File *)type->tp_alloc(type, 0);
     if (!self) return NULL;
-    self->fd = fd, self->closed = 0, self->map = NULL, self->tried = 0;
+    self->fd = fd, self->closed = 0, self->map = NULL, self->tried = 0, self->map_safe = 0;
     self->map_len = map_size > 0 && (uint64_t)map_size <= (uint64_t)SIZE_MAX ? map_size : 0;
     return (PyObject *)self;
 }
@@ -716,8 +726,12 @@ static void file_map(File *self) {
     self->tried = 1;
 #ifdef MSGLC_MAP
     if (!self->map_len || self->closed || !bus_ready()) return;
+    long page = sysconf(_SC_PAGESIZE);
+    if (page <= 0 || (page & (page - 1))) return;
     void *map = mmap(NULL, (size_t)self->map_len, PROT_READ, MAP_SHARED, self->fd, 0);
-    if (map != MAP_FAILED) self->map = (unsigned char *)map;  /* else: pread */
+    if (map == MAP_FAILED) return;  /* pread */
+    self->map = (unsigned char *)map;
+    self->map_safe = (self->map_len - 1) & ~(Py_ssize_t)(page - 1);
 #endif
 }
 
@@ -814,12 +828,12 @@ static PyObject *file_mapped(File *self, void *unused) {
 }
 
 /* Copy size bytes at offset from f's map to out: 1, 0 when they cannot come from the map
- * (none, closed, past its end, or the file is shorter now: a fault). */
+ * (none, closed, in or past its last page, or the file is shorter now: a fault). */
 static int file_copy(File *f, Py_ssize_t offset, Py_ssize_t size, unsigned char *out) {
 #ifdef MSGLC_MAP
     if (!f->tried) file_map(f);
-    if (!f->map || f->closed || offset > f->map_len - size) return 0;
-    return guarded_copy(out, f->map + offset, (size_t)size);
+    if (!f->map || f->closed || offset > f->map_safe - size) return 0;  /* the last page: pread */
+    return guarded_copy(out, f->map + offset, (size_t)size, f->map + f->map_len - 1);
 #else
     (void)f, (void)offset, (void)size, (void)out;
     return 0;

@@ -148,8 +148,11 @@ def parse_payload_header(payload: bytes | memoryview, length: int, where: int | 
     return dtype, tuple(shape), 4 + h, tile
 
 
-# What starts every tiled array value (as msglc writes them: a header under 64 KB): an ext
-# 8/16/32 header of type 78, H (u32 LE), a 3-element msgpack array.
+TILED_HEADER_MAX = (1 << 16) - 1  # bytes of a tiled array's header at most, as msglc writes them
+
+# What starts every tiled array value (as msglc writes them: a header of at most
+# TILED_HEADER_MAX bytes): an ext 8/16/32 header of type 78, H (u32 LE), a 3-element msgpack
+# array.
 _TILED = re.compile(rb"(?:\xc7.|\xc8..|\xc9....)\x4e..\x00\x00\x93", re.DOTALL)
 TILED_SCAN_OVERLAP = 12  # bytes of the pattern less one: scanned again with the next piece
 

@@ -95,8 +95,10 @@ class Source:
         self.closed = True
 
     def _short(self, offset: int, size: int, got: int) -> MsglcError:
-        message = f"file ended at {offset + got} while reading {size} bytes at offset {offset}"
-        if self.opened is not None and self.stamp() != self.opened:
+        changed = self.opened is not None and self.stamp() != self.opened  # (a local file's size: now)
+        end = offset + got if got else min(offset, self.size)  # a read past the end gets nothing
+        message = f"file ended at {end} while reading {size} bytes at offset {offset}"
+        if changed:
             return ArchiveChangedError(
                 f"{message}: the file changed after the reader opened it (an append?): open a new reader"
             )

@@ -28,6 +28,7 @@ from msglc.format.container import U32
 from msglc.format.msgpack import ARRAY_EXT, ext_header, parse_ext_header
 from msglc.format.numpy_ext import (
     MAX_HEADER,
+    TILED_HEADER_MAX,
     as_list_item,
     check_dtype,
     leaves_all,
@@ -126,6 +127,10 @@ class ArrayEncoder:
             return arr.tolist()
         tile = tile_of(arr.shape, arr.dtype.itemsize, self.tiles)
         head = array_head(arr, tile)
+        if tile is not None and len(head) - _ext_size(head) - 4 > TILED_HEADER_MAX:
+            # C order: copies into plain archives find tiled arrays by a header this short
+            tile = None
+            head = array_head(arr)
         if arr.nbytes < SPLICE_MIN:
             return msgspec.msgpack.Ext(ARRAY_EXT, head[_ext_size(head) :] + tiled_bytes(arr, tile))
         if tile is not None:

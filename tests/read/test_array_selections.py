@@ -287,6 +287,21 @@ def test_a_file_cut_short_under_a_slab_read_is_an_error(tmp_path):
                 path.write_bytes(original)
 
 
+def test_a_read_past_the_end_of_a_file_cut_short_names_its_end(tmp_path):
+    """A file truncated under a reader: a read that starts past the new end says where the
+    file ends now, not where the read starts."""
+    a = np.arange(1000 * 1000, dtype="<f8").reshape(1000, 1000)
+    path = tmp_path / "cut.mlc"
+    msglc.dump(path, {"a": a})
+    with msglc.LazyReader(path, cached=False) as r:
+        lazy = r["a"]
+        same(a[1:3, 4:9], lazy[1:3, 4:9])
+        os.truncate(path, 4_000_000)
+        for key in [(slice(900, 950), slice(3, 60, 2)), (999, 999), slice(600, 700)]:
+            with pytest.raises(MsglcError, match="file ended at 4000000 "):
+                lazy[key]
+
+
 def test_a_closed_reader_refuses_a_slab(archive):
     r = msglc.LazyReader(archive)
     lazy = r["big"]

@@ -123,6 +123,49 @@ def test_a_reader_opened_after_the_sigbus_handler_was_replaced_reads_with_pread(
     assert run.stdout.split() == (["True", "False"] if accel.speedups is not None else ["None", "None"])
 
 
+_CUT_MID_PAGE = textwrap.dedent(
+    """
+    import os, sys
+    import msglc
+    from msglc.read.reader import archive_of
+    from msglc.util import accel
+
+    path = sys.argv[1]
+    values = [i % 100 + 1 for i in range(200_000)]  # one byte each: zeros still parse as items
+    msglc.dump(path, {"l": values, "pad": "x"})
+    reader = msglc.LazyReader(path, cached=False)
+    items = reader["l"]
+    assert items[5] == 6 and items[100_001] == 2
+    assert archive_of(reader).c_read.mapped or accel.speedups is None
+    os.truncate(path, 4096 * 25 + 100)  # mid-page, in the data: the page's tail reads as zeros
+    right = wrong = errors = 0
+    for i in range(0, len(values), 7):
+        try:
+            got = items[i]
+        except msglc.MsglcError:
+            errors += 1
+        else:
+            right += got == values[i]
+            wrong += got != values[i]
+    print(right, wrong, errors)
+    """
+)
+
+
+def test_a_file_cut_short_mid_page_never_reads_as_zeros(tmp_path):
+    """The bytes between the new end of a truncated file and the end of its page read from a
+    map as zeros: a read from the map must not return them (the file was cut, not zeroed),
+    but fail as pread does. Items of one byte each, where a zero still parses as an item."""
+    script = tmp_path / "cut.py"
+    script.write_text(_CUT_MID_PAGE)
+    run = subprocess.run(
+        [sys.executable, str(script), str(tmp_path / "ints.mlc")], capture_output=True, text=True, timeout=120
+    )
+    assert run.returncode == 0, run.stderr
+    right, wrong, errors = map(int, run.stdout.split())
+    assert wrong == 0 and errors > 0 and right > 0
+
+
 # -- the same answers from the map as from pread ------------------------------------------------
 
 

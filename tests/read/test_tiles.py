@@ -219,6 +219,24 @@ def test_copies_into_a_plain_archive(tmp_path):
     assert not (tmp_path / "out.mlc").exists()
 
 
+def test_an_array_with_a_long_header_is_never_copied_tiled_into_a_plain_archive(tmp_path):
+    """A dtype of thousands of fields takes an array header of over 64 KB: such an array is
+    written in C order, so that ``combine`` and repacking into a plain archive (format 1.x,
+    which has no tiles) never copy a tiled array into one."""
+    dtype = np.dtype([(f"field_number_{i:05d}", "u1") for i in range(4000)])
+    a = np.zeros((64, 64), dtype)
+    a["field_number_00003"] = np.arange(64 * 64).reshape(64, 64) % 251
+    src = tmp_path / "wide.mlc"
+    msglc.dump(src, {"a": a}, compression="zstd", tiles=(8, 8))
+    msglc.combine(tmp_path / "combined.mlc", [FileInfo(src, "x")], compression=None)
+    with msglc.LazyReader(src) as r:
+        msglc.dump(tmp_path / "repacked.mlc", r, compression=None)
+    for path, at in [(tmp_path / "combined.mlc", "x/a"), (tmp_path / "repacked.mlc", "a")]:
+        with msglc.LazyReader(path) as r:
+            assert r.info().compression is None and r[at].tiles is None, path
+            same(a, np.asarray(r[at]))
+
+
 def test_shuffled_frames_end_a_block_at_each_byte_plane():
     """Each byte plane of a shuffled frame ends a zstd block, so that each plane gets entropy
     tables of its own: a smaller frame, still one ordinary zstd frame (content size and
