@@ -171,10 +171,10 @@ def _check(options: dict[str, Any], known: frozenset[str] = _NAMES) -> None:
         raise TypeError(f"enc_hook must be a function or None, got {options['enc_hook']!r}")
     if "tiles" in options:
         tiles = options["tiles"]
-        if not isinstance(tiles, bool) and not (
-            isinstance(tiles, tuple) and all(type(t) is int and t >= 1 for t in tiles)
-        ):
+        if not isinstance(tiles, bool) and not (isinstance(tiles, tuple) and all(type(t) is int for t in tiles)):
             raise TypeError(f"tiles must be True, False or a tuple of positive ints (a tile shape), got {tiles!r}")
+        if isinstance(tiles, tuple) and any(t < 1 for t in tiles):
+            raise ValueError(f"a tile shape's sizes are at least 1, got {tiles!r}")
         if isinstance(tiles, tuple) and not 1 <= len(tiles) <= 16:
             raise ValueError(f"a tile shape has 1 to 16 sizes (a tiled array has at most 16 axes), got {tiles!r}")
     for name in ("disable_gc", "durable", "numpy_encoder"):

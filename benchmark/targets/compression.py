@@ -223,7 +223,7 @@ def array_rows(mb: int, tmp: Path) -> list[Row]:
         return f"{t:.3f}s ({nbytes / t / 1e6:.0f} MB/s)"
 
     threads_note = "" if has_read_threads() else "; no read_threads option in this msglc: default threads"
-    chunk_note = f"h5py chunks {chunks[0]}x{chunks[1]}, frames {ARRAY_THRESHOLD >> 20} MB"
+    chunk_note = f"h5py chunks {chunks[0]}x{chunks[1]}, msglc threshold {ARRAY_THRESHOLD >> 20} MB"
     sizes = {p: p.stat().st_size for p in (path, gz, gz_shuffle)}
     return [
         Row(

@@ -189,9 +189,13 @@ def test_which_arrays_get_tiles():
         same(a[:2, :3], r.to_obj()["a"]["c"])  # a small one too, tiled inline
 
 
-@pytest.mark.parametrize("bad", [(0, 4), (2.0, 3), "64", [64, 64], tuple([1] * 17)])
-def test_bad_tiles_options_are_refused(bad):
-    with pytest.raises((TypeError, ValueError), match="tile"):
+@pytest.mark.parametrize(
+    ("bad", "error"),
+    [((0, 4), ValueError), ((2.0, 3), TypeError), ("64", TypeError), ([64, 64], TypeError), ((1,) * 17, ValueError)],
+)
+def test_bad_tiles_options_are_refused(bad, error):
+    """A value of the right type but out of range is a ValueError, a wrong type a TypeError."""
+    with pytest.raises(error, match="tile"):
         msglc.dumps(np.zeros((4, 4)), compression="zstd", tiles=bad)
 
 
