@@ -749,10 +749,25 @@ static PyObject *file_close(File *self, PyObject *unused) {
 
 #define GRID_DIMS 64 /* the most axes a NumPy array has (NumPy 2) */
 
+static int file_copy(File *f, Py_ssize_t offset, Py_ssize_t size, unsigned char *out);
+
+/* The next index of a grid in C order (idx, below counts), and its offset at. */
+static inline void grid_next(Py_ssize_t *at, Py_ssize_t *idx, const Py_ssize_t *counts, const Py_ssize_t *strides,
+                             Py_ssize_t nd) {
+    Py_ssize_t k = nd - 1;
+    while (k >= 0) {
+        *at += strides[k];
+        if (++idx[k] < counts[k]) break;
+        *at -= counts[k] * strides[k];
+        idx[k--] = 0;
+    }
+}
+
 /* File.read_grid(offset, counts, strides, size, out) -> pieces read: the pieces of size bytes
  * at offset + sum(i[k] * strides[k]) for every index i below counts, in C order, one after the
- * other into the writable buffer out (exactly their bytes), by pread in one loop with the GIL
- * released: a block of an array costs a system call per row, not a Python call per row. It
+ * other into the writable buffer out (exactly their bytes), copied from the file's memory map
+ * where it serves (as the lookups are), else by pread in one loop with the GIL released: a
+ * block of an array costs a copy (or a system call) per row, not a Python call per row. It
  * stops at the first piece it cannot read whole (an error, the end of the file): the caller
  * reads that piece again to report why, and checks whether the file was closed meanwhile. */
 static PyObject *file_read_grid(File *self, PyObject *const *args, Py_ssize_t nargs) {
@@ -797,26 +812,26 @@ static PyObject *file_read_grid(File *self, PyObject *const *args, Py_ssize_t na
     if (!self->closed && size) {
         int fd = self->fd;
         unsigned char *buf = out.buf;
-        Py_BEGIN_ALLOW_THREADS
         Py_ssize_t at = offset;
-        for (; done < total; done++) {
-            Py_ssize_t got = 0;
-            while (got < size) {
-                ssize_t n = pread(fd, buf + done * size + got, (size_t)(size - got), (off_t)(at + got));
-                if (n < 0 && errno == EINTR) continue;
-                if (n <= 0) break;
-                got += n;
+        /* from the memory map while it serves (guarded, with the GIL: "Mapped reads" above), a
+         * copy per piece instead of a system call; then by pread without the GIL */
+        for (; done < total && file_copy(self, at, size, buf + done * size); done++)
+            grid_next(&at, idx, counts, strides, nd);
+        if (done < total) {
+            Py_BEGIN_ALLOW_THREADS
+            for (; done < total; done++) {
+                Py_ssize_t got = 0;
+                while (got < size) {
+                    ssize_t n = pread(fd, buf + done * size + got, (size_t)(size - got), (off_t)(at + got));
+                    if (n < 0 && errno == EINTR) continue;
+                    if (n <= 0) break;
+                    got += n;
+                }
+                if (got < size) break;
+                grid_next(&at, idx, counts, strides, nd);
             }
-            if (got < size) break;
-            Py_ssize_t k = nd - 1;  /* the next index in C order, and its offset */
-            while (k >= 0) {
-                at += strides[k];
-                if (++idx[k] < counts[k]) break;
-                at -= counts[k] * strides[k];
-                idx[k--] = 0;
-            }
+            Py_END_ALLOW_THREADS
         }
-        Py_END_ALLOW_THREADS
     }
     PyBuffer_Release(&out);
     return PyLong_FromSsize_t(size ? done : total);
