@@ -21,6 +21,7 @@ from msglc.format.frames import (
     MIN_FRAME,
     RAW,
     RAW_HEAD,
+    SHUFFLE,
     FrameTable,
     Index,
     Page,
@@ -295,7 +296,10 @@ class FramedSource(Source):
             params = self._zstd.get_frame_parameters(data)
         except self._zstd.ZstdError:
             return self._check_closely(i, data)
-        if page.codes and page.codes[k] or not (params.content_size == expected and params.has_checksum):
+        code = page.codes[k] if page.codes else 0
+        if code and (code != SHUFFLE or expected % page.params[k]):  # a shuffle's elements divide the frame
+            return self._check_closely(i, data)
+        if not (params.content_size == expected and params.has_checksum):
             return self._check_closely(i, data)
         if MIN_FRAME <= len(data) and 0 < expected <= MAX_FRAME:
             return expected

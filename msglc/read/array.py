@@ -19,6 +19,7 @@ from typing import Any
 
 from msglc.config import current
 from msglc.format.numpy_ext import check_text, has_text
+from msglc.format.shuffle import unshuffle_into
 from msglc.format.tiles import is_trivial, tile_at, tile_start, untile
 from msglc.read.archive import Archive
 from msglc.read.node import LazyNode
@@ -289,7 +290,6 @@ class LazyArray(LazyNode):
         tile = self._tile
         assert tile is not None
         itemsize = self.dtype.itemsize
-        out_bytes = out.view(np.uint8).reshape(*out.shape, itemsize)
         for pick in product(*touched):
             at, ext = tile_start(self.shape, tile, tuple(g for g, _, _ in pick))
             where = tuple(slice(j0, j1) for _, j0, j1 in pick)
@@ -297,7 +297,7 @@ class LazyArray(LazyNode):
                 slice(f + j0 * st - g * t, f + (j1 - 1) * st - g * t + 1, st)
                 for (g, j0, j1), (f, _, st), t in zip(pick, sel, tile, strict=True)
             )
-            if self._from_frame(at, ext, local, out[where], out_bytes[where]):
+            if self._from_frame(at, ext, local, out[where]):
                 continue
             inner = [1] * len(ext)
             for k in range(len(ext) - 2, -1, -1):
@@ -315,12 +315,12 @@ class LazyArray(LazyNode):
             )
             out[tuple(slice(j0, j1) for _, j0, j1 in pick)] = part
 
-    def _from_frame(self, at: int, ext: tuple[int, ...], local: tuple[slice, ...], dest: Any, dest_bytes: Any) -> bool:
+    def _from_frame(self, at: int, ext: tuple[int, ...], local: tuple[slice, ...], dest: Any) -> bool:
         """Copy the elements ``local`` of the tile at element ``at`` (of extents ``ext``) into
         ``dest`` straight from the decompressed frame holding the tile, when one frame holds
-        it: a shuffled frame's bytes are picked plane by plane (``dest_bytes``: ``dest`` as
-        bytes), so only the elements read are unshuffled. False when the frame does not hold
-        the whole tile (the caller reads it)."""
+        it: a shuffled frame is unshuffled whole first (in C, a few microseconds for 128 KB:
+        picking the elements read plane by plane, a byte at a time, took longer). False when
+        the frame does not hold the whole tile (the caller reads it)."""
         np = self._np
         itemsize = self.dtype.itemsize
         start = self._data + at * itemsize
@@ -331,15 +331,13 @@ class LazyArray(LazyNode):
         first, end, data, element = found
         if start + n * itemsize > end:
             return False
-        if not element:
-            dest[...] = np.frombuffer(data, self.dtype, n, start - first).reshape(ext)[local]
-            return True
-        if element != itemsize:
-            return False
-        planes = np.frombuffer(data, np.uint8).reshape(itemsize, -1)
-        e0 = (start - first) // itemsize
-        picked = planes[:, e0 : e0 + n].reshape(itemsize, *ext)[(slice(None),) + local]  # noqa: RUF005
-        dest_bytes[...] = np.moveaxis(picked, 0, -1)
+        if element:
+            if element != itemsize:
+                return False
+            plain = np.empty(len(data), np.uint8)
+            unshuffle_into(data, element, plain)
+            data = plain
+        dest[...] = np.frombuffer(data, self.dtype, n, start - first).reshape(ext)[local]
         return True
 
     def _row_reads(self, sel: list[tuple[int, int, int]], rows: list[tuple[int, int, int]], out: Any) -> None:
