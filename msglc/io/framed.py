@@ -237,20 +237,18 @@ class FramedSource(Source):
             setattr(self._local, slot, buf)
         return memoryview(buf)[:size]
 
-    def frame_at(self, offset: int) -> tuple[int, int, bytes | bytearray, int] | None:
-        """The data frame holding logical ``offset``, decompressed as stored (and cached as a
-        read caches it): (its first logical offset, its end, its bytes, the element size it is
-        shuffled by or 0), or None for a raw frame or an offset outside the frames. A reader
-        that needs a few elements of a shuffled frame picks them out of it, unshuffling
-        nothing else."""
+    def frame_at(self, offset: int) -> tuple[int, int, bytes | bytearray] | None:
+        """The data frame holding logical ``offset``, decompressed and unshuffled (``frame``:
+        cached as a read caches it, shuffled frames unshuffled once): (its first logical
+        offset, its end, its plain bytes), or None for a raw frame or an offset outside the
+        frames."""
         lo = offset - self.data_off
         if not 0 <= lo < self.plain:
             return None
         page, k, i = self.table.locate(lo)
         if page.codes and page.codes[k] == RAW:
             return None
-        data, element = self._entry(i)
-        return self.data_off + page.logical[k], self.data_off + page.logical[k + 1], data, element
+        return self.data_off + page.logical[k], self.data_off + page.logical[k + 1], self.frame(i)
 
     def frame(self, i: int) -> bytes | bytearray:
         """Frame ``i`` decompressed (and unshuffled): from the cache, or read and decompressed

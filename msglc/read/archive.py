@@ -402,8 +402,8 @@ class Archive:
             raise CorruptedError(f"data span {offset}+{len(buf)} lies outside the data section")
         self._fill(offset, buf, threads)
 
-    def frame_at(self, offset: int) -> tuple[int, int, bytes | bytearray, int] | None:
-        """In a compressed archive, the data frame holding ``offset`` as stored
+    def frame_at(self, offset: int) -> tuple[int, int, bytes | bytearray] | None:
+        """In a compressed archive, the plain bytes of the data frame holding ``offset``
         (``FramedSource.frame_at``); None otherwise, or where reads must go through ``read``."""
         if self.closed:
             raise ValueError("I/O operation on a closed LazyReader")

@@ -19,7 +19,6 @@ from typing import Any
 
 from msglc.config import current
 from msglc.format.numpy_ext import check_text, has_text
-from msglc.format.shuffle import unshuffle_into
 from msglc.format.tiles import is_trivial, tile_at, tile_start, untile
 from msglc.read.archive import Archive
 from msglc.read.node import LazyNode
@@ -286,7 +285,6 @@ class LazyArray(LazyNode):
         return self._checked(out, self._data)
 
     def _tile_reads(self, sel: list[tuple[int, int, int]], touched: list[list[tuple[int, int, int]]], out: Any) -> None:
-        np = self._np
         tile = self._tile
         assert tile is not None
         itemsize = self.dtype.itemsize
@@ -299,28 +297,18 @@ class LazyArray(LazyNode):
             )
             if self._from_frame(at, ext, local, out[where]):
                 continue
-            inner = [1] * len(ext)
+            strides = [itemsize] * len(ext)  # the tile's own C order
             for k in range(len(ext) - 2, -1, -1):
-                inner[k] = inner[k + 1] * ext[k + 1]
-            lo = hi = 0
-            for (g, j0, j1), (f, _, st), t, s in zip(pick, sel, tile, inner, strict=True):
-                lo += (f + j0 * st - g * t) * s
-                hi += (f + (j1 - 1) * st - g * t) * s
-            buf = self._a.read(self._data + (at + lo) * itemsize, (hi - lo + 1) * itemsize)
-            part = np.ndarray(
-                [j1 - j0 for _, j0, j1 in pick],
-                self.dtype,
-                buffer=buf,
-                strides=[st * s * itemsize for (_, _, st), s in zip(sel, inner, strict=True)],
-            )
-            out[tuple(slice(j0, j1) for _, j0, j1 in pick)] = part
+                strides[k] = strides[k + 1] * ext[k + 1]
+            part = [(x.start, j1 - j0, x.step) for x, (_, j0, j1) in zip(local, pick, strict=True)]
+            read_selection(self._a, self._data + at * itemsize, tuple(strides), part, out[where])
 
     def _from_frame(self, at: int, ext: tuple[int, ...], local: tuple[slice, ...], dest: Any) -> bool:
         """Copy the elements ``local`` of the tile at element ``at`` (of extents ``ext``) into
-        ``dest`` straight from the decompressed frame holding the tile, when one frame holds
-        it: a shuffled frame is unshuffled whole first (in C, a few microseconds for 128 KB:
-        picking the elements read plane by plane, a byte at a time, took longer). False when
-        the frame does not hold the whole tile (the caller reads it)."""
+        ``dest`` straight from the decompressed frame holding the tile (unshuffled once, in
+        C, and cached so: picking the elements read plane by plane, a byte at a time, took
+        longer), when one frame holds it. False when the frame does not hold the whole tile
+        (the caller reads it)."""
         np = self._np
         itemsize = self.dtype.itemsize
         start = self._data + at * itemsize
@@ -328,15 +316,9 @@ class LazyArray(LazyNode):
         found = self._a.frame_at(start)
         if found is None:
             return False
-        first, end, data, element = found
+        first, end, data = found
         if start + n * itemsize > end:
             return False
-        if element:
-            if element != itemsize:
-                return False
-            plain = np.empty(len(data), np.uint8)
-            unshuffle_into(data, element, plain)
-            data = plain
         dest[...] = np.frombuffer(data, self.dtype, n, start - first).reshape(ext)[local]
         return True
 

@@ -1,6 +1,6 @@
 """Optional dependencies, imported when first needed, with an error that says what to install:
-the packages themselves, by their names on PyPI (``pip install 'msglc[zstd]'`` would install
-the unrelated older package of that name from PyPI, not this one)."""
+the packages themselves, by their names on PyPI (an extra of this project named by its name
+would resolve on PyPI to the unrelated older package called msglc, not to this one)."""
 
 from __future__ import annotations
 
