@@ -1,0 +1,63 @@
+/** The public shapes of the reader's API (docs/javascript.md). */
+
+/** A dict key as stored: msglc dicts have str or int keys (others are read, not looked up). */
+export type Key = string | number | bigint;
+
+/** `"runs/42/energy"`, or segments `["runs", 42, "energy"]`; a str segment on a list is an
+ * int or a slice `start:step:stop` as in the Python package. */
+export type Path = string | ReadonlyArray<Key>;
+
+export type Kind = "dict" | "list" | "array" | "value";
+
+export type TypedArray =
+  | Int8Array
+  | Uint8Array
+  | Int16Array
+  | Uint16Array
+  | Int32Array
+  | Uint32Array
+  | BigInt64Array
+  | BigUint64Array
+  | Float32Array
+  | Float64Array;
+
+/** A NumPy array: elements in C order. `data` is the typed array of the dtype (in the host's
+ * byte order whatever the stored one); dtypes without one (float16, complex, strings,
+ * datetimes, structured) give their raw stored bytes as a `Uint8Array` (docs/javascript.md). */
+export interface NDArray {
+  dtype: string;
+  shape: number[];
+  data: TypedArray;
+}
+
+/** One axis of `slice()`: an index (drops the axis), `[start, stop]` or `[start, stop, step]`
+ * (Python's meaning, negatives from the end), or `null` for the whole axis. */
+export type AxisSelection = number | null | [number | null, number | null, (number | null)?];
+
+export interface ReaderStats {
+  /** Storage requests: `pread`s, HTTP range requests, Blob slices. */
+  requests: number;
+  /** Bytes those requests returned. */
+  bytes: number;
+  /** zstd frames decompressed (compressed archives). */
+  framesDecompressed: number;
+}
+
+export interface LazyView {
+  readonly kind: Kind;
+  /** Items of a list, entries of a dict, first-axis length of an array; 0 for a value. */
+  readonly length: number;
+  /** The path from the root, as `"a/b/3"`. */
+  readonly path: string;
+  /** Dict keys in stored order, `start` to `stop` (a page at a time for big dicts). */
+  keys(start?: number, stop?: number): Promise<Key[]>;
+  /** The child at a key (dict) or index (list, negative from the end), lazily. */
+  get(keyOrIndex: Key): Promise<LazyView>;
+  /** The plain value (Python's `to_obj`). */
+  value(): Promise<unknown>;
+  /** Arrays: the dtype descr (`"<f8"`) and shape. */
+  readonly dtype?: string;
+  readonly shape?: number[];
+  /** Arrays: a basic-indexing selection, reading only the bytes (or tiles) it needs. */
+  slice(...axes: AxisSelection[]): Promise<NDArray>;
+}
