@@ -32,12 +32,14 @@ export interface Trailer {
 
 export function parseHeader(b: Uint8Array, fileSize: number): Header {
   if (fileSize < HEADER_SIZE + TRAILER_SIZE || b.length < HEADER_SIZE) {
-    if (b.length >= MAGIC.length && !startsWithMagic(b)) throw notAnArchive(b);
+    // Too short for any archive: cut short if what there is starts as the magic does (an
+    // empty file does not), else not an archive at all (as Python's reader decides).
+    if (b.length === 0 || !startsWithMagic(b)) throw notAnArchive(b, fileSize);
     throw new TruncatedError(
       `the file has ${fileSize} bytes; an msglc archive has at least ${HEADER_SIZE + TRAILER_SIZE}`,
     );
   }
-  if (!startsWithMagic(b)) throw notAnArchive(b);
+  if (!startsWithMagic(b)) throw notAnArchive(b, fileSize);
   const major = b[8];
   const minor = b[9];
   if (major !== 1 && major !== 2) {
@@ -57,14 +59,22 @@ export function parseHeader(b: Uint8Array, fileSize: number): Header {
   return { major, minor, end, bytes: b.subarray(0, HEADER_SIZE) };
 }
 
+/** Does `b` start with the magic (or, shorter than it, with the magic's first bytes)? */
 function startsWithMagic(b: Uint8Array): boolean {
-  for (let i = 0; i < MAGIC.length; i++) if (b[i] !== MAGIC[i]) return false;
+  const n = Math.min(b.length, MAGIC.length);
+  for (let i = 0; i < n; i++) if (b[i] !== MAGIC[i]) return false;
   return true;
 }
 
-function notAnArchive(b: Uint8Array): NotAnArchiveError {
-  const found = Array.from(b.subarray(0, 8), (x) => x.toString(16).padStart(2, "0")).join(" ");
-  return new NotAnArchiveError(`not an msglc archive: expected the magic 89 4d 4c 43 0d 0a 1a 0a at offset 0, found ${found}`);
+function hex(b: Uint8Array): string {
+  return Array.from(b, (x) => x.toString(16).padStart(2, "0")).join(" ");
+}
+
+function notAnArchive(b: Uint8Array, fileSize: number): NotAnArchiveError {
+  const found = b.length === 0 ? `an empty file` : hex(b.subarray(0, 8));
+  return new NotAnArchiveError(
+    `not an msglc archive (${fileSize} bytes): expected the magic 89 4d 4c 43 0d 0a 1a 0a at offset 0, found ${found}`,
+  );
 }
 
 /** The header as the trailer's CRC covers it: `end` read as zero. */
@@ -76,14 +86,24 @@ function checkedHeader(header: Uint8Array): Uint8Array {
 
 /** Parse and check the trailer: the 64 bytes before `archiveEnd`. */
 export function parseTrailer(b: Uint8Array, archiveEnd: number, header: Header): Trailer {
+  const at = archiveEnd - TRAILER_SIZE;
+  if (b.length < TRAILER_SIZE) {
+    throw new TruncatedError(`the trailer at offset ${at} has ${b.length} of its ${TRAILER_SIZE} bytes`);
+  }
   for (let i = 0; i < END_MAGIC.length; i++) {
     if (b[56 + i] !== END_MAGIC[i]) {
-      throw new TruncatedError("no msglc trailer at the end of the archive: truncated or not an archive");
+      throw new TruncatedError(
+        `no msglc trailer at the end of the archive (${archiveEnd} bytes): expected the end magic ` +
+          `89 4d 4c 43 2d 54 4f 43 at offset ${archiveEnd - END_MAGIC.length}, found ${hex(b.subarray(56, 64))}: ` +
+          "truncated or not an archive",
+      );
     }
   }
   const crc = crc32(b.subarray(0, 52), crc32(checkedHeader(header.bytes)));
   if (crc !== u32(b, 52)) {
-    throw new CorruptedError(`header or trailer checksum mismatch (trailer at offset ${archiveEnd - TRAILER_SIZE})`);
+    throw new CorruptedError(
+      `header or trailer checksum mismatch (trailer at offset ${at}: stored ${u32(b, 52).toString(16).padStart(8, "0")}, computed ${crc.toString(16).padStart(8, "0")})`,
+    );
   }
   const t: Trailer = {
     dataOff: u64(b, 0),
@@ -109,6 +129,7 @@ export function parseTrailer(b: Uint8Array, archiveEnd: number, header: Header):
     );
   }
   if (t.rootLen && !(t.rootPos + t.rootLen <= t.tocLen)) {
+    // (root_pos is unsigned: a u64 past 2^53 reads as Infinity and fails here too)
     throw new CorruptedError(`root node ${t.rootPos}+${t.rootLen} lies outside the TOC (${t.tocLen} bytes)`);
   }
   return t;

@@ -2,9 +2,10 @@
  * `pread`s on the handle's descriptor (a promise round trip costs more than the read itself);
  * large ones go through the handle's async `read`. */
 import { open as fsOpen, type FileHandle } from "node:fs/promises";
-import { readSync } from "node:fs";
+import { readSync, fstatSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import { checkRange, type ReadStats, type Source } from "./source.js";
-import { TruncatedError } from "../errors.js";
+import { ArchiveChangedError, TruncatedError } from "../errors.js";
 
 const SYNC_LIMIT = 1 << 20;
 
@@ -14,13 +15,19 @@ export class FileSource implements Source {
     private readonly handle: FileHandle,
     readonly size: number,
     readonly name: string,
+    /** The file's modification time at open (ms): with `size`, what a failed read compares. */
+    private readonly mtimeMs: number,
   ) {}
 
   static async open(path: string | URL): Promise<FileSource> {
     const handle = await fsOpen(path, "r");
     try {
-      const { size } = await handle.stat();
-      return new FileSource(handle, size, String(path));
+      const st = await handle.stat();
+      const name = path instanceof URL ? fileURLToPath(path) : path;
+      if (st.isDirectory()) {
+        throw Object.assign(new Error(`EISDIR: ${name} is a directory, not an archive`), { code: "EISDIR", path: name });
+      }
+      return new FileSource(handle, st.size, name, st.mtimeMs);
     } catch (e) {
       await handle.close();
       throw e;
@@ -37,11 +44,28 @@ export class FileSource implements Source {
           ? readSync(this.handle.fd, out, got, length - got, offset + got)
           : (await this.handle.read(out, got, length - got, offset + got)).bytesRead;
       this.stats.requests++;
-      if (n === 0) throw new TruncatedError(`${this.name}: the file ends before offset ${offset + length}`);
+      if (n === 0) throw this.short(offset, length, got);
       got += n;
     }
     this.stats.bytes += length;
     return out;
+  }
+
+  /** The error for a read that came back short (the file is shorter than at open): one
+   * `fstat`, on this path only, tells a changed file from one that was always cut short. */
+  private short(offset: number, length: number, got: number): Error {
+    const message = `${this.name}: the file ended at offset ${offset + got} while reading ${length} bytes at offset ${offset}`;
+    let now: { size: number; mtimeMs: number } | null = null;
+    try {
+      now = fstatSync(this.handle.fd);
+    } catch {
+      // (no second opinion: report what the read found)
+    }
+    if (now === null || now.size !== this.size || now.mtimeMs !== this.mtimeMs) {
+      const was = now === null ? "" : ` (${this.size} bytes when opened, ${now.size} now)`;
+      return new ArchiveChangedError(`${message}: the file changed since it was opened${was}: reopen it`);
+    }
+    return new TruncatedError(`${message} (was it truncated?)`);
   }
 
   async close(): Promise<void> {
