@@ -179,7 +179,7 @@ export class HttpSource implements Source {
       if (whole === null) {
         throw new TypeError(
           `${url}: the server ignored the Range request (it answered 200 with the whole object, more than ` +
-            `${TAIL_SIZE} bytes); msglc reads an archive over HTTP only from a server that supports Range requests`,
+            `${TAIL_SIZE} bytes): the server must support Range requests for msglc to read an archive over HTTP`,
         );
       }
       tail = whole;
@@ -323,7 +323,7 @@ async function send(
     return await fetchFn(url, { method: "GET", headers, cache: "no-store", redirect: "follow" });
   } catch (e) {
     throw new HttpError(
-      `${url}: GET Range: ${range} failed: ${e instanceof Error ? e.message : String(e)}`,
+      `${url}: GET Range: ${range} failed: ${why(e)}`,
       url,
       undefined,
       range,
@@ -348,12 +348,19 @@ async function body(res: Response, length: number, url: string, range: string): 
 
 function bodyError(e: unknown, url: string, status: number, range: string): HttpError {
   return new HttpError(
-    `${url}: reading the answer (${status}) to GET Range: ${range} failed: ${e instanceof Error ? e.message : String(e)}`,
+    `${url}: reading the answer (${status}) to GET Range: ${range} failed: ${why(e)}`,
     url,
     status,
     range,
     { cause: e },
   );
+}
+
+/** An error's message, with its cause's (Node's fetch says "fetch failed", its cause why). */
+function why(e: unknown): string {
+  if (!(e instanceof Error)) return String(e);
+  const cause = e.cause instanceof Error ? e.cause.message : undefined;
+  return cause && !e.message.includes(cause) ? `${e.message} (${cause})` : e.message;
 }
 
 function statusError(res: Response, url: string, range: string): HttpError {
