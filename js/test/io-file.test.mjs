@@ -10,6 +10,7 @@ import { openBody } from "../dist/io/body.js";
 import { FileSource } from "../dist/io/file.js";
 import { BlobSource } from "../dist/io/blob.js";
 import { ArchiveChangedError, TruncatedError, NotAnArchiveError } from "../dist/errors.js";
+import { File } from "node:buffer"; // (a global from Node 20 on)
 import { golden, withFreeSpace } from "./support/craft.mjs";
 
 const dir = mkdtempSync(join(tmpdir(), "msglc-io-"));
