@@ -2,6 +2,7 @@
 export { open, LazyReader, type OpenOptions } from "./reader.js";
 export type { Source, SourceInput, SourceOptions, ReadStats } from "./io/source.js";
 export { MemorySource } from "./io/source.js";
+export { HttpError } from "./io/http.js";
 export type { Key, Path, Kind, LazyView, NDArray, AxisSelection, ReaderStats, TypedArray } from "./read/types.js";
 export {
   MsglcError,
