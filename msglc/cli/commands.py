@@ -9,6 +9,7 @@
     msglc combine OUT IN...             gather archives (or folders of them) into one: a dict
                                         keyed by file stems, --name N each, or --list
     msglc verify FILE                   check everything; exit status 0 when intact
+    msglc view FILE [--port N]          look at it in the browser (served on 127.0.0.1)
 
 What convert and combine accept as OUTPUT: OUTPUT_RULE below (shown by --help).
 
@@ -48,6 +49,8 @@ from msglc.cli.batch import folder_files, refuse_repeated, stem
 from msglc.cli.errors import CliError, UsageError
 from msglc.cli.hints import convert_hint, missing_key_hint
 from msglc.cli.nested import json_text, msgpack_bytes, repr_text
+from msglc.cli.view import add_arguments as add_view_arguments
+from msglc.cli.view import cmd_view
 from msglc.format.container import MAGIC
 from msglc.format.legacy import MAGIC as LEGACY_MAGIC
 from msglc.format.legacy import is_legacy
@@ -760,6 +763,14 @@ def parser() -> argparse.ArgumentParser:
     )
     p = add("verify", cmd_verify, "check the whole archive; exit status 0 when intact, 1 with what is wrong")
     p.add_argument("file")
+    p = add(
+        "view",
+        cmd_view,
+        "look at an archive in the browser: serves the viewer and the archive on 127.0.0.1",
+        "Serves the viewer page and this one archive (local, or a URL such as s3://bucket/key, read by "
+        "ranges) on 127.0.0.1 only, prints the URL and opens it in the browser. Ctrl-C stops it.",
+    )
+    add_view_arguments(p)
     return top
 
 
