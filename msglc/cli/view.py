@@ -115,8 +115,9 @@ class RemoteArchive(Archive):
         self.source.close()
 
 
-def archive_for(name: str) -> Archive:
-    target = resolve_name(name)
+def archive_for(name: str, storage_options: dict[str, Any] | None = None) -> Archive:
+    """The archive ``name`` names: a local file, or a remote object (a URL fsspec opens)."""
+    target = resolve_name(name, storage_options=storage_options)
     if isinstance(target, RemotePath):
         try:
             source = open_source(target)
