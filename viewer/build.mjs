@@ -37,6 +37,7 @@ const result = await build({
   loader: { ".css": "css" },
   plugins: [stubNode],
   legalComments: "none",
+  keepNames: true,
   logLevel: "warning",
 });
 let script = "";

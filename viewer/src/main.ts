@@ -33,6 +33,7 @@ import {
   numericMatrix,
   preview,
   pythonExpression,
+  sliceInMemory,
   typeName,
 } from "./format";
 import { heatmap, linePlot } from "./plot";
@@ -45,6 +46,7 @@ const HEAT_COLS = 640; // samples of a heatmap, at most, across
 const HEAT_ROWS = 560; // and down
 const LIST_PLOT = 200_000; // a list this long or shorter may be read whole to plot it
 const TEXT_ELEMENTS = 1000; // an array this small is also shown as text
+const SMALL_CONTAINER = 20; // a dict or list this short, of small values only, is shown as text
 
 function $(id: string): HTMLElement {
   const e = document.getElementById(id);
@@ -359,11 +361,11 @@ function pager(node: Node, start: number, stop: number): HTMLElement {
   if (n > PAGE) {
     const last = Math.max(0, n - 1 - ((n - 1) % PAGE));
     bar.append(
-      button("⏮", "first", () => void showPage(node, 0), "first page"),
+      button("« first", "first", () => void showPage(node, 0), "first page"),
       button("‹ prev", "prev", () => void showPage(node, start - PAGE), "previous page"),
       el("span", "range", `${count(start)}–${count(stop - 1)} of ${count(n)}`),
       button("next ›", "next", () => void showPage(node, start + PAGE), "next page"),
-      button("⏭", "last", () => void showPage(node, last), "last page"),
+      button("last »", "last", () => void showPage(node, last), "last page"),
     );
     (bar.querySelector(".prev") as HTMLButtonElement).disabled = start === 0;
     (bar.querySelector(".first") as HTMLButtonElement).disabled = start === 0;
@@ -564,24 +566,25 @@ async function showContainer(host: HTMLElement, view: LazyView, gen: number): Pr
   const what = view.kind === "dict" ? `dict of ${count(view.length)} entries` : `list of ${count(view.length)} items`;
   host.append(el("div", "what", what + " (expand it in the tree; pages of " + PAGE + ")"));
   if (view.kind === "list" && view.length >= 2 && view.length <= LIST_PLOT) {
-    // a list of numbers (or of equal rows of numbers) is worth a plot: look at its first item
-    const first = await track(view.get(0));
-    if (first.kind === "value") {
-      const v0 = await track(first.value());
+    // a list of numbers, or of equal rows of numbers, is worth a plot: look at its first item
+    const shape = await track(numericShape(view));
+    if (gen !== generation) return;
+    if (shape !== null && shape.reduce((p, d) => p * d, 1) <= LIST_PLOT) {
+      const all = await track(view.value());
       if (gen !== generation) return;
-      const scalar = typeof v0 === "number" || typeof v0 === "bigint";
-      const row = Array.isArray(v0) && v0.length >= 2 && v0.every((x) => typeof x === "number");
-      if (scalar || (row && view.length <= 4096)) {
-        const all = await track(view.value());
-        if (gen !== generation) return;
-        const ys = numericList(all);
-        if (ys) linePlot(host, ys, 0, 1, "value");
-        const m = numericMatrix(all);
-        if (m) heatmapOf(host, m.data, m.rows, m.cols, 1, 1, "items", "their items", (r, c) => `[${r}][${c}]`);
-      }
+      const ys = numericList(all);
+      if (ys) linePlot(host, ys, 0, 1, "value");
+      const m = numericMatrix(all);
+      if (m) heatmapOf(host, m.data, m.rows, m.cols, 1, 1, "items", "their items", (r, c) => `[${r}][${c}]`);
     }
   }
-  if (view.length <= 200) {
+  if (view.length <= SMALL_CONTAINER && (await track(allValues(view)))) {
+    // small, and nothing lazy below: as text, as the tree's previews already read it
+    const v = await track(view.value());
+    if (gen !== generation) return;
+    const [text, cut] = formatValue(v, 200_000);
+    textBlock(host, text, cut, () => formatValue(v, 5_000_000)[0]);
+  } else if (view.length <= 200) {
     host.append(
       button(`read it whole as text`, "as-text", () => {
         void track(view.value()).then(
@@ -596,6 +599,44 @@ async function showContainer(host: HTMLElement, view: LazyView, gen: number): Pr
   }
 }
 
+/** `view.slice(...sel)`; for an array the reader holds decoded (a small one stored inline),
+ * the same selection of its value. */
+async function sliceOf(view: LazyView, ...sel: AxisSelection[]): Promise<NDArray> {
+  try {
+    return await view.slice(...sel);
+  } catch (e) {
+    if (e instanceof MsglcError || e instanceof HttpError) throw e;
+    const whole = await view.value();
+    if (!isNDArray(whole)) throw e;
+    return sliceInMemory(whole, sel);
+  }
+}
+
+/** Are all the children of a dict or list small values (no lazy part below)? */
+async function allValues(view: LazyView): Promise<boolean> {
+  const keys: Key[] = view.kind === "dict" ? await view.keys(0, view.length) : Array.from({ length: view.length }, (_, i) => i);
+  const kids = await Promise.all(keys.map((k) => view.get(k)));
+  return kids.every((k) => k.kind === "value");
+}
+
+/** `[n]` for a list whose first item is a number, `[n, m]` for one whose first item is a list
+ * of m numbers (lazy or small); null otherwise. Reads the first item (and its first item) only. */
+async function numericShape(view: LazyView): Promise<number[] | null> {
+  const first = await view.get(0);
+  const isNumber = (x: unknown): boolean => typeof x === "number" || typeof x === "bigint";
+  if (first.kind === "value") {
+    const v0 = await first.value();
+    if (isNumber(v0)) return [view.length];
+    if (Array.isArray(v0) && v0.length >= 2 && v0.every(isNumber)) return [view.length, v0.length];
+    return null;
+  }
+  if (first.kind === "list" && first.length >= 2) {
+    const e = await first.get(0);
+    if (e.kind === "value" && isNumber(await e.value())) return [view.length, first.length];
+  }
+  return null;
+}
+
 /** An array: its dtype and shape, a plot (1-D line, 2-D or more a heatmap of two chosen axes),
  * read down-sampled: only every k-th row and column the pixels need. */
 async function showArray(host: HTMLElement, view: LazyView, gen: number): Promise<void> {
@@ -604,7 +645,7 @@ async function showArray(host: HTMLElement, view: LazyView, gen: number): Promis
   const size = shape.reduce((p, d) => p * d, 1);
   host.append(el("div", "what", `NumPy array ${dtype}, shape (${shape.join(", ")}${shape.length === 1 ? "," : ""}), ${count(size)} elements`));
   if (shape.length === 0) {
-    const a = await track(view.slice());
+    const a = await track(sliceOf(view, ));
     textBlock(host, ndText(a, 20_000), false);
     return;
   }
@@ -613,7 +654,7 @@ async function showArray(host: HTMLElement, view: LazyView, gen: number): Promis
     if (shape.length === 1) {
       const n = shape[0];
       const step = Math.max(1, Math.ceil(n / LINE_POINTS));
-      const a = await track(view.slice([0, n, step]));
+      const a = await track(sliceOf(view, [0, n, step]));
       if (gen !== generation) return;
       const ys = ndNumbers(a);
       if (ys && ys.length >= 2) {
@@ -629,7 +670,7 @@ async function showArray(host: HTMLElement, view: LazyView, gen: number): Promis
     host.append(el("div", "note", `no plot for ${dtype} elements`));
   }
   if (size <= TEXT_ELEMENTS) {
-    const a = await track(view.slice());
+    const a = await track(sliceOf(view, ));
     if (gen !== generation) return;
     textBlock(host, ndText(a, 50_000), false);
   }
@@ -714,7 +755,7 @@ async function drawSlice(
   const sel: AxisSelection[] = shape.map((_, a) =>
     a === rowAxis ? [0, rows, rowStep] : a === colAxis ? [0, cols, colStep] : index[a],
   );
-  const a = await track(view.slice(...sel));
+  const a = await track(sliceOf(view, ...sel));
   if (gen !== generation) return;
   let data = ndNumbers(a);
   if (!data) return;

@@ -1,0 +1,339 @@
+// The viewer in headless Chromium: golden archives opened by file input and by URL (served by
+// `msglc view`), the tree, paging, key search, values against Python's, plots, and messages.
+import assert from "node:assert/strict";
+import { copyFileSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import { mkdtempSync } from "node:fs";
+import { ARTIFACTS, GOLDEN, ROOT, canvasInk, launch, newPage, pythonGet, shot, view } from "./helpers.mjs";
+
+const PAGE = "file://" + join(ROOT, "viewer", "dist", "index.html");
+const tmp = mkdtempSync(join(tmpdir(), "msglc-viewer-"));
+let browser;
+
+before(async () => {
+  browser = await launch();
+});
+after(async () => {
+  await browser?.close();
+});
+
+const row = (page, path) => page.locator(`.node[data-path="${path}"] > .row`).first();
+const idle = (page) => page.waitForFunction(() => window.msglcViewer && window.msglcViewer.busy() === 0);
+
+async function openFile(page, file) {
+  await page.goto(PAGE);
+  await page.locator("#file-input").setInputFiles(file);
+}
+
+/** The text of the value panel, parsed as the JSON-like text it is. */
+async function shownValue(page) {
+  const text = await page.locator("#value .value-text").first().textContent();
+  return JSON.parse(text);
+}
+
+describe("a file opened with the file picker", () => {
+  test("numpy.mlc: the tree, a heatmap, a line plot, a scalar and the info panel", async () => {
+    const file = join(GOLDEN, "numpy.mlc");
+    const page = await newPage(browser);
+    await openFile(page, file);
+    for (const key of ["f8", "i2", "u", "rec", "scalar"]) await row(page, key).waitFor();
+    await idle(page);
+    await row(page, "scalar").click();
+    assert.equal(await row(page, "scalar").locator(".preview").textContent(), String(pythonGet(file, "scalar")));
+    assert.equal(await page.locator("#py-expr").textContent(), 'reader["scalar"]');
+
+    // a 2-D float array: a heatmap whose colour bar spans the data
+    await row(page, "f8").click();
+    const heat = page.locator("canvas.heatmap");
+    await heat.waitFor();
+    const f8 = pythonGet(file, "f8").flat();
+    const bar = page.locator(".colorbar");
+    assert.equal(Number(await bar.getAttribute("data-min")), Math.min(...f8));
+    assert.equal(Number(await bar.getAttribute("data-max")), Math.max(...f8));
+    const ink = await canvasInk(heat);
+    assert.ok(ink.colours > 10, `the heatmap has ${ink.colours} colours`);
+    assert.equal(await heat.evaluate((c) => [c.width, c.height].join("x")), "30x20");
+    // hovering reads a value out
+    const box = await heat.boundingBox();
+    await page.mouse.move(box.x + box.width * (7.5 / 30), box.y + box.height * (3.5 / 20));
+    assert.equal(await page.locator(".readout").textContent(), `[3, 7] = ${pythonGet(file, "f8")[3][7]}`);
+    assert.equal(await page.locator("#py-expr").textContent(), 'reader["f8"]');
+    await shot(page, "numpy-f8-heatmap");
+
+    // a 1-D int array: a line plot
+    await row(page, "i2").click();
+    const plot = page.locator(".lineplot canvas").first();
+    await plot.waitFor();
+    const line = await canvasInk(plot);
+    assert.ok(line.ink > 0.001, `the line plot inks ${line.ink} of its pixels`);
+    assert.deepEqual(JSON.parse(await page.locator("#value .value-text").textContent()), pythonGet(file, "i2"));
+    await shot(page, "numpy-i2-lineplot");
+
+    // the info panel
+    await page.locator("#info-panel summary").click();
+    const info = await page.locator("#info-panel").textContent();
+    assert.match(info, /msglc 1\.3/);
+    assert.match(info, /threshold\s*64 bytes/);
+    assert.deepEqual(page.errors, []);
+    await page.close();
+  });
+
+  test("matrix.mlc: a list of numeric rows is a heatmap", async () => {
+    const file = join(GOLDEN, "matrix.mlc");
+    const page = await newPage(browser);
+    await openFile(page, file);
+    const bar = page.locator(".colorbar");
+    await bar.waitFor();
+    const all = pythonGet(file, "").flat();
+    assert.equal(Number(await bar.getAttribute("data-min")), Math.min(...all));
+    assert.equal(Number(await bar.getAttribute("data-max")), Math.max(...all));
+    assert.ok((await canvasInk(page.locator("canvas.heatmap"))).colours > 10);
+    await shot(page, "matrix-heatmap");
+    await page.close();
+  });
+
+  test("a 3-D array: two axes chosen, a slice index for the third", async () => {
+    const file = join(tmp, "cube.mlc");
+    const { PYTHON } = await import("./helpers.mjs");
+    const { execFileSync } = await import("node:child_process");
+    execFileSync(PYTHON, [
+      "-c",
+      "import sys, numpy as np, msglc; msglc.dump(sys.argv[1], {'cube': np.arange(4*5*6, dtype='<f4').reshape(4, 5, 6)})",
+      file,
+    ]);
+    const page = await newPage(browser);
+    await openFile(page, file);
+    await row(page, "cube").click();
+    const bar = page.locator(".colorbar");
+    await bar.waitFor();
+    // rows axis 1, columns axis 2, axis 0 at 0: cube[0]
+    assert.equal(Number(await bar.getAttribute("data-max")), 29);
+    await page.locator("input.index-0").fill("3");
+    await page.locator("input.index-0").dispatchEvent("change");
+    await page.waitForFunction(() => document.querySelector(".colorbar")?.getAttribute("data-max") === "119");
+    assert.equal(Number(await page.locator(".colorbar").getAttribute("data-min")), 90);
+    // rows axis 2, columns axis 0 (transposed): the index now picks axis 1
+    await page.locator("select.axis-rows").selectOption("2");
+    await page.locator("select.axis-columns").selectOption("0");
+    await page.locator("input.index-1").fill("4");
+    await page.locator("input.index-1").dispatchEvent("change");
+    await page.waitForFunction(() => document.querySelector(".colorbar")?.getAttribute("data-min") === "24");
+    assert.equal(await page.locator("canvas.heatmap").evaluate((c) => `${c.width}x${c.height}`), "4x6");
+    await shot(page, "cube-slice");
+    await page.close();
+  });
+});
+
+describe("an archive served by msglc view", () => {
+  test("block-list.mlc: pages through a long list, jumps, reads an item", async () => {
+    const file = join(GOLDEN, "block-list.mlc");
+    const server = await view(file);
+    const page = await newPage(browser);
+    try {
+      await page.goto(server.url);
+      const range = page.locator(".node[data-path=''] > .children > .pager .range");
+      await range.waitFor();
+      assert.equal(await range.textContent(), "0–99 of 400");
+      await row(page, "99").waitFor();
+      await page.locator(".node[data-path=''] > .children > .pager .next").click();
+      await page.waitForFunction(() => document.querySelector(".pager .range")?.textContent === "100–199 of 400");
+      await row(page, "150").waitFor();
+      await page.locator(".pager .jump-input").fill("357");
+      await page.locator(".pager .jump button").click();
+      await page.waitForFunction(() => document.querySelector(".pager .range")?.textContent === "300–399 of 400");
+      await row(page, "357").click();
+      await idle(page);
+      assert.deepEqual(await shownValue(page), pythonGet(file, "357"));
+      assert.equal(await page.locator("#py-expr").textContent(), 'reader["357"]');
+      await page.locator(".pager .first").click();
+      await page.waitForFunction(() => document.querySelector(".pager .range")?.textContent === "0–99 of 400");
+      await page.locator(".pager .last").click();
+      await page.waitForFunction(() => document.querySelector(".pager .range")?.textContent === "300–399 of 400");
+      await shot(page, "block-list-paged");
+      assert.deepEqual(page.errors, []);
+    } finally {
+      await page.close();
+      await server.stop();
+    }
+  });
+
+  test("hash-dict.mlc: a key search is one lookup; a missing key says so", async () => {
+    const file = join(GOLDEN, "hash-dict.mlc");
+    const server = await view(file);
+    const page = await newPage(browser);
+    try {
+      await page.goto(server.url);
+      await row(page, "key-0").waitFor();
+      await idle(page);
+      const before = await page.evaluate(() => window.msglcViewer.reader().stats.requests);
+      await page.locator(".search-input").fill("key-777");
+      await page.locator(".search button").click();
+      await page.locator(".search-hit").waitFor();
+      await idle(page);
+      const after = await page.evaluate(() => window.msglcViewer.reader().stats.requests);
+      assert.ok(after - before <= 4, `the search made ${after - before} requests`);
+      assert.equal(await page.locator(".search-hit .preview").textContent(), String(pythonGet(file, "key-777")));
+      assert.equal(await page.locator("#py-expr").textContent(), 'reader["key-777"]');
+      await shot(page, "hash-dict-search");
+      await page.locator(".search-input").fill("no-such-key");
+      await page.locator(".search button").click();
+      await page.locator(".found .miss").waitFor();
+      assert.match(await page.locator(".found .miss").textContent(), /no key "no-such-key"/);
+      // and the pages of keys are the archive's order
+      assert.equal(await page.locator(".pager .range").textContent(), "0–99 of 1,200");
+      await page.locator(".pager .next").click();
+      await row(page, "key-100").waitFor();
+    } finally {
+      await page.close();
+      await server.stop();
+    }
+  });
+
+  test("int-keys.mlc: int keys are found as ints and spelled so in Python", async () => {
+    const file = join(GOLDEN, "int-keys.mlc");
+    const server = await view(file);
+    const page = await newPage(browser);
+    try {
+      await page.goto(server.url);
+      await row(page, "3").waitFor();
+      await page.locator(".search-input").fill("250");
+      await page.locator(".search button").click();
+      await page.locator(".search-hit").waitFor();
+      assert.equal(await page.locator("#py-expr").textContent(), "reader[[250]]");
+      await idle(page);
+      assert.equal(await page.locator(".search-hit .preview").textContent(), JSON.stringify(pythonGet(file, "250")));
+    } finally {
+      await page.close();
+      await server.stop();
+    }
+  });
+
+  test("compressed archives (2.1 and 2.0) open by URL too", async () => {
+    for (const name of ["tiled-zstd.mlc", "2.0/numpy-zstd.mlc"]) {
+      const file = join(GOLDEN, name);
+      const server = await view(file);
+      const page = await newPage(browser);
+      try {
+        await page.goto(server.url);
+        await row(page, "f8").click();
+        await page.locator("canvas.heatmap").waitFor();
+        const f8 = pythonGet(file, "f8").flat();
+        assert.equal(Number(await page.locator(".colorbar").getAttribute("data-max")), Math.max(...f8));
+        await page.locator("#info-panel summary").click();
+        assert.match(await page.locator("#info-panel").textContent(), /zstd/);
+        await shot(page, `compressed-${name.replace("/", "-")}`);
+      } finally {
+        await page.close();
+        await server.stop();
+      }
+    }
+  });
+});
+
+describe("messages", () => {
+  async function messageFor(file) {
+    const page = await newPage(browser);
+    await openFile(page, file);
+    const box = page.locator("#message");
+    await box.waitFor();
+    const text = await box.textContent();
+    const kind = await box.getAttribute("data-kind");
+    await shot(page, `message-${kind}`);
+    await page.close();
+    return [kind, text];
+  }
+
+  test("not an archive", async () => {
+    const file = join(tmp, "notes.txt");
+    writeFileSync(file, "these are notes, not an archive\n".repeat(10));
+    const [kind, text] = await messageFor(file);
+    assert.equal(kind, "NotAnArchiveError");
+    assert.match(text, /not an msglc archive/i);
+  });
+
+  test("a damaged archive", async () => {
+    const file = join(tmp, "damaged.mlc");
+    const bytes = new Uint8Array(readFileSync(join(GOLDEN, "hash-dict.mlc")));
+    bytes[bytes.length - 70] ^= 0xff; // in the TOC, under the trailer's checksum
+    writeFileSync(file, bytes);
+    const [kind, text] = await messageFor(file);
+    assert.equal(kind, "CorruptedError");
+    assert.match(text, /damaged/);
+  });
+
+  test("a cut-short archive", async () => {
+    const file = join(tmp, "short.mlc");
+    writeFileSync(file, readFileSync(join(GOLDEN, "hash-dict.mlc")).subarray(0, 5000));
+    const [kind, text] = await messageFor(file);
+    assert.ok(["TruncatedError", "CorruptedError"].includes(kind), kind);
+    assert.match(text, /damaged/);
+  });
+
+  test("an unsupported version", async () => {
+    const file = join(tmp, "v9.mlc");
+    const bytes = new Uint8Array(readFileSync(join(GOLDEN, "numpy.mlc")));
+    bytes[8] = 9;
+    writeFileSync(file, bytes);
+    const [kind, text] = await messageFor(file);
+    assert.equal(kind, "UnsupportedVersionError");
+    assert.match(text, /not supported/);
+  });
+
+  test("a wrong URL", async () => {
+    const server = await view(join(GOLDEN, "numpy.mlc"));
+    const page = await newPage(browser);
+    try {
+      await page.goto(server.url + "?url=/no-such.mlc");
+      await page.locator("#message").waitFor();
+      assert.equal(await page.locator("#message").getAttribute("data-kind"), "HttpError");
+      assert.match(await page.locator("#message").textContent(), /404/);
+      await shot(page, "message-wrong-url");
+    } finally {
+      await page.close();
+      await server.stop();
+    }
+  });
+
+  test("a damaged archive served by URL", async () => {
+    const file = join(tmp, "damaged-served.mlc");
+    copyFileSync(join(GOLDEN, "numpy.mlc"), file);
+    const bytes = new Uint8Array(readFileSync(file));
+    bytes[2] = 0; // the magic
+    writeFileSync(file, bytes);
+    const server = await view(file);
+    const page = await newPage(browser);
+    try {
+      await page.goto(server.url);
+      await page.locator("#message").waitFor();
+      assert.equal(await page.locator("#message").getAttribute("data-kind"), "NotAnArchiveError");
+    } finally {
+      await page.close();
+      await server.stop();
+    }
+  });
+});
+
+describe("the screenshot in the docs", () => {
+  test("combined.mlc, a list expanded and a heatmap", async () => {
+    const file = join(GOLDEN, "combined.mlc");
+    const server = await view(file);
+    const page = await newPage(browser);
+    try {
+      await page.goto(server.url);
+      await row(page, "runs").waitFor();
+      await row(page, "runs").locator(".toggle").click();
+      await row(page, "runs/2").waitFor();
+      await row(page, "m").click();
+      await page.locator("canvas.heatmap").waitFor();
+      await idle(page);
+      await shot(page, "combined");
+      if (process.env.MSGLC_DOCS_SCREENSHOT) await page.screenshot({ path: join(ROOT, "docs", "viewer.png") });
+      assert.ok(ARTIFACTS);
+    } finally {
+      await page.close();
+      await server.stop();
+    }
+  });
+});
