@@ -138,7 +138,8 @@ export function decompressFrame(data: Uint8Array, expected: number, where: strin
     if (dict === undefined) {
       plain = decompress(data);
     } else {
-      plain = decompress(withDictionary(data, layout, dict)).subarray(dict.bytes.length);
+      // (a copy: the frame is cached without the dictionary's bytes ahead of it)
+      plain = decompress(withDictionary(data, layout, dict)).slice(dict.bytes.length);
     }
   } catch (e) {
     throw new CorruptedError(`${where} does not decompress: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
