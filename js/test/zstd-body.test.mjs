@@ -134,3 +134,47 @@ test("reading past the data or the TOC gives TruncatedError", async () => {
   await assert.rejects(body.readToc(0, e.toc_size + 1), (err) => err.name === "TruncatedError");
   assert.equal((await body.readData(e.data_size, 0)).length, 0);
 });
+
+test("frames() lists the frames as Python's LazyReader.frames() does", async () => {
+  for (const e of EXPECT) {
+    const body = await open(bytesOf(e));
+    const got = [];
+    for await (const f of body.frames()) {
+      got.push([f.offset, f.size, f.plain_offset, f.plain_size, f.filter, f.parameter, f.dictionary]);
+    }
+    assert.deepEqual(got, e.frames, e.path);
+  }
+});
+
+test("dictionaryBytes() gives the dictionary the frames were compressed with", async () => {
+  const e = byName("zstd-dict.mlc");
+  const body = await open(bytesOf(e));
+  const dict = await body.dictionaryBytes(1);
+  assert.ok(dict.length >= 4096);
+  // the writer takes the dictionary's pieces from the data itself
+  const data = await body.readData(0, body.dataLength);
+  const piece = Buffer.from(dict.subarray(0, 1024));
+  assert.ok(Buffer.from(data).includes(piece));
+  await assert.rejects(body.dictionaryBytes(2), CorruptedError);
+});
+
+test("checked reads decompress raw frames too, so damage inside one is found", async () => {
+  const e = byName("golden/hash-dict-zstd.mlc");
+  const raw = e.frames.find((f) => f[4] === 2 && f[3] > 100);
+  assert.ok(raw, "a raw frame of more than 100 bytes");
+  const b = bytesOf(e);
+  b[raw[0] + 12 + 50] ^= 0x01;
+  const body = await open(b);
+  const x = raw[2] - DATA_OFF;
+  const read = (checked) => {
+    const f = x < body.dataLength ? (checked ? body.readDataChecked : body.readData) : checked ? body.readTocChecked : body.readToc;
+    const at = x < body.dataLength ? x : x - body.dataLength;
+    return f.call(body, at, raw[3]);
+  };
+  assert.equal((await read(false)).length, raw[3]); // in place: not checked
+  await assert.rejects(read(true), /checksum/);
+  const good = await open(bytesOf(e));
+  const whole = await good.readDataChecked(0, good.dataLength);
+  assert.equal(crc32(whole), e.plain_data_crc);
+  assert.equal(crc32(await good.readTocChecked(0, good.tocLength)), e.plain_toc_crc);
+});

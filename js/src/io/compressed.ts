@@ -39,6 +39,21 @@ import {
 import { unshuffle } from "../format/shuffle.js";
 import { decompressFrame, dictionaryBlocks, type Dictionary } from "./zstd.js";
 
+/** One zstd frame of a compressed archive (Python's `FrameInfo`, same names). */
+export interface FrameInfo {
+  /** Where it is stored in the file, and its stored bytes. */
+  offset: number;
+  size: number;
+  /** The logical bytes it holds, offsets as in a plain archive (16 + data or TOC offset). */
+  plain_offset: number;
+  plain_size: number;
+  /** 0: none; 1: byte shuffle of elements of `parameter` bytes; 2: raw. */
+  filter: number;
+  parameter: number;
+  /** The dictionary it was compressed with (0: none). */
+  dictionary: number;
+}
+
 /** Bytes of decompressed frames kept (least recently used first out). */
 export const FRAME_CACHE_BYTES = 32 << 20;
 /** Bytes of dictionaries kept loaded (the one in use always stays). */
@@ -165,6 +180,44 @@ export class CompressedBody implements Body {
     return this.readLogical(this.dataLength + offset, length);
   }
 
+  /** `readData`, but every frame the bytes lie in is decompressed and checked, its content
+   * checksum included, raw frames too (Python's `read_checked`, for `verify()`). */
+  readDataChecked(offset: number, length: number): Promise<Uint8Array> {
+    if (!(offset >= 0 && length >= 0 && offset + length <= this.dataLength)) return this.readData(offset, length);
+    return this.readLogical(offset, length, false);
+  }
+
+  /** `readToc`, checked as `readDataChecked` (a 2.0 TOC is plain: read as it is). */
+  readTocChecked(offset: number, length: number): Promise<Uint8Array> {
+    if (this.index === null || !(offset >= 0 && length >= 0 && offset + length <= this.tocLength)) {
+      return this.readToc(offset, length);
+    }
+    return this.readLogical(this.dataLength + offset, length, false);
+  }
+
+  /** The frames, in order, as Python's `LazyReader.frames()` lists them (offsets in the file;
+   * plain offsets as in a plain archive: the data, then in 2.1 the TOC); page tables are read
+   * as they are reached. */
+  async *frames(): AsyncGenerator<FrameInfo> {
+    for (let i = 0; i < this.frameCount; i++) {
+      const [page, k] = await this.at(i);
+      yield {
+        offset: HEADER_SIZE + page.stored[k],
+        size: page.stored[k + 1] - page.stored[k],
+        plain_offset: HEADER_SIZE + page.logical[k],
+        plain_size: page.logical[k + 1] - page.logical[k],
+        filter: filterOf(page, k),
+        parameter: page.params === null ? 0 : page.params[k],
+        dictionary: dictionaryOf(page, k),
+      };
+    }
+  }
+
+  /** The plain bytes of dictionary `d` (from 1): a raw-content zstd dictionary. */
+  async dictionaryBytes(d: number): Promise<Uint8Array> {
+    return (await this.dictionary(d)).bytes;
+  }
+
   describe(): Record<string, unknown> {
     const index = this.index;
     return {
@@ -239,17 +292,19 @@ export class CompressedBody implements Body {
 
   // ---- reading ----
 
-  private async readLogical(x: number, n: number): Promise<Uint8Array> {
+  /** Logical bytes [x, x+n); `inPlace`: raw frames' bytes are read in place (else
+   * decompressed and checked as any frame). */
+  private async readLogical(x: number, n: number, inPlace = true): Promise<Uint8Array> {
     if (n === 0) return new Uint8Array(0);
     const [p, page, k] = await this.locate(x);
     const i = p * this.perPage + k;
     const start = page.logical[k];
     if (x + n <= page.logical[k + 1]) {
-      if (filterOf(page, k) === RAW) return this.readInPlace(i, page, k, x - start, n);
+      if (inPlace && filterOf(page, k) === RAW) return this.readInPlace(i, page, k, x - start, n);
       const plain = await this.frame(i, page, k);
       return plain.subarray(x - start, x - start + n);
     }
-    return this.readSpan(i, x, n);
+    return this.readSpan(i, x, n, inPlace);
   }
 
   /** Bytes [a, a+n) of raw frame `i`, read in place (its head checked the first time). */
@@ -279,7 +334,7 @@ export class CompressedBody implements Body {
 
   /** A read across frames: the frames in order, the stored bytes of those not cached read
    * together (up to `GROUP_BYTES` at once). */
-  private async readSpan(first: number, x: number, n: number): Promise<Uint8Array> {
+  private async readSpan(first: number, x: number, n: number, inPlace: boolean): Promise<Uint8Array> {
     const endX = x + n;
     const parts: Uint8Array[] = [];
     let i = first;
@@ -289,7 +344,7 @@ export class CompressedBody implements Body {
       if (start >= endX) break;
       // gather a run of uncached frames of this page whose stored bytes fit in one read
       let last = k;
-      if (!this.cache.has(i) && filterOf(page, k) !== RAW) {
+      if (!this.cache.has(i) && !(inPlace && filterOf(page, k) === RAW)) {
         while (
           last + 1 < page.count &&
           page.logical[last + 1] < endX &&
@@ -308,13 +363,13 @@ export class CompressedBody implements Body {
         if (stored !== null) {
           const off = page.stored[kk] - page.stored[k];
           const data = stored.subarray(off, off + page.stored[kk + 1] - page.stored[kk]);
-          if (filterOf(page, kk) === RAW) {
+          if (inPlace && filterOf(page, kk) === RAW) {
             this.checkRaw(i, page, kk, data, data.length, page.logical[kk + 1] - s);
             parts.push(data.subarray(RAW_HEAD + a, RAW_HEAD + b));
           } else {
             parts.push((await this.decode(i, page, kk, data)).subarray(a, b));
           }
-        } else if (filterOf(page, kk) === RAW) {
+        } else if (inPlace && filterOf(page, kk) === RAW) {
           parts.push(await this.readInPlace(i, page, kk, a, b - a));
         } else {
           parts.push((await this.frame(i, page, kk)).subarray(a, b));
