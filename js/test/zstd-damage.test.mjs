@@ -198,3 +198,21 @@ test("a 2.1 trailer that names a TOC is CorruptedError", async () => {
   resealTrailer(b);
   await assert.rejects(openBody(new MemorySource(b)), CorruptedError);
 });
+
+test("2.0: a filter code 2 is UnsupportedVersionError there; a seek table that does not tile the section CorruptedError", async () => {
+  const good = bytesOf(byName("2.0/combined-zstd.mlc"));
+  const end = DATA_OFF + sectionSize(good);
+  const n = u32(good, end - 9);
+  const filter = end - (8 + 8 * n + 9) - (20 + 2 * n);
+  assert.equal(u32(good, filter), 0x184d2a5d);
+  const b = good.slice();
+  b[filter + 16] = 2;
+  put32(b, filter + 16 + 2 * n, crc32(b.subarray(filter + 16, filter + 16 + 2 * n)));
+  await assert.rejects(openBody(new MemorySource(b)), UnsupportedVersionError);
+  const c = good.slice();
+  c[end - 9 - 8 * n + 1] ^= 1; // frame 0's stored size in the seek table
+  await assert.rejects(openBody(new MemorySource(c)), CorruptedError);
+  const d = good.slice();
+  d[end - 5] = 0x80; // per-frame checksums
+  await assert.rejects(openBody(new MemorySource(d)), UnsupportedVersionError);
+});
