@@ -216,3 +216,34 @@ test("2.0: a filter code 2 is UnsupportedVersionError there; a seek table that d
   d[end - 5] = 0x80; // per-frame checksums
   await assert.rejects(openBody(new MemorySource(d)), UnsupportedVersionError);
 });
+
+test("index fields changed under a correct CRC give CorruptedError, at open or at first use", async () => {
+  const e = byName("zstd-dict.mlc");
+  const good = bytesOf(e);
+  const { at, size, pages } = indexOf(good);
+  const crcAt = at + size - 13;
+  const fields = [12, 16, 20, 24, 28, 32, 36, 40, 44]; // D, T, root position, root length, N, F (u32 pieces)
+  for (let p = 0; p < pages.length; p++) for (const f of [0, 4, 8, 12, 16, 20, 24]) fields.push(56 + 28 * p + f);
+  for (const f of [0, 4, 8, 12]) fields.push(56 + 28 * pages.length + f); // the dictionary's entry
+  const values = [0, 1, 2, 0xffffffff, 0x7fffffff, 0x200000];
+  let refused = 0;
+  for (const field of fields) {
+    for (const value of values) {
+      for (const delta of [0, 1, -1]) {
+        const b = good.slice();
+        put32(b, at + field, delta ? (u32(good, at + field) + delta) >>> 0 : value);
+        if (delta && value) continue;
+        put32(b, crcAt, crc32(b.subarray(at + 8, crcAt)));
+        if (b.every((x, i) => x === good[i])) continue;
+        try {
+          await readAll(b);
+        } catch (err) {
+          if (!(err instanceof MsglcError)) assert.fail(`index byte ${field} = ${value}/${delta}: ${err && err.stack}`);
+          assert.ok(err instanceof CorruptedError, `index byte ${field}: ${err}`);
+          refused++;
+        }
+      }
+    }
+  }
+  assert.ok(refused > fields.length * 3, `${refused} refused`);
+});
