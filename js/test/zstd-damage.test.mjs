@@ -247,3 +247,29 @@ test("index fields changed under a correct CRC give CorruptedError, at open or a
   }
   assert.ok(refused > fields.length * 3, `${refused} refused`);
 });
+
+test("page table sizes changed under a correct CRC give CorruptedError", async () => {
+  for (const name of ["zstd-dict.mlc", "golden/numpy-zstd.mlc", "golden/hash-dict-zstd.mlc"]) {
+    const good = bytesOf(byName(name));
+    for (const page of indexOf(good).pages) {
+      const n = u32(good, page.at + 12);
+      for (let f = 0; f < 2 * n; f++) {
+        for (const value of [0, 1, 8, 9, 1 << 20, (1 << 20) + 1, 0xffffffff]) {
+          const b = good.slice();
+          put32(b, page.at + 16 + 4 * f, value);
+          resealPage(b, page);
+          if (b.every((x, i) => x === good[i])) continue;
+          await assert.rejects(readAll(b), CorruptedError, `${name} page at ${page.at} size ${f} = ${value}`);
+        }
+        // two frames trading a byte keep the page's ends: the frames' own checks must catch it
+        if (f + 2 < 2 * n) {
+          const b = good.slice();
+          put32(b, page.at + 16 + 4 * f, u32(good, page.at + 16 + 4 * f) + 1);
+          put32(b, page.at + 16 + 4 * (f + 2), u32(good, page.at + 16 + 4 * (f + 2)) - 1);
+          resealPage(b, page);
+          await assert.rejects(readAll(b), CorruptedError, `${name} trade at ${f}`);
+        }
+      }
+    }
+  }
+});
