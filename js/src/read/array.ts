@@ -299,8 +299,11 @@ export class ArrayReader {
       run *= sel[d].count;
       k = d;
     }
-    const srcs = new Float64Array(BATCH_RUNS);
-    const outs = new Float64Array(BATCH_RUNS);
+    let runs = 1;
+    for (let d = 0; d < k; d++) runs *= sel[d].count;
+    const batch = Math.min(runs, BATCH_RUNS);
+    const srcs = new Float64Array(batch);
+    const outs = new Float64Array(batch);
     const idx = new Array<number>(k).fill(0);
     let s = srcBase;
     let o = outBase;
@@ -318,7 +321,7 @@ export class ArrayReader {
         o -= outSteps[d] * sel[d].count;
         idx[d] = 0;
       }
-      if (m === BATCH_RUNS || d < 0) {
+      if (m === batch || d < 0) {
         await this.readRuns(srcs, outs, m, run, out);
         m = 0;
       }
