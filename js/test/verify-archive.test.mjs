@@ -166,6 +166,12 @@ test("crafted data: invalid UTF-8, a wrong key, a broken stride, an unknown exte
     d[at] = 0x05;
   });
   await assert.rejects(verifyBytes(stride, stubParseNode), CorruptedError);
+  // ... or a uint64 of the same size: the boundaries hold, but every leaf must share a marker
+  const marker = crafted(src, (d) => {
+    const at = find(d, Uint8Array.of(0xcb, 0x40, 0x14, 0, 0, 0, 0, 0, 0));
+    d[at] = 0xcf;
+  });
+  await assert.rejects(verifyBytes(marker, stubParseNode), /fixed-stride/);
   // the NumPy array's ext type 78 made 77: unknown to readers
   const ext = crafted(src, (d) => {
     const at = find(d, Uint8Array.of(0xc7, 0x83, 0x4e, 0x07, 0, 0, 0)); // ext 8 of 131 bytes, type 78, H = 7

@@ -344,6 +344,7 @@ async function checkStride(ctx: Ctx, node: StrideNode, start: number, end: numbe
   for (let d = 0; d + 1 < dims.length; d++) if (dims[d][2] !== dims[d + 1][0] + dims[d + 1][1] * dims[d + 1][2]) throw bad();
   const rows = Math.max(1, Math.floor(WINDOW / s0));
   const last = dims[dims.length - 1][2];
+  let template: Uint8Array | null = null;
   for (let r = 0; r < n0; r += rows) {
     const count = Math.min(rows, n0 - r);
     const a = start + h0 + r * s0;
@@ -363,8 +364,35 @@ async function checkStride(ctx: Ctx, node: StrideNode, start: number, end: numbe
       }
       level = next;
     }
-    for (const p of level) if (scalarSize(buf, p, buf.length) !== last) throw bad();
+    if (template === null) template = leafTemplate(buf, level[0], last);
+    if (template === null) throw bad();
+    const t = template;
+    if (t.length === 0) {
+      for (const p of level) if (!oneByte(buf[p])) throw bad();
+    } else {
+      for (const p of level) for (let q = 0; q < t.length; q++) if (buf[p + q] !== t[q]) throw bad();
+    }
   }
+}
+
+function oneByte(m: number): boolean {
+  return m < 0x80 || m >= 0xe0 || m === 0xc0 || m === 0xc2 || m === 0xc3;
+}
+
+/** What every leaf of a fixed-stride list must start with, from its first leaf (Python's
+ * `stride_template`): nothing for one-byte items (each must be one), the marker of a
+ * fixed-width number, the header of a str or bin (its length included), or an empty array's
+ * header; null when the first leaf is none of these `size`-byte items. */
+function leafTemplate(b: Uint8Array, p: number, size: number): Uint8Array | null {
+  const m = b[p];
+  if (size === 1) return oneByte(m) ? new Uint8Array(0) : null;
+  const fixed: Record<number, number> = { 0xca: 5, 0xcb: 9, 0xcc: 2, 0xcd: 3, 0xce: 5, 0xcf: 9, 0xd0: 2, 0xd1: 3, 0xd2: 5, 0xd3: 9 };
+  if (fixed[m] === size) return b.slice(p, p + 1);
+  const hl = m >= 0xa0 && m <= 0xbf ? 1 : m === 0xd9 || m === 0xc4 ? 2 : m === 0xda || m === 0xc5 ? 3 : m === 0xdb || m === 0xc6 ? 5 : 0;
+  if (hl) return scalarSize(b, p, b.length) === size ? b.slice(p, p + hl) : null;
+  const h = containerHeader(b, p, b.length);
+  if (h !== null && !h[0] && h[1] === 0 && h[2] === size) return b.slice(p, p + size);
+  return null;
 }
 
 // -- big dicts (types 3, 6, 7, 9)
@@ -409,6 +437,20 @@ export function encodeKey(key: Key): Uint8Array {
   return v >= -128n ? put(0xd0, 1, true) : v >= -32768n ? put(0xd1, 2, true) : v >= -(2n ** 31n) ? put(0xd2, 4, true) : put(0xd3, 8, true);
 }
 
+/** `a < b` for two keys of one type: ints by value, strs by code point (UTF-16 order differs
+ * past U+FFFF). */
+function keyLess(a: Key, b: Key): boolean {
+  if (typeof a !== "string" || typeof b !== "string") return a < b;
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    const x = a.codePointAt(i) as number;
+    const y = b.codePointAt(i) as number;
+    if (x !== y) return x < y;
+    if (x > 0xffff) i++;
+  }
+  return a.length < b.length;
+}
+
 class Entries {
   offs: number[] = [];
   crcs: number[] = [];
@@ -436,7 +478,7 @@ class Entries {
     const last = this.last;
     if (last !== undefined && this.disorder === null) {
       const sameType = typeof last === "string" ? typeof key === "string" : typeof key !== "string";
-      if (!sameType || !(last < key)) this.disorder = `do not ascend at entry ${e}`;
+      if (!sameType || !keyLess(last, key)) this.disorder = `do not ascend at entry ${e}`;
     }
     if (e % 2 ** this.blockBits === 0) this.firsts.push(key);
     this.last = key;
