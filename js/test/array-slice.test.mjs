@@ -245,3 +245,20 @@ test("a reader giving the wrong number of bytes is refused", async () => {
   await assert.rejects(r.slice(1), /gave/);
   await assert.rejects(r.all(), /gave/);
 });
+
+test("a 0-d array's only selection is the whole; empty arrays read nothing", async () => {
+  const zero = open("0d");
+  const m = memory(zero.elements);
+  const v = await new ArrayReader(zero.header, m.fn).slice();
+  assert.deepEqual(v.shape, []);
+  assert.equal(v.data[0], 3.25);
+  await assert.rejects(new ArrayReader(zero.header, m.fn).slice(0), /too many indices/);
+  for (const name of ["empty", "empty-2d", "tiled-empty"]) {
+    const e = open(name);
+    const r = memory(e.elements);
+    const got = await new ArrayReader(e.header, r.fn).slice();
+    assert.deepEqual(got.shape, fixtures.arrays[name].shape);
+    assert.equal(got.data.length, 0);
+    assert.equal(r.reads.length, 0);
+  }
+});

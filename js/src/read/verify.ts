@@ -397,8 +397,34 @@ function leafTemplate(b: Uint8Array, p: number, size: number): Uint8Array | null
 
 // -- big dicts (types 3, 6, 7, 9)
 
+/** Is `raw` (one str or int, decoding to `key`) msgpack's smallest form of it, as a lookup
+ * encodes it? (The same answer as comparing with `encodeKey(key)`, without encoding.) */
 function isSmallest(raw: Uint8Array, key: Key): boolean {
-  return equal(encodeKey(key), raw);
+  const m = raw[0];
+  if (typeof key === "string") {
+    const n = raw.length; // header + UTF-8 bytes
+    return m <= 0xbf || (m === 0xd9 ? n - 2 >= 32 : m === 0xda ? n - 3 >= 256 : n - 5 >= 65536);
+  }
+  if (m <= 0x7f || m >= 0xe0) return true;
+  const v = typeof key === "bigint" ? key : BigInt(key);
+  switch (m) {
+    case 0xcc:
+      return v >= 128n;
+    case 0xcd:
+      return v >= 256n;
+    case 0xce:
+      return v >= 65536n;
+    case 0xcf:
+      return v >= 2n ** 32n;
+    case 0xd0:
+      return v < -32n;
+    case 0xd1:
+      return v < -128n;
+    case 0xd2:
+      return v < -32768n;
+    default:
+      return v < -(2n ** 31n);
+  }
 }
 
 function equal(a: Uint8Array, b: Uint8Array): boolean {
