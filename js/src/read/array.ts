@@ -41,6 +41,8 @@ export const TILE_READS = 4096;
 export const ROWS_READ = 1 << 22;
 /** Runs planned (and their reads awaited) at a time: bounds the memory of a gappy selection. */
 const BATCH_RUNS = 1 << 16;
+/** Reads in flight at once (a column of a tall matrix is thousands of them). */
+export const READS_IN_FLIGHT = 64;
 
 export interface ArrayHeader {
   /** The descr as stored (a string such as "<f8", or a structured list). */
@@ -263,6 +265,21 @@ export class ArrayReader {
     return b;
   }
 
+  /** Bytes [starts[r], ends[r]) for every r, at most `READS_IN_FLIGHT` reads at a time. */
+  private async readMany(starts: number[], ends: number[]): Promise<Uint8Array[]> {
+    if (starts.length <= READS_IN_FLIGHT) return Promise.all(starts.map((a, r) => this.read(a, ends[r] - a)));
+    const out = new Array<Uint8Array>(starts.length);
+    let next = 0;
+    const worker = async (): Promise<void> => {
+      while (next < starts.length) {
+        const r = next++;
+        out[r] = await this.read(starts[r], ends[r] - starts[r]);
+      }
+    };
+    await Promise.all(Array.from({ length: READS_IN_FLIGHT }, worker));
+    return out;
+  }
+
   /** Output strides (bytes) of the selection's C-order result, per axis of the array, and
    * where each axis's first selected index lands (reversed axes start at their end). */
   private outLayout(sel: Axis[]): { steps: number[]; base: number } {
@@ -345,7 +362,7 @@ export class ArrayReader {
         firsts.push(i);
       }
     }
-    const bufs = await Promise.all(starts.map((a, r) => this.read(a, ends[r] - a)));
+    const bufs = await this.readMany(starts, ends);
     firsts.push(m);
     for (let r = 0; r < bufs.length; r++) {
       const buf = bufs[r];
@@ -419,7 +436,7 @@ export class ArrayReader {
       }
       which.push(starts.length - 1);
     }
-    const bufs = await Promise.all(starts.map((a, r) => this.read(a, ends[r] - a)));
+    const bufs = await this.readMany(starts, ends);
     jobs.forEach((job, i) => {
       const r = which[i];
       copyBlock(bufs[r], job.first - starts[r], job.srcSteps, job.counts, out, job.outBase, job.outSteps, itemsize);
