@@ -23,7 +23,7 @@ import { CorruptedError, MsglcError } from "../errors.js";
 import { crc32 } from "../util/crc32.js";
 import { keyId, parseNode as realParseNode, type Node, type NodeRef, type IndexedMapNode, type MapNode, type ListNode, type StrideNode, type ArrayNode } from "../format/nodes.js";
 import { checkItems, containerHeader, decodeKey, getsNode } from "../format/msgcheck.js";
-import { parseArrayValue } from "./array.js";
+import { MAX_HEADER, parseArrayValue } from "./array.js";
 import { badText } from "../format/dtype.js";
 import type { Key } from "./types.js";
 
@@ -302,6 +302,9 @@ async function* checkMap(ctx: Ctx, node: MapNode, start: number, ref: NodeRef, l
 
 async function checkArray(ctx: Ctx, node: ArrayNode, start: number, end: number, label: string): Promise<void> {
   const { stream } = ctx;
+  if (node.head > MAX_HEADER + 10) {
+    throw new CorruptedError(`${label} puts the elements of a NumPy array ${node.head} bytes in (its header takes at most ${MAX_HEADER + 10})`);
+  }
   const head = await stream.take(start, start + node.head);
   const { header, start: at } = parseArrayValue(head, end - start, start);
   if (at !== node.head || node.size !== end - start - at) {
