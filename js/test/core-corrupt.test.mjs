@@ -126,7 +126,7 @@ test("malformed nodes are CorruptedError", async () => {
 test("a node that does not match its container is CorruptedError", async () => {
   await assert.rejects(open(withRoot([1, 3, [0, 2], [1, 3, 4], {}], Uint8Array.from([0x83, 1, 2, 3]))), CorruptedError);
   // a key that is not the one the node names: found when the entry is read
-  const reader = await open(withRoot([2, ["a"], [1, 3], [2], {}], Uint8Array.from([0x81, 0xa1, 0x62, 1])));
+  const reader = await open(withRoot([2, ["a"], [1, 4], [3], {}], Uint8Array.from([0x81, 0xa1, 0x62, 1])));
   await assert.rejects(reader.read("a"), (e) => e instanceof CorruptedError && /key/.test(e.message));
 });
 
