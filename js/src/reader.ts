@@ -15,7 +15,9 @@ export async function open(input: SourceInput, options: OpenOptions = {}): Promi
   const source = await openSource(input, options);
   try {
     const reader = new LazyReader(await openBody(source));
-    await reader.lazy(); // the root's node checked against the root container, as Python's open does
+    // the root's node checked against the root container, as Python's open does (a root
+    // without a node is decoded when it is first read, not here)
+    if (reader.body.root.len) await reader.lazy();
     return reader;
   } catch (e) {
     await source.close();

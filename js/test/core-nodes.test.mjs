@@ -184,3 +184,22 @@ test("a closed reader refuses reads", async () => {
   await assert.rejects(reader.read("rows/1"));
   await assert.rejects(rows.get(1));
 });
+
+test("opening reads the header and the trailer, and the root's node and header when it has one", async () => {
+  const small = new Recording(new Uint8Array((await import("node:fs")).readFileSync(new URL("../../tests/golden/small-dict.mlc", import.meta.url))));
+  const reader = await open(small);
+  assert.equal(small.log.length, 2);
+  assert.deepStrictEqual(await reader.read("b"), [true, null, "x"]);
+  await reader.close();
+  const big = new Recording(fixture("core-big.mlc"));
+  const r2 = await open(big);
+  assert.equal(big.log.length, 4);
+  await r2.close();
+});
+
+test("a decoded dict with keys dtype, shape and data is a dict", async () => {
+  const { PlainView } = await import("../dist/read/views.js");
+  const v = new PlainView({ dtype: "<f8", shape: [1], data: [1] }, "");
+  assert.equal(v.kind, "dict");
+  assert.equal(v.length, 3);
+});

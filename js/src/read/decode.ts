@@ -313,6 +313,20 @@ class Decoder {
   }
 }
 
+const ARRAYS = new WeakSet<object>();
+
+/** Note `x` as an NDArray the reader made (a decoded dict with keys "dtype", "shape" and
+ * "data" is not one). */
+export function markArray<T extends object>(x: T): T {
+  ARRAYS.add(x);
+  return x;
+}
+
+/** Is `x` an NDArray the reader made? */
+export function isArrayValue(x: unknown): boolean {
+  return typeof x === "object" && x !== null && ARRAYS.has(x);
+}
+
 /** An ext-78 payload as an `NDArray` (its header checked by `parseArrayHeader`). */
 export function decodeArrayExt(payload: Uint8Array, where: number): unknown {
   const h = payload.length >= 4 ? (payload[0] | (payload[1] << 8) | (payload[2] << 16) | (payload[3] << 24)) >>> 0 : -1;
@@ -321,7 +335,7 @@ export function decodeArrayExt(payload: Uint8Array, where: number): unknown {
   }
   try {
     const header = parseArrayHeader(payload.subarray(0, 4 + h), payload.length - 4 - h);
-    return decodeArray(header, payload.subarray(4 + h));
+    return markArray(decodeArray(header, payload.subarray(4 + h)));
   } catch (e) {
     if (e instanceof MsglcError) {
       const Cls = e.constructor as new (m: string) => MsglcError;

@@ -27,7 +27,7 @@ import {
   type StrideNode,
 } from "../format/nodes.js";
 import { containerHeader, encodeKey, itemEnd, parseExtHeader } from "../format/msgpack.js";
-import { decodeEntries, decodeItems, decodeValue } from "./decode.js";
+import { decodeEntries, decodeItems, decodeValue, isArrayValue, markArray } from "./decode.js";
 import { DictIndex, type IndexReads } from "./lookup.js";
 import { ArrayReader, parseArrayHeader, type ArrayHeader } from "./array.js";
 import type { AxisSelection, Key, Kind, LazyView, NDArray } from "./types.js";
@@ -67,7 +67,7 @@ export class Lru<K, V> {
 export class Archive implements IndexReads {
   readonly nodes = new Lru<number, Node>(MAX_NODES);
   readonly views = new Lru<string, LazyView>(MAX_VIEWS);
-  readonly indexes = new Lru<number, DictIndex>(MAX_INDEXES);
+  readonly indexes = new Lru<string, DictIndex>(MAX_INDEXES);
   readonly keyMaps = new Lru<number, Map<string, number>>(MAX_INDEXES);
   closed = false;
 
@@ -122,7 +122,7 @@ export class Archive implements IndexReads {
   }
 
   index(node: IndexedMapNode, base: number): DictIndex {
-    const key = node.region.pos;
+    const key = `${node.region.pos}:${base}`; // (a node may describe containers at several bases)
     let index = this.indexes.get(key);
     if (index === undefined) {
       index = new DictIndex(this, node, base);
@@ -539,10 +539,10 @@ class ArrayView extends NodeView {
     return this.node.head + this.node.size;
   }
   override async value(): Promise<unknown> {
-    return this.reader.all();
+    return markArray(await this.reader.all());
   }
   override async slice(...axes: AxisSelection[]): Promise<NDArray> {
-    return this.reader.slice(...axes);
+    return markArray(await this.reader.slice(...axes));
   }
   async get(i: Key): Promise<LazyView> {
     const j = listIndex(i, this.length, this.path);
@@ -552,12 +552,13 @@ class ArrayView extends NodeView {
 
 /** A 0-d array as its one element; any other as it is. */
 export function plainOfArray(x: NDArray): unknown {
+  markArray(x);
   if (x.shape.length === 0 && !(x.data instanceof Uint8Array && x.dtype !== "|u1" && x.dtype !== "u1")) return x.data[0];
   return x;
 }
 
 function isNDArray(x: unknown): x is NDArray {
-  return typeof x === "object" && x !== null && "dtype" in x && "shape" in x && "data" in x && !(x instanceof Map);
+  return isArrayValue(x);
 }
 
 /** A value decoded whole (a scalar, or a container without a node): views over plain values. */
