@@ -37,7 +37,8 @@ function craft(data, toc, rootPos, rootLen) {
   return out;
 }
 
-/** msgpack of node fields: ints, strs, arrays, Maps (int keys) and plain objects. */
+/** msgpack of node fields: ints, strs, arrays, Maps (int keys), plain objects, and a
+ * `Float64Array` of one element as a float64. */
 function encode(x) {
   const out = [];
   const head = (n, fix, m16, m32) => {
@@ -52,6 +53,10 @@ function encode(x) {
       else if (v >= 0 && v < 65536) out.push(0xcd, v >> 8, v & 0xff);
       else if (v >= 0) out.push(0xce, (v >>> 24) & 0xff, (v >>> 16) & 0xff, (v >>> 8) & 0xff, v & 0xff);
       else out.push(0xd2, (v >>> 24) & 0xff, (v >>> 16) & 0xff, (v >>> 8) & 0xff, v & 0xff);
+    } else if (v instanceof Float64Array) {
+      const f = new DataView(new ArrayBuffer(8));
+      f.setFloat64(0, v[0]);
+      out.push(0xcb, ...new Uint8Array(f.buffer));
     } else if (typeof v === "string") {
       const e = new TextEncoder().encode(v);
       out.push(0xa0 | e.length, ...e);
@@ -111,6 +116,8 @@ test("malformed nodes are CorruptedError", async () => {
     [1, 3, [0], [1, 4], new Map([[0, [0, 5]]])], // a kid span of 3 items; a reference that does not precede
     [1, 3, [0, 2], [1, 3, 4], new Map([[1, [-5, 5]]])], // a forward reference
     [1, "x", [0], [1, 4], {}],
+    [1, Float64Array.of(3), [0], [1, 4], {}], // a float (3.0) where an int belongs
+    [1, 3, [0], [1, 4], { 0: [1, 1] }], // a str key where a span index belongs
     [4, [], 0],
     [4, [[1, 3, 2]], 0], // a stride of 2 bytes: the span does not match
     [5, 1, 0],

@@ -204,7 +204,7 @@ export function parseNode(bytes: Uint8Array, at: NodeRef): Node {
   if (crc32(payload) !== u32(bytes, bytes.length - 4)) throw new CorruptedError(`${head}: checksum mismatch`);
   let raw: unknown;
   try {
-    raw = decodeValue(payload, 0, { mapsAsMap: true });
+    raw = decodeValue(payload, 0, { strict: true });
   } catch (e) {
     throw new CorruptedError(`${head} is malformed: not msgpack (${(e as Error).message})`);
   }

@@ -36,8 +36,14 @@ export const ARRAY_EXT = 78;
 export const TIMESTAMP_EXT = -1;
 
 export interface DecodeOptions {
-  /** Every map as a `Map` whatever its keys (TOC nodes: int-keyed maps, exact types). */
-  mapsAsMap?: boolean;
+  /** TOC nodes and index keys, whose fields must have exact types: every map as a `Map`
+   * whatever its keys, and floats as `Float` boxes (never taken for ints). */
+  strict?: boolean;
+}
+
+/** A float decoded in strict mode. */
+export class Float {
+  constructor(readonly value: number) {}
 }
 
 const utf8 = new TextDecoder("utf-8", { fatal: true });
@@ -67,7 +73,7 @@ class Decoder {
     private readonly end: number,
     /** The data offset of `b[0]`, for messages. */
     private readonly where: number,
-    private readonly mapsAsMap: boolean,
+    private readonly strict: boolean,
   ) {
     this.pos = start;
     this.view = new DataView(b.buffer, b.byteOffset, b.byteLength);
@@ -107,7 +113,7 @@ class Decoder {
     if (f.kind === K.Arr) return f.items;
     const kv = f.items;
     const n = kv.length;
-    let allStr = !this.mapsAsMap;
+    let allStr = !this.strict;
     for (let j = 0; allStr && j < n; j += 2) if (typeof kv[j] !== "string") allStr = false;
     if (allStr) {
       const o: Record<string, unknown> = {};
@@ -211,13 +217,13 @@ class Decoder {
         this.need(4);
         const v = this.view.getFloat32(this.pos);
         this.pos += 4;
-        return v;
+        return this.strict ? new Float(v) : v;
       }
       case 0xcb: {
         this.need(8);
         const v = this.view.getFloat64(this.pos);
         this.pos += 8;
-        return v;
+        return this.strict ? new Float(v) : v;
       }
       case 0xcc:
         return this.u8();
@@ -347,7 +353,7 @@ export function decodeArrayExt(payload: Uint8Array, where: number): unknown {
 
 /** The one msgpack value that makes `b` exactly (`where`: its data offset, for messages). */
 export function decodeValue(b: Uint8Array, where: number, options: DecodeOptions = {}): unknown {
-  const d = new Decoder(b, 0, b.length, where, options.mapsAsMap === true);
+  const d = new Decoder(b, 0, b.length, where, options.strict === true);
   const value = d.run(null);
   if (d.offset !== b.length) d.fail(`${b.length - d.offset} bytes follow the value`, d.offset);
   return value;

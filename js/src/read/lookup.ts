@@ -184,7 +184,7 @@ export class DictIndex {
       if (crc32(keysBytes) !== node.keysCrc) throw this.damaged("sorted dict first keys fail their checksum");
       let keys: unknown;
       try {
-        keys = decodeValue(keysBytes, 0, { mapsAsMap: true });
+        keys = decodeValue(keysBytes, 0, { strict: true });
       } catch (e) {
         throw this.damaged(`first keys are not msgpack (${(e as Error).message})`);
       }
