@@ -203,3 +203,26 @@ test("a decoded dict with keys dtype, shape and data is a dict", async () => {
   assert.equal(v.kind, "dict");
   assert.equal(v.length, 3);
 });
+
+test("info() equals Python's info() for every fixture, an appended one included", async () => {
+  const { loadJson: load } = await import("./core-helpers.mjs");
+  const infos = load("core-info.json");
+  assert.ok("core-appended.mlc" in infos);
+  for (const [name, want] of Object.entries(infos)) {
+    const reader = await open(fixture(name));
+    const got = await reader.info();
+    for (const [k, v] of Object.entries(want)) assert.deepStrictEqual(got[k], v, `${name}: ${k}`);
+    await reader.close();
+  }
+});
+
+test("a key __proto__ is read as an own property, never as the prototype", async () => {
+  const reader = await open(fixture("core-t64.mlc"));
+  const whole = await reader.read();
+  assert.ok(Object.hasOwn(whole, "__proto__"));
+  assert.equal(Object.getPrototypeOf(whole), Object.prototype);
+  assert.deepStrictEqual(Object.getOwnPropertyDescriptor(whole, "__proto__").value, { polluted: true });
+  assert.equal(await reader.read("__proto__/polluted"), true);
+  assert.equal({}.polluted, undefined);
+  await reader.close();
+});
