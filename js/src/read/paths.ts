@@ -81,7 +81,7 @@ function joined(segs: Segment[]): string {
 }
 
 /** A list segment as an index (a number, maybe out of range) or a slice. */
-export function listSegment(seg: Segment, n: number, where: Segment[]): number | PySlice {
+export function listSegment(seg: Segment, n: number, where: () => Segment[]): number | PySlice {
   if (typeof seg !== "string") return Number(seg);
   const index = pyInt(seg);
   if (index !== null) return Number(index);
@@ -91,24 +91,26 @@ export function listSegment(seg: Segment, n: number, where: Segment[]): number |
     const b = [start ? pyInt(start) : 0, step ? pyInt(step) : 1, stop ? pyInt(stop) : n];
     if (!b.includes(null)) return normalisedSlice(Number(b[0]), Number(b[1]), Number(b[2]), n);
   }
-  throw new TypeError(`list index must be an int, 'start:stop' or 'start:step:stop', not ${JSON.stringify(seg)} (at ${joined(where)})`);
+  throw new TypeError(`list index must be an int, 'start:stop' or 'start:step:stop', not ${JSON.stringify(seg)} (at ${joined(where())})`);
 }
 
-/** The view at `segments` below `view` (`done`: the segments that led to it). */
+/** The view at `segments` below `view` (`done`: the segments that led to it). A loop, not
+ * recursion, over the segments (a path may be thousands of segments deep); the path an error
+ * names is built only when there is one. */
 export async function resolve(view: LazyView, segments: Segment[], done: Segment[] = []): Promise<LazyView> {
   let obj = view;
   for (let depth = 0; depth < segments.length; depth++) {
     const seg = segments[depth];
-    const where = [...done, ...segments.slice(0, depth + 1)];
+    const where = (): Segment[] => [...done, ...segments.slice(0, depth + 1)];
     if (obj.kind === "array") {
       const shape = obj.shape ?? [];
       const take = segments.slice(depth, depth + Math.max(shape.length, 1));
       const axes: AxisSelection[] = take.map((s, k) => {
-        const at = [...done, ...segments.slice(0, depth + k + 1)];
-        const ix = listSegment(s, k < shape.length ? shape[k] : 0, at);
+        const at = (): Segment[] => [...done, ...segments.slice(0, depth + k + 1)];
+        const n = k < shape.length ? shape[k] : 0;
+        const ix = listSegment(s, n, at);
         if (typeof ix === "number") {
-          const n = k < shape.length ? shape[k] : 0;
-          if (!(ix >= -n && ix < n)) throw new IndexOutOfRangeError(ix, n, joined(at));
+          if (!(Number.isInteger(ix) && ix >= -n && ix < n)) throw new IndexOutOfRangeError(ix, n, joined(at()));
           return ix;
         }
         return [ix.start, ix.stop, ix.step];
@@ -126,21 +128,21 @@ export async function resolve(view: LazyView, segments: Segment[], done: Segment
           const item = await resolve(await obj.get(i), segments.slice(depth + 1), [...before, i]);
           items.push(await item.value());
         }
-        return new PlainView(items, joined(where));
+        return new PlainView(items, joined(where()));
       }
       obj = await obj.get(ix);
     } else if (obj.kind === "dict") {
       obj = await dictValue(obj, seg, where);
     } else {
       const v = await obj.value();
-      const kind = v === null ? "None" : v instanceof Uint8Array ? "bytes" : typeof v;
-      throw new TypeError(`cannot look up ${JSON.stringify(String(seg))} in a ${kind} (at ${joined(where.slice(0, -1)) || "the root"})`);
+      const kind = v === null ? "None" : v instanceof Uint8Array ? "bytes" : v instanceof Date ? "datetime" : typeof v;
+      throw new TypeError(`cannot look up ${JSON.stringify(String(seg))} in a ${kind} (at ${joined(where().slice(0, -1)) || "the root"})`);
     }
   }
   return obj;
 }
 
-async function dictValue(d: LazyView, seg: Segment, where: Segment[]): Promise<LazyView> {
+async function dictValue(d: LazyView, seg: Segment, where: () => Segment[]): Promise<LazyView> {
   try {
     return await d.get(seg);
   } catch (e) {
@@ -150,13 +152,12 @@ async function dictValue(d: LazyView, seg: Segment, where: Segment[]): Promise<L
     const n = Number(seg);
     const key = Number.isSafeInteger(n) ? n : BigInt(seg);
     try {
-      const found = await d.get(key);
-      return found;
+      return await d.get(key);
     } catch (e) {
       if (!(e instanceof KeyNotFoundError)) throw e;
     }
   }
-  throw new KeyNotFoundError(seg, joined(where));
+  throw new KeyNotFoundError(seg, joined(where()));
 }
 
 export { joinPath };
