@@ -376,28 +376,3 @@ export function decodeEntries(b: Uint8Array, count: number, where: number): Reco
   if (d.offset !== b.length) d.fail(`${b.length - d.offset} bytes follow ${count} entries`, d.offset);
   return value as Record<string, unknown> | Map<unknown, unknown>;
 }
-
-/** The `count` entries that make `b` exactly, as `[key, value]` pairs in stored order. */
-export function decodePairs(b: Uint8Array, count: number, where: number): Array<[unknown, unknown]> {
-  if (2 * count > b.length) throw new CorruptedError(`data at offset ${where}: ${count} entries cannot fit ${b.length} bytes`);
-  const d = new Decoder(b, 0, b.length, where, false);
-  const flat = d.run({ kind: K.Arr, items: new Array(2 * count), i: 0, len: 2 * count }) as unknown[];
-  if (d.offset !== b.length) d.fail(`${b.length - d.offset} bytes follow ${count} entries`, d.offset);
-  const out: Array<[unknown, unknown]> = new Array(count);
-  for (let j = 0; j < count; j++) out[j] = [flat[2 * j], flat[2 * j + 1]];
-  return out;
-}
-
-/** Plain values of `[key, value]` pairs as the mapping above makes a map. */
-export function mapOfPairs(pairs: Iterable<[unknown, unknown]>): Record<string, unknown> | Map<unknown, unknown> {
-  const list = Array.isArray(pairs) ? (pairs as Array<[unknown, unknown]>) : [...pairs];
-  if (list.every(([k]) => typeof k === "string")) {
-    const o: Record<string, unknown> = {};
-    for (const [k, v] of list) {
-      if (k === "__proto__") Object.defineProperty(o, k, { value: v, enumerable: true, writable: true, configurable: true });
-      else o[k as string] = v;
-    }
-    return o;
-  }
-  return new Map(list);
-}

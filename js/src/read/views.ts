@@ -27,7 +27,7 @@ import {
   type StrideNode,
 } from "../format/nodes.js";
 import { containerHeader, encodeKey, itemEnd, parseExtHeader } from "../format/msgpack.js";
-import { decodeEntries, decodeItems, decodeValue, isArrayValue, markArray } from "./decode.js";
+import { decodeValue, isArrayValue, markArray } from "./decode.js";
 import { DictIndex, type IndexReads } from "./lookup.js";
 import { ArrayReader, parseArrayHeader, type ArrayHeader } from "./array.js";
 import type { AxisSelection, Key, Kind, LazyView, NDArray } from "./types.js";
@@ -206,7 +206,7 @@ function parseArrayHeaderAt(payloadHead: Uint8Array, elementBytes: number, base:
 function makeView(a: Archive, base: number, ref: NodeRef, node: Exclude<Node, ArrayNode>, path: string): LazyView {
   switch (node.type) {
     case 1:
-      return new ListView(a, base, ref, node, path);
+      return new ListView(a, base, node, path);
     case 4:
       return StrideView.of(a, base, node, path);
     case 2:
@@ -275,7 +275,6 @@ class ListView extends NodeView {
   constructor(
     a: Archive,
     base: number,
-    private readonly ref: NodeRef,
     private readonly node: ListNode,
     path: string,
   ) {
@@ -642,4 +641,3 @@ export async function rootView(a: Archive): Promise<LazyView> {
   return new PlainView(await a.decodeAll(), "");
 }
 
-export { decodeItems, decodeEntries };
