@@ -5,14 +5,14 @@
  *
  * | msgpack                              | JavaScript                                           |
  * |--------------------------------------|------------------------------------------------------|
- * | int                                  | `number` when a safe integer (|x| < 2^53), else `bigint` |
+ * | int                                  | `number` when a safe integer (-2^53 < x < 2^53), else `bigint` |
  * | float 32 / 64                        | `number`                                             |
  * | str                                  | `string` (invalid UTF-8: `CorruptedError`)           |
  * | bin                                  | `Uint8Array` (a copy)                                |
  * | nil, bool                            | `null`, `boolean`                                    |
  * | array                                | `Array`                                              |
  * | map whose keys are all str           | a plain object (own properties: a key `"__proto__"` is an ordinary own property) |
- * | any other map (int keys, mixed, ...) | `Map`, in stored order                               |
+ * | any other map (int keys, mixed, ...) | `Map`, in stored order (int keys as ints above)      |
  * | timestamp extension (-1)             | `Date` (UTC; nanoseconds below the millisecond dropped) |
  * | extension 78 (NumPy array)           | `NDArray` (`decodeArray` of read/array.ts)            |
  * | any other extension                  | `UnsupportedVersionError`                            |
