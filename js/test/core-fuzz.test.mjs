@@ -1,7 +1,13 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { open, MsglcError, KeyNotFoundError, IndexOutOfRangeError } from "../dist/index.js";
-import { fixture, viaViews } from "./core-helpers.mjs";
+import { fixture, viaViews, GOLDEN } from "./core-helpers.mjs";
+import { readFileSync } from "node:fs";
+
+/** A fixture, or a golden archive ("golden:1.1/hash-dict.mlc": node type 3). */
+function load(name) {
+  return name.startsWith("golden:") ? new Uint8Array(readFileSync(new URL(name.slice(7), GOLDEN))) : fixture(name);
+}
 import { parseNode } from "../dist/format/nodes.js";
 import { crc32 } from "../dist/util/crc32.js";
 
@@ -39,9 +45,9 @@ async function exercise(bytes) {
   }
 }
 
-for (const name of ["core-t0.mlc", "core-t64.mlc", "core-big.mlc", "core-combined-789.mlc"]) {
+for (const name of ["core-t0.mlc", "core-t64.mlc", "core-big.mlc", "core-combined-789.mlc", "golden:1.1/hash-dict.mlc"]) {
   test(`${name}: damaged bytes give msglc errors, never another exception`, async () => {
-    const clean = fixture(name);
+    const clean = load(name);
     const random = rng(name.length * 7919);
     for (let i = 0; i < ITERATIONS; i++) {
       const bytes = clean.slice();
@@ -73,9 +79,9 @@ async function nodesOf(bytes) {
   return out;
 }
 
-for (const name of ["core-t0.mlc", "core-big.mlc", "core-combined-789.mlc", "core-streamed.mlc"]) {
+for (const name of ["core-t0.mlc", "core-big.mlc", "core-combined-789.mlc", "core-streamed.mlc", "golden:1.1/hash-dict.mlc"]) {
   test(`${name}: nodes damaged under a valid CRC give msglc errors, never another exception`, async () => {
-    const clean = fixture(name);
+    const clean = load(name);
     const nodes = await nodesOf(clean);
     const random = rng(name.length * 104729);
     for (let i = 0; i < ITERATIONS; i++) {
