@@ -1,15 +1,24 @@
-/** `open()` and `LazyReader`: the package's front door. STUB: helper C implements it. */
+/** `open()` and `LazyReader`: the package's front door. */
 import { openSource } from "./io/open.js";
 import { openBody, type Body } from "./io/body.js";
 import type { SourceInput, SourceOptions } from "./io/source.js";
 import type { LazyView, Path, ReaderStats } from "./read/types.js";
+import { Archive, rootView } from "./read/views.js";
+import { resolve, splitPath } from "./read/paths.js";
+import { nodeSpan, type Node } from "./format/nodes.js";
+import { verifyArchive } from "./read/verify.js";
+import { HEADER_SIZE } from "./format/container.js";
 
 export type OpenOptions = SourceOptions;
 
 export async function open(input: SourceInput, options: OpenOptions = {}): Promise<LazyReader> {
   const source = await openSource(input, options);
   try {
-    return new LazyReader(await openBody(source));
+    const reader = new LazyReader(await openBody(source));
+    // the root's node checked against the root container, as Python's open does (a root
+    // without a node is decoded when it is first read, not here)
+    if (reader.body.root.len) await reader.lazy();
+    return reader;
   } catch (e) {
     await source.close();
     throw e;
@@ -17,26 +26,77 @@ export async function open(input: SourceInput, options: OpenOptions = {}): Promi
 }
 
 export class LazyReader {
-  constructor(readonly body: Body) {}
+  private readonly archive: Archive;
+  private root: Promise<LazyView> | null = null;
 
-  /** The plain value at `path` (Python's `to_obj(reader[path])`). */
-  async read(_path: Path = ""): Promise<unknown> {
-    throw new Error("not implemented");
+  constructor(readonly body: Body) {
+    this.archive = new Archive(body);
+  }
+
+  private rootView(): Promise<LazyView> {
+    this.archive.checkOpen();
+    if (this.root === null) {
+      this.root = rootView(this.archive);
+      this.root.catch(() => {
+        this.root = null;
+      });
+    }
+    return this.root;
+  }
+
+  /** The plain value at `path` (Python's `to_obj(reader[path])`); `""` is the whole object,
+   * decoded in one read with the data section's checksum checked. */
+  async read(path: Path = ""): Promise<unknown> {
+    const segments = splitPath(path);
+    if (segments.length === 0) {
+      this.archive.checkOpen();
+      return this.archive.decodeAll();
+    }
+    return (await resolve(await this.rootView(), segments)).value();
   }
 
   /** A lazy view of the part at `path`. */
-  async lazy(_path: Path = ""): Promise<LazyView> {
-    throw new Error("not implemented");
+  async lazy(path: Path = ""): Promise<LazyView> {
+    return resolve(await this.rootView(), splitPath(path));
   }
 
-  /** Format version, compression, sizes, threshold (Python's `LazyReader.info()`). */
+  /** Format version, sections, threshold and root node (Python's `LazyReader.info()`, with
+   * the same keys), merged with what the body adds (`Body.describe()`). */
   async info(): Promise<Record<string, unknown>> {
-    throw new Error("not implemented");
+    this.archive.checkOpen();
+    const b = this.body;
+    const described = b.describe();
+    const free = typeof described.free_space === "number" ? described.free_space : 0;
+    const dataOffset = HEADER_SIZE;
+    const tocOffset = dataOffset + b.dataLength + free;
+    let root: Record<string, unknown> | null = null;
+    if (b.root.len) {
+      const node = await this.archive.node(b.root);
+      root = nodeInfo(node, tocOffset + b.root.pos, b.root.len);
+    }
+    return {
+      version: [b.major, b.minor],
+      file_size: b.end,
+      data_offset: dataOffset,
+      data_size: b.dataLength,
+      toc_offset: tocOffset,
+      toc_size: b.tocLength,
+      free_space: free,
+      threshold: b.threshold,
+      data_crc: b.dataCrc,
+      root,
+      compression: b.compression,
+      stored_data_size: b.dataLength,
+      format: "msglc",
+      slack: Math.max(0, b.source.size - b.end),
+      ...described,
+    };
   }
 
   /** Every check Python's `verify()` makes; resolves when the archive is sound. */
   async verify(): Promise<void> {
-    throw new Error("not implemented");
+    this.archive.checkOpen();
+    return verifyArchive(this.body);
   }
 
   get stats(): ReaderStats {
@@ -45,6 +105,36 @@ export class LazyReader {
   }
 
   async close(): Promise<void> {
+    if (this.archive.closed) return;
+    this.archive.closed = true;
+    this.archive.views.clear();
     await this.body.source.close();
+  }
+}
+
+/** Python's `NodeInfo` of a node at absolute file offset `position`. */
+export function nodeInfo(node: Node, position: number, size: number): Record<string, unknown> {
+  const span = nodeSpan(node);
+  const base = { position, size, encoded_size: span };
+  switch (node.type) {
+    case 4: {
+      const dims = node.dims.map((d) => d[1]);
+      return { kind: "fixed-stride list", ...base, length: dims[0], blocks: 0, dims, item_size: node.dims[node.dims.length - 1][2], children: 0 };
+    }
+    case 5:
+      return { kind: "array", ...base, length: node.size, blocks: 0, dims: [], item_size: 0, children: 0 };
+    case 2:
+    case 8:
+      return { kind: "dict", ...base, length: node.keys.length, blocks: 0, dims: [], item_size: 0, children: node.kids.size };
+    default:
+      return {
+        kind: node.type === 1 ? "list" : "hash-indexed dict",
+        ...base,
+        length: node.n,
+        blocks: node.starts.length - node.kids.size,
+        dims: [],
+        item_size: 0,
+        children: node.kids.size,
+      };
   }
 }

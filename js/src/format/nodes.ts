@@ -4,9 +4,12 @@
  * reference to a child is `(back, length)`, the child starting `back` bytes before the
  * referring node. Data offsets inside a node are relative to the container it describes.
  *
- * STUB: `parseNode` is implemented by helper C; the types are the contract.
  */
 import type { Key } from "../read/types.js";
+import { CorruptedError, UnsupportedVersionError } from "../errors.js";
+import { crc32 } from "../util/crc32.js";
+import { u32 } from "../util/bytes.js";
+import { decodeValue } from "../read/decode.js";
 
 export interface NodeRef {
   /** Where the node starts in the TOC. */
@@ -81,7 +84,299 @@ export function keyId(key: Key): string {
   return typeof key === "string" ? "s" + key : "i" + key.toString();
 }
 
-/** Parse and check the framed node `bytes` found at `ref` (its CRC, its type, its fields). */
-export function parseNode(_bytes: Uint8Array, _ref: NodeRef): Node {
-  throw new Error("not implemented");
+/** The key a `keyId` stands for. */
+export function keyOfId(id: string): Key {
+  if (id[0] === "s") return id.slice(1);
+  const n = Number(id.slice(1));
+  return Number.isSafeInteger(n) ? n : BigInt(id.slice(1));
+}
+
+/** Readers accept blocks of up to 2^16 entries (types 6, 7, 9). */
+export const READ_MAX_BLOCK_BITS = 16;
+export const MAX_SEG_BITS = 18;
+/** Bytes of fuse slots per chunk CRC (type 7). */
+export const FUSE_CHUNK = 1024;
+
+class Bad extends Error {}
+
+function fail(why: string): never {
+  throw new Bad(why);
+}
+
+function int(x: unknown, what: string): number {
+  if (typeof x === "number" && Number.isInteger(x)) return x;
+  return fail(`${what} is not an int`);
+}
+
+function ints(x: unknown, what: string): number[] {
+  if (!Array.isArray(x)) fail(`${what} is not a list`);
+  for (const v of x) if (!(typeof v === "number" && Number.isInteger(v))) fail(`${what} holds a non-int`);
+  return x as number[];
+}
+
+function key(x: unknown): Key {
+  if (typeof x === "string" || typeof x === "bigint" || (typeof x === "number" && Number.isInteger(x))) return x;
+  return fail("a key is neither str nor int");
+}
+
+function increasing(xs: number[]): boolean {
+  for (let i = 1; i < xs.length; i++) if (!(xs[i - 1] < xs[i])) return false;
+  return true;
+}
+
+/** `(back, length)` of a reference made by the node at `where`, checked to precede it. */
+function ref(x: unknown, where: number, what: string): NodeRef {
+  if (!Array.isArray(x) || x.length !== 2) fail(`${what} is not [back, length]`);
+  const back = int(x[0], what);
+  const len = int(x[1], what);
+  const pos = where - back;
+  if (!(back > 0 && pos >= 0 && len >= 0 && pos + len <= where)) {
+    fail(`${what} references ${len} bytes at TOC offset ${pos}, which do not precede the node`);
+  }
+  return { pos, len };
+}
+
+function kidsOf(x: unknown, where: number): Map<number, NodeRef> {
+  if (!(x instanceof Map)) return fail("kids is not a map");
+  const out = new Map<number, NodeRef>();
+  for (const [k, v] of x) out.set(int(k, "a kid's index"), ref(v, where, "a kid"));
+  return out;
+}
+
+export function blockCount(n: number, blockBits: number): number {
+  return Math.floor((n + 2 ** blockBits - 1) / 2 ** blockBits);
+}
+
+/** Bytes of a type-6 record's block number: the fewest that hold `blocks - 1`, at least 1. */
+export function blockWidth(blocks: number): number {
+  let bits = 0;
+  for (let v = blocks - 1; v > 0; v = Math.floor(v / 2)) bits++;
+  return Math.max(1, Math.ceil(bits / 8));
+}
+
+export function slotCount(segBits: number, segCount: number): number {
+  return (segCount + 2) * 2 ** segBits;
+}
+
+/** Where the chunk CRCs and the slots start in a type-7 region, and its size. */
+export function fuseLayout(node: IndexedMapNode): { crcs: number; slots: number; size: number } {
+  const crcs = (blockCount(node.n, node.blockBits) + 1) * node.offsWidth;
+  const z = Math.ceil((slotCount(node.segBits, node.segCount) * node.slotBits) / 8);
+  const slots = crcs + 4 * Math.ceil(z / FUSE_CHUNK);
+  return { crcs, slots, size: slots + z };
+}
+
+/** The index region's size the node implies, -1 for fields out of bounds. */
+export function indexSize(node: IndexedMapNode): number {
+  const { n, pageBits, offsWidth: w, blockBits } = node;
+  if (node.type === 3) return (n + 1) * w + (2 ** pageBits + 1) * 8 + n * 8;
+  if (!(blockBits >= 0 && blockBits <= READ_MAX_BLOCK_BITS)) return -1;
+  const nb = blockCount(n, blockBits);
+  if (node.type === 6) return (nb + 1) * w + (2 ** pageBits + 1) * 8 + n * (1 + blockWidth(nb));
+  if (!nb || pageBits !== 0) return -1;
+  if (node.type === 9) return node.keysLen >= 1 ? (nb + 1) * w + node.keysLen : -1;
+  const ok =
+    node.slotBits >= 1 &&
+    node.slotBits <= 32 &&
+    nb <= 2 ** node.slotBits &&
+    node.segBits >= 0 &&
+    node.segBits <= MAX_SEG_BITS &&
+    node.segCount >= 1 &&
+    node.segCount <= 2 ** 32 &&
+    slotCount(node.segBits, node.segCount) >= n &&
+    node.seed >= 0n &&
+    node.seed < 1n << 64n;
+  return ok ? fuseLayout(node).size : -1;
+}
+
+const KNOWN = new Set([1, 2, 3, 4, 5, 6, 7, 8, 9]);
+
+/**
+ * Parse and check the framed node `bytes` found at TOC offset `ref.pos` (its CRC, its type,
+ * its fields: every check of docs/format.md "The TOC section" that needs the node alone).
+ * Child references come out resolved to TOC positions, checked to precede the node.
+ */
+export function parseNode(bytes: Uint8Array, at: NodeRef): Node {
+  const where = at.pos;
+  const head = `TOC node at offset ${where}`;
+  if (bytes.length < 5) throw new CorruptedError(`${head} is ${bytes.length} bytes, too short`);
+  const payload = bytes.subarray(0, bytes.length - 4);
+  if (crc32(payload) !== u32(bytes, bytes.length - 4)) throw new CorruptedError(`${head}: checksum mismatch`);
+  let raw: unknown;
+  try {
+    raw = decodeValue(payload, 0, { strict: true });
+  } catch (e) {
+    throw new CorruptedError(`${head} is malformed: not msgpack (${(e as Error).message})`);
+  }
+  if (!Array.isArray(raw) || raw.length === 0 || typeof raw[0] !== "number") {
+    throw new CorruptedError(`${head} is malformed: not an array starting with its type`);
+  }
+  const type = raw[0];
+  if (!KNOWN.has(type)) {
+    throw new UnsupportedVersionError(`${head} has type ${type}, unknown to this reader (written by a newer version?)`);
+  }
+  try {
+    return build(type, raw, where);
+  } catch (e) {
+    if (e instanceof Bad) throw new CorruptedError(`${head} is malformed: ${e.message}`);
+    throw e;
+  }
+}
+
+const FIELDS: Record<number, number> = { 1: 5, 2: 5, 3: 10, 4: 3, 5: 3, 6: 11, 7: 16, 8: 6, 9: 13 };
+
+function build(type: number, f: unknown[], where: number): Node {
+  if (f.length !== FIELDS[type]) fail(`${f.length - 1} fields where type ${type} has ${FIELDS[type] - 1}`);
+  if (type === 5) {
+    const head = int(f[1], "head");
+    const size = int(f[2], "size");
+    if (!(head >= 3 && head <= 6 + 4 + (1 << 20) && size >= 0)) fail(`array head ${head}, size ${size}`);
+    return { type: 5, head, size };
+  }
+  if (type === 4) {
+    if (!Array.isArray(f[1]) || f[1].length === 0) fail("empty dims");
+    const dims = (f[1] as unknown[]).map((d) => {
+      const t = ints(d, "dims");
+      if (t.length !== 3) fail("a dim is not [h, n, s]");
+      return [t[0], t[1], t[2]] as [number, number, number];
+    });
+    const lazyMin = int(f[2], "lazy_min");
+    if (lazyMin < 0) fail("lazy_min below 0");
+    for (let d = 0; d < dims.length; d++) {
+      const [h, n, s] = dims[d];
+      const inner = dims[d + 1];
+      if (!(h >= 1 && h <= 5 && n > 0 && n < 2 ** 32 && s >= 1) || (inner && s !== inner[0] + inner[1] * inner[2])) {
+        fail(`inconsistent dims ${JSON.stringify(dims)}`);
+      }
+    }
+    return { type: 4, dims, lazyMin };
+  }
+  if (type === 2 || type === 8) {
+    if (!Array.isArray(f[1])) fail("keys is not a list");
+    const keys = (f[1] as unknown[]).map(key);
+    const n = keys.length;
+    let koffs: number[];
+    let voffs: number[];
+    let kidsRaw: unknown;
+    if (type === 2) {
+      koffs = ints(f[2], "koffs");
+      voffs = ints(f[3], "voffs");
+      kidsRaw = f[4];
+    } else {
+      const first = int(f[2], "first");
+      const klens = ints(f[3], "klens");
+      const vlens = ints(f[4], "vlens");
+      kidsRaw = f[5];
+      if (klens.length !== n || vlens.length !== n || klens.some((x) => x < 1) || vlens.some((x) => x < 1)) {
+        fail("inconsistent key and value lengths");
+      }
+      koffs = [first];
+      voffs = [];
+      for (let j = 0; j < n; j++) {
+        voffs.push(koffs[j] + klens[j]);
+        koffs.push(voffs[j] + vlens[j]);
+      }
+    }
+    const kids = kidsOf(kidsRaw, where);
+    let ok = koffs.length === n + 1 && voffs.length === n && n > 0 && koffs[0] >= 1 && koffs[0] <= 5;
+    for (let j = 0; ok && j < n; j++) ok = koffs[j] < voffs[j] && voffs[j] < koffs[j + 1];
+    for (const k of kids.keys()) if (!(k >= 0 && k < n)) ok = false;
+    if (!ok) fail("inconsistent key offsets");
+    if (new Set(keys.map(keyId)).size !== n) fail("a key listed twice");
+    return { type, keys, koffs, voffs, kids };
+  }
+  // types 1, 3, 6, 7, 9: spans
+  const n = int(f[1], "n");
+  const starts = ints(f[2], "starts");
+  const offs = ints(f[3], "offs");
+  const kids = kidsOf(f[4], where);
+  const spans = starts.length;
+  let ok = offs.length === spans + 1 && spans > 0 && starts[0] === 0 && offs[0] >= 1 && offs[0] <= 5;
+  ok = ok && starts[spans - 1] < n && n < 2 ** 32 && n <= offs[spans] - offs[0] && increasing(starts) && increasing(offs);
+  for (const k of kids.keys()) if (!(ok && k >= 0 && k < spans && starts[k] + 1 === (k + 1 < spans ? starts[k + 1] : n))) ok = false;
+  if (type === 1) {
+    if (!ok) fail("inconsistent spans");
+    return { type: 1, n, starts, offs, kids };
+  }
+  if (!(f[5] instanceof Map)) fail("kid_keys is not a map");
+  const kidKeys = new Map<string, number>();
+  for (const [k, v] of f[5] as Map<unknown, unknown>) kidKeys.set(keyId(key(k)), int(v, "a kid key's span"));
+  const pageBits = int(f[6], "page_bits");
+  const offsWidth = int(f[7], "offs_width");
+  const offsCrc = int(f[8], "offs_crc");
+  const region = ref(f[9], where, "the index region");
+  const node: IndexedMapNode = {
+    type: type as 3 | 6 | 7 | 9,
+    n,
+    starts,
+    offs,
+    kids,
+    kidKeys,
+    pageBits,
+    offsWidth,
+    offsCrc,
+    region,
+    blockBits: 0,
+    slotBits: 0,
+    seed: 0n,
+    segBits: 0,
+    segCount: 0,
+    crcsCrc: 0,
+    keysLen: 0,
+    keysCrc: 0,
+  };
+  if (type !== 3) node.blockBits = int(f[10], "block_bits");
+  if (type === 7) {
+    node.slotBits = int(f[11], "slot_bits");
+    const seed = f[12];
+    if (typeof seed === "bigint") node.seed = seed;
+    else node.seed = BigInt(int(seed, "seed"));
+    node.segBits = int(f[13], "seg_bits");
+    node.segCount = int(f[14], "seg_count");
+    node.crcsCrc = int(f[15], "crcs_crc");
+  }
+  if (type === 9) {
+    node.keysLen = int(f[11], "keys_len");
+    node.keysCrc = int(f[12], "keys_crc");
+  }
+  const size = pageBits >= 0 && pageBits <= 31 ? indexSize(node) : -1;
+  ok = ok && (offsWidth === 4 || offsWidth === 8) && size === region.len;
+  const spansOfKeys = new Set(kidKeys.values());
+  ok = ok && kidKeys.size === kids.size && spansOfKeys.size === kids.size && [...kids.keys()].every((k) => spansOfKeys.has(k));
+  if (!ok) fail("inconsistent spans");
+  return node;
+}
+
+/** The encoded length of the container a node describes. */
+export function nodeSpan(node: Node): number {
+  switch (node.type) {
+    case 4:
+      return node.dims[0][0] + node.dims[0][1] * node.dims[0][2];
+    case 2:
+    case 8:
+      return node.koffs[node.koffs.length - 1];
+    case 5:
+      return node.head + node.size;
+    default:
+      return node.offs[node.offs.length - 1];
+  }
+}
+
+/** The bytes a fixed-stride list starts with (its header, its first row's, ...), or null. */
+export function strideHeaders(node: StrideNode): Uint8Array | null {
+  const out: number[] = [];
+  for (const [h, n] of node.dims) {
+    if (h === 1 && n < 16) out.push(0x90 | n);
+    else if (h === 3 && n < 0x10000) out.push(0xdc, n >>> 8, n & 0xff);
+    else if (h === 5) out.push(0xdd, (n >>> 24) & 0xff, (n >>> 16) & 0xff, (n >>> 8) & 0xff, n & 0xff);
+    else return null;
+  }
+  return Uint8Array.from(out);
+}
+
+/** (isMap, count, header size) the container of a node must start with. */
+export function nodeHeader(node: ListNode | MapNode | IndexedMapNode | StrideNode): { isMap: boolean; count: number; size: number } {
+  if (node.type === 4) return { isMap: false, count: node.dims[0][1], size: node.dims[0][0] };
+  if ("keys" in node) return { isMap: true, count: node.keys.length, size: node.koffs[0] };
+  return { isMap: node.type !== 1, count: node.n, size: node.offs[0] };
 }

@@ -1,0 +1,643 @@
+/**
+ * Lazy views of an archive's containers (Python's msglc/read/views.py): what a reader and
+ * its views share (`Archive`: the body, a bounded cache of parsed nodes, of dict indexes and
+ * of views), and one view class per node kind. A container without a node (small) is decoded
+ * whole when reached and served by a `PlainView`, so paths go on through decoded values.
+ *
+ * Offsets: data offsets are relative to the data section (the root container at 0), TOC
+ * positions to the TOC, as `Body` takes them.
+ */
+import type { Body } from "../io/body.js";
+import { CorruptedError, IndexOutOfRangeError, KeyNotFoundError, MsglcError } from "../errors.js";
+import { crc32 } from "../util/crc32.js";
+import { equalBytes } from "../util/bytes.js";
+import {
+  keyId,
+  keyOfId,
+  nodeHeader,
+  nodeSpan,
+  parseNode,
+  strideHeaders,
+  type ArrayNode,
+  type IndexedMapNode,
+  type ListNode,
+  type MapNode,
+  type Node,
+  type NodeRef,
+  type StrideNode,
+} from "../format/nodes.js";
+import { containerHeader, encodeKey, itemEnd, parseExtHeader } from "../format/msgpack.js";
+import { decodeValue, isArrayValue, markArray } from "./decode.js";
+import { DictIndex, type IndexReads } from "./lookup.js";
+import { ArrayReader, parseArrayHeader, type ArrayHeader } from "./array.js";
+import type { AxisSelection, Key, Kind, LazyView, NDArray } from "./types.js";
+
+/** Parsed nodes kept (by TOC position). */
+export const MAX_NODES = 4096;
+/** Lazy views kept for reuse (with the index tables they loaded). */
+export const MAX_VIEWS = 1024;
+/** Dict indexes kept (their block offsets, page tables and kept pages). */
+export const MAX_INDEXES = 256;
+
+/** A small least-recently-used map. */
+export class Lru<K, V> {
+  private readonly map = new Map<K, V>();
+  constructor(private readonly max: number) {}
+  get(k: K): V | undefined {
+    const v = this.map.get(k);
+    if (v !== undefined) {
+      this.map.delete(k);
+      this.map.set(k, v);
+    }
+    return v;
+  }
+  set(k: K, v: V): void {
+    this.map.delete(k);
+    this.map.set(k, v);
+    if (this.map.size > this.max) this.map.delete(this.map.keys().next().value as K);
+  }
+  get size(): number {
+    return this.map.size;
+  }
+  clear(): void {
+    this.map.clear();
+  }
+}
+
+export class Archive implements IndexReads {
+  readonly nodes = new Lru<number, Node>(MAX_NODES);
+  readonly views = new Lru<string, LazyView>(MAX_VIEWS);
+  readonly indexes = new Lru<string, DictIndex>(MAX_INDEXES);
+  readonly keyMaps = new Lru<number, Map<string, number>>(MAX_INDEXES);
+  closed = false;
+
+  constructor(readonly body: Body) {}
+
+  checkOpen(): void {
+    if (this.closed) throw new Error("I/O operation on a closed LazyReader");
+  }
+
+  readData(offset: number, length: number): Promise<Uint8Array> {
+    this.checkOpen();
+    if (!(offset >= 0 && length >= 0 && offset + length <= this.body.dataLength)) {
+      return Promise.reject(
+        new CorruptedError(`data span ${offset}+${length} lies outside the data section (${this.body.dataLength} bytes)`),
+      );
+    }
+    return this.body.readData(offset, length);
+  }
+
+  readToc(offset: number, length: number): Promise<Uint8Array> {
+    this.checkOpen();
+    if (!(offset >= 0 && length >= 0 && offset + length <= this.body.tocLength)) {
+      return Promise.reject(
+        new CorruptedError(`TOC span ${offset}+${length} lies outside the TOC (${this.body.tocLength} bytes)`),
+      );
+    }
+    return this.body.readToc(offset, length);
+  }
+
+  /** The node at `ref`, parsed and checked once while the cache keeps it. */
+  async node(ref: NodeRef): Promise<Node> {
+    const cached = this.nodes.get(ref.pos);
+    if (cached !== undefined) return cached;
+    if (ref.len < 5) throw new CorruptedError(`TOC node at offset ${ref.pos} is ${ref.len} bytes, too short`);
+    const node = parseNode(await this.readToc(ref.pos, ref.len), ref);
+    this.nodes.set(ref.pos, node);
+    return node;
+  }
+
+  /** Decode `bytes` read at data offset `where`. */
+  decode(bytes: Uint8Array, where: number): unknown {
+    return decodeValue(bytes, where);
+  }
+
+  /** The whole data section decoded, its checksum checked (Python's `decode_all`). */
+  async decodeAll(): Promise<unknown> {
+    const data = await this.readData(0, this.body.dataLength);
+    if (crc32(data) !== this.body.dataCrc) {
+      throw new CorruptedError(`data section checksum mismatch (${this.body.dataLength} bytes)`);
+    }
+    return decodeValue(data, 0);
+  }
+
+  index(node: IndexedMapNode, base: number): DictIndex {
+    const key = `${node.region.pos}:${base}`; // (a node may describe containers at several bases)
+    let index = this.indexes.get(key);
+    if (index === undefined) {
+      index = new DictIndex(this, node, base);
+      this.indexes.set(key, index);
+    }
+    return index;
+  }
+
+  keyMap(pos: number, node: MapNode): Map<string, number> {
+    let m = this.keyMaps.get(pos);
+    if (m === undefined) {
+      m = new Map(node.keys.map((k, j) => [keyId(k), j]));
+      this.keyMaps.set(pos, m);
+    }
+    return m;
+  }
+
+  /** The view of the container at data offset `base` (`span` bytes) that the node at `ref`
+   * describes, its header checked against the node once. */
+  async view(base: number, span: number, ref: NodeRef, path: string): Promise<LazyView> {
+    const where = `${base}:${span}:${ref.pos}:${ref.len}`;
+    const made = this.views.get(where);
+    if (made !== undefined && made.path === path) return made;
+    const node = await this.node(ref);
+    if (nodeSpan(node) !== span || base + span > this.body.dataLength) {
+      throw new CorruptedError(
+        `TOC node at offset ${ref.pos} describes ${nodeSpan(node)} bytes where ${span} are stored at data offset ${base}`,
+      );
+    }
+    let view: LazyView;
+    if (node.type === 5) view = await this.arrayView(base, span, ref, node, path);
+    else {
+      if (node.type === 4) {
+        const heads = strideHeaders(node);
+        const fits = heads !== null && equalBytes(await this.readData(base, heads.length), heads);
+        if (!fits) throw new CorruptedError(`container at data offset ${base} does not match its TOC node at offset ${ref.pos}`);
+      } else {
+        const got = containerHeader(await this.readData(base, Math.min(5, span)), 0, base);
+        const want = nodeHeader(node);
+        if (got.isMap !== want.isMap || got.count !== want.count || got.size !== want.size) {
+          throw new CorruptedError(`container at data offset ${base} does not match its TOC node at offset ${ref.pos}`);
+        }
+      }
+      view = makeView(this, base, ref, node, path);
+    }
+    this.views.set(where, view);
+    return view;
+  }
+
+  private async arrayView(base: number, span: number, ref: NodeRef, node: ArrayNode, path: string): Promise<LazyView> {
+    const head = await this.readData(base, node.head);
+    const ext = parseExtHeader(head);
+    if (ext === null || ext.code !== 78 || ext.size + ext.length !== span) {
+      throw new CorruptedError(`expected a NumPy array value of ${span} bytes at data offset ${base}`);
+    }
+    const header = parseArrayHeaderAt(head.subarray(ext.size), node.size, base);
+    if (ext.size + header.headerLength !== node.head) {
+      throw new CorruptedError(`NumPy array at data offset ${base} does not match its TOC node at offset ${ref.pos}`);
+    }
+    return new ArrayView(this, base, node, header, path);
+  }
+
+  /** The view of a child at `base` (`span` bytes) whose node the parent refers to. */
+  child(base: number, span: number, ref: NodeRef, path: string): Promise<LazyView> {
+    return this.view(base, span, ref, path);
+  }
+}
+
+function parseArrayHeaderAt(payloadHead: Uint8Array, elementBytes: number, base: number): ArrayHeader {
+  try {
+    return parseArrayHeader(payloadHead, elementBytes);
+  } catch (e) {
+    if (e instanceof MsglcError) {
+      const Cls = e.constructor as new (m: string) => MsglcError;
+      throw new Cls(`NumPy array at data offset ${base}: ${e.message}`);
+    }
+    throw e;
+  }
+}
+
+function makeView(a: Archive, base: number, ref: NodeRef, node: Exclude<Node, ArrayNode>, path: string): LazyView {
+  switch (node.type) {
+    case 1:
+      return new ListView(a, base, node, path);
+    case 4:
+      return StrideView.of(a, base, node, path);
+    case 2:
+    case 8:
+      return new InlineDictView(a, base, ref, node, path);
+    default:
+      return new HashDictView(a, base, ref, node, path);
+  }
+}
+
+export function joinPath(path: string, seg: Key | string): string {
+  return path ? `${path}/${String(seg)}` : String(seg);
+}
+
+function notADict(kind: Kind, path: string): TypeError {
+  return new TypeError(`a ${kind} has no keys (at ${path || "the root"})`);
+}
+
+/** A list index (negative from the end) checked against `n`. */
+export function listIndex(i: Key, n: number, path: string): number {
+  if (typeof i === "string") throw new TypeError(`list indices must be integers, not ${JSON.stringify(i)} (at ${path || "the root"})`);
+  const j = Number(i);
+  if (!Number.isInteger(j)) throw new TypeError(`list indices must be integers, not ${String(i)} (at ${path || "the root"})`);
+  const k = j < 0 ? j + n : j;
+  if (!(k >= 0 && k < n)) throw new IndexOutOfRangeError(j, n, joinPath(path, j));
+  return k;
+}
+
+/** The last index `k` with `xs[k] <= x`. */
+function bisectRight(xs: number[], x: number): number {
+  let lo = 0;
+  let hi = xs.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (xs[mid] <= x) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo - 1;
+}
+
+abstract class NodeView implements LazyView {
+  abstract readonly kind: Kind;
+  abstract readonly length: number;
+  constructor(
+    protected readonly a: Archive,
+    protected readonly base: number,
+    readonly path: string,
+  ) {}
+  abstract span(): number;
+  abstract get(keyOrIndex: Key): Promise<LazyView>;
+  async keys(_start?: number, _stop?: number): Promise<Key[]> {
+    throw notADict(this.kind, this.path);
+  }
+  async value(): Promise<unknown> {
+    const span = this.span();
+    return this.a.decode(await this.a.readData(this.base, span), this.base);
+  }
+  async slice(..._axes: AxisSelection[]): Promise<NDArray> {
+    throw new TypeError(`slice() is for arrays, not a ${this.kind} (at ${this.path || "the root"})`);
+  }
+}
+
+/** Type 1: a list cut into spans. */
+class ListView extends NodeView {
+  readonly kind = "list" as const;
+  constructor(
+    a: Archive,
+    base: number,
+    private readonly node: ListNode,
+    path: string,
+  ) {
+    super(a, base, path);
+  }
+  get length(): number {
+    return this.node.n;
+  }
+  span(): number {
+    return this.node.offs[this.node.offs.length - 1];
+  }
+  async get(i: Key): Promise<LazyView> {
+    const node = this.node;
+    const j = listIndex(i, node.n, this.path);
+    const path = joinPath(this.path, j);
+    const k = bisectRight(node.starts, j);
+    const kid = node.kids.get(k);
+    const start = this.base + node.offs[k];
+    const size = node.offs[k + 1] - node.offs[k];
+    if (kid !== undefined) return this.a.child(start, size, kid, path);
+    const count = (k + 1 < node.starts.length ? node.starts[k + 1] : node.n) - node.starts[k];
+    const data = await this.a.readData(start, size);
+    return new PlainView(decodeNth(data, count, j - node.starts[k], start), path);
+  }
+}
+
+/** Item `j` of the `count` items that make `data` (read at data offset `where`): the items
+ * before it stepped over by their headers, it alone decoded; the rest checked to end the span. */
+function decodeNth(data: Uint8Array, count: number, j: number, where: number): unknown {
+  let p = 0;
+  let value: unknown;
+  for (let i = 0; i < count; i++) {
+    const end = itemEnd(data, p, where);
+    if (end < 0 || end > data.length) throw new CorruptedError(`data at offset ${where} (${data.length} bytes) is not ${count} msgpack items`);
+    if (i === j) value = decodeValue(data.subarray(p, end), where + p);
+    p = end;
+  }
+  if (p !== data.length) throw new CorruptedError(`data at offset ${where} (${data.length} bytes) is not ${count} msgpack items`);
+  return value;
+}
+
+interface Level {
+  h: number;
+  n: number;
+  s: number;
+  whole: boolean;
+  next: Level | null;
+}
+
+/** Type 4: a fixed-stride list; item i at base + h + i * s. Rows are views made without I/O. */
+class StrideView extends NodeView {
+  readonly kind = "list" as const;
+  constructor(
+    a: Archive,
+    base: number,
+    private readonly level: Level,
+    path: string,
+  ) {
+    super(a, base, path);
+  }
+  static of(a: Archive, base: number, node: StrideNode, path: string): StrideView {
+    let level: Level | null = null;
+    for (let d = node.dims.length - 1; d >= 0; d--) {
+      const [h, n, s] = node.dims[d];
+      level = { h, n, s, whole: level === null || s < node.lazyMin, next: level };
+    }
+    return new StrideView(a, base, level!, path);
+  }
+  get length(): number {
+    return this.level.n;
+  }
+  get shape(): number[] {
+    const out: number[] = [];
+    for (let l: Level | null = this.level; l; l = l.next) out.push(l.n);
+    return out;
+  }
+  span(): number {
+    return this.level.h + this.level.n * this.level.s;
+  }
+  async get(i: Key): Promise<LazyView> {
+    const { h, n, s, whole, next } = this.level;
+    const j = listIndex(i, n, this.path);
+    const path = joinPath(this.path, j);
+    const off = this.base + h + j * s;
+    if (!whole && next) return new StrideView(this.a, off, next, path);
+    return new PlainView(this.a.decode(await this.a.readData(off, s), off), path);
+  }
+}
+
+/** Types 2 and 8: a dict whose keys are in its node. */
+class InlineDictView extends NodeView {
+  readonly kind = "dict" as const;
+  constructor(
+    a: Archive,
+    base: number,
+    private readonly ref: NodeRef,
+    private readonly node: MapNode,
+    path: string,
+  ) {
+    super(a, base, path);
+  }
+  get length(): number {
+    return this.node.keys.length;
+  }
+  span(): number {
+    return this.node.koffs[this.node.koffs.length - 1];
+  }
+  override async keys(start = 0, stop = this.node.keys.length): Promise<Key[]> {
+    return this.node.keys.slice(start, stop);
+  }
+  async get(key: Key): Promise<LazyView> {
+    const path = joinPath(this.path, key);
+    const j = this.a.keyMap(this.ref.pos, this.node).get(keyId(key));
+    if (j === undefined) throw new KeyNotFoundError(key, path);
+    const cacheKey = `k${this.base}:${this.ref.pos}:${keyId(key)}`;
+    const made = this.a.views.get(cacheKey);
+    if (made !== undefined && made.path === path) return made;
+    const node = this.node;
+    const kb = encodeKey(key)!;
+    const entryAt = this.base + node.koffs[j];
+    const valueAt = this.base + node.voffs[j];
+    const end = this.base + node.koffs[j + 1];
+    const kid = node.kids.get(j);
+    if (kid !== undefined) {
+      checkKey(await this.a.readData(entryAt, valueAt - entryAt), kb, entryAt);
+      const view = await this.a.child(valueAt, end - valueAt, kid, path);
+      this.a.views.set(cacheKey, view);
+      return view;
+    }
+    const entry = await this.a.readData(entryAt, end - entryAt);
+    checkKey(entry.subarray(0, valueAt - entryAt), kb, entryAt);
+    return new PlainView(this.a.decode(entry.subarray(valueAt - entryAt), valueAt), path);
+  }
+}
+
+function checkKey(stored: Uint8Array, expected: Uint8Array, where: number): void {
+  if (!equalBytes(stored, expected)) {
+    throw new CorruptedError(`dict entry at data offset ${where} does not hold the key its TOC node names`);
+  }
+}
+
+/** Types 3, 6, 7, 9: a big dict with an index region. */
+class HashDictView extends NodeView {
+  readonly kind = "dict" as const;
+  private kidKey: Map<number, Key> | null = null;
+  constructor(
+    a: Archive,
+    base: number,
+    private readonly ref: NodeRef,
+    private readonly node: IndexedMapNode,
+    path: string,
+  ) {
+    super(a, base, path);
+  }
+  get length(): number {
+    return this.node.n;
+  }
+  span(): number {
+    return this.node.offs[this.node.offs.length - 1];
+  }
+  private kidKeyOf(k: number): Key {
+    if (this.kidKey === null) {
+      this.kidKey = new Map();
+      for (const [id, span] of this.node.kidKeys) this.kidKey.set(span, keyOfId(id));
+    }
+    return this.kidKey.get(k)!;
+  }
+
+  /** Keys `start` to `stop` in stored order, reading only the spans that hold them and
+   * decoding keys only (values are stepped over). */
+  override async keys(start = 0, stop = this.node.n): Promise<Key[]> {
+    const node = this.node;
+    const n = node.n;
+    start = Math.max(0, Math.min(n, start < 0 ? start + n : start));
+    stop = Math.max(start, Math.min(n, stop < 0 ? stop + n : stop));
+    const out: Key[] = [];
+    if (start >= stop) return out;
+    for (let k = bisectRight(node.starts, start); k < node.starts.length && node.starts[k] < stop; k++) {
+      const first = node.starts[k];
+      const count = (k + 1 < node.starts.length ? node.starts[k + 1] : n) - first;
+      if (node.kids.has(k)) {
+        if (first >= start) out.push(this.kidKeyOf(k));
+        continue;
+      }
+      const at = this.base + node.offs[k];
+      const data = await this.a.readData(at, node.offs[k + 1] - node.offs[k]);
+      let p = 0;
+      for (let i = 0; i < count; i++) {
+        const keyEnd = itemEnd(data, p, at);
+        const valueEnd = keyEnd < 0 || keyEnd >= data.length ? -1 : itemEnd(data, keyEnd, at);
+        if (valueEnd < 0 || valueEnd > data.length) throw new CorruptedError(`data at offset ${at} is not ${count} dict entries`);
+        const e = first + i;
+        if (e >= start && e < stop) {
+          const key = decodeValue(data.subarray(p, keyEnd), at + p);
+          out.push(key as Key);
+        }
+        p = valueEnd;
+      }
+      if (p !== data.length) throw new CorruptedError(`data at offset ${at} is not ${count} dict entries`);
+    }
+    return out;
+  }
+
+  async get(key: Key): Promise<LazyView> {
+    const path = joinPath(this.path, key);
+    const node = this.node;
+    const id = keyId(key);
+    const k = node.kidKeys.get(id);
+    const kb = encodeKey(key);
+    if (kb === null) throw new KeyNotFoundError(key, path);
+    if (k !== undefined) {
+      const cacheKey = `k${this.base}:${this.ref.pos}:${id}`;
+      const made = this.a.views.get(cacheKey);
+      if (made !== undefined && made.path === path) return made;
+      const entryAt = this.base + node.offs[k];
+      const valueAt = entryAt + kb.length;
+      const end = this.base + node.offs[k + 1];
+      if (valueAt >= end) throw new CorruptedError(`dict entry at data offset ${entryAt} does not hold the key its TOC node names`);
+      checkKey(await this.a.readData(entryAt, kb.length), kb, entryAt);
+      const view = await this.a.child(valueAt, end - valueAt, node.kids.get(k)!, path);
+      this.a.views.set(cacheKey, view);
+      return view;
+    }
+    const found = await this.a.index(node, this.base).find(kb);
+    if (found === null) throw new KeyNotFoundError(key, path);
+    return new PlainView(this.a.decode(found.bytes, found.at), path);
+  }
+}
+
+/** Type 5: a NumPy array read lazily through `ArrayReader`. */
+class ArrayView extends NodeView {
+  readonly kind = "array" as const;
+  private readonly reader: ArrayReader;
+  constructor(
+    a: Archive,
+    base: number,
+    private readonly node: ArrayNode,
+    private readonly header: ArrayHeader,
+    path: string,
+  ) {
+    super(a, base, path);
+    const first = base + node.head;
+    const size = node.size;
+    this.reader = new ArrayReader(header, (offset, length) => {
+      if (!(offset >= 0 && length >= 0 && offset + length <= size)) {
+        return Promise.reject(new CorruptedError(`a read of ${length} bytes at element offset ${offset} of a ${size}-byte array at data offset ${base}`));
+      }
+      return a.readData(first + offset, length);
+    });
+  }
+  get length(): number {
+    return this.header.shape.length ? this.header.shape[0] : 0;
+  }
+  get dtype(): string {
+    return this.header.dtype;
+  }
+  get shape(): number[] {
+    return this.header.shape.slice();
+  }
+  span(): number {
+    return this.node.head + this.node.size;
+  }
+  override async value(): Promise<unknown> {
+    return markArray(await this.reader.all());
+  }
+  override async slice(...axes: AxisSelection[]): Promise<NDArray> {
+    return markArray(await this.reader.slice(...axes));
+  }
+  async get(i: Key): Promise<LazyView> {
+    const j = listIndex(i, this.length, this.path);
+    return new PlainView(plainOfArray(await this.reader.slice(j)), joinPath(this.path, j));
+  }
+}
+
+/** A 0-d array as its one element; any other as it is. */
+export function plainOfArray(x: NDArray): unknown {
+  markArray(x);
+  if (x.shape.length === 0 && !(x.data instanceof Uint8Array && x.dtype !== "|u1" && x.dtype !== "u1")) return x.data[0];
+  return x;
+}
+
+function isNDArray(x: unknown): x is NDArray {
+  return isArrayValue(x);
+}
+
+/** A value decoded whole (a scalar, or a container without a node): views over plain values. */
+export class PlainView implements LazyView {
+  readonly kind: Kind;
+  constructor(
+    private readonly v: unknown,
+    readonly path: string,
+  ) {
+    this.kind = Array.isArray(v)
+      ? "list"
+      : v instanceof Map || (typeof v === "object" && v !== null && !(v instanceof Uint8Array) && !(v instanceof Date) && !isNDArray(v))
+        ? "dict"
+        : isNDArray(v)
+          ? "array"
+          : "value";
+  }
+  get length(): number {
+    const v = this.v;
+    if (Array.isArray(v)) return v.length;
+    if (v instanceof Map) return v.size;
+    if (this.kind === "dict") return Object.keys(v as object).length;
+    if (this.kind === "array") return (v as NDArray).shape[0] ?? 0;
+    return 0;
+  }
+  get dtype(): string | undefined {
+    return this.kind === "array" ? (this.v as NDArray).dtype : undefined;
+  }
+  get shape(): number[] | undefined {
+    return this.kind === "array" ? (this.v as NDArray).shape.slice() : undefined;
+  }
+  async keys(start?: number, stop?: number): Promise<Key[]> {
+    const v = this.v;
+    if (v instanceof Map) return [...v.keys()].slice(start, stop) as Key[];
+    if (this.kind === "dict") return Object.keys(v as object).slice(start, stop);
+    throw notADict(this.kind, this.path);
+  }
+  async get(key: Key): Promise<LazyView> {
+    const v = this.v;
+    const path = joinPath(this.path, key);
+    if (Array.isArray(v)) {
+      const j = listIndex(key, v.length, this.path);
+      return new PlainView(v[j], joinPath(this.path, j));
+    }
+    if (v instanceof Map) {
+      let got: unknown = v.get(key);
+      if (got === undefined && !v.has(key)) {
+        // an int key may have been decoded as a number or a bigint
+        const alt = typeof key === "bigint" ? Number(key) : typeof key === "number" && Number.isInteger(key) ? BigInt(key) : undefined;
+        if (alt !== undefined && v.has(alt)) got = v.get(alt);
+        else throw new KeyNotFoundError(key, path);
+      }
+      return new PlainView(got, path);
+    }
+    if (this.kind === "dict") {
+      if (typeof key !== "string" || !Object.prototype.hasOwnProperty.call(v, key)) throw new KeyNotFoundError(key, path);
+      return new PlainView((v as Record<string, unknown>)[key], path);
+    }
+    throw new TypeError(`cannot look up ${JSON.stringify(typeof key === "bigint" ? key.toString() : key)} in a ${describe(v)} (at ${this.path || "the root"})`);
+  }
+  async value(): Promise<unknown> {
+    return this.v;
+  }
+  async slice(..._axes: AxisSelection[]): Promise<NDArray> {
+    throw new TypeError(`slice() is for arrays read lazily, not a decoded ${describe(this.v)} (at ${this.path || "the root"})`);
+  }
+}
+
+function describe(v: unknown): string {
+  if (v === null) return "None";
+  if (isNDArray(v)) return "array";
+  if (v instanceof Uint8Array) return "bytes";
+  if (v instanceof Date) return "datetime";
+  return typeof v;
+}
+
+/** The root's view: of its node, or of the whole data decoded (and checked) when it has none. */
+export async function rootView(a: Archive): Promise<LazyView> {
+  const root = a.body.root;
+  if (root.len) return a.view(0, a.body.dataLength, root, "");
+  return new PlainView(await a.decodeAll(), "");
+}
+

@@ -1,0 +1,169 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { open, CorruptedError, UnsupportedVersionError } from "../dist/index.js";
+import { crc32 } from "../dist/util/crc32.js";
+import { parseNode } from "../dist/format/nodes.js";
+import { fixture } from "./core-helpers.mjs";
+
+const MAGIC = [0x89, 0x4d, 0x4c, 0x43, 0x0d, 0x0a, 0x1a, 0x0a];
+const END_MAGIC = [0x89, 0x4d, 0x4c, 0x43, 0x2d, 0x54, 0x4f, 0x43];
+
+function le(view, at, value, width) {
+  for (let i = 0; i < width; i++) view[at + i] = Math.floor(value / 2 ** (8 * i)) & 0xff;
+}
+
+/** A 1.3 archive of `data` and `toc`, its root node at `rootPos` (`rootLen` bytes). */
+function craft(data, toc, rootPos, rootLen) {
+  const out = new Uint8Array(16 + data.length + toc.length + 64);
+  out.set(MAGIC, 0);
+  out[8] = 1;
+  out[9] = 3;
+  out.set(data, 16);
+  out.set(toc, 16 + data.length);
+  const t = 16 + data.length + toc.length;
+  le(out, t, 16, 8);
+  le(out, t + 8, data.length, 8);
+  le(out, t + 16, 16 + data.length, 8);
+  le(out, t + 24, toc.length, 8);
+  le(out, t + 32, rootPos, 8);
+  le(out, t + 40, rootLen, 4);
+  le(out, t + 44, crc32(data), 4);
+  le(out, t + 48, 0, 4);
+  const covered = new Uint8Array(16 + 52);
+  covered.set(out.subarray(0, 16));
+  covered.set(out.subarray(t, t + 52), 16);
+  le(out, t + 52, crc32(covered), 4);
+  out.set(END_MAGIC, t + 56);
+  return out;
+}
+
+/** msgpack of node fields: ints, strs, arrays, Maps (int keys), plain objects, and a
+ * `Float64Array` of one element as a float64. */
+function encode(x) {
+  const out = [];
+  const head = (n, fix, m16, m32) => {
+    if (n < 16) out.push(fix | n);
+    else if (n < 65536) out.push(m16, n >> 8, n & 0xff);
+    else out.push(m32, (n >>> 24) & 0xff, (n >>> 16) & 0xff, (n >>> 8) & 0xff, n & 0xff);
+  };
+  const walk = (v) => {
+    if (typeof v === "number") {
+      if (v >= 0 && v < 128) out.push(v);
+      else if (v < 0 && v >= -32) out.push(v & 0xff);
+      else if (v >= 0 && v < 65536) out.push(0xcd, v >> 8, v & 0xff);
+      else if (v >= 0) out.push(0xce, (v >>> 24) & 0xff, (v >>> 16) & 0xff, (v >>> 8) & 0xff, v & 0xff);
+      else out.push(0xd2, (v >>> 24) & 0xff, (v >>> 16) & 0xff, (v >>> 8) & 0xff, v & 0xff);
+    } else if (v instanceof Float64Array) {
+      const f = new DataView(new ArrayBuffer(8));
+      f.setFloat64(0, v[0]);
+      out.push(0xcb, ...new Uint8Array(f.buffer));
+    } else if (typeof v === "string") {
+      const e = new TextEncoder().encode(v);
+      out.push(0xa0 | e.length, ...e);
+    } else if (Array.isArray(v)) {
+      head(v.length, 0x90, 0xdc, 0xdd);
+      v.forEach(walk);
+    } else {
+      const entries = v instanceof Map ? [...v] : Object.entries(v);
+      head(entries.length, 0x80, 0xde, 0xdf);
+      for (const [k, val] of entries) {
+        walk(k);
+        walk(val);
+      }
+    }
+  };
+  walk(x);
+  return Uint8Array.from(out);
+}
+
+function frame(payload) {
+  const out = new Uint8Array(payload.length + 4);
+  out.set(payload);
+  le(out, payload.length, crc32(payload), 4);
+  return out;
+}
+
+const DATA = Uint8Array.from([0x93, 1, 2, 3]); // [1, 2, 3]
+
+function withRoot(nodeValue, data = DATA) {
+  const node = frame(encode(nodeValue));
+  return craft(data, node, 0, node.length);
+}
+
+test("a sound crafted archive reads", async () => {
+  const reader = await open(withRoot([1, 3, [0, 2], [1, 3, 4], {}]));
+  assert.deepStrictEqual(await reader.read("1"), 2);
+  assert.deepStrictEqual(await reader.read(), [1, 2, 3]);
+});
+
+test("an unknown node type is UnsupportedVersionError naming it", async () => {
+  await assert.rejects(open(withRoot([10, 3])), (e) => e instanceof UnsupportedVersionError && /type 10/.test(e.message));
+});
+
+test("a node failing its checksum is CorruptedError", async () => {
+  const bytes = withRoot([1, 3, [0, 2], [1, 3, 4], {}]);
+  bytes[16 + 4 + 2] ^= 1;
+  await assert.rejects(open(bytes), (e) => e instanceof CorruptedError && /checksum/.test(e.message));
+});
+
+test("malformed nodes are CorruptedError", async () => {
+  const bad = [
+    [1, 3, [0, 0], [1, 3, 4], {}], // starts not increasing
+    [1, 3, [0, 2], [1, 3], {}], // offs too short
+    [1, 3, [1], [1, 4], {}], // starts[0] != 0
+    [1, 3, [0, 2], [0, 3, 4], {}], // offs[0] not a header size
+    [1, 4, [0], [1, 4], {}], // n larger than the bytes
+    [1, 3, [0], [1, 4], new Map([[0, [0, 5]]])], // a kid span of 3 items; a reference that does not precede
+    [1, 3, [0, 2], [1, 3, 4], new Map([[1, [-5, 5]]])], // a forward reference
+    [1, "x", [0], [1, 4], {}],
+    [1, Float64Array.of(3), [0], [1, 4], {}], // a float (3.0) where an int belongs
+    [1, 3, [0], [1, 4], { 0: [1, 1] }], // a str key where a span index belongs
+    [4, [], 0],
+    [4, [[1, 3, 2]], 0], // a stride of 2 bytes: the span does not match
+    [5, 1, 0],
+    [2, ["a", "a"], [1, 3, 5], [2, 4], {}],
+    [8, ["a"], 1, [2], [0], {}],
+    [6, 3, [0], [1, 4], {}, {}, 0, 4, 0, [1, 10], 0],
+  ];
+  for (const node of bad) {
+    await assert.rejects(open(withRoot(node)), CorruptedError, JSON.stringify(node));
+  }
+});
+
+test("a node that does not match its container is CorruptedError", async () => {
+  await assert.rejects(open(withRoot([1, 3, [0, 2], [1, 3, 4], {}], Uint8Array.from([0x83, 1, 2, 3]))), CorruptedError);
+  // a key that is not the one the node names: found when the entry is read
+  const reader = await open(withRoot([2, ["a"], [1, 4], [3], {}], Uint8Array.from([0x81, 0xa1, 0x62, 1])));
+  await assert.rejects(reader.read("a"), (e) => e instanceof CorruptedError && /key/.test(e.message));
+});
+
+test("a damaged page table or block of a big dict is CorruptedError at lookup", async () => {
+  const bytes = fixture("core-big.mlc");
+  const probe = await open(bytes);
+  const info = await probe.info();
+  const root = parseNode(await probe.body.readToc(probe.body.root.pos, probe.body.root.len), probe.body.root);
+  const kid = root.kids.get(root.keys.indexOf("strs"));
+  const strs = parseNode(await probe.body.readToc(kid.pos, kid.len), kid);
+  await probe.close();
+  const region = info.toc_offset + strs.region.pos;
+  const offsLen = (Math.ceil(strs.n / 2 ** strs.blockBits) + 1) * strs.offsWidth;
+  // block offsets, page table, records (one page of them)
+  for (const at of [region + 3, region + offsLen + 8, region + strs.region.len - 5]) {
+    const damaged = bytes.slice();
+    damaged[at] ^= 0x40;
+    const reader = await open(damaged);
+    const results = [];
+    for (let i = 1; i < 1100; i++) {
+      const k = `k${i}`;
+      results.push(await reader.read(["strs", k]).then(() => "ok", (e) => e));
+    }
+    assert.ok(results.some((r) => r instanceof CorruptedError), `damage at ${at}: ${results}`);
+    assert.ok(results.every((r) => r === "ok" || r instanceof CorruptedError));
+    await reader.close();
+  }
+});
+
+test("truncated data inside a span is CorruptedError naming the offset", async () => {
+  const reader = await open(withRoot([1, 3, [0, 2], [1, 3, 4], {}], Uint8Array.from([0x93, 1, 0xcd, 3])));
+  await assert.rejects(reader.read("0"), (e) => e instanceof CorruptedError && /offset/.test(e.message));
+});
