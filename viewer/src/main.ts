@@ -39,11 +39,13 @@ import {
 import { heatmap, linePlot } from "./plot";
 
 const PAGE = 100; // children shown at a time
+const CHILDREN_IN_FLIGHT = 6; // lookups of a page's children at once (a browser's connections per host)
 const STRING_SHOWN = 2000; // characters of a string before "show all"
 const BYTES_SHOWN = 512; // bytes in the hex dump before "show all"
 const LINE_POINTS = 4000; // samples of a 1-D array plotted
 const HEAT_COLS = 640; // samples of a heatmap, at most, across
 const HEAT_ROWS = 560; // and down
+const COARSE_ROWS = 160; // a heatmap of more sample rows is drawn coarse first
 const LIST_PLOT = 200_000; // a list this long or shorter may be read whole to plot it
 const TEXT_ELEMENTS = 1000; // an array this small is also shown as text
 const SMALL_CONTAINER = 20; // a dict or list this short, of small values only, is shown as text
@@ -329,7 +331,7 @@ async function showPage(node: Node, start: number): Promise<void> {
     return;
   }
   if (gen !== generation) return;
-  const tools = n > PAGE || !isList ? pager(node, start, stop) : null;
+  const tools = n > PAGE || (!isList && n > SMALL_CONTAINER) ? pager(node, start, stop) : null;
   const list = el("div", "entries");
   host.replaceChildren(...(tools ? [tools] : []), list);
   // the labels at once; each child's view (its kind, a small value's preview) as it comes
@@ -339,20 +341,24 @@ async function showPage(node: Node, start: number): Promise<void> {
     list.append(slot);
     return slot;
   });
-  await track(
-    Promise.all(
-      labels.map(async (k, i) => {
-        try {
-          const child = await view.get(k);
-          if (gen !== generation) return;
-          slots[i].replaceChildren();
-          addNode(slots[i], [...node.segments, k], [...node.listParent, isList], child, String(k));
-        } catch (e) {
-          slots[i].replaceChildren(el("div", "node bad", `${String(k)}: ${errorText(e)[0]}: ${errorText(e)[1]}`));
-        }
-      }),
-    ),
-  );
+  // a few lookups at a time, in order: the rows on screen first, and the connection free for
+  // what the user does next
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < labels.length && gen === generation && node.start === start) {
+      const i = next++;
+      const k = labels[i];
+      try {
+        const child = await view.get(k);
+        if (gen !== generation) return;
+        slots[i].replaceChildren();
+        addNode(slots[i], [...node.segments, k], [...node.listParent, isList], child, String(k));
+      } catch (e) {
+        slots[i].replaceChildren(el("div", "node bad", `${String(k)}: ${errorText(e)[0]}: ${errorText(e)[1]}`));
+      }
+    }
+  };
+  await track(Promise.all(Array.from({ length: CHILDREN_IN_FLIGHT }, worker)));
 }
 
 function pager(node: Node, start: number, stop: number): HTMLElement {
@@ -386,7 +392,7 @@ function pager(node: Node, start: number, stop: number): HTMLElement {
     });
     bar.append(jump);
   }
-  if (node.view.kind === "dict") {
+  if (node.view.kind === "dict" && n > SMALL_CONTAINER) {
     const search = el("form", "search");
     const input = el("input");
     input.type = "search";
@@ -584,19 +590,8 @@ async function showContainer(host: HTMLElement, view: LazyView, gen: number): Pr
     if (gen !== generation) return;
     const [text, cut] = formatValue(v, 200_000);
     textBlock(host, text, cut, () => formatValue(v, 5_000_000)[0]);
-  } else if (view.length <= 200) {
-    host.append(
-      button(`read it whole as text`, "as-text", () => {
-        void track(view.value()).then(
-          (v) => {
-            const [text, cut] = formatValue(v, 200_000);
-            textBlock(host, text, cut, () => formatValue(v, 5_000_000)[0]);
-          },
-          (e: unknown) => host.append(el("div", "bad", errorText(e).join(": "))),
-        );
-      }),
-    );
   }
+  // a container with lazy parts is not read whole here: that could be gigabytes
 }
 
 /** `view.slice(...sel)`; for an array the reader holds decoded (a small one stored inline),
@@ -752,25 +747,56 @@ async function drawSlice(
   const cols = shape[colAxis];
   const rowStep = Math.max(1, Math.ceil(rows / HEAT_ROWS));
   const colStep = Math.max(1, Math.ceil(cols / HEAT_COLS));
-  const sel: AxisSelection[] = shape.map((_, a) =>
-    a === rowAxis ? [0, rows, rowStep] : a === colAxis ? [0, cols, colStep] : index[a],
-  );
-  const a = await track(sliceOf(view, ...sel));
-  if (gen !== generation) return;
-  let data = ndNumbers(a);
-  if (!data) return;
-  const [r, c] = rowAxis < colAxis ? [a.shape[0], a.shape[1]] : [a.shape[1], a.shape[0]];
-  if (rowAxis > colAxis) {
-    const t = new Float64Array(data.length);
-    for (let i = 0; i < c; i++) for (let j = 0; j < r; j++) t[j * c + i] = data[i * r + j];
-    data = t;
-  }
+  const r = Math.ceil(rows / rowStep);
+  const c = Math.ceil(cols / colStep);
+  // A tall image whose rows are skipped anyway (each sample row is a read of its own) is read in
+  // interleaved passes: every 4th sample row first (drawn at once, each row standing in for the
+  // three below it), then the rest; no row is read twice. Contiguous rows are one read.
+  const passes = r > COARSE_ROWS && rowStep > 1 ? 4 : 1;
+  const full = new Float64Array(r * c);
+  const token = String(Number(plot.dataset.token ?? "0") + 1);
+  plot.dataset.token = token; // a newer choice of axes or index wins over this one's late reads
+  const readPass = async (k: number): Promise<boolean> => {
+    const sel: AxisSelection[] = shape.map((_, a) =>
+      a === rowAxis ? [k * rowStep, rows, rowStep * passes] : a === colAxis ? [0, cols, colStep] : index[a],
+    );
+    const a = await track(sliceOf(view, ...sel));
+    const data = ndNumbers(a);
+    if (!data) return false;
+    const n = rowAxis < colAxis ? a.shape[0] : a.shape[1];
+    for (let j = 0; j < n; j++) {
+      const row = k + j * passes;
+      if (rowAxis < colAxis) full.set(data.subarray(j * c, (j + 1) * c), row * c);
+      else for (let i = 0; i < c; i++) full[row * c + i] = data[i * n + j];
+    }
+    return true;
+  };
   const fixed = shape.map((_, k) => (k === rowAxis || k === colAxis ? null : index[k]));
-  plot.replaceChildren();
-  heatmapOf(plot, data, r, c, rowStep, colStep, `axis ${rowAxis}`, `axis ${colAxis}`, (i, j) => {
-    const at = fixed.map((x, k) => (k === rowAxis ? i * rowStep : k === colAxis ? j * colStep : x));
-    return `[${at.join(", ")}]`;
-  });
+  const draw = (data: Float64Array, complete: boolean): void => {
+    if (plot.dataset.token !== token) return;
+    plot.replaceChildren();
+    const canvas = heatmap(plot, data, r, c, {
+      rowStep,
+      colStep,
+      rowName: `axis ${rowAxis}`,
+      colName: `axis ${colAxis}`,
+      where: (i, j) => `[${fixed.map((x, k) => (k === rowAxis ? i * rowStep : k === colAxis ? j * colStep : x)).join(", ")}]`,
+    });
+    if (complete) canvas.dataset.complete = "true";
+    else plot.append(el("div", "note", "reading the rows between…"));
+  };
+  if (!(await readPass(0)) || gen !== generation) return;
+  if (passes > 1) {
+    const coarse = new Float64Array(r * c);
+    for (let row = 0; row < r; row++) {
+      const from = row - (row % passes);
+      coarse.set(full.subarray(from * c, (from + 1) * c), row * c);
+    }
+    draw(coarse, false);
+    await Promise.all(Array.from({ length: passes - 1 }, (_, k) => readPass(k + 1)));
+    if (gen !== generation || !plot.isConnected) return;
+  }
+  draw(full, true);
 }
 
 // -- wiring --

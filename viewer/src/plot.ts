@@ -132,7 +132,7 @@ export function heatmap(host: HTMLElement, data: Float64Array, rows: number, col
     bctx.putImageData(bimg, 0, 0);
   }
   barCanvas.style.height = canvas.style.height;
-  bar.append(el("span", "colorbar-max", String(max)), barCanvas, el("span", "colorbar-min", String(min)));
+  bar.append(el("span", "colorbar-max", short(max)), barCanvas, el("span", "colorbar-min", short(min)));
 
   const readout = el("div", "readout", "hover over the image for values");
   canvas.addEventListener("mousemove", (ev) => {
@@ -159,4 +159,9 @@ export function heatmap(host: HTMLElement, data: Float64Array, rows: number, col
 function ordinal(n: number): string {
   const s = n % 100 >= 11 && n % 100 <= 13 ? "th" : ({ 1: "st", 2: "nd", 3: "rd" } as Record<number, string>)[n % 10] ?? "th";
   return `${n}${s}`;
+}
+
+/** A label: six significant digits at most (the exact value is in data-min / data-max). */
+function short(x: number): string {
+  return Number.isInteger(x) ? String(x) : String(Number(x.toPrecision(6)));
 }

@@ -6,7 +6,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { mkdtempSync } from "node:fs";
-import { ARTIFACTS, GOLDEN, ROOT, canvasInk, launch, newPage, pythonGet, shot, view } from "./helpers.mjs";
+import { execFileSync } from "node:child_process";
+import { GOLDEN, PYTHON, ROOT, canvasInk, launch, newPage, pythonGet, shot, view } from "./helpers.mjs";
 
 const PAGE = "file://" + join(ROOT, "viewer", "dist", "index.html");
 const tmp = mkdtempSync(join(tmpdir(), "msglc-viewer-"));
@@ -96,8 +97,6 @@ describe("a file opened with the file picker", () => {
 
   test("a 3-D array: two axes chosen, a slice index for the third", async () => {
     const file = join(tmp, "cube.mlc");
-    const { PYTHON } = await import("./helpers.mjs");
-    const { execFileSync } = await import("node:child_process");
     execFileSync(PYTHON, [
       "-c",
       "import sys, numpy as np, msglc; msglc.dump(sys.argv[1], {'cube': np.arange(4*5*6, dtype='<f4').reshape(4, 5, 6)})",
@@ -316,8 +315,17 @@ describe("messages", () => {
 });
 
 describe("the screenshot in the docs", () => {
-  test("combined.mlc, a list expanded and a heatmap", async () => {
-    const file = join(GOLDEN, "combined.mlc");
+  test("a demo archive: runs expanded, an image as a heatmap", async () => {
+    const file = join(tmp, "experiment.mlc");
+    execFileSync(PYTHON, [
+      "-c",
+      `import sys, numpy as np, msglc
+y, x = np.mgrid[0:300, 0:400]
+runs = [{"energy": round(1.5 - 0.1 * i, 3), "trace": np.sin(np.linspace(0, 6 + i, 2000)) * np.exp(-np.linspace(0, 3, 2000))} for i in range(12)]
+msglc.dump(sys.argv[1], {"config": {"name": "demo", "steps": 2000, "seed": 7}, "runs": runs,
+    "image": np.sin(x / 31.0) * np.cos(y / 23.0) + x / 400.0}, small_obj_optimization_threshold=64)`,
+      file,
+    ]);
     const server = await view(file);
     const page = await newPage(browser);
     try {
@@ -325,12 +333,23 @@ describe("the screenshot in the docs", () => {
       await row(page, "runs").waitFor();
       await row(page, "runs").locator(".toggle").click();
       await row(page, "runs/2").waitFor();
-      await row(page, "m").click();
+      await row(page, "runs/2").locator(".toggle").click();
+      await row(page, "runs/2/trace").waitFor();
+      await row(page, "image").click();
       await page.locator("canvas.heatmap").waitFor();
+      await page.locator("#info-panel summary").click();
       await idle(page);
-      await shot(page, "combined");
+      const canvas = page.locator("canvas.heatmap");
+      const box = await canvas.boundingBox();
+      await page.mouse.move(box.x + box.width * 0.6, box.y + box.height * 0.4);
+      await shot(page, "experiment");
       if (process.env.MSGLC_DOCS_SCREENSHOT) await page.screenshot({ path: join(ROOT, "docs", "viewer.png") });
-      assert.ok(ARTIFACTS);
+      assert.match(await page.locator(".readout").textContent(), /^\[\d+, \d+\] = /);
+      await row(page, "runs/2/trace").click();
+      await page.locator(".lineplot canvas").first().waitFor();
+      assert.ok((await canvasInk(page.locator(".lineplot canvas").first())).ink > 0.001);
+      await shot(page, "experiment-trace");
+      assert.deepEqual(page.errors, []);
     } finally {
       await page.close();
       await server.stop();
