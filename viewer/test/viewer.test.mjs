@@ -125,6 +125,45 @@ describe("a file opened with the file picker", () => {
   });
 });
 
+describe("values and drag and drop", () => {
+  test("a dropped file opens; a long string is cut with show all; bytes as size and hex", async () => {
+    const file = join(tmp, "values.mlc");
+    execFileSync(PYTHON, [
+      "-c",
+      "import sys, msglc; msglc.dump(sys.argv[1], {'text': 'abc' * 2000 + 'END', 'blob': bytes(range(256)) * 4, 'n': None, 'flag': True})",
+      file,
+    ]);
+    const page = await newPage(browser);
+    await page.goto(PAGE);
+    // a drop of the file on the page, as a browser dispatches it
+    const bytes = Array.from(readFileSync(file));
+    await page.evaluate((data) => {
+      const dt = new DataTransfer();
+      dt.items.add(new File([new Uint8Array(data)], "values.mlc"));
+      window.dispatchEvent(new DragEvent("dragenter", { dataTransfer: dt }));
+      window.dispatchEvent(new DragEvent("drop", { dataTransfer: dt, cancelable: true }));
+    }, bytes);
+    await row(page, "text").click();
+    const text = page.locator("#value .value-text");
+    await text.waitFor();
+    assert.equal((await text.textContent()).length, 2001); // 2,000 characters and an ellipsis
+    assert.match(await page.locator("#value .what").textContent(), /6,003 characters/);
+    await page.locator("#value .show-all").click();
+    assert.equal(await text.textContent(), pythonGet(file, "text"));
+    await row(page, "blob").click();
+    await page.locator("#value .hex").waitFor();
+    assert.match(await page.locator("#value .what").textContent(), /bytes, 1,024/);
+    const hex = await page.locator("#value .hex").textContent();
+    assert.match(hex.split("\n")[1], /^00000010  10 11 12 13 14 15 16 17  18 19 1a 1b 1c 1d 1e 1f/);
+    assert.equal(await row(page, "n").locator(".preview").textContent(), "null");
+    assert.equal(await row(page, "flag").locator(".preview").textContent(), "true");
+    assert.equal(await page.locator("#archive-name").textContent(), "values.mlc");
+    await shot(page, "values-bytes");
+    assert.deepEqual(page.errors, []);
+    await page.close();
+  });
+});
+
 describe("an archive served by msglc view", () => {
   test("block-list.mlc: pages through a long list, jumps, reads an item", async () => {
     const file = join(GOLDEN, "block-list.mlc");
