@@ -340,7 +340,8 @@ def cmd_view(args: argparse.Namespace) -> int:
         try:
             server = ViewServer(archive, args.port)
         except OSError as e:
-            raise CliError(f"cannot listen on 127.0.0.1:{args.port}: {e.strerror or e}") from e
+            hint = " (--port 0 picks a free port)" if args.port else ""
+            raise CliError(f"cannot listen on 127.0.0.1:{args.port}: {e.strerror or e}{hint}") from e
         with server:
             url = f"http://127.0.0.1:{server.server_address[1]}/"
             print(f"msglc view: serving {args.archive} at {url} (Ctrl-C stops)", flush=True)

@@ -217,3 +217,32 @@ def test_golden_archives_serve_whole():
     for path in sorted(GOLDEN.glob("*.mlc"))[:3]:
         with serving(str(path)) as server:
             assert get(server, "/archive")[2] == path.read_bytes()
+
+
+def test_the_browser_is_opened_at_the_url_printed(archive, monkeypatch, capsys):
+    opened = threading.Event()
+    urls: list[str] = []
+
+    def fake_open(url: str) -> bool:
+        urls.append(url)
+        opened.set()
+        return True
+
+    def serve_until_opened(self: ViewServer, poll_interval: float = 0.5) -> None:
+        opened.wait(10)
+        raise KeyboardInterrupt  # as Ctrl-C does
+
+    monkeypatch.setattr("webbrowser.open", fake_open)
+    monkeypatch.setattr(ViewServer, "serve_forever", serve_until_opened)
+    assert main(["view", str(archive), "--port", "0"]) == 0
+    out, err = capsys.readouterr()
+    assert len(urls) == 1 and urls[0].startswith("http://127.0.0.1:") and urls[0] in out
+    assert "stopped" in err
+
+
+def test_a_port_in_use_is_one_line(archive, capsys):
+    with serving(str(archive)) as server:
+        port = server.server_address[1]
+        assert main(["view", str(archive), "--no-browser", "--port", str(port)]) == 1
+    err = capsys.readouterr().err
+    assert f"cannot listen on 127.0.0.1:{port}" in err and "--port 0" in err
