@@ -39,6 +39,7 @@ import {
 import { heatmap, linePlot } from "./plot";
 
 const PAGE = 100; // children shown at a time
+const CHILD_BYTES = 8 << 20; // bytes a page's children may cost before the rest wait for a click
 const CHILDREN_IN_FLIGHT = 6; // lookups of a page's children at once (a browser's connections per host)
 const STRING_SHOWN = 2000; // characters of a string before "show all"
 const BYTES_SHOWN = 512; // bytes in the hex dump before "show all"
@@ -341,24 +342,49 @@ async function showPage(node: Node, start: number): Promise<void> {
     list.append(slot);
     return slot;
   });
-  // a few lookups at a time, in order: the rows on screen first, and the connection free for
-  // what the user does next
+  const done = new Uint8Array(labels.length);
+  const resolve = async (i: number): Promise<Node | null> => {
+    if (done[i]) return null;
+    done[i] = 1;
+    const k = labels[i];
+    try {
+      const child = await view.get(k);
+      if (gen !== generation) return null;
+      slots[i].replaceChildren();
+      return addNode(slots[i], [...node.segments, k], [...node.listParent, isList], child, String(k));
+    } catch (e) {
+      slots[i].replaceChildren(el("div", "node bad", `${String(k)}: ${errorText(e)[0]}: ${errorText(e)[1]}`));
+      return null;
+    }
+  };
+  // A few lookups at a time, in order: the rows on screen first, and the connection free for
+  // what the user does next. A child that is a value is read whole by its lookup (a string or
+  // bytes has no node to read first), so past CHILD_BYTES the rest wait for a click.
+  const before = reader?.stats.bytes ?? 0;
   let next = 0;
+  let stopped = false;
   const worker = async (): Promise<void> => {
     while (next < labels.length && gen === generation && node.start === start) {
-      const i = next++;
-      const k = labels[i];
-      try {
-        const child = await view.get(k);
-        if (gen !== generation) return;
-        slots[i].replaceChildren();
-        addNode(slots[i], [...node.segments, k], [...node.listParent, isList], child, String(k));
-      } catch (e) {
-        slots[i].replaceChildren(el("div", "node bad", `${String(k)}: ${errorText(e)[0]}: ${errorText(e)[1]}`));
+      if (reader !== null && reader.stats.bytes - before > CHILD_BYTES) {
+        stopped = true;
+        return;
       }
+      await resolve(next++);
     }
   };
   await track(Promise.all(Array.from({ length: CHILDREN_IN_FLIGHT }, worker)));
+  if (!stopped || gen !== generation) return;
+  labels.forEach((k, i) => {
+    if (done[i]) return;
+    const unread = el("div", "node unread", "");
+    unread.title = `not read yet: this page's children read ${bytesText(CHILD_BYTES)} already; click to read this one`;
+    unread.append(el("span", "key", String(k)), el("span", "type", " not read yet (click)"));
+    unread.dataset.path = pathText([...node.segments, k]);
+    unread.addEventListener("click", () => {
+      void track(resolve(i)).then((n) => n && select(n));
+    });
+    slots[i].replaceChildren(unread);
+  });
 }
 
 function pager(node: Node, start: number, stop: number): HTMLElement {

@@ -164,6 +164,33 @@ describe("values and drag and drop", () => {
   });
 });
 
+describe("reading little", () => {
+  test("big values in a dict: a page reads about 8 MB of them, the rest on a click", async () => {
+    const file = join(tmp, "blobs.mlc");
+    execFileSync(PYTHON, [
+      "-c",
+      "import sys, msglc; msglc.dump(sys.argv[1], {'blobs': {f'b{i}': bytes([i]) * (1 << 20) for i in range(40)}})",
+      file,
+    ]);
+    const page = await newPage(browser);
+    await openFile(page, file);
+    await row(page, "blobs").locator(".toggle").click();
+    await page.locator(".node.unread").first().waitFor();
+    await idle(page);
+    const read = await page.evaluate(() => window.msglcViewer.reader().stats.bytes);
+    assert.ok(read < 16 << 20, `expanding read ${read} bytes`);
+    const unread = await page.locator(".node.unread").count();
+    assert.ok(unread >= 20, `${unread} children wait for a click`);
+    const last = page.locator('.node.unread[data-path="blobs/b39"]');
+    await last.click();
+    await row(page, "blobs/b39").waitFor();
+    assert.match(await page.locator("#value .what").textContent(), /bytes, 1,048,576/);
+    assert.match(await page.locator("#value .hex").textContent(), /^00000000  27 27 27/);
+    await shot(page, "blobs-unread");
+    await page.close();
+  });
+});
+
 describe("an archive served by msglc view", () => {
   test("block-list.mlc: pages through a long list, jumps, reads an item", async () => {
     const file = join(GOLDEN, "block-list.mlc");
