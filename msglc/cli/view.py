@@ -27,6 +27,8 @@ from typing import Any
 
 from msglc.cli.errors import CliError
 from msglc.errors import ArchiveChangedError
+from msglc.format.legacy import MAGIC as LEGACY_MAGIC
+from msglc.format.legacy import is_legacy
 from msglc.io.base import Source
 from msglc.io.names import RemotePath, resolve_name
 from msglc.io.open_source import open_source
@@ -77,8 +79,17 @@ class LocalArchive(Archive):
             raise CliError(f"cannot serve {path}: {e.strerror}") from e
         if not stat.S_ISREG(st.st_mode):
             raise CliError(f"cannot serve {path}: not a regular file")
-        if not os.access(path, os.R_OK):
-            raise CliError(f"cannot serve {path}: permission denied")
+        try:
+            with open(path, "rb") as f:
+                head = f.read(len(LEGACY_MAGIC))
+        except OSError as e:
+            raise CliError(f"cannot serve {path}: {e.strerror}") from e
+        if is_legacy(head):
+            # the viewer's reader reads this package's format only; the page would call it "not an archive"
+            raise CliError(
+                f"{path} is an archive of the published msglc, which the viewer does not read; "
+                f"convert it first: msglc convert {path} NEW.mlc"
+            )
 
     def open(self) -> tuple[Version, Callable[[int, int], bytes], Callable[[], None]]:
         fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_BINARY", 0))

@@ -175,6 +175,9 @@ def test_errors_before_serving(tmp_path, capsys):
     assert "cannot serve" in capsys.readouterr().err
     assert main(["view", str(tmp_path), "--no-browser", "--port", "0"]) == 1
     assert "not a regular file" in capsys.readouterr().err
+    legacy = GOLDEN / "legacy" / "blocked-list-t1024.msg"
+    assert main(["view", str(legacy), "--no-browser", "--port", "0"]) == 1
+    assert f"msglc convert {legacy} NEW.mlc" in capsys.readouterr().err
     with pytest.raises(SystemExit) as e:
         main(["view", str(tmp_path / "x.mlc"), "--port", "70000"])
     assert e.value.code == 2
