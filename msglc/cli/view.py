@@ -14,12 +14,14 @@ import email.utils
 import hashlib
 import os
 import re
+import signal
 import stat
 import sys
 import threading
 import time
 import webbrowser
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -345,6 +347,24 @@ def page_for(archive: Archive) -> bytes:
     return html.encode("utf-8")
 
 
+@contextmanager
+def _stopped_by_sigterm() -> Iterator[None]:
+    """``kill`` stops the server as Ctrl-C does (a clean stop, status 0): SIGTERM raises
+    KeyboardInterrupt in the main thread while serving."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def cmd_view(args: argparse.Namespace) -> int:
     archive = archive_for(args.archive)
     try:
@@ -359,7 +379,8 @@ def cmd_view(args: argparse.Namespace) -> int:
             if not args.no_browser:
                 threading.Thread(target=webbrowser.open, args=(url,), daemon=True).start()
             try:
-                server.serve_forever(poll_interval=0.2)
+                with _stopped_by_sigterm():
+                    server.serve_forever(poll_interval=0.2)
             except KeyboardInterrupt:
                 print("msglc view: stopped", file=sys.stderr, flush=True)
     finally:

@@ -183,7 +183,8 @@ def test_errors_before_serving(tmp_path, capsys):
     assert e.value.code == 2
 
 
-def test_the_command_prints_its_port_and_stops_on_ctrl_c(archive):
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM])
+def test_the_command_prints_its_port_and_stops_on_ctrl_c_or_kill(archive, stop):
     proc = subprocess.Popen(
         [sys.executable, "-m", "msglc", "view", str(archive), "--no-browser", "--port", "0"],
         stdout=subprocess.PIPE,
@@ -199,7 +200,7 @@ def test_the_command_prints_its_port_and_stops_on_ctrl_c(archive):
         conn.request("GET", "/archive", headers={"Range": "bytes=0-3"})
         assert conn.getresponse().read() == archive.read_bytes()[:4]
         conn.close()
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(stop)
         _, err = proc.communicate(timeout=20)
         assert proc.returncode == 0
         assert "stopped" in err and "Traceback" not in err

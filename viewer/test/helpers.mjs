@@ -57,8 +57,12 @@ function stop(proc) {
   return new Promise((ok) => {
     if (proc.exitCode !== null) return ok();
     proc.removeAllListeners("exit");
-    proc.on("exit", () => ok());
-    proc.kill("SIGINT");
+    const late = setTimeout(() => proc.kill("SIGKILL"), 10_000);
+    proc.on("exit", () => {
+      clearTimeout(late);
+      ok();
+    });
+    proc.kill("SIGTERM"); // msglc view stops cleanly on it, as on Ctrl-C
   });
 }
 
