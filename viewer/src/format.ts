@@ -290,3 +290,9 @@ export function sliceInMemory(a: NDArray, sel: readonly AxisSelection[]): NDArra
   }
   return { dtype: a.dtype, shape, data };
 }
+
+/** 2nd, 3rd, 11th, 21st. */
+export function ordinal(n: number): string {
+  const s = n % 100 >= 11 && n % 100 <= 13 ? "th" : ({ 1: "st", 2: "nd", 3: "rd" } as Record<number, string>)[n % 10] ?? "th";
+  return `${n}${s}`;
+}

@@ -31,6 +31,7 @@ import {
   numericDtype,
   numericList,
   numericMatrix,
+  ordinal,
   preview,
   pythonExpression,
   sliceInMemory,
@@ -679,7 +680,7 @@ async function showArray(host: HTMLElement, view: LazyView, gen: number): Promis
       if (gen !== generation) return;
       const ys = ndNumbers(a);
       if (ys && ys.length >= 2) {
-        if (step > 1) host.append(el("div", "note", `every ${count(step)}th element: ${count(ys.length)} of ${count(n)} shown`));
+        if (step > 1) host.append(el("div", "note", `every ${ordinal(step)} element: ${count(ys.length)} of ${count(n)} shown`));
         linePlot(host, ys, 0, step, dtype);
       }
     } else {

@@ -1,7 +1,7 @@
 /** Plots: a line plot (uPlot) for 1-D numbers, a heatmap on a canvas with a colour bar and a
  * hover readout for 2-D ones. */
 import uPlot from "uplot";
-import { count } from "./format";
+import { count, ordinal } from "./format";
 
 function el<K extends keyof HTMLElementTagNameMap>(tag: K, cls?: string, text?: string): HTMLElementTagNameMap[K] {
   const e = document.createElement(tag);
@@ -156,10 +156,6 @@ export function heatmap(host: HTMLElement, data: Float64Array, rows: number, col
   return canvas;
 }
 
-function ordinal(n: number): string {
-  const s = n % 100 >= 11 && n % 100 <= 13 ? "th" : ({ 1: "st", 2: "nd", 3: "rd" } as Record<number, string>)[n % 10] ?? "th";
-  return `${n}${s}`;
-}
 
 /** A label: six significant digits at most (the exact value is in data-min / data-max). */
 function short(x: number): string {

@@ -191,6 +191,57 @@ describe("reading little", () => {
   });
 });
 
+describe("down-sampled plots", () => {
+  test("a big 2-D array reads every k-th row, coarse first; a long 1-D one every k-th element", async () => {
+    const file = join(tmp, "big-arrays.mlc");
+    execFileSync(PYTHON, [
+      "-c",
+      `import sys, numpy as np, msglc
+y, x = np.mgrid[0:1200, 0:1300]
+img = np.sin(x / 97.0) + np.cos(y / 61.0) + (x * y) / 1.0e6
+msglc.dump(sys.argv[1], {"img": img, "line": np.cos(np.arange(100_000) / 900.0).astype("<f4")})
+np.save(sys.argv[1] + ".sampled.npy", img[::3, ::3])`,
+      file,
+    ]);
+    const sampled = execFileSync(PYTHON, ["-c", "import sys, numpy as np; a = np.load(sys.argv[1]); print(repr(float(a.min())), repr(float(a.max())), *a.shape)", file + ".sampled.npy"], { encoding: "utf8" }).trim().split(" ");
+    const server = await view(file);
+    const page = await newPage(browser);
+    try {
+      await page.goto(server.url);
+      await row(page, "img").waitFor();
+      await idle(page);
+      const before = await page.evaluate(() => window.msglcViewer.reader().stats.bytes);
+      await row(page, "img").click();
+      await page.locator("canvas.heatmap[data-complete]").waitFor();
+      await idle(page);
+      const read = (await page.evaluate(() => window.msglcViewer.reader().stats.bytes)) - before;
+      const heat = page.locator("canvas.heatmap");
+      assert.equal(await heat.evaluate((c) => `${c.height} ${c.width}`), `${sampled[2]} ${sampled[3]}`);
+      assert.equal(Number(await page.locator(".colorbar").getAttribute("data-min")), Number(sampled[0]));
+      assert.equal(Number(await page.locator(".colorbar").getAttribute("data-max")), Number(sampled[1]));
+      // every 3rd row, each read whole: a third of the array, not all of it
+      const whole = 1200 * 1300 * 8;
+      assert.ok(read <= whole * 0.36, `the heatmap read ${read} of ${whole} bytes`);
+      assert.match(await page.locator(".heatmap-axes").textContent(), /every 3rd row and every 3rd column: 400 × 434 samples/);
+      // the readout names the element of the whole array
+      const box = await heat.boundingBox();
+      await page.mouse.move(box.x + 1, box.y + box.height * (10.5 / 400));
+      assert.match(await page.locator(".readout").textContent(), /^\[30, 0\] = /);
+      await shot(page, "downsampled-heatmap");
+
+      await row(page, "line").click();
+      await page.locator(".lineplot canvas").first().waitFor();
+      assert.match(await page.locator("#value .note").textContent(), /every 25th element: 4,000 of 100,000 shown/);
+      assert.ok((await canvasInk(page.locator(".lineplot canvas").first())).ink > 0.001);
+      await shot(page, "downsampled-line");
+      assert.deepEqual(page.errors, []);
+    } finally {
+      await page.close();
+      await server.stop();
+    }
+  });
+});
+
 describe("an archive served by msglc view", () => {
   test("block-list.mlc: pages through a long list, jumps, reads an item", async () => {
     const file = join(GOLDEN, "block-list.mlc");
