@@ -13,6 +13,8 @@ const js = join(here, "..", "js");
 const npm = process.platform === "win32" ? "npm.cmd" : "npm";
 if (!existsSync(join(js, "node_modules"))) execFileSync(npm, ["ci", "--no-audit", "--no-fund"], { cwd: js, stdio: "inherit" });
 execFileSync(npm, ["run", "--silent", "build"], { cwd: js, stdio: "inherit" });
+// esbuild strips types without checking them: check first (strict, against the reader's .d.ts)
+execFileSync(process.execPath, [join(here, "node_modules", "typescript", "bin", "tsc"), "-p", join(here, "tsconfig.json")], { stdio: "inherit" });
 
 const stubNode = {
   name: "stub-node-builtins",
