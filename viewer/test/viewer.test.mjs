@@ -61,6 +61,10 @@ describe("a file opened with the file picker", () => {
     await page.mouse.move(box.x + box.width * (7.5 / 30), box.y + box.height * (3.5 / 20));
     assert.equal(await page.locator(".readout").textContent(), `[3, 7] = ${pythonGet(file, "f8")[3][7]}`);
     assert.equal(await page.locator("#py-expr").textContent(), 'reader["f8"]');
+    await page.context().grantPermissions(["clipboard-read", "clipboard-write"]);
+    await page.locator(".python .copy").click();
+    await page.waitForFunction(() => document.querySelector(".python .copy")?.textContent === "copied");
+    assert.equal(await page.evaluate(() => navigator.clipboard.readText()), 'reader["f8"]');
     await shot(page, "numpy-f8-heatmap");
 
     // a 1-D int array: a line plot
