@@ -1,0 +1,205 @@
+"""The cross-implementation tests' two sides: what the Python package and command give for a
+path, and what the JavaScript reader and ``msglc-js`` give (one node process reads many paths,
+js/test/support/read-paths.mjs)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import msglc
+from msglc import LazyArray, LazyDict, LazyList
+from msglc.cli.commands import LAZY, to_json, to_plain
+from msglc.cli.nested import msgpack_bytes
+
+ROOT = Path(__file__).resolve().parents[2]
+JS = ROOT / "js"
+READ_PATHS = JS / "test" / "support" / "read-paths.mjs"
+BUILD = "(cd js && npm ci && npm run build)"
+
+
+def require_dist() -> None:
+    """The JS package must be built (the README's test command does it before pytest)."""
+    for name in ("index.js", "cli/main.js", "cli/msgpack.js"):
+        if not (JS / "dist" / name).exists():
+            pytest.fail(f"js/dist/{name} is missing: build the JavaScript package first: {BUILD}")
+
+
+def js_read(target: str | Path, paths: list[str], *flags: str, timeout: float = 60) -> tuple[list[dict], dict]:
+    """Each path's answer from the JS side (see read-paths.mjs), and the closing stats line."""
+    require_dist()
+    proc = subprocess.run(
+        ["node", str(READ_PATHS), *flags, str(target)],
+        input=json.dumps(paths),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    if proc.returncode == 3:
+        pytest.fail(proc.stderr)
+    assert proc.returncode == 0, f"read-paths.mjs crashed (status {proc.returncode}):\n{proc.stderr[-4000:]}"
+    lines = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+    assert len(lines) == len(paths) + 1, proc.stderr[-2000:]
+    return lines[:-1], lines[-1]
+
+
+# ---- the Python side ---------------------------------------------------------------------------
+
+PY_ERRORS = {KeyError: "KeyNotFoundError", IndexError: "IndexError", TypeError: "TypeError", ValueError: "ValueError"}
+
+
+def cli_answer(reader: msglc.LazyReader, path: str) -> dict:
+    """What ``msglc get`` prints for ``path``: {"msgpack": bytes, "json": text}, or
+    {"error": class} (KeyError as the JS name KeyNotFoundError)."""
+    try:
+        value = reader[path]
+    except (KeyError, IndexError, TypeError, ValueError) as e:
+        return {"error": next(n for c, n in PY_ERRORS.items() if isinstance(e, c))}
+    raw = value.protocol_raw_data() if isinstance(value, LAZY) else msgpack_bytes(to_plain(value))
+    try:
+        text = to_json(value)[:-1]
+    except (TypeError, ValueError):
+        text = None
+    return {"msgpack": raw, "json": text}
+
+
+def plain_answer(value: Any) -> dict:
+    """The re-encoded form (``msglc get`` of a value read whole) of a value at any depth."""
+    return {"msgpack": msgpack_bytes(to_plain(value)), "json": to_json(value)[:-1]}
+
+
+def same_cli(py: dict, js: dict) -> str | None:
+    """None when the two command lines agree, else what differs."""
+    if "error" in py or "error" in js:
+        if py.get("error") == js.get("error"):
+            return None
+        return f"Python {py.get('error', 'value')}, JS {js.get('error', 'value')}: {js.get('message', '')}"
+    got = base64.b64decode(js["msgpack"])
+    if got != py["msgpack"]:
+        return f"msgpack differs: Python {py['msgpack'][:80].hex()}..., JS {got[:80].hex()}..."
+    if py["json"] is not None and (js["json"] is None or json.loads(js["json"]) != json.loads(py["json"])):
+        return f"JSON differs: Python {py['json'][:200]}, JS {str(js['json'])[:200]}"
+    return None
+
+
+# ---- paths -------------------------------------------------------------------------------------
+
+
+def _seg(key: Any) -> str | None:
+    """The path segment that names dict key ``key``, or None when no str path can."""
+    if isinstance(key, bool) or not isinstance(key, (str, int)):
+        return None
+    text = str(key)
+    if not text or "/" in text:
+        return None
+    if isinstance(key, str) and text.lstrip("-").isdigit():
+        return None  # an int-like str key: ambiguous with an int key, skipped
+    return text
+
+
+def all_paths(reader: msglc.LazyReader, limit: int = 1_000_000, per_container: int | None = None) -> list[str]:
+    """Paths to every value (up to ``limit`` paths; ``per_container`` children of each)."""
+    out: list[str] = [""]
+    stack: list[tuple[str, Any]] = [("", reader.read())]
+    while stack and len(out) < limit:
+        path, value = stack.pop()
+        children: list[tuple[str, Any]] = []
+        if isinstance(value, (dict, LazyDict)):
+            for i, (k, v) in enumerate(value.items()):
+                if per_container is not None and i >= per_container:
+                    break
+                seg = _seg(k)
+                if seg is not None:
+                    children.append((seg, v))
+        elif isinstance(value, (list, LazyList)):
+            n = len(value)
+            picks = range(n) if per_container is None or n <= per_container else range(0, n, max(1, n // per_container))
+            children = [(str(i), value[i]) for i in picks]
+            if n:
+                out.append(f"{path}/-1".lstrip("/"))
+                out.append(f"{path}/0:{min(n, 3)}".lstrip("/"))
+        elif isinstance(value, LazyArray) or type(value).__name__ == "ndarray":
+            if value.ndim and value.shape[0]:
+                out.append(f"{path}/0".lstrip("/"))
+                out.append(f"{path}/-1".lstrip("/"))
+                if value.ndim > 1 and value.shape[1]:
+                    out.append(f"{path}/0/{value.shape[1] - 1}".lstrip("/"))
+                    out.append(f"{path}/1:3/0".lstrip("/"))
+        for seg, v in children:
+            p = f"{path}/{seg}" if path else seg
+            out.append(p)
+            stack.append((p, v))
+    return out[:limit]
+
+
+# ---- values of the library API -----------------------------------------------------------------
+
+
+def untag(x: Any) -> Any:
+    """A value read-paths.mjs printed in tagged JSON, as comparable Python values."""
+    if isinstance(x, list):
+        return [untag(v) for v in x]
+    if not isinstance(x, dict):
+        return x
+    (tag, v), *_ = x.items()
+    if tag == "$float":
+        return float(v.replace("Infinity", "inf"))
+    if tag == "$int":
+        return int(v)
+    if tag == "$bytes":
+        return base64.b64decode(v)
+    if tag == "$date":
+        return ("date", v)
+    if tag in ("$map", "$obj"):
+        return {_hashable(untag(k)): untag(val) for k, val in v}
+    if tag == "$nd":
+        dtype, shape, data = v
+        return ("ndarray", dtype, tuple(shape), data if not isinstance(data, dict) else base64.b64decode(data["$raw"]))
+    return x
+
+
+def _hashable(x: Any) -> Any:
+    return tuple(_hashable(v) for v in x) if isinstance(x, list) else x
+
+
+def py_comparable(x: Any) -> Any:
+    """A Python value (``to_obj``) in the form ``untag`` gives the JS one."""
+    import numpy as np
+
+    if isinstance(x, (LazyDict, LazyList, LazyArray)):
+        x = x.to_obj()
+    if isinstance(x, dict):
+        return {_hashable(py_comparable(k)): py_comparable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [py_comparable(v) for v in x]
+    if isinstance(x, np.ndarray):
+        data: Any
+        if x.dtype.kind in "biuf" and x.dtype.itemsize <= 8 and x.dtype != np.float16:
+            data = [py_comparable(v) for v in x.astype(x.dtype.newbyteorder("=")).ravel().tolist()]
+        else:
+            data = np.ascontiguousarray(x).tobytes()
+        descr = np.lib.format.dtype_to_descr(x.dtype)
+        return ("ndarray", descr if isinstance(descr, str) else json.dumps(descr), tuple(x.shape), data)
+    if hasattr(x, "timestamp") and hasattr(x, "tzinfo"):
+        return ("date", math.floor(x.timestamp() * 1000))
+    if isinstance(x, np.generic):
+        return py_comparable(x.item())
+    return x
+
+
+def same_value(py: Any, js: Any) -> bool:
+    """Equal, with NaN equal to NaN and ints equal to integral floats (JS has one number)."""
+    if isinstance(py, float) and isinstance(js, (int, float)):
+        return (math.isnan(py) and math.isnan(js)) or py == js
+    if isinstance(py, dict) and isinstance(js, dict):
+        return len(py) == len(js) and all(k in js and same_value(v, js[k]) for k, v in py.items())
+    if isinstance(py, (list, tuple)) and isinstance(js, (list, tuple)):
+        return len(py) == len(js) and all(same_value(a, b) for a, b in zip(py, js))
+    return py == js
