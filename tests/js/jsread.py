@@ -50,6 +50,30 @@ def js_read(target: str | Path, paths: list[str], *flags: str, timeout: float = 
     return lines[:-1], lines[-1]
 
 
+def js_read_many(
+    archives: list[str | Path], paths: list[str] | list[list[str]], *flags: str, timeout: float = 120
+) -> list[dict]:
+    """Each archive's {"lines", "stats", "opened"} from one node process; ``paths``: the same
+    for every archive, or a list of paths per archive."""
+    require_dist()
+    if paths and isinstance(paths[0], list):
+        request: dict = {"jobs": [{"archive": str(a), "paths": p} for a, p in zip(archives, paths, strict=True)]}
+    else:
+        request = {"archives": [str(a) for a in archives], "paths": paths}
+    proc = subprocess.run(
+        ["node", str(READ_PATHS), *flags],
+        input=json.dumps(request),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    assert proc.returncode == 0, f"read-paths.mjs crashed (status {proc.returncode}):\n{proc.stderr[-4000:]}"
+    lines = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+    assert len(lines) == len(archives) + 1, proc.stderr[-2000:]
+    return lines[:-1]
+
+
 # ---- the Python side ---------------------------------------------------------------------------
 
 PY_ERRORS = {KeyError: "KeyNotFoundError", IndexError: "IndexError", TypeError: "TypeError", ValueError: "ValueError"}
@@ -84,9 +108,22 @@ def same_cli(py: dict, js: dict) -> str | None:
     got = base64.b64decode(js["msgpack"])
     if got != py["msgpack"]:
         return f"msgpack differs: Python {py['msgpack'][:80].hex()}..., JS {got[:80].hex()}..."
-    if py["json"] is not None and (js["json"] is None or json.loads(js["json"]) != json.loads(py["json"])):
+    if py["json"] is not None and (js["json"] is None or not same_json(json.loads(js["json"]), json.loads(py["json"]))):
         return f"JSON differs: Python {py['json'][:200]}, JS {str(js['json'])[:200]}"
     return None
+
+
+def same_json(a: Any, b: Any) -> bool:
+    """Equal parsed JSON, NaN equal to NaN, and of the same types (1 is not 1.0 here)."""
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(same_json(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(same_json(x, y) for x, y in zip(a, b))
+    return bool(a == b)
 
 
 # ---- paths -------------------------------------------------------------------------------------
@@ -161,8 +198,43 @@ def untag(x: Any) -> Any:
         return {_hashable(untag(k)): untag(val) for k, val in v}
     if tag == "$nd":
         dtype, shape, data = v
-        return ("ndarray", dtype, tuple(shape), data if not isinstance(data, dict) else base64.b64decode(data["$raw"]))
+        data = [untag(d) for d in data] if not isinstance(data, dict) else base64.b64decode(data["$raw"])
+        return ("ndarray", _descr_text(dtype), tuple(shape), data)
     return x
+
+
+def _descr_text(descr: str) -> str:
+    """A dtype descr in one spelling (a structured one as compact JSON)."""
+    return json.dumps(json.loads(descr), separators=(",", ":")) if descr.startswith("[") else descr
+
+
+API_ERRORS = {
+    KeyError: {"KeyNotFoundError"},
+    IndexError: {"IndexOutOfRangeError", "RangeError"},
+    TypeError: {"TypeError"},
+    ValueError: {"RangeError", "TypeError"},
+}
+
+
+def api_expected(reader: msglc.LazyReader, path: str) -> tuple[str, Any]:
+    """("value", comparable value) or ("error", Python exception class)."""
+    try:
+        return "value", py_comparable(reader[path])
+    except (KeyError, IndexError, TypeError, ValueError) as e:
+        return "error", type(e)
+
+
+def same_api(expected: tuple[str, Any], js: dict) -> str | None:
+    """None when ``reader.read(path)`` gave what Python's reader gives."""
+    kind, want = expected
+    if kind == "error":
+        allowed = next(v for c, v in API_ERRORS.items() if issubclass(want, c))
+        got = js.get("apiError", {}).get("error")
+        return None if got in allowed else f"Python {want.__name__}, JS {got or 'a value'}"
+    if "apiError" in js:
+        return f"Python a value, JS {js['apiError']}"
+    got = untag(js["value"])
+    return None if same_value(want, got) else f"values differ: Python {str(want)[:200]}, JS {str(got)[:200]}"
 
 
 def _hashable(x: Any) -> Any:
@@ -186,7 +258,7 @@ def py_comparable(x: Any) -> Any:
         else:
             data = np.ascontiguousarray(x).tobytes()
         descr = np.lib.format.dtype_to_descr(x.dtype)
-        return ("ndarray", descr if isinstance(descr, str) else json.dumps(descr), tuple(x.shape), data)
+        return ("ndarray", _descr_text(descr if isinstance(descr, str) else json.dumps(descr)), tuple(x.shape), data)
     if hasattr(x, "timestamp") and hasattr(x, "tzinfo"):
         return ("date", math.floor(x.timestamp() * 1000))
     if isinstance(x, np.generic):
@@ -203,3 +275,18 @@ def same_value(py: Any, js: Any) -> bool:
     if isinstance(py, (list, tuple)) and isinstance(js, (list, tuple)):
         return len(py) == len(js) and all(same_value(a, b) for a, b in zip(py, js))
     return py == js
+
+
+def random_paths(reader: msglc.LazyReader, rng: Any, n: int) -> list[str]:
+    """``n`` paths: most of them to values there are, some missing (keys, indices, deeper)."""
+    there = all_paths(reader, limit=20 * n, per_container=40)
+    picks = rng.sample(there, min(n, len(there)))
+    out = []
+    for p in picks:
+        r = rng.random()
+        if r < 0.06:
+            p = f"{p}/no-such-key".lstrip("/")
+        elif r < 0.1:
+            p = f"{p}/{rng.choice([10**6, -(10**6), 3])}".lstrip("/")
+        out.append(p)
+    return out

@@ -4,11 +4,16 @@
 //
 //   node read-paths.mjs [--data] [--api] [--timeout-ms N] ARCHIVE_OR_URL < paths.json
 //
-// stdin: a JSON array of str paths. stdout: one JSON line per path, in order:
-//   {"msgpack": base64, "json": text}   what `msglc-js get --format msgpack|json` prints
-//   {"value": tagged}                   with --api: `reader.read(path)` as tagged JSON (below)
-//   {"error": ClassName, "message": m}  the error the read raised
-// then a last line {"stats": {...}} with reader.stats.
+// stdin: a JSON array of str paths. stdout: one JSON line per path, in order, with
+//   "msgpack": base64, "json": text     what `msglc-js get --format msgpack|json` prints
+//   or "error": ClassName, "message"    the error it raised (Python's class for a path error)
+//   "value": tagged                     with --api: `reader.read(path)` as tagged JSON (below)
+//   or "apiError": {error, message}
+// then a last line {"stats": reader.stats at the end, "opened": reader.stats after open}.
+// stdin may also be {"archives": [...], "paths": [...]} or {"jobs": [{"archive", "paths"}...]}
+// (ARCHIVE not given): one line per
+// archive, {"archive", "lines": [...], "stats", "opened"}, then {"stats": null}.
+// --no-cli leaves the command line's forms out; --timeout-ms N fails a read that takes longer.
 //
 // --data: ARCHIVE is a plain msgpack file (an archive's data section), resolved without the
 // reader: this checks the command line's own msgpack and JSON forms.
@@ -18,7 +23,7 @@
 // {"$map": [[k, v], ...]}, plain object {"$obj": [[k, v], ...]} (order kept), Date
 // {"$date": ms}, NDArray {"$nd": [dtype, shape, tagged data list or base64 of raw bytes]}.
 import { readFileSync } from "node:fs";
-import { fileURLToPath } from "node:url";
+import path from "node:path";
 
 const here = new URL("../../dist/", import.meta.url);
 let dist;
@@ -38,6 +43,10 @@ const flags = new Set(args.filter((a) => a.startsWith("--") && !/^\d+$/.test(a))
 const timeoutAt = args.indexOf("--timeout-ms");
 const timeoutMs = timeoutAt >= 0 ? Number(args[timeoutAt + 1]) : 0;
 const target = args.filter((a, i) => !a.startsWith("--") && !(timeoutAt >= 0 && i === timeoutAt + 1))[0];
+process.on("unhandledRejection", (e) => {
+  process.stderr.write(`unhandled rejection: ${e?.stack ?? e}\n`);
+  process.exit(4);
+});
 const paths = JSON.parse(readFileSync(0, "utf8"));
 
 function tag(v) {
@@ -94,44 +103,82 @@ async function cliForm(found) {
   return { msgpack: Buffer.from(msgpack).toString("base64"), json };
 }
 
-if (flags.has("--data")) {
+const segments = (p) => p.split("/").filter((s) => s);
+
+/** One path's answers: the command line's forms and, with --api, `reader.read(path)`. */
+async function answer(reader, p) {
+  const line = {};
+  if (!flags.has("--no-cli")) {
+    try {
+      const found = await withTimeout((async () => dist.cli.resolve({ f: "view", view: await reader.lazy("") }, segments(p), []))());
+      Object.assign(line, await withTimeout(cliForm(found)));
+    } catch (e) {
+      Object.assign(line, errorLine(e));
+    }
+  }
+  if (flags.has("--api")) {
+    try {
+      line.value = tag(await withTimeout(reader.read(p)));
+    } catch (e) {
+      line.apiError = errorLine(e);
+    }
+  }
+  return line;
+}
+
+async function readArchive(target, paths) {
+  const lines = [];
+  let reader;
+  try {
+    reader = await withTimeout(dist.index.open(/^https?:/.test(target) ? target : path.resolve(target)));
+  } catch (e) {
+    const line = errorLine(e);
+    for (const _ of paths) lines.push({ ...line, apiError: line });
+    return { lines, stats: null, opened: null, open: line };
+  }
+  const opened = { ...reader.stats };
+  for (const p of paths) lines.push(await answer(reader, p));
+  const stats = { ...reader.stats };
+  try {
+    await reader.close();
+  } catch {
+    // a damaged archive may fail to close cleanly: the answers are what is checked
+  }
+  return { lines, stats, opened };
+}
+
+async function readData(target, paths) {
+  const root = dist.mp.decode(new Uint8Array(readFileSync(target)));
+  const lines = [];
+  for (const p of paths) {
+    try {
+      lines.push(await cliForm(await dist.cli.resolve({ f: "value", v: root }, segments(p), [])));
+    } catch (e) {
+      lines.push(errorLine(e));
+    }
+  }
+  return { lines, stats: null, opened: null };
+}
+
+if (flags.has("--data") && Array.isArray(paths)) {
   const root = dist.mp.decode(new Uint8Array(readFileSync(target)));
   for (const p of paths) {
     try {
-      const found = await dist.cli.resolve({ f: "value", v: root }, p.split("/").filter((s) => s), []);
-      write(await cliForm(found));
+      write(await cliForm(await dist.cli.resolve({ f: "value", v: root }, segments(p), [])));
     } catch (e) {
       write(errorLine(e));
     }
   }
   write({ stats: null });
+} else if (!Array.isArray(paths)) {
+  // {"archives": [...], "paths": [...]}: one line per archive, {"archive", "lines", "stats"}
+  const jobs = paths.jobs ?? paths.archives.map((archive) => ({ archive, paths: paths.paths }));
+  const read = flags.has("--data") ? readData : readArchive;
+  for (const job of jobs) write({ archive: job.archive, ...(await read(job.archive, job.paths)) });
+  write({ stats: null });
 } else {
-  let reader;
-  try {
-    reader = await withTimeout(dist.index.open(/^https?:/.test(target) ? target : target.startsWith("/") ? target : fileURLToPath(new URL(target, `file://${process.cwd()}/`))));
-  } catch (e) {
-    const line = errorLine(e);
-    for (const _ of paths) write(line);
-    write({ stats: null, open: line });
-    process.stdout.write(out.join("\n") + "\n");
-    process.exit(0);
-  }
-  const opened = { ...reader.stats };
-  for (const p of paths) {
-    try {
-      if (flags.has("--api")) {
-        write({ value: tag(await withTimeout(reader.read(p))) });
-      } else {
-        const found = await withTimeout(
-          (async () => dist.cli.resolve({ f: "view", view: await reader.lazy("") }, p.split("/").filter((s) => s), []))(),
-        );
-        write(await withTimeout(cliForm(found)));
-      }
-    } catch (e) {
-      write(errorLine(e));
-    }
-  }
-  write({ stats: { ...reader.stats }, opened });
-  await reader.close();
+  const { lines, stats, opened } = await readArchive(target, paths);
+  for (const line of lines) write(line);
+  write({ stats, opened });
 }
 process.stdout.write(out.join("\n") + "\n");
