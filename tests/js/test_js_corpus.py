@@ -40,7 +40,7 @@ def test_both_readers_agree_on_random_paths_of_the_corpus(corpus, half):
             diff = same_cli(want_cli, have) or same_api(want_api, have)
             if diff:
                 problems.append(f"{archive.name} {p!r}: {diff}")
-    assert total >= 2500
+    assert total >= 1500  # per half: thousands in all
     assert not problems, f"{len(problems)} of {total} paths differ:\n" + "\n".join(problems[:20])
 
 
