@@ -68,7 +68,9 @@ def leaf(rng: random.Random) -> Any:
     if kind == 2:
         return _text(rng)
     if kind == 3:
-        return rng.randbytes(rng.choice([0, 1, 5, 40, 300, 70000]) if rng.random() < 0.02 else rng.choice([0, 1, 5, 40, 300]))
+        return rng.randbytes(
+            rng.choice([0, 1, 5, 40, 300, 70000]) if rng.random() < 0.02 else rng.choice([0, 1, 5, 40, 300])
+        )
     if kind == 4:
         return rng.choice([True, False, None])
     return rng.randint(0, 1000)
@@ -173,7 +175,9 @@ def write_corpus(folder: Path, seed: int = 33) -> list[Path]:
     dump("big-dicts", big_dicts(rng), small_obj_optimization_threshold=64)
     dump("big-dicts-zstd", big_dicts(rng), small_obj_optimization_threshold=64, compression="zstd")
     dump("big-dicts-sorted", big_dicts(rng), small_obj_optimization_threshold=64, order="sorted")
-    dump("big-dicts-sorted-zstd", big_dicts(rng), small_obj_optimization_threshold=64, order="sorted", compression="zstd")
+    dump(
+        "big-dicts-sorted-zstd", big_dicts(rng), small_obj_optimization_threshold=64, order="sorted", compression="zstd"
+    )
     dump("matrix", matrix(rng, 200, 50), small_obj_optimization_threshold=64)
     dump("matrix-zstd", matrix(rng, 200, 50), small_obj_optimization_threshold=64, compression="zstd")
     big = {

@@ -122,7 +122,7 @@ def same_json(a: Any, b: Any) -> bool:
     if isinstance(a, dict):
         return list(a) == list(b) and all(same_json(a[k], b[k]) for k in a)
     if isinstance(a, list):
-        return len(a) == len(b) and all(same_json(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(same_json(x, y) for x, y in zip(a, b, strict=True))
     return bool(a == b)
 
 
@@ -162,13 +162,12 @@ def all_paths(reader: msglc.LazyReader, limit: int = 1_000_000, per_container: i
             if n:
                 out.append(f"{path}/-1".lstrip("/"))
                 out.append(f"{path}/0:{min(n, 3)}".lstrip("/"))
-        elif isinstance(value, LazyArray) or type(value).__name__ == "ndarray":
-            if value.ndim and value.shape[0]:
-                out.append(f"{path}/0".lstrip("/"))
-                out.append(f"{path}/-1".lstrip("/"))
-                if value.ndim > 1 and value.shape[1]:
-                    out.append(f"{path}/0/{value.shape[1] - 1}".lstrip("/"))
-                    out.append(f"{path}/1:3/0".lstrip("/"))
+        elif (isinstance(value, LazyArray) or type(value).__name__ == "ndarray") and value.ndim and value.shape[0]:
+            out.append(f"{path}/0".lstrip("/"))
+            out.append(f"{path}/-1".lstrip("/"))
+            if value.ndim > 1 and value.shape[1]:
+                out.append(f"{path}/0/{value.shape[1] - 1}".lstrip("/"))
+                out.append(f"{path}/1:3/0".lstrip("/"))
         for seg, v in children:
             p = f"{path}/{seg}" if path else seg
             out.append(p)
@@ -273,7 +272,7 @@ def same_value(py: Any, js: Any) -> bool:
     if isinstance(py, dict) and isinstance(js, dict):
         return len(py) == len(js) and all(k in js and same_value(v, js[k]) for k, v in py.items())
     if isinstance(py, (list, tuple)) and isinstance(js, (list, tuple)):
-        return len(py) == len(js) and all(same_value(a, b) for a, b in zip(py, js))
+        return len(py) == len(js) and all(same_value(a, b) for a, b in zip(py, js, strict=True))
     return py == js
 
 

@@ -38,7 +38,9 @@ def server():
     try:
         assert proc.stdout is not None
         base = proc.stdout.readline().strip()
-        assert base.startswith("http://127.0.0.1"), f"the Range server printed {base!r}: {proc.stderr.read() if proc.poll() is not None else ''}"
+        assert base.startswith("http://127.0.0.1"), (
+            f"the Range server printed {base!r}: {proc.stderr.read() if proc.poll() is not None else ''}"
+        )
         yield base.rstrip("/")
     finally:
         proc.kill()
