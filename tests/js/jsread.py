@@ -240,6 +240,38 @@ def _hashable(x: Any) -> Any:
     return tuple(_hashable(v) for v in x) if isinstance(x, list) else x
 
 
+class Alt:
+    """Forms a JS value may take for one Python value (JavaScript has no NumPy scalars and
+    no float16 array): equal to any of them is equal."""
+
+    def __init__(self, *forms: Any) -> None:
+        self.forms = forms
+
+    def __repr__(self) -> str:
+        return f"Alt{self.forms!r}"
+
+
+def _ndarray_form(x: Any) -> Any:
+    import numpy as np
+
+    descr = np.lib.format.dtype_to_descr(x.dtype)
+    descr = _descr_text(descr if isinstance(descr, str) else json.dumps(descr))
+    shape = tuple(x.shape)
+    native = x.astype(x.dtype.newbyteorder("=")) if x.dtype.byteorder not in ("=", "|") else x
+    raw = np.ascontiguousarray(x).tobytes()
+    half = x.dtype.kind == "f" and x.dtype.itemsize == 2
+    if x.dtype.kind in "biuf" and x.dtype.itemsize <= 8 and not half:
+        return ("ndarray", descr, shape, [py_comparable(v) for v in native.ravel().tolist()])
+    if half:  # raw bytes (as documented), or the bits in a Uint16Array
+        return Alt(("ndarray", descr, shape, raw), ("ndarray", descr, shape, native.view("u2").ravel().tolist()))
+    if x.dtype.kind == "c" and x.dtype.itemsize <= 16:  # raw bytes, or (re, im) pairs in a float array
+        pairs = native.view(f"f{x.dtype.itemsize // 2}").ravel().tolist()
+        return Alt(("ndarray", descr, shape, raw), ("ndarray", descr, shape, pairs))
+    if x.dtype.kind in "Mm":  # raw bytes, or the int64 counts in a BigInt64Array
+        return Alt(("ndarray", descr, shape, raw), ("ndarray", descr, shape, native.view("i8").ravel().tolist()))
+    return ("ndarray", descr, shape, raw)
+
+
 def py_comparable(x: Any) -> Any:
     """A Python value (``to_obj``) in the form ``untag`` gives the JS one."""
     import numpy as np
@@ -251,29 +283,39 @@ def py_comparable(x: Any) -> Any:
     if isinstance(x, (list, tuple)):
         return [py_comparable(v) for v in x]
     if isinstance(x, np.ndarray):
-        data: Any
-        if x.dtype.kind in "biuf" and x.dtype.itemsize <= 8 and x.dtype != np.float16:
-            data = [py_comparable(v) for v in x.astype(x.dtype.newbyteorder("=")).ravel().tolist()]
-        else:
-            data = np.ascontiguousarray(x).tobytes()
-        descr = np.lib.format.dtype_to_descr(x.dtype)
-        return ("ndarray", _descr_text(descr if isinstance(descr, str) else json.dumps(descr)), tuple(x.shape), data)
+        return _ndarray_form(x)
+    if isinstance(x, np.generic):  # a NumPy scalar: its plain value, or a 0-d array
+        return Alt(py_comparable(x.item()), _ndarray_form(np.asarray(x)))
     if hasattr(x, "timestamp") and hasattr(x, "tzinfo"):
         return ("date", math.floor(x.timestamp() * 1000))
-    if isinstance(x, np.generic):
-        return py_comparable(x.item())
     return x
+
+
+def _flexible_scalar(descr: str, raw: Any) -> Any:
+    """The str or bytes a 0-d ``U`` or ``S`` array holds (NumPy's scalar: trailing NULs
+    dropped), else None."""
+    if not isinstance(raw, bytes):
+        return None
+    if descr[1:2] == "U":
+        return raw.decode("utf-32-be" if descr[0] == ">" else "utf-32-le").rstrip("\0")
+    if descr[1:2] == "S":
+        return raw.rstrip(b"\0")
+    return None
 
 
 def same_value(py: Any, js: Any) -> bool:
     """Equal, with NaN equal to NaN and ints equal to integral floats (JS has one number)."""
-    if isinstance(py, float) and isinstance(js, (int, float)):
-        return (math.isnan(py) and math.isnan(js)) or py == js
+    if isinstance(py, Alt):
+        return any(same_value(form, js) for form in py.forms)
+    if isinstance(py, (str, bytes)) and isinstance(js, tuple) and js[0] == "ndarray" and js[2] == ():
+        return py == _flexible_scalar(js[1], js[3])
+    if isinstance(py, float) and isinstance(js, (int, float)) and not isinstance(js, bool):
+        return (math.isnan(py) and math.isnan(js)) or py == float(js)
     if isinstance(py, dict) and isinstance(js, dict):
         return len(py) == len(js) and all(k in js and same_value(v, js[k]) for k, v in py.items())
     if isinstance(py, (list, tuple)) and isinstance(js, (list, tuple)):
         return len(py) == len(js) and all(same_value(a, b) for a, b in zip(py, js, strict=True))
-    return py == js
+    return bool(py == js)
 
 
 def random_paths(reader: msglc.LazyReader, rng: Any, n: int) -> list[str]:
