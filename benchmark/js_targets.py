@@ -110,7 +110,7 @@ def dict_rows(path: Path, keys: list[str]) -> list[Row]:
     ]  # fmt: skip
 
 
-def http_rows(matrix: Path, table: Path, recs: Path, n: int, key: str, key2: str) -> list[Row]:
+def http_rows(matrix: Path, table: Path, recs: Path, n: int, keys: int, key: str, key2: str) -> list[Row]:
     if not SERVER.exists():
         return [Row("HTTP: js/test/support/range-server.mjs is missing", 0, "present", False)]
     proc = subprocess.Popen(
@@ -130,7 +130,7 @@ def http_rows(matrix: Path, table: Path, recs: Path, n: int, key: str, key2: str
         Row("HTTP: requests to open (matrix, dict, compressed)", max(m["open"], d["open"], r["open"]), "<= 2",
             max(m["open"], d["open"], r["open"]) <= 2, f"{m['open']}, {d['open']}, {r['open']}"),
         Row("HTTP: requests for one matrix element", m["first"], "<= 2", m["first"] <= 2, f"again: {m['again']}"),
-        Row("HTTP: requests for one key of the 2M-key dict", d["first"], "<= 2", d["first"] <= 2,
+        Row(f"HTTP: requests for one key of the {keys:,}-key dict", d["first"], "<= 2", d["first"] <= 2,
             f"again: {d['again']}; another key on a fresh reader: {d2['first']}"),
         Row("HTTP: requests for one key once the index pages are cached", d["again"], "<= 1", d["again"] <= 1),
         Row("HTTP: requests for one record of the compressed archive", r["first"], "<= 3 (2 + seek table)",
@@ -179,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
         for name, run in (
             ("matrix", lambda: matrix_rows(matrix, args.n, args.reads)),
             ("dict", lambda: dict_rows(table, keys)),
-            ("http", lambda: http_rows(matrix, table, recs, args.n, keys[0], keys[1])),
+            ("http", lambda: http_rows(matrix, table, recs, args.n, args.keys, keys[0], keys[1])),
             ("frames", lambda: frame_rows(recs, args.records)),
         ):
             print(f"running {name} ...", file=sys.stderr, flush=True)
