@@ -5,9 +5,10 @@
 //   {"kind": "reads", "path", "paths", "rounds"}     reader.read(path) for each path: seconds
 //                                                    per read (best round), storage requests
 //                                                    of the first round, the values read
-//   {"kind": "requests", "target", "paths"}          a fresh reader per path: requests to open,
+//   {"kind": "requests", "target", "paths", "next"?} a fresh reader per path: requests to open,
 //                                                    then to read the path, then to read it
-//                                                    again; frames decompressed likewise
+//                                                    again, then (next[i]) another path;
+//                                                    frames decompressed likewise
 import { readFileSync } from "node:fs";
 
 let msglc;
@@ -72,14 +73,21 @@ async function readsJob() {
 
 async function requestsJob() {
   const out = [];
-  for (const p of job.paths) {
+  for (const [n, p] of job.paths.entries()) {
     const reader = await msglc.open(job.target);
     const a = { ...reader.stats };
     await reader.read(p);
     const b = { ...reader.stats };
     await reader.read(p);
     const c = { ...reader.stats };
+    let other = null;
+    if (job.next) {
+      await reader.read(job.next[n]);
+      const d = { ...reader.stats };
+      other = { requests: d.requests - c.requests, frames: d.framesDecompressed - c.framesDecompressed };
+    }
     out.push({
+      other,
       path: p,
       open: a.requests,
       first: b.requests - a.requests,
