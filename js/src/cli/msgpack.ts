@@ -45,7 +45,11 @@ export function decodeMany(bytes: Uint8Array): MP[] {
   return out;
 }
 
-const MAX_DEPTH = 5000;
+/** Nesting the command line prints (its decoder and writers recurse; Python's loop). */
+const MAX_DEPTH = 2500;
+
+/** A value nested deeper than `MAX_DEPTH`: valid msgpack that msglc-js does not print. */
+export class TooDeepError extends Error {}
 
 class Parser {
   at = 0;
@@ -84,7 +88,9 @@ class Parser {
   }
 
   value(depth: number): MP {
-    if (depth > MAX_DEPTH) throw new CorruptedError(`msgpack nested deeper than ${MAX_DEPTH} levels at offset ${this.at}`);
+    if (depth > MAX_DEPTH) {
+      throw new TooDeepError(`a value nested deeper than ${MAX_DEPTH} levels (at offset ${this.at}): msglc-js does not print values this deep`);
+    }
     const start = this.at;
     const c = this.u8();
     if (c <= 0x7f) return { t: "int", v: BigInt(c) };
@@ -571,21 +577,21 @@ export function writeJson(v: MP, parts: string[]): void {
       return;
     case "arr":
       parts.push("[");
-      v.items.forEach((x, i) => {
+      for (let i = 0; i < v.items.length; i++) {
         if (i) parts.push(", ");
-        writeJson(x, parts);
-      });
+        writeJson(v.items[i], parts);
+      }
       parts.push("]");
       return;
     case "map": {
       // Python's dict: a repeated key keeps its first place and its last value
       const entries = dedupe(v.entries);
       parts.push("{");
-      entries.forEach(([k, x], i) => {
+      for (let i = 0; i < entries.length; i++) {
         if (i) parts.push(", ");
-        parts.push(jsonKey(k), ": ");
-        writeJson(x, parts);
-      });
+        parts.push(jsonKey(entries[i][0]), ": ");
+        writeJson(entries[i][1], parts);
+      }
       parts.push("}");
       return;
     }

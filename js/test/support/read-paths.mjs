@@ -25,6 +25,9 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 
+// (nothing when `node --test test/` loads this file as one of its tests)
+if (process.env.NODE_TEST_CONTEXT) process.exit(0);
+
 const here = new URL("../../dist/", import.meta.url);
 let dist;
 try {
