@@ -15,7 +15,7 @@ import { existsSync, openSync, readSync, closeSync, fstatSync, realpathSync } fr
 import { parseArgs } from "node:util";
 import { pathToFileURL } from "node:url";
 import { open, type LazyReader } from "../reader.js";
-import type { LazyView } from "../read/types.js";
+import type { AxisSelection, LazyView, NDArray } from "../read/types.js";
 import { KeyNotFoundError, IndexOutOfRangeError, MsglcError, NotAnArchiveError } from "../errors.js";
 import { parseNode, type Node, type NodeRef } from "../format/nodes.js";
 import {
@@ -35,7 +35,9 @@ import {
 } from "./msgpack.js";
 import {
   ArrayIndexError,
+  type ArrayValue,
   type AxisKey,
+  scalar,
   dtypeName,
   parseDescr,
   pyRepr,
@@ -126,6 +128,27 @@ export async function resolve(at: Found, segs: string[], done: string[]): Promis
     const seg = segs[depth];
     const where = [...done, ...segs.slice(0, depth + 1)];
     if (at.f === "list") throw new PathError("TypeError", `cannot look up ${strRepr(seg)} in a list`);
+    if (at.f === "view" && at.view.lazyPart && at.view.kind === "array") {
+      // an array with a node of its own: only the elements the path selects are read
+      const view = at.view;
+      const shape = view.shape ?? [];
+      const nd = shape.length;
+      const take = segs.slice(depth, depth + Math.max(nd, 1));
+      const upto = [...done, ...segs.slice(0, depth + take.length)];
+      const keys: AxisKey[] = take.map((s, k) => listIndex(s, k < nd ? shape[k] : 0, [...done, ...segs.slice(0, depth + k + 1)]));
+      checkArrayKeys(keys, shape, upto);
+      const dtype = view.dtype ?? "";
+      const descr = dtype.startsWith("[") ? descrMP(JSON.parse(dtype)) : ({ t: "str", v: dtype } as MP);
+      const axes: AxisSelection[] = keys.map((k) => (typeof k === "number" ? k : [k.start, k.stop, k.step]));
+      const got = fromNDArray(descr, await view.slice(...axes), keys.length === nd && keys.every((k) => typeof k === "number"));
+      const rest = segs.slice(depth + take.length);
+      if (got.t !== "ndarray" && rest.length) {
+        const a = { descr, dt: parseDescr(descr, 0), shape: [], tile: null, elements: new Uint8Array(0) };
+        const kind = a.dt.kind === "struct" ? "void" : scalarTypeName(a);
+        throw new PathError("TypeError", `cannot look up ${strRepr(rest[0])} in a ${kind} (at ${joined(upto)})`);
+      }
+      return resolve({ f: "value", v: got }, rest, upto);
+    }
     if (at.f === "view" && (!at.view.lazyPart || at.view.kind === "value" || at.view.kind === "array")) {
       at = { f: "value", v: await decoded(at.view) };
     }
@@ -202,6 +225,40 @@ export async function resolve(at: Found, segs: string[], done: string[]): Promis
     throw new PathError("TypeError", `cannot look up ${strRepr(seg)} in a ${kind} (at ${joined(where.slice(0, -1)) || "the root"})`);
   }
   return at;
+}
+
+/** NumPy's IndexError for an int index out of its axis, or too many indices. */
+function checkArrayKeys(keys: AxisKey[], shape: number[], upto: string[]): void {
+  if (keys.length > shape.length) {
+    throw new PathError(
+      "IndexError",
+      `too many indices for array: array is ${shape.length}-dimensional, but ${keys.length} were indexed (at ${joined(upto)})`,
+    );
+  }
+  keys.forEach((k, i) => {
+    if (typeof k === "number" && (k < -shape[i] || k >= shape[i])) {
+      throw new PathError("IndexError", `index ${k} is out of bounds for axis ${i} with size ${shape[i]} (at ${joined(upto)})`);
+    }
+  });
+}
+
+/** A selection `slice()` gave, as the stored form: elements in C order and the dtype's byte
+ * order (typed arrays hold host order; a `Uint8Array` of a wider dtype holds stored bytes). */
+function fromNDArray(descr: MP, nd: NDArray, scalarWanted: boolean): MP {
+  const dt = parseDescr(descr, 0);
+  const d = nd.data;
+  let bytes = new Uint8Array(d.buffer, d.byteOffset, d.byteLength).slice();
+  const lane = d.BYTES_PER_ELEMENT;
+  const big = dt.kind === "simple" && dt.order === ">";
+  const littleHost = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+  if (lane > 1 && big === littleHost) {
+    for (let at = 0; at + lane <= bytes.length; at += lane) bytes.subarray(at, at + lane).reverse();
+  }
+  if (bytes.length !== nd.shape.reduce((a, b) => a * b, 1) * dt.size) {
+    bytes = bytes.slice(0, nd.shape.reduce((a, b) => a * b, 1) * dt.size);
+  }
+  const a: ArrayValue = { descr, dt, shape: nd.shape.slice(), tile: null, elements: bytes };
+  return scalarWanted && a.shape.length === 0 ? scalar(a) : { t: "ndarray", a };
 }
 
 /** Python's KeyError of a path: `'x' not found (at a/x)`. */
