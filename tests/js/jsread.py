@@ -5,9 +5,11 @@ js/test/support/read-paths.mjs)."""
 from __future__ import annotations
 
 import base64
+import io
 import json
 import math
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +18,7 @@ import pytest
 import msglc
 from msglc import LazyArray, LazyDict, LazyList
 from msglc.cli.commands import LAZY, to_json, to_plain
+from msglc.cli.commands import main as msglc_main
 from msglc.cli.nested import msgpack_bytes
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -72,6 +75,36 @@ def js_read_many(
     lines = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
     assert len(lines) == len(archives) + 1, proc.stderr[-2000:]
     return lines[:-1]
+
+
+# ---- the two command lines ---------------------------------------------------------------------
+
+MAIN = JS / "dist" / "cli" / "main.js"
+
+
+def js_cli(*args: str) -> tuple[int, bytes, str]:
+    require_dist()
+    proc = subprocess.run(["node", str(MAIN), *args], capture_output=True, timeout=60, check=False, cwd=ROOT)
+    return proc.returncode, proc.stdout, proc.stderr.decode()
+
+
+def py_cli(*args: str) -> tuple[int, bytes, str]:
+    out = io.BytesIO()
+    err = io.StringIO()
+    stdout, stderr = sys.stdout, sys.stderr
+    wrapper = io.TextIOWrapper(out, encoding="utf-8", newline="\n")
+    sys.stdout, sys.stderr = wrapper, err
+    try:
+        try:
+            status = msglc_main(list(args))
+        except SystemExit as e:  # argparse's usage errors
+            status = int(e.code or 0)
+        wrapper.flush()
+        printed = out.getvalue()
+    finally:
+        sys.stdout, sys.stderr = stdout, stderr
+        wrapper.detach()
+    return status, printed, err.getvalue()
 
 
 # ---- the Python side ---------------------------------------------------------------------------

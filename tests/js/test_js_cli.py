@@ -4,43 +4,12 @@ name) for a missing file, a file that is not an archive, a missing key and bad a
 
 from __future__ import annotations
 
-import io
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from jsread import JS, ROOT, require_dist
-
-from msglc.cli.commands import main as msglc_main
+from jsread import ROOT, js_cli, py_cli
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
-MAIN = JS / "dist" / "cli" / "main.js"
-
-
-def js_cli(*args: str) -> tuple[int, bytes, str]:
-    require_dist()
-    proc = subprocess.run(["node", str(MAIN), *args], capture_output=True, timeout=60, check=False, cwd=ROOT)
-    return proc.returncode, proc.stdout, proc.stderr.decode()
-
-
-def py_cli(*args: str) -> tuple[int, bytes, str]:
-    out = io.BytesIO()
-    err = io.StringIO()
-    stdout, stderr = sys.stdout, sys.stderr
-    wrapper = io.TextIOWrapper(out, encoding="utf-8", newline="\n")
-    sys.stdout, sys.stderr = wrapper, err
-    try:
-        try:
-            status = msglc_main(list(args))
-        except SystemExit as e:  # argparse's usage errors
-            status = int(e.code or 0)
-        wrapper.flush()
-        printed = out.getvalue()
-    finally:
-        sys.stdout, sys.stderr = stdout, stderr
-        wrapper.detach()
-    return status, printed, err.getvalue()
 
 
 def g(name: str) -> str:

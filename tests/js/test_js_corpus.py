@@ -9,7 +9,7 @@ import random
 
 import pytest
 from corpus import write_corpus
-from jsread import api_expected, cli_answer, js_read_many, random_paths, same_api, same_cli
+from jsread import api_expected, cli_answer, js_cli, js_read_many, py_cli, random_paths, same_api, same_cli
 
 import msglc
 
@@ -42,6 +42,21 @@ def test_both_readers_agree_on_random_paths_of_the_corpus(corpus, half):
                 problems.append(f"{archive.name} {p!r}: {diff}")
     assert total >= 1500  # per half: thousands in all
     assert not problems, f"{len(problems)} of {total} paths differ:\n" + "\n".join(problems[:20])
+
+
+def test_msglc_js_info_and_ls_print_what_msglc_prints(corpus):
+    """Byte for byte, for every archive of the corpus (node counts, sizes, compression,
+    free space and slack after append; the root's children)."""
+    problems = []
+    for archive in corpus:
+        for args in (("info", str(archive)), ("ls", str(archive))):
+            py, js = py_cli(*args), js_cli(*args)
+            if py[:2] != js[:2]:
+                problems.append(
+                    f"{' '.join(args)}: status {js[0]} ({js[2].strip()})\nPython:\n{py[1].decode()}\n"
+                    f"JS:\n{js[1].decode()}"
+                )
+    assert not problems, "\n".join(problems[:5])
 
 
 def _read(plan):
