@@ -5,7 +5,9 @@ hash-indexed dict at most 2 more; a compressed archive at most 1 more for its se
 
 from __future__ import annotations
 
+import json
 import subprocess
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -47,11 +49,20 @@ def server():
         proc.wait()
 
 
+def served(base: str) -> list[dict]:
+    """The requests the server logged since the last call (and forget them)."""
+    with urllib.request.urlopen(f"{base}/__log?clear=1", timeout=10) as reply:
+        return json.loads(reply.read())
+
+
 @pytest.mark.parametrize(("name", "path", "budget"), READS)
 def test_one_value_over_http_within_the_request_budget(server, name, path, budget):
     with msglc.LazyReader(str(GOLDEN / name)) as r:
         want = api_expected(r, path)
+    served(server)
     (line,), stats = js_read(f"{server}/{name}", [path], "--api", "--no-cli", "--timeout-ms", "20000")
+    log = served(server)
+    assert len(log) == stats["stats"]["requests"], f"the server saw {len(log)} requests, the reader counted {stats}"
     assert same_api(want, line) is None, same_api(want, line)
     assert stats["opened"]["requests"] <= 2, f"opening took {stats['opened']['requests']} requests"
     extra = stats["stats"]["requests"] - stats["opened"]["requests"]
