@@ -548,7 +548,7 @@ async function cmdInfo(file: string): Promise<void> {
       if ("kids" in node) for (const kid of node.kids.values()) stack.push(kid);
     }
     const root = await reader.lazy("");
-    const [kind, length] = root.lazyPart ? [root.kind === "array" ? "array" : root.kind, root.length] : typeOf(await decoded(root));
+    const [kind, length] = root.lazyPart && root.kind !== "array" ? [root.kind, root.length] : await row({ f: "view", view: root });
     const dataSize = num("data_size", body.dataLength);
     const free = num("free_space", 0);
     let data = `${commas(dataSize)} bytes (plain msgpack)`;
