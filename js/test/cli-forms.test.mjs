@@ -39,6 +39,13 @@ test("ints and floats stay apart in JSON, keys as Python writes them", () => {
   assert.equal(jsonText(decode(bytes)), '{"1": 1.0, "\\u00e9": "AA==", "null": [2, NaN]}');
 });
 
+test("--indent writes JSON as json.dumps(indent=N) does", () => {
+  // {"a": [1, []], "b": {}}
+  const bytes = hex("82 a161 92 01 90 a162 80");
+  assert.equal(jsonText(decode(bytes), 2), '{\n  "a": [\n    1,\n    []\n  ],\n  "b": {}\n}');
+  assert.equal(jsonText(decode(bytes), 0), '{\n"a": [\n1,\n[]\n],\n"b": {}\n}');
+});
+
 test("timestamps print as UTC isoformat and re-encode in their smallest form", () => {
   assert.equal(isoformat(86400n, 5000), "1970-01-02T00:00:00.000005+00:00");
   // a timestamp 96 of a small second count becomes a timestamp 32

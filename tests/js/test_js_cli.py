@@ -34,6 +34,8 @@ SAME_OUTPUT = [
     ("get", g("small-dict.mlc"), "c"),
     ("get", g("int-keys.mlc"), ""),
     ("get", g("appended.mlc"), "z/1:4"),
+    ("get", "--indent", "2", g("numpy.mlc"), ""),
+    ("get", "--indent", "0", g("combined.mlc"), "x"),
     ("get", "--format", "msgpack", g("appended.mlc"), ""),
     ("get", "--format", "msgpack", g("appended.mlc"), "y"),
     ("get", "--format", "msgpack", g("tiled-zstd.mlc"), ""),
@@ -63,6 +65,7 @@ ERRORS = [
     (("info", "no-such-file.mlc"), 1),
     (("get", g("small-dict.mlc")), 2),
     (("get", "--format", "xml", g("small-dict.mlc"), "a"), 2),
+    (("get", "--format", "msgpack", "--indent", "2", g("small-dict.mlc"), "a"), 2),
 ]
 
 

@@ -4,7 +4,7 @@
  *
  *     msglc-js info FILE
  *     msglc-js ls FILE [PATH] [--limit N]
- *     msglc-js get [--format json|msgpack] FILE PATH
+ *     msglc-js get [--format json|msgpack] [--indent N] FILE PATH
  *
  * The output follows the Python command's conventions exactly (msglc/cli/commands.py):
  * `get --format msgpack` prints the same bytes, `get --format json` the same JSON text (bytes
@@ -359,7 +359,7 @@ async function readPath(reader: LazyReader, path: string): Promise<Found> {
   }
 }
 
-async function cmdGet(file: string, path: string, format: string): Promise<void> {
+async function cmdGet(file: string, path: string, format: string, indent: number | null): Promise<void> {
   await withReader(file, async (reader) => {
     const found = await readPath(reader, path);
     if (format === "msgpack") {
@@ -367,7 +367,7 @@ async function cmdGet(file: string, path: string, format: string): Promise<void>
     } else {
       let text: string;
       try {
-        text = jsonText(await plain(found)) + "\n";
+        text = jsonText(await plain(found), indent) + "\n";
       } catch (e) {
         if (e instanceof JsonKeyError) throw new PathError("TypeError", e.message);
         throw e;
@@ -670,7 +670,7 @@ Look inside msglc archives from Node (the Python msglc command's info, ls and ge
 
   ${PROG} info FILE                         format, sizes, threshold, TOC node counts, the root
   ${PROG} ls FILE [PATH] [--limit N]         the children at PATH: type, length, encoded size
-  ${PROG} get [--format json|msgpack] FILE PATH
+  ${PROG} get [--format json|msgpack] [--indent N] FILE PATH
                                             the value at PATH as JSON (default) or msgpack
 
 Errors are one line on stderr with exit status 1 (2 for bad arguments).
@@ -712,13 +712,19 @@ export async function main(argv: string[]): Promise<number> {
       const limit = values.limit === undefined ? 1000 : count(values.limit, 1, "--limit");
       await cmdLs(positionals[0], positionals[1] ?? "", limit);
     } else if (command === "get") {
-      const { values, positionals } = parseArgs({ args: rest, allowPositionals: true, options: { format: { type: "string" } } });
+      const { values, positionals } = parseArgs({
+        args: rest,
+        allowPositionals: true,
+        options: { format: { type: "string" }, indent: { type: "string" } },
+      });
       required(positionals, ["file", "path"]);
       const format = values.format ?? "json";
       if (format !== "json" && format !== "msgpack") {
         throw new UsageError(`argument --format: invalid choice: ${strRepr(format)} (choose from 'json', 'msgpack')`);
       }
-      await cmdGet(positionals[0], positionals[1], format);
+      const indent = values.indent === undefined ? null : count(values.indent, 0, "--indent");
+      if (indent !== null && format !== "json") throw new UsageError(`--indent is for JSON output, not --format ${format}`);
+      await cmdGet(positionals[0], positionals[1], format, indent);
     } else {
       throw new UsageError(`argument COMMAND: invalid choice: ${strRepr(command)} (choose from 'info', 'ls', 'get')`);
     }

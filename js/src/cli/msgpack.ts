@@ -548,14 +548,34 @@ function jsonKey(k: MP): string {
   }
 }
 
-/** `json.dumps(value, default=json_default)` of the Python command (msglc/cli/commands.py). */
-export function jsonText(v: MP): string {
+/** `json.dumps(value, default=json_default, indent=indent)` of the Python command
+ * (msglc/cli/commands.py): one line, or `indent` spaces a level. */
+export function jsonText(v: MP, indent: number | null = null): string {
   const parts: string[] = [];
-  writeJson(v, parts);
+  writeJson(v, parts, indent === null ? null : " ".repeat(indent), "");
   return parts.join("");
 }
 
-export function writeJson(v: MP, parts: string[]): void {
+export function writeJson(v: MP, parts: string[], step: string | null = null, at = ""): void {
+  if (step !== null && (v.t === "arr" || v.t === "map")) {
+    const entries = v.t === "map" ? dedupe(v.entries) : null;
+    const n = entries ? entries.length : (v as { items: MP[] }).items.length;
+    if (!n) {
+      parts.push(entries ? "{}" : "[]");
+      return;
+    }
+    const inner = at + step;
+    parts.push(entries ? "{" : "[");
+    for (let i = 0; i < n; i++) {
+      parts.push(i ? ",\n" + inner : "\n" + inner);
+      if (entries) {
+        parts.push(jsonKey(entries[i][0]), ": ");
+        writeJson(entries[i][1], parts, step, inner);
+      } else writeJson((v as { items: MP[] }).items[i], parts, step, inner);
+    }
+    parts.push("\n" + at + (entries ? "}" : "]"));
+    return;
+  }
   switch (v.t) {
     case "nil":
       parts.push("null");
@@ -599,7 +619,7 @@ export function writeJson(v: MP, parts: string[]): void {
       parts.push(pyJsonString(isoformat(v.sec, v.nsec)));
       return;
     case "ndarray":
-      parts.push(arrayJson(v.a));
+      parts.push(arrayJson(v.a, step, at));
       return;
   }
 }

@@ -246,41 +246,52 @@ function half(bits: number): number {
   return s * (1 + m / 1024) * 2 ** (e - 15);
 }
 
-/** The JSON of one item of dtype `dt` at `at` in `b` (what `tolist()` then json write). */
-function itemJson(dt: DType, b: Uint8Array, at: number): string {
+/** A JSON list as Python's json module writes it: one line, or (`step` not null) one item a
+ * line, indented by `step` a level; `items` write themselves at the indentation given. */
+function jsonList(items: Array<(at: string) => string>, step: string | null, at: string): string {
+  if (step === null) return "[" + items.map((f) => f(at)).join(", ") + "]";
+  if (!items.length) return "[]";
+  const inner = at + step;
+  return "[\n" + inner + items.map((f) => f(inner)).join(",\n" + inner) + "\n" + at + "]";
+}
+
+/** The JSON of one item of dtype `dt` at `p` in `b` (what `tolist()` then json write). */
+function itemJson(dt: DType, b: Uint8Array, p: number, step: string | null, at: string): string {
   if (dt.kind === "struct") {
-    return (
-      "[" +
-      dt.fields
-        .map((f) => (f.shape.length ? subJson(f.dt, f.shape, b, at + f.offset) : itemJson(f.dt, b, at + f.offset)))
-        .join(", ") +
-      "]"
+    return jsonList(
+      dt.fields.map((f) => (here: string) =>
+        f.shape.length ? subJson(f.dt, f.shape, b, p + f.offset, step, here) : itemJson(f.dt, b, p + f.offset, step, here),
+      ),
+      step,
+      at,
     );
   }
   const le = dt.order === "<" || (dt.order !== ">" && LITTLE_HOST);
   const v = view(b);
   switch (dt.code) {
     case "b":
-      return b[at] ? "true" : "false";
+      return b[p] ? "true" : "false";
     case "i":
     case "u":
-      return intAt(v, at, dt.size, dt.code === "i", le).toString();
+      return intAt(v, p, dt.size, dt.code === "i", le).toString();
     case "f":
-      return pyFloat(floatAt(v, at, dt.size, le, dt.descr));
+      return pyFloat(floatAt(v, p, dt.size, le, dt.descr));
     case "c": {
       const h = dt.size / 2;
-      return `[${pyFloat(floatAt(v, at, h, le, dt.descr))}, ${pyFloat(floatAt(v, at + h, h, le, dt.descr))}]`;
+      const re = pyFloat(floatAt(v, p, h, le, dt.descr));
+      const im = pyFloat(floatAt(v, p + h, h, le, dt.descr));
+      return jsonList([() => re, () => im], step, at);
     }
     case "S":
-      return '"' + base64(stripNul(b.subarray(at, at + dt.size))) + '"';
+      return '"' + base64(stripNul(b.subarray(p, p + dt.size))) + '"';
     case "V":
-      return '"' + base64(b.subarray(at, at + dt.size)) + '"';
+      return '"' + base64(b.subarray(p, p + dt.size)) + '"';
     case "U":
-      return pyJsonString(ucs4(v, at, dt.count, le));
+      return pyJsonString(ucs4(v, p, dt.count, le));
     case "M":
-      return pyJsonString(datetimeText(intAt(v, at, 8, true, le), dt.unit));
+      return pyJsonString(datetimeText(intAt(v, p, 8, true, le), dt.unit));
     case "m":
-      return intAt(v, at, 8, true, le).toString();
+      return intAt(v, p, 8, true, le).toString();
   }
   throw new UnsupportedVersionError(`dtype ${dt.descr} has no JSON form here`);
 }
@@ -381,18 +392,19 @@ function datetimeText(x: bigint, unit: string): string {
   return digits ? `${text}.${frac.toString().padStart(digits, "0")}` : text;
 }
 
-function subJson(dt: DType, shape: number[], b: Uint8Array, at: number): string {
-  if (shape.length === 0) return itemJson(dt, b, at);
+function subJson(dt: DType, shape: number[], b: Uint8Array, p: number, step: string | null, at: string): string {
+  if (shape.length === 0) return itemJson(dt, b, p, step, at);
   const [n, ...rest] = shape;
-  const step = rest.reduce((x, y) => x * y, 1) * dt.size;
-  const parts: string[] = [];
-  for (let i = 0; i < n; i++) parts.push(subJson(dt, rest, b, at + i * step));
-  return "[" + parts.join(", ") + "]";
+  const size = rest.reduce((x, y) => x * y, 1) * dt.size;
+  const items: Array<(here: string) => string> = [];
+  for (let i = 0; i < n; i++) items.push((here) => subJson(dt, rest, b, p + i * size, step, here));
+  return jsonList(items, step, at);
 }
 
-/** JSON of `array.tolist()` as the Python command writes it. */
-export function arrayJson(a: ArrayValue): string {
-  return subJson(a.dt, a.shape, cOrder(a), 0);
+/** JSON of `array.tolist()` as the Python command writes it (`step`: the indentation a
+ * level, or null for one line; `at`: the indentation where the array starts). */
+export function arrayJson(a: ArrayValue, step: string | null = null, at = ""): string {
+  return subJson(a.dt, a.shape, cOrder(a), 0, step, at);
 }
 
 // ---- indexing -----------------------------------------------------------------------------
