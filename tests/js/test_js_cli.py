@@ -84,3 +84,21 @@ def test_the_same_errors_as_msglc(args, status):
         assert js[2].startswith(f"msglc-js {args[0]}: "), js[2]
     else:
         assert js_text == py_text
+
+
+@pytest.fixture(scope="module")
+def big_dicts(tmp_path_factory):
+    """Dicts of more than 10,000 keys: the hint probes keys one edit away instead of listing."""
+    import msglc
+
+    path = tmp_path_factory.mktemp("big") / "big.mlc"
+    msglc.dump(path, {"table": {f"key{i:06d}": i for i in range(12000)}, "n": {i * 3: 0 for i in range(11000)}})
+    return str(path)
+
+
+@pytest.mark.parametrize("path", ["table/key00123x", "table/kye001234", "table/KEY001234", "table/zzzz", "n/301"])
+def test_the_same_hint_for_a_missing_key_of_a_big_dict(big_dicts, path):
+    py = py_cli("get", big_dicts, path)
+    js = js_cli("get", big_dicts, path)
+    assert py[0] == js[0] == 1
+    assert js[2].split(": ", 1)[1] == py[2].split(": ", 1)[1]

@@ -3,11 +3,14 @@
  * to the one asked are chosen as Python's `difflib.get_close_matches` chooses them.
  */
 import type { LazyView } from "../read/types.js";
+import { KeyNotFoundError } from "../errors.js";
 import { type MP, dedupe } from "./msgpack.js";
 import { pyRepr } from "./numpy.js";
 
 const SCAN_KEYS = 10_000; // up to this many keys, every key is compared
 const SCAN_BYTES = 16 << 20; // and a hash-indexed dict's entries take at most this many bytes
+const PROBES = 20_000; // at most this many lookups of keys one edit away, for larger dicts
+const SAMPLE_KEYS = 256; // keys read from the start of a large dict to learn the characters its keys use
 
 /** Longest-match blocks as difflib.SequenceMatcher finds them (no junk): the matched count. */
 function matched(a: string[], b: string[]): number {
@@ -76,8 +79,9 @@ export async function closeKeysHint(d: LazyView | MP, missing: string): Promise<
     if ("t" in d) {
       if (d.t !== "map") return "";
       keys = dedupe(d.entries).map(([k]) => mpKey(k)).filter((k) => k !== null);
+    } else if (d.length > SCAN_KEYS || (await d.storedSize()) > SCAN_BYTES) {
+      return listed(await probedKeys(d, missing));
     } else {
-      if (d.length > SCAN_KEYS || (await d.storedSize()) > SCAN_BYTES) return "";
       keys = await d.keys(0, d.length);
     }
     const byText = new Map<string, string>();
@@ -85,11 +89,78 @@ export async function closeKeysHint(d: LazyView | MP, missing: string): Promise<
       const [text, repr] = keyText(k);
       if (!byText.has(text)) byText.set(text, repr);
     }
-    const names = closeMatches(missing, [...byText.keys()]).map((t) => byText.get(t) as string);
-    if (!names.length) return "";
-    const listed = names.length === 1 ? names[0] : names.slice(0, -1).join(", ") + " or " + names[names.length - 1];
-    return `; did you mean ${listed}?`;
+    return listed(closeMatches(missing, [...byText.keys()]).map((t) => byText.get(t) as string));
   } catch {
     return "";
   }
+}
+
+function listed(names: string[]): string {
+  if (!names.length) return "";
+  const text = names.length === 1 ? names[0] : names.slice(0, -1).join(", ") + " or " + names[names.length - 1];
+  return `; did you mean ${text}?`;
+}
+
+/** The keys of a large dict one edit away from `missing` (msglc/cli/hints.py `close_keys`:
+ * its keys are never listed; at most PROBES lookups), nearest first, as reprs. */
+async function probedKeys(d: LazyView, missing: string): Promise<string[]> {
+  const alphabet = new Set(Array.from(missing));
+  for (const k of await d.keys(0, Math.min(SAMPLE_KEYS, d.length))) for (const c of Array.from(String(k))) alphabet.add(c);
+  const found = new Map<string, string>();
+  for (const text of oneEditAway(missing, [...alphabet].sort(byCodePoint), PROBES)) {
+    for (const key of [text, intKey(text)]) {
+      if (key === null || found.has(text)) continue;
+      try {
+        await d.get(key);
+        found.set(text, keyText(key)[1]);
+      } catch (e) {
+        if (!(e instanceof KeyNotFoundError)) throw e;
+      }
+    }
+  }
+  return closeMatches(missing, [...found.keys()], 3, 0).map((t) => found.get(t) as string);
+}
+
+function byCodePoint(a: string, b: string): number {
+  return (a.codePointAt(0) ?? 0) - (b.codePointAt(0) ?? 0);
+}
+
+/** The int key a path segment also names (`-?[0-9]+`), else null. */
+function intKey(text: string): number | bigint | null {
+  if (!/^-?[0-9]+$/.test(text)) return null;
+  const n = BigInt(text);
+  return n >= BigInt(Number.MIN_SAFE_INTEGER) && n <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(n) : n;
+}
+
+function title(word: string): string {
+  let out = "";
+  let prevCased = false;
+  for (const c of word) {
+    const cased = c.toLowerCase() !== c.toUpperCase();
+    out += cased ? (prevCased ? c.toLowerCase() : c.toUpperCase()) : c;
+    prevCased = cased;
+  }
+  return out;
+}
+
+function swapcase(word: string): string {
+  let out = "";
+  for (const c of word) out += c === c.toUpperCase() ? c.toLowerCase() : c.toUpperCase();
+  return out;
+}
+
+/** Python's `one_edit_away`: distinct strings one edit from `word`, case variants first. */
+export function oneEditAway(word: string, alphabet: string[], limit: number): string[] {
+  const w = Array.from(word);
+  const m = w.length;
+  const room = Math.max(0, Math.floor((limit - 2 * m - 3) / (2 * m + 1)));
+  const letters = alphabet.slice(0, room);
+  const out = new Set<string>([word.toLowerCase(), word.toUpperCase(), title(word), swapcase(word)]);
+  const cut = (a: number, b: number): string => w.slice(a, b).join("");
+  for (let i = 0; i < m; i++) out.add(cut(0, i) + cut(i + 1, m));
+  for (let i = 0; i < m - 1; i++) out.add(cut(0, i) + w[i + 1] + w[i] + cut(i + 2, m));
+  for (let i = 0; i < m; i++) for (const c of letters) out.add(cut(0, i) + c + cut(i + 1, m));
+  for (let i = 0; i <= m; i++) for (const c of letters) out.add(cut(0, i) + c + cut(i, m));
+  out.delete(word);
+  return [...out].slice(0, limit);
 }
