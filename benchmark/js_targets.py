@@ -110,7 +110,9 @@ def dict_rows(path: Path, keys: list[str]) -> list[Row]:
     ]  # fmt: skip
 
 
-def http_rows(matrix: Path, table: Path, recs: Path, n: int, keys: int, key: str, key2: str) -> list[Row]:
+def http_rows(
+    matrix: Path, table: Path, recs: Path, n: int, keys: int, records_n: int, key: str, key2: str
+) -> list[Row]:
     if not SERVER.exists():
         return [Row("HTTP: js/test/support/range-server.mjs is missing", 0, "present", False)]
     proc = subprocess.Popen(
@@ -122,7 +124,7 @@ def http_rows(matrix: Path, table: Path, recs: Path, n: int, keys: int, key: str
         m = node({"kind": "requests", "target": f"{base}/{matrix.name}", "paths": [[n // 2, n // 3]]})[0]
         d = node({"kind": "requests", "target": f"{base}/{table.name}", "paths": [["table", key]]})[0]
         d2 = node({"kind": "requests", "target": f"{base}/{table.name}", "paths": [["table", key2]]})[0]
-        r = node({"kind": "requests", "target": f"{base}/{recs.name}", "paths": [["records", 12345]]})[0]
+        r = node({"kind": "requests", "target": f"{base}/{recs.name}", "paths": [["records", records_n * 2 // 5]]})[0]
     finally:
         proc.kill()
         proc.wait()
@@ -183,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
         for name, run in (
             ("matrix", lambda: matrix_rows(matrix, args.n, args.reads)),
             ("dict", lambda: dict_rows(table, keys)),
-            ("http", lambda: http_rows(matrix, table, recs, args.n, args.keys, keys[0], keys[1])),
+            ("http", lambda: http_rows(matrix, table, recs, args.n, args.keys, args.records, keys[0], keys[1])),
             ("frames", lambda: frame_rows(recs, args.records)),
         ):
             print(f"running {name} ...", file=sys.stderr, flush=True)
