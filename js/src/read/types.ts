@@ -60,4 +60,17 @@ export interface LazyView {
   readonly shape?: number[];
   /** Arrays: a basic-indexing selection, reading only the bytes (or tiles) it needs. */
   slice(...axes: AxisSelection[]): Promise<NDArray>;
+  /** The value's msgpack bytes exactly as stored: one contiguous run of the plain data
+   * section (Python's `protocol_raw_data()` of a lazy part). Used by `msglc-js get --format
+   * msgpack` and the cross-implementation tests. */
+  raw(): Promise<Uint8Array>;
+  /** How many bytes `raw()` gives (Python's `location().size`); for a part with a TOC node it
+   * is known from the node, without reading the data. */
+  storedSize(): Promise<number>;
+  /** True where Python's reader gives a lazy part (`LazyDict`, `LazyList`, `LazyArray`): the
+   * value has a TOC node of its own, or is a row of a fixed-stride list whose rows are not
+   * read whole (`stride >= lazy_min`); false for a value read whole (a small dict or list, a
+   * scalar, a small array). The Python command prints a lazy part's stored bytes and
+   * re-encodes any other value, so `msglc-js` needs to know which it is. */
+  readonly lazyPart: boolean;
 }

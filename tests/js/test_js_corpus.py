@@ -1,0 +1,64 @@
+"""A generated corpus (tests/js/corpus.py: every node kind, thresholds 0 to 8192, NumPy arrays
+of every dtype and byte order, compressed, sorted, combined, appended, streamed) read by both
+implementations at thousands of random paths, existing and missing, compared value by value:
+the two command lines' msgpack bytes and JSON, and the two libraries' values."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from corpus import write_corpus
+from jsread import api_expected, cli_answer, js_cli, js_read_many, py_cli, random_paths, same_api, same_cli
+
+import msglc
+
+PATHS_PER_ARCHIVE = 250
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    return write_corpus(tmp_path_factory.mktemp("corpus"))
+
+
+@pytest.mark.parametrize("half", [0, 1])
+def test_both_readers_agree_on_random_paths_of_the_corpus(corpus, half):
+    """Half of the corpus a test, so that the two test processes share the work."""
+    archives = corpus[half::2]
+    rng = random.Random(7 + half)
+    plan = []
+    for archive in archives:
+        with msglc.LazyReader(str(archive)) as r:
+            paths = random_paths(r, rng, PATHS_PER_ARCHIVE)
+            plan.append((archive, paths, [cli_answer(r, p) for p in paths], [api_expected(r, p) for p in paths]))
+    problems: list[str] = []
+    total = 0
+    for (archive, paths, cli, api), got in zip(plan, _read(plan), strict=True):
+        assert "open" not in got, f"{archive.name} does not open: {got['open']}"
+        for p, want_cli, want_api, have in zip(paths, cli, api, got["lines"], strict=True):
+            total += 1
+            diff = same_cli(want_cli, have) or same_api(want_api, have)
+            if diff:
+                problems.append(f"{archive.name} {p!r}: {diff}")
+    assert total >= 1500  # per half: thousands in all
+    assert not problems, f"{len(problems)} of {total} paths differ:\n" + "\n".join(problems[:20])
+
+
+def test_msglc_js_info_and_ls_print_what_msglc_prints(corpus):
+    """Byte for byte, for every archive of the corpus (node counts, sizes, compression,
+    free space and slack after append; the root's children)."""
+    problems = []
+    for archive in corpus:
+        for args in (("info", str(archive)), ("ls", str(archive))):
+            py, js = py_cli(*args), js_cli(*args)
+            if py[:2] != js[:2]:
+                problems.append(
+                    f"{' '.join(args)}: status {js[0]} ({js[2].strip()})\nPython:\n{py[1].decode()}\n"
+                    f"JS:\n{js[1].decode()}"
+                )
+    assert not problems, "\n".join(problems[:5])
+
+
+def _read(plan):
+    """All the archives' paths read by one node process."""
+    return js_read_many([a for a, *_ in plan], [paths for _, paths, *_ in plan], "--api", timeout=120)

@@ -1,0 +1,90 @@
+"""The golden archives read by both implementations, every path compared: what ``msglc-js
+get`` prints (msgpack bytes, JSON) against what ``msglc get`` prints, and the JavaScript
+``reader.read(path)`` against Python's ``reader[path]``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from jsread import (
+    PY_ERRORS,
+    all_paths,
+    api_expected,
+    cli_answer,
+    js_read_many,
+    plain_answer,
+    same_api,
+    same_cli,
+)
+
+import msglc
+
+GOLDEN = Path(__file__).resolve().parents[1] / "golden"
+ARCHIVES = sorted(GOLDEN.rglob("*.mlc"))
+
+
+def _report(problems: list[str], total: int) -> None:
+    assert not problems, f"{len(problems)} of {total} paths differ:\n" + "\n".join(problems[:20])
+
+
+def test_the_command_lines_forms_of_every_golden_value(tmp_path):
+    """msglc-js's own msgpack and JSON forms (from stored bytes, no reader involved) of every
+    value of every golden archive's data section, against the Python command's forms of the
+    same value read whole."""
+    problems: list[str] = []
+    total = 0
+    plan = []
+    for i, archive in enumerate(ARCHIVES):
+        with msglc.LazyReader(str(archive)) as r:
+            data = tmp_path / f"{i}-{archive.stem}.msgpack"
+            data.write_bytes(b"".join(bytes(c) for c in r.iter_protocol_raw_data()))
+            paths = all_paths(r)
+            expected = []
+            for p in paths:
+                try:
+                    expected.append(plain_answer(r[p]))
+                except (KeyError, IndexError, TypeError, ValueError) as e:
+                    expected.append({"error": next(n for c, n in PY_ERRORS.items() if isinstance(e, c))})
+        plan.append((archive, data, paths, expected))
+    answers = js_read_many([data for _, data, _, _ in plan], [paths for _, _, paths, _ in plan], "--data")
+    for (archive, _, paths, expected), got in zip(plan, answers, strict=True):
+        for p, want, have in zip(paths, expected, got["lines"], strict=True):
+            total += 1
+            diff = same_cli(want, have)
+            if diff:
+                problems.append(f"{archive.relative_to(GOLDEN)} {p!r}: {diff}")
+    _report(problems, total)
+
+
+def test_both_readers_agree_on_every_golden_path():
+    """Every path of every golden archive (1.3, 2.1 and the earlier 1.1 and 2.0): the two
+    command lines print the same msgpack bytes and equal JSON, and the two libraries read
+    equal values."""
+    problems: list[str] = []
+    total = 0
+    plan = []
+    for archive in ARCHIVES:
+        with msglc.LazyReader(str(archive)) as r:
+            paths = all_paths(r)
+            plan.append((archive, paths, [cli_answer(r, p) for p in paths], [api_expected(r, p) for p in paths]))
+    answers = js_read_many([a for a, *_ in plan], [paths for _, paths, *_ in plan], "--api", timeout=120)
+    for (archive, paths, cli, api), got in zip(plan, answers, strict=True):
+        assert "open" not in got, f"{archive.name} does not open: {got['open']}"
+        for p, want_cli, want_api, have in zip(paths, cli, api, got["lines"], strict=True):
+            total += 1
+            diff = same_cli(want_cli, have) or same_api(want_api, have)
+            if diff:
+                problems.append(f"{archive.relative_to(GOLDEN)} {p!r}: {diff}")
+    _report(problems, total)
+
+
+def test_several_archives_in_one_process():
+    """The batch form the damaged-archive test uses gives the same answers as one archive."""
+    archives = [GOLDEN / "hash-dict.mlc", GOLDEN / "tiled-zstd.mlc"]
+    paths = ["", "0", "key-7", "f8/3/4", "no/such"]
+    answers = js_read_many(archives, paths)
+    for archive, got in zip(archives, answers, strict=True):
+        with msglc.LazyReader(str(archive)) as r:
+            cli = [cli_answer(r, p) for p in paths]
+        diffs = [d for want, have in zip(cli, got["lines"], strict=True) if (d := same_cli(want, have))]
+        assert not diffs, (archive.name, diffs[:5])
