@@ -188,6 +188,7 @@ def _etag_matches(header: str, etag: str, weak: bool) -> bool:
 
 class Handler(BaseHTTPRequestHandler):
     server: ViewServer
+    started = False  # the archive's answer has begun: an error can no longer become a status
     protocol_version = "HTTP/1.1"
     server_version = "msglc-view"
     # headers and body go out in separate writes: without TCP_NODELAY, Nagle's algorithm and the
@@ -217,6 +218,11 @@ class Handler(BaseHTTPRequestHandler):
                 self.plain(HTTPStatus.PRECONDITION_FAILED, f"{e}\n", body)
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the page went away or cancelled a read
+            except Exception as e:  # a remote read failed, a local file vanished: say so, once
+                if self.started:
+                    self.close_connection = True  # the body is cut short; the page sees a short read
+                else:
+                    self.plain(HTTPStatus.BAD_GATEWAY, f"cannot read the archive: {type(e).__name__}: {e}\n", body)
         else:
             self.plain(HTTPStatus.NOT_FOUND, "not found: this server serves / (the viewer) and /archive\n", body)
 
@@ -250,6 +256,7 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(data)
 
     def archive(self, body: bool) -> None:
+        self.started = False
         version, read, close = self.server.archive.open()
         try:
             self.send_archive(version, read, body)
@@ -294,6 +301,7 @@ class Handler(BaseHTTPRequestHandler):
                 {**validators, "Content-Range": f"bytes */{size}"},
             )
             return
+        self.started = True
         if isinstance(wanted, tuple):
             start, end = wanted
             self.send_response(HTTPStatus.PARTIAL_CONTENT)

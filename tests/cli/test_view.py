@@ -250,3 +250,11 @@ def test_a_port_in_use_is_one_line(archive, capsys):
         assert main(["view", str(archive), "--no-browser", "--port", str(port)]) == 1
     err = capsys.readouterr().err
     assert f"cannot listen on 127.0.0.1:{port}" in err and "--port 0" in err
+
+
+def test_an_archive_that_cannot_be_read_is_a_502(archive):
+    with serving(str(archive)) as server:
+        archive.unlink()  # gone after the server started: the page gets a status, not a hang
+        status, _, body = get(server, "/archive", Range="bytes=0-15")
+    assert status == 502
+    assert b"cannot read the archive: FileNotFoundError" in body
