@@ -42,20 +42,27 @@ export const MAX_INDEXES = 256;
 
 /** A small least-recently-used map. */
 export class Lru<K, V> {
-  private readonly map = new Map<K, V>();
+  /** Entries in insertion order, each with a bit set when it was used since it last came up
+   * for eviction ("second chance"): a hit costs one `Map.get`, not a reordering. */
+  private readonly map = new Map<K, { v: V; used: boolean }>();
   constructor(private readonly max: number) {}
   get(k: K): V | undefined {
-    const v = this.map.get(k);
-    if (v !== undefined) {
-      this.map.delete(k);
-      this.map.set(k, v);
-    }
-    return v;
+    const e = this.map.get(k);
+    if (e === undefined) return undefined;
+    e.used = true;
+    return e.v;
   }
   set(k: K, v: V): void {
     this.map.delete(k);
-    this.map.set(k, v);
-    if (this.map.size > this.max) this.map.delete(this.map.keys().next().value as K);
+    this.map.set(k, { v, used: false });
+    while (this.map.size > this.max) {
+      const [oldest, e] = this.map.entries().next().value as [K, { v: V; used: boolean }];
+      this.map.delete(oldest);
+      if (e.used) {
+        e.used = false;
+        this.map.set(oldest, e);
+      }
+    }
   }
   get size(): number {
     return this.map.size;
@@ -439,6 +446,7 @@ function checkKey(stored: Uint8Array, expected: Uint8Array, where: number): void
 class HashDictView extends NodeView {
   readonly kind = "dict" as const;
   private kidKey: Map<number, Key> | null = null;
+  private idx: DictIndex | undefined;
   constructor(
     a: Archive,
     base: number,
@@ -517,7 +525,8 @@ class HashDictView extends NodeView {
       this.a.views.set(cacheKey, view);
       return view;
     }
-    const found = await this.a.index(node, this.base).find(kb);
+    this.idx ??= this.a.index(node, this.base);
+    const found = await this.idx.find(kb);
     if (found === null) throw new KeyNotFoundError(key, path);
     return new PlainView(this.a.decode(found.bytes, found.at), path, found.bytes);
   }
