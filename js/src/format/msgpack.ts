@@ -140,6 +140,20 @@ export function itemEnd(b: Uint8Array, p: number, where = 0): number {
   return p;
 }
 
+/** `itemEnd` with the common scalars (fixint, fixstr, str8, nil, bools, fixed-width
+ * numbers) stepped over inline: walking a dict's block for a key is one call per key and
+ * value, so this is the lookup's inner loop. */
+export function scalarEnd(b: Uint8Array, p: number, where = 0): number {
+  const m = b[p];
+  if (m < 0x80 || m >= 0xe0) return p + 1;
+  if (m >= 0xa0 && m <= 0xbf) return p + 1 + (m & 0x1f);
+  if (m === 0xd9) return p + 1 < b.length ? p + 2 + b[p + 1] : -1;
+  const fixed = FIXED[m];
+  if (fixed) return p + fixed;
+  if (m === 0xc0 || m === 0xc2 || m === 0xc3) return p + 1;
+  return itemEnd(b, p, where);
+}
+
 /** (type code, header size, payload size) of the extension value at `b[at]`, or null. */
 export function parseExtHeader(b: Uint8Array, at = 0): { code: number; size: number; length: number } | null {
   if (at >= b.length) return null;

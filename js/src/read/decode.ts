@@ -27,7 +27,7 @@
  * every count is checked against the bytes left before anything is allocated from it.
  */
 import { CorruptedError, MsglcError, UnsupportedVersionError } from "../errors.js";
-import { decodeArray, parseArrayHeader } from "./array.js";
+import { decodeArray, parseArrayHeader, type ArrayHeader } from "./array.js";
 
 /** Nesting deeper than this is refused as corrupted (msglc's writers never come near it). */
 export const MAX_DEPTH = 100_000;
@@ -321,6 +321,14 @@ class Decoder {
 
 const ARRAYS = new WeakSet<object>();
 
+/** The header and stored element bytes of each array decoded from an ext-78 value, so that a
+ * path or `slice()` can select from it as from a lazily read one. */
+const STORED = new WeakMap<object, { header: ArrayHeader; elements: Uint8Array }>();
+
+export function storedArray(x: object): { header: ArrayHeader; elements: Uint8Array } | undefined {
+  return STORED.get(x);
+}
+
 /** Note `x` as an NDArray the reader made (a decoded dict with keys "dtype", "shape" and
  * "data" is not one). */
 export function markArray<T extends object>(x: T): T {
@@ -341,7 +349,10 @@ export function decodeArrayExt(payload: Uint8Array, where: number): unknown {
   }
   try {
     const header = parseArrayHeader(payload.subarray(0, 4 + h), payload.length - 4 - h);
-    return markArray(decodeArray(header, payload.subarray(4 + h)));
+    const elements = payload.subarray(4 + h);
+    const array = markArray(decodeArray(header, elements));
+    STORED.set(array, { header, elements });
+    return array;
   } catch (e) {
     if (e instanceof MsglcError) {
       const Cls = e.constructor as new (m: string) => MsglcError;

@@ -18,7 +18,7 @@
 import { CorruptedError } from "../errors.js";
 import { crc32 } from "../util/crc32.js";
 import { u32, u64 } from "../util/bytes.js";
-import { itemEnd } from "../format/msgpack.js";
+import { itemEnd, scalarEnd } from "../format/msgpack.js";
 import { blockCount, blockWidth, fuseLayout, FUSE_CHUNK, keyOfId, type IndexedMapNode } from "../format/nodes.js";
 import { decodeValue } from "./decode.js";
 import { encodeKey } from "../format/msgpack.js";
@@ -117,6 +117,7 @@ export class DictIndex {
   private readonly blocks: number;
   private readonly kids: Kid[];
   private ready: Promise<void> | null = null;
+  private loaded = false;
 
   constructor(
     private readonly a: IndexReads,
@@ -140,7 +141,9 @@ export class DictIndex {
 
   private prepare(): Promise<void> {
     if (this.ready === null) {
-      this.ready = this.load();
+      this.ready = this.load().then(() => {
+        this.loaded = true;
+      });
       this.ready.catch(() => {
         this.ready = null;
       });
@@ -205,11 +208,13 @@ export class DictIndex {
 
   /** The value of the key encoded as `kb`, or null when the dict does not hold it. */
   async find(kb: Uint8Array): Promise<Found | null> {
-    await this.prepare();
+    if (!this.loaded) await this.prepare();
     const node = this.node;
     if (node.type === 3) return this.findEntry(kb);
     const h = crc32(kb);
-    const candidates = await this.candidates(kb, h);
+    // a lookup whose page is kept needs no read to name its blocks: no await for it
+    const kept = node.type === 6 && this.pages !== null ? this.kept?.get(pageOf(h, node.pageBits)) : undefined;
+    const candidates = kept !== undefined ? this.blocksOf(kept, h) : await this.candidates(kb, h);
     for (const [block, sharing] of candidates) {
       const found = await this.inBlock(kb, h, block, sharing);
       if (found) return found;
@@ -250,16 +255,28 @@ export class DictIndex {
       if (crc32(recs) !== pageCrc) throw this.damaged(`hash index page ${page} fails its checksum`);
       this.kept?.set(page, recs);
     }
+    return this.blocksOf(recs, h);
+  }
+
+  /** The blocks a type-6 page's records name for hash `h`, each with how many of its keys
+   * share the key's page and fingerprint. */
+  private blocksOf(recs: Uint8Array, h: number): Array<[number, number]> {
+    const bits = this.node.pageBits;
+    const size = 1 + blockWidth(this.blocks);
     const fp = fingerprint(h, bits);
-    const sharing = new Map<number, number>();
+    const out: Array<[number, number]> = [];
     for (let i = 0; i < recs.length; i += size) {
       if (recs[i] !== fp) continue;
       let block = 0;
       for (let j = size - 1; j >= 1; j--) block = block * 256 + recs[i + j];
-      if (block >= this.blocks) throw this.damaged(`hash index page ${page}: record ${i / size} names block ${block} of ${this.blocks}`);
-      sharing.set(block, (sharing.get(block) ?? 0) + 1);
+      if (block >= this.blocks) {
+        throw this.damaged(`hash index page ${pageOf(h, bits)}: record ${i / size} names block ${block} of ${this.blocks}`);
+      }
+      const seen = out.find((c) => c[0] === block);
+      if (seen) seen[1]++;
+      else out.push([block, 1]);
     }
-    return [...sharing];
+    return out;
   }
 
   private sortedBlock(kb: Uint8Array): Array<[number, number]> {
@@ -327,18 +344,16 @@ export class DictIndex {
   }
 
   private async blockSpan(block: number): Promise<[number, number]> {
+    const w = this.node.offsWidth;
+    return this.spanIn(await this.a.readToc(this.node.region.pos + block * w, 2 * w), 0, block);
+  }
+
+  /** Block `block`'s start and end, from block offsets `offs` whose first is block `first`'s. */
+  private spanIn(offs: Uint8Array, block: number, first = 0): [number, number] {
     const node = this.node;
     const w = node.offsWidth;
-    let start: number;
-    let stop: number;
-    if (this.offs) {
-      start = offsAt(this.offs, block, w);
-      stop = offsAt(this.offs, block + 1, w);
-    } else {
-      const b = await this.a.readToc(node.region.pos + block * w, 2 * w);
-      start = offsAt(b, 0, w);
-      stop = offsAt(b, 1, w);
-    }
+    const start = offsAt(offs, block - first, w);
+    const stop = offsAt(offs, block - first + 1, w);
     if (!(node.offs[0] <= start && start < stop && stop <= node.offs[node.offs.length - 1])) {
       throw this.damaged(`block ${block} points outside its dict (${start}..${stop})`);
     }
@@ -347,7 +362,7 @@ export class DictIndex {
 
   private async inBlock(kb: Uint8Array, h: number, block: number, sharing: number): Promise<Found | null> {
     const node = this.node;
-    const [start, stop] = await this.blockSpan(block);
+    const [start, stop] = this.offs ? this.spanIn(this.offs, block) : await this.blockSpan(block);
     let entries = Math.min(2 ** node.blockBits, node.n - block * 2 ** node.blockBits);
     // pieces of the block around the entries of values with nodes of their own
     const pieces: Array<{ at: number; bytes: Uint8Array }> = [];
@@ -366,22 +381,24 @@ export class DictIndex {
       if (pos < stop) pieces.push({ at: pos, bytes: await this.a.readData(this.base + pos, stop - pos) });
       entries -= skipped.length;
     } else pieces.push({ at: start, bytes: await this.a.readData(this.base + start, stop - start) });
-    const crcs: number[] = [...skipped];
+    // the keys walked past, hashed only when the key is absent (to check the index's count)
+    const walkedKeys: number[] = []; // (piece, start, end) of each key walked past
     let found: Found | null = null;
     let walked = 0;
-    for (const piece of pieces) {
+    for (let q = 0; q < pieces.length; q++) {
+      const piece = pieces[q];
       const b = piece.bytes;
       let p = 0;
       while (p < b.length) {
         if (walked >= entries) throw this.damaged(`block at data offset ${this.base + start} holds more than ${entries} entries`);
-        const keyEnd = itemEnd(b, p, this.base + piece.at);
-        const valueEnd = keyEnd < 0 || keyEnd >= b.length ? -1 : itemEnd(b, keyEnd, this.base + piece.at);
+        const keyEnd = scalarEnd(b, p, this.base + piece.at);
+        const valueEnd = keyEnd < 0 || keyEnd >= b.length ? -1 : scalarEnd(b, keyEnd, this.base + piece.at);
         if (keyEnd < 0 || valueEnd < 0 || valueEnd > b.length) {
           throw this.damaged(`block at data offset ${this.base + start} is not ${entries} entries`);
         }
         if (found === null && eq(b, p, keyEnd, kb)) {
           found = { at: this.base + piece.at + keyEnd, bytes: b.subarray(keyEnd, valueEnd) };
-        } else if (node.type === 6) crcs.push(crc32(b.subarray(p, keyEnd)));
+        } else if (node.type === 6 && found === null) walkedKeys.push(q, p, keyEnd);
         p = valueEnd;
         walked++;
       }
@@ -392,6 +409,10 @@ export class DictIndex {
     const fp = fingerprint(h, bits);
     const page = pageOf(h, bits);
     let same = 0;
+    const crcs = skipped.slice();
+    for (let i = 0; i < walkedKeys.length; i += 3) {
+      crcs.push(crc32(pieces[walkedKeys[i]].bytes.subarray(walkedKeys[i + 1], walkedKeys[i + 2])));
+    }
     for (const c of crcs) if (fingerprint(c, bits) === fp && pageOf(c, bits) === page) same++;
     if (same !== sharing) throw this.damaged(`block at data offset ${this.base + start} does not match its hash index`);
     return null;

@@ -27,9 +27,10 @@ import {
   type StrideNode,
 } from "../format/nodes.js";
 import { containerHeader, encodeKey, itemEnd, parseExtHeader } from "../format/msgpack.js";
-import { decodeValue, isArrayValue, markArray } from "./decode.js";
+import { decodeValue, isArrayValue, markArray, storedArray } from "./decode.js";
 import { DictIndex, type IndexReads } from "./lookup.js";
 import { ArrayReader, parseArrayHeader, type ArrayHeader } from "./array.js";
+import { halfToFloat32 } from "../format/dtype.js";
 import type { AxisSelection, Key, Kind, LazyView, NDArray } from "./types.js";
 
 /** Parsed nodes kept (by TOC position). */
@@ -41,20 +42,27 @@ export const MAX_INDEXES = 256;
 
 /** A small least-recently-used map. */
 export class Lru<K, V> {
-  private readonly map = new Map<K, V>();
+  /** Entries in insertion order, each with a bit set when it was used since it last came up
+   * for eviction ("second chance"): a hit costs one `Map.get`, not a reordering. */
+  private readonly map = new Map<K, { v: V; used: boolean }>();
   constructor(private readonly max: number) {}
   get(k: K): V | undefined {
-    const v = this.map.get(k);
-    if (v !== undefined) {
-      this.map.delete(k);
-      this.map.set(k, v);
-    }
-    return v;
+    const e = this.map.get(k);
+    if (e === undefined) return undefined;
+    e.used = true;
+    return e.v;
   }
   set(k: K, v: V): void {
     this.map.delete(k);
-    this.map.set(k, v);
-    if (this.map.size > this.max) this.map.delete(this.map.keys().next().value as K);
+    this.map.set(k, { v, used: false });
+    while (this.map.size > this.max) {
+      const [oldest, e] = this.map.entries().next().value as [K, { v: V; used: boolean }];
+      this.map.delete(oldest);
+      if (e.used) {
+        e.used = false;
+        this.map.set(oldest, e);
+      }
+    }
   }
   get size(): number {
     return this.map.size;
@@ -114,7 +122,11 @@ export class Archive implements IndexReads {
 
   /** The whole data section decoded, its checksum checked (Python's `decode_all`). */
   async decodeAll(): Promise<unknown> {
-    const data = await this.readData(0, this.body.dataLength);
+    return this.decodeChecked(await this.readData(0, this.body.dataLength));
+  }
+
+  /** `data`, the whole data section, decoded once its checksum holds. */
+  decodeChecked(data: Uint8Array): unknown {
     if (crc32(data) !== this.body.dataCrc) {
       throw new CorruptedError(`data section checksum mismatch (${this.body.dataLength} bytes)`);
     }
@@ -267,6 +279,13 @@ abstract class NodeView implements LazyView {
   async slice(..._axes: AxisSelection[]): Promise<NDArray> {
     throw new TypeError(`slice() is for arrays, not a ${this.kind} (at ${this.path || "the root"})`);
   }
+  readonly lazyPart = true;
+  raw(): Promise<Uint8Array> {
+    return this.a.readData(this.base, this.span());
+  }
+  async storedSize(): Promise<number> {
+    return this.span();
+  }
 }
 
 /** Type 1: a list cut into spans. */
@@ -297,23 +316,28 @@ class ListView extends NodeView {
     if (kid !== undefined) return this.a.child(start, size, kid, path);
     const count = (k + 1 < node.starts.length ? node.starts[k + 1] : node.n) - node.starts[k];
     const data = await this.a.readData(start, size);
-    return new PlainView(decodeNth(data, count, j - node.starts[k], start), path);
+    const [value, bytes] = decodeNth(data, count, j - node.starts[k], start);
+    return new PlainView(value, path, bytes);
   }
 }
 
 /** Item `j` of the `count` items that make `data` (read at data offset `where`): the items
  * before it stepped over by their headers, it alone decoded; the rest checked to end the span. */
-function decodeNth(data: Uint8Array, count: number, j: number, where: number): unknown {
+function decodeNth(data: Uint8Array, count: number, j: number, where: number): [unknown, Uint8Array] {
   let p = 0;
   let value: unknown;
+  let bytes = data;
   for (let i = 0; i < count; i++) {
     const end = itemEnd(data, p, where);
     if (end < 0 || end > data.length) throw new CorruptedError(`data at offset ${where} (${data.length} bytes) is not ${count} msgpack items`);
-    if (i === j) value = decodeValue(data.subarray(p, end), where + p);
+    if (i === j) {
+      bytes = data.subarray(p, end);
+      value = decodeValue(bytes, where + p);
+    }
     p = end;
   }
   if (p !== data.length) throw new CorruptedError(`data at offset ${where} (${data.length} bytes) is not ${count} msgpack items`);
-  return value;
+  return [value, bytes];
 }
 
 interface Level {
@@ -360,7 +384,8 @@ class StrideView extends NodeView {
     const path = joinPath(this.path, j);
     const off = this.base + h + j * s;
     if (!whole && next) return new StrideView(this.a, off, next, path);
-    return new PlainView(this.a.decode(await this.a.readData(off, s), off), path);
+    const bytes = await this.a.readData(off, s);
+    return new PlainView(this.a.decode(bytes, off), path, bytes);
   }
 }
 
@@ -406,7 +431,8 @@ class InlineDictView extends NodeView {
     }
     const entry = await this.a.readData(entryAt, end - entryAt);
     checkKey(entry.subarray(0, valueAt - entryAt), kb, entryAt);
-    return new PlainView(this.a.decode(entry.subarray(valueAt - entryAt), valueAt), path);
+    const bytes = entry.subarray(valueAt - entryAt);
+    return new PlainView(this.a.decode(bytes, valueAt), path, bytes);
   }
 }
 
@@ -420,6 +446,7 @@ function checkKey(stored: Uint8Array, expected: Uint8Array, where: number): void
 class HashDictView extends NodeView {
   readonly kind = "dict" as const;
   private kidKey: Map<number, Key> | null = null;
+  private idx: DictIndex | undefined;
   constructor(
     a: Archive,
     base: number,
@@ -498,9 +525,10 @@ class HashDictView extends NodeView {
       this.a.views.set(cacheKey, view);
       return view;
     }
-    const found = await this.a.index(node, this.base).find(kb);
+    this.idx ??= this.a.index(node, this.base);
+    const found = await this.idx.find(kb);
     if (found === null) throw new KeyNotFoundError(key, path);
-    return new PlainView(this.a.decode(found.bytes, found.at), path);
+    return new PlainView(this.a.decode(found.bytes, found.at), path, found.bytes);
   }
 }
 
@@ -549,10 +577,16 @@ class ArrayView extends NodeView {
   }
 }
 
-/** A 0-d array as its one element; any other as it is. */
+/** A 0-d array of a number type as its one number (NumPy's scalar: a half-precision float
+ * converted, a bool as a boolean); any other array as it is (complex, datetime, text and
+ * structured elements stay arrays: they are not one JavaScript number). */
 export function plainOfArray(x: NDArray): unknown {
   markArray(x);
-  if (x.shape.length === 0 && !(x.data instanceof Uint8Array && x.dtype !== "|u1" && x.dtype !== "u1")) return x.data[0];
+  if (x.shape.length !== 0 || x.data.length !== 1) return x;
+  const kind = x.dtype.slice(1, 2);
+  if (kind === "f" && x.data instanceof Uint16Array) return halfToFloat32(x.data)[0];
+  if (kind === "b") return x.data[0] !== 0;
+  if (kind === "i" || kind === "u" || kind === "f") return x.data[0];
   return x;
 }
 
@@ -563,9 +597,13 @@ function isNDArray(x: unknown): x is NDArray {
 /** A value decoded whole (a scalar, or a container without a node): views over plain values. */
 export class PlainView implements LazyView {
   readonly kind: Kind;
+  readonly lazyPart = false;
+  /** `stored`: the bytes the value was decoded from, when it was decoded from one run of
+   * them (not a selection of an array's elements). */
   constructor(
     private readonly v: unknown,
     readonly path: string,
+    private readonly stored?: Uint8Array,
   ) {
     this.kind = Array.isArray(v)
       ? "list"
@@ -602,6 +640,10 @@ export class PlainView implements LazyView {
       const j = listIndex(key, v.length, this.path);
       return new PlainView(v[j], joinPath(this.path, j));
     }
+    if (this.kind === "array") {
+      const j = listIndex(key, this.length, this.path);
+      return new PlainView(plainOfArray(await this.slice(j)), joinPath(this.path, j));
+    }
     if (v instanceof Map) {
       let got: unknown = v.get(key);
       if (got === undefined && !v.has(key)) {
@@ -621,9 +663,31 @@ export class PlainView implements LazyView {
   async value(): Promise<unknown> {
     return this.v;
   }
-  async slice(..._axes: AxisSelection[]): Promise<NDArray> {
-    throw new TypeError(`slice() is for arrays read lazily, not a decoded ${describe(this.v)} (at ${this.path || "the root"})`);
+  async slice(...axes: AxisSelection[]): Promise<NDArray> {
+    const reader = this.kind === "array" ? arrayReaderOf(this.v as NDArray) : undefined;
+    if (reader === undefined) {
+      throw new TypeError(`slice() is for arrays, not a decoded ${describe(this.v)} (at ${this.path || "the root"})`);
+    }
+    return markArray(await reader.slice(...axes));
   }
+  async raw(): Promise<Uint8Array> {
+    if (this.stored === undefined) {
+      throw new TypeError(`a value selected from an array has no stored bytes of its own (at ${this.path || "the root"})`);
+    }
+    return this.stored;
+  }
+  async storedSize(): Promise<number> {
+    return (await this.raw()).length;
+  }
+}
+
+/** An in-memory `ArrayReader` over a decoded array's stored element bytes, so a small array
+ * read whole is sliced (and indexed by a path) as a lazy one is. */
+function arrayReaderOf(x: NDArray): ArrayReader | undefined {
+  const stored = storedArray(x);
+  if (stored === undefined) return undefined;
+  const { header, elements } = stored;
+  return new ArrayReader(header, async (offset, length) => elements.subarray(offset, offset + length));
 }
 
 function describe(v: unknown): string {
@@ -638,6 +702,7 @@ function describe(v: unknown): string {
 export async function rootView(a: Archive): Promise<LazyView> {
   const root = a.body.root;
   if (root.len) return a.view(0, a.body.dataLength, root, "");
-  return new PlainView(await a.decodeAll(), "");
+  const data = await a.readData(0, a.body.dataLength);
+  return new PlainView(a.decodeChecked(data), "", data);
 }
 
