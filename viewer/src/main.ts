@@ -50,6 +50,7 @@ const HEAT_ROWS = 560; // and down
 const COARSE_ROWS = 160; // a heatmap of more sample rows is drawn coarse first
 const LIST_PLOT = 200_000; // a list this long or shorter may be read whole to plot it
 const TEXT_ELEMENTS = 1000; // an array this small is also shown as text
+const TEXT_BYTES = 64 << 10; // a dict or list stored in this many bytes or fewer is shown as text
 const SMALL_CONTAINER = 20; // a dict or list this short, of small values only, is shown as text
 
 function $(id: string): HTMLElement {
@@ -597,7 +598,10 @@ function heatmapOf(
 
 async function showContainer(host: HTMLElement, view: LazyView, gen: number): Promise<void> {
   const what = view.kind === "dict" ? `dict of ${count(view.length)} entries` : `list of ${count(view.length)} items`;
-  host.append(el("div", "what", what + " (expand it in the tree; pages of " + PAGE + ")"));
+  const size = await track(storedSize(view));
+  if (gen !== generation) return;
+  const stored = size === null ? "" : `, ${bytesText(size)} stored`;
+  host.append(el("div", "what", what + stored + " (expand it in the tree; pages of " + PAGE + ")"));
   if (view.kind === "list" && view.length >= 2 && view.length <= LIST_PLOT) {
     // a list of numbers, or of equal rows of numbers, is worth a plot: look at its first item
     const shape = await track(numericShape(view));
@@ -611,8 +615,9 @@ async function showContainer(host: HTMLElement, view: LazyView, gen: number): Pr
       if (m) heatmapOf(host, m.data, m.rows, m.cols, 1, 1, "items", "their items", (r, c) => `[${r}][${c}]`);
     }
   }
-  if (view.length <= SMALL_CONTAINER && (await track(allValues(view)))) {
-    // small, and nothing lazy below: as text, as the tree's previews already read it
+  const small = size !== null ? size <= TEXT_BYTES : view.length <= SMALL_CONTAINER && (await track(allValues(view)));
+  if (small) {
+    // small: as text (what it costs to read is known, or its children are all read already)
     const v = await track(view.value());
     if (gen !== generation) return;
     const [text, cut] = formatValue(v, 200_000);
@@ -631,6 +636,17 @@ async function sliceOf(view: LazyView, ...sel: AxisSelection[]): Promise<NDArray
     const whole = await view.value();
     if (!isNDArray(whole)) throw e;
     return sliceInMemory(whole, sel);
+  }
+}
+
+/** The bytes a part takes in the archive, where the reader can tell without reading it (a
+ * reader without `storedSize` gives null). */
+async function storedSize(view: LazyView): Promise<number | null> {
+  if (typeof (view as Partial<LazyView>).storedSize !== "function") return null;
+  try {
+    return await view.storedSize();
+  } catch {
+    return null;
   }
 }
 
