@@ -1,6 +1,6 @@
 /** Text for values: sizes, counts, JSON-like renderings, hex, and the Python expression that
  * reads a path. Pure functions, no DOM. */
-import type { AxisSelection, Key, NDArray, TypedArray } from "msglc";
+import type { Key, NDArray } from "msglc";
 
 export function count(n: number): string {
   return n.toLocaleString("en");
@@ -249,46 +249,6 @@ export function numericDtype(dtype: string): boolean {
   const m = /^[|<>=]?([biuf])(\d+)$/.exec(dtype);
   if (!m) return false;
   return m[1] !== "f" || m[2] === "4" || m[2] === "8";
-}
-
-/** A basic-indexing selection of an array in memory (what `LazyView.slice` does lazily), for
- * arrays the reader has decoded already. Python's meaning: negatives from the end, clamped. */
-export function sliceInMemory(a: NDArray, sel: readonly AxisSelection[]): NDArray {
-  const picks: number[][] = [];
-  const shape: number[] = [];
-  a.shape.forEach((n, axis) => {
-    const s = axis < sel.length ? sel[axis] : null;
-    if (typeof s === "number") {
-      const i = s < 0 ? s + n : s;
-      if (i < 0 || i >= n) throw new RangeError(`index ${s} out of range for axis ${axis} of length ${n}`);
-      picks.push([i]);
-      return;
-    }
-    const [start0, stop0, step0] = s === null ? [null, null, null] : [s[0], s[1], s[2] ?? null];
-    const step = step0 ?? 1;
-    if (step <= 0) throw new RangeError("only positive steps are supported here");
-    const norm = (x: number | null, dflt: number): number => (x === null ? dflt : Math.max(0, Math.min(n, x < 0 ? x + n : x)));
-    const out: number[] = [];
-    for (let i = norm(start0, 0); i < norm(stop0, n); i += step) out.push(i);
-    picks.push(out);
-    shape.push(out.length);
-  });
-  const strides = a.shape.map((_, k) => a.shape.slice(k + 1).reduce((p, d) => p * d, 1));
-  const total = picks.reduce((p, x) => p * x.length, 1);
-  const src = a.data;
-  const Ctor = src.constructor as new (n: number) => TypedArray;
-  const data = new Ctor(total);
-  const idx = new Array<number>(picks.length).fill(0);
-  for (let o = 0; o < total; o++) {
-    let at = 0;
-    for (let k = 0; k < picks.length; k++) at += picks[k][idx[k]] * strides[k];
-    (data as unknown as { [i: number]: number | bigint })[o] = src[at];
-    for (let k = picks.length - 1; k >= 0; k--) {
-      if (++idx[k] < picks[k].length) break;
-      idx[k] = 0;
-    }
-  }
-  return { dtype: a.dtype, shape, data };
 }
 
 /** 2nd, 3rd, 11th, 21st. */

@@ -34,7 +34,6 @@ import {
   ordinal,
   preview,
   pythonExpression,
-  sliceInMemory,
   typeName,
 } from "./format";
 import { heatmap, linePlot } from "./plot";
@@ -626,19 +625,6 @@ async function showContainer(host: HTMLElement, view: LazyView, gen: number): Pr
   // a container with lazy parts is not read whole here: that could be gigabytes
 }
 
-/** `view.slice(...sel)`; for an array the reader holds decoded (a small one stored inline),
- * the same selection of its value. */
-async function sliceOf(view: LazyView, ...sel: AxisSelection[]): Promise<NDArray> {
-  try {
-    return await view.slice(...sel);
-  } catch (e) {
-    if (e instanceof MsglcError || e instanceof HttpError) throw e;
-    const whole = await view.value();
-    if (!isNDArray(whole)) throw e;
-    return sliceInMemory(whole, sel);
-  }
-}
-
 /** The bytes a part takes in the archive, where the reader can tell without reading it (a
  * reader without `storedSize` gives null). */
 async function storedSize(view: LazyView): Promise<number | null> {
@@ -683,7 +669,7 @@ async function showArray(host: HTMLElement, view: LazyView, gen: number): Promis
   const size = shape.reduce((p, d) => p * d, 1);
   host.append(el("div", "what", `NumPy array ${dtype}, shape (${shape.join(", ")}${shape.length === 1 ? "," : ""}), ${count(size)} elements`));
   if (shape.length === 0) {
-    const a = await track(sliceOf(view, ));
+    const a = await track(view.slice());
     textBlock(host, ndText(a, 20_000), false);
     return;
   }
@@ -692,7 +678,7 @@ async function showArray(host: HTMLElement, view: LazyView, gen: number): Promis
     if (shape.length === 1) {
       const n = shape[0];
       const step = Math.max(1, Math.ceil(n / LINE_POINTS));
-      const a = await track(sliceOf(view, [0, n, step]));
+      const a = await track(view.slice([0, n, step]));
       if (gen !== generation) return;
       const ys = ndNumbers(a);
       if (ys && ys.length >= 2) {
@@ -708,7 +694,7 @@ async function showArray(host: HTMLElement, view: LazyView, gen: number): Promis
     host.append(el("div", "note", `no plot for ${dtype} elements`));
   }
   if (size <= TEXT_ELEMENTS) {
-    const a = await track(sliceOf(view, ));
+    const a = await track(view.slice());
     if (gen !== generation) return;
     textBlock(host, ndText(a, 50_000), false);
   }
@@ -803,7 +789,7 @@ async function drawSlice(
     const sel: AxisSelection[] = shape.map((_, a) =>
       a === rowAxis ? [k * rowStep, rows, rowStep * passes] : a === colAxis ? [0, cols, colStep] : index[a],
     );
-    const a = await track(sliceOf(view, ...sel));
+    const a = await track(view.slice(...sel));
     const data = ndNumbers(a);
     if (!data) return false;
     const n = rowAxis < colAxis ? a.shape[0] : a.shape[1];
