@@ -69,16 +69,49 @@ function numberText(x: number): string {
   return String(x);
 }
 
+/** For a NumPy str (`<U5`) or bytes (`|S5`) array, given as raw bytes: element i as text
+ * (trailing NULs dropped, as NumPy does); null for other dtypes. */
+function textElements(a: NDArray): ((i: number) => string) | null {
+  const m = /^([<>=|]?)([US])(\d+)$/.exec(a.dtype);
+  if (!m || !(a.data instanceof Uint8Array)) return null;
+  const bytes = a.data;
+  const chars = Number(m[3]);
+  if (m[2] === "S") {
+    return (i) => {
+      let end = (i + 1) * chars;
+      while (end > i * chars && bytes[end - 1] === 0) end--;
+      return "b" + JSON.stringify(Array.from(bytes.subarray(i * chars, end), (b) => String.fromCharCode(b)).join(""));
+    };
+  }
+  const little = m[1] !== ">";
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  return (i) => {
+    let end = chars;
+    while (end > 0 && view.getUint32((i * chars + end - 1) * 4, little) === 0) end--;
+    let s = "";
+    for (let c = 0; c < end; c++) {
+      const cp = view.getUint32((i * chars + c) * 4, little);
+      s += cp <= 0x10ffff ? String.fromCodePoint(cp) : "\ufffd";
+    }
+    return JSON.stringify(s);
+  };
+}
+
 /** Elements of an NDArray as nested lists (C order). */
 export function ndText(a: NDArray, budget: number): string {
   const n = a.shape.reduce((p, d) => p * d, 1);
   const data = a.data;
-  const raw = data instanceof Uint8Array && !/^[|<>=]?[ub]1$/.test(a.dtype);
+  const text = textElements(a);
+  const raw = text === null && data instanceof Uint8Array && !/^[|<>=]?[ub]1$/.test(a.dtype);
   if (raw) return `<${count(n)} elements of ${a.dtype}: ${count(data.length)} raw bytes>`;
   let out = "";
   const walk = (axis: number, at: number, indent: string): void => {
     if (out.length > budget) return;
     if (axis === a.shape.length) {
+      if (text !== null) {
+        out += text(at);
+        return;
+      }
       const x = data[at];
       out += typeof x === "bigint" ? x.toString() : numberText(x as number);
       return;

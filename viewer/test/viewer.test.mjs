@@ -76,6 +76,11 @@ describe("a file opened with the file picker", () => {
     assert.deepEqual(JSON.parse(await page.locator("#value .value-text").textContent()), pythonGet(file, "i2"));
     await shot(page, "numpy-i2-lineplot");
 
+    // a str array: its elements as text
+    await row(page, "u").click();
+    await page.locator("#value .value-text").waitFor();
+    assert.deepEqual(JSON.parse(await page.locator("#value .value-text").textContent()), pythonGet(file, "u"));
+
     // the info panel
     await page.locator("#info-panel summary").click();
     const info = await page.locator("#info-panel").textContent();
