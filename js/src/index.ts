@@ -1,5 +1,5 @@
 /** msglc for JavaScript: read msglc archives lazily (docs/javascript.md). */
-export { open, LazyReader, type OpenOptions } from "./reader.js";
+export { open, LazyReader, NODE_KINDS, type OpenOptions, type NodeCounts, type NodeKind } from "./reader.js";
 export type { Source, SourceInput, SourceOptions, ReadStats } from "./io/source.js";
 export { MemorySource } from "./io/source.js";
 export { HttpError } from "./io/http.js";

@@ -5,7 +5,7 @@ import type { SourceInput, SourceOptions } from "./io/source.js";
 import type { LazyView, Path, ReaderStats } from "./read/types.js";
 import { Archive, rootView } from "./read/views.js";
 import { resolve, splitPath } from "./read/paths.js";
-import { nodeSpan, type Node } from "./format/nodes.js";
+import { nodeSpan, type Node, type NodeRef } from "./format/nodes.js";
 import { verifyArchive } from "./read/verify.js";
 import { HEADER_SIZE } from "./format/container.js";
 
@@ -93,6 +93,29 @@ export class LazyReader {
     };
   }
 
+  /** How many TOC nodes of each kind the archive has, and its blocks (spans read whole):
+   * what `msglc info` prints as "lazy nodes". It reads every node reachable from the root,
+   * so the whole live TOC: `info()` does not, to keep opening cheap. */
+  async nodeCounts(): Promise<NodeCounts> {
+    this.archive.checkOpen();
+    const counts: NodeCounts = { list: 0, "fixed-stride list": 0, dict: 0, "hash-indexed dict": 0, array: 0, blocks: 0 };
+    const b = this.body;
+    const seen = new Set<number>();
+    const stack: NodeRef[] = b.root.len ? [{ pos: b.root.pos, len: b.root.len }] : [];
+    while (stack.length) {
+      const ref = stack.pop() as NodeRef;
+      if (seen.has(ref.pos)) continue;
+      seen.add(ref.pos);
+      const node = await this.archive.node(ref);
+      counts[nodeKind(node)]++;
+      if (node.type === 1 || node.type === 3 || node.type === 6 || node.type === 7 || node.type === 9) {
+        counts.blocks += node.starts.length - node.kids.size;
+      }
+      if ("kids" in node) for (const kid of node.kids.values()) stack.push(kid);
+    }
+    return counts;
+  }
+
   /** Every check Python's `verify()` makes; resolves when the archive is sound. */
   async verify(): Promise<void> {
     this.archive.checkOpen();
@@ -109,6 +132,29 @@ export class LazyReader {
     this.archive.closed = true;
     this.archive.views.clear();
     await this.body.source.close();
+  }
+}
+
+export const NODE_KINDS = ["list", "fixed-stride list", "dict", "hash-indexed dict", "array"] as const;
+
+export type NodeKind = (typeof NODE_KINDS)[number];
+
+export type NodeCounts = Record<NodeKind | "blocks", number>;
+
+/** The kind a node is counted as (`msglc info`'s words). */
+export function nodeKind(node: Node): NodeKind {
+  switch (node.type) {
+    case 1:
+      return "list";
+    case 4:
+      return "fixed-stride list";
+    case 2:
+    case 8:
+      return "dict";
+    case 5:
+      return "array";
+    default:
+      return "hash-indexed dict";
   }
 }
 

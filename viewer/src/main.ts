@@ -11,6 +11,7 @@ import {
   TruncatedError,
   UnsupportedVersionError,
   MsglcError,
+  NODE_KINDS,
   open,
   type AxisSelection,
   type Key,
@@ -224,6 +225,7 @@ async function showInfo(r: LazyReader): Promise<void> {
   } else {
     infoRow(table, "root node", "none (a small root, read whole)");
   }
+  nodeCountsRow(r, table, num("toc_size") ?? 0);
   const shown = new Set(["version", "format", "compression", "ratio", "file_size", "data_size", "stored_data_size", "toc_size", "free_space", "threshold", "root"]);
   for (const [k, v] of Object.entries(info)) {
     if (shown.has(k) || v === null || typeof v === "object") continue;
@@ -236,6 +238,34 @@ async function showInfo(r: LazyReader): Promise<void> {
   if (num("threshold") !== null) brief.push(`threshold ${count(num("threshold")!)} B`);
   summary.append(el("span", "brief", " · " + brief.join(" · ")));
   $("info").replaceChildren(details);
+}
+
+/** TOC nodes read at once when the TOC is at most this long; a longer one on a click, since
+ * counting reads every node (opening a 10 GB archive must stay a few small reads). */
+const COUNT_NODES_AT_ONCE = 512 * 1024;
+
+function nodeCountsRow(r: LazyReader, table: HTMLElement, tocSize: number): void {
+  const tr = el("tr");
+  const cell = el("td", "");
+  cell.id = "node-counts";
+  tr.append(el("th", "", "TOC nodes"), cell);
+  table.append(tr);
+  const fill = async (): Promise<void> => {
+    cell.textContent = "counting...";
+    try {
+      const c = await track(r.nodeCounts());
+      const parts = NODE_KINDS.filter((k) => c[k]).map((k) => `${count(c[k])} ${k}`);
+      cell.textContent = (parts.length ? parts.join(", ") : "none") + `; ${count(c.blocks)} blocks read whole`;
+    } catch (e) {
+      cell.textContent = `cannot count: ${(e as Error).message}`;
+    }
+  };
+  if (tocSize <= COUNT_NODES_AT_ONCE) void fill();
+  else {
+    const button = el("button", "", `count (reads the TOC: ${bytesText(tocSize)})`);
+    button.addEventListener("click", () => void fill());
+    cell.append(button);
+  }
 }
 
 // -- the tree --

@@ -86,6 +86,14 @@ describe("a file opened with the file picker", () => {
     const info = await page.locator("#info-panel").textContent();
     assert.match(info, /msglc 1\.3/);
     assert.match(info, /threshold\s*64 bytes/);
+    // the TOC's node counts, as msglc info counts them
+    const lazy = execFileSync(PYTHON, ["-m", "msglc", "info", file], { cwd: ROOT, encoding: "utf8" })
+      .split("\n")
+      .find((l) => l.startsWith("lazy nodes"));
+    const wanted = [...lazy.matchAll(/(\d+) ([a-z -]+?)(?=,|;|$)/g)].filter((m) => m[1] !== "0" && m[2] !== "blocks");
+    await page.waitForFunction(() => /blocks/.test(document.querySelector("#node-counts")?.textContent ?? ""));
+    const counts = await page.locator("#node-counts").textContent();
+    for (const [, n, kind] of wanted) assert.match(counts, new RegExp(`\\b${n} ${kind}\\b`), `${counts} vs ${lazy}`);
     assert.deepEqual(page.errors, []);
     await page.close();
   });

@@ -14,10 +14,9 @@
 import { existsSync, openSync, readSync, closeSync, fstatSync, realpathSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { pathToFileURL } from "node:url";
-import { open, type LazyReader } from "../reader.js";
+import { NODE_KINDS, open, type LazyReader } from "../reader.js";
 import type { AxisSelection, LazyView, NDArray } from "../read/types.js";
 import { KeyNotFoundError, IndexOutOfRangeError, MsglcError, NotAnArchiveError } from "../errors.js";
-import { parseNode, type Node, type NodeRef } from "../format/nodes.js";
 import {
   type MP,
   JsonKeyError,
@@ -506,24 +505,6 @@ async function cmdLs(file: string, path: string, limit: number): Promise<void> {
   });
 }
 
-const KINDS = ["list", "fixed-stride list", "dict", "hash-indexed dict", "array"] as const;
-
-function kindOf(node: Node): (typeof KINDS)[number] {
-  switch (node.type) {
-    case 1:
-      return "list";
-    case 4:
-      return "fixed-stride list";
-    case 2:
-    case 8:
-      return "dict";
-    case 5:
-      return "array";
-    default:
-      return "hash-indexed dict";
-  }
-}
-
 async function cmdInfo(file: string): Promise<void> {
   await withReader(file, async (reader) => {
     const info = await reader.info();
@@ -532,21 +513,7 @@ async function cmdInfo(file: string): Promise<void> {
       const v = info[k];
       return typeof v === "number" ? v : typeof v === "bigint" ? Number(v) : fallback;
     };
-    const counts = new Map<string, number>(KINDS.map((k) => [k, 0]));
-    let blocks = 0;
-    const seen = new Set<number>();
-    const stack: NodeRef[] = body.root.len ? [{ pos: body.root.pos, len: body.root.len }] : [];
-    while (stack.length) {
-      const ref = stack.pop() as NodeRef;
-      if (seen.has(ref.pos)) continue;
-      seen.add(ref.pos);
-      const node = parseNode(await body.readToc(ref.pos, ref.len), ref);
-      counts.set(kindOf(node), (counts.get(kindOf(node)) ?? 0) + 1);
-      if (node.type === 1 || node.type === 3 || node.type === 6 || node.type === 7 || node.type === 9) {
-        blocks += node.starts.length - node.kids.size;
-      }
-      if ("kids" in node) for (const kid of node.kids.values()) stack.push(kid);
-    }
+    const counts = await reader.nodeCounts();
     const root = await reader.lazy("");
     const [kind, length] = root.lazyPart && root.kind !== "array" ? [root.kind, root.length] : await row({ f: "view", view: root });
     const dataSize = num("data_size", body.dataLength);
@@ -567,7 +534,7 @@ async function cmdInfo(file: string): Promise<void> {
       ["TOC", toc],
       ["threshold", `${commas(num("threshold", body.threshold))} bytes`],
       ["root", rootText],
-      ["lazy nodes", KINDS.map((k) => `${counts.get(k)} ${k}`).join(", ") + `; ${blocks} blocks`],
+      ["lazy nodes", NODE_KINDS.map((k) => `${counts[k]} ${k}`).join(", ") + `; ${counts.blocks} blocks`],
     ];
     await writeOut(lines.map(([l, v]) => l.padEnd(12) + v).join("\n") + "\n");
   });
