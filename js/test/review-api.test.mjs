@@ -9,6 +9,20 @@ import { fixture } from "./core-helpers.mjs";
 const ARCHIVES = ["review-t0.mlc", "review-t8192.mlc"];
 
 for (const name of ARCHIVES) {
+  test(`${name}: keys() of a dict gives the stored order, integer-like str keys included`, async () => {
+    const r = await open(fixture(name));
+    try {
+      const small = await r.lazy("small");
+      assert.deepEqual(await small.keys(), ["b", "10", "a", "2"]);
+      assert.deepEqual(await small.keys(1, 3), ["10", "a"]);
+      assert.deepEqual(await small.keys(-2), ["a", "2"]);
+      // the value itself is a plain object: every key there, whatever order JS lists them in
+      assert.deepEqual(await small.value(), { b: 1, 10: 2, a: 3, 2: 4 });
+    } finally {
+      await r.close();
+    }
+  });
+
   test(`${name}: get() takes an int key beyond 2^53 as a number or a bigint`, async () => {
     const r = await open(fixture(name));
     try {
