@@ -81,7 +81,11 @@ export type Node = ListNode | MapNode | IndexedMapNode | StrideNode | ArrayNode;
 
 /** A key's identity for maps keyed by keys: ints and strs never collide. */
 export function keyId(key: Key): string {
-  return typeof key === "string" ? "s" + key : "i" + key.toString();
+  if (typeof key === "string") return "s" + key;
+  // an integral number beyond 2^53 prints rounded ("1152921504606847000") or in exponent
+  // form: spell it as the bigint it equals, as a key decoded from the node is spelled
+  if (typeof key === "number" && Number.isInteger(key) && !Number.isSafeInteger(key)) return "i" + BigInt(key).toString();
+  return "i" + key.toString();
 }
 
 /** The key a `keyId` stands for. */

@@ -79,6 +79,9 @@ export function frameLayout(data: Uint8Array): FrameLayout | string {
     at += 3;
     if (type === 3) return `a block at byte ${at - 3} of the frame has the reserved type`;
     if (size > MAX_BLOCK) return `a block at byte ${at - 3} of the frame claims ${size} bytes (at most ${MAX_BLOCK})`;
+    if (type === 2 && size > 0 && weightsNeverEnd(data, at)) {
+      return `a block at byte ${at - 3} of the frame describes its Huffman weights with a table that gives one weight every state`;
+    }
     at += type === 1 ? 1 : size;
     if (at > data.length) return "its blocks run past its end";
     if (last) break;
@@ -170,4 +173,61 @@ function withDictionary(data: Uint8Array, layout: FrameLayout, dict: Dictionary)
   out.set(dict.blocks, 10);
   out.set(blocks, 10 + dict.blocks.length);
   return out;
+}
+
+/** The bit position `pos` of `data` as fzstd reads it (bytes past the end read as 0). */
+function bitsAt(data: Uint8Array, pos: number, width: number): number {
+  const b = pos >> 3;
+  const word = (data[b] ?? 0) | ((data[b + 1] ?? 0) << 8) | ((data[b + 2] ?? 0) << 16);
+  return (word >> (pos & 7)) & ((1 << width) - 1);
+}
+
+function msb(v: number): number {
+  return 31 - Math.clz32(v);
+}
+
+/**
+ * True when the compressed block whose content starts at `at` has compressed literals whose
+ * Huffman weights are FSE-coded with a table that gives all its probability to one symbol.
+ * Every state of such a table reads 0 bits, so fzstd's loop over the weights (bounded in
+ * zstd by the 255 weights it may produce) never ends: a damaged frame would hang the reader.
+ * The table's description is read as fzstd reads it (RFC 8878, 4.1.1); zstd never writes one.
+ */
+function weightsNeverEnd(data: Uint8Array, at: number): boolean {
+  const b0 = data[at] ?? 0;
+  if ((b0 & 3) !== 2) return false; // raw, RLE or treeless literals: no weights here
+  const sizeFormat = (b0 >> 2) & 3;
+  const tree = at + (sizeFormat < 2 ? 3 : sizeFormat === 2 ? 4 : 5);
+  if ((data[tree] ?? 0xff) >= 128) return false; // weights stored directly
+  const log = ((data[tree + 1] ?? 0) & 15) + 5;
+  if (log > 6) return false; // refused by the decoder
+  const size = 1 << log;
+  let pos = (tree + 1) * 8 + 4;
+  let left = size;
+  for (let sym = -1; sym < 255 && left > 0; ) {
+    const bits = msb(left + 1);
+    const mask = (1 << (bits + 1)) - 1;
+    const small = mask - left - 1;
+    let v = bitsAt(data, pos, bits + 1);
+    if ((v & ((1 << bits) - 1)) < small) {
+      pos += bits;
+      v &= (1 << bits) - 1;
+    } else {
+      pos += bits + 1;
+      if (v > (1 << bits) - 1) v -= small;
+    }
+    const count = v - 1;
+    sym++;
+    if (count === size) return true;
+    left -= count === -1 ? 1 : count;
+    if (count === 0) {
+      let repeat: number;
+      do {
+        repeat = bitsAt(data, pos, 2);
+        pos += 2;
+        sym += repeat;
+      } while (repeat === 3);
+    }
+  }
+  return false;
 }

@@ -32,6 +32,22 @@ import { decodeArray, parseArrayHeader, type ArrayHeader } from "./array.js";
 /** Nesting deeper than this is refused as corrupted (msglc's writers never come near it). */
 export const MAX_DEPTH = 100_000;
 
+/** The stored key order of decoded plain objects whose own-property order differs from it
+ * (integer-like keys such as "10" are listed first by every JavaScript object). */
+const storedKeyOrder = new WeakMap<object, string[]>();
+
+function uniqueKeys(kv: unknown[]): string[] {
+  const seen = new Set<string>();
+  for (let j = 0; j < kv.length; j += 2) seen.add(kv[j] as string);
+  return [...seen];
+}
+
+/** A decoded plain object's keys in stored order (a repeated key at its first place, as a
+ * Python dict keeps it). */
+export function objectKeys(o: object): string[] {
+  return storedKeyOrder.get(o) ?? Object.keys(o);
+}
+
 export const ARRAY_EXT = 78;
 export const TIMESTAMP_EXT = -1;
 
@@ -117,11 +133,16 @@ class Decoder {
     for (let j = 0; allStr && j < n; j += 2) if (typeof kv[j] !== "string") allStr = false;
     if (allStr) {
       const o: Record<string, unknown> = {};
+      let digit = false;
       for (let j = 0; j < n; j += 2) {
         const k = kv[j] as string;
+        const c = k.charCodeAt(0);
+        if (c >= 48 && c <= 57) digit = true;
         if (k === "__proto__") Object.defineProperty(o, k, { value: kv[j + 1], enumerable: true, writable: true, configurable: true });
         else o[k] = kv[j + 1];
       }
+      // an object lists integer-like keys ("10") first: keep the stored order aside
+      if (digit) storedKeyOrder.set(o, uniqueKeys(kv));
       return o;
     }
     const m = new Map<unknown, unknown>();

@@ -27,7 +27,7 @@ import {
   type StrideNode,
 } from "../format/nodes.js";
 import { containerHeader, encodeKey, itemEnd, parseExtHeader } from "../format/msgpack.js";
-import { decodeValue, isArrayValue, markArray, storedArray } from "./decode.js";
+import { decodeValue, isArrayValue, markArray, objectKeys, storedArray } from "./decode.js";
 import { DictIndex, type IndexReads } from "./lookup.js";
 import { ArrayReader, parseArrayHeader, type ArrayHeader } from "./array.js";
 import { halfToFloat32 } from "../format/dtype.js";
@@ -630,7 +630,7 @@ export class PlainView implements LazyView {
   async keys(start?: number, stop?: number): Promise<Key[]> {
     const v = this.v;
     if (v instanceof Map) return [...v.keys()].slice(start, stop) as Key[];
-    if (this.kind === "dict") return Object.keys(v as object).slice(start, stop);
+    if (this.kind === "dict") return objectKeys(v as object).slice(start, stop);
     throw notADict(this.kind, this.path);
   }
   async get(key: Key): Promise<LazyView> {
