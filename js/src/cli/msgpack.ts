@@ -8,6 +8,7 @@
  *   as float64, timestamps as msgspec writes datetimes, NumPy arrays in C order;
  * - `jsonText`: `json.dumps(value, default=json_default)` as the Python command writes it.
  */
+import { ByteCursor } from "../format/cursor.js";
 import { CorruptedError, TruncatedError, UnsupportedVersionError } from "../errors.js";
 import { arrayJson, arrayTypeName, canonicalArrayPayload, parseArrayExt, type ArrayValue } from "./numpy.js";
 
@@ -51,40 +52,9 @@ const MAX_DEPTH = 2500;
 /** A value nested deeper than `MAX_DEPTH`: valid msgpack that msglc-js does not print. */
 export class TooDeepError extends Error {}
 
-class Parser {
-  at = 0;
-  private readonly view: DataView;
-  constructor(private readonly b: Uint8Array) {
-    this.view = new DataView(b.buffer, b.byteOffset, b.byteLength);
-  }
-
-  private need(n: number): void {
-    if (this.at + n > this.b.length) {
-      throw new TruncatedError(`msgpack value cut short: ${n} bytes wanted at offset ${this.at}, ${this.b.length - this.at} left`);
-    }
-  }
-
-  private u8(): number {
-    this.need(1);
-    return this.b[this.at++];
-  }
-  private u16(): number {
-    this.need(2);
-    const v = this.view.getUint16(this.at);
-    this.at += 2;
-    return v;
-  }
-  private u32(): number {
-    this.need(4);
-    const v = this.view.getUint32(this.at);
-    this.at += 4;
-    return v;
-  }
-  private take(n: number): Uint8Array {
-    this.need(n);
-    const v = this.b.subarray(this.at, this.at + n);
-    this.at += n;
-    return v;
+class Parser extends ByteCursor {
+  protected cutShort(n: number): never {
+    throw new TruncatedError(`msgpack value cut short: ${n} bytes wanted at offset ${this.at}, ${this.b.length - this.at} left`);
   }
 
   value(depth: number): MP {

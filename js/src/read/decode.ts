@@ -26,6 +26,7 @@
  * stack, never recursion: nesting is bounded by `MAX_DEPTH` (deeper is `CorruptedError`) and
  * every count is checked against the bytes left before anything is allocated from it.
  */
+import { ByteCursor } from "../format/cursor.js";
 import { CorruptedError, MsglcError, UnsupportedVersionError } from "../errors.js";
 import { decodeArray, parseArrayHeader, type ArrayHeader } from "./array.js";
 
@@ -78,29 +79,26 @@ interface Frame {
 
 const PENDING: unique symbol = Symbol("pending");
 
-class Decoder {
-  private pos: number;
-  private readonly view: DataView;
+class Decoder extends ByteCursor {
   private readonly stack: Frame[] = [];
 
   constructor(
-    private readonly b: Uint8Array,
+    b: Uint8Array,
     start: number,
-    private readonly end: number,
+    end: number,
     /** The data offset of `b[0]`, for messages. */
     private readonly where: number,
     private readonly strict: boolean,
   ) {
-    this.pos = start;
-    this.view = new DataView(b.buffer, b.byteOffset, b.byteLength);
+    super(b, start, end);
   }
 
-  fail(why: string, at = this.pos): never {
+  fail(why: string, at = this.at): never {
     throw new CorruptedError(`data at offset ${this.where + at} is not valid msgpack: ${why}`);
   }
 
-  private need(n: number): void {
-    if (this.pos + n > this.end) this.fail(`an item runs past the end of its span (offset ${this.where + this.end})`);
+  protected cutShort(): never {
+    this.fail(`an item runs past the end of its span (offset ${this.where + this.end})`);
   }
 
   /** Decode items until the frame pushed first (or the one value) is complete. */
@@ -152,7 +150,7 @@ class Decoder {
 
   private open(kind: K, count: number): unknown {
     const len = kind === K.Map ? 2 * count : count;
-    if (len > this.end - this.pos) this.fail(`a container of ${count} items in ${this.end - this.pos} bytes`);
+    if (len > this.end - this.at) this.fail(`a container of ${count} items in ${this.end - this.at} bytes`);
     if (len === 0) return kind === K.Arr ? [] : this.finish({ kind, items: [], i: 0, len: 0 });
     if (this.stack.length >= MAX_DEPTH) this.fail(`nested deeper than ${MAX_DEPTH} levels`);
     this.stack.push({ kind, items: new Array(len), i: 0, len });
@@ -162,8 +160,8 @@ class Decoder {
   private str(n: number): string {
     this.need(n);
     const b = this.b;
-    const start = this.pos;
-    this.pos += n;
+    const start = this.at;
+    this.at += n;
     if (n < 24) {
       let ascii = true;
       for (let i = start; i < start + n; i++) if (b[i] & 0x80) ascii = false;
@@ -180,36 +178,19 @@ class Decoder {
     }
   }
 
-  private u8(): number {
-    this.need(1);
-    return this.b[this.pos++];
-  }
-  private u16(): number {
-    this.need(2);
-    const v = this.view.getUint16(this.pos);
-    this.pos += 2;
-    return v;
-  }
-  private u32(): number {
-    this.need(4);
-    const v = this.view.getUint32(this.pos);
-    this.pos += 4;
-    return v;
-  }
-
   private int64(signed: boolean): number | bigint {
     this.need(8);
-    const hi = signed ? this.view.getInt32(this.pos) : this.view.getUint32(this.pos);
-    const lo = this.view.getUint32(this.pos + 4);
-    const at = this.pos;
-    this.pos += 8;
+    const hi = signed ? this.view.getInt32(this.at) : this.view.getUint32(this.at);
+    const lo = this.view.getUint32(this.at + 4);
+    const at = this.at;
+    this.at += 8;
     if (hi > -0x200000 && hi < 0x200000) return hi * 0x1_0000_0000 + lo;
     return signed ? this.view.getBigInt64(at) : this.view.getBigUint64(at);
   }
 
   private item(): unknown {
-    if (this.pos >= this.end) this.fail(`an item runs past the end of its span (offset ${this.where + this.end})`);
-    const m = this.b[this.pos++];
+    if (this.at >= this.end) this.fail(`an item runs past the end of its span (offset ${this.where + this.end})`);
+    const m = this.b[this.at++];
     if (m < 0x80) return m;
     if (m >= 0xe0) return m - 0x100;
     if (m < 0x90) return this.open(K.Map, m & 0x0f);
@@ -236,14 +217,14 @@ class Decoder {
         return this.ext(this.u32());
       case 0xca: {
         this.need(4);
-        const v = this.view.getFloat32(this.pos);
-        this.pos += 4;
+        const v = this.view.getFloat32(this.at);
+        this.at += 4;
         return this.strict ? new Float(v) : v;
       }
       case 0xcb: {
         this.need(8);
-        const v = this.view.getFloat64(this.pos);
-        this.pos += 8;
+        const v = this.view.getFloat64(this.at);
+        this.at += 8;
         return this.strict ? new Float(v) : v;
       }
       case 0xcc:
@@ -287,23 +268,23 @@ class Decoder {
       case 0xdf:
         return this.open(K.Map, this.u32());
       default:
-        return this.fail("byte 0xc1 starts no msgpack item", this.pos - 1);
+        return this.fail("byte 0xc1 starts no msgpack item", this.at - 1);
     }
   }
 
   private bin(n: number): Uint8Array {
     this.need(n);
-    const out = this.b.slice(this.pos, this.pos + n);
-    this.pos += n;
+    const out = this.b.slice(this.at, this.at + n);
+    this.at += n;
     return out;
   }
 
   private ext(n: number): unknown {
-    const at = this.pos - 1;
+    const at = this.at - 1;
     this.need(1 + n);
-    const code = (this.b[this.pos] << 24) >> 24;
-    const start = this.pos + 1;
-    this.pos = start + n;
+    const code = (this.b[this.at] << 24) >> 24;
+    const start = this.at + 1;
+    this.at = start + n;
     const payload = this.b.subarray(start, start + n);
     if (code === TIMESTAMP_EXT) return this.timestamp(payload, at);
     if (code === ARRAY_EXT) return decodeArrayExt(payload, this.where + at);
@@ -336,7 +317,7 @@ class Decoder {
   }
 
   get offset(): number {
-    return this.pos;
+    return this.at;
   }
 }
 
