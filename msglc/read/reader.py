@@ -8,7 +8,7 @@ from typing import Any, BinaryIO, Literal, overload
 
 from msglc.config import check_codec_arg
 from msglc.io.framed import FramedSource
-from msglc.read.archive import Archive, LazyStats
+from msglc.read.archive import Archive
 from msglc.read.array import LazyArray
 from msglc.read.batch import BatchArchive, Task, async_run, path_task, run
 from msglc.read.extract import data_chunks
@@ -19,6 +19,7 @@ from msglc.read.node import LazyNode, rebound
 from msglc.read.node import archive_of as part_archive_of
 from msglc.read.paths import lookup, lookup_below, resolve, split_path
 from msglc.read.reopen import Reopen, reopen_spec
+from msglc.read.stats import LazyStats
 from msglc.read.verify import verify_archive
 from msglc.read.views import LazyDict, LazyList, equal
 from msglc.util.runtime import gc_paused

@@ -10,7 +10,7 @@ import pytest
 import msglc
 from msglc.format import hash_index
 from msglc.format.hash_index import BLOCK_BYTES
-from msglc.read.archive import LazyStats
+from msglc.read.stats import LazyStats
 from msglc.util import accel
 
 N = 5000

@@ -17,8 +17,8 @@ import pytest
 import msglc
 from msglc.format.msgpack import array_header
 from msglc.read import archive as archive_module
-from msglc.read.archive import LazyStats
 from msglc.read.paths import resolve, split_path
+from msglc.read.stats import LazyStats
 from msglc.read.views import LazyNode
 from msglc.util import accel
 
