@@ -519,7 +519,7 @@ static PyObject *find_entry(PyObject *self, PyObject *args) {
 }
 
 /* BlockProbe(pages, offs, width, kids, records_at, n, page_bits, blocks, block_bits, span_lo, span_hi):
- * one dict's block index (format/hash_index.py, BlockIndex) with its page table and block
+ * one dict's block index (read/dict_index.py, BlockIndex) with its page table and block
  * offsets in memory; probe.find(read, base, key, h) looks the key up with read(offset, size)
  * for the page's records and each candidate block: (offset, value bytes), or None for a key
  * the dict does not hold. It returns NotImplemented for anything unusual (a checksum that

@@ -15,8 +15,6 @@ from typing import Any
 import msgspec
 
 from msglc.errors import CorruptedError
-from msglc.format.fuse import FuseIndex, SortedIndex
-from msglc.format.hash_index import BlockIndex, entries_of_hash, entry_span
 from msglc.format.msgpack import array_header, item_end, map_header, scalar_size
 from msglc.format.nodes import (
     BlockHashMapNode,
@@ -32,6 +30,7 @@ from msglc.format.numpy_ext import ext_hook
 from msglc.format.walk import item_ends
 from msglc.read.archive import Archive
 from msglc.read.array import LazyArray
+from msglc.read.dict_index import BlockIndex, FuseIndex, SortedIndex, entries_of_hash, entry_span
 from msglc.read.node import LazyNode
 from msglc.util import accel
 
@@ -645,9 +644,8 @@ class LazyHashDict(LazyDict):
         raise KeyError(key)
 
     def _block_index(self, node: BlockHashMapNode) -> BlockIndex:
-        """The dict's block index (``format.hash_index.BlockIndex``; for type 7 its fuse,
-        ``format.fuse.FuseIndex``; for type 9 ``format.fuse.SortedIndex``), made at its first
-        lookup."""
+        """The dict's block index (``dict_index.BlockIndex``; for type 7 its fuse, ``FuseIndex``;
+        for type 9 ``SortedIndex``), made at its first lookup."""
         region, span = self._pos - node.index[0], (node.offs[0], node.offs[-1])
         kids = [(node.offs[k], node.offs[k + 1], _encode_key(key)) for key, k in node.kid_keys.items()]
         if isinstance(node, FuseMapNode):
