@@ -827,7 +827,7 @@ def build_corpus() -> list[Sample]:
         if compressed:
             with msglc.LazyReader(data) as r:
                 section = r.protocol_raw_data()
-                lt = archive_of(r).trailer  # the logical one: the TOC as plain bytes
+                lt = archive_of(r).opened.trailer  # the logical one: the TOC as plain bytes
                 toc_plain = bytes(archive_of(r).read(lt.toc_off, lt.toc_len)), (lt.root_pos, lt.root_len)
         truth = decode_data(section)
         deep = kind.removeprefix("zstd-").startswith("deep")
@@ -2560,7 +2560,7 @@ def _benign(s: Sample, mut: Mutation) -> bool:
     bad = mut.data
     if s.plain is not None and s.toc_plain is not None and mut.region in ("data", "toc", "tables"):
         with contextlib.suppress(Exception), msglc.LazyReader(bad) as r:
-            lt = archive_of(r).trailer  # 2.1: the TOC is framed too, and the dictionaries must be alike
+            lt = archive_of(r).opened.trailer  # 2.1: the TOC is framed too, and the dictionaries must be alike
             toc = bytes(archive_of(r).read(lt.toc_off, lt.toc_len)), (lt.root_pos, lt.root_len)
             dicts = [r.dictionary(d) for d in range(1, len(s.dict_content) + 1)]
             if r.protocol_raw_data() == s.plain and toc == s.toc_plain and dicts == s.dict_content:

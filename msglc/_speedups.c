@@ -519,7 +519,7 @@ static PyObject *find_entry(PyObject *self, PyObject *args) {
 }
 
 /* BlockProbe(pages, offs, width, kids, records_at, n, page_bits, blocks, block_bits, span_lo, span_hi):
- * one dict's block index (format/hash_index.py, BlockIndex) with its page table and block
+ * one dict's block index (read/dict_index.py, BlockIndex) with its page table and block
  * offsets in memory; probe.find(read, base, key, h) looks the key up with read(offset, size)
  * for the page's records and each candidate block: (offset, value bytes), or None for a key
  * the dict does not hold. It returns NotImplemented for anything unusual (a checksum that
@@ -1503,20 +1503,22 @@ static PyTypeObject BlockProbeType = {
  *   "hash" (hash-indexed dicts): the whole lookup in BlockProbe.get (missing: its sentinel
  *   for a key not held, then absent(key) raises the KeyError);
  *   "inline" (dicts with their keys in the node): a key whose value is a view the archive
- *   keeps (Archive.views[(base, pos, key)], set by LazyInlineDict._lookup), or a value
- *   without a node of its own, read and decoded.
+ *   keeps (Archive.views[(base, pos, key)], a views.ViewCache, set by
+ *   LazyInlineDict._lookup), or a value without a node of its own, read and decoded, its
+ *   index from the view's key map (its _keys slot, read.archive.NodeCache.key_map).
  * Only on a view without a cache, over an open archive; everything else (other index kinds,
  * errors, damage, switch["speedups"] set to None) calls fallback, the Python __getitem__,
  * which gives the same answers. */
 enum { S_A, S_BASE, S_CACHE, S_POS, S_NSIZE, S_H, S_N, S_S, S_WHOLE, S_NEXT, S_MAX };
 enum { H_INDEX = S_POS, H_NODE, H_COUNT };
+enum { I_KEYS = H_COUNT, I_COUNT };
 #define S_COUNT S_MAX
 static const char *const stride_slots[S_COUNT] = {"_a", "_base", "_cache", "_pos", "_nsize",
                                                   "_h", "_n", "_s", "_whole", "_next"};
 static const char *const hash_slots[H_COUNT] = {"_a", "_base", "_cache", "_index", "_node"};
-static const char *const inline_slots[H_COUNT] = {"_a", "_base", "_cache", "_pos", "_node"};
+static const char *const inline_slots[I_COUNT] = {"_a", "_base", "_cache", "_pos", "_node", "_keys"};
 static PyObject *str_c_read, *str_closed, *str_speedups, *str_probe, *str_kid_keys;
-static PyObject *str_views, *str_key_maps, *str_kids, *str_koffs, *str_voffs;
+static PyObject *str_views, *str_kids, *str_koffs, *str_voffs;
 enum { K_STRIDE, K_HASH, K_INLINE };
 
 typedef struct {
@@ -1692,13 +1694,14 @@ static PyObject *inline_get(FastGet *g, PyObject *self, PyObject *key) {
     int open = is_open(a);
     if (open <= 0) return open < 0 ? NULL : Py_NewRef(Py_NotImplemented);
     PyObject *views = PyObject_GetAttr(a, str_views), *where = PyTuple_Pack(3, SLOT(self, g, S_BASE), pos, key);
-    PyObject *made = views && where ? Py_XNewRef(dict_item(views, where)) : NULL;
+    /* a ViewCache: a dict subclass that keeps dict's lookup */
+    PyObject *made = views && where && PyDict_Check(views) ? Py_XNewRef(PyDict_GetItemWithError(views, where)) : NULL;
     Py_XDECREF(views), Py_XDECREF(where);
     if (made || PyErr_Occurred()) return made;
-    PyObject *maps = PyObject_GetAttr(a, str_key_maps), *kids = PyObject_GetAttr(node, str_kids);
+    PyObject *kids = PyObject_GetAttr(node, str_kids);
     PyObject *koffs = PyObject_GetAttr(node, str_koffs), *voffs = PyObject_GetAttr(node, str_voffs), *value = NULL;
-    if (maps && kids && koffs && voffs) {
-        PyObject *keys = dict_item(maps, pos), *at = keys ? dict_item(keys, key) : NULL;
+    if (kids && koffs && voffs) {
+        PyObject *at = dict_item(SLOT(self, g, I_KEYS), key); /* its key map: None until the Python path made it */
         Py_ssize_t j = at ? PyLong_AsSsize_t(at) : -1, base = PyLong_AsSsize_t(SLOT(self, g, S_BASE));
         Py_ssize_t k0 = list_at(koffs, j), v = list_at(voffs, j), k1 = list_at(koffs, j + 1);
         int kid = at ? PyDict_Contains(kids, at) : 1;
@@ -1706,7 +1709,7 @@ static PyObject *inline_get(FastGet *g, PyObject *self, PyObject *key) {
         if (kid || j < 0 || base < 0 || k0 < 0 || v <= k0 || k1 <= v) value = Py_NewRef(Py_NotImplemented);
         else value = inline_value(g, a, base, key, k0, v, k1);
     }
-    Py_XDECREF(maps), Py_XDECREF(kids), Py_XDECREF(koffs), Py_XDECREF(voffs);
+    Py_XDECREF(kids), Py_XDECREF(koffs), Py_XDECREF(voffs);
     return value;
 }
 
@@ -1719,7 +1722,8 @@ static PyObject *fast_call(FastGet *g, PyObject *const *args, size_t nargsf, PyO
         PyObject *sw = PyDict_GetItemWithError(g->sw, str_speedups);
         if (!sw && PyErr_Occurred()) return NULL;
         int ready = sw && sw != Py_None;
-        for (int k = 0; ready && k < (g->kind == K_STRIDE ? S_COUNT : H_COUNT); k++) ready = SLOT(self, g, k) != NULL;
+        int slots = g->kind == K_STRIDE ? S_COUNT : g->kind == K_INLINE ? I_COUNT : H_COUNT;
+        for (int k = 0; ready && k < slots; k++) ready = SLOT(self, g, k) != NULL;
         if (ready && SLOT(self, g, S_CACHE) == Py_None) {
             PyObject *got = g->kind == K_HASH     ? hash_get(g, self, args[1])
                             : g->kind == K_INLINE ? inline_get(g, self, args[1])
@@ -1757,7 +1761,7 @@ static PyObject *fast_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     g->fallback = Py_NewRef(fallback), g->decode = Py_NewRef(decode), g->sw = Py_NewRef(sw), g->missing = Py_NewRef(missing);
     g->absent = Py_NewRef(absent);
     const char *const *names = k == K_HASH ? hash_slots : k == K_INLINE ? inline_slots : stride_slots;
-    if (fast_offsets(g, names, k == K_STRIDE ? S_COUNT : H_COUNT) < 0) {
+    if (fast_offsets(g, names, k == K_STRIDE ? S_COUNT : k == K_INLINE ? I_COUNT : H_COUNT) < 0) {
         Py_DECREF(g);
         return NULL;
     }
@@ -2385,10 +2389,9 @@ PyMODINIT_FUNC PyInit__speedups(void) {
     str_c_read = PyUnicode_InternFromString("c_read"), str_closed = PyUnicode_InternFromString("closed");
     str_speedups = PyUnicode_InternFromString("speedups"), str_probe = PyUnicode_InternFromString("probe");
     str_kid_keys = PyUnicode_InternFromString("kid_keys"), str_views = PyUnicode_InternFromString("views");
-    str_key_maps = PyUnicode_InternFromString("key_maps"), str_kids = PyUnicode_InternFromString("kids");
+    str_kids = PyUnicode_InternFromString("kids");
     str_koffs = PyUnicode_InternFromString("koffs"), str_voffs = PyUnicode_InternFromString("voffs");
-    if (!str_c_read || !str_closed || !str_speedups || !str_probe || !str_kid_keys || !str_views || !str_key_maps ||
-        !str_kids || !str_koffs || !str_voffs)
+    if (!str_c_read || !str_closed || !str_speedups || !str_probe || !str_kid_keys || !str_views || !str_kids || !str_koffs || !str_voffs)
         return NULL;
     if (PyType_Ready(&BlockProbeType) < 0 || PyType_Ready(&FileType) < 0 || PyType_Ready(&MemoryType) < 0 ||
         PyType_Ready(&FastGetType) < 0)

@@ -405,7 +405,7 @@ def _with_root(data: bytes, sec: ff.Section, change) -> bytes:
     """The 2.1 archive ``data`` (its section ``sec``) with its root node replaced by
     ``change(node)``, the node's CRC recomputed and the TOC framed again."""
     with msglc.LazyReader(data) as r:
-        t = archive_of(r).trailer
+        t = archive_of(r).opened.trailer
         toc = bytes(archive_of(r).read(t.toc_off, t.toc_len))
     pos, size = t.root_pos, t.root_len
     framed = frame_node(change(unframe_node(toc[pos : pos + size], pos)))
@@ -418,7 +418,9 @@ def test_fuse_node_with_a_negative_slot_width_is_corrupted():
     ("negative shift count") from the node's checks at open."""
     data, sec = _zstd({f"k{i:05}": i for i in range(1500)}, small_obj_optimization_threshold=1024)
     with msglc.LazyReader(data) as r:
-        assert isinstance(archive_of(r).node(archive_of(r).trailer.toc_off + sec.root[0], sec.root[1]), FuseMapNode)
+        assert isinstance(
+            archive_of(r).node(archive_of(r).opened.trailer.toc_off + sec.root[0], sec.root[1]), FuseMapNode
+        )
     for bits in (-1, 0, 33):
         crafted = _with_root(data, sec, lambda node, bits=bits: msgspec.structs.replace(node, slot_bits=bits))
         with pytest.raises(CorruptedError, match="malformed"):

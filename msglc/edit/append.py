@@ -80,7 +80,7 @@ from msglc.io.atomic import refuse_read_only
 from msglc.io.names import RemotePath, resolve_name
 from msglc.io.uploads import fetch_for_update, remote_target
 from msglc.read.archive import Archive
-from msglc.read.views import LazyDict, view
+from msglc.read.views import LazyDict, ViewCache, view
 from msglc.util.checksum import crc32_combine
 from msglc.write.indexer import TocBuilder
 
@@ -340,7 +340,7 @@ def _in_place(
     t = existing.trailer
     keys = entry_keys(inputs, existing.is_map)
     data_len = t.data_len + sum(len(k) + part.trailer.data_len for k, part in zip(keys, inputs, strict=True))
-    was_end = existing.archive.size
+    was_end = existing.archive.opened.size
     was_size = os.fstat(fd).st_size  # at least ``was_end``: slack an earlier append left
     kept, in_tocs = existing.toc_len, sum(part.trailer.live_toc_len for part in inputs)
     threshold = cfg.small_obj_optimization_threshold
@@ -447,7 +447,7 @@ class Existing:
     """The archive ``append`` adds to: its root's header, node and entries, kept as bytes."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.archive = Archive(path, False, None)
+        self.archive = Archive(path, ViewCache(False), None)
         try:
             self._open(path)
         except BaseException:
@@ -455,12 +455,12 @@ class Existing:
             raise
 
     def _open(self, path: str | os.PathLike[str]) -> None:
-        if self.archive.legacy is not None:
+        if self.archive.opened.legacy is not None:
             raise UnsupportedVersionError(
                 f"{os.fsdecode(path)!r} is an archive of the published msglc: append() adds to msglc archives; "
                 "convert it first (msglc convert OLD.msg NEW.mlc, or msglc.dump(new, msglc.LazyReader(old)))"
             )
-        self.trailer = t = self.archive.trailer
+        self.trailer = t = self.archive.opened.trailer
         first = bytes(self.archive.read(0, HEADER_SIZE + min(5, t.data_len)))  # header, root header
         self.header, self.head = first[:HEADER_SIZE], first[HEADER_SIZE:]
         major, minor = header_version(self.header)

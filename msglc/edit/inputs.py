@@ -13,6 +13,7 @@ from msglc.format.container import Trailer
 from msglc.io.uploads import pinned_to_sources
 from msglc.read.archive import Archive
 from msglc.read.reader import LazyReader, archive_of
+from msglc.read.views import ViewCache
 from msglc.write.dump import dumps
 
 COPY_CHUNK = 1 << 24
@@ -56,14 +57,14 @@ class Input:
         self.owned = not isinstance(info.path, LazyReader)
         self.from_archive = info.path is not None  # not an ``obj=`` encoded here
         if info.path is None:
-            self.archive = Archive(dumps(info.obj, **options), False, None)
+            self.archive = Archive(dumps(info.obj, **options), ViewCache(False), None)
         elif isinstance(info.path, LazyReader):
             self.archive = archive_of(info.path)
             if self.archive.closed:
                 raise ValueError(f"{self.label}: the LazyReader is closed")
         else:
-            self.archive = Archive(info.path, False, None, fs=info.fs)
-        if self.archive.legacy is not None:  # the published msglc's: converted in memory, then copied
+            self.archive = Archive(info.path, ViewCache(False), None, fs=info.fs)
+        if self.archive.opened.legacy is not None:  # the published msglc's: converted in memory, then copied
             if self.owned:
                 self.archive.close()
             if info.fs is None:
@@ -71,9 +72,9 @@ class Input:
             else:
                 with LazyReader(info.path, cached=False, fs=info.fs) as reader:
                     data = converted(reader, options)
-            self.archive = Archive(data, False, None)
+            self.archive = Archive(data, ViewCache(False), None)
             self.owned = True
-        self.trailer: Trailer = self.archive.trailer
+        self.trailer: Trailer = self.archive.opened.trailer
 
     def close(self) -> None:
         if self.owned:

@@ -33,7 +33,7 @@ def repack(target: Any, source: LazyReader | LazyNode, options: dict[str, Any]) 
     then copied frames and all, unless ``compression_level=`` asks for recompression."""
     a = archive_of(source)
     target = pinned_to_sources(target, [a.file])  # an S3 object rewritten from itself
-    if a.legacy is not None:
+    if a.opened.legacy is not None:
         convert_legacy(target, source, options)
         return
     cfg = current(**options)
@@ -42,7 +42,7 @@ def repack(target: Any, source: LazyReader | LazyNode, options: dict[str, Any]) 
         compression = "zstd"
     cfg = current(**{**options, "compression": compression})  # (a compressed archive's default threshold)
     same = (
-        cfg.small_obj_optimization_threshold == a.trailer.threshold
+        cfg.small_obj_optimization_threshold == a.opened.trailer.threshold
         and "compression_level" not in options
         and cfg.order is None
         and "tiles" not in options
@@ -74,7 +74,7 @@ def _data_of(source: LazyReader | LazyNode) -> bytes:
     a = archive_of(source)
     a.check_open()
     if isinstance(source, LazyReader):
-        return bytes(a.read(a.trailer.data_off, a.trailer.data_len))
+        return bytes(a.read(a.opened.trailer.data_off, a.opened.trailer.data_len))
     where = source.location()
     return bytes(a.read(where.offset, where.size))
 
@@ -86,9 +86,9 @@ def _reindexed(
     ``options`` (another threshold, another compression): what ``dump`` of the decoded value
     writes, made without decoding it, at any depth. A reader's data checksum is checked first."""
     a = archive_of(source)
-    t = a.trailer
+    t = a.opened.trailer
     encoded = Encoded.of_data(data, options)
-    if isinstance(source, LazyReader) and encoded.checksum.result() != a.trailer.data_crc:
+    if isinstance(source, LazyReader) and encoded.checksum.result() != a.opened.trailer.data_crc:
         raise CorruptedError(f"data section checksum mismatch ({t.data_len} bytes at offset {t.data_off})")
     encoded.index()
     return encoded.sections()
@@ -99,10 +99,10 @@ def _compressed_copy(a: Archive, f: Any) -> None:
     its end left out); a 2.0 archive's frames copied as they are into a 2.1 section, its TOC
     (up to the root node) framed after them."""
     a.check_open()
-    t = a.trailer
-    if header_version(a.header)[1] >= 1:
-        for at in range(0, a.file_size, COPY_FRAMES):
-            f.write(a.file.read(at, min(COPY_FRAMES, a.file_size - at)))
+    t = a.opened.trailer
+    if header_version(a.opened.header)[1] >= 1:
+        for at in range(0, a.opened.file_size, COPY_FRAMES):
+            f.write(a.file.read(at, min(COPY_FRAMES, a.opened.file_size - at)))
         return
     head = compressed_header()
     f.write(head)

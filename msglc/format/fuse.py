@@ -12,7 +12,10 @@ which it is not found. Region: block offsets ((nb+1) x u32|u64, as in type 6) | 
 Keys are hashed from their msgpack encoding: ``base_hash`` (CRC-32 of the bytes, and of the
 bytes reversed: two checks that rarely agree on two keys) mixed with the node's ``seed``
 (``mix``, murmur3's finalizer). Construction peels the hypergraph of the keys' slots (in C:
-``_speedups.fuse_build``); a seed whose keys do not peel is replaced by the next."""
+``_speedups.fuse_build``); a seed whose keys do not peel is replaced by the next.
+
+Layouts and pure functions on bytes only: the lookups are ``read.dict_index.FuseIndex`` and
+``SortedIndex``."""
 
 from __future__ import annotations
 
@@ -20,13 +23,12 @@ import math
 import sys
 import zlib
 from array import array
-from bisect import bisect_right
 from collections.abc import Sequence
 from typing import Any
 
 import msgspec
 
-from msglc.format.hash_index import BlockIndex, Reads, block_count, le_array
+from msglc.format.hash_index import block_count
 from msglc.util import accel
 
 ARITY = 3
@@ -150,12 +152,6 @@ def build(hashes: bytes, n: int, block_bits: int) -> tuple[int, int, int, int, b
 _LITTLE = array("H", [1]).tobytes() == b"\x01\x00"
 
 
-def _le_u32(values: array[int]) -> bytes:
-    swapped = array("I", values)
-    swapped.byteswap()
-    return swapped.tobytes()
-
-
 def region(offs_bytes: bytes | memoryview, slots: bytes) -> bytes:
     """The fuse index region: the block offsets, the CRC of each chunk of the slots, the slots."""
     crcs = array("I", (zlib.crc32(slots[at : at + CHUNK]) for at in range(0, len(slots), CHUNK)))
@@ -171,86 +167,6 @@ def slot_value(data: bytes | memoryview, first_bit: int, bits: int) -> int:
     return (word >> (first_bit & 7)) & ((1 << bits) - 1)
 
 
-class FuseIndex(BlockIndex):
-    """The fuse index of one dict, its tables read once: the block offsets and the chunk CRCs
-    (each checked by the node's CRCs); a lookup reads the chunks of its three slots (checked,
-    kept while the dict's slots take at most ``RECORDS_KEPT``) and its block."""
-
-    __slots__ = ("seed", "slot_bits", "seg_bits", "seg_count", "crcs", "slots_at", "chunks")
-
-    def __init__(
-        self,
-        a: Reads,
-        region_at: int,
-        node: tuple[int, int, int, int, int, int, int, int],
-        span: tuple[int, int],
-        kids: list[tuple[int, int, bytes]],
-    ):
-        """``node``: (n, offs_width, offs_crc, block_bits, slot_bits, seed, seg_bits, seg_count) of
-        the dict's node, whose ``crcs_crc`` the caller checks against ``crcs`` (below)."""
-        n, width, offs_crc, block_bits, slot_bits, seed, seg_bits, seg_count = node
-        self.region, self.n, self.page_bits, self.width, self.block_bits = region_at, n, 0, width, block_bits
-        self.span, self.kids = span, sorted(kids)
-        self.kid_starts = [k[0] for k in self.kids]
-        self.blocks = block_count(n, block_bits)
-        self.size = 0
-        self.seed, self.slot_bits, self.seg_bits, self.seg_count = seed, slot_bits, seg_bits, seg_count
-        crcs_at, self.slots_at, end = fuse_layout(n, block_bits, width, slot_bits, seg_bits, seg_count)
-        self.table, self.records = crcs_at, self.slots_at
-        self.pages, self.probe = None, None
-        head = memoryview(bytes(a.read(region_at, self.slots_at)))
-        if zlib.crc32(head[:crcs_at]) != offs_crc:
-            raise a.damaged(f"fuse index block offsets at offset {region_at} fail their checksum")
-        self.offs = le_array("I" if width == 4 else "Q", bytes(head[:crcs_at]))
-        self.crcs = le_array("I", bytes(head[crcs_at:]))
-        slots_size = end - self.slots_at
-        self.kept = {} if slots_size <= _KEPT else None  # chunk -> its bytes, once checked
-        self.chunks = (slots_size + CHUNK - 1) // CHUNK
-
-    def crcs_crc(self) -> int:
-        """The CRC-32 of the chunk CRCs (the node holds it)."""
-        return zlib.crc32(self.crcs.tobytes() if _LITTLE else _le_u32(self.crcs))
-
-    def _candidates(self, a: Reads, key: bytes, h: int) -> list[tuple[int, int]]:
-        block = 0
-        for slot in slots_of(mix(base_hash(key), self.seed), self.seg_bits, self.seg_count):
-            block ^= self._slot(a, slot)
-        return [(block, 1)] if block < self.blocks else []
-
-    def _slot(self, a: Reads, slot: int) -> int:
-        bit = slot * self.slot_bits
-        first, last = bit >> 3 >> 10, ((bit + self.slot_bits - 1) >> 3) >> 10  # (CHUNK = 1 << 10)
-        data = b"".join(self._chunk(a, c) for c in range(first, last + 1))
-        return slot_value(data, bit - (first * CHUNK << 3), self.slot_bits)
-
-    def _chunk(self, a: Reads, c: int) -> bytes:
-        kept = self.kept.get(c) if self.kept is not None else None
-        if kept is not None:
-            return kept
-        if not 0 <= c < self.chunks:
-            raise a.damaged(f"fuse index at offset {self.region}: slot chunk {c} of {self.chunks}")
-        at = self.region + self.slots_at + c * CHUNK
-        data = bytes(a.read(at, min(CHUNK, self.region + self.records_end() - at)))
-        if zlib.crc32(data) != self.crcs[c]:
-            raise a.damaged(f"fuse index chunk at offset {at} fails its checksum")
-        if self.kept is not None:
-            self.kept[c] = data
-        return data
-
-    def records_end(self) -> int:
-        return self.slots_at + (slot_count(self.seg_bits, self.seg_count) * self.slot_bits + 7) // 8
-
-    def _check_sharing(self, a: Reads, at: int, h: int, crcs: list[int], sharing: int) -> None:
-        """A key not in its block is simply absent: a fuse names a block for any key."""
-
-
-_KEPT = 16 << 20  # a dict's slots up to this size are kept, chunk by chunk, once read and checked
-
-
-_keys_decoder: msgspec.msgpack.Decoder[list[str | int]] = msgspec.msgpack.Decoder(list[str | int])
-_key_decoder: msgspec.msgpack.Decoder[str | int] = msgspec.msgpack.Decoder(str | int)
-
-
 def sorted_region(offs_bytes: bytes | memoryview, first_keys: list[str] | list[int]) -> bytes:
     """A sorted dict's index region: the block offsets, then the first key of each block as a
     msgpack array."""
@@ -264,57 +180,3 @@ def ascends(keys: Sequence[Any]) -> bool:
         return list(keys) == sorted(keys) and len(set(keys)) == len(keys)
     except TypeError:
         return False
-
-
-class SortedIndex(BlockIndex):
-    """The index of a sorted dict (type 9), read once: its block offsets and the first key of
-    each block, both CRC-checked, the keys checked to ascend; a key's block is found by
-    bisection, then walked for the key."""
-
-    __slots__ = ("firsts",)
-
-    def __init__(
-        self,
-        a: Reads,
-        region_at: int,
-        node: tuple[int, int, int, int, int, int],
-        span: tuple[int, int],
-        kids: list[tuple[int, int, bytes]],
-    ):
-        """``node``: (n, offs_width, offs_crc, block_bits, keys_len, keys_crc) of the dict's node."""
-        n, width, offs_crc, block_bits, keys_len, keys_crc = node
-        self.region, self.n, self.page_bits, self.width, self.block_bits = region_at, n, 0, width, block_bits
-        self.span, self.kids = span, sorted(kids)
-        self.kid_starts = [k[0] for k in self.kids]
-        self.blocks = block_count(n, block_bits)
-        self.size, self.pages, self.probe, self.kept = 0, None, None, None
-        self.table = (self.blocks + 1) * width
-        self.records = self.table + keys_len
-        head = memoryview(bytes(a.read(region_at, self.records)))
-        if zlib.crc32(head[: self.table]) != offs_crc:
-            raise a.damaged(f"sorted dict block offsets at offset {region_at} fail their checksum")
-        if zlib.crc32(head[self.table :]) != keys_crc:
-            raise a.damaged(f"sorted dict first keys at offset {region_at + self.table} fail their checksum")
-        self.offs = le_array("I" if width == 4 else "Q", bytes(head[: self.table]))
-        try:
-            firsts = _keys_decoder.decode(head[self.table :])
-        except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError) as e:
-            raise a.damaged(f"sorted dict first keys at offset {region_at + self.table}: {e}") from None
-        if len(firsts) != self.blocks or not ascends(firsts):
-            raise a.damaged(f"sorted dict first keys at offset {region_at + self.table} are not one a block, ascending")
-        self.firsts = firsts
-
-    def _candidates(self, a: Reads, key: bytes, h: int) -> list[tuple[int, int]]:
-        try:
-            wanted = _key_decoder.decode(key)
-        except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError):
-            return []
-        firsts = self.firsts
-        if not firsts or type(wanted) is not type(firsts[0]):
-            return []  # (a str key in a dict of int keys, or the reverse)
-        block = bisect_right(firsts, wanted) - 1
-        return [(block, 1)] if block >= 0 else []
-
-    def _check_sharing(self, a: Reads, at: int, h: int, crcs: list[int], sharing: int) -> None:
-        """A key not in the block its place names is absent (the block's keys ascend)."""
-        return  # (a damaged block order is verify's to find)

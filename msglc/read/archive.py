@@ -1,10 +1,11 @@
 """``Archive``: what a reader and its views share. It opens an archive consistently (header,
-trailer, root node), reads and caches TOC nodes and checks them against the data they
-describe, and decodes data spans; it knows nothing of views."""
+trailer, root: ``Opened``), reads TOC nodes, keeps them (``NodeCache``) and checks them
+against the data they describe, and decodes data spans. It never makes a view: the root's is
+made by the ``root`` callback its open is given, and the views it keeps (``Archive.views``)
+are the views module's."""
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable, Iterator
 from math import prod
@@ -55,19 +56,22 @@ from msglc.format.walk import deep_decode
 from msglc.io.base import Source
 from msglc.io.framed import FramedSource, open_section
 from msglc.io.open_source import open_source
+from msglc.read.stats import LazyStats
 from msglc.util.checksum import ParallelCrc
 
 _decoder = msgspec.msgpack.Decoder(ext_hook=ext_hook)
 
 
 class _NoTrailer(TruncatedError):
-    """Internal: the file does not end in a trailer (explained once the open gives up)."""
+    """Internal: the archive of ``size`` bytes does not end in a trailer (explained once the
+    open gives up)."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__(f"no msglc trailer at the end of the file ({size} bytes): truncated or not an archive")
+        self.size = size
 
 
 MAX_NODE_CACHE = 65536
-
-
-MAX_VIEWS = 1024  # lazy views kept for reuse (their index tables included), all dropped when full
 
 
 STALE_SCAN = 1 << 24  # how far back an archive followed by stale bytes is looked for
@@ -77,58 +81,6 @@ STALE_CANDIDATES = 64
 
 
 OPEN_ATTEMPTS = 100  # an open that keeps meeting a file mid-change gives up after this many
-
-
-class LazyStats:
-    """Counts storage requests and bytes: ``stats()`` is the number of bytes read so far,
-    ``stats.requests`` the requests made (each ``pread`` of a local file; each ranged GET of
-    a remote one, reads served from its block cache not counted). ``calls`` is ``requests``;
-    ``stats += n`` counts one request of ``n`` bytes, and ``bytes_per_call()`` is the mean
-    (the published msglc's names)."""
-
-    def __init__(self) -> None:
-        self.requests = 0
-        self.bytes = 0
-        self._lock = threading.Lock()
-
-    @property
-    def calls(self) -> int:
-        return self.requests
-
-    def add(self, size: int, requests: int = 1) -> None:
-        with self._lock:
-            self.requests += requests
-            self.bytes += size
-
-    def __iadd__(self, size: int) -> LazyStats:
-        if not isinstance(size, int) or isinstance(size, bool):
-            raise TypeError(f"LazyStats += takes a number of bytes (an int), not {type(size).__name__}")
-        if size < 0:
-            raise ValueError(f"LazyStats += takes a number of bytes >= 0, not {size}")
-        self.add(size)
-        return self
-
-    def bytes_per_call(self) -> float:
-        """Bytes per request; ``ZeroDivisionError`` before the first (no mean to give)."""
-        with self._lock:
-            requests, size = self.requests, self.bytes
-        if not requests:
-            raise ZeroDivisionError("LazyStats.bytes_per_call(): no request counted yet")
-        return size / requests
-
-    def __call__(self) -> int:
-        return self.bytes
-
-    def clear(self) -> None:
-        with self._lock:
-            self.requests = 0
-            self.bytes = 0
-
-    def __str__(self) -> str:
-        return f"{self.requests} requests, {self.bytes} bytes"
-
-    def __repr__(self) -> str:
-        return f"<LazyStats {self}>"
 
 
 def _closed(offset: int, size: int) -> bytes:
@@ -145,50 +97,110 @@ class Location(NamedTuple):
     node_size: int
 
 
+class Opened(NamedTuple):
+    """What one consistent open found: the file's header and trailer (of a compressed
+    archive, the trailer of the plain archive it serves), where things end, and the root."""
+
+    header: bytes
+    trailer: Trailer
+    size: int  # the archive's end: the file's, or the header's (of a compressed one, its plain size)
+    file_size: int  # the archive's end in the file
+    stored_data_len: int  # the data section's bytes in the file
+    data_end: int
+    toc_end: int
+    legacy: LegacyHeader | None  # set for an archive of the published msglc (format.legacy)
+    # what ``root(archive)`` returned: the root's lazy view; or for a root read whole, None
+    # (the data section) or, in a published-msglc archive, the root's (offset, size)
+    root: Any = None
+    stamp: object = None  # the source's stamp of the state opened (``Source.stamp``)
+
+
+class NodeCache:
+    """The TOC nodes an archive has read, by position, and what was learnt from them: the
+    containers checked against their nodes (``Archive.container``) and inline dicts' key
+    maps (shared by the views of one dict)."""
+
+    __slots__ = ("nodes", "fitted", "key_maps")
+
+    def __init__(self) -> None:
+        self.nodes: dict[int, Node] = {}
+        # container() results: a node checked against its container's header is not read again
+        self.fitted: dict[tuple[int, int, int, int], tuple[Node, ArrayHead | None]] = {}
+        self.key_maps: dict[int, dict[str | int, int]] = {}
+
+    def keep(self, pos: int, node: Node) -> None:
+        """Keep the node at ``pos``: every node and key map is dropped when ``MAX_NODE_CACHE``
+        are kept."""
+        if len(self.nodes) >= MAX_NODE_CACHE:
+            self.nodes.clear()
+            self.key_maps.clear()
+        self.nodes[pos] = node
+
+    def fit(self, where: tuple[int, int, int, int], result: tuple[Node, ArrayHead | None]) -> None:
+        if len(self.fitted) >= MAX_NODE_CACHE:
+            self.fitted.clear()
+        self.fitted[where] = result
+
+    def key_map(self, pos: int, node: MapNode) -> dict[str | int, int]:
+        """Each key of the inline dict whose node is at ``pos``, with its index."""
+        keys = self.key_maps.get(pos)
+        if keys is None:
+            keys = self.key_maps[pos] = {k: j for j, k in enumerate(node.keys)}
+        return keys
+
+    def clear(self) -> None:
+        self.nodes.clear()
+        self.fitted.clear()
+        self.key_maps.clear()
+
+
 class Archive:
-    """State shared by a reader and its lazy views: the source, the trailer, the node cache."""
+    """What a reader and its lazy views share: the source and how to read it, the state one
+    consistent open found (``opened``), the node cache (``nodes``) and the views kept
+    (``views``, which the views module owns). ``closed`` and ``c_read`` are read by name from
+    C (``_speedups.FastGet``), as is ``views``."""
+
+    read: Callable[[int, int], bytes | memoryview]
+    # what the C lookups read through: the file's descriptor when nothing counts or
+    # translates the reads, else ``read`` itself
+    c_read: object
 
     def __init__(
         self,
         source: Any,
-        cached: bool,
+        views: Any,
         counter: LazyStats | None,
         root: Callable[[Archive], Any] | None = None,
         **where: Any,
     ) -> None:
-        """The open checks the root's TOC node against the root container (every user of an
-        archive relies on that); ``root(archive)``, when given, does it by making the root's
-        lazy view, kept as ``root_view``. Both run within the consistent open."""
-        self.src = open_source(source, counter, **where)
+        """``views``: the views kept for reuse (``views.ViewCache``, which says whether views
+        keep values): the archive only empties it. The open checks the root's TOC node against
+        the root container (every user of an archive relies on that); ``root(archive)``, when
+        given, does it by making the root's lazy view, kept as ``opened.root``. Both run within
+        the consistent open."""
+        self.file = self.src = open_source(source, counter, **where)  # ``src`` may put a FramedSource in front
         self.closed = False
-        self.cached = cached
         self.counter = counter
-        self.nodes: dict[int, Node] = {}
-        # container() results: a node checked against its container's header is not read again
-        self.fitted: dict[tuple[int, int, int, int], tuple[Node, ArrayHead | None]] = {}
-        self.node_sizes: dict[int, int] = {}  # framed length of each cached node
-        self.key_maps: dict[int, dict[str | int, int]] = {}
-        # lazy views by (base, span, pos, size): a container looked up again reuses its view and
-        # the index tables it loaded, in both cached modes (views of a reader that is not
-        # cached hold no values); also by (dict's base, dict's pos, key) for an inline dict's
-        # values (views.LazyInlineDict); and by the str path that resolved to it
-        # (``LazyReader.__getitem__``: ``reader["table"]`` without resolving "table" again)
-        self.views: dict[tuple[Any, ...] | str, Any] = {}
-        self.legacy: LegacyHeader | None = None  # set for an archive of the published msglc (format.legacy)
-        self.root_leaf: tuple[int, int] | None = None  # ... whose root is read whole: (offset, size)
+        self.nodes = NodeCache()
+        self.views = views
         self.reopen: Any = None  # how another process opens it again (``reopen.Reopen``), if it can
-        self.file = self.src  # the file itself; ``src`` may put a FramedSource in front of it
-        self._bind(self.src)
-        self.root_view: Any = None
-        self._make_root = root
-        self.opened: object = None  # the source's stamp of the state opened
+        self.opened: Opened
+        self.bind(self.src)
         try:
-            self.opened = self._open_consistently()
+            self._open_consistently(root)
         except BaseException:
             self.src.close()
             raise
 
-    def _bind(self, source: Source) -> None:
+    def share(self, main: Archive, read: Callable[[int, int], bytes | memoryview]) -> None:
+        """Instead of ``__init__`` (a subclass's: ``batch.BatchArchive``): read the archive
+        ``main`` opened, sharing its file, source, open state and node cache, with views of
+        its own, its reads through ``read``."""
+        self.file, self.src, self.counter, self.opened = main.file, main.src, main.counter, main.opened
+        self.nodes, self.views, self.reopen = main.nodes, main.views.fresh(), main.reopen
+        self.read = self.c_read = read
+
+    def bind(self, source: Source) -> None:
         """Read through ``source`` from now on (counting the bytes in ``counter``)."""
         self.src = source
         read: Callable[[int, int], bytes | memoryview] = source.read
@@ -204,103 +216,100 @@ class Archive:
                 _add(size)
                 return _read(offset, size)
 
-        self.read: Callable[[int, int], bytes | memoryview] = read
-        # what the C lookups read through: the file's descriptor when nothing counts or
-        # translates the reads, else ``read`` itself
+        self.read = read
         direct = getattr(source, "direct", None)
-        self.c_read: object = direct if direct is not None and read == source.read else read
+        self.c_read = direct if direct is not None and read == source.read else read
 
-    def _open_consistently(self) -> object:
+    def _open_consistently(self, root: Callable[[Archive], Any] | None) -> None:
         """Open (header, trailer, and the root's node and header), reading them again if the
         file changed while they were read and they did not fit: ``append`` moves the trailer
         and switches the header between valid states, and an open that read parts of two
         states must not call a healthy archive damaged. A file that fails with no change
-        during the attempt is reported. Returns the source's stamp of the state opened."""
+        during the attempt is reported. ``opened.stamp`` is the source's stamp of the state
+        opened."""
         for attempt in range(OPEN_ATTEMPTS):
             before = self.src.stamp()
+            if self.src is not self.file:  # a second attempt at a compressed archive
+                self.bind(self.file)
+            size = self.src.size  # the archive's end: the file's, or the header's
+            header = bytes(self.read(0, min(size, HEADER_SIZE)))
             try:
-                self._open()
+                self._open(header, size, root)
                 self.src.opened = self.file.opened = before
-                return before
+                self.opened = self.opened._replace(stamp=before)
+                return
             except MsglcError as e:
                 self.nodes.clear()
-                self.fitted.clear()
                 self.views.clear()
-                if before is None or attempt == OPEN_ATTEMPTS - 1 or not self._changed(before):
+                if before is None or attempt == OPEN_ATTEMPTS - 1 or not self._changed(before, header):
                     if isinstance(e, _NoTrailer):
-                        self._no_trailer(self.size)  # only now: it may read up to STALE_SCAN bytes
+                        self._no_trailer(e.size, header)  # only now: it may read up to STALE_SCAN bytes
                     raise
                 time.sleep(min(0.01, 0.0002 * attempt))  # let a writer between two states finish
         raise AssertionError("unreachable")
 
-    def _changed(self, stamp: object) -> bool:
-        """Has the file changed since ``stamp`` (or its header since it was read)?"""
-        return self.src.stamp() != stamp or bytes(self.src.read(0, min(self.src.size, HEADER_SIZE))) != self.header
+    def _changed(self, stamp: object, header: bytes) -> bool:
+        """Has the file changed since ``stamp`` (or its header since it was read as ``header``)?"""
+        return self.src.stamp() != stamp or bytes(self.src.read(0, min(self.src.size, HEADER_SIZE))) != header
 
     def damaged(self, message: str) -> MsglcError:
         """The error for data that does not fit its TOC: ``ArchiveChangedError`` when the file
         changed since the open (an append overwrites the TOC this reader holds), else
         ``CorruptedError``. Only on the error path: costs one ``fstat``."""
-        if self.opened is not None and not self.closed and self._changed(self.opened):
+        opened = self.opened
+        if opened.stamp is not None and not self.closed and self._changed(opened.stamp, opened.header):
             return ArchiveChangedError(
                 f"{message}; the file changed after this reader opened it (an append?): open a new reader"
             )
         return CorruptedError(message)
 
-    def _open(self) -> None:
-        if self.src is not self.file:  # a second attempt at a compressed archive
-            self._bind(self.file)
-        self.size = size = self.src.size  # the archive's end: the file's, or the header's
-        head = self.read(0, min(size, HEADER_SIZE))
-        self.header = bytes(head)
-        self.legacy = self.root_leaf = None
-        if self.header[:1] == b"\0" and is_legacy(self.read(0, min(size, len(LEGACY_MAGIC)))):
-            self._open_legacy(size)
-            return
+    def _open(self, header: bytes, size: int, make_root: Callable[[Archive], Any] | None) -> None:
+        """One attempt at the open of a file of ``size`` bytes that starts with ``header``:
+        sets ``opened``, the root last (making it reads through ``opened``)."""
+        if header[:1] == b"\0" and is_legacy(self.read(0, min(size, len(LEGACY_MAGIC)))):
+            self.opened = self._open_legacy(header, size)
+        else:
+            self.opened = self._open_msglc(header, size)
+        t = self.opened.trailer
+        if (t.root_len or self.opened.legacy is not None) and make_root is not None:
+            self.opened = self.opened._replace(root=make_root(self))
+        elif t.root_len:
+            self.container(t.data_off, t.data_len, t.toc_off + t.root_pos, t.root_len)
+
+    def _open_msglc(self, header: bytes, size: int) -> Opened:
         if size < HEADER_SIZE + TRAILER_SIZE:
-            if bytes(head[: len(MAGIC)]) != MAGIC[: len(head)] or not head:
+            if header[: len(MAGIC)] != MAGIC[: len(header)] or not header:
                 raise NotAnArchiveError(f"not an msglc archive: {size} bytes, no msglc magic at offset 0")
             raise TruncatedError(f"file has {size} bytes, an msglc archive has at least {HEADER_SIZE + TRAILER_SIZE}")
-        check_header(self.header)  # bytes(head)
-        end = header_end(head)
+        check_header(header)
+        end = header_end(header)
         if end:  # an append is under way or died midway: the archive ends where it says
             if not HEADER_SIZE + TRAILER_SIZE <= end <= size:
                 raise (TruncatedError if end > size else CorruptedError)(
                     f"the header says the archive ends at offset {end}; the file has {size} bytes"
                 )
-            self.size = size = end
+            size = end
         tail = self.read(size - TRAILER_SIZE, TRAILER_SIZE)
         if bytes(tail[-len(END_MAGIC) :]) != END_MAGIC:
-            raise _NoTrailer(f"no msglc trailer at the end of the file ({size} bytes): truncated or not an archive")
-        self.trailer = t = unpack_trailer(bytes(tail), size, self.header)
-        self.file_size = size
-        self.stored_data_len = t.data_len  # the data section's bytes in the file
-        if header_version(self.header)[0] == COMPRESSED:
-            self.trailer = t = self._framed(t)
-        self.data_end = t.data_off + t.data_len
-        self.toc_end = t.toc_off + t.toc_len
-        if t.root_len and self._make_root is not None:
-            self.root_view = self._make_root(self)
-        elif t.root_len:
-            self.container(t.data_off, t.data_len, t.toc_off + t.root_pos, t.root_len)
+            raise _NoTrailer(size)
+        t = unpack_trailer(bytes(tail), size, header)
+        file_size, stored = size, t.data_len
+        if header_version(header)[0] == COMPRESSED:
+            t, size = self._framed(t, header, size)
+        return Opened(header, t, size, file_size, stored, t.data_off + t.data_len, t.toc_off + t.toc_len, None)
 
-    def _open_legacy(self, size: int) -> None:
+    def _open_legacy(self, head: bytes, size: int) -> Opened:
         """Open an archive of the published msglc (format.legacy): its TOC must be in the file;
         the trailer this sets says where its data section and TOC are (it has no checksum)."""
         header = parse_header(self.read(0, min(size, LEGACY_HEADER_SIZE)), 0)
         end = LEGACY_HEADER_SIZE + header.toc_start + header.toc_size
         if end > size:
             raise TruncatedError(f"the published-msglc archive's TOC ends at offset {end}; the file has {size} bytes")
-        self.legacy = header
         data = LEGACY_HEADER_SIZE
-        self.trailer = Trailer(data, header.toc_start, data + header.toc_start, header.toc_size, 0, 0, 0, 0)
-        self.file_size = size
-        self.stored_data_len = header.toc_start
-        self.data_end, self.toc_end = self.trailer.toc_off, end
-        if self._make_root is not None:
-            self.root_view = self._make_root(self)
+        t = Trailer(data, header.toc_start, data + header.toc_start, header.toc_size, 0, 0, 0, 0)
+        return Opened(head, t, size, size, header.toc_start, t.toc_off, end, header)
 
-    def _framed(self, t: Trailer) -> Trailer:
+    def _framed(self, t: Trailer, header: bytes, size: int) -> tuple[Trailer, int]:
         """Serve a compressed archive as the plain one it holds: read the frame tables (2.0:
         the data section's seek table, whole; 2.1: the index at the section's end, which
         locates the page tables and dictionaries, read when first needed), put a
@@ -311,29 +320,28 @@ class Archive:
         stored, end = t.data_len, t.data_off + t.data_len
         if stored < FOOTER_SIZE:
             raise CorruptedError(f"compressed data section of {stored} bytes cannot hold its seek table")
-        if header_version(self.header)[1] >= 1:
+        if header_version(header)[1] >= 1:
             return self._framed_2_1(t)
         size = tables_size(self.read(end - FOOTER_SIZE, FOOTER_SIZE), stored)  # with the filter table if any
         table = parse_seek_table(self.read(end - size, size), stored, MAX_FRAME)
-        self._bind(FramedSource(self.file, t.data_off, table, stored, counter=self.counter))
+        self.bind(FramedSource(self.file, t.data_off, table, stored, counter=self.counter))
         plain = table.logical[-1]
-        self.size -= stored - plain
-        return msgspec.structs.replace(t, data_len=plain, toc_off=t.toc_off - stored + plain)
+        return msgspec.structs.replace(t, data_len=plain, toc_off=t.toc_off - stored + plain), size - stored + plain
 
-    def _framed_2_1(self, t: Trailer) -> Trailer:
+    def _framed_2_1(self, t: Trailer) -> tuple[Trailer, int]:
         """``_framed`` for 2.1 (``open_section``): the index read from the section's end; the
         page tables are read when a frame of theirs is."""
         if t.toc_len or t.root_len:
             raise CorruptedError("a 2.1 archive's trailer names a TOC outside its compressed section")
         source, index = open_section(self.file, t.data_off, t.data_len, self.read, self.counter)  # (counted)
-        self._bind(source)
-        self.size = t.data_off + index.data + index.toc
+        self.bind(source)
         root_pos, root_len = index.root
-        return Trailer(
+        plain = Trailer(
             t.data_off, index.data, t.data_off + index.data, index.toc, root_pos, root_len, t.data_crc, t.threshold
         )
+        return plain, t.data_off + index.data + index.toc
 
-    def _no_trailer(self, size: int) -> NoReturn:
+    def _no_trailer(self, size: int, header: bytes) -> NoReturn:
         """Say why the file does not end in a trailer: truncated, or bytes after a complete
         archive (a buffer reused for a shorter archive, padding), found by looking back for
         the end magic of a trailer that fits: the error path only, within ``STALE_SCAN`` bytes
@@ -348,7 +356,7 @@ class Archive:
             end = start + at + len(END_MAGIC)
             if at + len(END_MAGIC) >= TRAILER_SIZE and end >= HEADER_SIZE + TRAILER_SIZE:
                 try:
-                    unpack_trailer(tail[at + len(END_MAGIC) - TRAILER_SIZE : at + len(END_MAGIC)], end, self.header)
+                    unpack_trailer(tail[at + len(END_MAGIC) - TRAILER_SIZE : at + len(END_MAGIC)], end, header)
                 except MsglcError:
                     continue
                 raise CorruptedError(
@@ -370,7 +378,8 @@ class Archive:
 
     def decode_span(self, offset: int, size: int, prefix: bytes = b"") -> Any:
         """Decode ``size`` data bytes at ``offset`` (after ``prefix``, a container header)."""
-        if offset < self.trailer.data_off or offset + size > self.data_end or size <= 0:
+        opened = self.opened
+        if offset < opened.trailer.data_off or offset + size > opened.data_end or size <= 0:
             raise self.damaged(f"data span {offset}+{size} lies outside the data section")
         return self.decode(prefix + self.read(offset, size) if prefix else self.read(offset, size), offset)
 
@@ -398,9 +407,9 @@ class Archive:
         if self.closed:
             raise ValueError("I/O operation on a closed LazyReader")
         buf = memoryview(out.reshape(-1).view("u1"))
-        if offset < self.trailer.data_off or offset + len(buf) > self.data_end:
+        if offset < self.opened.trailer.data_off or offset + len(buf) > self.opened.data_end:
             raise CorruptedError(f"data span {offset}+{len(buf)} lies outside the data section")
-        self._fill(offset, buf, threads)
+        self.fill(offset, buf, threads)
 
     def frame_at(self, offset: int) -> tuple[int, int, bytes | bytearray] | None:
         """In a compressed archive, the plain bytes of the data frame holding ``offset``
@@ -414,7 +423,7 @@ class Archive:
         ``sink`` as plain bytes (``FramedSource.decode_frames``); False when they cannot be."""
         if self.closed:
             raise ValueError("I/O operation on a closed LazyReader")
-        if offset < self.trailer.data_off or offset + size > self.data_end:
+        if offset < self.opened.trailer.data_off or offset + size > self.opened.data_end:
             raise CorruptedError(f"data span {offset}+{size} lies outside the data section")
         return isinstance(self.src, FramedSource) and self.src.decode_frames(offset, size, sink)
 
@@ -428,7 +437,8 @@ class Archive:
             self.counter.add(size)
         return self.src.read_checked(offset, size)
 
-    def _fill(self, offset: int, buf: memoryview, threads: int | None = None) -> None:
+    def fill(self, offset: int, buf: memoryview, threads: int | None = None) -> None:
+        """``read_into`` once checked: ``buf`` filled with the data bytes at ``offset``."""
         if self.counter is not None and not self.src.counts_itself:
             self.counter.add(len(buf))
         if threads is not None and isinstance(self.src, FramedSource):
@@ -447,11 +457,14 @@ class Archive:
             end += (c - 1) * s
         if out.nbytes != prod(counts) * size:
             raise ValueError(f"read_grid: out holds {out.nbytes} bytes, the pieces {prod(counts) * size}")
-        if offset < self.trailer.data_off or end > self.data_end:
+        if offset < self.opened.trailer.data_off or end > self.opened.data_end:
             raise CorruptedError(f"data span {offset}+{end - offset} lies outside the data section")
-        self._grid(offset, counts, strides, size, memoryview(out.reshape(-1).view("u1")))
+        self.fill_grid(offset, counts, strides, size, memoryview(out.reshape(-1).view("u1")))
 
-    def _grid(self, offset: int, counts: tuple[int, ...], strides: tuple[int, ...], size: int, buf: memoryview) -> None:
+    def fill_grid(
+        self, offset: int, counts: tuple[int, ...], strides: tuple[int, ...], size: int, buf: memoryview
+    ) -> None:
+        """``read_grid`` once checked: ``buf`` filled with the pieces."""
         if self.counter is not None and not self.src.counts_itself:
             self.counter.add(len(buf), prod(counts))  # a request per piece: each is a read of its own
         self.src.read_grid(offset, counts, strides, size, buf)
@@ -461,30 +474,26 @@ class Archive:
         copied: counted as one read of the ``used`` bytes the caller copies out of them."""
         if self.closed:
             raise ValueError("I/O operation on a closed LazyReader")
-        if offset < self.trailer.data_off or offset + size > self.data_end:
+        if offset < self.opened.trailer.data_off or offset + size > self.opened.data_end:
             raise CorruptedError(f"data span {offset}+{size} lies outside the data section")
         if self.counter is not None and not self.src.counts_itself:
             self.counter.add(used)
         return memoryview(self.src.read(offset, size))
 
     def node(self, pos: int, size: int) -> Node:
-        node = self.nodes.get(pos)
+        node = self.nodes.nodes.get(pos)
         if node is None:
-            if not (self.trailer.toc_off <= pos and pos + size <= self.toc_end):
+            t = self.opened.trailer
+            if not (t.toc_off <= pos and pos + size <= self.opened.toc_end):
                 raise self.damaged(f"TOC node {pos}+{size} lies outside the TOC")
             if size < 5:
                 raise CorruptedError(f"TOC node at offset {pos} is {size} bytes, too short")
             try:
                 node = unframe_node(self.read(pos, size), pos)
-                check_node(node, pos, self.trailer.toc_off)
+                check_node(node, pos, t.toc_off)
             except CorruptedError as e:
                 raise self.damaged(str(e)) from None
-            if len(self.nodes) >= MAX_NODE_CACHE:
-                self.nodes.clear()
-                self.node_sizes.clear()
-                self.key_maps.clear()
-            self.nodes[pos] = node
-            self.node_sizes[pos] = size
+            self.nodes.keep(pos, node)
         return node
 
     @staticmethod
@@ -524,11 +533,11 @@ class Archive:
         stored at ``base`` (``span`` bytes): its length and header must match. For a NumPy array
         also its (dtype, shape, start of the elements). Checked once per container while the
         node cache keeps its node."""
-        fitted = self.fitted.get((base, span, pos, size))
-        if fitted is not None and pos in self.nodes:
+        fitted = self.nodes.fitted.get((base, span, pos, size))
+        if fitted is not None and pos in self.nodes.nodes:
             return fitted
         node = self.node(pos, size)
-        if node_span(node) != span or base + span > self.data_end:
+        if node_span(node) != span or base + span > self.opened.data_end:
             raise self.damaged(
                 f"TOC node at offset {pos} describes {node_span(node)} bytes where {span} are stored at offset {base}"
             )
@@ -536,7 +545,9 @@ class Archive:
             head = parse_head(self.read(base, node.head), base, span)
             if head[2] != node.head:
                 raise CorruptedError(f"NumPy array at offset {base} does not match its TOC node at offset {pos}")
-            return self._fitted(base, span, pos, size, (node, head))
+            result: tuple[Node, ArrayHead | None] = (node, head)
+            self.nodes.fit((base, span, pos, size), result)
+            return result
         if isinstance(node, StrideNode):
             heads = stride_headers(node)
             fits = heads is not None and bytes(self.read(base, len(heads))) == heads
@@ -544,22 +555,17 @@ class Archive:
             fits = container_header(self.read(base, min(5, span))) == node_header(node)
         if not fits:
             raise self.damaged(f"container at offset {base} does not match its TOC node at offset {pos}")
-        return self._fitted(base, span, pos, size, (node, None))
-
-    def _fitted(
-        self, base: int, span: int, pos: int, size: int, result: tuple[Node, ArrayHead | None]
-    ) -> tuple[Node, ArrayHead | None]:
-        if len(self.fitted) >= MAX_NODE_CACHE:
-            self.fitted.clear()
-        self.fitted[base, span, pos, size] = result
-        return result
+        self.nodes.fit((base, span, pos, size), (node, None))
+        return node, None
 
     def decode_all(self) -> Any:
         """The whole data section decoded, its checksum checked (on another core meanwhile);
         of an archive of the published msglc, its root's range (it has no checksum)."""
-        if self.legacy is not None:  # its root: stored whole, or a lazy view decoded part by part
-            return self.decode_span(*self.root_leaf) if self.root_leaf is not None else self.root_view.to_obj()
-        t = self.trailer
+        opened = self.opened
+        if opened.legacy is not None:  # its root: stored whole, or a lazy view decoded part by part
+            root = opened.root
+            return self.decode_span(*root) if isinstance(root, tuple) else root.to_obj()
+        t = opened.trailer
         data = self.read(t.data_off, t.data_len)
         crc = ParallelCrc(data)
         try:
@@ -569,16 +575,3 @@ class Archive:
         if crc_value != t.data_crc:
             raise CorruptedError(f"data section checksum mismatch ({t.data_len} bytes at offset {t.data_off})")
         return obj
-
-    def keep_view(self, where: tuple[Any, ...] | str, view: Any) -> None:
-        """Keep the lazy view of the container at ``where`` (or a str path to it) for the next
-        lookup of it."""
-        if len(self.views) >= MAX_VIEWS:
-            self.views.clear()
-        self.views[where] = view
-
-    def key_map(self, pos: int, node: MapNode) -> dict[str | int, int]:
-        keys = self.key_maps.get(pos)
-        if keys is None:
-            keys = self.key_maps[pos] = {k: j for j, k in enumerate(node.keys)}
-        return keys

@@ -49,38 +49,19 @@ class _Failed:
 
 
 class BatchArchive(Archive):
-    """Shares another archive's source, trailer and TOC node caches; its reads come from the
-    ranges fetched for the batch. Once the batch is over, reads go to the other archive, so
-    the lazy views it returned keep working (and fail once the reader is closed)."""
+    """An archive that reads another's file through a batch: it shares that archive's file,
+    source, open state and node cache (``Archive.share``), keeps views of its own, and reads
+    from the ranges fetched for the batch (``Batch``). Once the batch is over, reads go to the
+    other archive, so the lazy views it returned keep working (and fail once the reader is
+    closed)."""
 
-    def __init__(self, main: Archive, max_gap: int | None = None) -> None:
-        if main.closed:
-            raise ValueError("I/O operation on a closed LazyReader")
-        if max_gap is not None and (not isinstance(max_gap, int) or isinstance(max_gap, bool) or max_gap < 0):
-            raise ValueError(f"max_gap must be a number of bytes (an int >= 0), not {max_gap!r}")
-        self.__dict__.update(main.__dict__)
-        self.main = main
-        self.views = {}  # its views read through the batch: not the other archive's
-        self.max_gap = main.src.max_gap if max_gap is None else max_gap
-        self.pieces: dict[tuple[int, int], bytes | memoryview] = {}
-        self.direct = not main.src.max_gap  # in memory: nothing to gather
-        self.read = self.c_read = self._read
-        self._root: Any = None
-        self.stops: dict[int, int] = {}  # task -> how often it stopped at a read
+    def __init__(self, main: Archive, batch: Batch) -> None:
+        self.share(main, batch.read)
+        self.batch = batch
 
     @property
     def closed(self) -> bool:  # type: ignore[override]
-        return self.main.closed
-
-    def _read(self, offset: int, size: int) -> bytes | memoryview:
-        data = self.pieces.get((offset, size))
-        if data is None:
-            data = self.src.cached(offset, size)
-        if data is not None:
-            return data
-        if self.direct:
-            return self.main.read(offset, size)
-        raise _Need(offset, size)
+        return self.batch.main.closed
 
     def frame_at(self, offset: int) -> None:
         """None: a batch reads frames through ``read``, which collects them."""
@@ -90,18 +71,64 @@ class BatchArchive(Archive):
         """False: a batch reads frames through ``read``, which collects them."""
         return False
 
-    def _fill(self, offset: int, buf: memoryview, threads: int | None = None) -> None:
+    def fill(self, offset: int, buf: memoryview, threads: int | None = None) -> None:
+        self.batch.fill(offset, buf, threads)
+
+    def fill_grid(
+        self, offset: int, counts: tuple[int, ...], strides: tuple[int, ...], size: int, buf: memoryview
+    ) -> None:
+        self.batch.fill_grid(offset, counts, strides, size, buf)
+
+    def root(self) -> Any:
+        """The root, found once per batch."""
+        batch = self.batch
+        if batch.root is None:
+            batch.root = any_root_of(self)
+        return batch.root
+
+
+class Batch:
+    """The reads of one batch: the ranges fetched so far (``pieces``), which tasks stopped how
+    often, and the archive the tasks read through (``archive``)."""
+
+    def __init__(self, main: Archive, max_gap: int | None = None) -> None:
+        if main.closed:
+            raise ValueError("I/O operation on a closed LazyReader")
+        if max_gap is not None and (not isinstance(max_gap, int) or isinstance(max_gap, bool) or max_gap < 0):
+            raise ValueError(f"max_gap must be a number of bytes (an int >= 0), not {max_gap!r}")
+        self.main = main
+        self.src = main.src
+        self.max_gap = main.src.max_gap if max_gap is None else max_gap
+        self.pieces: dict[tuple[int, int], bytes | memoryview] = {}
+        self.direct = not main.src.max_gap  # in memory: nothing to gather
+        self.root: Any = None
+        self.stops: dict[int, int] = {}  # task -> how often it stopped at a read
+        self.archive = BatchArchive(main, self)
+
+    def read(self, offset: int, size: int) -> bytes | memoryview:
+        data = self.pieces.get((offset, size))
+        if data is None:
+            data = self.src.cached(offset, size)
+        if data is not None:
+            return data
+        if self.direct:
+            return self.main.read(offset, size)
+        raise _Need(offset, size)
+
+    def fill(self, offset: int, buf: memoryview, threads: int | None = None) -> None:
         data = self.pieces.get((offset, len(buf)))
         if data is not None:
             buf[:] = data
         elif self.direct:
-            self.main._fill(offset, buf, threads)
+            self.main.fill(offset, buf, threads)
         else:
             raise _Need(offset, len(buf))
 
-    def _grid(self, offset: int, counts: tuple[int, ...], strides: tuple[int, ...], size: int, buf: memoryview) -> None:
+    def fill_grid(
+        self, offset: int, counts: tuple[int, ...], strides: tuple[int, ...], size: int, buf: memoryview
+    ) -> None:
         if self.direct:
-            self.main._grid(offset, counts, strides, size, buf)
+            self.main.fill_grid(offset, counts, strides, size, buf)
             return
         missing = []  # each piece a read of the batch, all asked for in one round
         for k, at in enumerate(grid(offset, counts, strides)):
@@ -112,11 +139,6 @@ class BatchArchive(Archive):
                 buf[k * size : (k + 1) * size] = data
         if missing:
             raise _Need(*missing[0], missing[1:])
-
-    def root(self) -> Any:
-        if self._root is None:
-            self._root = any_root_of(self)
-        return self._root
 
     # -- rounds --
     def rounds(self, tasks: list[Task], results: list[Any]) -> Iterator[list[tuple[int, int]]]:
@@ -140,7 +162,7 @@ class BatchArchive(Archive):
         for i in pending:
             self.direct = batched or self.stops.get(i, 0) >= DIRECT_AFTER
             try:
-                results[i] = tasks[i](self)
+                results[i] = tasks[i](self.archive)
             except _Need as need:
                 needs.update(dict.fromkeys(need.spans))
                 still.append(i)
@@ -186,8 +208,9 @@ class BatchArchive(Archive):
 
     def _requests(self, groups: list[_Group]) -> list[tuple[int, int]]:
         """The merged ranges of one round, counted when the source does not count itself."""
-        if self.counter is not None and not self.src.counts_itself:
-            self.counter.add(sum(end - start for _, start, end in groups), len(groups))
+        counter = self.main.counter
+        if counter is not None and not self.src.counts_itself:
+            counter.add(sum(end - start for _, start, end in groups), len(groups))
         return [(start, end) for _, start, end in groups]
 
     def fetch(self, needs: list[tuple[int, int]]) -> None:
@@ -213,7 +236,7 @@ class BatchArchive(Archive):
 def run(main: Archive, tasks: list[Task], max_gap: int | None = None) -> list[Any]:
     """Each task's result, its reads fetched together; the first failure (in task order) is
     raised, as a loop over the tasks would have raised it."""
-    batch = BatchArchive(main, max_gap)
+    batch = Batch(main, max_gap)
     results: list[Any] = [None] * len(tasks)
     for needs in batch.rounds(tasks, results):
         batch.fetch(needs)
@@ -225,7 +248,7 @@ async def async_run(main: Archive, tasks: list[Task], max_gap: int | None = None
     thread."""
     import asyncio
 
-    batch = BatchArchive(main, max_gap)
+    batch = Batch(main, max_gap)
     results: list[Any] = [None] * len(tasks)
     rounds = batch.rounds(tasks, results)
     while (needs := await asyncio.to_thread(next, rounds, None)) is not None:

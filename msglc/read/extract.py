@@ -34,12 +34,12 @@ def part_archive(a: Archive, where: Location, count: int) -> Iterator[bytes | me
         root = (where.node - lo, end - where.node)
     else:  # a row: checked as the reader checks data it decodes, since nothing else checks it
         a.decode(data, where.offset)
-        toc = _row_node(bytes(data), count, a.trailer.threshold)
+        toc = _row_node(bytes(data), count, a.opened.trailer.threshold)
         root = (0, len(toc))
     yield head
     yield data
     yield toc
-    yield Trailer.contiguous(len(data), len(toc), root, data_crc32()(data), a.trailer.threshold).pack(head)
+    yield Trailer.contiguous(len(data), len(toc), root, data_crc32()(data), a.opened.trailer.threshold).pack(head)
 
 
 def _row_node(data: bytes, count: int, threshold: int) -> bytes:
@@ -59,7 +59,7 @@ def compacted(a: Archive) -> Iterator[bytes | memoryview]:
     have written them. (After an append that was killed, the TOC it had copied before the old
     root node stays, unreferenced, until the next append.)"""
     a.check_open()
-    t = a.trailer
+    t = a.opened.trailer
     head = pack_header()
     yield head
     yield a.read(t.data_off, t.data_len)
@@ -71,12 +71,12 @@ def data_chunks(a: Archive, progress: Callable[[int], None] = lambda n: None) ->
     """The data section (plain msgpack) in chunks of ``CHUNK`` bytes; its checksum is checked
     as they go and a mismatch raises ``CorruptedError`` after the last chunk (an archive of
     the published msglc has none to check)."""
-    t = a.trailer
+    t = a.opened.trailer
     crc32, crc = data_crc32(), 0
     for offset in range(0, t.data_len, CHUNK):
         chunk = a.read(t.data_off + offset, min(CHUNK, t.data_len - offset))
         crc = crc32(chunk, crc)
         yield chunk
         progress(len(chunk))
-    if crc != t.data_crc and a.legacy is None:
+    if crc != t.data_crc and a.opened.legacy is None:
         raise CorruptedError(f"data section checksum mismatch ({t.data_len} bytes at offset {t.data_off})")

@@ -92,22 +92,22 @@ def frame_infos(a: Archive) -> Iterator[FrameInfo]:
 
 
 def archive_info(a: Archive) -> ArchiveInfo:
-    t = a.trailer
+    t = a.opened.trailer
     return ArchiveInfo(
-        version=header_version(a.header),
-        file_size=a.file_size,
+        version=header_version(a.opened.header),
+        file_size=a.opened.file_size,
         data_offset=t.data_off,
         data_size=t.data_len,
-        compression="zstd" if header_version(a.header)[0] == COMPRESSED else None,
-        stored_data_size=a.stored_data_len,
+        compression="zstd" if header_version(a.opened.header)[0] == COMPRESSED else None,
+        stored_data_size=a.opened.stored_data_len,
         toc_offset=t.toc_off,
         toc_size=t.toc_len,
         free_space=t.toc_off - t.data_off - t.data_len,
         threshold=t.threshold,
         data_crc=t.data_crc,
         root=node_info(a, t.toc_off + t.root_pos, t.root_len) if t.root_len else None,
-        format="msglc" if a.legacy is None else LEGACY_FORMAT,
-        slack=max(0, a.file.size - a.file_size) if a.legacy is None else 0,
+        format="msglc" if a.opened.legacy is None else LEGACY_FORMAT,
+        slack=max(0, a.file.size - a.opened.file_size) if a.opened.legacy is None else 0,
     )
 
 

@@ -50,16 +50,16 @@ class _Owner:
         self.depth = depth
 
 
-def any_root(a: Archive) -> LazyNode | None:
-    """The root's lazy view (``root_view`` for msglc's own archives), or None for a root
-    read whole (``Archive.decode_all`` then reads the range this sets)."""
-    if a.legacy is None:
+def any_root(a: Archive) -> LazyNode | tuple[int, int] | None:
+    """The root's lazy view (``root_view`` for msglc's own archives); for a root read whole,
+    None, or in a published-msglc archive the root's (offset, size), which
+    ``Archive.decode_all`` reads (kept as ``Archive.opened.root``)."""
+    if a.opened.legacy is None:
         return root_view(a)
-    t = a.trailer
+    t = a.opened.trailer
     root = _root_entry(a, _Owner(t.data_off, t.data_len, t.toc_len), t.toc_off, t.toc_len)
     if isinstance(root, Leaf):
-        a.root_leaf = (t.data_off + root.start, root.end - root.start)
-        return None
+        return (t.data_off + root.start, root.end - root.start)
     value = _value(a, _Owner(t.data_off, t.data_len, t.toc_len), root)
     assert isinstance(value, LazyNode)  # (neither a leaf nor a bare integer: _root_entry)
     return value
@@ -68,7 +68,7 @@ def any_root(a: Archive) -> LazyNode | None:
 def any_root_of(a: Archive) -> Any:
     """The root: a lazy view when it has entries of its own, else the whole (small) value."""
     root = any_root(a)
-    return a.decode_all() if root is None else root
+    return root if isinstance(root, LazyNode) else a.decode_all()
 
 
 def combined_msgpack(a: Archive) -> Iterator[bytes | memoryview] | None:
@@ -76,9 +76,9 @@ def combined_msgpack(a: Archive) -> Iterator[bytes | memoryview] | None:
     section holds whole member archives, not msgpack): an array or map header, then each
     member's data section (with its name), copied in pieces of at most ``CHUNK`` bytes. None
     for any other archive: its data section is its msgpack."""
-    if a.legacy is None:
+    if a.opened.legacy is None:
         return None
-    t = a.trailer
+    t = a.opened.trailer
     top = _Owner(t.data_off, t.data_len, t.toc_len)
     root = _root_entry(a, top, t.toc_off, t.toc_len)
     return _combined_pieces(a, top, root) if isinstance(root, Combined) else None
@@ -110,7 +110,7 @@ def walk_legacy(a: Archive) -> int:
     value must decode. So whatever a verified archive gives by path, it gives whole too. It
     has no checksum: damage inside a value that still decodes goes unseen. The data section
     is read once; returns the number of entries checked."""
-    t = a.trailer
+    t = a.opened.trailer
     top = _Owner(t.data_off, t.data_len, t.toc_len)
     data = memoryview(a.read(t.data_off, t.data_len)).cast("B")
     work: list[Iterator[_Task]] = [iter([(top, _root_entry(a, top, t.toc_off, t.toc_len), 0, t.data_len)])]
@@ -559,7 +559,7 @@ def _kept(part: LegacyList | LegacyDict, key: Any, child: Callable[[Any], Any]) 
         return made
     value = child(key)
     if isinstance(value, LazyNode):
-        part._a.keep_view(where, value)
+        part._a.views.keep(where, value)
     return value
 
 

@@ -22,7 +22,7 @@ class LazyNode:
         self._base = base
         self._pos = pos
         self._nsize = nsize
-        self._cache: dict[Any, Any] | None = {} if archive.cached else None
+        self._cache: dict[Any, Any] | None = {} if archive.views.cached else None
 
     def _span(self) -> int:
         raise NotImplementedError

@@ -8,7 +8,7 @@ from typing import Any, BinaryIO, Literal, overload
 
 from msglc.config import check_codec_arg
 from msglc.io.framed import FramedSource
-from msglc.read.archive import Archive, LazyStats
+from msglc.read.archive import Archive
 from msglc.read.array import LazyArray
 from msglc.read.batch import BatchArchive, Task, async_run, path_task, run
 from msglc.read.extract import data_chunks
@@ -19,8 +19,9 @@ from msglc.read.node import LazyNode, rebound
 from msglc.read.node import archive_of as part_archive_of
 from msglc.read.paths import lookup, lookup_below, resolve, split_path
 from msglc.read.reopen import Reopen, reopen_spec
+from msglc.read.stats import LazyStats
 from msglc.read.verify import verify_archive
-from msglc.read.views import LazyDict, LazyList, equal
+from msglc.read.views import LazyDict, LazyList, ViewCache, equal
 from msglc.util.runtime import gc_paused
 
 CHUNK = 1 << 24  # bytes per piece of raw_data(chunked=True)
@@ -59,11 +60,13 @@ class LazyReader:
         if unpacker is not None:
             check_codec_arg("unpacker", unpacker)
         remote = {k: v for k, v in (("block_size", block_size), ("cache_blocks", cache_blocks)) if v is not None}
-        self._a = Archive(source, cached, counter, any_root, fs=fs, storage_options=storage_options, **remote)
+        views = ViewCache(cached)
+        self._a = Archive(source, views, counter, any_root, fs=fs, storage_options=storage_options, **remote)
         self._a.reopen = reopen_spec(
             source, self._a, {"cached": cached, "fs": fs, "storage_options": storage_options, **remote}
         )
         self._root: Any = None
+        self._views = views  # the archive's: ``reader[path]`` looks there first, one step shorter
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickled as its source and options (not its counter): unpickled, it is the archive
@@ -94,7 +97,7 @@ class LazyReader:
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
-        return f"<LazyReader {self._a.trailer.data_len} data bytes, TOC {self._a.trailer.toc_len} bytes>"
+        return f"<LazyReader {self._a.opened.trailer.data_len} data bytes, TOC {self._a.opened.trailer.toc_len} bytes>"
 
     # -- the root --
     def _root_obj(self) -> Any:
@@ -103,8 +106,10 @@ class LazyReader:
             return root
         a = self._a
         a.check_open()
-        root = a.root_view if a.root_view is not None else a.decode_all()
-        if a.cached or isinstance(root, LazyNode):
+        root = a.opened.root
+        if not isinstance(root, LazyNode):
+            root = a.decode_all()
+        if a.views.cached or isinstance(root, LazyNode):
             self._root = root
         return root
 
@@ -122,7 +127,7 @@ class LazyReader:
 
     def __getitem__(self, path: Any) -> Any:
         if type(path) is str:  # a str path that led to a lazy view before: that view, at once
-            made = self._a.views.get(path)
+            made = self._views.get(path)
             if made is not None:
                 return made
         root = self._root
@@ -143,7 +148,7 @@ class LazyReader:
         parent = a.views.get(head) if slash and tail else None
         value = lookup(root, path) if parent is None else lookup_below(parent, head, tail)
         if isinstance(value, LazyNode):
-            a.keep_view(path, value)
+            a.views.keep(path, value)
         return value
 
     def __len__(self) -> int:
@@ -215,7 +220,7 @@ class LazyReader:
         whatever the archive's size. ``progress(n)`` is called as the data is read. An archive of
         the published msglc has no checksum: its TOC entries, their ranges and its values are
         checked (``walk_legacy``, which holds its data section whole)."""
-        if self._a.legacy is not None:
+        if self._a.opened.legacy is not None:
             self._a.check_open()
             walk_legacy(self._a)
             return
@@ -231,8 +236,11 @@ class LazyReader:
         a = self._a
         a.check_open()
         if chunked:
-            return (bytes(a.file.read(at, min(CHUNK, a.file_size - at))) for at in range(0, a.file_size, CHUNK))
-        return bytes(a.file.read(0, a.file_size))
+            return (
+                bytes(a.file.read(at, min(CHUNK, a.opened.file_size - at)))
+                for at in range(0, a.opened.file_size, CHUNK)
+            )
+        return bytes(a.file.read(0, a.opened.file_size))
 
     @overload
     def protocol_raw_data(self, chunked: Literal[False] = False) -> bytes: ...
@@ -246,7 +254,7 @@ class LazyReader:
         pieces = combined_msgpack(self._a)  # (a combined archive of the published msglc holds archives)
         if pieces is not None:
             return b"".join(pieces)
-        t = self._a.trailer
+        t = self._a.opened.trailer
         return bytes(self._a.read(t.data_off, t.data_len))
 
     def iter_protocol_raw_data(self, progress: Callable[[int], None] | None = None) -> Iterator[bytes | memoryview]:
@@ -296,6 +304,7 @@ def _reopened(reopen: Reopen) -> LazyReader:
     reader = LazyReader.__new__(LazyReader)
     reader._a = reopen.archive()
     reader._root = None
+    reader._views = reader._a.views
     return reader
 
 

@@ -22,7 +22,7 @@ from msglc.errors import ArchiveChangedError
 from msglc.read.archive import Archive
 from msglc.read.legacy import any_root
 from msglc.read.node import LazyNode, archive_of
-from msglc.read.views import stride_row, view
+from msglc.read.views import ViewCache, stride_row, view
 
 SHARED_MAX = 16  # archives kept open per process for unpickled readers and parts
 
@@ -60,7 +60,8 @@ class Reopen:
             a = _shared.get(key)
             if a is not None and not a.closed:
                 return a
-            a = Archive(source, counter=None, root=any_root, **self.options)
+            options = dict(self.options)
+            a = Archive(source, ViewCache(options.pop("cached", True)), None, any_root, **options)
             if identity_of(a) != self.identity:
                 a.close()
                 raise ArchiveChangedError(
@@ -77,7 +78,7 @@ class Reopen:
         a = self.archive()
         if where[0] == "row":
             _, base, pos, level = where
-            return stride_row(a, base, pos, level, a.cached)
+            return stride_row(a, base, pos, level, a.views.cached)
         _, base, span, pos, size = where
         return view(a, base, span, pos, size)
 
@@ -122,7 +123,7 @@ def reopen_spec(source: Any, a: Archive, options: dict[str, Any]) -> Reopen | No
 
 
 def identity_of(a: Archive) -> tuple[int, ...]:
-    return (a.size, *msgspec.structs.astuple(a.trailer))
+    return (a.opened.size, *msgspec.structs.astuple(a.opened.trailer))
 
 
 def describe(source: Any) -> str:

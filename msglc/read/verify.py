@@ -114,7 +114,7 @@ class DataStream:
     pieces under the latest ``take`` and one read ahead."""
 
     def __init__(self, a: Archive, progress: Callable[[int], None] | None) -> None:
-        t = a.trailer
+        t = a.opened.trailer
         self._read, self._off, self.size = a.read_checked, t.data_off, t.data_len
         self._pieces: deque[tuple[int, bytes | memoryview]] = deque()  # (start, bytes) from _lo to _hi
         self._hi = 0
@@ -176,7 +176,7 @@ class DataStream:
 
 def verify_archive(a: Archive, progress: Callable[[int], None] | None = None) -> None:
     a.check_open()
-    t = a.trailer
+    t = a.opened.trailer
     stream = DataStream(a, progress)
     try:
         try:
@@ -200,7 +200,7 @@ def _check_toc_frames(a: Archive) -> None:
     """A 2.1 archive's TOC frames, every one (and so every page table) decompressed and
     checked a piece at a time, as the data's were: reads took the nodes of raw frames in
     place, and those of frames no node lies in not at all."""
-    t, src = a.trailer, a.src
+    t, src = a.opened.trailer, a.src
     end = t.toc_off + t.toc_len
     if isinstance(src, FramedSource) and end <= src.data_off + src.plain:
         for at in range(t.toc_off, end, CHUNK):
@@ -208,7 +208,7 @@ def _check_toc_frames(a: Archive) -> None:
 
 
 def _mismatch(a: Archive) -> CorruptedError:
-    t = a.trailer
+    t = a.opened.trailer
     return CorruptedError(f"data section checksum mismatch ({t.data_len} bytes at offset {t.data_off})")
 
 
@@ -218,7 +218,7 @@ Child = tuple[int, int, int, int]  # a container (start, end in the data section
 def _walk(a: Archive, stream: DataStream) -> None:
     """Every node reachable from the root, each checked against its container as the data
     passes: a node's check yields its children in data order and resumes after each."""
-    t = a.trailer
+    t = a.opened.trailer
     stack = [_checks(a, stream, (0, t.data_len, t.toc_off + t.root_pos, t.root_len))]
     while stack:
         child = next(stack[-1], None)
@@ -278,7 +278,7 @@ def _check_list(a: Archive, stream: DataStream, node: ListNode, start: int, pos:
 
 def _items(a: Archive, stream: DataStream, start: int, end: int, count: int, is_map: bool, label: str) -> None:
     try:
-        check_items(stream, start, end, count, is_map=is_map, data_off=a.trailer.data_off)
+        check_items(stream, start, end, count, is_map=is_map, data_off=a.opened.trailer.data_off)
     except CorruptedError as e:
         raise a.damaged(f"{label}: a span does not hold what the node says ({e})") from None
 
@@ -493,7 +493,9 @@ def _hash_run(
     lo, hi = start + offs[k], start + offs[stop]
     count = (starts[stop] if stop < spans else node.n) - starts[k]
     try:
-        got = check_items(stream, lo, hi, count, is_map=True, collect=True, base=start, data_off=a.trailer.data_off)
+        got = check_items(
+            stream, lo, hi, count, is_map=True, collect=True, base=start, data_off=a.opened.trailer.data_off
+        )
     except CorruptedError as e:
         raise a.damaged(f"{label}: a span does not hold what the node says ({e})") from None
     assert got is not None
@@ -605,15 +607,15 @@ def _check_fuse(a: Archive, node: FuseMapNode, start: int, pos: int, entries: _E
 
 def _stored_key(a: Archive, start: int, entries: _Entries, e: int) -> bytes:
     """The encoding of entry ``e``'s key, read again (only for keys whose CRC and hash agree)."""
-    at = a.trailer.data_off + start + entries.offs[e]
-    head = a.read(at, min(9, a.data_end - at))
+    at = a.opened.trailer.data_off + start + entries.offs[e]
+    head = a.read(at, min(9, a.opened.data_end - at))
     size = scalar_size(head, 0) or 0
     return bytes(a.read(at, size))
 
 
 def _check_array(a: Archive, stream: DataStream, node: ArrayNode, start: int, end: int, label: str) -> None:
     """A NumPy array value: its header as the node says, its str elements code points."""
-    off = a.trailer.data_off
+    off = a.opened.trailer.data_off
     dtype, _, head, _ = parse_head(stream.take(start, start + node.head), off + start, end - start)
     if (node.head, node.size) != (head, end - start - head):
         raise a.damaged(f"{label} does not describe the NumPy array at data offset {start}")

@@ -15,8 +15,6 @@ from typing import Any
 import msgspec
 
 from msglc.errors import CorruptedError
-from msglc.format.fuse import FuseIndex, SortedIndex
-from msglc.format.hash_index import BlockIndex, entries_of_hash, entry_span
 from msglc.format.msgpack import array_header, item_end, map_header, scalar_size
 from msglc.format.nodes import (
     BlockHashMapNode,
@@ -32,10 +30,39 @@ from msglc.format.numpy_ext import ext_hook
 from msglc.format.walk import item_ends
 from msglc.read.archive import Archive
 from msglc.read.array import LazyArray
+from msglc.read.dict_index import BlockIndex, FuseIndex, SortedIndex, entries_of_hash, entry_span
 from msglc.read.node import LazyNode
 from msglc.util import accel
 
 _enc = msgspec.msgpack.Encoder()
+
+
+MAX_VIEWS = 1024  # lazy views an archive keeps for reuse (their index tables included), all dropped when full
+
+
+class ViewCache(dict[Any, Any]):
+    """The lazy views an archive keeps (``Archive.views``), so that a container looked up again
+    reuses its view and the index tables it loaded: by (base, span, pos, size); by (dict's
+    base, dict's pos, key) for an inline dict's values (``LazyInlineDict``; read from C, by
+    ``_speedups.FastGet``'s "inline"); and by the str path that resolved to one
+    (``LazyReader.__getitem__``). ``cached``: whether views keep the values they decode (the
+    reader's option); views of a reader that is not cached are kept too, holding no values."""
+
+    __slots__ = ("cached",)
+
+    def __init__(self, cached: bool) -> None:
+        super().__init__()
+        self.cached = cached
+
+    def keep(self, where: tuple[Any, ...] | str, view: Any) -> None:
+        """Keep the view of the container at ``where`` (or a str path to it) for the next lookup."""
+        if len(self) >= MAX_VIEWS:
+            self.clear()
+        self[where] = view
+
+    def fresh(self) -> ViewCache:
+        """An empty cache with the same option (a batch's views: ``batch.BatchArchive``)."""
+        return ViewCache(self.cached)
 
 
 _MISSING = object()  # a key the C lookup did not find
@@ -247,7 +274,7 @@ def _decode_item(a: Archive, base: int, node: ListNode, k: int, j: int) -> Any:
     making no objects) and only item ``j`` decoded."""
     count = (node.starts[k + 1] if k + 1 < len(node.starts) else node.n) - node.starts[k]
     start, size = base + node.offs[k], node.offs[k + 1] - node.offs[k]
-    if start < a.trailer.data_off or start + size > a.data_end or size <= 0:
+    if start < a.opened.trailer.data_off or start + size > a.opened.data_end or size <= 0:
         raise a.damaged(f"data span {start}+{size} lies outside the data section")
     data = a.read(start, size)
     try:
@@ -478,8 +505,20 @@ class _Values(ValuesView[Any]):
 class LazyInlineDict(LazyDict):
     """A dict whose keys are listed in its node (``MapNode``)."""
 
-    __slots__ = ()
+    __slots__ = ("_keys",)
     _node: MapNode
+
+    def __init__(self, archive: Archive, base: int, pos: int, node: MapNode, nsize: int = 0) -> None:
+        super().__init__(archive, base, pos, node, nsize)
+        # each key's index (the archive's ``NodeCache.key_map``), taken at the first lookup;
+        # read from C (``FastGet`` "inline"), which leaves a view without it to this code
+        self._keys: dict[str | int, int] | None = None
+
+    def _key_map(self) -> dict[str | int, int]:
+        keys = self._keys
+        if keys is None:
+            keys = self._keys = self._a.nodes.key_map(self._pos, self._node)
+        return keys
 
     def __len__(self) -> int:
         self._check_open()
@@ -493,8 +532,7 @@ class LazyInlineDict(LazyDict):
         return self._node.koffs[-1]
 
     def _has(self, key: str | int) -> bool:
-        keys = self._a.key_maps.get(self._pos)
-        return key in (keys if keys is not None else self._a.key_map(self._pos, self._node))
+        return key in self._key_map()
 
     def _lookup(self, key: Any) -> Any:
         a = self._a
@@ -502,8 +540,7 @@ class LazyInlineDict(LazyDict):
         made = a.views.get(where)
         if made is not None:
             return made
-        keys = a.key_maps.get(self._pos)
-        j = (keys if keys is not None else a.key_map(self._pos, self._node)).get(key)
+        j = self._key_map().get(key)
         if j is None:
             raise KeyError(key)
         node = self._node
@@ -515,7 +552,7 @@ class LazyInlineDict(LazyDict):
                 entry_at = self._base + node.koffs[j]
                 _check_key(a.read(entry_at, start - node.koffs[j]), _encode_key(key), entry_at)
                 made = child(a, self._base + start, end - start, self._pos, ref)
-            a.keep_view(where, made)  # found with one lookup next time (from C: ``FastGet`` "inline")
+            a.views.keep(where, made)  # found with one lookup next time (from C: ``FastGet`` "inline")
             return made
         entry_at = self._base + node.koffs[j]
         kb = _encode_key(key)
@@ -645,9 +682,8 @@ class LazyHashDict(LazyDict):
         raise KeyError(key)
 
     def _block_index(self, node: BlockHashMapNode) -> BlockIndex:
-        """The dict's block index (``format.hash_index.BlockIndex``; for type 7 its fuse,
-        ``format.fuse.FuseIndex``; for type 9 ``format.fuse.SortedIndex``), made at its first
-        lookup."""
+        """The dict's block index (``dict_index.BlockIndex``; for type 7 its fuse, ``FuseIndex``;
+        for type 9 ``SortedIndex``), made at its first lookup."""
         region, span = self._pos - node.index[0], (node.offs[0], node.offs[-1])
         kids = [(node.offs[k], node.offs[k + 1], _encode_key(key)) for key, k in node.kid_keys.items()]
         if isinstance(node, FuseMapNode):
@@ -705,7 +741,7 @@ def view(a: Archive, base: int, span: int, pos: int, size: int) -> LazyNode:
         made = LazyArray(a, base, pos, span, dtype, shape, start, size, tile)
     else:
         made = make_view(a, base, pos, node, size)
-    a.keep_view(where, made)
+    a.views.keep(where, made)
     return made
 
 
@@ -717,7 +753,7 @@ def child(a: Archive, base: int, span: int, parent_pos: int, ref: tuple[int, int
 
 def root_view(a: Archive) -> LazyNode | None:
     """The root's lazy view, or None when it has no TOC node (it is small: read whole)."""
-    t = a.trailer
+    t = a.opened.trailer
     return view(a, t.data_off, t.data_len, t.toc_off + t.root_pos, t.root_len) if t.root_len else None
 
 

@@ -31,7 +31,7 @@ def root_node(r):
 
 
 def _root_place(r):
-    t = archive_of(r).trailer
+    t = archive_of(r).opened.trailer
     return t.toc_off + t.root_pos, t.root_len
 
 

@@ -10,7 +10,8 @@ import pytest
 import msglc
 from msglc.format import hash_index
 from msglc.format.hash_index import BLOCK_BYTES
-from msglc.read.archive import LazyStats
+from msglc.read import dict_index
+from msglc.read.stats import LazyStats
 from msglc.util import accel
 
 N = 5000
@@ -300,7 +301,7 @@ def test_a_c_lookup_out_of_memory_raises_memory_error():
 
 
 class _Bytes:
-    """An archive's reads (``hash_index.Reads``) over bytes."""
+    """An archive's reads (``dict_index.Reads``) over bytes."""
 
     def __init__(self, data: bytes) -> None:
         self.data = data
@@ -382,7 +383,7 @@ def test_c_lookups_agree_with_python_on_crafted_indexes():
         data, keys, at, fields, span, kids = _crafted_index(rng)
         a = _Bytes(data)
         try:
-            index = hash_index.BlockIndex(a, at, fields, span, kids)
+            index = dict_index.BlockIndex(a, at, fields, span, kids)
         except msglc.CorruptedError:
             continue
         probe = index.probe
@@ -459,7 +460,7 @@ def test_page_records_are_kept_once_checked(big, monkeypatch, pure):
 
 @pytest.mark.skipif(accel.speedups is None, reason="the C accelerator is not built")
 def test_c_and_python_keep_page_records_alike():
-    assert accel.speedups.RECORDS_KEPT == hash_index.RECORDS_KEPT
+    assert accel.speedups.RECORDS_KEPT == dict_index.RECORDS_KEPT
 
 
 @pytest.mark.skipif(accel.speedups is None, reason="the C accelerator is not built")

@@ -28,7 +28,7 @@ def words(n, seed=1):
 
 def root_node(r):
     a = archive_of(r)
-    t = a.trailer
+    t = a.opened.trailer
     return a.node(t.toc_off + t.root_pos, t.root_len)
 
 

@@ -7,6 +7,7 @@ import io
 import math
 import random
 import struct
+import sys
 import threading
 import zlib
 
@@ -16,9 +17,9 @@ import pytest
 
 import msglc
 from msglc.format.msgpack import array_header
-from msglc.read import archive as archive_module
-from msglc.read.archive import LazyStats
+from msglc.read import views as views_module
 from msglc.read.paths import resolve, split_path
+from msglc.read.stats import LazyStats
 from msglc.read.views import LazyNode
 from msglc.util import accel
 
@@ -439,7 +440,7 @@ def test_close_from_another_thread_never_gives_another_files_value(tmp_path):
 
 def test_views_are_reused_bounded_and_dropped_on_close(monkeypatch):
     doc = {f"t{i}": {f"k{j}": j for j in range(40)} for i in range(60)}
-    monkeypatch.setattr(archive_module, "MAX_VIEWS", 16)
+    monkeypatch.setattr(views_module, "MAX_VIEWS", 16)
     with msglc.LazyReader(msglc.dumps(doc, small_obj_optimization_threshold=64), cached=False) as r:
         assert r["t3"] is r["t3"]
         for i in range(60):
@@ -685,11 +686,44 @@ def test_inline_dict_values_c_and_python(cached, tmp_path, monkeypatch):
     assert counted[0] == counted[1]
 
 
+def _python_calls_in_views(run):
+    """The functions of ``msglc/read/views.py`` that ``run()`` calls in Python."""
+    seen = []
+
+    def profile(frame, event, arg):
+        if event == "call" and frame.f_code.co_filename == views_module.__file__:
+            seen.append(frame.f_code.co_name)
+
+    sys.setprofile(profile)
+    try:
+        run()
+    finally:
+        sys.setprofile(None)
+    return seen
+
+
+def test_inline_dict_keys_are_answered_in_c_once_the_dict_was_looked_up():
+    """After a dict's first lookup (in Python, which gives the view its key map), its values
+    without a node and its kept views come from C alone, with no Python frame."""
+    doc = {"d": {"a": 1.5, "b": "text", "c": [list(range(100))] * 3}, "pad": list(range(1000))}
+    with msglc.LazyReader(msglc.dumps(doc, small_obj_optimization_threshold=64), cached=False) as r:
+        d = r["d"]
+        assert type(d) is views_module.LazyInlineDict
+        assert _python_calls_in_views(lambda: (d["a"], d["c"]))  # the first time: Python
+        first = d["c"]
+
+        def again():
+            for _ in range(3):
+                assert d["a"] == 1.5 and d["b"] == "text" and d["c"] is first
+
+        assert _python_calls_in_views(again) == []
+
+
 def test_inline_dict_views_kept_by_key_stay_right(monkeypatch):
     """A view kept by key is the view of that key's container, dropped with the others (the
     bound on kept views, close); a batch keeps its own."""
     doc = {f"t{i}": {f"k{j}": [i, j] for j in range(40)} for i in range(60)}
-    monkeypatch.setattr(archive_module, "MAX_VIEWS", 16)
+    monkeypatch.setattr(views_module, "MAX_VIEWS", 16)
     with msglc.LazyReader(msglc.dumps(doc, small_obj_optimization_threshold=64), cached=False) as r:
         root = r.read()
         for _ in range(3):

@@ -5,8 +5,8 @@ at once, ``reader["table/" + k]`` looks ``k`` up in it; the same values and erro
 import pytest
 
 import msglc
-from msglc.read import archive as archive_module
 from msglc.read import reader as reader_module
+from msglc.read import views as views_module
 from msglc.read.paths import resolve, split_path
 from msglc.read.reader import archive_of
 
@@ -86,7 +86,7 @@ def test_str_paths_from_a_kept_view_mean_what_resolve_says(cached, tmp_path):
 
 
 def test_views_kept_by_path_stay_within_the_archive_bound(tmp_path, monkeypatch):
-    monkeypatch.setattr(archive_module, "MAX_VIEWS", 8)
+    monkeypatch.setattr(views_module, "MAX_VIEWS", 8)
     path = tmp_path / "many.mlc"
     msglc.dump(path, {f"t{j}": {f"k{i}": i for i in range(2000)} for j in range(20)})
     with msglc.LazyReader(path, cached=False) as reader:

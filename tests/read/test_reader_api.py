@@ -7,7 +7,7 @@ import pytest
 
 import msglc
 from msglc import LazyDict, LazyList, LazyReader
-from msglc.read.archive import LazyStats
+from msglc.read.stats import LazyStats
 
 SMALL = {"small_obj_optimization_threshold": 64}
 DOC = {
