@@ -16,7 +16,7 @@ from msglc.edit.inputs import FileInfo, check_names
 from msglc.edit.repack import repack
 from msglc.io.atomic import check_target
 from msglc.io.names import resolve_name
-from msglc.read.node import LazyNode
+from msglc.read.part import LazyNode
 from msglc.read.reader import LazyReader
 from msglc.write.dump import dump as dump_value
 from msglc.write.dump import dumps as dumps_value

@@ -17,7 +17,7 @@ from msglc.edit.inputs import FileInfo
 from msglc.io import scratch
 from msglc.io.names import RemotePath, resolve_name
 from msglc.read.array import LazyArray
-from msglc.read.node import LazyNode
+from msglc.read.part import LazyNode
 from msglc.read.reader import LazyReader
 from msglc.read.reopen import PartRef, part_ref
 from msglc.read.views import LazyList

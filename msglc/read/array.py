@@ -21,7 +21,7 @@ from msglc.config import current
 from msglc.format.numpy_ext import check_text, has_text
 from msglc.format.tiles import is_trivial, tile_at, tile_start, untile
 from msglc.read.archive import Archive
-from msglc.read.node import LazyNode
+from msglc.read.part import LazyNode
 
 READ_COST = 4096  # bytes that could be read in the time one more read call costs (local files)
 

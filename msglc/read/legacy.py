@@ -26,7 +26,7 @@ from msglc.format.legacy import (
 )
 from msglc.format.msgpack import array_header, container_header, map_header
 from msglc.read.archive import Archive
-from msglc.read.node import LazyNode
+from msglc.read.part import LazyNode
 from msglc.read.views import LazyDict, LazyList, root_view
 
 __all__ = ["any_root", "any_root_of", "combined_msgpack", "walk_legacy"]

@@ -15,8 +15,8 @@ from msglc.read.extract import data_chunks
 from msglc.read.inspect import ArchiveInfo, FrameInfo, NodeInfo, archive_info, frame_infos, walk
 from msglc.read.legacy import any_root, combined_msgpack, walk_legacy
 from msglc.read.many import read_grouped
-from msglc.read.node import LazyNode, rebound
-from msglc.read.node import archive_of as part_archive_of
+from msglc.read.part import LazyNode, rebound
+from msglc.read.part import archive_of as part_archive_of
 from msglc.read.paths import lookup, lookup_below, resolve, split_path
 from msglc.read.reopen import Reopen, reopen_spec
 from msglc.read.stats import LazyStats

@@ -21,7 +21,7 @@ import msgspec
 from msglc.errors import ArchiveChangedError
 from msglc.read.archive import Archive
 from msglc.read.legacy import any_root
-from msglc.read.node import LazyNode, archive_of
+from msglc.read.part import LazyNode, archive_of
 from msglc.read.views import ViewCache, stride_row, view
 
 SHARED_MAX = 16  # archives kept open per process for unpickled readers and parts

@@ -31,7 +31,7 @@ from msglc.format.walk import item_ends
 from msglc.read.archive import Archive
 from msglc.read.array import LazyArray
 from msglc.read.dict_index import BlockIndex, FuseIndex, SortedIndex, entries_of_hash, entry_span
-from msglc.read.node import LazyNode
+from msglc.read.part import LazyNode
 from msglc.util import accel
 
 _enc = msgspec.msgpack.Encoder()

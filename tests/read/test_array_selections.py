@@ -21,7 +21,7 @@ import msglc
 from msglc import LazyStats, MsglcError
 from msglc.read import array as array_module
 from msglc.read.array import read_selection
-from msglc.read.node import archive_of
+from msglc.read.part import archive_of
 from msglc.util import accel
 
 STRUCT = np.dtype([("i", "<i4"), ("x", ">f8"), ("s", "S3")])
