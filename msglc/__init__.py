@@ -19,7 +19,7 @@ from msglc.errors import (
 from msglc.read.archive import Location
 from msglc.read.array import LazyArray
 from msglc.read.inspect import ArchiveInfo, FrameInfo, NodeInfo
-from msglc.read.reader import LazyReader, async_to_obj, to_obj
+from msglc.read.lazy_reader import LazyReader, async_to_obj, to_obj
 from msglc.read.stats import LazyStats
 from msglc.read.views import LazyDict, LazyList
 from msglc.write.streaming import LazyWriter

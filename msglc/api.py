@@ -16,8 +16,8 @@ from msglc.edit.inputs import FileInfo, check_names
 from msglc.edit.repack import repack
 from msglc.io.atomic import check_target
 from msglc.io.names import resolve_name
+from msglc.read.lazy_reader import LazyReader
 from msglc.read.part import LazyNode
-from msglc.read.reader import LazyReader
 from msglc.write.dump import dump as dump_value
 from msglc.write.dump import dumps as dumps_value
 

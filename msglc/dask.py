@@ -17,8 +17,8 @@ from msglc.edit.inputs import FileInfo
 from msglc.io import scratch
 from msglc.io.names import RemotePath, resolve_name
 from msglc.read.array import LazyArray
+from msglc.read.lazy_reader import LazyReader
 from msglc.read.part import LazyNode
-from msglc.read.reader import LazyReader
 from msglc.read.reopen import PartRef, part_ref
 from msglc.read.views import LazyList
 from msglc.util.optional import dask_module, numpy

@@ -12,7 +12,7 @@ from msglc.edit.legacy import converted
 from msglc.format.container import Trailer
 from msglc.io.uploads import pinned_to_sources
 from msglc.read.archive import Archive
-from msglc.read.reader import LazyReader, archive_of
+from msglc.read.lazy_reader import LazyReader, archive_of
 from msglc.read.views import ViewCache
 from msglc.write.dump import dumps
 

@@ -7,8 +7,8 @@ import io
 from collections.abc import Iterable
 from typing import Any, cast
 
+from msglc.read.lazy_reader import LazyDict, LazyReader, to_obj
 from msglc.read.part import LazyNode, archive_of, rebound
-from msglc.read.reader import LazyDict, LazyReader, to_obj
 from msglc.write.streaming import LazyWriter
 from msglc.write.streams import Pairs
 

@@ -5,10 +5,10 @@ at once, ``reader["table/" + k]`` looks ``k`` up in it; the same values and erro
 import pytest
 
 import msglc
-from msglc.read import reader as reader_module
+from msglc.read import lazy_reader as reader_module
 from msglc.read import views as views_module
+from msglc.read.lazy_reader import archive_of
 from msglc.read.paths import resolve, split_path
-from msglc.read.reader import archive_of
 
 
 def _table(path):
