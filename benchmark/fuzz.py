@@ -137,7 +137,6 @@ import numpy as np  # noqa: E402
 import msglc  # noqa: E402
 from benchmark import fuzz_frames as ff  # noqa: E402
 from msglc import FileInfo, LazyArray, LazyDict, LazyList, MsglcError  # noqa: E402
-from msglc.format.container import HEADER_SIZE, TRAILER_SIZE, Trailer, pack_header, unpack_trailer  # noqa: E402
 from msglc.format.frames import (  # noqa: E402  # noqa: E402
     MAX_DICT,
     MAX_FRAME,
@@ -151,6 +150,7 @@ from msglc.format.frames import (  # noqa: E402  # noqa: E402
 )
 from msglc.format.fuse import CHUNK, fuse_layout  # noqa: E402
 from msglc.format.hash_index import block_count, block_width  # noqa: E402
+from msglc.format.layout import HEADER_SIZE, TRAILER_SIZE, Trailer, pack_header, unpack_trailer  # noqa: E402
 from msglc.format.nodes import (  # noqa: E402
     BlockHashMapNode,
     CompactMapNode,

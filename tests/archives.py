@@ -10,7 +10,7 @@ import msgspec
 import pytest
 
 import msglc
-from msglc.format.container import HEADER_SIZE, TRAILER_SIZE, unpack_trailer
+from msglc.format.layout import HEADER_SIZE, TRAILER_SIZE, unpack_trailer
 
 RUN1 = {"energy": [float(i) for i in range(3000)], "meta": {"name": "run1", "rows": [[i, i * 2] for i in range(400)]}}
 RUN2 = {"energy": [1.5, 2.5], "tags": ["a", "b"]}

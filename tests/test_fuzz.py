@@ -21,8 +21,8 @@ from archives import with_data
 
 import msglc
 from msglc import CorruptedError, FileInfo, MsglcError
-from msglc.format.container import HEADER_SIZE, TRAILER_SIZE, Trailer, pack_header, unpack_trailer
 from msglc.format.frames import NO_FILTER, RAW
+from msglc.format.layout import HEADER_SIZE, TRAILER_SIZE, Trailer, pack_header, unpack_trailer
 from msglc.format.msgpack import container_header
 from msglc.format.nodes import FuseMapNode, StrideNode, frame_node, unframe_node
 from msglc.read.lazy_reader import archive_of

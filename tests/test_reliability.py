@@ -11,7 +11,7 @@ import pytest
 
 import msglc
 from msglc import FileInfo, MsglcError
-from msglc.format.container import TRAILER_SIZE
+from msglc.format.layout import TRAILER_SIZE
 
 
 def test_a_reader_over_a_file_object_keeps_reading_its_own_file(tmp_path):
@@ -323,7 +323,7 @@ def test_writes_work_where_the_file_system_has_no_locks(tmp_path, monkeypatch):
 
 
 def test_a_trailer_magic_near_the_start_of_the_scanned_tail_is_no_crash():
-    from msglc.format.container import END_MAGIC
+    from msglc.format.layout import END_MAGIC
 
     data = bytearray(200)
     data[:16] = msglc.dumps({"a": 1})[:16]

@@ -51,7 +51,7 @@ from msglc.cli.hints import convert_hint, missing_key_hint
 from msglc.cli.nested import json_text, msgpack_bytes, repr_text
 from msglc.cli.view import add_arguments as add_view_arguments
 from msglc.cli.view import cmd_view
-from msglc.format.container import MAGIC
+from msglc.format.layout import MAGIC
 from msglc.format.legacy import MAGIC as LEGACY_MAGIC
 from msglc.format.legacy import is_legacy
 from msglc.format.numpy_ext import ext_hook

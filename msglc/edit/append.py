@@ -50,7 +50,8 @@ from msglc.edit.inputs import (
     refuse_target_among,
 )
 from msglc.errors import CorruptedError, UnsupportedVersionError
-from msglc.format.container import (
+from msglc.format.hash_index import MAP_INLINE_MAX, entry_hashes, le_array, region_layout
+from msglc.format.layout import (
     COMPRESSED,
     COMPRESSED_MINOR,
     HEADER_SIZE,
@@ -63,7 +64,6 @@ from msglc.format.container import (
     pack_header,
     without_end,
 )
-from msglc.format.hash_index import MAP_INLINE_MAX, entry_hashes, le_array, region_layout
 from msglc.format.msgpack import container_header, recount_header
 from msglc.format.nodes import (
     ArrayNode,

@@ -35,8 +35,8 @@ from msglc.edit.inputs import (
 )
 from msglc.edit.sections import Sink, compressed, copy_data, copy_plain
 from msglc.errors import CorruptedError
-from msglc.format.container import HEADER_SIZE, Trailer, compressed_header, pack_header
 from msglc.format.hash_index import MAP_INLINE_MAX
+from msglc.format.layout import HEADER_SIZE, Trailer, compressed_header, pack_header
 from msglc.format.msgpack import array_header, map_header
 from msglc.format.nodes import ListNode, MapNode, whole_max
 from msglc.io.atomic import output

@@ -24,7 +24,7 @@ from msglc.edit.combine import copy_tocs, result_compression
 from msglc.edit.inputs import COPY_CHUNK, FileInfo, Input, opened, pin_target, refuse_target_among
 from msglc.edit.sections import Sink, compressed, copy_data
 from msglc.errors import CorruptedError
-from msglc.format.container import HEADER_SIZE, Trailer, compressed_header, pack_header
+from msglc.format.layout import HEADER_SIZE, Trailer, compressed_header, pack_header
 from msglc.format.msgpack import array_header
 from msglc.format.nodes import ListNode, StrideNode
 from msglc.io.atomic import output

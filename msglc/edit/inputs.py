@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from msglc.edit.legacy import converted
-from msglc.format.container import Trailer
+from msglc.format.layout import Trailer
 from msglc.io.uploads import pinned_to_sources
 from msglc.read.archive import Archive
 from msglc.read.lazy_reader import LazyReader, archive_of

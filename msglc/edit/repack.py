@@ -9,7 +9,7 @@ from msglc.config import current
 from msglc.edit.legacy import convert_legacy
 from msglc.edit.sections import COPY_FRAMES, compressed, copy_data, copy_plain
 from msglc.errors import CorruptedError
-from msglc.format.container import HEADER_SIZE, Trailer, compressed_header, header_version
+from msglc.format.layout import HEADER_SIZE, Trailer, compressed_header, header_version
 from msglc.format.numpy_ext import find_tiled
 from msglc.io.atomic import output
 from msglc.io.uploads import pinned_to_sources

@@ -30,7 +30,7 @@ from typing import Literal, NamedTuple
 
 import msgspec
 
-from msglc.format.container import U32
+from msglc.format.layout import U32
 from msglc.format.msgpack import array_header
 from msglc.util import accel
 

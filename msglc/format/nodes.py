@@ -12,9 +12,9 @@ from msglc.errors import (
     CorruptedError,
     UnsupportedVersionError,
 )
-from msglc.format.container import U32
 from msglc.format.fuse import MAX_SEG_BITS, fuse_layout, slot_count
 from msglc.format.hash_index import READ_MAX_BLOCK_BITS, block_count, block_layout, region_layout
+from msglc.format.layout import U32
 
 
 def whole_max(threshold: int) -> int:

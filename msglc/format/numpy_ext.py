@@ -12,7 +12,7 @@ from typing import Any
 import msgspec
 
 from msglc.errors import CorruptedError, UnsupportedVersionError
-from msglc.format.container import U32
+from msglc.format.layout import U32
 from msglc.format.msgpack import ARRAY_EXT, parse_ext_header
 from msglc.format.tiles import tile_error, untile
 

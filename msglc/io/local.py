@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from itertools import islice
 from typing import Any, Protocol
 
-from msglc.format.container import HEADER_SIZE
+from msglc.format.layout import HEADER_SIZE
 from msglc.io.base import Source, closed_error, grid
 from msglc.util import accel
 

@@ -22,7 +22,7 @@ from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from msglc.errors import ArchiveChangedError
-from msglc.format.container import HEADER_SIZE, TRAILER_SIZE, claimed_size, header_end
+from msglc.format.layout import HEADER_SIZE, TRAILER_SIZE, claimed_size, header_end
 from msglc.io.base import Counter, Source, closed_error, grid
 from msglc.io.s3 import get_object, is_s3, status_of, transport_error, url_of
 

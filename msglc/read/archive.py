@@ -21,7 +21,8 @@ from msglc.errors import (
     TruncatedError,
     UnsupportedVersionError,
 )
-from msglc.format.container import (
+from msglc.format.frames import FOOTER_SIZE, MAX_FRAME, parse_seek_table, tables_size
+from msglc.format.layout import (
     COMPRESSED,
     END_MAGIC,
     HEADER_SIZE,
@@ -33,7 +34,6 @@ from msglc.format.container import (
     header_version,
     unpack_trailer,
 )
-from msglc.format.frames import FOOTER_SIZE, MAX_FRAME, parse_seek_table, tables_size
 from msglc.format.legacy import HEADER_SIZE as LEGACY_HEADER_SIZE
 from msglc.format.legacy import MAGIC as LEGACY_MAGIC
 from msglc.format.legacy import Header as LegacyHeader

@@ -18,7 +18,6 @@ from typing import Protocol
 
 import msgspec
 
-from msglc.format.container import U32
 from msglc.format.fuse import CHUNK, ascends, base_hash, fuse_layout, mix, slot_count, slot_value, slots_of
 from msglc.format.hash_index import (
     OFFSET_PAIRS,
@@ -33,6 +32,7 @@ from msglc.format.hash_index import (
     page_blocks,
     region_layout,
 )
+from msglc.format.layout import U32
 from msglc.format.msgpack import item_end
 from msglc.util import accel
 from msglc.util.accel import BlockProbe

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 import msgspec
 
 from msglc.errors import CorruptedError
-from msglc.format.container import HEADER_SIZE, Trailer, pack_header
+from msglc.format.layout import HEADER_SIZE, Trailer, pack_header
 from msglc.format.msgpack import container_header_size
 from msglc.format.nodes import StrideNode, frame_node, whole_max
 from msglc.format.strides import STRIDE_LAZY_MIN, stride_dims

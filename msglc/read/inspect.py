@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import NamedTuple
 
-from msglc.format.container import COMPRESSED, header_version
+from msglc.format.layout import COMPRESSED, header_version
 from msglc.format.legacy import MAGIC_TEXT
 from msglc.format.nodes import ArrayNode, HashMapNode, ListNode, MapNode, Node, StrideNode, node_span
 from msglc.io.framed import FramedSource

@@ -24,7 +24,7 @@ from typing import Any
 
 import msgspec
 
-from msglc.format.container import U32
+from msglc.format.layout import U32
 from msglc.format.msgpack import ARRAY_EXT, ext_header, parse_ext_header
 from msglc.format.numpy_ext import (
     MAX_HEADER,

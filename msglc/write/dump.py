@@ -14,7 +14,7 @@ import threading
 from collections.abc import Iterable
 from typing import Any, BinaryIO, cast
 
-from msglc.format.container import HEADER_SIZE
+from msglc.format.layout import HEADER_SIZE
 from msglc.io.atomic import atomic_file, check_target, end_here, is_named
 from msglc.io.names import RemotePath, resolve_name
 from msglc.util.runtime import join

@@ -13,8 +13,8 @@ import msgspec
 
 from msglc.config import current
 from msglc.errors import CorruptedError
-from msglc.format.container import Trailer, compressed_header, pack_header
 from msglc.format.hash_index import writer_block_bytes
+from msglc.format.layout import Trailer, compressed_header, pack_header
 from msglc.util import accel
 from msglc.util.checksum import ParallelCrc
 from msglc.util.optional import zstandard

@@ -31,8 +31,8 @@ from typing import Any, BinaryIO, TypeVar, cast
 import msgspec
 
 from msglc.config import Config, current, refuse_order
-from msglc.format.container import HEADER_SIZE, Trailer, compressed_header, pack_header
 from msglc.format.hash_index import BLOCK_BYTES, MAP_INLINE_MAX, block_bits_for, region_of
+from msglc.format.layout import HEADER_SIZE, Trailer, compressed_header, pack_header
 from msglc.format.msgpack import array_header, container_header_size, map_header
 from msglc.format.nodes import ListNode, MapNode, whole_max
 from msglc.io.atomic import atomic_file, end_here, is_named

@@ -15,7 +15,7 @@ from archives import RUN1, RUN2, check
 
 import msglc
 from msglc import CorruptedError, FileInfo, TruncatedError
-from msglc.format.container import (
+from msglc.format.layout import (
     FREE_SPACE_MINOR,
     HEADER_SIZE,
     MINOR,

@@ -21,7 +21,7 @@ from numpy_helpers import same
 
 import msglc
 from msglc import CorruptedError, MsglcError, UnsupportedVersionError
-from msglc.format.container import HEADER_SIZE, TRAILER_SIZE, pack_header, unpack_trailer
+from msglc.format.layout import HEADER_SIZE, TRAILER_SIZE, pack_header, unpack_trailer
 from msglc.format.msgpack import parse_ext_header
 from msglc.write import arrays
 

@@ -387,7 +387,7 @@ def test_frames_filters_and_the_root_node_by_the_spec():
 
 
 def test_a_dictionary_and_many_pages_by_the_spec():
-    from msglc.format.container import Trailer, compressed_header
+    from msglc.format.layout import Trailer, compressed_header
     from msglc.write.frames import FrameWriter
 
     rng = random.Random(1)

@@ -11,8 +11,8 @@ import pytest
 
 import msglc
 from msglc import CorruptedError, MsglcError
-from msglc.format.container import HEADER_SIZE, TRAILER_SIZE, Trailer, pack_header, unpack_trailer
 from msglc.format.hash_index import block_count, block_layout, block_width
+from msglc.format.layout import HEADER_SIZE, TRAILER_SIZE, Trailer, pack_header, unpack_trailer
 from msglc.format.nodes import frame_node, unframe_node
 
 

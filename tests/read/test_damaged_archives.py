@@ -8,7 +8,7 @@ from archives import SMALL_DOC as DOC
 
 import msglc
 from msglc import CorruptedError, MsglcError, NotAnArchiveError, UnsupportedVersionError
-from msglc.format.container import HEADER_SIZE
+from msglc.format.layout import HEADER_SIZE
 
 SMALL = {"small_obj_optimization_threshold": 64}
 
@@ -98,7 +98,7 @@ def test_crafted_huge_lengths_do_not_allocate():
     """A data section claiming a 4-billion-item array is refused, not allocated."""
     import msgspec
 
-    from msglc.format.container import Trailer, pack_header
+    from msglc.format.layout import Trailer, pack_header
 
     header = pack_header()
     body = b"\xdd\xff\xff\xff\xff" + b"\x01"

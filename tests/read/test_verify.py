@@ -15,8 +15,8 @@ from archives import with_data
 
 import msglc
 from msglc import CorruptedError, FileInfo, MsglcError, UnsupportedVersionError
-from msglc.format.container import HEADER_SIZE, TRAILER_SIZE, Trailer, pack_header, unpack_trailer
 from msglc.format.hash_index import BLOCK_BYTES
+from msglc.format.layout import HEADER_SIZE, TRAILER_SIZE, Trailer, pack_header, unpack_trailer
 from msglc.write.indexer import TocBuilder
 
 # ---- helpers --------------------------------------------------------------------------------------

@@ -173,8 +173,8 @@ def test_round_trips_at_thresholds_and_levels(value, threshold, level):
 def _archive_with_section(frames: list[bytes], plain_sizes: list[int], crc: int = 0) -> bytes:
     """A 2.0 archive of a small root whose data section is ``frames`` (any bytes) and the seek
     table giving them ``plain_sizes``: everything but the frames themselves is consistent."""
-    from msglc.format.container import COMPRESSED, Trailer, pack_header
     from msglc.format.frames import pack_seek_table
+    from msglc.format.layout import COMPRESSED, Trailer, pack_header
 
     head = pack_header(0, major=COMPRESSED)
     section = b"".join(frames) + pack_seek_table([(len(f), n) for f, n in zip(frames, plain_sizes, strict=True)])

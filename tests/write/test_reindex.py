@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 import msglc
-from msglc.format.container import HEADER_SIZE, TRAILER_SIZE, unpack_trailer
 from msglc.format.hash_index import BLOCK_BYTES
+from msglc.format.layout import HEADER_SIZE, TRAILER_SIZE, unpack_trailer
 from msglc.util import accel
 from msglc.write.reindex import reindex
 
