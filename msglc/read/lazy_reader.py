@@ -10,11 +10,11 @@ from msglc.config import check_codec_arg
 from msglc.io.framed import FramedSource
 from msglc.read.archive import Archive
 from msglc.read.array import LazyArray
-from msglc.read.batch import BatchArchive, Task, async_run, path_task, run
 from msglc.read.extract import data_chunks
+from msglc.read.fetch_rounds import BatchArchive, Task, async_run, path_task, run
 from msglc.read.inspect import ArchiveInfo, FrameInfo, NodeInfo, archive_info, frame_infos, walk
 from msglc.read.legacy import any_root, combined_msgpack, walk_legacy
-from msglc.read.many import read_grouped
+from msglc.read.local_many import read_grouped
 from msglc.read.part import LazyNode, rebound
 from msglc.read.part import archive_of as part_archive_of
 from msglc.read.paths import lookup, lookup_below, resolve, split_path

@@ -1,4 +1,4 @@
-"""``read_many`` of a local archive (``read.many``): the paths resolved together, list items
+"""``read_many`` of a local archive (``read.local_many``): the paths resolved together, list items
 found in C. Whatever the paths, it returns what ``[reader[p] for p in paths]`` returns and
 raises what that loop raises first."""
 

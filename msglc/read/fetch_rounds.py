@@ -1,4 +1,5 @@
-"""Reading many values at once (``read_many``, the async API).
+"""Reading many values at once in rounds of batched fetches: ``read_many`` of a remote
+archive, and the async API (``local_many`` resolves a local archive's paths instead).
 
 Every path is resolved by the ordinary lazy views, against an archive whose reads are answered
 from ranges fetched for the batch; a read not fetched yet stops that path (``_Need``). The

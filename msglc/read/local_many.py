@@ -1,12 +1,12 @@
 """``read_many`` of a local archive: the paths resolved together, a level at a time.
 
-A local read costs about a microsecond, so batching requests (``batch``) saves little there;
-what costs is the work per path. Here the paths are grouped by their next segment: a container
-shared by many paths is looked up once, and the items of a long list that the paths ask for are
-read a span at a time, each span walked once in C for all its items. A path that takes any
-other step (a slice, a negative index, an int key given as str, an array, an error) is
-resolved on its own by ``resolve``, which gives its value or its error exactly as
-``reader[path]`` would.
+A local read costs about a microsecond, so batching requests (``fetch_rounds``, for remote
+archives and the async API) saves little there; what costs is the work per path. Here the paths
+are grouped by their next segment: a container shared by many paths is looked up once, and the
+items of a long list that the paths ask for are read a span at a time, each span walked once in
+C for all its items. A path that takes any other step (a slice, a negative index, an int key
+given as str, an array, an error) is resolved on its own by ``resolve``, which gives its value
+or its error exactly as ``reader[path]`` would.
 """
 
 from __future__ import annotations
