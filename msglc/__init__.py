@@ -23,7 +23,7 @@ from msglc.read.lazy_reader import LazyReader, async_to_obj, to_obj
 from msglc.read.stats import LazyStats
 from msglc.read.views import LazyDict, LazyList
 from msglc.write.streaming import LazyWriter
-from msglc.write.streams import Pairs
+from msglc.write.unsized import Pairs
 
 __all__ = [
     "ArchiveChangedError",

@@ -10,7 +10,7 @@ from typing import Any, cast
 from msglc.read.lazy_reader import LazyDict, LazyReader, to_obj
 from msglc.read.part import LazyNode, archive_of, rebound
 from msglc.write.streaming import LazyWriter
-from msglc.write.streams import Pairs
+from msglc.write.unsized import Pairs
 
 STREAM_ABOVE = 1 << 24  # a part of a published-msglc archive larger than this is written item by item
 

@@ -34,7 +34,7 @@ from msglc.format.numpy_ext import (
     leaves_all,
 )
 from msglc.format.tiles import MAX_TILED_NDIM, choose_tile, is_trivial, tile_error, to_tiles
-from msglc.write.streams import Streamed, is_streamed
+from msglc.write.unsized import Streamed, is_streamed
 
 SPLICE_MIN = 1 << 16  # arrays of at least this many bytes are streamed from their own memory
 

@@ -20,7 +20,7 @@ from msglc.io.names import RemotePath, resolve_name
 from msglc.util.runtime import join
 from msglc.write.encoder import Encoded
 from msglc.write.streaming import stream, stream_bytes
-from msglc.write.streams import Streamed, stop_iteration_error
+from msglc.write.unsized import Streamed, stop_iteration_error
 
 
 def dumps(obj: Any, **options: Any) -> bytes:

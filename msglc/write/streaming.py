@@ -46,7 +46,7 @@ from msglc.write.arrays import ArrayEncoder, DataSection
 from msglc.write.encoder import encode_value
 from msglc.write.frames import HEAD_FRAME, FrameWriter, Slot, frame_size
 from msglc.write.indexer import GARBLED, TocBuilder, key_records, map_raws
-from msglc.write.streams import Pairs, Streamed, is_streamed, stop_iteration_error
+from msglc.write.unsized import Pairs, Streamed, is_streamed, stop_iteration_error
 
 BATCH = 4096  # at most this many items per msgspec call when streaming a list
 

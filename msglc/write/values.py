@@ -9,7 +9,7 @@ conversion of refused values into storable ones.
 
 It reads containers as msgspec encodes them, from their C storage (``dict.items(d)``, never a
 subclass's override), and raises ``Streamed`` at a subclass whose own iteration would give
-something else (``streamed.iterates``): the writer then streams the object instead.
+something else (``unsized.iterates``): the writer then streams the object instead.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from contextlib import suppress
 from typing import Any
 
 from msglc.util import accel
-from msglc.write.streams import Streamed, is_streamed, iterates, reordered
+from msglc.write.unsized import Streamed, is_streamed, iterates, reordered
 
 SCALAR, SEQ, MAP = 1, 2, 3
 

@@ -1,8 +1,9 @@
-"""Values written as they are produced: iterators become lists, ``Pairs`` become dicts, and so
-do containers that define their own iteration.
+"""Values whose length is known only once they are consumed, written as they are produced:
+iterators become lists, ``Pairs`` become dicts, and so do containers that define their own
+iteration.
 
 The encoder's hook raises ``Streamed`` when it meets one, which hands the object over to the
-streaming writer (``msglc.lazy_writer``); nothing has been consumed at that point. msgspec
+streaming writer (``write.streaming``); nothing has been consumed at that point. msgspec
 never calls the hook for subclasses of dict, list, tuple, set and frozenset: it encodes them
 from their C storage. So the type check (``validate.kind``) raises ``Streamed`` for the
 subclasses whose own ``items()`` or ``__iter__`` would give something else.
