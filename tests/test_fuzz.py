@@ -515,7 +515,7 @@ def test_a_dictionary_larger_than_writers_make_is_refused():
     import zstandard
 
     from msglc.format.frames import MAX_DICT, MAX_FRAME
-    from msglc.write.frames import DICT_MAX
+    from msglc.write.compress import DICT_MAX
 
     value = list(range(1000))
     data, sec = _zstd(value, small_obj_optimization_threshold=1 << 20)

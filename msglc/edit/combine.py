@@ -42,7 +42,7 @@ from msglc.format.nodes import ListNode, MapNode, whole_max
 from msglc.io.atomic import output
 from msglc.read.archive import Archive
 from msglc.util.checksum import crc32_combine
-from msglc.write.frames import HEAD_FRAME, FrameWriter, frame_size
+from msglc.write.compress import HEAD_FRAME, FrameWriter, frame_size
 from msglc.write.indexer import TocBuilder
 
 key_encoder = msgspec.msgpack.Encoder()

@@ -31,7 +31,7 @@ from msglc.io.atomic import output
 from msglc.io.compose import Span, compose
 from msglc.io.names import RemotePath
 from msglc.util.checksum import crc32_combine
-from msglc.write.frames import HEAD_FRAME, FrameWriter, frame_size
+from msglc.write.compress import HEAD_FRAME, FrameWriter, frame_size
 from msglc.write.indexer import TocBuilder
 
 _ARRAY_HEADS = {0xDC: 3, 0xDD: 5}  # array 16 and array 32: header sizes; fixarray: 1

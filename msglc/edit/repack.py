@@ -17,9 +17,9 @@ from msglc.read.archive import Archive
 from msglc.read.extract import compacted
 from msglc.read.lazy_reader import LazyReader, archive_of
 from msglc.read.part import LazyNode, standalone
+from msglc.write.compress import HEAD_FRAME, FrameWriter, frame_size
 from msglc.write.dump import dump as dump_decoded
 from msglc.write.encoder import Encoded
-from msglc.write.frames import HEAD_FRAME, FrameWriter, frame_size
 
 
 def repack(target: Any, source: LazyReader | LazyNode, options: dict[str, Any]) -> None:

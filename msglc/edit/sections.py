@@ -14,7 +14,7 @@ from msglc.format.numpy_ext import TILED_SCAN_OVERLAP, find_tiled
 from msglc.io.framed import FramedSource
 from msglc.read.archive import Archive
 from msglc.util.checksum import data_crc32
-from msglc.write.frames import FrameWriter
+from msglc.write.compress import FrameWriter
 
 COPY_FRAMES = 1 << 24  # stored bytes of frames read (and copied) at once
 

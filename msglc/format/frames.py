@@ -253,7 +253,7 @@ DICT_TAG, PAGE_TAG, INDEX_TAG = b"MLCD", b"MLCP", b"MLCI"
 INDEX_DESCRIPTOR = 0x7C  # every reserved bit of the seekable descriptor: not a 2.0 seek table
 MAX_INDEX = 1 << 20  # bytes of the index a reader accepts (writers keep it under 64 KB)
 MAX_PAGE = 1 << 20  # bytes of one page table
-MAX_DICT = 1 << 20  # plain bytes of one dictionary: what writers make at most (write.frames.DICT_MAX);
+MAX_DICT = 1 << 20  # plain bytes of one dictionary: what writers make at most (write.compress.DICT_MAX);
 # a read loads it for a frame that needs it, so that it costs no more than a frame (MAX_FRAME)
 _INDEX_HEAD = struct.Struct(
     "<II4sQQQIIIII"

@@ -21,7 +21,7 @@ from msglc.util.optional import zstandard
 from msglc.util.runtime import gc_paused
 from msglc.write import values as validate
 from msglc.write.arrays import ArrayEncoder, DataSection
-from msglc.write.frames import HEAD_FRAME, FrameWriter, choose_dictionary, frame_size, plan_frames, toc_layout
+from msglc.write.compress import HEAD_FRAME, FrameWriter, choose_dictionary, frame_size, plan_frames, toc_layout
 from msglc.write.indexer import TocBuilder
 from msglc.write.reindex import reindex
 

@@ -43,8 +43,8 @@ from msglc.util.checksum import crc32_combine, data_crc32
 from msglc.util.runtime import gc_paused
 from msglc.write import values as validate
 from msglc.write.arrays import ArrayEncoder, DataSection
+from msglc.write.compress import HEAD_FRAME, FrameWriter, Slot, frame_size
 from msglc.write.encoder import encode_value
-from msglc.write.frames import HEAD_FRAME, FrameWriter, Slot, frame_size
 from msglc.write.indexer import GARBLED, TocBuilder, key_records, map_raws
 from msglc.write.unsized import Pairs, Streamed, is_streamed, stop_iteration_error
 

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 import msglc
 from msglc import CorruptedError, FileInfo, LazyReader
 from msglc.format.frames import SHUFFLE
-from msglc.write.frames import FrameWriter
+from msglc.write.compress import FrameWriter
 
 pytest.importorskip("zstandard")
 

@@ -388,7 +388,7 @@ def test_frames_filters_and_the_root_node_by_the_spec():
 
 def test_a_dictionary_and_many_pages_by_the_spec():
     from msglc.format.layout import Trailer, compressed_header
-    from msglc.write.frames import FrameWriter
+    from msglc.write.compress import FrameWriter
 
     rng = random.Random(1)
     vocab = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz ") for _ in range(40)) for _ in range(3000)]

@@ -1,4 +1,4 @@
-"""The framed source (docs/compression.md): a compressed section written by write/frames.py
+"""The framed source (docs/compression.md): a compressed section written by write/compress.py
 reads back through io/framed.py as the plain bytes, at any offset and across the section's
 edges; damaged frames, and frames that claim another size than the frame table (a
 decompression bomb), raise CorruptedError."""
@@ -18,7 +18,7 @@ from msglc.format.msgpack import array_header, container_header
 from msglc.io.framed import FramedSource, open_section
 from msglc.io.local import BufferSource
 from msglc.util import accel
-from msglc.write.frames import DATA_FRAME, HEAD_FRAME, FrameWriter, frame_size
+from msglc.write.compress import DATA_FRAME, HEAD_FRAME, FrameWriter, frame_size
 
 pytest.importorskip("zstandard")
 

@@ -246,7 +246,7 @@ def test_shuffled_frames_end_a_block_at_each_byte_plane():
     tables of its own: a smaller frame, still one ordinary zstd frame (content size and
     checksum as readers require)."""
     zstandard = pytest.importorskip("zstandard")
-    from msglc.write.frames import planes_compressed, shuffle
+    from msglc.write.compress import planes_compressed, shuffle
 
     a = np.random.default_rng(8).random(16384)  # 128 KB of random float64
     shuffled = shuffle(memoryview(a.tobytes()), 8)

@@ -15,7 +15,7 @@ import msglc
 from msglc import LazyReader, Pairs
 from msglc.io.framed import open_section
 from msglc.io.local import BufferSource
-from msglc.write.frames import FrameWriter, raw_frame
+from msglc.write.compress import FrameWriter, raw_frame
 
 zstandard = pytest.importorskip("zstandard")
 
