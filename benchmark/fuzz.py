@@ -163,7 +163,7 @@ from msglc.format.nodes import (  # noqa: E402
 from msglc.format.numpy_ext import ext_hook, find_tiled  # noqa: E402
 from msglc.format.walk import deep_decode  # noqa: E402
 from msglc.io.local import BufferSource, StreamSource  # noqa: E402
-from msglc.read.lazy_reader import archive_of  # noqa: E402
+from msglc.read.part import archive_of  # noqa: E402
 from msglc.util.optional import zstandard  # noqa: E402
 from msglc.write.compress import TOC_FRAME  # noqa: E402
 

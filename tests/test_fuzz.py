@@ -25,7 +25,7 @@ from msglc.format.frames import NO_FILTER, RAW
 from msglc.format.layout import HEADER_SIZE, TRAILER_SIZE, Trailer, pack_header, unpack_trailer
 from msglc.format.msgpack import container_header
 from msglc.format.nodes import FuseMapNode, StrideNode, frame_node, unframe_node
-from msglc.read.lazy_reader import archive_of
+from msglc.read.part import archive_of
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # benchmark/ runs from the checkout; it is not installed

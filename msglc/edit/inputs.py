@@ -12,7 +12,8 @@ from msglc.edit.legacy import converted
 from msglc.format.layout import Trailer
 from msglc.io.uploads import pinned_to_sources
 from msglc.read.archive import Archive
-from msglc.read.lazy_reader import LazyReader, archive_of
+from msglc.read.lazy_reader import LazyReader
+from msglc.read.part import archive_of
 from msglc.read.views import ViewCache
 from msglc.write.dump import dumps
 

@@ -15,8 +15,8 @@ from msglc.io.atomic import output
 from msglc.io.uploads import pinned_to_sources
 from msglc.read.archive import Archive
 from msglc.read.extract import compacted
-from msglc.read.lazy_reader import LazyReader, archive_of
-from msglc.read.part import LazyNode, standalone
+from msglc.read.lazy_reader import LazyReader
+from msglc.read.part import LazyNode, archive_of, standalone
 from msglc.write.compress import HEAD_FRAME, FrameWriter, frame_size
 from msglc.write.dump import dump as dump_decoded
 from msglc.write.encoder import Encoded

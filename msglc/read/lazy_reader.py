@@ -15,8 +15,7 @@ from msglc.read.fetch_rounds import BatchArchive, Task, async_run, path_task, ru
 from msglc.read.inspect import ArchiveInfo, FrameInfo, NodeInfo, archive_info, frame_infos, walk
 from msglc.read.legacy import any_root, combined_msgpack, walk_legacy
 from msglc.read.local_many import read_grouped
-from msglc.read.part import LazyNode, rebound
-from msglc.read.part import archive_of as part_archive_of
+from msglc.read.part import Bound, LazyNode, archive_of, rebound
 from msglc.read.paths import lookup, lookup_below, resolve, split_path
 from msglc.read.reopen import Reopen, reopen_spec
 from msglc.read.stats import LazyStats
@@ -29,7 +28,7 @@ CHUNK = 1 << 24  # bytes per piece of raw_data(chunked=True)
 __all__ = ["LazyArray", "LazyReader", "LazyStats", "LazyDict", "LazyList", "to_obj"]
 
 
-class LazyReader:
+class LazyReader(Bound):
     """Read parts of an archive without loading it.
 
     ``source``: a path, a bytes-like object, a memory map, a readable seekable binary file, or
@@ -313,12 +312,6 @@ def to_obj(x: Any) -> Any:
     if isinstance(x, (LazyNode, LazyReader)):
         return x.to_obj()
     return _rebuild(x, lambda leaf: leaf.to_obj())
-
-
-def archive_of(x: LazyReader | LazyNode) -> Archive:
-    """The archive a reader or a lazy part reads from (for the layers above: batch reads,
-    repacking, combining)."""
-    return x._a if isinstance(x, LazyReader) else part_archive_of(x)
 
 
 def to_obj_task(x: Any) -> Task:

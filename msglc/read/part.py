@@ -11,11 +11,19 @@ from msglc.read.archive import Archive, Location
 from msglc.read.extract import part_archive
 
 
-class LazyNode:
+class Bound:
+    """What reads through an ``Archive``: a reader or a lazy part. The slot is here so that
+    one ``archive_of`` answers for both."""
+
+    __slots__ = ("_a",)
+    _a: Archive
+
+
+class LazyNode(Bound):
     """Common base: a container at absolute offset ``_base`` described by the TOC node at
     ``_pos`` (``_nsize`` bytes; 0 for a row of a fixed-stride list, which has none)."""
 
-    __slots__ = ("_a", "_base", "_pos", "_nsize", "_cache")
+    __slots__ = ("_base", "_pos", "_nsize", "_cache")
 
     def __init__(self, archive: Archive, base: int, pos: int, nsize: int = 0) -> None:
         self._a = archive
@@ -92,9 +100,10 @@ class LazyNode:
     __hash__ = None  # type: ignore[assignment]
 
 
-def archive_of(part: LazyNode) -> Archive:
-    """The archive a lazy part reads from (for the layers above: batch reads, repacking)."""
-    return part._a
+def archive_of(x: Bound) -> Archive:
+    """The archive a reader or a lazy part reads from (for the layers above: batch reads,
+    repacking, combining, pickling)."""
+    return x._a
 
 
 def rebound(part: LazyNode, archive: Archive) -> LazyNode:

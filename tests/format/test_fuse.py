@@ -10,7 +10,7 @@ import msglc
 from msglc import CorruptedError, LazyReader
 from msglc.format import fuse
 from msglc.format.nodes import FuseMapNode
-from msglc.read.lazy_reader import archive_of
+from msglc.read.part import archive_of
 from msglc.util import accel
 
 pytest.importorskip("zstandard")

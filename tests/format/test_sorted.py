@@ -13,7 +13,7 @@ import msglc
 from msglc import CorruptedError, FileInfo, LazyReader, LazyWriter
 from msglc.format import fuse
 from msglc.format.nodes import BlockHashMapNode, FuseMapNode, SortedMapNode
-from msglc.read.lazy_reader import archive_of
+from msglc.read.part import archive_of
 from msglc.util import accel
 
 pytest.importorskip("zstandard")

@@ -13,7 +13,7 @@ import threading
 import pytest
 
 import msglc
-from msglc.read.lazy_reader import archive_of
+from msglc.read.part import archive_of
 from msglc.util import accel
 
 KEYS = 20_000
@@ -32,7 +32,7 @@ _CHILD = textwrap.dedent(
     """
     import faulthandler, sys, threading
     import msglc
-    from msglc.read.lazy_reader import archive_of
+    from msglc.read.part import archive_of
     from msglc.util import accel
 
     path, handler = sys.argv[1], sys.argv[2]
@@ -99,7 +99,7 @@ _REPLACED = textwrap.dedent(
     """
     import signal, sys
     import msglc
-    from msglc.read.lazy_reader import archive_of
+    from msglc.read.part import archive_of
 
     first = msglc.LazyReader(sys.argv[1], cached=False)
     assert first["table"]["k1"] == first["table"]["k1"] == "v1"
@@ -127,7 +127,7 @@ _CUT_MID_PAGE = textwrap.dedent(
     """
     import os, sys
     import msglc
-    from msglc.read.lazy_reader import archive_of
+    from msglc.read.part import archive_of
     from msglc.util import accel
 
     path = sys.argv[1]
@@ -178,7 +178,7 @@ _CUT_UNDER_SLABS = textwrap.dedent(
     import os, sys
     import numpy as np
     import msglc
-    from msglc.read.lazy_reader import archive_of
+    from msglc.read.part import archive_of
     from msglc.util import accel
 
     path = sys.argv[1]

@@ -7,7 +7,7 @@ import pytest
 import msglc
 from msglc.read import lazy_reader as reader_module
 from msglc.read import views as views_module
-from msglc.read.lazy_reader import archive_of
+from msglc.read.part import archive_of
 from msglc.read.paths import resolve, split_path
 
 
