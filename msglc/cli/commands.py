@@ -44,6 +44,7 @@ from msglc import (
     __version__,
     combine,
     dump,
+    to_obj,
 )
 from msglc.cli.batch import folder_files, refuse_repeated, stem
 from msglc.cli.errors import CliError, UsageError
@@ -150,17 +151,8 @@ def to_json(value: Any, indent: int | None = None) -> str:
     """The value as one line of JSON (at any depth), or indented by ``indent`` spaces a level
     (built whole first: nothing is printed if it fails)."""
     if indent is None:
-        return json_text(to_plain(value), json_default) + "\n"
-    return json.dumps(to_plain(value), default=json_default, indent=indent) + "\n"
-
-
-def to_plain(value: Any) -> Any:
-    """Lazy parts read whole, also inside the list a slice path gives."""
-    if isinstance(value, LAZY):
-        return value.to_obj()
-    if isinstance(value, list) and any(isinstance(v, LAZY) for v in value):
-        return [to_plain(v) for v in value]
-    return value
+        return json_text(to_obj(value), json_default) + "\n"
+    return json.dumps(to_obj(value), default=json_default, indent=indent) + "\n"
 
 
 def write_json(value: Any, out: Any) -> None:
@@ -336,11 +328,11 @@ def cmd_get(args: argparse.Namespace) -> None:
     with open_reader(args.file) as reader:
         value = read_path(reader, args.path)
         if args.format == "msgpack":
-            data = value.protocol_raw_data() if isinstance(value, LAZY) else _msgpack(to_plain(value))
+            data = value.protocol_raw_data() if isinstance(value, LAZY) else _msgpack(to_obj(value))
             sys.stdout.buffer.write(data)
             sys.stdout.buffer.flush()
         elif args.format == "repr":
-            print(repr_text(to_plain(value)))
+            print(repr_text(to_obj(value)))
         else:
             sys.stdout.write(to_json(value, args.indent))
 

@@ -110,7 +110,8 @@ class LazyList(LazyNode, Sequence[Any]):
     def read_items(self, start: int, stop: int) -> list[Any]:
         """Items ``start`` to ``stop`` (0 <= start <= stop <= len) as plain objects, in as few
         reads as the stored blocks allow (one for a fixed-stride list or a block list)."""
-        return [to_plain(self[i]) for i in range(*self._bounds(start, stop))]
+        items = (self[i] for i in range(*self._bounds(start, stop)))
+        return [v.to_obj() if isinstance(v, LazyNode) else v for v in items]
 
     def block_starts(self) -> list[int] | None:
         """Where each stored block of items begins, then ``len``: reading from one to another
@@ -122,11 +123,6 @@ class LazyList(LazyNode, Sequence[Any]):
         if not (isinstance(start, int) and isinstance(stop, int) and 0 <= start <= stop <= n):
             raise IndexError(f"items {start} to {stop} of a list of {n}")
         return start, stop
-
-
-def to_plain(x: Any) -> Any:
-    """A lazy part as plain objects (``to_obj``); anything else as it is."""
-    return x.to_obj() if isinstance(x, LazyNode) else x
 
 
 def equal(a: Any, b: Any) -> bool:

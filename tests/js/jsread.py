@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 import msglc
-from msglc import LazyArray, LazyDict, LazyList
-from msglc.cli.commands import LAZY, to_json, to_plain
+from msglc import LazyArray, LazyDict, LazyList, to_obj
+from msglc.cli.commands import LAZY, to_json
 from msglc.cli.commands import main as msglc_main
 from msglc.cli.nested import msgpack_bytes
 
@@ -119,7 +119,7 @@ def cli_answer(reader: msglc.LazyReader, path: str) -> dict:
         value = reader[path]
     except (KeyError, IndexError, TypeError, ValueError) as e:
         return {"error": next(n for c, n in PY_ERRORS.items() if isinstance(e, c))}
-    raw = value.protocol_raw_data() if isinstance(value, LAZY) else msgpack_bytes(to_plain(value))
+    raw = value.protocol_raw_data() if isinstance(value, LAZY) else msgpack_bytes(to_obj(value))
     try:
         text = to_json(value)[:-1]
     except (TypeError, ValueError):
@@ -129,7 +129,7 @@ def cli_answer(reader: msglc.LazyReader, path: str) -> dict:
 
 def plain_answer(value: Any) -> dict:
     """The re-encoded form (``msglc get`` of a value read whole) of a value at any depth."""
-    return {"msgpack": msgpack_bytes(to_plain(value)), "json": to_json(value)[:-1]}
+    return {"msgpack": msgpack_bytes(to_obj(value)), "json": to_json(value)[:-1]}
 
 
 def same_cli(py: dict, js: dict) -> str | None:
