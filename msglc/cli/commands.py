@@ -60,6 +60,7 @@ from msglc.io.atomic import atomic_file
 from msglc.io.names import RemotePath, in_process, resolve_name
 from msglc.read.inspect import KINDS, NodeInfo
 from msglc.read.paths import split_path
+from msglc.util.optional import loaded_numpy
 
 FORMATS = {
     ".json": "json",
@@ -135,7 +136,7 @@ def json_default(value: Any) -> Any:
         return value.isoformat()
     if isinstance(value, datetime.timedelta):
         return value.total_seconds()
-    np = sys.modules.get("numpy")
+    np = loaded_numpy()
     if np is not None and isinstance(value, (np.ndarray, np.generic)):
         if value.dtype.kind in "Mm":  # NumPy's own text, exact at any unit
             return np.datetime_as_string(value).tolist() if value.dtype.kind == "M" else value.astype("int64").tolist()

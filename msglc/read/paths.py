@@ -10,11 +10,11 @@ IndexError."""
 from __future__ import annotations
 
 import re
-import sys
 from typing import Any, cast
 
 from msglc.read.array import LazyArray
 from msglc.read.views import LazyDict, LazyList
+from msglc.util.optional import is_ndarray
 
 
 def split_path(path: Any) -> list[Any]:
@@ -104,7 +104,7 @@ def resolve(obj: Any, segments: list[Any], done: tuple[Any, ...] = ()) -> Any:
     (errors name the whole path)."""
     for depth, seg in enumerate(segments):
         where = [*done, *segments[: depth + 1]]
-        if isinstance(obj, LazyArray) or _is_ndarray(obj):
+        if isinstance(obj, LazyArray) or is_ndarray(obj):
             # the next ndim segments index the array at once: "m/3/4" is m[3, 4]
             take = segments[depth : depth + max(obj.ndim, 1)]
             shape = obj.shape
@@ -145,11 +145,6 @@ def _joined(path: list[Any]) -> str:
 
 
 _INT = re.compile(r"-?[0-9]+")
-
-
-def _is_ndarray(obj: Any) -> bool:
-    np = sys.modules.get("numpy")
-    return np is not None and isinstance(obj, np.ndarray)
 
 
 def _list_index(seg: int | slice | str, n: int, where: list[Any]) -> int | slice:

@@ -88,6 +88,7 @@ from msglc.io.framed import FramedSource
 from msglc.read.archive import Archive
 from msglc.util import accel
 from msglc.util.checksum import data_crc32
+from msglc.util.optional import loaded_numpy
 
 CHUNK = 1 << 22  # bytes of the data section read at a time (compressed: a few frames, decompressed in parallel)
 
@@ -417,7 +418,7 @@ class _Entries:
         and the pairs of entries whose keys have the same CRC and hash: with NumPy, 8 bytes
         a key (else a Python int a key)."""
         n = len(self.crcs)
-        np = sys.modules.get("numpy")
+        np = loaded_numpy()
         if np is None and n >= 1 << 16:  # worth its import
             with contextlib.suppress(ImportError):
                 import numpy as np

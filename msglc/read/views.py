@@ -6,7 +6,6 @@ indexing reads only the span holding the item. Small containers come back as pla
 
 from __future__ import annotations
 
-import sys
 import zlib
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, ItemsView, Iterator, Mapping, Sequence, ValuesView
@@ -33,6 +32,7 @@ from msglc.read.array import LazyArray
 from msglc.read.dict_index import BlockIndex, FuseIndex, SortedIndex, entries_of_hash, entry_span
 from msglc.read.part import LazyNode
 from msglc.util import accel
+from msglc.util.optional import loaded_numpy
 
 _enc = msgspec.msgpack.Encoder()
 
@@ -127,7 +127,7 @@ class LazyList(LazyNode, Sequence[Any]):
 
 def equal(a: Any, b: Any) -> bool:
     """``a == b`` as one bool; NumPy arrays (and lazy ones) compare whole, not elementwise."""
-    np = sys.modules.get("numpy")
+    np = loaded_numpy()
     if np is not None and (_is_array(a, np) or _is_array(b, np)):
         return bool(np.array_equal(a, b))
     return bool(a == b)

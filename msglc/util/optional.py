@@ -4,6 +4,7 @@ would resolve on PyPI to the unrelated older package called msglc, not to this o
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 
@@ -33,3 +34,15 @@ def numpy() -> Any:
     except ImportError:
         raise ImportError("this needs NumPy: pip install numpy") from None
     return module
+
+
+def loaded_numpy() -> Any:
+    """NumPy if something has imported it, else None. A value can be a NumPy array or scalar
+    only once NumPy is loaded, so the checks for one need not import it."""
+    return sys.modules.get("numpy")
+
+
+def is_ndarray(x: Any) -> bool:
+    """Whether ``x`` is a NumPy array (False without importing NumPy when it is not loaded)."""
+    np = sys.modules.get("numpy")
+    return np is not None and isinstance(x, np.ndarray)

@@ -34,6 +34,7 @@ from msglc.format.numpy_ext import (
     leaves_all,
 )
 from msglc.format.tiles import MAX_TILED_NDIM, choose_tile, is_trivial, tile_error, to_tiles
+from msglc.util.optional import loaded_numpy
 from msglc.write.unsized import Streamed, is_streamed
 
 SPLICE_MIN = 1 << 16  # arrays of at least this many bytes are streamed from their own memory
@@ -97,7 +98,7 @@ class ArrayEncoder:
         self.refused: Any = None  # the value a TypeError was raised for, to find its path
 
     def __call__(self, obj: Any) -> Any:
-        np = sys.modules.get("numpy")
+        np = loaded_numpy()
         if np is not None:
             if isinstance(obj, np.ndarray):
                 return self._array(np, obj)

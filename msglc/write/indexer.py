@@ -13,7 +13,6 @@ was streamed instead: ``validate.kind`` raises ``Streamed`` for it).
 
 from __future__ import annotations
 
-import sys
 import zlib
 from array import array
 from bisect import bisect_left, bisect_right
@@ -60,6 +59,7 @@ from msglc.format.nodes import (
 from msglc.format.numpy_ext import parse_head
 from msglc.format.strides import STRIDE_LAZY_MIN, stride_dims
 from msglc.util import accel
+from msglc.util.optional import is_ndarray, loaded_numpy
 from msglc.write import values as validate
 from msglc.write.arrays import ArrayEncoder
 
@@ -279,7 +279,7 @@ class TocBuilder:
                     _check_rows(row)
                 # NumPy arrays (stored as lists without numpy_encoder) were checked by the encoder
                 level = [
-                    r if isinstance(r, (list, tuple)) else list(r) for row in level for r in row if not _is_ndarray(r)
+                    r if isinstance(r, (list, tuple)) else list(r) for row in level for r in row if not is_ndarray(r)
                 ]
             for row in level:
                 validate.check_items(row)
@@ -526,15 +526,10 @@ def item_layout(raws: Sequence[bytes], h: int) -> tuple[list[int], list[int]]:
     return lens, list(accumulate(lens, initial=h))
 
 
-def _is_ndarray(x: Any) -> bool:
-    np = sys.modules.get("numpy")
-    return np is not None and isinstance(x, np.ndarray)
-
-
 def _check_rows(row: validate.Seq) -> None:
     """Every item of ``row`` must be a sequence (a sub-list of a fixed-stride list): a
     sequence type, or a NumPy array that the encoder wrote as a list."""
-    np = sys.modules.get("numpy")
+    np = loaded_numpy()
     for t in set(map(type, row)):
         if validate.kind(t) != validate.SEQ and not (np is not None and issubclass(t, np.ndarray)):
             e = validate.unsupported_type(t)

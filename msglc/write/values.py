@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import datetime
 import enum
-import sys
 from collections.abc import Callable, Container, Iterable
 from contextlib import suppress
 from typing import Any
 
 from msglc.util import accel
+from msglc.util.optional import loaded_numpy
 from msglc.write.unsized import Streamed, is_streamed, iterates, reordered
 
 SCALAR, SEQ, MAP = 1, 2, 3
@@ -94,7 +94,7 @@ def kind(t: type) -> int:
 
 
 def _classify(t: type) -> int:
-    np = sys.modules.get("numpy")
+    np = loaded_numpy()
     if np is not None and issubclass(t, (np.ndarray, np.generic)):
         return SCALAR
     if issubclass(t, enum.Enum):
