@@ -94,28 +94,28 @@ def _reindexed(
     return encoded.sections()
 
 
-def _compressed_copy(a: Archive, f: Any) -> None:
+def _compressed_copy(archive: Archive, f: Any) -> None:
     """``compacted`` of a compressed archive: a 2.1 archive's bytes as they are (slack past
     its end left out); a 2.0 archive's frames copied as they are into a 2.1 section, its TOC
     (up to the root node) framed after them."""
-    a.check_open()
-    t = a.opened.trailer
-    if header_version(a.opened.header)[1] >= 1:
-        for at in range(0, a.opened.file_size, COPY_FRAMES):
-            f.write(a.file.read(at, min(COPY_FRAMES, a.opened.file_size - at)))
+    archive.check_open()
+    t = archive.opened.trailer
+    if header_version(archive.opened.header)[1] >= 1:
+        for at in range(0, archive.opened.file_size, COPY_FRAMES):
+            f.write(archive.file.read(at, min(COPY_FRAMES, archive.opened.file_size - at)))
         return
     head = compressed_header()
     f.write(head)
     frames = FrameWriter(f, frame_size(t.threshold), current().compression_level, HEADER_SIZE, head=HEAD_FRAME)
     try:
         buf = bytearray(min(COPY_FRAMES, max(t.data_len, t.live_toc_len, 1)))
-        crc = copy_data(a, t.data_off, t.data_len, frames, buf, lambda n: None)
+        crc = copy_data(archive, t.data_off, t.data_len, frames, buf, lambda n: None)
         if crc != t.data_crc:
             raise CorruptedError(f"data section checksum mismatch ({t.data_len} bytes at offset {t.data_off})")
         frames.end_data()
-        copy_plain(a, t.toc_off, t.root_pos, frames, buf, lambda n: None, checksum=False)
+        copy_plain(archive, t.toc_off, t.root_pos, frames, buf, lambda n: None, checksum=False)
         frames.cut()  # the root node starts a frame: opening decompresses no more than it
-        copy_plain(a, t.toc_off + t.root_pos, t.root_len, frames, buf, lambda n: None, checksum=False)
+        copy_plain(archive, t.toc_off + t.root_pos, t.root_len, frames, buf, lambda n: None, checksum=False)
         stored = frames.close((t.root_pos, t.root_len))
     finally:
         frames.abort()

@@ -368,7 +368,9 @@ def _touched(first: int, count: int, step: int, t: int) -> list[tuple[int, int, 
     return out
 
 
-def read_selection(a: Archive, data: int, strides: tuple[int, ...], sel: list[tuple[int, int, int]], out: Any) -> None:
+def read_selection(
+    archive: Archive, data: int, strides: tuple[int, ...], sel: list[tuple[int, int, int]], out: Any
+) -> None:
     """Fill ``out`` with the elements ``sel`` = [(first, count, step >= 1) per axis] of a
     C-order block of elements of ``out.dtype`` at data offset ``data``, its axes ``strides``
     bytes apart. ``out`` has the selection's shape; it may be a view into a larger result
@@ -389,9 +391,9 @@ def read_selection(a: Archive, data: int, strides: tuple[int, ...], sel: list[tu
         first += low * s
         counts.append(count)
         steps.append(step * s)
-    if a.src.zero_copy:  # already in memory: one strided copy out of it
+    if archive.src.zero_copy:  # already in memory: one strided copy out of it
         span = itemsize + sum((c - 1) * st for c, st in zip(counts, steps, strict=True))
-        out[...] = np.ndarray(counts, dtype, buffer=a.view(first, span, out.size * itemsize), strides=steps)
+        out[...] = np.ndarray(counts, dtype, buffer=archive.view(first, span, out.size * itemsize), strides=steps)
         return
     d, extent, per = _outer_axes(counts, steps, itemsize)
     if d < len(counts) and per < counts[d]:  # axis d in runs of `per` indices, a covering read each
@@ -400,21 +402,21 @@ def read_selection(a: Archive, data: int, strides: tuple[int, ...], sel: list[tu
         for i in range(0, count, per):
             n = min(per, count - i)
             part = [*sel[:d], (low + i * step, n, step), *sel[d + 1 :]]
-            read_selection(a, data, strides, part, out[lead + (slice(i, i + n),)])
+            read_selection(archive, data, strides, part, out[lead + (slice(i, i + n),)])
         return
     inner = counts[d:]
     whole = out if out.flags.c_contiguous else np.empty(counts, dtype)
     if extent == prod(inner) * itemsize:  # pieces of contiguous elements: straight into the result
         if d:
-            a.read_grid(first, tuple(counts[:d]), tuple(steps[:d]), extent, whole)
+            archive.read_grid(first, tuple(counts[:d]), tuple(steps[:d]), extent, whole)
         else:
-            a.read_into(first, whole)
+            archive.read_into(first, whole)
     else:  # pieces with gaps: a block of them at a time into a buffer, then one strided copy
         pieces = whole.reshape(-1, *inner)
         for at, block, k in _blocks(tuple(counts[:d]), tuple(steps[:d]), extent):
             n = prod(block)
             buf = np.empty(n * extent, np.uint8)
-            a.read_grid(first + at, block, tuple(steps[:d]), extent, buf)
+            archive.read_grid(first + at, block, tuple(steps[:d]), extent, buf)
             pieces[k : k + n] = np.ndarray((n, *inner), dtype, buffer=buf, strides=(extent, *steps[d:]))
     if whole is not out:
         out[...] = whole

@@ -71,10 +71,10 @@ class FrameInfo(NamedTuple):
 LEGACY_FORMAT = MAGIC_TEXT.decode()
 
 
-def frame_infos(a: Archive) -> Iterator[FrameInfo]:
+def frame_infos(archive: Archive) -> Iterator[FrameInfo]:
     """The frames of a compressed archive, in order (none for a plain one); their page
     tables are read as they are reached."""
-    src = a.src
+    src = archive.src
     if not isinstance(src, FramedSource):
         return
     table = src.table
@@ -91,29 +91,29 @@ def frame_infos(a: Archive) -> Iterator[FrameInfo]:
         )
 
 
-def archive_info(a: Archive) -> ArchiveInfo:
-    t = a.opened.trailer
+def archive_info(archive: Archive) -> ArchiveInfo:
+    t = archive.opened.trailer
     return ArchiveInfo(
-        version=header_version(a.opened.header),
-        file_size=a.opened.file_size,
+        version=header_version(archive.opened.header),
+        file_size=archive.opened.file_size,
         data_offset=t.data_off,
         data_size=t.data_len,
-        compression="zstd" if header_version(a.opened.header)[0] == COMPRESSED else None,
-        stored_data_size=a.opened.stored_data_len,
+        compression="zstd" if header_version(archive.opened.header)[0] == COMPRESSED else None,
+        stored_data_size=archive.opened.stored_data_len,
         toc_offset=t.toc_off,
         toc_size=t.toc_len,
         free_space=t.toc_off - t.data_off - t.data_len,
         threshold=t.threshold,
         data_crc=t.data_crc,
-        root=node_info(a, t.toc_off + t.root_pos, t.root_len) if t.root_len else None,
-        format="msglc" if a.opened.legacy is None else LEGACY_FORMAT,
-        slack=max(0, a.file.size - a.opened.file_size) if a.opened.legacy is None else 0,
+        root=node_info(archive, t.toc_off + t.root_pos, t.root_len) if t.root_len else None,
+        format="msglc" if archive.opened.legacy is None else LEGACY_FORMAT,
+        slack=max(0, archive.file.size - archive.opened.file_size) if archive.opened.legacy is None else 0,
     )
 
 
-def node_info(a: Archive, pos: int, size: int) -> NodeInfo:
+def node_info(archive: Archive, pos: int, size: int) -> NodeInfo:
     """The node at ``pos`` (``size`` bytes), checked as every read checks it."""
-    return describe(a.node(pos, size), pos, size)
+    return describe(archive.node(pos, size), pos, size)
 
 
 def describe(node: Node, pos: int, size: int) -> NodeInfo:
@@ -129,7 +129,7 @@ def describe(node: Node, pos: int, size: int) -> NodeInfo:
     return NodeInfo(kind, pos, size, span, node.n, len(node.starts) - kids, (), 0, kids)
 
 
-def walk(a: Archive, pos: int, size: int, max_depth: int | None = None) -> Iterator[tuple[int, str, NodeInfo]]:
+def walk(archive: Archive, pos: int, size: int, max_depth: int | None = None) -> Iterator[tuple[int, str, NodeInfo]]:
     """(depth, label within its parent, info) of the node at ``pos`` and of the nodes below it,
     depth first in stored order, down to ``max_depth`` levels below it (None: all). A node that
     several parents refer to (``append`` shares one row node among the rows of a matrix) is
@@ -139,14 +139,14 @@ def walk(a: Archive, pos: int, size: int, max_depth: int | None = None) -> Itera
     seen = {pos}
     while stack:
         depth, label, here, length, expand = stack.pop()
-        node = a.node(here, length)
+        node = archive.node(here, length)
         yield depth, label, describe(node, here, length)
         if not expand or max_depth is not None and depth >= max_depth or isinstance(node, (StrideNode, ArrayNode)):
             continue
         names = _labels(node)
         below = []
         for k, ref in sorted(node.kids.items()):
-            child = a.referred(here, ref)
+            child = archive.referred(here, ref)
             below.append((depth + 1, str(names[k]), child, ref[1], child not in seen))
             seen.add(child)
         stack.extend(reversed(below))

@@ -50,41 +50,41 @@ class _Owner:
         self.depth = depth
 
 
-def any_root(a: Archive) -> LazyNode | tuple[int, int] | None:
+def any_root(archive: Archive) -> LazyNode | tuple[int, int] | None:
     """The root's lazy view (``root_view`` for msglc's own archives); for a root read whole,
     None, or in a published-msglc archive the root's (offset, size), which
     ``Archive.decode_all`` reads (kept as ``Archive.opened.root``)."""
-    if a.opened.legacy is None:
-        return root_view(a)
-    t = a.opened.trailer
-    root = _root_entry(a, _Owner(t.data_off, t.data_len, t.toc_len), t.toc_off, t.toc_len)
+    if archive.opened.legacy is None:
+        return root_view(archive)
+    t = archive.opened.trailer
+    root = _root_entry(archive, _Owner(t.data_off, t.data_len, t.toc_len), t.toc_off, t.toc_len)
     if isinstance(root, Leaf):
         return (t.data_off + root.start, root.end - root.start)
-    value = _value(a, _Owner(t.data_off, t.data_len, t.toc_len), root)
+    value = _value(archive, _Owner(t.data_off, t.data_len, t.toc_len), root)
     assert isinstance(value, LazyNode)  # (neither a leaf nor a bare integer: _root_entry)
     return value
 
 
-def any_root_of(a: Archive) -> Any:
+def any_root_of(archive: Archive) -> Any:
     """The root: a lazy view when it has entries of its own, else the whole (small) value."""
-    root = any_root(a)
-    return root if isinstance(root, LazyNode) else a.decode_all()
+    root = any_root(archive)
+    return root if isinstance(root, LazyNode) else archive.decode_all()
 
 
-def combined_msgpack(a: Archive) -> Iterator[bytes | memoryview] | None:
+def combined_msgpack(archive: Archive) -> Iterator[bytes | memoryview] | None:
     """The msgpack encoding of a published-msglc archive whose root is combined (its data
     section holds whole member archives, not msgpack): an array or map header, then each
     member's data section (with its name), copied in pieces of at most ``CHUNK`` bytes. None
     for any other archive: its data section is its msgpack."""
-    if a.opened.legacy is None:
+    if archive.opened.legacy is None:
         return None
-    t = a.opened.trailer
+    t = archive.opened.trailer
     top = _Owner(t.data_off, t.data_len, t.toc_len)
-    root = _root_entry(a, top, t.toc_off, t.toc_len)
-    return _combined_pieces(a, top, root) if isinstance(root, Combined) else None
+    root = _root_entry(archive, top, t.toc_off, t.toc_len)
+    return _combined_pieces(archive, top, root) if isinstance(root, Combined) else None
 
 
-def _combined_pieces(a: Archive, owner: _Owner, e: Combined) -> Iterator[bytes | memoryview]:
+def _combined_pieces(archive: Archive, owner: _Owner, e: Combined) -> Iterator[bytes | memoryview]:
     members = e.members
     if isinstance(members, list):
         yield array_header(len(members))
@@ -94,15 +94,15 @@ def _combined_pieces(a: Archive, owner: _Owner, e: Combined) -> Iterator[bytes |
         named = ((msgspec.msgpack.encode(name), offset) for name, offset in members.items())
     for name, offset in named:
         yield name
-        inner, root = _member_entry(a, owner, offset)
+        inner, root = _member_entry(archive, owner, offset)
         if isinstance(root, Combined):
-            yield from _combined_pieces(a, inner, root)
+            yield from _combined_pieces(archive, inner, root)
             continue
         for at in range(0, inner.limit, CHUNK):
-            yield a.read(inner.data + at, min(CHUNK, inner.limit - at))
+            yield archive.read(inner.data + at, min(CHUNK, inner.limit - at))
 
 
-def walk_legacy(a: Archive) -> int:
+def walk_legacy(archive: Archive) -> int:
     """Check a whole published-msglc archive (``verify``): every TOC entry must name exactly
     the bytes of the value it stands for, found by walking the data itself (a container's
     kind, item count and keys as its entry says; a list's runs back to back from its header
@@ -110,10 +110,10 @@ def walk_legacy(a: Archive) -> int:
     value must decode. So whatever a verified archive gives by path, it gives whole too. It
     has no checksum: damage inside a value that still decodes goes unseen. The data section
     is read once; returns the number of entries checked."""
-    t = a.opened.trailer
+    t = archive.opened.trailer
     top = _Owner(t.data_off, t.data_len, t.toc_len)
-    data = memoryview(a.read(t.data_off, t.data_len)).cast("B")
-    work: list[Iterator[_Task]] = [iter([(top, _root_entry(a, top, t.toc_off, t.toc_len), 0, t.data_len)])]
+    data = memoryview(archive.read(t.data_off, t.data_len)).cast("B")
+    work: list[Iterator[_Task]] = [iter([(top, _root_entry(archive, top, t.toc_off, t.toc_len), 0, t.data_len)])]
     seen = 0
     while work:
         task = next(work[-1], None)
@@ -123,7 +123,7 @@ def walk_legacy(a: Archive) -> int:
         seen += 1
         owner, e, start, end = task
         here = data[owner.data - t.data_off + start : owner.data - t.data_off + end]
-        kids = _checked_entry(a, owner, e, start, end, here)
+        kids = _checked_entry(archive, owner, e, start, end, here)
         if kids is not None:
             work.append(kids)
     return seen
@@ -135,17 +135,17 @@ _key = msgspec.msgpack.Decoder()
 
 
 def _checked_entry(
-    a: Archive, owner: _Owner, e: Entry, start: int, end: int, here: memoryview
+    archive: Archive, owner: _Owner, e: Entry, start: int, end: int, here: memoryview
 ) -> Iterator[_Task] | None:
     """Check the entry ``e`` against ``here``, the value it stands for (``owner``'s data bytes
     [start, end)); the entries below it, to be checked in turn, or None."""
     at = owner.data + start
     if isinstance(e, Combined):
-        return _checked_members(a, owner, e, start, end)
+        return _checked_members(archive, owner, e, start, end)
     if isinstance(e, int):
         raise CorruptedError(f"the published-msglc TOC entry of the value at offset {at} names a member archive")
     if isinstance(e, Blocked):
-        _check_runs(a, owner, e, start, end, here)
+        _check_runs(archive, owner, e, start, end, here)
         return None
     if (e.start, e.end) != (start, end):
         raise CorruptedError(
@@ -153,7 +153,7 @@ def _checked_entry(
             f"value lies at [{at}, {owner.data + end})"
         )
     if isinstance(e, Leaf):
-        a.decode(here, at)
+        archive.decode(here, at)
         return None
     is_map, count, size = _header(here, at)
     if is_map != isinstance(e.children, dict) or count != len(e.children):
@@ -210,7 +210,7 @@ def _split(here: memoryview, is_map: bool, count: int, size: int, at: int) -> li
         raise CorruptedError(f"the container at offset {at} does not hold {count} msgpack items: {e}") from None
 
 
-def _check_runs(a: Archive, owner: _Owner, e: Blocked, start: int, end: int, here: memoryview) -> None:
+def _check_runs(archive: Archive, owner: _Owner, e: Blocked, start: int, end: int, here: memoryview) -> None:
     """A blocked list: an array header, then its runs back to back to its end, each holding
     its count of values, the counts adding up to the array's length."""
     at = owner.data + start
@@ -228,13 +228,15 @@ def _check_runs(a: Archive, owner: _Owner, e: Blocked, start: int, end: int, her
                 f"a run of the list at offset {at} starts at {owner.data + lo}, not at {owner.data + expected} where "
                 "the items before it end"
             )
-        a.decode(array_header(n) + here[lo - start : hi - start], owner.data + lo)  # n values exactly, or an error
+        archive.decode(
+            array_header(n) + here[lo - start : hi - start], owner.data + lo
+        )  # n values exactly, or an error
         expected = hi
     if expected != end:
         raise CorruptedError(f"the runs of the list at offset {at} end at {owner.data + expected}, before its end")
 
 
-def _checked_members(a: Archive, owner: _Owner, e: Combined, start: int, end: int) -> Iterator[_Task]:
+def _checked_members(archive: Archive, owner: _Owner, e: Combined, start: int, end: int) -> Iterator[_Task]:
     """A combined archive's members: whole archives back to back, filling its data section."""
     offsets = e.members if isinstance(e.members, list) else list(e.members.values())
     expected = start
@@ -244,7 +246,7 @@ def _checked_members(a: Archive, owner: _Owner, e: Combined, start: int, end: in
                 f"the member archive at offset {owner.data + offset} does not start where the member before it "
                 f"ends ({owner.data + expected})"
             )
-        inner, root = _member_entry(a, owner, offset)
+        inner, root = _member_entry(archive, owner, offset)
         expected = inner.data - owner.data + inner.limit + inner.toc_size
         yield inner, root, 0, inner.limit
     if expected != end:
@@ -254,21 +256,21 @@ def _checked_members(a: Archive, owner: _Owner, e: Combined, start: int, end: in
         )
 
 
-def _root_entry(a: Archive, owner: _Owner, toc_at: int, toc_len: int) -> Entry:
+def _root_entry(archive: Archive, owner: _Owner, toc_at: int, toc_len: int) -> Entry:
     """An archive's TOC: a map (a bare integer names a member archive, which only a combined
     TOC's ``"t"`` does; taken as a TOC, it would chain archives without end)."""
-    toc = entry(a.read(toc_at, toc_len), owner.limit, f"at offset {toc_at}")
+    toc = entry(archive.read(toc_at, toc_len), owner.limit, f"at offset {toc_at}")
     if isinstance(toc, int):
         raise CorruptedError(f"the published-msglc TOC at offset {toc_at} is an integer, not a map")
     return toc
 
 
-def _member(a: Archive, owner: _Owner, offset: int) -> Any:
+def _member(archive: Archive, owner: _Owner, offset: int) -> Any:
     """The root value of the member archive at ``offset`` in ``owner``'s data section."""
-    return _value(a, *_member_entry(a, owner, offset))
+    return _value(archive, *_member_entry(archive, owner, offset))
 
 
-def _member_entry(a: Archive, owner: _Owner, offset: int) -> tuple[_Owner, Entry]:
+def _member_entry(archive: Archive, owner: _Owner, offset: int) -> tuple[_Owner, Entry]:
     """The member archive at ``offset`` in ``owner``'s data section, and its root entry: its
     header and TOC must lie inside that section."""
     at = owner.data + offset
@@ -276,7 +278,7 @@ def _member_entry(a: Archive, owner: _Owner, offset: int) -> tuple[_Owner, Entry
         raise CorruptedError(
             f"the member archive at offset {at} is nested in more than {MAX_MEMBER_DEPTH} combined archives"
         )
-    header = parse_header(a.read(at, HEADER_SIZE), at)
+    header = parse_header(archive.read(at, HEADER_SIZE), at)
     end = offset + HEADER_SIZE + header.toc_start + header.toc_size
     if end > owner.limit:
         raise CorruptedError(
@@ -284,24 +286,24 @@ def _member_entry(a: Archive, owner: _Owner, offset: int) -> tuple[_Owner, Entry
             f"({owner.data + owner.limit})"
         )
     inner = _Owner(at + HEADER_SIZE, header.toc_start, header.toc_size, owner.depth + 1)
-    return inner, _root_entry(a, inner, inner.data + header.toc_start, header.toc_size)
+    return inner, _root_entry(archive, inner, inner.data + header.toc_start, header.toc_size)
 
 
-def _value(a: Archive, owner: _Owner, e: Entry) -> Any:
+def _value(archive: Archive, owner: _Owner, e: Entry) -> Any:
     """The value a TOC entry stands for: decoded (a leaf), a lazy view, or a member's root."""
     if isinstance(e, int):
-        return _member(a, owner, e)
+        return _member(archive, owner, e)
     if isinstance(e, Leaf):
-        return a.decode_span(owner.data + e.start, e.end - e.start)
+        return archive.decode_span(owner.data + e.start, e.end - e.start)
     if isinstance(e, Indexed):
         if isinstance(e.children, list):
-            return LegacyIndexedList(a, owner, e)
-        return LegacyIndexedDict(a, owner, e)
+            return LegacyIndexedList(archive, owner, e)
+        return LegacyIndexedDict(archive, owner, e)
     if isinstance(e, Blocked):
-        return LegacyBlockedList(a, owner, e)
+        return LegacyBlockedList(archive, owner, e)
     if isinstance(e.members, list):
-        return LegacyMemberList(a, owner, e)
-    return LegacyMemberDict(a, owner, e)
+        return LegacyMemberList(archive, owner, e)
+    return LegacyMemberDict(archive, owner, e)
 
 
 # ---- lists ------------------------------------------------------------------------------------
@@ -312,8 +314,8 @@ class LegacyList(LazyList):
 
     __slots__ = ("_owner", "_entry")
 
-    def __init__(self, a: Archive, owner: _Owner, e: Entry, base: int) -> None:
-        LazyNode.__init__(self, a, base, 0)
+    def __init__(self, archive: Archive, owner: _Owner, e: Entry, base: int) -> None:
+        LazyNode.__init__(self, archive, base, 0)
         self._owner = owner
         self._entry = e
 
@@ -337,8 +339,8 @@ class LegacyIndexedList(LegacyList):
     __slots__ = ()
     _entry: Indexed
 
-    def __init__(self, a: Archive, owner: _Owner, e: Indexed) -> None:
-        super().__init__(a, owner, e, owner.data + e.start)
+    def __init__(self, archive: Archive, owner: _Owner, e: Indexed) -> None:
+        super().__init__(archive, owner, e, owner.data + e.start)
 
     def __len__(self) -> int:
         return len(self._entry.children)
@@ -359,8 +361,8 @@ class LegacyBlockedList(LegacyList):
     __slots__ = ("_ends",)
     _entry: Blocked
 
-    def __init__(self, a: Archive, owner: _Owner, e: Blocked) -> None:
-        super().__init__(a, owner, e, owner.data + e.blocks[0][1])
+    def __init__(self, archive: Archive, owner: _Owner, e: Blocked) -> None:
+        super().__init__(archive, owner, e, owner.data + e.blocks[0][1])
         self._ends = list(accumulate(count for count, _, _ in e.blocks))
 
     def __len__(self) -> int:
@@ -444,8 +446,8 @@ class LegacyMemberList(LegacyList):
     __slots__ = ()
     _entry: Combined
 
-    def __init__(self, a: Archive, owner: _Owner, e: Combined) -> None:
-        super().__init__(a, owner, e, owner.data)
+    def __init__(self, archive: Archive, owner: _Owner, e: Combined) -> None:
+        super().__init__(archive, owner, e, owner.data)
 
     def __len__(self) -> int:
         return len(self._entry.members)
@@ -474,8 +476,8 @@ class LegacyDict(LazyDict):
 
     __slots__ = ("_owner", "_keyed")
 
-    def __init__(self, a: Archive, owner: _Owner, keyed: dict[Any, Any], base: int) -> None:
-        LazyNode.__init__(self, a, base, 0)
+    def __init__(self, archive: Archive, owner: _Owner, keyed: dict[Any, Any], base: int) -> None:
+        LazyNode.__init__(self, archive, base, 0)
         self._owner = owner
         self._keyed = keyed
 
@@ -507,9 +509,9 @@ class LegacyDict(LazyDict):
 class LegacyIndexedDict(LegacyDict):
     __slots__ = ("_entry",)
 
-    def __init__(self, a: Archive, owner: _Owner, e: Indexed) -> None:
+    def __init__(self, archive: Archive, owner: _Owner, e: Indexed) -> None:
         assert isinstance(e.children, dict)
-        super().__init__(a, owner, e.children, owner.data + e.start)
+        super().__init__(archive, owner, e.children, owner.data + e.start)
         self._entry = e
 
     def _span(self) -> int:
@@ -528,9 +530,9 @@ class LegacyMemberDict(LegacyDict):
 
     __slots__ = ()
 
-    def __init__(self, a: Archive, owner: _Owner, e: Combined) -> None:
+    def __init__(self, archive: Archive, owner: _Owner, e: Combined) -> None:
         assert isinstance(e.members, dict)
-        super().__init__(a, owner, e.members, owner.data)
+        super().__init__(archive, owner, e.members, owner.data)
 
     def _span(self) -> int:
         return self._owner.limit

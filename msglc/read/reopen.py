@@ -109,8 +109,8 @@ def part_ref(part: LazyNode) -> PartRef:
     return PartRef(reopen, part.where())
 
 
-def reopen_spec(source: Any, a: Archive, options: dict[str, Any]) -> Reopen | None:
-    """How to open ``a`` (opened from ``source`` with the ``Archive`` options ``options``)
+def reopen_spec(source: Any, archive: Archive, options: dict[str, Any]) -> Reopen | None:
+    """How to open ``archive`` (opened from ``source`` with the ``Archive`` options ``options``)
     again in another process; None when it cannot be: a file object belongs to this process."""
     if hasattr(source, "read") or hasattr(source, "write"):
         return None
@@ -119,11 +119,11 @@ def reopen_spec(source: Any, a: Archive, options: dict[str, Any]) -> Reopen | No
         source = os.fspath(source)
     if local and isinstance(source, str) and "://" not in source:
         source = os.path.abspath(source)  # the same file for a worker started in another directory
-    return Reopen(source, {k: v for k, v in options.items() if v is not None}, identity_of(a))
+    return Reopen(source, {k: v for k, v in options.items() if v is not None}, identity_of(archive))
 
 
-def identity_of(a: Archive) -> tuple[int, ...]:
-    return (a.opened.size, *msgspec.structs.astuple(a.opened.trailer))
+def identity_of(archive: Archive) -> tuple[int, ...]:
+    return (archive.opened.size, *msgspec.structs.astuple(archive.opened.trailer))
 
 
 def describe(source: Any) -> str:

@@ -114,9 +114,9 @@ class DataStream:
     piece before ``a``; bytes passed over are read for the checksum only. It holds the
     pieces under the latest ``take`` and one read ahead."""
 
-    def __init__(self, a: Archive, progress: Callable[[int], None] | None) -> None:
-        t = a.opened.trailer
-        self._read, self._off, self.size = a.read_checked, t.data_off, t.data_len
+    def __init__(self, archive: Archive, progress: Callable[[int], None] | None) -> None:
+        t = archive.opened.trailer
+        self._read, self._off, self.size = archive.read_checked, t.data_off, t.data_len
         self._pieces: deque[tuple[int, bytes | memoryview]] = deque()  # (start, bytes) from _lo to _hi
         self._hi = 0
         self._crc32, self.crc = data_crc32(), 0
@@ -175,94 +175,96 @@ class DataStream:
         return self.crc
 
 
-def verify_archive(a: Archive, progress: Callable[[int], None] | None = None) -> None:
-    a.check_open()
-    t = a.opened.trailer
-    stream = DataStream(a, progress)
+def verify_archive(archive: Archive, progress: Callable[[int], None] | None = None) -> None:
+    archive.check_open()
+    t = archive.opened.trailer
+    stream = DataStream(archive, progress)
     try:
         try:
             if not t.root_len:
                 check_items(stream, 0, t.data_len, 1, data_off=t.data_off)
             else:
-                _walk(a, stream)
+                _walk(archive, stream)
         except MsglcError:
             stream.finish()  # damaged data is reported as such, whatever check it failed first
             if stream.crc != t.data_crc:
-                raise _mismatch(a) from None
+                raise _mismatch(archive) from None
             raise
         if stream.finish() != t.data_crc:
-            raise _mismatch(a)
+            raise _mismatch(archive)
     except ReadFailed as e:
         raise e.error from None
-    _check_toc_frames(a)
+    _check_toc_frames(archive)
 
 
-def _check_toc_frames(a: Archive) -> None:
+def _check_toc_frames(archive: Archive) -> None:
     """A 2.1 archive's TOC frames, every one (and so every page table) decompressed and
     checked a piece at a time, as the data's were: reads took the nodes of raw frames in
     place, and those of frames no node lies in not at all."""
-    t, src = a.opened.trailer, a.src
+    t, src = archive.opened.trailer, archive.src
     end = t.toc_off + t.toc_len
     if isinstance(src, FramedSource) and end <= src.data_off + src.plain:
         for at in range(t.toc_off, end, CHUNK):
-            a.read_checked(at, min(CHUNK, end - at))
+            archive.read_checked(at, min(CHUNK, end - at))
 
 
-def _mismatch(a: Archive) -> CorruptedError:
-    t = a.opened.trailer
+def _mismatch(archive: Archive) -> CorruptedError:
+    t = archive.opened.trailer
     return CorruptedError(f"data section checksum mismatch ({t.data_len} bytes at offset {t.data_off})")
 
 
 Child = tuple[int, int, int, int]  # a container (start, end in the data section) and its node (position, size)
 
 
-def _walk(a: Archive, stream: DataStream) -> None:
+def _walk(archive: Archive, stream: DataStream) -> None:
     """Every node reachable from the root, each checked against its container as the data
     passes: a node's check yields its children in data order and resumes after each."""
-    t = a.opened.trailer
-    stack = [_checks(a, stream, (0, t.data_len, t.toc_off + t.root_pos, t.root_len))]
+    t = archive.opened.trailer
+    stack = [_checks(archive, stream, (0, t.data_len, t.toc_off + t.root_pos, t.root_len))]
     while stack:
         child = next(stack[-1], None)
         if child is None:
             stack.pop()
         else:
-            stack.append(_checks(a, stream, child))
+            stack.append(_checks(archive, stream, child))
 
 
-def _checks(a: Archive, stream: DataStream, where: Child) -> Iterator[Child]:
+def _checks(archive: Archive, stream: DataStream, where: Child) -> Iterator[Child]:
     start, end, pos, size = where
-    node = a.node(pos, size)
+    node = archive.node(pos, size)
     label = f"TOC node at offset {pos}"
     if node_span(node) != end - start:
-        raise a.damaged(
+        raise archive.damaged(
             f"{label} describes {node_span(node)} bytes where {end - start} are stored at data offset {start}"
         )
     if isinstance(node, ArrayNode):
-        _check_array(a, stream, node, start, end, label)
+        _check_array(archive, stream, node, start, end, label)
         return
     if isinstance(node, StrideNode):
-        _check_stride(a, stream, node, start, end, label)
+        _check_stride(archive, stream, node, start, end, label)
         return
     is_map, n, h = container_header(stream.take(start, min(end, start + 5)))
     if (is_map, n, h) != node_header(node):
-        raise a.damaged(f"{label} does not describe the container at data offset {start}")
+        raise archive.damaged(f"{label} does not describe the container at data offset {start}")
     if isinstance(node, MapNode):
-        yield from _check_map(a, stream, node, start, pos, label)
+        yield from _check_map(archive, stream, node, start, pos, label)
     elif isinstance(node, HashMapNode):
-        yield from _check_hash_map(a, stream, node, start, end, pos, label)
+        yield from _check_hash_map(archive, stream, node, start, end, pos, label)
     else:
-        yield from _check_list(a, stream, node, start, pos, label)
+        yield from _check_list(archive, stream, node, start, pos, label)
 
 
-def _kid(a: Archive, stream: DataStream, at: int, end: int, pos: int, ref: tuple[int, int], label: str) -> Child:
+def _kid(archive: Archive, stream: DataStream, at: int, end: int, pos: int, ref: tuple[int, int], label: str) -> Child:
     """The child with a node of its own whose value spans [at, end): an array, a map or a
     NumPy array value."""
     if not gets_node(stream.take(at, min(end, at + 6)), 0):
-        raise a.damaged(f"{label} gives a node to the value at data offset {at}, which cannot have one")
-    return at, end, a.referred(pos, ref), ref[1]
+        raise archive.damaged(f"{label} gives a node to the value at data offset {at}, which cannot have one")
+    return at, end, archive.referred(pos, ref), ref[1]
 
 
-def _check_list(a: Archive, stream: DataStream, node: ListNode, start: int, pos: int, label: str) -> Iterator[Child]:
+def _check_list(
+    archive: Archive, stream: DataStream, node: ListNode, start: int, pos: int, label: str
+) -> Iterator[Child]:
     """Spans in order: a kid span is one value with a node of its own, any other span must be
     exactly its items."""
     starts, offs, kids = node.starts, node.offs, node.kids
@@ -271,52 +273,54 @@ def _check_list(a: Archive, stream: DataStream, node: ListNode, start: int, pos:
         a_, b_ = start + offs[k], start + offs[k + 1]
         ref = kids.get(k)
         if ref is not None:
-            yield _kid(a, stream, a_, b_, pos, ref, label)
+            yield _kid(archive, stream, a_, b_, pos, ref, label)
             continue
         count = (starts[k + 1] if k + 1 < spans else node.n) - starts[k]
-        _items(a, stream, a_, b_, count, False, label)
+        _items(archive, stream, a_, b_, count, False, label)
 
 
-def _items(a: Archive, stream: DataStream, start: int, end: int, count: int, is_map: bool, label: str) -> None:
+def _items(archive: Archive, stream: DataStream, start: int, end: int, count: int, is_map: bool, label: str) -> None:
     try:
-        check_items(stream, start, end, count, is_map=is_map, data_off=a.opened.trailer.data_off)
+        check_items(stream, start, end, count, is_map=is_map, data_off=archive.opened.trailer.data_off)
     except CorruptedError as e:
-        raise a.damaged(f"{label}: a span does not hold what the node says ({e})") from None
+        raise archive.damaged(f"{label}: a span does not hold what the node says ({e})") from None
 
 
-def _check_map(a: Archive, stream: DataStream, node: MapNode, start: int, pos: int, label: str) -> Iterator[Child]:
+def _check_map(
+    archive: Archive, stream: DataStream, node: MapNode, start: int, pos: int, label: str
+) -> Iterator[Child]:
     """An inline dict: its entries where the node says, its keys the node's, in order."""
     keys, koffs, voffs, kids = node.keys, node.koffs, node.voffs, node.kids
     n = len(keys)
     if n > MAP_INLINE_MAX:
-        raise a.damaged(f"{label} lists {n} keys, more than an inline dict holds")
+        raise archive.damaged(f"{label} lists {n} keys, more than an inline dict holds")
     j = 0
     while j < n:
         ref = kids.get(j)
         if ref is not None:
-            key = _key(a, stream.take(start + koffs[j], start + voffs[j]), start + koffs[j], label)
+            key = _key(archive, stream.take(start + koffs[j], start + voffs[j]), start + koffs[j], label)
             if key != keys[j]:
-                raise a.damaged(f"{label} does not describe the dict at data offset {start}")
-            yield _kid(a, stream, start + voffs[j], start + koffs[j + 1], pos, ref, label)
+                raise archive.damaged(f"{label} does not describe the dict at data offset {start}")
+            yield _kid(archive, stream, start + voffs[j], start + koffs[j + 1], pos, ref, label)
             j += 1
             continue
         stop = j + 1  # a run of entries without kids, in one window
         while stop < n and stop not in kids and koffs[stop + 1] - koffs[j] <= PIECE:
             stop += 1
-        _map_run(a, stream, node, start, j, stop, label)
+        _map_run(archive, stream, node, start, j, stop, label)
         j = stop
 
 
-def _map_run(a: Archive, stream: DataStream, node: MapNode, start: int, j: int, stop: int, label: str) -> None:
+def _map_run(archive: Archive, stream: DataStream, node: MapNode, start: int, j: int, stop: int, label: str) -> None:
     """Entries j..stop-1 of an inline dict: their boundaries and keys as the node lists them,
     their values decodable."""
     koffs, voffs = node.koffs, node.voffs
     lo, hi = start + koffs[j], start + koffs[stop]
     if hi - lo > PIECE:  # one entry, too long for a window: its key, then its value walked
-        key = _key(a, stream.take(lo, start + voffs[j]), lo, label)
+        key = _key(archive, stream.take(lo, start + voffs[j]), lo, label)
         if key != node.keys[j]:
-            raise a.damaged(f"{label} does not describe the dict at data offset {start}")
-        _items(a, stream, start + voffs[j], hi, 1, False, label)
+            raise archive.damaged(f"{label} does not describe the dict at data offset {start}")
+        _items(archive, stream, start + voffs[j], hi, 1, False, label)
         return
     buf = stream.take(lo, hi)
     m = stop - j
@@ -333,36 +337,36 @@ def _map_run(a: Archive, stream: DataStream, node: MapNode, start: int, j: int, 
             bounds[0::2] != koffs[j:stop]
             or bounds[1::2] != voffs[j:stop]
             or at != koffs[stop]
-            or _keys(a, raws[0::2], lo, label) != node.keys[j:stop]
+            or _keys(archive, raws[0::2], lo, label) != node.keys[j:stop]
         ):
-            raise a.damaged(f"{label} does not describe the dict at data offset {start}")
-        _items(a, stream, lo, hi, m, True, label)
+            raise archive.damaged(f"{label} does not describe the dict at data offset {start}")
+        _items(archive, stream, lo, hi, m, True, label)
         return
     for e in range(j, stop):  # not msgpack, or too deep for msgspec: entry by entry
-        _one_entry(a, stream, node, start, e, label)
+        _one_entry(archive, stream, node, start, e, label)
 
 
-def _one_entry(a: Archive, stream: DataStream, node: MapNode, start: int, j: int, label: str) -> None:
-    key = _key(a, stream.take(start + node.koffs[j], start + node.voffs[j]), start + node.koffs[j], label)
+def _one_entry(archive: Archive, stream: DataStream, node: MapNode, start: int, j: int, label: str) -> None:
+    key = _key(archive, stream.take(start + node.koffs[j], start + node.voffs[j]), start + node.koffs[j], label)
     if key != node.keys[j]:
-        raise a.damaged(f"{label} does not describe the dict at data offset {start}")
-    _items(a, stream, start + node.voffs[j], start + node.koffs[j + 1], 1, False, label)
+        raise archive.damaged(f"{label} does not describe the dict at data offset {start}")
+    _items(archive, stream, start + node.voffs[j], start + node.koffs[j + 1], 1, False, label)
 
 
-def _key(a: Archive, raw: bytes | memoryview, at: int, label: str) -> str | int:
+def _key(archive: Archive, raw: bytes | memoryview, at: int, label: str) -> str | int:
     """A dict key as a node lists it: msglc writes str and int keys only."""
     try:
         return _key_decoder.decode(raw)
     except DECODE_ERRORS:
-        raise a.damaged(f"{label}: the key at data offset {at} is not one str or int") from None
+        raise archive.damaged(f"{label}: the key at data offset {at} is not one str or int") from None
 
 
-def _keys(a: Archive, raws: list[Any], at: int, label: str) -> list[str | int]:
+def _keys(archive: Archive, raws: list[Any], at: int, label: str) -> list[str | int]:
     """``_key`` of every raw key, decoded in one C call."""
     try:
         return _keys_decoder.decode(array_header(len(raws)) + b"".join(raws))
     except DECODE_ERRORS:
-        raise a.damaged(f"{label}: the dict at data offset {at} has a key that is not a str or an int") from None
+        raise archive.damaged(f"{label}: the dict at data offset {at} has a key that is not a str or an int") from None
 
 
 class _Entries:
@@ -382,12 +386,14 @@ class _Entries:
         self.last: Any = None
         self.disorder: str | None = None  # how a sorted dict's keys fail to ascend
 
-    def add(self, a: Archive, base: int, starts: list[int], raws: list[Any], label: str) -> list[str | int]:
+    def add(self, archive: Archive, base: int, starts: list[int], raws: list[Any], label: str) -> list[str | int]:
         """Entries starting at ``starts`` (relative to the dict) with keys encoded as ``raws``:
         the keys must be str or int, encoded as a lookup encodes them."""
-        keys = _keys(a, raws, base + starts[0] if starts else base, label)
+        keys = _keys(archive, raws, base + starts[0] if starts else base, label)
         if msgspec.msgpack.encode(keys) != array_header(len(raws)) + b"".join(raws):
-            raise a.damaged(f"{label}: a key of the dict at data offset {base} is not encoded as msgpack encodes it")
+            raise archive.damaged(
+                f"{label}: a key of the dict at data offset {base} is not encoded as msgpack encodes it"
+            )
         self.offs.extend(starts)
         self.crcs.extend(map(zlib.crc32, raws))
         if self.rcrcs is not None:
@@ -443,14 +449,14 @@ class _Entries:
 
 
 def _check_hash_map(
-    a: Archive, stream: DataStream, node: HashMapNode, start: int, end: int, pos: int, label: str
+    archive: Archive, stream: DataStream, node: HashMapNode, start: int, end: int, pos: int, label: str
 ) -> Iterator[Child]:
     """A hash-indexed dict: spans as a list's (of entries), then its index region rebuilt
     from the keys as the writer builds it and compared byte for byte, its kid keys, and its
     keys unique."""
     n = node.n
     if n <= MAP_INLINE_MAX:
-        raise a.damaged(f"{label} indexes a dict of {n} entries, which writers list inline")
+        raise archive.damaged(f"{label} indexes a dict of {n} entries, which writers list inline")
     starts, offs, kids = node.starts, node.offs, node.kids
     spans = len(starts)
     entries = _Entries(
@@ -465,28 +471,35 @@ def _check_hash_map(
             head = stream.take(a_, min(end, a_ + 9))
             size = scalar_size(head, 0) if head else None
             if size is None or a_ + size > start + offs[k + 1]:
-                raise a.damaged(f"{label}: the key at data offset {a_} is not one str or int")
+                raise archive.damaged(f"{label}: the key at data offset {a_} is not one str or int")
             raw = bytes(stream.take(a_, a_ + size))
-            key = entries.add(a, start, [offs[k]], [raw], label)[0]
+            key = entries.add(archive, start, [offs[k]], [raw], label)[0]
             kid_keys[key] = k
-            yield _kid(a, stream, a_ + size, start + offs[k + 1], pos, ref, label)
+            yield _kid(archive, stream, a_ + size, start + offs[k + 1], pos, ref, label)
             k += 1
             continue
         stop = k + 1  # a run of spans without kids, in one window
         while stop < spans and stop not in kids and offs[stop + 1] - offs[k] <= PIECE:
             stop += 1
-        _hash_run(a, stream, node, start, k, stop, entries, label)
+        _hash_run(archive, stream, node, start, k, stop, entries, label)
         k = stop
     if len(entries.offs) != n:
-        raise a.damaged(f"{label} does not describe the dict at data offset {start}")
+        raise archive.damaged(f"{label} does not describe the dict at data offset {start}")
     if node.kid_keys != kid_keys:
-        raise a.damaged(f"{label} does not describe the dict at data offset {start}")
+        raise archive.damaged(f"{label} does not describe the dict at data offset {start}")
     entries.offs.append(end - start)
-    _check_region(a, node, start, pos, entries, label)
+    _check_region(archive, node, start, pos, entries, label)
 
 
 def _hash_run(
-    a: Archive, stream: DataStream, node: HashMapNode, start: int, k: int, stop: int, entries: _Entries, label: str
+    archive: Archive,
+    stream: DataStream,
+    node: HashMapNode,
+    start: int,
+    k: int,
+    stop: int,
+    entries: _Entries,
+    label: str,
 ) -> None:
     """Spans k..stop-1 of a hash-indexed dict, none with a kid: each exactly its entries."""
     starts, offs = node.starts, node.offs
@@ -495,29 +508,29 @@ def _hash_run(
     count = (starts[stop] if stop < spans else node.n) - starts[k]
     try:
         got = check_items(
-            stream, lo, hi, count, is_map=True, collect=True, base=start, data_off=a.opened.trailer.data_off
+            stream, lo, hi, count, is_map=True, collect=True, base=start, data_off=archive.opened.trailer.data_off
         )
     except CorruptedError as e:
-        raise a.damaged(f"{label}: a span does not hold what the node says ({e})") from None
+        raise archive.damaged(f"{label}: a span does not hold what the node says ({e})") from None
     assert got is not None
     item_offs, key_raws = got
     entry_starts = item_offs[0:-1:2]
     for s in range(k + 1, stop):  # every span starts where its first entry does
         if entry_starts[starts[s] - starts[k]] != offs[s]:
-            raise a.damaged(f"{label} does not describe the dict at data offset {start}")
-    entries.add(a, start, entry_starts, key_raws, label)
+            raise archive.damaged(f"{label} does not describe the dict at data offset {start}")
+    entries.add(archive, start, entry_starts, key_raws, label)
 
 
-def _check_region(a: Archive, node: HashMapNode, start: int, pos: int, entries: _Entries, label: str) -> None:
+def _check_region(archive: Archive, node: HashMapNode, start: int, pos: int, entries: _Entries, label: str) -> None:
     """The index region as the writer writes it for these keys, compared with the stored one;
     and no key twice (equal keys have equal encodings, so equal CRCs and hashes)."""
     if isinstance(node, SortedMapNode):
-        _check_sorted(a, node, start, pos, entries, label)
+        _check_sorted(archive, node, start, pos, entries, label)
         return
     records, firsts, pairs = entries.records()
     if isinstance(node, FuseMapNode):
-        _check_fuse(a, node, start, pos, entries, label)
-        _no_key_twice(a, start, entries, pairs)
+        _check_fuse(archive, node, start, pos, entries, label)
+        _no_key_twice(archive, start, entries, pairs)
         return
     block_bits = node.block_bits if isinstance(node, BlockHashMapNode) else None
     region = region_of(records, firsts, entries.offs, block_bits)  # type: ignore[arg-type]
@@ -527,43 +540,43 @@ def _check_region(a: Archive, node: HashMapNode, start: int, pos: int, entries: 
         region.offs_crc,
         region.size,
     ):
-        raise a.damaged(f"{label} does not describe the dict at data offset {start}")
+        raise archive.damaged(f"{label} does not describe the dict at data offset {start}")
     back, size = node.index
-    stored = a.read(pos - back, size)
+    stored = archive.read(pos - back, size)
     at = 0
     for part in region.parts:
         if bytes(stored[at : at + len(part)]) != bytes(part):
-            raise a.damaged(f"hash index of the TOC node at offset {pos} does not match its dict")
+            raise archive.damaged(f"hash index of the TOC node at offset {pos} does not match its dict")
         at += len(part)
-    _no_key_twice(a, start, entries, pairs)
+    _no_key_twice(archive, start, entries, pairs)
 
 
-def _no_key_twice(a: Archive, start: int, entries: _Entries, pairs: list[tuple[int, int]]) -> None:
+def _no_key_twice(archive: Archive, start: int, entries: _Entries, pairs: list[tuple[int, int]]) -> None:
     for e1, e2 in pairs:
-        if _stored_key(a, start, entries, e1) == _stored_key(a, start, entries, e2):
-            raise a.damaged(f"the dict at data offset {start} holds a key twice")
+        if _stored_key(archive, start, entries, e1) == _stored_key(archive, start, entries, e2):
+            raise archive.damaged(f"the dict at data offset {start} holds a key twice")
 
 
-def _check_sorted(a: Archive, node: SortedMapNode, start: int, pos: int, entries: _Entries, label: str) -> None:
+def _check_sorted(archive: Archive, node: SortedMapNode, start: int, pos: int, entries: _Entries, label: str) -> None:
     """A sorted dict's index (type 9) as the writer makes it: its keys of one type (str or
     int) and ascending (so none twice), and its region these entries' block offsets and the
     first key of each block (of the node's size: the block size is the writer's choice)."""
     n, bb = node.n, node.block_bits
     if entries.disorder is not None:
-        raise a.damaged(f"{label}: the keys of the sorted dict at data offset {start} {entries.disorder}")
+        raise archive.damaged(f"{label}: the keys of the sorted dict at data offset {start} {entries.disorder}")
     offs_bytes, width = block_offsets(entries.offs, n, bb)
     region = sorted_region(offs_bytes, entries.firsts)
     keys_len = len(region) - len(offs_bytes)
     if (node.offs_width, node.index[1], node.keys_len) != (width, len(region), keys_len):
-        raise a.damaged(f"{label} does not describe the dict at data offset {start}")
+        raise archive.damaged(f"{label} does not describe the dict at data offset {start}")
     back, size = node.index
-    if bytes(a.read(pos - back, size)) != region:
-        raise a.damaged(f"sorted index of the TOC node at offset {pos} does not match its dict")
+    if bytes(archive.read(pos - back, size)) != region:
+        raise archive.damaged(f"sorted index of the TOC node at offset {pos} does not match its dict")
     if (node.offs_crc, node.keys_crc) != (zlib.crc32(offs_bytes), zlib.crc32(region[len(offs_bytes) :])):
-        raise a.damaged(f"{label}: its index checksums are not its index's")
+        raise archive.damaged(f"{label}: its index checksums are not its index's")
 
 
-def _check_fuse(a: Archive, node: FuseMapNode, start: int, pos: int, entries: _Entries, label: str) -> None:
+def _check_fuse(archive: Archive, node: FuseMapNode, start: int, pos: int, entries: _Entries, label: str) -> None:
     """A fuse index (type 7) as the writer makes it for these keys, with the node's block size
     (the writer's choice): its fuse shaped as the writer shapes it for this dict, its block
     offsets these entries', and every key's three slots xoring to the key's block (the whole
@@ -572,12 +585,12 @@ def _check_fuse(a: Archive, node: FuseMapNode, start: int, pos: int, entries: _E
     offs = entries.offs
     blocks = block_count(n, bb)
     if (node.slot_bits, (node.seg_bits, node.seg_count)) != (slot_bits_for(blocks), fuse_layout_of(n)):
-        raise a.damaged(f"{label}: its fuse is not shaped as the dict's keys call for")
+        raise archive.damaged(f"{label}: its fuse is not shaped as the dict's keys call for")
     offs_bytes, width = block_offsets(offs, n, bb)
     if width != node.offs_width:
-        raise a.damaged(f"{label}: its block offsets are not {width} bytes each as the dict's size calls for")
+        raise archive.damaged(f"{label}: its block offsets are not {width} bytes each as the dict's size calls for")
     back, size = node.index
-    stored = bytes(a.read(pos - back, size))
+    stored = bytes(archive.read(pos - back, size))
     assert entries.rcrcs is not None
     hashes = array("Q", (c << 32 | r for c, r in zip(entries.crcs, entries.rcrcs, strict=True)))
     if sys.byteorder == "big":
@@ -587,10 +600,10 @@ def _check_fuse(a: Archive, node: FuseMapNode, start: int, pos: int, entries: _E
         values = b"".join(b.to_bytes(4, "little") * (1 << bb) for b in range(blocks))[: 4 * n]
         slots = speedups.fuse_build(hashes.tobytes(), values, node.slot_bits, node.seg_bits, node.seg_count, node.seed)
         if slots is None or fuse_region(offs_bytes, slots) != stored:
-            raise a.damaged(f"fuse index of the TOC node at offset {pos} does not match its dict")
+            raise archive.damaged(f"fuse index of the TOC node at offset {pos} does not match its dict")
     else:
         if stored[: len(offs_bytes)] != offs_bytes:
-            raise a.damaged(f"fuse index of the TOC node at offset {pos} does not match its dict")
+            raise archive.damaged(f"fuse index of the TOC node at offset {pos} does not match its dict")
         data = memoryview(stored)[
             fuse_layout(n, bb, node.offs_width, node.slot_bits, node.seg_bits, node.seg_count)[1] :
         ]
@@ -600,41 +613,41 @@ def _check_fuse(a: Archive, node: FuseMapNode, start: int, pos: int, entries: _E
             for slot in slots_of(h, node.seg_bits, node.seg_count):
                 got ^= slot_value(data, slot * node.slot_bits, node.slot_bits)
             if got != e >> bb:
-                raise a.damaged(f"fuse index of the TOC node at offset {pos} does not match its dict")
+                raise archive.damaged(f"fuse index of the TOC node at offset {pos} does not match its dict")
     slots_at = fuse_layout(n, bb, node.offs_width, node.slot_bits, node.seg_bits, node.seg_count)[1]
     if (zlib.crc32(offs_bytes), zlib.crc32(stored[len(offs_bytes) : slots_at])) != (node.offs_crc, node.crcs_crc):
-        raise a.damaged(f"fuse index of the TOC node at offset {pos} fails its checksums")
+        raise archive.damaged(f"fuse index of the TOC node at offset {pos} fails its checksums")
 
 
-def _stored_key(a: Archive, start: int, entries: _Entries, e: int) -> bytes:
+def _stored_key(archive: Archive, start: int, entries: _Entries, e: int) -> bytes:
     """The encoding of entry ``e``'s key, read again (only for keys whose CRC and hash agree)."""
-    at = a.opened.trailer.data_off + start + entries.offs[e]
-    head = a.read(at, min(9, a.opened.data_end - at))
+    at = archive.opened.trailer.data_off + start + entries.offs[e]
+    head = archive.read(at, min(9, archive.opened.data_end - at))
     size = scalar_size(head, 0) or 0
-    return bytes(a.read(at, size))
+    return bytes(archive.read(at, size))
 
 
-def _check_array(a: Archive, stream: DataStream, node: ArrayNode, start: int, end: int, label: str) -> None:
+def _check_array(archive: Archive, stream: DataStream, node: ArrayNode, start: int, end: int, label: str) -> None:
     """A NumPy array value: its header as the node says, its str elements code points."""
-    off = a.opened.trailer.data_off
+    off = archive.opened.trailer.data_off
     dtype, _, head, _ = parse_head(stream.take(start, start + node.head), off + start, end - start)
     if (node.head, node.size) != (head, end - start - head):
-        raise a.damaged(f"{label} does not describe the NumPy array at data offset {start}")
+        raise archive.damaged(f"{label} does not describe the NumPy array at data offset {start}")
     check_array(stream, dtype, start + head, end, off + start)
 
 
-def _check_stride(a: Archive, stream: DataStream, node: StrideNode, start: int, end: int, label: str) -> None:
+def _check_stride(archive: Archive, stream: DataStream, node: StrideNode, start: int, end: int, label: str) -> None:
     """A fixed-stride list: the layout of its first item (its leading headers) gives the
     template, which every item must match, proven a window of rows at a time; str leaves
     are decoded too."""
     bad = f"{label} does not describe the fixed-stride list at data offset {start}"
     is_map, n, h = container_header(stream.take(start, min(end, start + 5)))
     if is_map or n == 0 or (end - start - h) % n:
-        raise a.damaged(bad)
+        raise archive.damaged(bad)
     s = (end - start - h) // n
     levels = stride_template(stream.take(start + h, min(end, start + h + min(s, ROWS))), 0, s)
     if levels is None or [tuple(d) for d in node.dims] != template_dims(h, n, s, levels):
-        raise a.damaged(bad)
+        raise archive.damaged(bad)
     leaf = levels[-1][1]
     text = bool(leaf) and leaf[0] in STR_MARKERS
     # (first item, depth, items, stride) of the runs of items left, the next one last; a
@@ -645,9 +658,9 @@ def _check_stride(a: Archive, stream: DataStream, node: StrideNode, start: int, 
         kind, hdr, n1, s1 = levels[depth]
         if count and count * stride <= ROWS:
             if not stride_proven(stream.take(at, at + count * stride), 0, levels, count, stride, depth):
-                raise a.damaged(bad)
+                raise archive.damaged(bad)
             if text:
-                _items(a, stream, at, at + count * stride, count, False, label)
+                _items(archive, stream, at, at + count * stride, count, False, label)
         elif count and stride <= ROWS:  # runs of whole items
             rows = ROWS // stride
             work.extend((at + r * stride, depth, min(rows, count - r), stride) for r in reversed(range(0, count, rows)))
@@ -655,10 +668,12 @@ def _check_stride(a: Archive, stream: DataStream, node: StrideNode, start: int, 
             work.extend((at + r * stride, depth, 0, stride) for r in reversed(range(count)))
         else:
             if bytes(stream.take(at, at + len(hdr))) != hdr:
-                raise a.damaged(bad)
+                raise archive.damaged(bad)
             if kind == "array":
                 work.append((at + len(hdr), depth + 1, n1, s1))
             elif text:  # a str longer than a window
-                check_utf8(stream, at + len(hdr), at + stride, lambda e: a.damaged(f"{bad}: a str is not UTF-8 ({e})"))
+                check_utf8(
+                    stream, at + len(hdr), at + stride, lambda e: archive.damaged(f"{bad}: a str is not UTF-8 ({e})")
+                )
             else:
                 stream.skip(at + len(hdr), at + stride)

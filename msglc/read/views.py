@@ -259,32 +259,34 @@ def list_items(view: Any, indices: list[int], tails: list[list[Any] | None] | No
         at = stop
 
 
-def _decode_block(a: Archive, base: int, node: ListNode | HashMapNode, k: int, header: Callable[[int], bytes]) -> Any:
+def _decode_block(
+    archive: Archive, base: int, node: ListNode | HashMapNode, k: int, header: Callable[[int], bytes]
+) -> Any:
     """Span ``k`` of a spanned node, decoded behind an array or map header for its item count."""
     count = (node.starts[k + 1] if k + 1 < len(node.starts) else node.n) - node.starts[k]
-    return a.decode_span(base + node.offs[k], node.offs[k + 1] - node.offs[k], header(count))
+    return archive.decode_span(base + node.offs[k], node.offs[k + 1] - node.offs[k], header(count))
 
 
-def _decode_item(a: Archive, base: int, node: ListNode, k: int, j: int) -> Any:
+def _decode_item(archive: Archive, base: int, node: ListNode, k: int, j: int) -> Any:
     """Item ``j`` of span ``k``: the span read as raw items (msgspec skips them at C speed,
     making no objects) and only item ``j`` decoded."""
     count = (node.starts[k + 1] if k + 1 < len(node.starts) else node.n) - node.starts[k]
     start, size = base + node.offs[k], node.offs[k + 1] - node.offs[k]
-    if start < a.opened.trailer.data_off or start + size > a.opened.data_end or size <= 0:
-        raise a.damaged(f"data span {start}+{size} lies outside the data section")
-    data = a.read(start, size)
+    if start < archive.opened.trailer.data_off or start + size > archive.opened.data_end or size <= 0:
+        raise archive.damaged(f"data span {start}+{size} lies outside the data section")
+    data = archive.read(start, size)
     try:
         raws = _raw_items.decode(array_header(count) + data)
     except RecursionError:  # an item nested deeper than msgspec skips: stepped over (walk)
         try:
             ends = item_ends(data, 0, size, count, start)
         except CorruptedError as e:
-            raise a.damaged(str(e)) from None
+            raise archive.damaged(str(e)) from None
         lo = ends[j - 1] if j else 0
-        return a.decode(data[lo : ends[j]], start + lo)
+        return archive.decode(data[lo : ends[j]], start + lo)
     except (msgspec.DecodeError, UnicodeDecodeError) as e:
-        raise a.damaged(f"data at offset {start} ({size} bytes) is not {count} msgpack items: {e}") from None
-    return a.decode(raws[j], start + sum(map(len, raws[:j])))
+        raise archive.damaged(f"data at offset {start} ({size} bytes) is not {count} msgpack items: {e}") from None
+    return archive.decode(raws[j], start + sum(map(len, raws[:j])))
 
 
 _raw_items = msgspec.msgpack.Decoder(list[msgspec.Raw])
@@ -305,11 +307,11 @@ def _stride_levels(dims: Sequence[tuple[int, int, int]], lazy_min: int) -> _Leve
     return level
 
 
-def stride_row(a: Archive, base: int, pos: int, level: _Level, cached: bool) -> LazyStrideList:
+def stride_row(archive: Archive, base: int, pos: int, level: _Level, cached: bool) -> LazyStrideList:
     """The view of a row of a fixed-stride list (``level``: its ``_stride_levels``) at
     ``base``, described by the node at ``pos`` of the list it is in; ``cached``: with a cache."""
     row = LazyStrideList.__new__(LazyStrideList)
-    row._a = a
+    row._a = archive
     row._base = base
     row._pos = pos
     row._nsize = 0  # no node of its own: its parent's describes it
@@ -724,33 +726,33 @@ def make_view(archive: Archive, base: int, pos: int, node: Node, nsize: int) -> 
     raise CorruptedError(f"unknown TOC node type at offset {pos}")
 
 
-def view(a: Archive, base: int, span: int, pos: int, size: int) -> LazyNode:
+def view(archive: Archive, base: int, span: int, pos: int, size: int) -> LazyNode:
     """The lazy view of the container stored at ``base`` (``span`` bytes) that the TOC node
     at ``pos`` (``size`` bytes) describes; its header must match the node."""
     where = (base, span, pos, size)
-    made: LazyNode | None = a.views.get(where)
+    made: LazyNode | None = archive.views.get(where)
     if made is not None:
         return made
-    node, array = a.container(base, span, pos, size)
+    node, array = archive.container(base, span, pos, size)
     if array is not None:
         dtype, shape, start, tile = array
-        made = LazyArray(a, base, pos, span, dtype, shape, start, size, tile)
+        made = LazyArray(archive, base, pos, span, dtype, shape, start, size, tile)
     else:
-        made = make_view(a, base, pos, node, size)
-    a.views.keep(where, made)
+        made = make_view(archive, base, pos, node, size)
+    archive.views.keep(where, made)
     return made
 
 
-def child(a: Archive, base: int, span: int, parent_pos: int, ref: tuple[int, int]) -> LazyNode:
+def child(archive: Archive, base: int, span: int, parent_pos: int, ref: tuple[int, int]) -> LazyNode:
     """The lazy view of a container at ``base`` (``span`` bytes) whose node the parent node
     at ``parent_pos`` references with ``ref``."""
-    return view(a, base, span, a.referred(parent_pos, ref), ref[1])
+    return view(archive, base, span, archive.referred(parent_pos, ref), ref[1])
 
 
-def root_view(a: Archive) -> LazyNode | None:
+def root_view(archive: Archive) -> LazyNode | None:
     """The root's lazy view, or None when it has no TOC node (it is small: read whole)."""
-    t = a.opened.trailer
-    return view(a, t.data_off, t.data_len, t.toc_off + t.root_pos, t.root_len) if t.root_len else None
+    t = archive.opened.trailer
+    return view(archive, t.data_off, t.data_len, t.toc_off + t.root_pos, t.root_len) if t.root_len else None
 
 
 if accel.speedups is not None:  # the hot lookups without a Python frame (``_speedups.FastGet``)
