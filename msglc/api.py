@@ -21,7 +21,7 @@ from msglc.read.part import LazyNode
 from msglc.write.dump import dump as dump_value
 from msglc.write.dump import dumps as dumps_value
 
-__all__ = ["combine", "dump", "dumps"]
+__all__ = ["combine", "concat", "dump", "dumps"]
 
 
 def dump(

@@ -1,4 +1,6 @@
-"""Helpers that keep bulk encoding and decoding fast: a paused GC and a CRC on another core."""
+"""CRC-32 for the data section and frames: zlib-ng's when installed, CRCs of adjacent pieces
+combined without reading them again, and a large CRC computed on another core (the paused GC
+is in ``runtime``)."""
 
 from __future__ import annotations
 
