@@ -17,7 +17,7 @@ from msglc.edit.repack import repack
 from msglc.io.atomic import check_target
 from msglc.io.names import resolve_name
 from msglc.read.lazy_reader import LazyReader
-from msglc.read.part import LazyNode
+from msglc.read.part import LazyPart
 from msglc.write.dump import dump as dump_value
 from msglc.write.dump import dumps as dumps_value
 
@@ -50,7 +50,7 @@ def dump(
     then be seekable, and keeps what was written if a value fails midway (a path is still
     replaced only on success). A ``StopIteration`` raised inside becomes a ``RuntimeError``.
     """
-    if isinstance(obj, (LazyNode, LazyReader)):
+    if isinstance(obj, (LazyPart, LazyReader)):
         target = resolve_name(target, fs, storage_options)
         check_target(target, "dump")
         return repack(target, obj, options)
@@ -62,7 +62,7 @@ def dumps(obj: Any, **options: Any) -> bytes:
     lazy part is repacked as ``dump`` repacks it (copied when the threshold and the
     compression are the source's, its compression kept unless ``compression=`` is given).
     Options: see ``msglc.configure``."""
-    if isinstance(obj, (LazyNode, LazyReader)):
+    if isinstance(obj, (LazyPart, LazyReader)):
         out = io.BytesIO()
         repack(out, obj, options)
         return out.getvalue()

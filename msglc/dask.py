@@ -18,7 +18,7 @@ from msglc.io import scratch
 from msglc.io.names import RemotePath, resolve_name
 from msglc.read.array import LazyArray
 from msglc.read.lazy_reader import LazyReader
-from msglc.read.part import LazyNode
+from msglc.read.part import LazyPart
 from msglc.read.reopen import PartRef, part_ref
 from msglc.read.views import LazyList
 from msglc.util.optional import dask_module, numpy
@@ -33,7 +33,7 @@ def _part(source: Any, path: Any, options: dict[str, Any]) -> tuple[Any, PartRef
     run: a missing or changed archive fails there, as its own error), a name for the tasks."""
     reader = LazyReader(source, cached=False, **options)
     part = reader[path] if path not in (None, "", "/") else reader.unwrap()
-    if not isinstance(part, LazyNode):
+    if not isinstance(part, LazyPart):
         raise TypeError(f"{path!r} is stored whole ({type(part).__name__}), not as a lazy part")
     return part, part_ref(part), f"msglc-{uuid.uuid4().hex}"
 

@@ -8,14 +8,14 @@ from collections.abc import Iterable
 from typing import Any, cast
 
 from msglc.read.lazy_reader import LazyDict, LazyReader, to_obj
-from msglc.read.part import LazyNode, archive_of, rebound
+from msglc.read.part import LazyPart, archive_of, rebound
 from msglc.write.streaming import LazyWriter
 from msglc.write.unsized import Pairs
 
 STREAM_ABOVE = 1 << 24  # a part of a published-msglc archive larger than this is written item by item
 
 
-def convert_legacy(target: Any, source: LazyReader | LazyNode, options: dict[str, Any]) -> None:
+def convert_legacy(target: Any, source: LazyReader | LazyPart, options: dict[str, Any]) -> None:
     """An archive of the published msglc (or a part of one) written as an msglc archive: parts
     of up to ``STREAM_ABOVE`` bytes decoded whole, larger ones streamed item by item through a
     ``LazyWriter``, so memory stays bounded whatever the archive's size."""
@@ -37,7 +37,7 @@ def converted(source: Any, options: dict[str, Any]) -> bytes:
 
 
 def _streamed(value: Any) -> Any:
-    if not isinstance(value, LazyNode) or value.location().size <= STREAM_ABOVE:
+    if not isinstance(value, LazyPart) or value.location().size <= STREAM_ABOVE:
         return to_obj(value)
     value = rebound(value, archive_of(value))  # without a cache: a cached reader's would keep every item
     if isinstance(value, LazyDict):

@@ -16,13 +16,13 @@ from msglc.io.uploads import pinned_to_sources
 from msglc.read.archive import Archive
 from msglc.read.extract import compacted
 from msglc.read.lazy_reader import LazyReader
-from msglc.read.part import LazyNode, archive_of, standalone
+from msglc.read.part import LazyPart, archive_of, standalone
 from msglc.write.compress import HEAD_FRAME, FrameWriter, frame_size
 from msglc.write.dump import dump as dump_decoded
 from msglc.write.encoder import Encoded
 
 
-def repack(target: Any, source: LazyReader | LazyNode, options: dict[str, Any]) -> None:
+def repack(target: Any, source: LazyReader | LazyPart, options: dict[str, Any]) -> None:
     """Copy the encoded bytes when the threshold and the compression are the source's (for a
     part that ``dump`` wrote, the result is what ``dump`` of the decoded value writes), else
     copy the data bytes with a TOC built anew from them (the same result, at any depth; NumPy
@@ -69,7 +69,7 @@ def repack(target: Any, source: LazyReader | LazyNode, options: dict[str, Any]) 
             f.write(part)
 
 
-def _data_of(source: LazyReader | LazyNode) -> bytes:
+def _data_of(source: LazyReader | LazyPart) -> bytes:
     """The data bytes of a reader, or of a lazy part."""
     a = archive_of(source)
     a.check_open()
@@ -80,7 +80,7 @@ def _data_of(source: LazyReader | LazyNode) -> bytes:
 
 
 def _reindexed(
-    source: LazyReader | LazyNode, data: bytes, options: dict[str, Any]
+    source: LazyReader | LazyPart, data: bytes, options: dict[str, Any]
 ) -> Iterator[bytes | bytearray | memoryview]:
     """The archive of ``source``'s data bytes ``data`` as they are, with a TOC built for
     ``options`` (another threshold, another compression): what ``dump`` of the decoded value

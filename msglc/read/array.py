@@ -21,7 +21,7 @@ from msglc.config import current
 from msglc.format.numpy_ext import check_text, has_text
 from msglc.format.tiles import is_trivial, tile_at, tile_start, untile
 from msglc.read.archive import Archive
-from msglc.read.part import LazyNode
+from msglc.read.part import LazyPart
 
 READ_COST = 4096  # bytes that could be read in the time one more read call costs (local files)
 
@@ -38,7 +38,7 @@ TILE_READS = 4096  # a selection touching at most this many tiles reads each; mo
 ROWS_READ = 1 << 22  # bytes of rows of tiles read (and reordered) at a time by a large selection
 
 
-class LazyArray(LazyNode):
+class LazyArray(LazyPart):
     """A read-only view of a NumPy array in an archive: ``shape``, ``dtype``, ``a[i, j]``,
     ``a[i:j, ::2]``, ``np.asarray(a)``. Selections return fresh arrays (or NumPy scalars)."""
 

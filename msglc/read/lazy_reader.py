@@ -15,7 +15,7 @@ from msglc.read.fetch_rounds import BatchArchive, Task, async_run, path_task, ru
 from msglc.read.inspect import ArchiveInfo, FrameInfo, NodeInfo, archive_info, frame_infos, walk
 from msglc.read.legacy import any_root, combined_msgpack, walk_legacy
 from msglc.read.local_many import read_grouped
-from msglc.read.part import Bound, LazyNode, archive_of, rebound
+from msglc.read.part import Bound, LazyPart, archive_of, rebound
 from msglc.read.paths import lookup, lookup_below, resolve, split_path
 from msglc.read.reopen import Reopen, reopen_spec
 from msglc.read.stats import LazyStats
@@ -106,9 +106,9 @@ class LazyReader(Bound):
         a = self._a
         a.check_open()
         root = a.opened.root
-        if not isinstance(root, LazyNode):
+        if not isinstance(root, LazyPart):
             root = a.decode_all()
-        if a.views.cached or isinstance(root, LazyNode):
+        if a.views.cached or isinstance(root, LazyPart):
             self._root = root
         return root
 
@@ -146,7 +146,7 @@ class LazyReader(Bound):
         head, slash, tail = path.rpartition("/")
         parent = a.views.get(head) if slash and tail else None
         value = lookup(root, path) if parent is None else lookup_below(parent, head, tail)
-        if isinstance(value, LazyNode):
+        if isinstance(value, LazyPart):
             a.views.keep(path, value)
         return value
 
@@ -292,7 +292,7 @@ class LazyReader(Bound):
         parents share is listed under each, expanded once. Nothing for a value without a node
         of its own (small, or a row of a fixed-stride list)."""
         value = self._root_obj() if path is None else self.read(path)
-        if not isinstance(value, LazyNode):
+        if not isinstance(value, LazyPart):
             return iter(())
         where = value.location()
         return walk(self._a, where.node, where.node_size, max_depth) if where.node_size else iter(())
@@ -309,7 +309,7 @@ def _reopened(reopen: Reopen) -> LazyReader:
 
 def to_obj(x: Any) -> Any:
     """A fully materialized plain object for a lazy view, a reader, or a list holding views."""
-    if isinstance(x, (LazyNode, LazyReader)):
+    if isinstance(x, (LazyPart, LazyReader)):
         return x.to_obj()
     return _rebuild(x, lambda leaf: leaf.to_obj())
 
@@ -331,7 +331,7 @@ def _lazy_in(x: Any) -> Iterator[Any]:
     stack = [iter((x,))]
     while stack:
         for v in stack[-1]:
-            if isinstance(v, (LazyReader, LazyNode)):
+            if isinstance(v, (LazyReader, LazyPart)):
                 yield v
             elif isinstance(v, list):
                 stack.append(iter(v))
@@ -345,8 +345,8 @@ def _rebuild(x: Any, replace: Callable[[Any], Any]) -> Any:
     ``replace(v)``, in ``_lazy_in`` order: a list holding lists or views is copied, any other
     value kept. A loop, not a recursion."""
     if not isinstance(x, list):
-        return replace(x) if isinstance(x, (LazyReader, LazyNode)) else x
-    lazy = (LazyReader, LazyNode, list)
+        return replace(x) if isinstance(x, (LazyReader, LazyPart)) else x
+    lazy = (LazyReader, LazyPart, list)
     if not any(isinstance(v, lazy) for v in x):
         return x
     root: list[Any] = []
@@ -354,7 +354,7 @@ def _rebuild(x: Any, replace: Callable[[Any], Any]) -> Any:
     while stack:
         items, out = stack[-1]
         for v in items:
-            if isinstance(v, (LazyReader, LazyNode)):
+            if isinstance(v, (LazyReader, LazyPart)):
                 out.append(replace(v))
             elif isinstance(v, list) and any(isinstance(w, lazy) for w in v):
                 out.append([])

@@ -26,7 +26,7 @@ from msglc.format.legacy import (
 )
 from msglc.format.msgpack import array_header, container_header, map_header
 from msglc.read.archive import Archive
-from msglc.read.part import LazyNode
+from msglc.read.part import LazyPart
 from msglc.read.views import LazyDict, LazyList, root_view
 
 __all__ = ["any_root", "any_root_of", "combined_msgpack", "walk_legacy"]
@@ -50,7 +50,7 @@ class _Owner:
         self.depth = depth
 
 
-def any_root(archive: Archive) -> LazyNode | tuple[int, int] | None:
+def any_root(archive: Archive) -> LazyPart | tuple[int, int] | None:
     """The root's lazy view (``root_view`` for msglc's own archives); for a root read whole,
     None, or in a published-msglc archive the root's (offset, size), which
     ``Archive.decode_all`` reads (kept as ``Archive.opened.root``)."""
@@ -61,14 +61,14 @@ def any_root(archive: Archive) -> LazyNode | tuple[int, int] | None:
     if isinstance(root, Leaf):
         return (t.data_off + root.start, root.end - root.start)
     value = _value(archive, _Owner(t.data_off, t.data_len, t.toc_len), root)
-    assert isinstance(value, LazyNode)  # (neither a leaf nor a bare integer: _root_entry)
+    assert isinstance(value, LazyPart)  # (neither a leaf nor a bare integer: _root_entry)
     return value
 
 
 def any_root_of(archive: Archive) -> Any:
     """The root: a lazy view when it has entries of its own, else the whole (small) value."""
     root = any_root(archive)
-    return root if isinstance(root, LazyNode) else archive.decode_all()
+    return root if isinstance(root, LazyPart) else archive.decode_all()
 
 
 def combined_msgpack(archive: Archive) -> Iterator[bytes | memoryview] | None:
@@ -315,7 +315,7 @@ class LegacyList(LazyList):
     __slots__ = ("_owner", "_entry")
 
     def __init__(self, archive: Archive, owner: _Owner, e: Entry, base: int) -> None:
-        LazyNode.__init__(self, archive, base, 0)
+        LazyPart.__init__(self, archive, base, 0)
         self._owner = owner
         self._entry = e
 
@@ -477,7 +477,7 @@ class LegacyDict(LazyDict):
     __slots__ = ("_owner", "_keyed")
 
     def __init__(self, archive: Archive, owner: _Owner, keyed: dict[Any, Any], base: int) -> None:
-        LazyNode.__init__(self, archive, base, 0)
+        LazyPart.__init__(self, archive, base, 0)
         self._owner = owner
         self._keyed = keyed
 
@@ -560,7 +560,7 @@ def _kept(part: LegacyList | LegacyDict, key: Any, child: Callable[[Any], Any]) 
     if made is not None:
         return made
     value = child(key)
-    if isinstance(value, LazyNode):
+    if isinstance(value, LazyPart):
         part._a.views.keep(where, value)
     return value
 
@@ -573,4 +573,4 @@ def _no_raw_data() -> ValueError:
 
 
 def _plain(value: Any) -> Any:
-    return value.to_obj() if isinstance(value, LazyNode) else value
+    return value.to_obj() if isinstance(value, LazyPart) else value

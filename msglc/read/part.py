@@ -19,7 +19,7 @@ class Bound:
     _a: Archive
 
 
-class LazyNode(Bound):
+class LazyPart(Bound):
     """Common base: a container at absolute offset ``_base`` described by the TOC node at
     ``_pos`` (``_nsize`` bytes; 0 for a row of a fixed-stride list, which has none)."""
 
@@ -60,7 +60,7 @@ class LazyNode(Bound):
         """The whole container as plain Python objects, decoded in one call."""
         return self._a.decode_span(self._base, self._span())
 
-    def unwrap(self) -> LazyNode:
+    def unwrap(self) -> LazyPart:
         """Itself (``LazyReader.unwrap()`` gives its root; the published msglc's parts have this too)."""
         return self
 
@@ -88,7 +88,7 @@ class LazyNode(Bound):
             )
         return (reopen.part, (self.where(),))
 
-    def __copy__(self) -> LazyNode:
+    def __copy__(self) -> LazyPart:
         """The same part with the same state (not reopened, as pickling would)."""
         made = type(self).__new__(type(self))
         for cls in type(self).__mro__:
@@ -106,7 +106,7 @@ def archive_of(x: Bound) -> Archive:
     return x._a
 
 
-def rebound(part: LazyNode, archive: Archive) -> LazyNode:
+def rebound(part: LazyPart, archive: Archive) -> LazyPart:
     """A copy of ``part`` that reads through ``archive`` (a batch over the same file),
     without a cache."""
     moved = copy.copy(part)
@@ -115,7 +115,7 @@ def rebound(part: LazyNode, archive: Archive) -> LazyNode:
     return moved
 
 
-def standalone(part: LazyNode) -> Iterator[bytes | memoryview]:
+def standalone(part: LazyPart) -> Iterator[bytes | memoryview]:
     """The bytes of ``part.raw_data()``, in pieces (see ``extract.part_archive``)."""
     count = 0 if part._nsize else len(part)  # type: ignore[arg-type]  # (a row: a list)
     return part_archive(part._a, part.location(), count)

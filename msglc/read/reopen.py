@@ -21,7 +21,7 @@ import msgspec
 from msglc.errors import ArchiveChangedError
 from msglc.read.archive import Archive
 from msglc.read.legacy import any_root
-from msglc.read.part import LazyNode, archive_of
+from msglc.read.part import LazyPart, archive_of
 from msglc.read.views import ViewCache, stride_row, view
 
 SHARED_MAX = 16  # archives kept open per process for unpickled readers and parts
@@ -73,8 +73,8 @@ class Reopen:
             _shared[key] = a
             return a
 
-    def part(self, where: tuple[Any, ...]) -> LazyNode:
-        """The lazy part stored at ``where`` (``LazyNode.where()``) in this process's archive."""
+    def part(self, where: tuple[Any, ...]) -> LazyPart:
+        """The lazy part stored at ``where`` (``LazyPart.where()``) in this process's archive."""
         a = self.archive()
         if where[0] == "row":
             _, base, pos, level = where
@@ -97,11 +97,11 @@ class PartRef:
     def __reduce__(self) -> tuple[Any, ...]:
         return (PartRef, (self.reopen, self.where))
 
-    def open(self) -> LazyNode:
+    def open(self) -> LazyPart:
         return self.reopen.part(self.where)
 
 
-def part_ref(part: LazyNode) -> PartRef:
+def part_ref(part: LazyPart) -> PartRef:
     """``part`` as a ``PartRef``; TypeError for a part of a reader over a file object."""
     reopen = archive_of(part).reopen
     if reopen is None:

@@ -30,7 +30,7 @@ from msglc.format.walk import item_ends
 from msglc.read.archive import Archive
 from msglc.read.array import LazyArray
 from msglc.read.dict_index import BlockIndex, FuseIndex, SortedIndex, entries_of_hash, entry_span
-from msglc.read.part import LazyNode
+from msglc.read.part import LazyPart
 from msglc.util import accel
 from msglc.util.optional import loaded_numpy
 
@@ -79,7 +79,7 @@ _raw_pair = msgspec.msgpack.Decoder(tuple[msgspec.Raw, msgspec.Raw])
 _decode = msgspec.msgpack.Decoder(ext_hook=ext_hook).decode
 
 
-class LazyList(LazyNode, Sequence[Any]):
+class LazyList(LazyPart, Sequence[Any]):
     """A read-only ``Sequence`` over a large list in an archive."""
 
     __slots__ = ()
@@ -111,7 +111,7 @@ class LazyList(LazyNode, Sequence[Any]):
         """Items ``start`` to ``stop`` (0 <= start <= stop <= len) as plain objects, in as few
         reads as the stored blocks allow (one for a fixed-stride list or a block list)."""
         items = (self[i] for i in range(*self._bounds(start, stop)))
-        return [v.to_obj() if isinstance(v, LazyNode) else v for v in items]
+        return [v.to_obj() if isinstance(v, LazyPart) else v for v in items]
 
     def block_starts(self) -> list[int] | None:
         """Where each stored block of items begins, then ``len``: reading from one to another
@@ -134,7 +134,7 @@ def equal(a: Any, b: Any) -> bool:
 
 
 def _is_array(x: Any, np: Any) -> bool:
-    return isinstance(x, np.ndarray) or (isinstance(x, LazyNode) and hasattr(x, "__array__"))
+    return isinstance(x, np.ndarray) or (isinstance(x, LazyPart) and hasattr(x, "__array__"))
 
 
 class LazyBlockList(LazyList):
@@ -419,7 +419,7 @@ class LazyStrideList(LazyList):
                 yield self[i]
 
 
-class LazyDict(LazyNode, Mapping[Any, Any]):
+class LazyDict(LazyPart, Mapping[Any, Any]):
     """A read-only ``Mapping`` over a large dict in an archive, in its original key order."""
 
     __slots__ = ("_node",)
@@ -714,7 +714,7 @@ def _check_key(stored: bytes | memoryview, expected: bytes, where: int) -> None:
         raise CorruptedError(f"dict entry at offset {where} does not hold the key its TOC node names")
 
 
-def make_view(archive: Archive, base: int, pos: int, node: Node, nsize: int) -> LazyNode:
+def make_view(archive: Archive, base: int, pos: int, node: Node, nsize: int) -> LazyPart:
     if isinstance(node, StrideNode):
         return LazyStrideList(archive, base, pos, node.dims, node.lazy_min, nsize)
     if isinstance(node, ListNode):
@@ -726,11 +726,11 @@ def make_view(archive: Archive, base: int, pos: int, node: Node, nsize: int) -> 
     raise CorruptedError(f"unknown TOC node type at offset {pos}")
 
 
-def view(archive: Archive, base: int, span: int, pos: int, size: int) -> LazyNode:
+def view(archive: Archive, base: int, span: int, pos: int, size: int) -> LazyPart:
     """The lazy view of the container stored at ``base`` (``span`` bytes) that the TOC node
     at ``pos`` (``size`` bytes) describes; its header must match the node."""
     where = (base, span, pos, size)
-    made: LazyNode | None = archive.views.get(where)
+    made: LazyPart | None = archive.views.get(where)
     if made is not None:
         return made
     node, array = archive.container(base, span, pos, size)
@@ -743,13 +743,13 @@ def view(archive: Archive, base: int, span: int, pos: int, size: int) -> LazyNod
     return made
 
 
-def child(archive: Archive, base: int, span: int, parent_pos: int, ref: tuple[int, int]) -> LazyNode:
+def child(archive: Archive, base: int, span: int, parent_pos: int, ref: tuple[int, int]) -> LazyPart:
     """The lazy view of a container at ``base`` (``span`` bytes) whose node the parent node
     at ``parent_pos`` references with ``ref``."""
     return view(archive, base, span, archive.referred(parent_pos, ref), ref[1])
 
 
-def root_view(archive: Archive) -> LazyNode | None:
+def root_view(archive: Archive) -> LazyPart | None:
     """The root's lazy view, or None when it has no TOC node (it is small: read whole)."""
     t = archive.opened.trailer
     return view(archive, t.data_off, t.data_len, t.toc_off + t.root_pos, t.root_len) if t.root_len else None

@@ -20,7 +20,7 @@ from msglc.format.msgpack import array_header
 from msglc.read import views as views_module
 from msglc.read.paths import resolve, split_path
 from msglc.read.stats import LazyStats
-from msglc.read.views import LazyNode
+from msglc.read.views import LazyPart
 from msglc.util import accel
 
 needs_c = pytest.mark.skipif(accel.speedups is None, reason="the C accelerator is not built (or MSGLC_PURE_PYTHON)")
@@ -28,7 +28,7 @@ needs_c = pytest.mark.skipif(accel.speedups is None, reason="the C accelerator i
 
 def _plain(v):
     """A value as plain objects, its floats as their bits (so that NaN and -0.0 compare)."""
-    if isinstance(v, LazyNode):
+    if isinstance(v, LazyPart):
         v = v.to_obj()
     if isinstance(v, float):
         return ("float", struct.pack(">d", v))
@@ -561,7 +561,7 @@ def _stride_outcomes(source, cached):
                 out.append(_answer(lambda name=name, i=i: r[name][i][0]))
             out.append(_answer(lambda x=x: [type(row).__name__ for row in x][:3]))
             out.append(_answer(lambda x=x: x[2:5]))
-            if isinstance(x[0], LazyNode):
+            if isinstance(x[0], LazyPart):
                 row = x[3]
                 out.append(_answer(lambda row=row: (len(row), row.location(), row[2], row.__getitem__(2), row[1:3])))
     return out
@@ -595,12 +595,12 @@ def test_strided_reads_counted_closed_and_damaged_c_and_python(tmp_path, monkeyp
         with msglc.LazyReader(path, cached=False, counter=stats) as r:
             views, rows = [r[name] for name in doc], [r[name][1] for name in doc]
             for name, row in zip(doc, rows, strict=True):
-                out.append(_answer(lambda row=row: row[0] if isinstance(row, LazyNode) else row))
-                out.append(_answer(lambda name=name: r[name][2][1] if isinstance(r[name][2], LazyNode) else r[name][2]))
+                out.append(_answer(lambda row=row: row[0] if isinstance(row, LazyPart) else row))
+                out.append(_answer(lambda name=name: r[name][2][1] if isinstance(r[name][2], LazyPart) else r[name][2]))
                 out.append((stats.requests, stats.bytes))
         out += [_answer(lambda v=v: type(v[1]).__name__) for v in views]  # no row view once closed
         for row in rows:
-            if isinstance(row, LazyNode):
+            if isinstance(row, LazyPart):
                 out.append(_answer(lambda row=row: row[0]))
                 out.append(_answer(lambda row=row: row[0:1]))
         return out
