@@ -55,7 +55,8 @@ static void crc_init(void) {
         crc_table[0][i] = c;
     }
     for (uint32_t i = 0; i < 256; i++)
-        for (int t = 1; t < 8; t++) crc_table[t][i] = (crc_table[t - 1][i] >> 8) ^ crc_table[0][crc_table[t - 1][i] & 0xFF];
+        for (int t = 1; t < 8; t++)
+            crc_table[t][i] = (crc_table[t - 1][i] >> 8) ^ crc_table[0][crc_table[t - 1][i] & 0xFF];
 }
 
 /* CRC-32 (zlib's), eight bytes per step. Mirrors zlib.crc32, which the Python paths call
@@ -96,6 +97,7 @@ static unsigned char kind[256], fixed[256];
 static void skip_init(void) {
     for (int m = 0; m < 256; m++) {
         unsigned char k = KIND_FIXED, f = 0;
+        /* clang-format off */
         if (m <= 0x7f || m >= 0xe0 || m == 0xc0 || m == 0xc2 || m == 0xc3) f = 0;
         else if ((m & 0xf0) == 0x80) k = KIND_ITEMS, f = (unsigned char)(2 * (m & 0x0f));
         else if ((m & 0xf0) == 0x90) k = KIND_ITEMS, f = (unsigned char)(m & 0x0f);
@@ -124,6 +126,7 @@ static void skip_init(void) {
             case 0xdf: k = KIND_MAP, f = 4; break;
             default: k = KIND_BAD;
         }
+        /* clang-format on */
         kind[m] = k, fixed[m] = f;
     }
 }
@@ -137,13 +140,13 @@ static const unsigned char *skip(const unsigned char *p, const unsigned char *en
         if (p >= end) return NULL;
         unsigned char m = *p++;
         remaining--;
-        if (m < 0x80) continue;  /* the commonest kinds, without the tables: positive fixint, */
-        if ((m & 0xe0) == 0xa0) {  /* fixstr, */
+        if (m < 0x80) continue; /* the commonest kinds, without the tables: positive fixint, */
+        if ((m & 0xe0) == 0xa0) { /* fixstr, */
             if (end - p < (m & 0x1f)) return NULL;
             p += m & 0x1f;
             continue;
         }
-        if (m == 0xcb) {  /* float64 */
+        if (m == 0xcb) { /* float64 */
             if (end - p < 8) return NULL;
             p += 8;
             continue;
@@ -160,14 +163,16 @@ static const unsigned char *skip(const unsigned char *p, const unsigned char *en
             continue;
         }
         switch (k) {
-            case KIND_SIZED: case KIND_SIZED_EXT: {
+            case KIND_SIZED:
+            case KIND_SIZED_EXT: {
                 int hdr = (int)len;
                 if (end - p < hdr) return NULL;
                 len = be(p, hdr) + (kind[m] == KIND_SIZED_EXT);
                 p += hdr;
                 break;
             }
-            case KIND_ARRAY: case KIND_MAP: {
+            case KIND_ARRAY:
+            case KIND_MAP: {
                 int size = (int)len;
                 if (end - p < size) return NULL;
                 uint64_t count = be(p, size);
@@ -233,7 +238,8 @@ static PyObject *exact_numbers(PyObject *self, PyObject *args) {
 #define PLAIN_DEPTH 200
 static int plain(PyObject *o, int depth) {
     PyTypeObject *t = Py_TYPE(o);
-    if (t == &PyFloat_Type || t == &PyLong_Type || t == &PyUnicode_Type || t == &PyBool_Type || o == Py_None || t == &PyBytes_Type)
+    if (t == &PyFloat_Type || t == &PyLong_Type || t == &PyUnicode_Type || t == &PyBool_Type || o == Py_None ||
+        t == &PyBytes_Type)
         return 1;
     if (depth >= PLAIN_DEPTH) return 0;
     if (t == &PyList_Type || t == &PyTuple_Type) {
@@ -303,7 +309,10 @@ static PyObject *list_index(PyObject *self, PyObject *args) {
         }
         if (p - item > threshold && gets_node(item, p)) {
             PyObject *entry = Py_BuildValue("(nnn)", e, (Py_ssize_t)(item - buf - base), (Py_ssize_t)(p - buf - base));
-            if (!entry || PyList_Append(big, entry) < 0) { Py_XDECREF(entry); goto done; }
+            if (!entry || PyList_Append(big, entry) < 0) {
+                Py_XDECREF(entry);
+                goto done;
+            }
             Py_DECREF(entry);
         }
     }
@@ -350,7 +359,8 @@ static PyObject *map_index(PyObject *self, PyObject *args) {
     /* every entry takes at least two bytes, and pages never outnumber entries: this bounds
        every allocation below by the buffer's size */
     if (start < 0 || start > view.len || base < 0 || base > start || n < 0 || (uint64_t)n > 0xFFFFFFFFu ||
-        (uint64_t)n > (uint64_t)(view.len - start) / 2 || page_bits < 0 || page_bits > 31 || ((Py_ssize_t)1 << page_bits) > (n > 1 ? n : 1)) {
+        (uint64_t)n > (uint64_t)(view.len - start) / 2 || page_bits < 0 || page_bits > 31 ||
+        ((Py_ssize_t)1 << page_bits) > (n > 1 ? n : 1)) {
         PyErr_SetString(PyExc_ValueError, "map_index: arguments out of range");
         goto done;
     }
@@ -360,7 +370,10 @@ static PyObject *map_index(PyObject *self, PyObject *args) {
     crcs = malloc(sizeof(uint32_t) * (n ? n : 1));
     firsts = calloc(pages + 1, sizeof(uint32_t));
     big = PyList_New(0);
-    if (!offs || !recs || !crcs || !firsts || !big) { PyErr_NoMemory(); goto done; }
+    if (!offs || !recs || !crcs || !firsts || !big) {
+        PyErr_NoMemory();
+        goto done;
+    }
     p = buf + start;
     for (Py_ssize_t e = 0; e < n; e++) {
         const unsigned char *key = p, *value;
@@ -372,7 +385,10 @@ static PyObject *map_index(PyObject *self, PyObject *args) {
         crcs[e] = crc32_of(key, (size_t)(value - key));
         if (p - value > threshold && gets_node(value, p)) {
             PyObject *item = Py_BuildValue("(nnn)", e, (Py_ssize_t)(value - buf - base), (Py_ssize_t)(p - buf - base));
-            if (!item || PyList_Append(big, item) < 0) { Py_XDECREF(item); goto done; }
+            if (!item || PyList_Append(big, item) < 0) {
+                Py_XDECREF(item);
+                goto done;
+            }
             Py_DECREF(item);
         }
     }
@@ -382,7 +398,10 @@ static PyObject *map_index(PyObject *self, PyObject *args) {
     for (size_t q = 0; q < pages; q++) firsts[q + 1] += firsts[q];
     {
         uint32_t *fill = malloc(sizeof(uint32_t) * pages);
-        if (!fill) { PyErr_NoMemory(); goto done; }
+        if (!fill) {
+            PyErr_NoMemory();
+            goto done;
+        }
         memcpy(fill, firsts, sizeof(uint32_t) * pages);
         for (Py_ssize_t e = 0; e < n; e++) {
             size_t page = page_bits ? crcs[e] >> (32 - page_bits) : 0;
@@ -397,7 +416,10 @@ static PyObject *map_index(PyObject *self, PyObject *args) {
             for (size_t i = 1; i < count; i++) {
                 uint64_t v = seg[i];
                 size_t j = i;
-                while (j && seg[j - 1] > v) { seg[j] = seg[j - 1]; j--; }
+                while (j && seg[j - 1] > v) {
+                    seg[j] = seg[j - 1];
+                    j--;
+                }
                 seg[j] = v;
             }
         } else {
@@ -441,7 +463,8 @@ static PyObject *block_records(PyObject *self, PyObject *args) {
     int page_bits, block_bits, width;
     if (!PyArg_ParseTuple(args, "y*iii", &view, &page_bits, &block_bits, &width)) return NULL;
     PyObject *out = NULL;
-    if (view.len % 8 || page_bits < 0 || page_bits > 31 || block_bits < 0 || block_bits > 31 || width < 1 || width > 4) {
+    if (view.len % 8 || page_bits < 0 || page_bits > 31 || block_bits < 0 || block_bits > 31 || width < 1 ||
+        width > 4) {
         PyErr_SetString(PyExc_ValueError, "block_records: arguments out of range");
         goto done;
     }
@@ -487,12 +510,12 @@ static int bus_installed;
  * the handler it replaced. */
 static void bus_handler(int sig, siginfo_t *info, void *ctx) {
     sigjmp_buf *guard = bus_guard;
-    if (guard) {  /* a copy of ours faulted: it fails */
+    if (guard) { /* a copy of ours faulted: it fails */
         bus_guard = NULL;
         sigset_t bus;
         sigemptyset(&bus);
         sigaddset(&bus, SIGBUS);
-        pthread_sigmask(SIG_UNBLOCK, &bus, NULL);  /* in case a handler before us blocked it */
+        pthread_sigmask(SIG_UNBLOCK, &bus, NULL); /* in case a handler before us blocked it */
         siglongjmp(*guard, 1);
     }
     /* anything else: as if this handler were not there */
@@ -500,7 +523,7 @@ static void bus_handler(int sig, siginfo_t *info, void *ctx) {
         if (bus_previous.sa_sigaction) bus_previous.sa_sigaction(sig, info, ctx);
         return;
     }
-    if (bus_previous.sa_handler == SIG_IGN && info->si_code <= 0) return;  /* a SIGBUS sent, ignored */
+    if (bus_previous.sa_handler == SIG_IGN && info->si_code <= 0) return; /* a SIGBUS sent, ignored */
     if (bus_previous.sa_handler == SIG_DFL || bus_previous.sa_handler == SIG_IGN) {
         /* the default action: for a fault, the instruction runs again and the kernel kills
          * the process; a signal sent by kill() is sent again */
@@ -520,7 +543,7 @@ static int bus_ready(void) {
     struct sigaction now;
     if (sigaction(SIGBUS, NULL, &now) != 0) return 0;
     if ((now.sa_flags & SA_SIGINFO) && now.sa_sigaction == bus_handler) return 1;
-    if (bus_installed) return 0;  /* replaced since: chaining to the new one could loop back to us */
+    if (bus_installed) return 0; /* replaced since: chaining to the new one could loop back to us */
     struct sigaction ours;
     memset(&ours, 0, sizeof ours);
     ours.sa_sigaction = bus_handler;
@@ -549,7 +572,7 @@ static int guarded_copy(unsigned char *out, const unsigned char *from, size_t n,
     bus_guard = &jump;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     memcpy(out, from, n);
-    __atomic_thread_fence(__ATOMIC_ACQUIRE);  /* the copy's loads before the next one */
+    __atomic_thread_fence(__ATOMIC_ACQUIRE); /* the copy's loads before the next one */
     (void)*(const volatile unsigned char *)last;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     bus_guard = NULL;
@@ -571,10 +594,10 @@ static int guarded_copy(unsigned char *out, const unsigned char *from, size_t n,
 typedef struct {
     PyObject_HEAD
     int fd, closed;
-    unsigned char *map;  /* NULL: none (yet, or any more) */
-    Py_ssize_t map_len;  /* the bytes to map (0: none) */
-    Py_ssize_t map_safe;  /* where the map's last page starts: copies end at or before it */
-    int tried;  /* the map was attempted (made or not) */
+    unsigned char *map; /* NULL: none (yet, or any more) */
+    Py_ssize_t map_len; /* the bytes to map (0: none) */
+    Py_ssize_t map_safe; /* where the map's last page starts: copies end at or before it */
+    int tried; /* the map was attempted (made or not) */
 } File;
 
 /* Lets the map go (C only, as the map is). */
@@ -608,7 +631,7 @@ static void file_map(File *self) {
     long page = sysconf(_SC_PAGESIZE);
     if (page <= 0 || (page & (page - 1))) return;
     void *map = mmap(NULL, (size_t)self->map_len, PROT_READ, MAP_SHARED, self->fd, 0);
-    if (map == MAP_FAILED) return;  /* pread */
+    if (map == MAP_FAILED) return; /* pread */
     self->map = (unsigned char *)map;
     self->map_safe = (self->map_len - 1) & ~(Py_ssize_t)(page - 1);
 #endif
@@ -663,7 +686,7 @@ static PyObject *file_read_grid(File *self, PyObject *const *args, Py_ssize_t na
     Py_ssize_t counts[GRID_DIMS], strides[GRID_DIMS], idx[GRID_DIMS];
     Py_ssize_t offset = PyLong_AsSsize_t(args[0]), size = PyLong_AsSsize_t(args[3]);
     if (PyErr_Occurred()) return NULL;
-    Py_ssize_t total = 1, reach = offset;  /* pieces, and the furthest byte (checked for overflow) */
+    Py_ssize_t total = 1, reach = offset; /* pieces, and the furthest byte (checked for overflow) */
     int bad = offset < 0 || size < 0;
     for (Py_ssize_t k = 0; k < nd; k++) {
         counts[k] = PyLong_AsSsize_t(PyTuple_GET_ITEM(args[1], k));
@@ -731,7 +754,7 @@ static PyObject *file_mapped(File *self, void *unused) {
 static int file_copy(File *f, Py_ssize_t offset, Py_ssize_t size, unsigned char *out) {
 #ifdef MSGLC_MAP
     if (!f->tried) file_map(f);
-    if (!f->map || f->closed || offset > f->map_safe - size) return 0;  /* the last page: pread */
+    if (!f->map || f->closed || offset > f->map_safe - size) return 0; /* the last page: pread */
     return guarded_copy(out, f->map + offset, (size_t)size, f->map + f->map_len - 1);
 #else
     (void)f, (void)offset, (void)size, (void)out;
@@ -741,7 +764,8 @@ static int file_copy(File *f, Py_ssize_t offset, Py_ssize_t size, unsigned char 
 
 static PyMethodDef file_methods[] = {
     {"close", (PyCFunction)file_close, METH_NOARGS, "Refuse reads from now on."},
-    {"read_grid", (PyCFunction)(void (*)(void))file_read_grid, METH_FASTCALL, "Pieces of a strided grid, read into a buffer."},
+    {"read_grid", (PyCFunction)(void (*)(void))file_read_grid, METH_FASTCALL,
+     "Pieces of a strided grid, read into a buffer."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -751,8 +775,10 @@ static PyGetSetDef file_getset[] = {
 };
 
 static PyTypeObject FileType = {
+    /* clang-format off */
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "msglc._speedups.File",
+    /* clang-format on */
     .tp_basicsize = sizeof(File),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "A local file's descriptor (and memory map) for direct reads.",
@@ -809,8 +835,10 @@ static PyMethodDef memory_methods[] = {
 };
 
 static PyTypeObject MemoryType = {
+    /* clang-format off */
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "msglc._speedups.Memory",
+    /* clang-format on */
     .tp_basicsize = sizeof(Memory),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "Bytes in memory for direct reads.",
@@ -929,7 +957,11 @@ static Py_ssize_t fp_blocks(const unsigned char *r, Py_ssize_t n, int size, int 
         if (block >= blocks) return -1 - i;
         size_t q = (size_t)(block * 0x9E3779B97F4A7C15ull) & (cap - 1);
         while (slots[q] >= 0 && seen[slots[q]] != block) q = (q + 1) & (cap - 1);
-        if (slots[q] < 0) { slots[q] = found; seen[found] = block; counts[found++] = 0; }
+        if (slots[q] < 0) {
+            slots[q] = found;
+            seen[found] = block;
+            counts[found++] = 0;
+        }
         counts[slots[q]]++;
     }
     return found;
@@ -946,7 +978,7 @@ typedef struct {
 
 /* Room for n records; -1 with MemoryError. */
 static int candidates_init(Candidates *c, Py_ssize_t n) {
-    c->cap = 16;  /* an open-addressing table block -> candidate, twice the records: linear in a crafted page too */
+    c->cap = 16; /* an open-addressing table block -> candidate, twice the records: linear in a crafted page too */
     while (c->cap < 2 * (size_t)(n ? n : 1)) c->cap <<= 1;
     if (n <= 128) {
         c->seen = c->seen_s, c->counts = c->counts_s, c->slots = c->slots_s;
@@ -994,14 +1026,18 @@ static PyObject *page_blocks(PyObject *self, PyObject *args) {
         const unsigned char *r = (const unsigned char *)view.buf + (-1 - found) * size;
         uint64_t block = 0;
         for (int k = size - 1; k >= 1; k--) block = (block << 8) | r[k];
-        PyErr_Format(PyExc_ValueError, "record %zd names block %llu of %zd", -1 - found, (unsigned long long)block, blocks);
+        PyErr_Format(PyExc_ValueError, "record %zd names block %llu of %zd", -1 - found, (unsigned long long)block,
+                     blocks);
         goto done;
     }
     out = PyList_New(found);
     if (!out) goto done;
     for (Py_ssize_t j = 0; j < found; j++) {
         PyObject *item = Py_BuildValue("(Kn)", (unsigned long long)c.seen[j], c.counts[j]);
-        if (!item) { Py_CLEAR(out); goto done; }
+        if (!item) {
+            Py_CLEAR(out);
+            goto done;
+        }
         PyList_SET_ITEM(out, j, item);
     }
 done:
@@ -1034,7 +1070,10 @@ static PyObject *key_crcs(PyObject *self, PyObject *args) {
             goto done;
         }
         PyObject *crc = PyLong_FromUnsignedLong(crc32_of(key, (size_t)(v - key)));
-        if (!crc) { Py_CLEAR(out); goto done; }
+        if (!crc) {
+            Py_CLEAR(out);
+            goto done;
+        }
         PyList_SET_ITEM(out, e, crc);
     }
     if (p != end) {
@@ -1054,7 +1093,7 @@ static int walk_entries(const unsigned char *buf, const unsigned char *end, Py_s
     const unsigned char *p = buf, *v, *q;
     *at = *stop = NULL;
     if (count < 0) return -1;
-    for (Py_ssize_t e = 0; e < count; e++) {  /* the whole block is walked: it must be count entries */
+    for (Py_ssize_t e = 0; e < count; e++) { /* the whole block is walked: it must be count entries */
         if (!(v = skip(p, end)) || !(q = skip(v, end))) return -1;
         if (!*at && v - p == klen && memcmp(p, key, (size_t)klen) == 0) {
             *at = v;
@@ -1108,14 +1147,14 @@ static PyObject *find_entry(PyObject *self, PyObject *args) {
  * LazyHashDict._lookup (probe_get: find, then decode). */
 #define RECORDS_KEPT (16 << 20)
 
-static unsigned char kept_empty[1];  /* the records of a page without any, kept */
+static unsigned char kept_empty[1]; /* the records of a page without any, kept */
 
 typedef struct {
     PyObject_HEAD
-    PyObject *pages, *offs, *kids;  /* bytes */
+    PyObject *pages, *offs, *kids; /* bytes */
     Py_ssize_t records_at, n, blocks, span_lo, span_hi, nkids;
     int width, page_bits, block_bits, size;
-    unsigned char **kept;  /* a page's records once read and checked (NULL: not yet), or NULL: none kept */
+    unsigned char **kept; /* a page's records once read and checked (NULL: not yet), or NULL: none kept */
 } BlockProbe;
 
 /* Frees the kept records (C only). */
@@ -1151,7 +1190,7 @@ static PyObject *probe_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
                           &block_bits, &span_lo, &span_hi))
         return NULL;
     Py_ssize_t size = 1;
-    while (size < 8 && (blocks - 1) >> (8 * size)) size++;  /* block_width(): the fewest bytes that hold the largest */
+    while (size < 8 && (blocks - 1) >> (8 * size)) size++; /* block_width(): the fewest bytes that hold the largest */
     if ((width != 4 && width != 8) || page_bits < 0 || page_bits > 31 || block_bits < 0 || block_bits > 30 || n < 0 ||
         blocks < 1 || size > 4 || PyBytes_GET_SIZE(pages) != (((Py_ssize_t)1 << page_bits) + 1) * 8 ||
         PyBytes_GET_SIZE(offs) != (blocks + 1) * width || PyBytes_GET_SIZE(kids) % 16) {
@@ -1166,7 +1205,7 @@ static PyObject *probe_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     self->records_at = records_at, self->n = n, self->blocks = blocks, self->span_lo = span_lo, self->span_hi = span_hi;
     self->nkids = PyBytes_GET_SIZE(kids) / 16;
     self->kept = NULL;
-    if (n > 0 && (size + 1) * n <= RECORDS_KEPT)  /* NULL (no memory to spare): read them each time */
+    if (n > 0 && (size + 1) * n <= RECORDS_KEPT) /* NULL (no memory to spare): read them each time */
         self->kept = PyMem_Calloc((size_t)1 << page_bits, sizeof(unsigned char *));
     return (PyObject *)self;
 }
@@ -1176,9 +1215,10 @@ static PyObject *probe_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
 static int probe_kid_inside(BlockProbe *self, uint64_t start, uint64_t stop) {
     const uint64_t *k = (const uint64_t *)PyBytes_AS_STRING(self->kids);
     Py_ssize_t lo = 0, hi = self->nkids;
-    while (lo < hi) {  /* the first kid starting at or after start */
+    while (lo < hi) { /* the first kid starting at or after start */
         Py_ssize_t mid = (lo + hi) / 2;
-        if (k[2 * mid] < start) lo = mid + 1; else hi = mid;
+        if (k[2 * mid] < start) lo = mid + 1;
+        else hi = mid;
     }
     return lo < self->nkids && k[2 * lo] < stop;
 }
@@ -1208,8 +1248,8 @@ static Py_ssize_t sharing_keys(const unsigned char *p, const unsigned char *end,
  * path answers); -1 with an exception. Mirrors format/hash_index.py BlockIndex.find
  * (_candidates, _in_block). */
 static int probe_locate(BlockProbe *self, PyObject *src, Py_ssize_t base, const unsigned char *key, Py_ssize_t klen,
-                        uint32_t h, unsigned char *blockbuf, Held *held, const unsigned char **at,
-                        Py_ssize_t *len, Py_ssize_t *where) {
+                        uint32_t h, unsigned char *blockbuf, Held *held, const unsigned char **at, Py_ssize_t *len,
+                        Py_ssize_t *where) {
     int bits = self->page_bits, size = self->size, width = self->width, bb = self->block_bits;
     uint32_t page = bits ? h >> (32 - bits) : 0;
     int fp = (int)((uint32_t)((uint64_t)h << bits) >> 24);
@@ -1231,7 +1271,7 @@ static int probe_locate(BlockProbe *self, PyObject *src, Py_ssize_t base, const 
             held_release(&rh);
             return 2;
         }
-        if (self->kept && !self->kept[page]) {  /* checked: kept for the next lookup in this page (unless another
+        if (self->kept && !self->kept[page]) { /* checked: kept for the next lookup in this page (unless another
                                                   * thread's lookup kept it while this one read) */
             unsigned char *copy = nrecs ? PyMem_Malloc((size_t)(size * nrecs)) : kept_empty;
             if (copy && copy != kept_empty) memcpy(copy, recs, (size_t)(size * nrecs));
@@ -1275,7 +1315,7 @@ static int probe_locate(BlockProbe *self, PyObject *src, Py_ssize_t base, const 
         int clean_miss = ok && sharing_keys(buf, bend, entries, bits, page, fp) == c.counts[j];
         held_release(held);
         if (!clean_miss) {
-            status = 2;  /* not its entries, or other keys than the records say */
+            status = 2; /* not its entries, or other keys than the records say */
             goto done;
         }
     }
@@ -1320,7 +1360,7 @@ static Py_ssize_t encode_key(PyObject *key, unsigned char *out, Py_ssize_t cap) 
         Py_ssize_t n;
         const char *text = PyUnicode_AsUTF8AndSize(key, &n);
         if (!text) {
-            PyErr_Clear();  /* lone surrogates: no such key can be stored */
+            PyErr_Clear(); /* lone surrogates: no such key can be stored */
             return 0;
         }
         int h = n < 32 ? 1 : n < 256 ? 2 : n < 65536 ? 3 : 5;
@@ -1342,13 +1382,19 @@ static Py_ssize_t encode_key(PyObject *key, unsigned char *out, Py_ssize_t cap) 
     int n;
     if (v >= 0) {
         uint64_t u = (uint64_t)v;
-        if (u < 128) { out[0] = (unsigned char)u; return 1; }
+        if (u < 128) {
+            out[0] = (unsigned char)u;
+            return 1;
+        }
         out[0] = u < 256 ? 0xcc : u < 65536 ? 0xcd : u < 4294967296ull ? 0xce : 0xcf;
         n = u < 256 ? 1 : u < 65536 ? 2 : u < 4294967296ull ? 4 : 8;
         for (int i = 0; i < n; i++) out[1 + i] = (unsigned char)(u >> (8 * (n - 1 - i)));
         return 1 + n;
     }
-    if (v >= -32) { out[0] = (unsigned char)(int8_t)v; return 1; }
+    if (v >= -32) {
+        out[0] = (unsigned char)(int8_t)v;
+        return 1;
+    }
     out[0] = v >= -128 ? 0xd0 : v >= -32768 ? 0xd1 : v >= -2147483648ll ? 0xd2 : 0xd3;
     n = v >= -128 ? 1 : v >= -32768 ? 2 : v >= -2147483648ll ? 4 : 8;
     for (int i = 0; i < n; i++) out[1 + i] = (unsigned char)((uint64_t)v >> (8 * (n - 1 - i)));
@@ -1386,7 +1432,8 @@ static PyObject *probe_get(BlockProbe *self, PyObject *const *args, Py_ssize_t n
     Held held;
     const unsigned char *at;
     Py_ssize_t len, where;
-    int status = probe_locate(self, args[0], base, kb, klen, crc32_of(kb, (size_t)klen), blockbuf, &held, &at, &len, &where);
+    int status =
+        probe_locate(self, args[0], base, kb, klen, crc32_of(kb, (size_t)klen), blockbuf, &held, &at, &len, &where);
     PyObject *result = NULL;
     if (status == 1) result = decoded(args[3], at, len);
     else if (status == 0) result = Py_NewRef(args[4]);
@@ -1397,14 +1444,18 @@ static PyObject *probe_get(BlockProbe *self, PyObject *const *args, Py_ssize_t n
 
 /* BlockProbe's methods and type. */
 static PyMethodDef probe_methods[] = {
-    {"find", (PyCFunction)(void (*)(void))probe_find, METH_FASTCALL, "(offset, value bytes) of a key, None, or NotImplemented."},
-    {"get", (PyCFunction)(void (*)(void))probe_get, METH_FASTCALL, "A key's value decoded, missing, or NotImplemented."},
+    {"find", (PyCFunction)(void (*)(void))probe_find, METH_FASTCALL,
+     "(offset, value bytes) of a key, None, or NotImplemented."},
+    {"get", (PyCFunction)(void (*)(void))probe_get, METH_FASTCALL,
+     "A key's value decoded, missing, or NotImplemented."},
     {NULL, NULL, 0, NULL},
 };
 
 static PyTypeObject BlockProbeType = {
+    /* clang-format off */
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "msglc._speedups.BlockProbe",
+    /* clang-format on */
     .tp_basicsize = sizeof(BlockProbe),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "A block index's lookups in C (see find).",
@@ -1428,13 +1479,14 @@ static int descend(PyObject *tail, const unsigned char **at, const unsigned char
         if (p >= end) return 0;
         unsigned char m = *p++;
         uint64_t count;
-        int is_map = (m & 0xf0) == 0x80 || m == 0xde || m == 0xdf, is_array = (m & 0xf0) == 0x90 || m == 0xdc || m == 0xdd;
+        int is_map = (m & 0xf0) == 0x80 || m == 0xde || m == 0xdf,
+            is_array = (m & 0xf0) == 0x90 || m == 0xdc || m == 0xdd;
         int hdr = (m == 0xdc || m == 0xde) ? 2 : (m == 0xdd || m == 0xdf) ? 4 : 0;
         if (!is_map && !is_array) return 0;
         if (end - p < hdr) return 0;
         count = hdr ? be(p, hdr) : (uint64_t)(m & 0x0f);
         p += hdr;
-        if (is_map) {  /* str keys equal the segment when their text does, whatever their header */
+        if (is_map) { /* str keys equal the segment when their text does, whatever their header */
             Py_ssize_t n;
             const char *text = PyUnicode_CheckExact(seg) ? PyUnicode_AsUTF8AndSize(seg, &n) : NULL;
             const unsigned char *found = NULL, *found_end = NULL;
@@ -1636,7 +1688,8 @@ static PyObject *group_indices(PyObject *self, PyObject *args) {
             Py_XDECREF(index), Py_XDECREF(group);
             goto done;
         }
-        for (Py_ssize_t e = k; e < end; e++) PyList_SET_ITEM(group, e - k, Py_NewRef(PyList_GET_ITEM(members, named[e].at)));
+        for (Py_ssize_t e = k; e < end; e++)
+            PyList_SET_ITEM(group, e - k, Py_NewRef(PyList_GET_ITEM(members, named[e].at)));
         PyObject *segs = PyTuple_GET_ITEM(PyList_GET_ITEM(members, named[k].at), 1);
         if (end == k + 1 && PyList_GET_SIZE(segs) > depth + 1) {
             tail = PyList_GetSlice(segs, depth + 1, PyList_GET_SIZE(segs));
@@ -1647,7 +1700,8 @@ static PyObject *group_indices(PyObject *self, PyObject *args) {
         } else {
             Py_INCREF(tail);
         }
-        int failed = PyList_Append(indices, index) < 0 || PyList_Append(groups, group) < 0 || PyList_Append(tails, tail) < 0;
+        int failed =
+            PyList_Append(indices, index) < 0 || PyList_Append(groups, group) < 0 || PyList_Append(tails, tail) < 0;
         Py_DECREF(index), Py_DECREF(group), Py_DECREF(tail);
         if (failed) goto done;
         k = end;
@@ -1695,8 +1749,8 @@ other:
 enum { S_A, S_BASE, S_CACHE, S_POS, S_NSIZE, S_H, S_N, S_S, S_WHOLE, S_NEXT, S_MAX };
 enum { H_INDEX = S_POS, H_NODE, H_COUNT };
 #define S_COUNT S_MAX
-static const char *const stride_slots[S_COUNT] = {"_a", "_base", "_cache", "_pos", "_nsize",
-                                                  "_h", "_n", "_s", "_whole", "_next"};
+static const char *const stride_slots[S_COUNT] = {"_a", "_base", "_cache", "_pos",   "_nsize",
+                                                  "_h", "_n",    "_s",     "_whole", "_next"};
 static const char *const hash_slots[H_COUNT] = {"_a", "_base", "_cache", "_index", "_node"};
 static const char *const inline_slots[H_COUNT] = {"_a", "_base", "_cache", "_pos", "_node"};
 static PyObject *str_c_read, *str_closed, *str_speedups, *str_probe, *str_kid_keys;
@@ -1786,7 +1840,8 @@ static PyObject *stride_item(FastGet *g, PyObject *self, Py_ssize_t i) {
     PyObject *next = SLOT(self, g, S_NEXT);
     int open = is_open(a);
     if (open < 0) return NULL;
-    if (whole != Py_False || !open || !PyTuple_CheckExact(next) || PyTuple_GET_SIZE(next) != 5) Py_RETURN_NOTIMPLEMENTED;
+    if (whole != Py_False || !open || !PyTuple_CheckExact(next) || PyTuple_GET_SIZE(next) != 5)
+        Py_RETURN_NOTIMPLEMENTED;
     PyObject *row = g->cls->tp_alloc(g->cls, 0), *start = PyLong_FromSsize_t(off), *zero = PyLong_FromLong(0);
     if (!row || !start || !zero) {
         Py_XDECREF(row), Py_XDECREF(start), Py_XDECREF(zero);
@@ -1831,7 +1886,7 @@ static PyObject *hash_get(FastGet *g, PyObject *self, PyObject *key) {
         }
     }
     Py_XDECREF(probe), Py_XDECREF(kids), Py_XDECREF(src);
-    if (value == g->missing) {  /* absent(key) raises the KeyError, from a frame of msglc */
+    if (value == g->missing) { /* absent(key) raises the KeyError, from a frame of msglc */
         Py_DECREF(value);
         return PyObject_CallOneArg(g->absent, key);
     }
@@ -1909,7 +1964,7 @@ static PyObject *inline_get(FastGet *g, PyObject *self, PyObject *key) {
  * LazyDict.__getitem__ (read/views.py), which fallback is. */
 static PyObject *fast_call(FastGet *g, PyObject *const *args, size_t nargsf, PyObject *kw) {
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-    if (nargs != 2 || (kw && PyTuple_GET_SIZE(kw)))  /* view.__getitem__(key=k) and the like: as Python answers */
+    if (nargs != 2 || (kw && PyTuple_GET_SIZE(kw))) /* view.__getitem__(key=k) and the like: as Python answers */
         return PyObject_Vectorcall(g->fallback, args, (size_t)nargs, kw);
     PyObject *self = args[0];
     if (PyObject_TypeCheck(self, g->cls)) {
@@ -1933,8 +1988,8 @@ static PyObject *fast_call(FastGet *g, PyObject *const *args, size_t nargsf, PyO
 static PyObject *fast_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     const char *kind;
     PyObject *cls, *fallback, *decode, *sw, *missing = Py_None, *absent = Py_None;
-    if ((kw && PyDict_GET_SIZE(kw)) || !PyArg_ParseTuple(args, "sO!OOO!|OO", &kind, &PyType_Type, &cls, &fallback, &decode,
-                                                         &PyDict_Type, &sw, &missing, &absent)) {
+    if ((kw && PyDict_GET_SIZE(kw)) || !PyArg_ParseTuple(args, "sO!OOO!|OO", &kind, &PyType_Type, &cls, &fallback,
+                                                         &decode, &PyDict_Type, &sw, &missing, &absent)) {
         if (!PyErr_Occurred())
             PyErr_SetString(PyExc_TypeError, "FastGet(kind, cls, fallback, decode, switch[, missing, absent])");
         return NULL;
@@ -1953,8 +2008,8 @@ static PyObject *fast_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     g->vectorcall = (vectorcallfunc)fast_call;
     g->kind = k;
     g->cls = (PyTypeObject *)Py_NewRef(cls);
-    g->fallback = Py_NewRef(fallback), g->decode = Py_NewRef(decode), g->sw = Py_NewRef(sw), g->missing = Py_NewRef(missing);
-    g->absent = Py_NewRef(absent);
+    g->fallback = Py_NewRef(fallback), g->decode = Py_NewRef(decode), g->sw = Py_NewRef(sw);
+    g->missing = Py_NewRef(missing), g->absent = Py_NewRef(absent);
     const char *const *names = k == K_HASH ? hash_slots : k == K_INLINE ? inline_slots : stride_slots;
     if (fast_offsets(g, names, k == K_STRIDE ? S_COUNT : H_COUNT) < 0) {
         Py_DECREF(g);
@@ -1965,7 +2020,8 @@ static PyObject *fast_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
 
 /* Drops the references fast_new took (C only). */
 static void fast_dealloc(FastGet *g) {
-    Py_XDECREF(g->cls), Py_XDECREF(g->fallback), Py_XDECREF(g->decode), Py_XDECREF(g->sw), Py_XDECREF(g->missing), Py_XDECREF(g->absent);
+    Py_XDECREF(g->cls), Py_XDECREF(g->fallback), Py_XDECREF(g->decode);
+    Py_XDECREF(g->sw), Py_XDECREF(g->missing), Py_XDECREF(g->absent);
     Py_TYPE(g)->tp_free((PyObject *)g);
 }
 
@@ -2009,8 +2065,10 @@ static PyObject *fast_descr_get(PyObject *g, PyObject *obj, PyObject *type) {
 }
 
 static PyTypeObject FastGetType = {
+    /* clang-format off */
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "msglc._speedups.FastGet",
+    /* clang-format on */
     .tp_basicsize = sizeof(FastGet),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR,
     .tp_doc = "__getitem__ of a view class in C (see fast_call).",
@@ -2146,7 +2204,10 @@ static PyObject *fuse_build(PyObject *self, PyObject *args) {
     queue = malloc(sizeof(uint64_t) * (slots ? slots : 1));
     count = calloc(slots, sizeof(uint32_t));
     xored = calloc(slots, sizeof(uint32_t));
-    if (!h || !stack || !queue || !count || !xored) { PyErr_NoMemory(); goto done; }
+    if (!h || !stack || !queue || !count || !xored) {
+        PyErr_NoMemory();
+        goto done;
+    }
     uint64_t s[3];
     for (Py_ssize_t i = 0; i < n; i++) {
         h[i] = fuse_mix(le64(hb + 8 * i), seed);
@@ -2182,7 +2243,8 @@ static PyObject *fuse_build(PyObject *self, PyObject *args) {
         uint32_t i = (uint32_t)(top >> 2);
         int which = (int)(top & 3);
         fuse_slots(h[i], seg_bits, seg_count, s);
-        uint32_t v = (uint32_t)((vb[4 * i] | vb[4 * i + 1] << 8 | vb[4 * i + 2] << 16 | (uint32_t)vb[4 * i + 3] << 24) & mask);
+        uint32_t v =
+            (uint32_t)((vb[4 * i] | vb[4 * i + 1] << 8 | vb[4 * i + 2] << 16 | (uint32_t)vb[4 * i + 3] << 24) & mask);
         for (int k = 0; k < 3; k++)
             if (k != which) v ^= slot_get(packed, s[k], w);
         slot_put(packed, s[which], w, v);
@@ -2222,7 +2284,8 @@ static PyObject *fuse_check(PyObject *self, PyObject *args) {
     Py_ssize_t bad = -1;
     for (Py_ssize_t i = 0; i < n && bad < 0; i++) {
         fuse_slots(fuse_mix(le64(hb + 8 * i), seed), seg_bits, seg_count, s);
-        uint32_t want = (uint32_t)((vb[4 * i] | vb[4 * i + 1] << 8 | vb[4 * i + 2] << 16 | (uint32_t)vb[4 * i + 3] << 24) & mask);
+        uint32_t want =
+            (uint32_t)((vb[4 * i] | vb[4 * i + 1] << 8 | vb[4 * i + 2] << 16 | (uint32_t)vb[4 * i + 3] << 24) & mask);
         if ((slot_get(packed, s[0], w) ^ slot_get(packed, s[1], w) ^ slot_get(packed, s[2], w)) != want) bad = i;
     }
     out = PyLong_FromSsize_t(bad);
@@ -2255,17 +2318,16 @@ done:
 
 /* unshuffle_E and shuffle_E for elements of E bytes, a constant (shuffled W planes at a
  * time); the kernels are C only. */
-#define SHUFFLE_KERNELS(E, W)                                                                                    \
-    static void unshuffle_##E(const unsigned char *RESTRICT s, size_t planes, unsigned char *RESTRICT d,          \
-                              size_t count) {                                                                    \
-        for (size_t j = 0; j < count; j++)                                                                      \
-            for (size_t k = 0; k < E; k++) d[j * E + k] = s[k * planes + j];                                   \
-    }                                                                                                            \
-    static void shuffle_##E(const unsigned char *RESTRICT s, unsigned char *RESTRICT d, size_t planes,            \
-                            size_t count) {                                                                      \
-        for (size_t h = 0; h < E; h += W)                                                                       \
-            for (size_t j = 0; j < count; j++)                                                                  \
-                for (size_t k = 0; k < W; k++) d[(h + k) * planes + j] = s[j * E + h + k];                      \
+#define SHUFFLE_KERNELS(E, W)                                                                                          \
+    static void unshuffle_##E(const unsigned char *RESTRICT s, size_t planes, unsigned char *RESTRICT d,               \
+                              size_t count) {                                                                          \
+        for (size_t j = 0; j < count; j++)                                                                             \
+            for (size_t k = 0; k < E; k++) d[j * E + k] = s[k * planes + j];                                           \
+    }                                                                                                                  \
+    static void shuffle_##E(const unsigned char *RESTRICT s, unsigned char *RESTRICT d, size_t planes, size_t count) { \
+        for (size_t h = 0; h < E; h += W)                                                                              \
+            for (size_t j = 0; j < count; j++)                                                                         \
+                for (size_t k = 0; k < W; k++) d[(h + k) * planes + j] = s[j * E + h + k];                             \
     }
 SHUFFLE_KERNELS(2, 2)
 SHUFFLE_KERNELS(3, 3)
@@ -2526,7 +2588,8 @@ done:
 /* The module's functions, by section; msglc/util/accel.py declares them (Speedups). */
 static PyMethodDef methods[] = {
     /* write */
-    {"plain_values", plain_values, METH_O, "Whether a value holds only exact None/bool/int/float/str/bytes/list/tuple/dict values."},
+    {"plain_values", plain_values, METH_O,
+     "Whether a value holds only exact None/bool/int/float/str/bytes/list/tuple/dict values."},
     {"exact_numbers", exact_numbers, METH_VARARGS, "Whether every leaf of nested lists is exactly a float or an int."},
     {"list_index", list_index, METH_VARARGS, "Item offsets and large container items of a msgpack array."},
     {"map_index", map_index, METH_VARARGS, "Entry offsets, sorted hash records and page starts of a msgpack map body."},
@@ -2535,8 +2598,10 @@ static PyMethodDef methods[] = {
     {"page_blocks", page_blocks, METH_VARARGS, "The candidate blocks of a fingerprint in a block index page."},
     {"key_crcs", key_crcs, METH_VARARGS, "CRC-32 of the keys of a run of msgpack map entries."},
     {"find_entry", find_entry, METH_VARARGS, "Where the value of a key's entry is in a run of msgpack map entries."},
-    {"span_item", (PyCFunction)(void (*)(void))span_item, METH_FASTCALL, "One item of a run of msgpack items, decoded."},
-    {"span_items", (PyCFunction)(void (*)(void))span_items, METH_FASTCALL, "Some items of a run of msgpack items, decoded."},
+    {"span_item", (PyCFunction)(void (*)(void))span_item, METH_FASTCALL,
+     "One item of a run of msgpack items, decoded."},
+    {"span_items", (PyCFunction)(void (*)(void))span_items, METH_FASTCALL,
+     "Some items of a run of msgpack items, decoded."},
     {"group_indices", group_indices, METH_VARARGS, "read_many's paths under a list, grouped by the item they name."},
     /* both */
     {"key_hashes", key_hashes, METH_VARARGS, "The 64-bit base hash of each key of a run of msgpack map entries."},
