@@ -1,5 +1,5 @@
 """A fault-injecting HTTP proxy for an S3 endpoint (the moto test server of
-``benchmark.remote``, or any other): point s3fs's ``endpoint_url`` at ``proxy.endpoint`` and
+``tools.remote``, or any other): point s3fs's ``endpoint_url`` at ``proxy.endpoint`` and
 tell the proxy which requests to spoil.
 
     with FaultProxy("http://127.0.0.1:5000") as proxy:

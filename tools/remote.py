@@ -1,5 +1,6 @@
-"""Object storage for the remote targets and tests: an S3-compatible server on loopback (moto)
-and a file system wrapper that adds a fixed latency to every request."""
+"""Object storage for the tests and the benchmark's remote figures: an S3-compatible server on
+loopback (moto), buckets on it that are removed after use, and a file system wrapper that adds
+a fixed latency to every request."""
 
 from __future__ import annotations
 
@@ -31,6 +32,23 @@ def s3_server() -> Iterator[dict[str, Any]]:
         }
     finally:
         server.stop()
+
+
+@contextmanager
+def s3_bucket(options: dict[str, Any], name: str) -> Iterator[Any]:
+    """A new bucket ``name`` on the server ``options`` reach; yields an s3fs file system for it.
+    Afterwards the bucket is removed with its objects and open uploads, so that users of one
+    server for a whole test session leave nothing behind for each other (nor in its memory)."""
+    import fsspec
+
+    fs = fsspec.filesystem("s3", **options)
+    fs.mkdir(name)
+    try:
+        yield fs
+    finally:
+        for upload in fs.call_s3("list_multipart_uploads", Bucket=name).get("Uploads", []):
+            fs.call_s3("abort_multipart_upload", Bucket=name, Key=upload["Key"], UploadId=upload["UploadId"])
+        fs.rm(name, recursive=True)
 
 
 class LatencyFileSystem(AsyncFileSystem):
