@@ -280,7 +280,7 @@ class _Reset(Exception):
 
 def _read_body(rfile: Any, headers: dict[str, str]) -> bytes:
     if "chunked" in headers.get("transfer-encoding", "").lower():
-        chunks = []
+        chunks: list[bytes] = []
         while True:
             size = int(rfile.readline(65537).split(b";")[0].strip() or b"0", 16)
             if not size:

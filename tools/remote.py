@@ -51,7 +51,7 @@ def s3_bucket(options: dict[str, Any], name: str) -> Iterator[Any]:
         fs.rm(name, recursive=True)
 
 
-class LatencyFileSystem(AsyncFileSystem):
+class LatencyFileSystem(AsyncFileSystem):  # type: ignore[misc]  # (fsspec has no types)
     """Another file system's files behind ``latency`` seconds per request plus
     ``size / bandwidth`` for the bytes; concurrent requests overlap, as they do against a real
     object store. ``requests`` counts them."""
@@ -68,14 +68,15 @@ class LatencyFileSystem(AsyncFileSystem):
 
     async def _cat_file(self, path: str, start: int | None = None, end: int | None = None, **kwargs: Any) -> bytes:
         self.requests += 1
-        data = await self._inner("cat_file", path, start=start, end=end)
+        data: bytes = await self._inner("cat_file", path, start=start, end=end)
         await asyncio.sleep(self.latency + len(data) / self.bandwidth)
         return data
 
-    async def _info(self, path: str, **kwargs: Any) -> dict:
+    async def _info(self, path: str, **kwargs: Any) -> dict[str, Any]:
         self.requests += 1
         await asyncio.sleep(self.latency)
-        return await self._inner("info", path)
+        info: dict[str, Any] = await self._inner("info", path)
+        return info
 
     async def _inner(self, method: str, *args: Any, **kwargs: Any) -> Any:
         """The wrapped file system's answer (awaited on the shared fsspec loop if it is async)."""

@@ -7,6 +7,7 @@ import os
 import random
 import tempfile
 from bisect import bisect_right
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,12 +41,12 @@ class Sample:
     threshold: int
     data: bytes
     truth: Any
-    paths: list
-    expected: list  # per path: the value, or the exception class reading it must raise
+    paths: list[Any]
+    expected: list[Any]  # per path: the value, or the exception class reading it must raise
     trailer: Trailer
     slack: bool  # holds bytes no reader depends on (free space, TOC past the root)
     truth_canon: bytes | None = None
-    live: list = field(default_factory=list)  # (start, end) of the TOC items the root reaches
+    live: list[Any] = field(default_factory=list)  # (start, end) of the TOC items the root reaches
     toc: Any = None  # (items, root position) for TOC edits, None if it has no nodes
     plain: bytes | None = None  # a compressed archive's data section, decompressed
     toc_plain: tuple[bytes, tuple[int, int]] | None = None  # ... and its TOC, with its root node
@@ -53,10 +54,10 @@ class Sample:
     section: ff.Section | None = None  # a 2.1 archive's compressed section, taken apart
     virtual: bytes | None = None  # ... and the plain archive it holds (its TOC edited as a plain one's)
     vtoc: Any = None  # the virtual archive's TOC items, as ``toc`` (None: no nodes)
-    spans: list = field(default_factory=list)  # 2.1: (start, end, region) of every part of the file
+    spans: list[Any] = field(default_factory=list)  # 2.1: (start, end, region) of every part of the file
     dict_content: list[bytes] = field(default_factory=list)  # 2.1: its dictionaries' raw content
     big: bool = False  # read without the walks of every item (the other stages read it all)
-    cache: dict = field(default_factory=dict)  # what mutations find in it once (``m_value``'s values)
+    cache: dict[str, Any] = field(default_factory=dict)  # what mutations find in it once (``m_value``'s values)
 
     def region(self, pos: int) -> str:
         if self.spans:  # header | data frames | TOC frames | dictionaries, page tables, index | trailer
@@ -74,8 +75,8 @@ class Sample:
         return "trailer"
 
 
-def _rng_values(rng: random.Random, n: int) -> list:
-    pool = [
+def _rng_values(rng: random.Random, n: int) -> list[Any]:
+    pool: list[Callable[[], Any]] = [
         lambda: rng.randrange(-(2**40), 2**40),
         lambda: rng.randrange(128),
         lambda: rng.random() * 1e6 - 5e5,
@@ -99,7 +100,7 @@ def _docs() -> dict[str, Any]:
     mixed = _rng_values(rng, 200)
     mixed[40] = [float(i) / 3 for i in range(120)]  # large items: nodes of their own at small thresholds
     mixed[150] = {f"in{i}": _rng_values(rng, 3) for i in range(30)}
-    inline = {f"k{i}": v for i, v in enumerate(_rng_values(rng, 50))}
+    inline: dict[Any, Any] = {f"k{i}": v for i, v in enumerate(_rng_values(rng, 50))}
     inline.update({7: "int key", -3: [1, 2, 3], "big": list(range(200)), "sub": {f"s{i}": i * 1.5 for i in range(40)}})
     hashed: dict[Any, Any] = {f"h{i:04}": (i if i % 3 else f"v{i}") for i in range(1100)}
     hashed.update({5000 + i: i for i in range(30)})
@@ -156,7 +157,7 @@ def _docs() -> dict[str, Any]:
         }
         for i in range(3000)
     ]
-    fused = {  # compressed, a fuse-indexed dict (node type 7) of about a dozen blocks
+    fused: dict[str, Any] = {  # compressed, a fuse-indexed dict (node type 7) of about a dozen blocks
         f"user{i:05}": {"name": rng.choice(names) * (1 + i % 3), "v": [i, i * 0.5]} for i in range(1500)
     }
     fused["big"] = [f"x{i}" for i in range(300)]  # a value with a node of its own inside the fuse's dict
@@ -454,10 +455,11 @@ def _check_coverage(samples: list[Sample]) -> None:
     """The corpus holds what the 2.1 mutations need (writers' defaults may change): a
     dictionary, raw frames, a fuse-indexed dict, compact dict nodes, several TOC frames."""
     sections = [s for s in samples if s.section is not None]
+    parts = [s.section for s in samples if s.section is not None]
     found = {
-        "a dictionary": any(s.section.dicts for s in sections),
-        "a raw frame": any(f.code == RAW for s in sections for f in s.section.frames),
-        "a shuffled frame": any(f.code == SHUFFLE for s in sections for f in s.section.frames),
+        "a dictionary": any(sec.dicts for sec in parts),
+        "a raw frame": any(f.code == RAW for sec in parts for f in sec.frames),
+        "a shuffled frame": any(f.code == SHUFFLE for sec in parts for f in sec.frames),
         "a fuse-indexed dict": any(
             isinstance(it.node, FuseMapNode) for s in sections if s.vtoc is not None for it in s.vtoc[0]
         ),
@@ -477,11 +479,11 @@ def expected_value(truth: Any, path: Any) -> Any:
         return type(e)
 
 
-def _paths(truth: Any, rng: random.Random, most: int = 14) -> list:
+def _paths(truth: Any, rng: random.Random, most: int = 14) -> list[Any]:
     """Paths into ``truth``: to leaves and containers, in list and str forms, with negative
     indices, slices and missing keys."""
-    found: list[list] = []
-    stack: list[tuple[Any, list]] = [(truth, [])]
+    found: list[list[Any]] = []
+    stack: list[tuple[Any, list[Any]]] = [(truth, [])]
     while stack and len(found) < 4000:
         obj, path = stack.pop()
         if path:
@@ -499,11 +501,12 @@ def _paths(truth: Any, rng: random.Random, most: int = 14) -> list:
             found.append([*path, *[rng.randrange(-n, n) for n in obj.shape]])
     if not found:
         return []
-    paths: list = []
+    paths: list[Any] = []
     for path in rng.sample(found, min(most, len(found))):
         if all(isinstance(seg, int) or _plain_key(seg) for seg in path) and rng.random() < 0.5:
-            path = "/".join(map(str, path))
-        paths.append(path)
+            paths.append("/".join(map(str, path)))
+        else:
+            paths.append(path)
     if isinstance(truth, list) and truth:
         paths += [f"1:{min(4, len(truth))}", ":7:", "-2:", f"{-len(truth) - 2}:2:{len(truth) + 3}"]
     lists = [p for p in found if all(_plain_key(seg) for seg in p) and isinstance(expected_value(truth, p), list)]

@@ -229,7 +229,7 @@ def _pack_keep_crc(t: Trailer, original: bytes) -> bytes:
     return body + original[-12:]
 
 
-def _slots(holder: Any, key: Any, label: str, out: list, depth: int = 0) -> None:
+def _slots(holder: Any, key: Any, label: str, out: list[Any], depth: int = 0) -> None:
     value = holder[key]
     out.append((holder, key, value, label))
     if depth >= 3:
@@ -242,9 +242,9 @@ def _slots(holder: Any, key: Any, label: str, out: list, depth: int = 0) -> None
             _slots(value, k, f"{label}[{k!r}]", out, depth + 1)
 
 
-def _mutate_payload(rng: random.Random, payload: list, names: tuple) -> str:
+def _mutate_payload(rng: random.Random, payload: list[Any], names: tuple[str, ...]) -> str:
     """Change one field of a node's payload ([tag, field, ...]) in place; returns what."""
-    slots: list = []
+    slots: list[Any] = []
     for i in range(len(payload)):
         _slots(payload, i, "tag" if i == 0 else names[i - 1], slots)
     holder, key, value, where = rng.choice(slots)
@@ -312,7 +312,7 @@ def toc_edit(rng: random.Random, data: bytes, toc: tuple[list[TocItem], int]) ->
     mode = rng.random()
     desc = []
 
-    def edit(it: TocItem, node: Any, new_pos: dict, new_len: dict, here: int) -> bytes | None:
+    def edit(it: TocItem, node: Any, new_pos: dict[int, int], new_len: dict[int, int], here: int) -> bytes | None:
         if it is not target:
             return None
         kids = getattr(node, "kids", None)
@@ -374,7 +374,7 @@ def index_edit(rng: random.Random, data: bytes, toc: tuple[list[TocItem], int]) 
     else:
         desc = _entry_index_edit(rng, node, raw)
 
-    def edit(it: TocItem, node: Any, new_pos: dict, new_len: dict, here: int) -> bytes | None:
+    def edit(it: TocItem, node: Any, new_pos: dict[int, int], new_len: dict[int, int], here: int) -> bytes | None:
         if it is target:
             return bytes(raw)
         if it is owner and new_node:
@@ -507,7 +507,7 @@ def _fix_page_crcs(raw: bytearray, table_at: int, rec_at: int, n: int, size: int
     struct.pack_into("<I", raw, table_at + 8 * pages + 4, zlib.crc32(raw[table_at : table_at + 8 * pages + 4]))
 
 
-def _with_data(s: Sample, data_section: bytes, fields: dict | None = None) -> bytes:
+def _with_data(s: Sample, data_section: bytes, fields: dict[str, Any] | None = None) -> bytes:
     t = s.trailer
     header = s.data[:HEADER_SIZE]
     shift = len(data_section) - t.data_len

@@ -62,7 +62,7 @@ class _Pool:
         self.hard = timeout + 15 if timeout else 300
         self.workers = [self._spawn() for _ in range(workers)]
 
-    def _spawn(self) -> dict:
+    def _spawn(self) -> dict[str, Any]:
         parent, child = self.mp.Pipe()
         proc = self.mp.Process(target=_worker, args=(child, self.timeout, self.mem_mb), daemon=True)
         proc.start()
@@ -101,7 +101,7 @@ class _Pool:
                 elif now - w["since"] > self.hard:
                     self._replace(i, "hang", f"no answer in {self.hard:.0f} s: worker killed", queue, on_result)
 
-    def _replace(self, i: int, cls: str, why: str, queue: deque, on_result: Any) -> None:
+    def _replace(self, i: int, cls: str, why: str, queue: deque[list[str]], on_result: Any) -> None:
         w = self.workers[i]
         w["proc"].kill()
         w["proc"].join()
@@ -152,7 +152,7 @@ def campaign(
     mem_mb: int = 1024,
     chunk: int = 16,
     progress: bool = False,
-) -> dict:
+) -> dict[str, Any]:
     """Run ``cases`` random cases (and a bit-flip sweep of ``sweep``, default the ``doc@64``
     sample, every ``sweep_stride`` bytes) on ``workers`` processes; stop dispatching after
     ``seconds``. Returns the report (``format_report`` prints it)."""
@@ -165,12 +165,12 @@ def campaign(
     if sweep_stride:
         target = ctx.by_name[sweep or "doc@64"]
         ids += [f"sweep:{target.name}:{p}" for p in range(0, len(target.data), sweep_stride)]
-    counts: Counter = Counter()
-    sigs: dict[str, dict] = {}
-    slow: list = []
+    counts: Counter[str] = Counter()
+    sigs: dict[str, dict[str, Any]] = {}
+    slow: list[Any] = []
     state = {"done": 0, "last": time.monotonic()}
 
-    def on_result(res: dict) -> None:
+    def on_result(res: dict[str, Any]) -> None:
         counts[res["cls"]] += 1
         entry = sigs.setdefault(res["sig"], {"cls": res["cls"], "count": 0, "examples": []})
         entry["count"] += 1
@@ -214,7 +214,7 @@ def campaign(
     }
 
 
-def format_report(report: dict) -> str:
+def format_report(report: dict[str, Any]) -> str:
     lines = [
         f"msglc fuzz: {report['cases_run']} of {report['cases_requested']} cases in {report['seconds']} s "
         f"({report['cases_per_second']} cases/s, {report['workers']} workers), seed {report['seed']}, "

@@ -133,8 +133,10 @@ def _frame_of(e: BaseException) -> str:
     """file:line of the innermost frame in msglc (else the innermost) that raised ``e``."""
     frames = traceback.extract_tb(e.__traceback__)
     ours = [f for f in frames if "/msglc/" in f.filename.replace("\\", "/")]
-    f = (ours or frames or [None])[-1]
-    return f"{os.path.basename(f.filename)}:{f.lineno}" if f is not None else "?"
+    found = ours or list(frames)
+    if not found:
+        return "?"
+    return f"{os.path.basename(found[-1].filename)}:{found[-1].lineno}"
 
 
 def _explicit(e: BaseException) -> bool:
@@ -234,7 +236,7 @@ def evaluate(s: Sample, mut: Mutation, keep_tb: bool = False) -> tuple[str, dict
 _NO_TRUTH = object()
 
 
-def _decoded_truth(s: Sample, mut: Mutation) -> tuple[Any, list]:
+def _decoded_truth(s: Sample, mut: Mutation) -> tuple[Any, list[Any]]:
     t, bad = s.trailer, mut.data
     shift = len(bad) - len(s.data)
     section = mut.plain if mut.plain is not None else bad[t.data_off : t.data_off + t.data_len + shift]
@@ -261,7 +263,7 @@ class _Raised:
         self.cls = cls
 
 
-def _stream_reads(data: bytes, wanted: list, root: bool) -> tuple[list, Any]:
+def _stream_reads(data: bytes, wanted: list[Any], root: bool) -> tuple[list[Any], Any]:
     """``read_many`` batched (``max_gap``) and the lazy root's ``to_obj()`` (``root``; else
     None), read through a file object: a source that is not in memory, so that reads gather
     frames in requests (``fetch_many``) and arrays are read into fresh buffers (``read_into``)."""
@@ -273,7 +275,7 @@ class CopyInvalid(Exception):
     """A copy of the archive (``combine``, a repack) was written, but does not verify."""
 
 
-def _copies(data: bytes) -> list:
+def _copies(data: bytes) -> list[Any]:
     """The archive's value as two copies of it hold it, each verified: ``combine`` of it
     (its frames copied as they are, with their dictionaries, each checked) and a repack
     (``dumps`` of its reader: the same copy). A copy checks its input's data as it copies
@@ -341,7 +343,7 @@ def _root_to_obj(r: msglc.LazyReader) -> Any:
     return root.to_obj() if isinstance(root, (LazyList, LazyDict, LazyArray)) else root
 
 
-def _compare(stages: dict[str, StageResult], truth: Any, expected: list, s: Sample) -> None:
+def _compare(stages: dict[str, StageResult], truth: Any, expected: list[Any], s: Sample) -> None:
     if truth is _NO_TRUTH:
         return
     truth_canon = s.truth_canon if truth is s.truth else canon(truth)
@@ -465,7 +467,7 @@ def _benign(s: Sample, mut: Mutation) -> bool:
     )
 
 
-def run_case(ctx: Context, case_id: str, timeout: float, keep_tb: bool = False) -> dict:
+def run_case(ctx: Context, case_id: str, timeout: float, keep_tb: bool = False) -> dict[str, Any]:
     """One case, under a soft timeout; the summary the parent aggregates."""
     start = time.perf_counter()
     try:

@@ -4,7 +4,7 @@ them."""
 from __future__ import annotations
 
 import struct
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 import numpy as np
@@ -71,7 +71,7 @@ def same_exactly(a: Any, b: Any) -> bool:
         )
     if type(a) is float:
         return struct.pack("<d", a) == struct.pack("<d", b)
-    return a == b
+    return bool(a == b)
 
 
 def plain(x: Any) -> Any:
@@ -91,7 +91,7 @@ def _segment(seg: Any, n: int) -> int | slice:
     ``start:step:stop`` (defaults 0, 1, n), a start outside [-n, n) or a stop outside
     [1-n, n] moved by n at a time until inside."""
     if not isinstance(seg, str):
-        return seg
+        return cast("int | slice", seg)
     parts = seg.split(":")
     if len(parts) == 1:
         return int(seg)
@@ -109,7 +109,7 @@ def _segment(seg: Any, n: int) -> int | slice:
     return slice(start, stop, step)
 
 
-def expect(obj: Any, segs: list) -> Any:
+def expect(obj: Any, segs: list[Any]) -> Any:
     """The value at ``segs`` in the plain value ``obj``, as the README defines paths (an
     independent oracle for ``reader[path]``): raises KeyError, IndexError or TypeError."""
     for d, seg in enumerate(segs):
@@ -147,7 +147,7 @@ def walk(x: Any) -> Any:
         return _walk_array(x)
     if isinstance(x, LazyList):
         n = len(x)
-        out = [walk(x[i]) for i in range(n)]
+        out: Any = [walk(x[i]) for i in range(n)]  # (a dict below)
         if n:  # the other ways in, each compared whole (decoded at once, not walked again)
             require_agreement(whole_value(x[-1]), out[-1], "x[-1]")
             require_agreement(whole_value(x[-n]), out[0], "x[-n]")
@@ -219,7 +219,7 @@ def walk_iter(x: Any) -> Any:
                 require_agreement(row, whole[i], f"iter(a)[{i}]")
         return whole
     if isinstance(x, LazyList):
-        out = [walk_iter(v) for v in x]
+        out: Any = [walk_iter(v) for v in x]  # (a dict below)
     elif isinstance(x, LazyDict):
         out = {k: walk_iter(v) for k, v in x.items()}
         if len(list(x.values())) != len(out):

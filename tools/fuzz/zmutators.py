@@ -78,18 +78,19 @@ def m_zindex(rng: random.Random, s: Sample, corpus: list[Sample]) -> Mutation | 
             desc.append(f"data/TOC split moved by {k}{', the root with it' if moved else ''}, data CRC recomputed")
         elif what == "root":
             how = rng.randrange(4)
-            old = (t.root_pos, t.root_len)
+            old_root = (t.root_pos, t.root_len)
             if how == 0:
                 t.root_pos = _clamp(t.root_pos + rng.choice([1, -1, 4, -4]), _U64)
             elif how == 1:
                 t.root_len = _clamp(t.root_len + rng.choice([1, -1, 4, -4, -t.root_len]), _U32)
             elif how == 2 and s.vtoc is not None:  # another node as the root
+                assert s.toc_plain is not None  # (a 2.1 sample's, as vtoc)
                 base = HEADER_SIZE + len(stream) - len(s.toc_plain[0])
                 other = rng.choice([it for it in s.vtoc[0] if it.kind == "node"])
                 t.root_pos, t.root_len = other.pos - base, other.size
             else:
                 t.root_pos, t.root_len = rng.choice([(_U64 >> 1, t.root_len), (t.root_pos, _U32), (0, 0)])
-            desc.append(f"root {old} -> {(t.root_pos, t.root_len)}")
+            desc.append(f"root {old_root} -> {(t.root_pos, t.root_len)}")
         elif what == "frames":
             old = t.frames
             t.frames = _clamp(rng.choice([old + 1, old - 1, 0, _U32]), _U32)
@@ -264,11 +265,11 @@ def m_zdict(rng: random.Random, s: Sample, corpus: list[Sample]) -> Mutation | N
         desc = f"byte {at} of its content changed"
     elif what == "length":
         k = rng.choice([1, 64, 4096])
-        changed = content[:-k] if rng.random() < 0.5 else content + content[:k]
-        frame = zstd.ZstdCompressor(level=3, write_checksum=True).compress(changed)
+        resized = content[:-k] if rng.random() < 0.5 else content + content[:k]
+        frame = zstd.ZstdCompressor(level=3, write_checksum=True).compress(resized)
         if rng.random() < 0.7:
-            plain = len(changed)
-        desc = f"content of {len(changed)} bytes, {plain} declared"
+            plain = len(resized)
+        desc = f"content of {len(resized)} bytes, {plain} declared"
     elif what == "other":
         other = (s.plain * (1 + len(content) // max(len(s.plain), 1)))[rng.randrange(len(s.plain)) :][: len(content)]
         frame = zstd.ZstdCompressor(level=3, write_checksum=True).compress(other)
@@ -478,7 +479,7 @@ def m_zlayout(rng: random.Random, s: Sample, corpus: list[Sample]) -> Mutation |
     dicts = s.dict_content
     new = sec.copy()
     data: list[ff.Frame] = new.frames[: sec.data_frames()]
-    kinds: Counter = Counter()
+    kinds: Counter[str] = Counter()
     if rng.random() < 0.7:
         data, at = [], 0
         step = max(rng.choice([64, 1000, 20000, 70000]), len(s.plain) // 20)  # at most about 40 frames
@@ -488,7 +489,7 @@ def m_zlayout(rng: random.Random, s: Sample, corpus: list[Sample]) -> Mutation |
             at += size
     toc, root = s.toc_plain
     cuts = _toc_cuts(rng, len(toc), root[0]) if toc else []
-    toc_kinds: Counter = Counter()
+    toc_kinds: Counter[str] = Counter()
     if rng.random() < 0.5:  # as writers frame a TOC (zstd, or raw when that does not shrink it)
         toc_frames = ff.frames_of(toc, cuts)
     else:  # a TOC's frames made as any frame may be: shuffled, with a dictionary (writers never do)
@@ -502,7 +503,7 @@ def m_zlayout(rng: random.Random, s: Sample, corpus: list[Sample]) -> Mutation |
     return Mutation(zarchive(s, section), desc, "none", crafted="none")
 
 
-def _any_frame(rng: random.Random, piece: bytes, dicts: list[bytes], kinds: Counter) -> ff.Frame:
+def _any_frame(rng: random.Random, piece: bytes, dicts: list[bytes], kinds: Counter[str]) -> ff.Frame:
     """A frame of ``piece`` made at random as the format allows: zstd at levels 1 to 5, raw,
     byte-shuffled by an element size that divides it, or with one of the ``dicts``."""
     zstd = zstandard()
