@@ -350,7 +350,7 @@ def test_stride_proof_on_any_bytes():
                 assert all(s == h1 + n1 * s1 for (_, _, s), (h1, n1, s1) in zip(got, got[1:], strict=False))
 
 
-# ---- 2.1 compressed sections: parts changed, every offset and CRC recomputed (fuzz_frames) --------
+# ---- 2.1 compressed sections: parts changed, every offset and CRC recomputed (tools.fuzz.frames) -
 
 
 def _zstd(value, **options) -> tuple[bytes, ff.Section]:

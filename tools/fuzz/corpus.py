@@ -422,7 +422,7 @@ def build_corpus() -> list[Sample]:
 
 
 def _take_apart(s: Sample) -> None:
-    """A 2.1 sample's section as parts (``fuzz_frames``), the plain archive it holds (its TOC
+    """A 2.1 sample's section as parts (``frames``), the plain archive it holds (its TOC
     edited as a plain archive's is, then framed again), and the region of every stored byte:
     frames of the data, frames of the TOC (``dead`` when they hold no node the root reaches),
     ``tables`` (dictionary records, page tables, the index)."""
@@ -431,7 +431,7 @@ def _take_apart(s: Sample) -> None:
     s.section = sec = ff.parse_section(s.data[t.data_off : t.data_off + t.data_len])
     s.dict_content = [ff.dictionary_content(record, plain) for record, plain in sec.dicts]
     if ff.build_section(sec) != s.data[t.data_off : t.data_off + t.data_len]:
-        raise RuntimeError(f"corpus {s.name}: its compressed section is not laid out as fuzz_frames lays it out")
+        raise RuntimeError(f"corpus {s.name}: its compressed section is not laid out as tools.fuzz.frames lays it out")
     toc, root = s.toc_plain
     header = pack_header()
     s.virtual = (

@@ -527,7 +527,7 @@ def zarchive(s: Sample, section: bytes, data_crc: int | None = None) -> bytes:
 def _reframed(s: Sample, section: bytes) -> bytes:
     """A compressed sample with the plain data ``section``: the frames that hold what changed
     made again as they were made (raw, shuffled, with their dictionary), the TOC's frames as
-    they are (the TOC names plain offsets), every checksum recomputed (``fuzz_frames``)."""
+    they are (the TOC names plain offsets), every checksum recomputed (``frames``)."""
     assert s.section is not None and s.plain is not None
     sec = ff.with_data(s.section, s.plain, section, s.dict_content)
     return zarchive(s, ff.build_section(sec), zlib.crc32(section))

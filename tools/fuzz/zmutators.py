@@ -30,7 +30,7 @@ from .mutators import Mutation, index_edit, toc_edit, zarchive
 
 # ---- 2.1 compressed sections: crafted tables, dictionaries, raw frames, TOC frames ---------------
 #
-# Each of these takes a 2.1 sample's section apart (``fuzz_frames``), changes one thing and lays
+# Each of these takes a 2.1 sample's section apart (``frames``), changes one thing and lays
 # it out again with every offset and CRC computed anew (page tables, index, trailer; node CRCs
 # for TOC edits): a reader can tell only by checking that the parts agree. Page tables hold
 # ``per_page`` frames, chosen at random (1, 2, 3 or the writer's), so that several pages are
