@@ -54,4 +54,4 @@ __all__ = [
     "dumps",
     "to_obj",
 ]
-__version__ = "0.1.0"
+__version__ = "0.1.0"  # the one place the version is stated (pyproject.toml reads it)

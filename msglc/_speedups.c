@@ -1,17 +1,25 @@
-/* Optional accelerator for indexing huge dicts (msglc/indexer.py has the same logic in Python).
+/* msglc._speedups: the optional C accelerator, for writing archives and for reading them.
  *
- * map_index(buf, start, n, base, threshold, page_bits) walks the n entries of a msgpack map
- * body that starts at buf[start] and returns
- *   (entry_offsets: bytes, width: int, records: bytes, firsts: bytes, big: list)
- * entry_offsets: n + 1 little-endian offsets (relative to base) of width 4 or 8 bytes;
- * records: n little-endian u64 values crc32(key) << 32 | entry, sorted ascending;
- * firsts: 2**page_bits + 1 little-endian u32: first record of each page (page = crc >> (32 -
- * page_bits)), then n;
- * big: [(entry, value_start, value_end)] for values longer than threshold that are arrays,
- * maps or NumPy arrays (ext type 78). The input is msgpack written by msgspec moments
- * before; every length is still checked against the buffer, and malformed input raises
- * ValueError.
+ * Every function here is a faster twin of a Python function of msglc, which is its definition
+ * and what msglc runs without this module (no C compiler at install, or MSGLC_PURE_PYTHON=1):
+ * the same bytes written, the same values read, the same errors. Each function's comment names
+ * the Python function it mirrors (paths are under msglc/). Where the Python path must answer
+ * (damage, a layout out of the ordinary), a read returns NotImplemented or a status that says
+ * so, and Python then also says what is wrong. msglc/util/accel.py loads this module and
+ * declares what it exports (Speedups); msglc calls it only through accel.speedups, so one
+ * switch selects either path. Every length read from a buffer is checked against the buffer
+ * before it is used.
+ *
+ * Sections, in this order:
+ *   Shared: CRC-32, byte order and the msgpack walk that both sides use.
+ *   Write (msglc/write/): types checked at C speed; the TOC of a value just encoded.
+ *   Read (msglc/io/, msglc/read/): local sources (mapped reads that cannot kill the process),
+ *     block hash index lookups, spans of items, and FastGet, the views' __getitem__ in C.
+ *   Both (msglc/format/): the binary fuse (built on write, rebuilt by verify) and the byte
+ *     shuffle of compressed frames (shuffled on write, unshuffled on read).
+ *   The module: its function table and init.
  */
+
 #define PY_SSIZE_T_CLEAN
 /* What msglc/util/accel.py expects (API there): raised whenever a function is added or changes,
  * so that a stale build is set aside instead of failing at a call. */
@@ -33,8 +41,13 @@
 #include <sys/mman.h>
 #endif
 
+/* ============================================================================================
+ * Shared: CRC-32, byte order, and the msgpack walk
+ * ============================================================================================ */
+
 static uint32_t crc_table[8][256];
 
+/* The tables of crc32_of (slicing by eight), made once at import. */
 static void crc_init(void) {
     for (uint32_t i = 0; i < 256; i++) {
         uint32_t c = i;
@@ -42,10 +55,12 @@ static void crc_init(void) {
         crc_table[0][i] = c;
     }
     for (uint32_t i = 0; i < 256; i++)
-        for (int t = 1; t < 8; t++) crc_table[t][i] = (crc_table[t - 1][i] >> 8) ^ crc_table[0][crc_table[t - 1][i] & 0xFF];
+        for (int t = 1; t < 8; t++)
+            crc_table[t][i] = (crc_table[t - 1][i] >> 8) ^ crc_table[0][crc_table[t - 1][i] & 0xFF];
 }
 
-/* CRC-32 (zlib's), eight bytes per step. */
+/* CRC-32 (zlib's), eight bytes per step. Mirrors zlib.crc32, which the Python paths call
+ * (keys' hashes, checksums of page records). */
 static uint32_t crc32_of(const unsigned char *p, size_t n) {
     uint32_t c = 0xFFFFFFFFu;
     while (n >= 8) {
@@ -60,10 +75,16 @@ static uint32_t crc32_of(const unsigned char *p, size_t n) {
     return c ^ 0xFFFFFFFFu;
 }
 
+/* int.from_bytes(p[:n], "big"): msgpack's lengths and counts. */
 static uint64_t be(const unsigned char *p, int n) {
     uint64_t v = 0;
     for (int i = 0; i < n; i++) v = (v << 8) | p[i];
     return v;
+}
+
+/* v.to_bytes(width, "little") into out: the TOC's offsets and records. */
+static void put_le(unsigned char *out, uint64_t v, int width) {
+    for (int i = 0; i < width; i++) out[i] = (unsigned char)(v >> (8 * i));
 }
 
 /* What the first byte of a msgpack object says about its size (skip_init): KIND_FIXED and
@@ -76,6 +97,7 @@ static unsigned char kind[256], fixed[256];
 static void skip_init(void) {
     for (int m = 0; m < 256; m++) {
         unsigned char k = KIND_FIXED, f = 0;
+        /* clang-format off */
         if (m <= 0x7f || m >= 0xe0 || m == 0xc0 || m == 0xc2 || m == 0xc3) f = 0;
         else if ((m & 0xf0) == 0x80) k = KIND_ITEMS, f = (unsigned char)(2 * (m & 0x0f));
         else if ((m & 0xf0) == 0x90) k = KIND_ITEMS, f = (unsigned char)(m & 0x0f);
@@ -104,24 +126,27 @@ static void skip_init(void) {
             case 0xdf: k = KIND_MAP, f = 4; break;
             default: k = KIND_BAD;
         }
+        /* clang-format on */
         kind[m] = k, fixed[m] = f;
     }
 }
 
-/* Past the one msgpack object at p, or NULL if it does not fit before end. */
+/* Past the one msgpack object at p, or NULL if it does not fit before end. Nesting costs no
+ * recursion: a count of the objects still to skip. Mirrors format/walk.py item_ends (the
+ * end of each item, not decoded) and the Python paths' decoding as msgspec.Raw. */
 static const unsigned char *skip(const unsigned char *p, const unsigned char *end) {
     uint64_t remaining = 1;
     while (remaining) {
         if (p >= end) return NULL;
         unsigned char m = *p++;
         remaining--;
-        if (m < 0x80) continue;  /* the commonest kinds, without the tables: positive fixint, */
-        if ((m & 0xe0) == 0xa0) {  /* fixstr, */
+        if (m < 0x80) continue; /* the commonest kinds, without the tables: positive fixint, */
+        if ((m & 0xe0) == 0xa0) { /* fixstr, */
             if (end - p < (m & 0x1f)) return NULL;
             p += m & 0x1f;
             continue;
         }
-        if (m == 0xcb) {  /* float64 */
+        if (m == 0xcb) { /* float64 */
             if (end - p < 8) return NULL;
             p += 8;
             continue;
@@ -138,14 +163,16 @@ static const unsigned char *skip(const unsigned char *p, const unsigned char *en
             continue;
         }
         switch (k) {
-            case KIND_SIZED: case KIND_SIZED_EXT: {
+            case KIND_SIZED:
+            case KIND_SIZED_EXT: {
                 int hdr = (int)len;
                 if (end - p < hdr) return NULL;
                 len = be(p, hdr) + (kind[m] == KIND_SIZED_EXT);
                 p += hdr;
                 break;
             }
-            case KIND_ARRAY: case KIND_MAP: {
+            case KIND_ARRAY:
+            case KIND_MAP: {
                 int size = (int)len;
                 if (end - p < size) return NULL;
                 uint64_t count = be(p, size);
@@ -161,8 +188,89 @@ static const unsigned char *skip(const unsigned char *p, const unsigned char *en
     return p;
 }
 
+/* ============================================================================================
+ * Write: checks and indexes of a value being written (msglc/write/)
+ * ============================================================================================ */
+
+/* ---- types checked at C speed (write/values.py, write/indexer.py) -------------------------- */
+
+/* exact_numbers(seq, depth): True if seq is a list/tuple nested depth levels deep (lists or
+ * tuples at every level) whose leaves are all exactly float or int. False otherwise (the
+ * caller then runs its full type check). Only reads ob_type pointers: a few ns per leaf.
+ * Mirrors the leaf check of write/indexer.py TocBuilder._check_stride_types (a fixed-stride
+ * matrix's elements). */
+static int exact_leaves(PyObject *seq, int depth) {
+    if (!PyList_CheckExact(seq) && !PyTuple_CheckExact(seq)) return 0;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    PyObject **items = PySequence_Fast_ITEMS(seq);
+    if (depth == 1) {
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyTypeObject *t = Py_TYPE(items[i]);
+            if (t != &PyFloat_Type && t != &PyLong_Type) return 0;
+        }
+        return 1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (!exact_leaves(items[i], depth - 1)) return 0;
+    }
+    return 1;
+}
+
+static PyObject *exact_numbers(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *seq;
+    int depth;
+    if (!PyArg_ParseTuple(args, "Oi", &seq, &depth)) return NULL;
+    if (depth < 1 || depth > 64) {
+        PyErr_SetString(PyExc_ValueError, "exact_numbers: depth out of range");
+        return NULL;
+    }
+    return PyBool_FromLong(exact_leaves(seq, depth));
+}
+
+/* plain_values(obj): True if obj holds only values of exactly the types msglc stores as
+ * they are: None, bool, int, float, str, bytes, list, tuple and dict with exactly-str or
+ * exactly-int keys, at most PLAIN_DEPTH levels deep. False otherwise (the caller then runs its
+ * full type check, which also accepts subclasses, enum members and NumPy values and names
+ * what it refuses). Reads type pointers only and runs no Python code. Mirrors
+ * write/values.py check_value (check_items, check_map), whose walk a True lets the writers
+ * skip (write/indexer.py, write/encoder.py, write/streaming.py). */
+#define PLAIN_DEPTH 200
+static int plain(PyObject *o, int depth) {
+    PyTypeObject *t = Py_TYPE(o);
+    if (t == &PyFloat_Type || t == &PyLong_Type || t == &PyUnicode_Type || t == &PyBool_Type || o == Py_None ||
+        t == &PyBytes_Type)
+        return 1;
+    if (depth >= PLAIN_DEPTH) return 0;
+    if (t == &PyList_Type || t == &PyTuple_Type) {
+        Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
+        PyObject **items = PySequence_Fast_ITEMS(o);
+        for (Py_ssize_t i = 0; i < n; i++) {
+            if (!plain(items[i], depth + 1)) return 0;
+        }
+        return 1;
+    }
+    if (t == &PyDict_Type) {
+        Py_ssize_t pos = 0;
+        PyObject *key, *value;
+        while (PyDict_Next(o, &pos, &key, &value)) {
+            PyTypeObject *kt = Py_TYPE(key);
+            if ((kt != &PyUnicode_Type && kt != &PyLong_Type) || !plain(value, depth + 1)) return 0;
+        }
+        return 1;
+    }
+    return 0;
+}
+
+static PyObject *plain_values(PyObject *self, PyObject *obj) {
+    (void)self;
+    return PyBool_FromLong(plain(obj, 0));
+}
+
+/* ---- the TOC of a value just encoded (write/indexer.py, write/reindex.py) ------------------ */
+
 /* Does the value [v, end) get a TOC node of its own when long: an array, a map or a NumPy
- * array (extension type 78)? As format.gets_node. */
+ * array (extension type 78)? Mirrors format/msgpack.py gets_node. */
 static int gets_node(const unsigned char *v, const unsigned char *end) {
     unsigned char m = *v;
     if ((m & 0xe0) == 0x80 || m == 0xdc || m == 0xdd || m == 0xde || m == 0xdf) return 1;
@@ -170,15 +278,74 @@ static int gets_node(const unsigned char *v, const unsigned char *end) {
     return type_at && end - v > type_at && v[type_at] == 78;
 }
 
-static void put_le(unsigned char *out, uint64_t v, int width) {
-    for (int i = 0; i < width; i++) out[i] = (unsigned char)(v >> (8 * i));
+/* list_index(buf, start, n, base, threshold) -> (offs, big): the n items of a msgpack array
+ * whose first item is at buf[start]: offs, n + 1 little-endian u64 item starts relative to
+ * base (the last is the end); big, [(item, start, end)] for the items longer than threshold
+ * that get a node (gets_node), relative to base. Mirrors write/indexer.py item_layout and
+ * TocBuilder.big_children, without a Python object per item (TocBuilder.list_items; and
+ * write/reindex.py). */
+static PyObject *list_index(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer view;
+    Py_ssize_t start, n, base, threshold;
+    if (!PyArg_ParseTuple(args, "y*nnnn", &view, &start, &n, &base, &threshold)) return NULL;
+    PyObject *result = NULL, *big = NULL, *offs_b = NULL;
+    const unsigned char *buf = view.buf, *end = buf + view.len, *p;
+    if (start < 0 || start > view.len || base < 0 || base > start || n < 0 || n > view.len - start) {
+        PyErr_SetString(PyExc_ValueError, "list_index: arguments out of range");
+        goto done;
+    }
+    offs_b = PyBytes_FromStringAndSize(NULL, (n + 1) * 8);
+    big = PyList_New(0);
+    if (!offs_b || !big) goto done;
+    unsigned char *o = (unsigned char *)PyBytes_AS_STRING(offs_b);
+    p = buf + start;
+    for (Py_ssize_t e = 0; e < n; e++) {
+        const unsigned char *item = p;
+        put_le(o + 8 * e, (uint64_t)(item - buf - base), 8);
+        if (!(p = skip(item, end))) {
+            PyErr_SetString(PyExc_ValueError, "list_index: malformed msgpack");
+            goto done;
+        }
+        if (p - item > threshold && gets_node(item, p)) {
+            PyObject *entry = Py_BuildValue("(nnn)", e, (Py_ssize_t)(item - buf - base), (Py_ssize_t)(p - buf - base));
+            if (!entry || PyList_Append(big, entry) < 0) {
+                Py_XDECREF(entry);
+                goto done;
+            }
+            Py_DECREF(entry);
+        }
+    }
+    put_le(o + 8 * n, (uint64_t)(p - buf - base), 8);
+    result = Py_BuildValue("(OO)", offs_b, big);
+done:
+    Py_XDECREF(offs_b);
+    Py_XDECREF(big);
+    PyBuffer_Release(&view);
+    return result;
 }
 
+/* qsort's order of u64 records (map_index: sorted(), in the Python path). */
 static int cmp_u64(const void *a, const void *b) {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
     return (x > y) - (x < y);
 }
 
+/* map_index(buf, start, n, base, threshold, page_bits) walks the n entries of a msgpack map
+ * body that starts at buf[start] and returns
+ *   (entry_offsets: bytes, width: int, records: bytes, firsts: bytes, big: list)
+ * entry_offsets: n + 1 little-endian offsets (relative to base) of width 4 or 8 bytes;
+ * records: n little-endian u64 values crc32(key) << 32 | entry, sorted ascending;
+ * firsts: 2**page_bits + 1 little-endian u32: first record of each page (page = crc >> (32 -
+ * page_bits)), then n;
+ * big: [(entry, value_start, value_end)] for values longer than threshold that are arrays,
+ * maps or NumPy arrays (ext type 78). The input is msgpack written by msgspec moments
+ * before; every length is still checked against the buffer, and malformed input raises
+ * ValueError.
+ * Mirrors write/indexer.py: key_records and TocBuilder.hash_index (the offsets, the sorted
+ * records and the page starts of a hash index), with TocBuilder._big_values; on the read
+ * side format/hash_index.py entry_hashes (the offsets and hashes of entries a block index
+ * does not store). */
 static PyObject *map_index(PyObject *self, PyObject *args) {
     (void)self;
     Py_buffer view;
@@ -192,7 +359,8 @@ static PyObject *map_index(PyObject *self, PyObject *args) {
     /* every entry takes at least two bytes, and pages never outnumber entries: this bounds
        every allocation below by the buffer's size */
     if (start < 0 || start > view.len || base < 0 || base > start || n < 0 || (uint64_t)n > 0xFFFFFFFFu ||
-        (uint64_t)n > (uint64_t)(view.len - start) / 2 || page_bits < 0 || page_bits > 31 || ((Py_ssize_t)1 << page_bits) > (n > 1 ? n : 1)) {
+        (uint64_t)n > (uint64_t)(view.len - start) / 2 || page_bits < 0 || page_bits > 31 ||
+        ((Py_ssize_t)1 << page_bits) > (n > 1 ? n : 1)) {
         PyErr_SetString(PyExc_ValueError, "map_index: arguments out of range");
         goto done;
     }
@@ -202,7 +370,10 @@ static PyObject *map_index(PyObject *self, PyObject *args) {
     crcs = malloc(sizeof(uint32_t) * (n ? n : 1));
     firsts = calloc(pages + 1, sizeof(uint32_t));
     big = PyList_New(0);
-    if (!offs || !recs || !crcs || !firsts || !big) { PyErr_NoMemory(); goto done; }
+    if (!offs || !recs || !crcs || !firsts || !big) {
+        PyErr_NoMemory();
+        goto done;
+    }
     p = buf + start;
     for (Py_ssize_t e = 0; e < n; e++) {
         const unsigned char *key = p, *value;
@@ -214,7 +385,10 @@ static PyObject *map_index(PyObject *self, PyObject *args) {
         crcs[e] = crc32_of(key, (size_t)(value - key));
         if (p - value > threshold && gets_node(value, p)) {
             PyObject *item = Py_BuildValue("(nnn)", e, (Py_ssize_t)(value - buf - base), (Py_ssize_t)(p - buf - base));
-            if (!item || PyList_Append(big, item) < 0) { Py_XDECREF(item); goto done; }
+            if (!item || PyList_Append(big, item) < 0) {
+                Py_XDECREF(item);
+                goto done;
+            }
             Py_DECREF(item);
         }
     }
@@ -224,7 +398,10 @@ static PyObject *map_index(PyObject *self, PyObject *args) {
     for (size_t q = 0; q < pages; q++) firsts[q + 1] += firsts[q];
     {
         uint32_t *fill = malloc(sizeof(uint32_t) * pages);
-        if (!fill) { PyErr_NoMemory(); goto done; }
+        if (!fill) {
+            PyErr_NoMemory();
+            goto done;
+        }
         memcpy(fill, firsts, sizeof(uint32_t) * pages);
         for (Py_ssize_t e = 0; e < n; e++) {
             size_t page = page_bits ? crcs[e] >> (32 - page_bits) : 0;
@@ -239,7 +416,10 @@ static PyObject *map_index(PyObject *self, PyObject *args) {
             for (size_t i = 1; i < count; i++) {
                 uint64_t v = seg[i];
                 size_t j = i;
-                while (j && seg[j - 1] > v) { seg[j] = seg[j - 1]; j--; }
+                while (j && seg[j - 1] > v) {
+                    seg[j] = seg[j - 1];
+                    j--;
+                }
                 seg[j] = v;
             }
         } else {
@@ -273,60 +453,18 @@ done:
     return result;
 }
 
-/* list_index(buf, start, n, base, threshold) -> (offs, big): the n items of a msgpack array
- * whose first item is at buf[start]: offs, n + 1 little-endian u64 item starts relative to
- * base (the last is the end); big, [(item, start, end)] for the items longer than threshold
- * that get a node (gets_node), relative to base. As indexer.item_layout + big_children,
- * without a Python object per item. */
-static PyObject *list_index(PyObject *self, PyObject *args) {
-    (void)self;
-    Py_buffer view;
-    Py_ssize_t start, n, base, threshold;
-    if (!PyArg_ParseTuple(args, "y*nnnn", &view, &start, &n, &base, &threshold)) return NULL;
-    PyObject *result = NULL, *big = NULL, *offs_b = NULL;
-    const unsigned char *buf = view.buf, *end = buf + view.len, *p;
-    if (start < 0 || start > view.len || base < 0 || base > start || n < 0 || n > view.len - start) {
-        PyErr_SetString(PyExc_ValueError, "list_index: arguments out of range");
-        goto done;
-    }
-    offs_b = PyBytes_FromStringAndSize(NULL, (n + 1) * 8);
-    big = PyList_New(0);
-    if (!offs_b || !big) goto done;
-    unsigned char *o = (unsigned char *)PyBytes_AS_STRING(offs_b);
-    p = buf + start;
-    for (Py_ssize_t e = 0; e < n; e++) {
-        const unsigned char *item = p;
-        put_le(o + 8 * e, (uint64_t)(item - buf - base), 8);
-        if (!(p = skip(item, end))) {
-            PyErr_SetString(PyExc_ValueError, "list_index: malformed msgpack");
-            goto done;
-        }
-        if (p - item > threshold && gets_node(item, p)) {
-            PyObject *entry = Py_BuildValue("(nnn)", e, (Py_ssize_t)(item - buf - base), (Py_ssize_t)(p - buf - base));
-            if (!entry || PyList_Append(big, entry) < 0) { Py_XDECREF(entry); goto done; }
-            Py_DECREF(entry);
-        }
-    }
-    put_le(o + 8 * n, (uint64_t)(p - buf - base), 8);
-    result = Py_BuildValue("(OO)", offs_b, big);
-done:
-    Py_XDECREF(offs_b);
-    Py_XDECREF(big);
-    PyBuffer_Release(&view);
-    return result;
-}
-
 /* block_records(records, page_bits, block_bits, block_width) -> bytes: the records of a block
- * index (format.hash_index.block_records) from n little-endian u64 records crc << 32 | entry:
- * per record, the fingerprint byte (the 8 crc bits after the page bits) and entry >> block_bits
- * as block_width little-endian bytes. */
+ * index from n little-endian u64 records crc << 32 | entry: per record, the fingerprint byte
+ * (the 8 crc bits after the page bits) and entry >> block_bits as block_width little-endian
+ * bytes. Mirrors format/hash_index.py block_records (written by write/indexer.py). */
 static PyObject *block_records(PyObject *self, PyObject *args) {
     (void)self;
     Py_buffer view;
     int page_bits, block_bits, width;
     if (!PyArg_ParseTuple(args, "y*iii", &view, &page_bits, &block_bits, &width)) return NULL;
     PyObject *out = NULL;
-    if (view.len % 8 || page_bits < 0 || page_bits > 31 || block_bits < 0 || block_bits > 31 || width < 1 || width > 4) {
+    if (view.len % 8 || page_bits < 0 || page_bits > 31 || block_bits < 0 || block_bits > 31 || width < 1 ||
+        width > 4) {
         PyErr_SetString(PyExc_ValueError, "block_records: arguments out of range");
         goto done;
     }
@@ -346,256 +484,15 @@ done:
     return out;
 }
 
-/* page_blocks(records, size, fp, blocks) -> [(block, count), ...]: the blocks named by the
- * records (size bytes each: a fingerprint byte, then a little-endian block number) whose
- * fingerprint is fp, in record order, each with how many of them name it; ValueError naming
- * the record's index if one names a block >= blocks. */
-/* The candidates of fingerprint fp among the n records at r (size bytes each): the distinct
- * blocks in record order into seen[], how many records name each into counts[] (both room
- * for n), deduped through slots[] (cap entries, a power of two >= 2n). Returns how many, or
- * -1 - i when record i names a block >= blocks. */
-static Py_ssize_t fp_blocks(const unsigned char *r, Py_ssize_t n, int size, int fp, uint64_t blocks, uint64_t *seen,
-                            Py_ssize_t *counts, Py_ssize_t *slots, size_t cap) {
-    Py_ssize_t found = 0;
-    for (size_t q = 0; q < cap; q++) slots[q] = -1;
-    for (Py_ssize_t i = 0; i < n; i++, r += size) {
-        if (r[0] != fp) continue;
-        uint64_t block = 0;
-        for (int k = size - 1; k >= 1; k--) block = (block << 8) | r[k];
-        if (block >= blocks) return -1 - i;
-        size_t q = (size_t)(block * 0x9E3779B97F4A7C15ull) & (cap - 1);
-        while (slots[q] >= 0 && seen[slots[q]] != block) q = (q + 1) & (cap - 1);
-        if (slots[q] < 0) { slots[q] = found; seen[found] = block; counts[found++] = 0; }
-        counts[slots[q]]++;
-    }
-    return found;
-}
+/* ============================================================================================
+ * Read: sources, hash-index lookups, spans of items, view lookups (msglc/io, msglc/read)
+ * ============================================================================================ */
 
-/* Room for fp_blocks over n records: on the stack for a usual page, else from the heap. */
-typedef struct {
-    uint64_t seen_s[128];
-    Py_ssize_t counts_s[128], slots_s[256];
-    uint64_t *seen;
-    Py_ssize_t *counts, *slots;
-    size_t cap;
-} Candidates;
+/* ---- local sources: mapped reads, File, Memory (io/local.py) ------------------------------- */
 
-static int candidates_init(Candidates *c, Py_ssize_t n) {
-    c->cap = 16;  /* an open-addressing table block -> candidate, twice the records: linear in a crafted page too */
-    while (c->cap < 2 * (size_t)(n ? n : 1)) c->cap <<= 1;
-    if (n <= 128) {
-        c->seen = c->seen_s, c->counts = c->counts_s, c->slots = c->slots_s;
-        return 0;
-    }
-    c->seen = malloc(sizeof(uint64_t) * (size_t)n);
-    c->counts = malloc(sizeof(Py_ssize_t) * (size_t)n);
-    c->slots = malloc(sizeof(Py_ssize_t) * c->cap);
-    if (c->seen && c->counts && c->slots) return 0;
-    PyErr_NoMemory();
-    return -1;
-}
-
-static void candidates_free(Candidates *c) {
-    if (c->seen != c->seen_s) {
-        free(c->seen);
-        free(c->counts);
-        free(c->slots);
-    }
-}
-
-static PyObject *page_blocks(PyObject *self, PyObject *args) {
-    (void)self;
-    Py_buffer view;
-    int size, fp;
-    Py_ssize_t blocks;
-    if (!PyArg_ParseTuple(args, "y*iin", &view, &size, &fp, &blocks)) return NULL;
-    PyObject *out = NULL;
-    Candidates c = {.seen = NULL};
-    if (size < 2 || size > 5 || view.len % size || blocks < 0) {
-        PyErr_SetString(PyExc_ValueError, "page_blocks: arguments out of range");
-        PyBuffer_Release(&view);
-        return NULL;
-    }
-    Py_ssize_t n = view.len / size;
-    if (candidates_init(&c, n) < 0) goto done;
-    Py_ssize_t found = fp_blocks(view.buf, n, size, fp, (uint64_t)blocks, c.seen, c.counts, c.slots, c.cap);
-    if (found < 0) {
-        const unsigned char *r = (const unsigned char *)view.buf + (-1 - found) * size;
-        uint64_t block = 0;
-        for (int k = size - 1; k >= 1; k--) block = (block << 8) | r[k];
-        PyErr_Format(PyExc_ValueError, "record %zd names block %llu of %zd", -1 - found, (unsigned long long)block, blocks);
-        goto done;
-    }
-    out = PyList_New(found);
-    if (!out) goto done;
-    for (Py_ssize_t j = 0; j < found; j++) {
-        PyObject *item = Py_BuildValue("(Kn)", (unsigned long long)c.seen[j], c.counts[j]);
-        if (!item) { Py_CLEAR(out); goto done; }
-        PyList_SET_ITEM(out, j, item);
-    }
-done:
-    candidates_free(&c);
-    PyBuffer_Release(&view);
-    return out;
-}
-
-/* key_crcs(block, count) -> [crc32 of each key]: the keys of the count entries (key, value,
- * ...) that make block, hashed without decoding (nesting costs no recursion); ValueError if
- * the block is not exactly count entries. */
-static PyObject *key_crcs(PyObject *self, PyObject *args) {
-    (void)self;
-    Py_buffer view;
-    Py_ssize_t count;
-    if (!PyArg_ParseTuple(args, "y*n", &view, &count)) return NULL;
-    PyObject *out = NULL;
-    const unsigned char *buf = view.buf, *end = buf + view.len, *p = buf, *v;
-    if (count < 0 || count > view.len) {
-        PyErr_SetString(PyExc_ValueError, "key_crcs: not as many msgpack entries as the index says");
-        goto done;
-    }
-    out = PyList_New(count);
-    if (!out) goto done;
-    for (Py_ssize_t e = 0; e < count; e++) {
-        const unsigned char *key = p;
-        if (!(v = skip(key, end)) || !(p = skip(v, end))) {
-            PyErr_SetString(PyExc_ValueError, "key_crcs: not as many msgpack entries as the index says");
-            Py_CLEAR(out);
-            goto done;
-        }
-        PyObject *crc = PyLong_FromUnsignedLong(crc32_of(key, (size_t)(v - key)));
-        if (!crc) { Py_CLEAR(out); goto done; }
-        PyList_SET_ITEM(out, e, crc);
-    }
-    if (p != end) {
-        PyErr_SetString(PyExc_ValueError, "key_crcs: not as many msgpack entries as the index says");
-        Py_CLEAR(out);
-    }
-done:
-    PyBuffer_Release(&view);
-    return out;
-}
-
-/* find_entry(block, count, key) -> (start, end) | None: the value of the entry whose key is
- * encoded exactly as key, among the count entries (key, value, ...) that make block; None if
- * none is, and ValueError if block is not exactly count entries (items are skipped, never
- * decoded; the whole block is walked, as the pure-Python path decodes it whole). */
-/* Walk the count entries (key, value, ...) that must make [buf, end) exactly; *at and *stop
- * get the value of the entry whose key is encoded as key (NULL if none). -1 if they do not
- * make it. */
-static int walk_entries(const unsigned char *buf, const unsigned char *end, Py_ssize_t count, const unsigned char *key,
-                        Py_ssize_t klen, const unsigned char **at, const unsigned char **stop) {
-    const unsigned char *p = buf, *v, *q;
-    *at = *stop = NULL;
-    if (count < 0) return -1;
-    for (Py_ssize_t e = 0; e < count; e++) {  /* the whole block is walked: it must be count entries */
-        if (!(v = skip(p, end)) || !(q = skip(v, end))) return -1;
-        if (!*at && v - p == klen && memcmp(p, key, (size_t)klen) == 0) {
-            *at = v;
-            *stop = q;
-        }
-        p = q;
-    }
-    return p == end ? 0 : -1;
-}
-
-static PyObject *find_entry(PyObject *self, PyObject *args) {
-    (void)self;
-    Py_buffer view, key;
-    Py_ssize_t count;
-    if (!PyArg_ParseTuple(args, "y*ny*", &view, &count, &key)) return NULL;
-    PyObject *result = NULL;
-    const unsigned char *buf = view.buf, *at, *stop;
-    if (walk_entries(buf, buf + view.len, count, key.buf, key.len, &at, &stop) < 0) {
-        PyErr_SetString(PyExc_ValueError, "find_entry: not as many msgpack entries as the index says");
-    } else if (at) {
-        result = Py_BuildValue("(nn)", (Py_ssize_t)(at - buf), (Py_ssize_t)(stop - buf));
-    } else {
-        result = Py_None;
-        Py_INCREF(result);
-    }
-    PyBuffer_Release(&view);
-    PyBuffer_Release(&key);
-    return result;
-}
-
-/* BlockProbe(pages, offs, width, kids, records_at, n, page_bits, blocks, block_bits, span_lo, span_hi):
- * one dict's block index (read/dict_index.py, BlockIndex) with its page table and block
- * offsets in memory; probe.find(read, base, key, h) looks the key up with read(offset, size)
- * for the page's records and each candidate block: (offset, value bytes), or None for a key
- * the dict does not hold. It returns NotImplemented for anything unusual (a checksum that
- * fails, bounds that do not fit, a block around a large value, a miss the records do not
- * explain): the Python path then answers, with its errors. kids: sorted native u64 pairs
- * (start, end) of the entries whose value has a node of its own.
- * A page's records, once read and found to match their checksum, are kept (when all the
- * dict's records take at most RECORDS_KEPT bytes): a later lookup in that page reads only its
- * block, one pread instead of two. Each page's records get an allocation of their own when
- * kept, so memory grows with the pages looked up (plus a pointer a page), never past that: one
- * buffer for all the records, even calloc'd, costs them all at the first lookup (calloc clears
- * what it takes from the heap: most dicts are far below malloc's mmap threshold). */
-#define RECORDS_KEPT (16 << 20)
-
-static unsigned char kept_empty[1];  /* the records of a page without any, kept */
-
-typedef struct {
-    PyObject_HEAD
-    PyObject *pages, *offs, *kids;  /* bytes */
-    Py_ssize_t records_at, n, blocks, span_lo, span_hi, nkids;
-    int width, page_bits, block_bits, size;
-    unsigned char **kept;  /* a page's records once read and checked (NULL: not yet), or NULL: none kept */
-} BlockProbe;
-
-static void probe_dealloc(BlockProbe *self) {
-    Py_XDECREF(self->pages);
-    Py_XDECREF(self->offs);
-    Py_XDECREF(self->kids);
-    if (self->kept) {
-        for (size_t p = 0; p < (size_t)1 << self->page_bits; p++)
-            if (self->kept[p] != kept_empty) PyMem_Free(self->kept[p]);
-        PyMem_Free(self->kept);
-    }
-    Py_TYPE(self)->tp_free((PyObject *)self);
-}
-
-static uint64_t le(const unsigned char *p, int n) {
-    uint64_t v = 0;
-    for (int i = n - 1; i >= 0; i--) v = (v << 8) | p[i];
-    return v;
-}
-
-static PyObject *probe_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
-    PyObject *pages, *offs, *kids;
-    int width, page_bits, block_bits;
-    Py_ssize_t records_at, n, blocks, span_lo, span_hi;
-    if (kw && PyDict_GET_SIZE(kw)) {
-        PyErr_SetString(PyExc_TypeError, "BlockProbe takes no keyword arguments");
-        return NULL;
-    }
-    if (!PyArg_ParseTuple(args, "SSiSnnininn", &pages, &offs, &width, &kids, &records_at, &n, &page_bits, &blocks,
-                          &block_bits, &span_lo, &span_hi))
-        return NULL;
-    Py_ssize_t size = 1;
-    while (size < 8 && (blocks - 1) >> (8 * size)) size++;  /* block_width(): the fewest bytes that hold the largest */
-    if ((width != 4 && width != 8) || page_bits < 0 || page_bits > 31 || block_bits < 0 || block_bits > 30 || n < 0 ||
-        blocks < 1 || size > 4 || PyBytes_GET_SIZE(pages) != (((Py_ssize_t)1 << page_bits) + 1) * 8 ||
-        PyBytes_GET_SIZE(offs) != (blocks + 1) * width || PyBytes_GET_SIZE(kids) % 16) {
-        PyErr_SetString(PyExc_ValueError, "BlockProbe: arguments out of range");
-        return NULL;
-    }
-    BlockProbe *self = (BlockProbe *)type->tp_alloc(type, 0);
-    if (!self) return NULL;
-    Py_INCREF(pages), Py_INCREF(offs), Py_INCREF(kids);
-    self->pages = pages, self->offs = offs, self->kids = kids;
-    self->width = width, self->page_bits = page_bits, self->block_bits = block_bits, self->size = 1 + (int)size;
-    self->records_at = records_at, self->n = n, self->blocks = blocks, self->span_lo = span_lo, self->span_hi = span_hi;
-    self->nkids = PyBytes_GET_SIZE(kids) / 16;
-    self->kept = NULL;
-    if (n > 0 && (size + 1) * n <= RECORDS_KEPT)  /* NULL (no memory to spare): read them each time */
-        self->kept = PyMem_Calloc((size_t)1 << page_bits, sizeof(unsigned char *));
-    return (PyObject *)self;
-}
-
-/* Mapped reads. A read of a file's memory map past the file's end raises SIGBUS, which kills
- * the process; the file may be cut short by another program at any time. So the bytes are
+/* Mapped reads (C only: the Python path reads local files with os.pread, in io/local.py
+ * FileSource.read). A read of a file's memory map past the file's end raises SIGBUS, which
+ * kills the process; the file may be cut short by another program at any time. So the bytes are
  * only ever copied out of a map by guarded_copy, under a SIGBUS handler of msglc's: a fault
  * in the copy jumps back out of it and the copy fails (the caller then reads with pread, which
  * reports the short file as an error; a copy that may have met the zeros a cut leaves in its
@@ -609,14 +506,16 @@ static __thread sigjmp_buf *bus_guard __attribute__((tls_model("initial-exec")))
 static struct sigaction bus_previous;
 static int bus_installed;
 
+/* msglc's SIGBUS handler: a fault in guarded_copy fails that copy; any other SIGBUS goes to
+ * the handler it replaced. */
 static void bus_handler(int sig, siginfo_t *info, void *ctx) {
     sigjmp_buf *guard = bus_guard;
-    if (guard) {  /* a copy of ours faulted: it fails */
+    if (guard) { /* a copy of ours faulted: it fails */
         bus_guard = NULL;
         sigset_t bus;
         sigemptyset(&bus);
         sigaddset(&bus, SIGBUS);
-        pthread_sigmask(SIG_UNBLOCK, &bus, NULL);  /* in case a handler before us blocked it */
+        pthread_sigmask(SIG_UNBLOCK, &bus, NULL); /* in case a handler before us blocked it */
         siglongjmp(*guard, 1);
     }
     /* anything else: as if this handler were not there */
@@ -624,7 +523,7 @@ static void bus_handler(int sig, siginfo_t *info, void *ctx) {
         if (bus_previous.sa_sigaction) bus_previous.sa_sigaction(sig, info, ctx);
         return;
     }
-    if (bus_previous.sa_handler == SIG_IGN && info->si_code <= 0) return;  /* a SIGBUS sent, ignored */
+    if (bus_previous.sa_handler == SIG_IGN && info->si_code <= 0) return; /* a SIGBUS sent, ignored */
     if (bus_previous.sa_handler == SIG_DFL || bus_previous.sa_handler == SIG_IGN) {
         /* the default action: for a fault, the instruction runs again and the kernel kills
          * the process; a signal sent by kill() is sent again */
@@ -644,7 +543,7 @@ static int bus_ready(void) {
     struct sigaction now;
     if (sigaction(SIGBUS, NULL, &now) != 0) return 0;
     if ((now.sa_flags & SA_SIGINFO) && now.sa_sigaction == bus_handler) return 1;
-    if (bus_installed) return 0;  /* replaced since: chaining to the new one could loop back to us */
+    if (bus_installed) return 0; /* replaced since: chaining to the new one could loop back to us */
     struct sigaction ours;
     memset(&ours, 0, sizeof ours);
     ours.sa_sigaction = bus_handler;
@@ -673,7 +572,7 @@ static int guarded_copy(unsigned char *out, const unsigned char *from, size_t n,
     bus_guard = &jump;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     memcpy(out, from, n);
-    __atomic_thread_fence(__ATOMIC_ACQUIRE);  /* the copy's loads before the next one */
+    __atomic_thread_fence(__ATOMIC_ACQUIRE); /* the copy's loads before the next one */
     (void)*(const volatile unsigned char *)last;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     bus_guard = NULL;
@@ -690,16 +589,18 @@ static int guarded_copy(unsigned char *out, const unsigned char *from, size_t n,
  * reads come from a map (False before the first).
  * Copies from the map hold the GIL (a read of a page not in memory waits for the disk with
  * it, as Python's mmap does): close() cannot meet one, and a SIGBUS handler installed after
- * msglc's that reports on every thread (faulthandler) sees Python stand still, as it expects. */
+ * msglc's that reports on every thread (faulthandler) sees Python stand still, as it expects.
+ * Mirrors io/local.py FileSource.read (os.pread), whose direct attribute holds it. */
 typedef struct {
     PyObject_HEAD
     int fd, closed;
-    unsigned char *map;  /* NULL: none (yet, or any more) */
-    Py_ssize_t map_len;  /* the bytes to map (0: none) */
-    Py_ssize_t map_safe;  /* where the map's last page starts: copies end at or before it */
-    int tried;  /* the map was attempted (made or not) */
+    unsigned char *map; /* NULL: none (yet, or any more) */
+    Py_ssize_t map_len; /* the bytes to map (0: none) */
+    Py_ssize_t map_safe; /* where the map's last page starts: copies end at or before it */
+    int tried; /* the map was attempted (made or not) */
 } File;
 
+/* Lets the map go (C only, as the map is). */
 static void file_unmap(File *self) {
 #ifdef MSGLC_MAP
     if (self->map) munmap(self->map, (size_t)self->map_len);
@@ -707,6 +608,7 @@ static void file_unmap(File *self) {
     self->map = NULL;
 }
 
+/* File(fd[, map_size]), as io/local.py FileSource.__init__ makes it; nothing is mapped yet. */
 static PyObject *file_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     int fd;
     Py_ssize_t map_size = 0;
@@ -729,17 +631,19 @@ static void file_map(File *self) {
     long page = sysconf(_SC_PAGESIZE);
     if (page <= 0 || (page & (page - 1))) return;
     void *map = mmap(NULL, (size_t)self->map_len, PROT_READ, MAP_SHARED, self->fd, 0);
-    if (map == MAP_FAILED) return;  /* pread */
+    if (map == MAP_FAILED) return; /* pread */
     self->map = (unsigned char *)map;
     self->map_safe = (self->map_len - 1) & ~(Py_ssize_t)(page - 1);
 #endif
 }
 
+/* Lets the map go; the descriptor is its FileSource's. */
 static void file_dealloc(File *self) {
     file_unmap(self);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
+/* File.close(): reads are refused from now on. Called by io/local.py FileSource.close. */
 static PyObject *file_close(File *self, PyObject *unused) {
     (void)unused;
     self->closed = 1;
@@ -749,7 +653,7 @@ static PyObject *file_close(File *self, PyObject *unused) {
 
 #define GRID_DIMS 64 /* the most axes a NumPy array has (NumPy 2) */
 
-static int file_copy(File *f, Py_ssize_t offset, Py_ssize_t size, unsigned char *out);
+static int file_copy(File *f, Py_ssize_t offset, Py_ssize_t size, unsigned char *out); /* below */
 
 /* The next index of a grid in C order (idx, below counts), and its offset at. */
 static inline void grid_next(Py_ssize_t *at, Py_ssize_t *idx, const Py_ssize_t *counts, const Py_ssize_t *strides,
@@ -769,7 +673,9 @@ static inline void grid_next(Py_ssize_t *at, Py_ssize_t *idx, const Py_ssize_t *
  * where it serves (as the lookups are), else by pread in one loop with the GIL released: a
  * block of an array costs a copy (or a system call) per row, not a Python call per row. It
  * stops at the first piece it cannot read whole (an error, the end of the file): the caller
- * reads that piece again to report why, and checks whether the file was closed meanwhile. */
+ * reads that piece again to report why, and checks whether the file was closed meanwhile.
+ * Mirrors the loop of io/local.py FileSource.read_grid (read_into per piece), which reads
+ * again from the first piece not read here. */
 static PyObject *file_read_grid(File *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 5 || !PyTuple_Check(args[1]) || !PyTuple_Check(args[2]) ||
         PyTuple_GET_SIZE(args[1]) != PyTuple_GET_SIZE(args[2]) || PyTuple_GET_SIZE(args[1]) > GRID_DIMS) {
@@ -780,7 +686,7 @@ static PyObject *file_read_grid(File *self, PyObject *const *args, Py_ssize_t na
     Py_ssize_t counts[GRID_DIMS], strides[GRID_DIMS], idx[GRID_DIMS];
     Py_ssize_t offset = PyLong_AsSsize_t(args[0]), size = PyLong_AsSsize_t(args[3]);
     if (PyErr_Occurred()) return NULL;
-    Py_ssize_t total = 1, reach = offset;  /* pieces, and the furthest byte (checked for overflow) */
+    Py_ssize_t total = 1, reach = offset; /* pieces, and the furthest byte (checked for overflow) */
     int bad = offset < 0 || size < 0;
     for (Py_ssize_t k = 0; k < nd; k++) {
         counts[k] = PyLong_AsSsize_t(PyTuple_GET_ITEM(args[1], k));
@@ -837,6 +743,7 @@ static PyObject *file_read_grid(File *self, PyObject *const *args, Py_ssize_t na
     return PyLong_FromSsize_t(size ? done : total);
 }
 
+/* File.mapped: whether reads come from a memory map (tests/read/test_mapped_reads.py). */
 static PyObject *file_mapped(File *self, void *unused) {
     (void)unused;
     return PyBool_FromLong(self->map != NULL);
@@ -847,7 +754,7 @@ static PyObject *file_mapped(File *self, void *unused) {
 static int file_copy(File *f, Py_ssize_t offset, Py_ssize_t size, unsigned char *out) {
 #ifdef MSGLC_MAP
     if (!f->tried) file_map(f);
-    if (!f->map || f->closed || offset > f->map_safe - size) return 0;  /* the last page: pread */
+    if (!f->map || f->closed || offset > f->map_safe - size) return 0; /* the last page: pread */
     return guarded_copy(out, f->map + offset, (size_t)size, f->map + f->map_len - 1);
 #else
     (void)f, (void)offset, (void)size, (void)out;
@@ -857,7 +764,8 @@ static int file_copy(File *f, Py_ssize_t offset, Py_ssize_t size, unsigned char 
 
 static PyMethodDef file_methods[] = {
     {"close", (PyCFunction)file_close, METH_NOARGS, "Refuse reads from now on."},
-    {"read_grid", (PyCFunction)(void (*)(void))file_read_grid, METH_FASTCALL, "Pieces of a strided grid, read into a buffer."},
+    {"read_grid", (PyCFunction)(void (*)(void))file_read_grid, METH_FASTCALL,
+     "Pieces of a strided grid, read into a buffer."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -867,8 +775,10 @@ static PyGetSetDef file_getset[] = {
 };
 
 static PyTypeObject FileType = {
+    /* clang-format off */
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "msglc._speedups.File",
+    /* clang-format on */
     .tp_basicsize = sizeof(File),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "A local file's descriptor (and memory map) for direct reads.",
@@ -880,13 +790,15 @@ static PyTypeObject FileType = {
 
 /* Memory(buffer): bytes in memory (bytes, a user's mmap) for the C reads, copied out (as the
  * Python path slices them: a user's map of a file cut short is the user's to answer for, see
- * docs/reliability.md). close() lets the buffer go; copies hold the GIL, so it cannot meet one. */
+ * docs/reliability.md). close() lets the buffer go; copies hold the GIL, so it cannot meet one.
+ * Mirrors io/local.py BufferSource.read (a slice), whose direct attribute holds it. */
 typedef struct {
     PyObject_HEAD
     Py_buffer view;
     int has_view;
 } Memory;
 
+/* Memory(buffer), as io/local.py BufferSource.__init__ makes it: the buffer is held. */
 static PyObject *memory_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     PyObject *obj;
     if ((kw && PyDict_GET_SIZE(kw)) || !PyArg_ParseTuple(args, "O", &obj)) {
@@ -903,6 +815,7 @@ static PyObject *memory_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     return (PyObject *)self;
 }
 
+/* Memory.close(): the buffer let go, reads refused (io/local.py BufferSource.close). */
 static PyObject *memory_close(Memory *self, PyObject *unused) {
     (void)unused;
     if (self->has_view) PyBuffer_Release(&self->view);
@@ -910,6 +823,7 @@ static PyObject *memory_close(Memory *self, PyObject *unused) {
     Py_RETURN_NONE;
 }
 
+/* Lets the buffer go. */
 static void memory_dealloc(Memory *self) {
     if (self->has_view) PyBuffer_Release(&self->view);
     Py_TYPE(self)->tp_free((PyObject *)self);
@@ -921,8 +835,10 @@ static PyMethodDef memory_methods[] = {
 };
 
 static PyTypeObject MemoryType = {
+    /* clang-format off */
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "msglc._speedups.Memory",
+    /* clang-format on */
     .tp_basicsize = sizeof(Memory),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "Bytes in memory for direct reads.",
@@ -938,6 +854,7 @@ typedef struct {
     int has_view;
 } Held;
 
+/* Lets the bytes go (a no-op for bytes in the caller's buffer). */
 static void held_release(Held *h) {
     if (h->has_view) PyBuffer_Release(&h->view);
     Py_CLEAR(h->holder);
@@ -948,7 +865,8 @@ static void held_release(Held *h) {
  * they fit in cap bytes, else into a new bytes object), a Memory (copied likewise) or a
  * callable read(offset, size). 1 with *data set (release held after use), 0 when the Python
  * path should read them (a short read, a failed or closed file, a result of another size), -1
- * with an exception (raised by read). */
+ * with an exception (raised by read). Mirrors the archive's read(offset, size) (read/archive.py
+ * Archive._bind); src is its c_read. */
 static int src_read(PyObject *src, Py_ssize_t offset, Py_ssize_t size, unsigned char *buf, Py_ssize_t cap,
                     const unsigned char **data, Held *held) {
     held->holder = NULL, held->has_view = 0;
@@ -1021,19 +939,293 @@ static int src_read(PyObject *src, Py_ssize_t offset, Py_ssize_t size, unsigned 
     return 1;
 }
 
-/* Does the block [start, stop) hold a large value's entry? */
+/* ---- block hash index lookups (format/hash_index.py) --------------------------------------- */
+
+/* The candidates of fingerprint fp among the n records at r (size bytes each): the distinct
+ * blocks in record order into seen[], how many records name each into counts[] (both room
+ * for n), deduped through slots[] (cap entries, a power of two >= 2n). Returns how many, or
+ * -1 - i when record i names a block >= blocks. The loop of format/hash_index.py page_blocks;
+ * BlockProbe's lookups call it too. */
+static Py_ssize_t fp_blocks(const unsigned char *r, Py_ssize_t n, int size, int fp, uint64_t blocks, uint64_t *seen,
+                            Py_ssize_t *counts, Py_ssize_t *slots, size_t cap) {
+    Py_ssize_t found = 0;
+    for (size_t q = 0; q < cap; q++) slots[q] = -1;
+    for (Py_ssize_t i = 0; i < n; i++, r += size) {
+        if (r[0] != fp) continue;
+        uint64_t block = 0;
+        for (int k = size - 1; k >= 1; k--) block = (block << 8) | r[k];
+        if (block >= blocks) return -1 - i;
+        size_t q = (size_t)(block * 0x9E3779B97F4A7C15ull) & (cap - 1);
+        while (slots[q] >= 0 && seen[slots[q]] != block) q = (q + 1) & (cap - 1);
+        if (slots[q] < 0) {
+            slots[q] = found;
+            seen[found] = block;
+            counts[found++] = 0;
+        }
+        counts[slots[q]]++;
+    }
+    return found;
+}
+
+/* Room for fp_blocks over n records: on the stack for a usual page, else from the heap. */
+typedef struct {
+    uint64_t seen_s[128];
+    Py_ssize_t counts_s[128], slots_s[256];
+    uint64_t *seen;
+    Py_ssize_t *counts, *slots;
+    size_t cap;
+} Candidates;
+
+/* Room for n records; -1 with MemoryError. */
+static int candidates_init(Candidates *c, Py_ssize_t n) {
+    c->cap = 16; /* an open-addressing table block -> candidate, twice the records: linear in a crafted page too */
+    while (c->cap < 2 * (size_t)(n ? n : 1)) c->cap <<= 1;
+    if (n <= 128) {
+        c->seen = c->seen_s, c->counts = c->counts_s, c->slots = c->slots_s;
+        return 0;
+    }
+    c->seen = malloc(sizeof(uint64_t) * (size_t)n);
+    c->counts = malloc(sizeof(Py_ssize_t) * (size_t)n);
+    c->slots = malloc(sizeof(Py_ssize_t) * c->cap);
+    if (c->seen && c->counts && c->slots) return 0;
+    PyErr_NoMemory();
+    return -1;
+}
+
+/* Frees what candidates_init took from the heap. */
+static void candidates_free(Candidates *c) {
+    if (c->seen != c->seen_s) {
+        free(c->seen);
+        free(c->counts);
+        free(c->slots);
+    }
+}
+
+/* page_blocks(records, size, fp, blocks) -> [(block, count), ...]: the blocks named by the
+ * records (size bytes each: a fingerprint byte, then a little-endian block number) whose
+ * fingerprint is fp, in record order, each with how many of them name it; ValueError naming
+ * the record's index if one names a block >= blocks. Mirrors format/hash_index.py
+ * page_blocks. */
+static PyObject *page_blocks(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer view;
+    int size, fp;
+    Py_ssize_t blocks;
+    if (!PyArg_ParseTuple(args, "y*iin", &view, &size, &fp, &blocks)) return NULL;
+    PyObject *out = NULL;
+    Candidates c = {.seen = NULL};
+    if (size < 2 || size > 5 || view.len % size || blocks < 0) {
+        PyErr_SetString(PyExc_ValueError, "page_blocks: arguments out of range");
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    Py_ssize_t n = view.len / size;
+    if (candidates_init(&c, n) < 0) goto done;
+    Py_ssize_t found = fp_blocks(view.buf, n, size, fp, (uint64_t)blocks, c.seen, c.counts, c.slots, c.cap);
+    if (found < 0) {
+        const unsigned char *r = (const unsigned char *)view.buf + (-1 - found) * size;
+        uint64_t block = 0;
+        for (int k = size - 1; k >= 1; k--) block = (block << 8) | r[k];
+        PyErr_Format(PyExc_ValueError, "record %zd names block %llu of %zd", -1 - found, (unsigned long long)block,
+                     blocks);
+        goto done;
+    }
+    out = PyList_New(found);
+    if (!out) goto done;
+    for (Py_ssize_t j = 0; j < found; j++) {
+        PyObject *item = Py_BuildValue("(Kn)", (unsigned long long)c.seen[j], c.counts[j]);
+        if (!item) {
+            Py_CLEAR(out);
+            goto done;
+        }
+        PyList_SET_ITEM(out, j, item);
+    }
+done:
+    candidates_free(&c);
+    PyBuffer_Release(&view);
+    return out;
+}
+
+/* key_crcs(block, count) -> [crc32 of each key]: the keys of the count entries (key, value,
+ * ...) that make block, hashed without decoding (nesting costs no recursion); ValueError if
+ * the block is not exactly count entries. Mirrors format/hash_index.py block_key_crcs. */
+static PyObject *key_crcs(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer view;
+    Py_ssize_t count;
+    if (!PyArg_ParseTuple(args, "y*n", &view, &count)) return NULL;
+    PyObject *out = NULL;
+    const unsigned char *buf = view.buf, *end = buf + view.len, *p = buf, *v;
+    if (count < 0 || count > view.len) {
+        PyErr_SetString(PyExc_ValueError, "key_crcs: not as many msgpack entries as the index says");
+        goto done;
+    }
+    out = PyList_New(count);
+    if (!out) goto done;
+    for (Py_ssize_t e = 0; e < count; e++) {
+        const unsigned char *key = p;
+        if (!(v = skip(key, end)) || !(p = skip(v, end))) {
+            PyErr_SetString(PyExc_ValueError, "key_crcs: not as many msgpack entries as the index says");
+            Py_CLEAR(out);
+            goto done;
+        }
+        PyObject *crc = PyLong_FromUnsignedLong(crc32_of(key, (size_t)(v - key)));
+        if (!crc) {
+            Py_CLEAR(out);
+            goto done;
+        }
+        PyList_SET_ITEM(out, e, crc);
+    }
+    if (p != end) {
+        PyErr_SetString(PyExc_ValueError, "key_crcs: not as many msgpack entries as the index says");
+        Py_CLEAR(out);
+    }
+done:
+    PyBuffer_Release(&view);
+    return out;
+}
+
+/* Walk the count entries (key, value, ...) that must make [buf, end) exactly; *at and *stop
+ * get the value of the entry whose key is encoded as key (NULL if none). -1 if they do not
+ * make it. The walk of find_entry and of BlockProbe's lookups. */
+static int walk_entries(const unsigned char *buf, const unsigned char *end, Py_ssize_t count, const unsigned char *key,
+                        Py_ssize_t klen, const unsigned char **at, const unsigned char **stop) {
+    const unsigned char *p = buf, *v, *q;
+    *at = *stop = NULL;
+    if (count < 0) return -1;
+    for (Py_ssize_t e = 0; e < count; e++) { /* the whole block is walked: it must be count entries */
+        if (!(v = skip(p, end)) || !(q = skip(v, end))) return -1;
+        if (!*at && v - p == klen && memcmp(p, key, (size_t)klen) == 0) {
+            *at = v;
+            *stop = q;
+        }
+        p = q;
+    }
+    return p == end ? 0 : -1;
+}
+
+/* find_entry(block, count, key) -> (start, end) | None: the value of the entry whose key is
+ * encoded exactly as key, among the count entries (key, value, ...) that make block; None if
+ * none is, and ValueError if block is not exactly count entries (items are skipped, never
+ * decoded; the whole block is walked, as the pure-Python path decodes it whole). Mirrors
+ * format/hash_index.py find_entry. */
+static PyObject *find_entry(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer view, key;
+    Py_ssize_t count;
+    if (!PyArg_ParseTuple(args, "y*ny*", &view, &count, &key)) return NULL;
+    PyObject *result = NULL;
+    const unsigned char *buf = view.buf, *at, *stop;
+    if (walk_entries(buf, buf + view.len, count, key.buf, key.len, &at, &stop) < 0) {
+        PyErr_SetString(PyExc_ValueError, "find_entry: not as many msgpack entries as the index says");
+    } else if (at) {
+        result = Py_BuildValue("(nn)", (Py_ssize_t)(at - buf), (Py_ssize_t)(stop - buf));
+    } else {
+        result = Py_None;
+        Py_INCREF(result);
+    }
+    PyBuffer_Release(&view);
+    PyBuffer_Release(&key);
+    return result;
+}
+
+/* BlockProbe(pages, offs, width, kids, records_at, n, page_bits, blocks, block_bits, span_lo,
+ * span_hi): one dict's block index (read/dict_index.py BlockIndex, which makes it) with its
+ * page table and block offsets in memory; probe.find(read, base, key, h) looks the key up
+ * with read(offset, size) for the page's records and each candidate block: (offset, value
+ * bytes), or None for a key the dict does not hold. It returns NotImplemented for anything
+ * unusual (a checksum that fails, bounds that do not fit, a block around a large value, a
+ * miss the records do not explain): the Python path then answers, with its errors. kids:
+ * sorted native u64 pairs (start, end) of the entries whose value has a node of its own.
+ * A page's records, once read and found to match their checksum, are kept (when all the
+ * dict's records take at most RECORDS_KEPT bytes): a later lookup in that page reads only its
+ * block, one pread instead of two. Each page's records get an allocation of their own when
+ * kept, so memory grows with the pages looked up (plus a pointer a page), never past that: one
+ * buffer for all the records, even calloc'd, costs them all at the first lookup (calloc clears
+ * what it takes from the heap: most dicts are far below malloc's mmap threshold).
+ * Mirrors read/dict_index.py BlockIndex.find (probe_find) and read/views.py
+ * LazyHashDict._lookup (probe_get: find, then decode). */
+#define RECORDS_KEPT (16 << 20)
+
+static unsigned char kept_empty[1]; /* the records of a page without any, kept */
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *pages, *offs, *kids; /* bytes */
+    Py_ssize_t records_at, n, blocks, span_lo, span_hi, nkids;
+    int width, page_bits, block_bits, size;
+    unsigned char **kept; /* a page's records once read and checked (NULL: not yet), or NULL: none kept */
+} BlockProbe;
+
+/* Frees the kept records (C only). */
+static void probe_dealloc(BlockProbe *self) {
+    Py_XDECREF(self->pages);
+    Py_XDECREF(self->offs);
+    Py_XDECREF(self->kids);
+    if (self->kept) {
+        for (size_t p = 0; p < (size_t)1 << self->page_bits; p++)
+            if (self->kept[p] != kept_empty) PyMem_Free(self->kept[p]);
+        PyMem_Free(self->kept);
+    }
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* int.from_bytes(p[:n], "little"): the index's page table and block offsets. */
+static uint64_t le(const unsigned char *p, int n) {
+    uint64_t v = 0;
+    for (int i = n - 1; i >= 0; i--) v = (v << 8) | p[i];
+    return v;
+}
+
+/* BlockProbe(...): the arguments checked (ValueError), as BlockIndex.__init__ makes them. */
+static PyObject *probe_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
+    PyObject *pages, *offs, *kids;
+    int width, page_bits, block_bits;
+    Py_ssize_t records_at, n, blocks, span_lo, span_hi;
+    if (kw && PyDict_GET_SIZE(kw)) {
+        PyErr_SetString(PyExc_TypeError, "BlockProbe takes no keyword arguments");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(args, "SSiSnnininn", &pages, &offs, &width, &kids, &records_at, &n, &page_bits, &blocks,
+                          &block_bits, &span_lo, &span_hi))
+        return NULL;
+    Py_ssize_t size = 1;
+    while (size < 8 && (blocks - 1) >> (8 * size)) size++; /* block_width(): the fewest bytes that hold the largest */
+    if ((width != 4 && width != 8) || page_bits < 0 || page_bits > 31 || block_bits < 0 || block_bits > 30 || n < 0 ||
+        blocks < 1 || size > 4 || PyBytes_GET_SIZE(pages) != (((Py_ssize_t)1 << page_bits) + 1) * 8 ||
+        PyBytes_GET_SIZE(offs) != (blocks + 1) * width || PyBytes_GET_SIZE(kids) % 16) {
+        PyErr_SetString(PyExc_ValueError, "BlockProbe: arguments out of range");
+        return NULL;
+    }
+    BlockProbe *self = (BlockProbe *)type->tp_alloc(type, 0);
+    if (!self) return NULL;
+    Py_INCREF(pages), Py_INCREF(offs), Py_INCREF(kids);
+    self->pages = pages, self->offs = offs, self->kids = kids;
+    self->width = width, self->page_bits = page_bits, self->block_bits = block_bits, self->size = 1 + (int)size;
+    self->records_at = records_at, self->n = n, self->blocks = blocks, self->span_lo = span_lo, self->span_hi = span_hi;
+    self->nkids = PyBytes_GET_SIZE(kids) / 16;
+    self->kept = NULL;
+    if (n > 0 && (size + 1) * n <= RECORDS_KEPT) /* NULL (no memory to spare): read them each time */
+        self->kept = PyMem_Calloc((size_t)1 << page_bits, sizeof(unsigned char *));
+    return (PyObject *)self;
+}
+
+/* Does the block [start, stop) hold a large value's entry? Such a block is left to
+ * read/dict_index.py BlockIndex._around_kids. */
 static int probe_kid_inside(BlockProbe *self, uint64_t start, uint64_t stop) {
     const uint64_t *k = (const uint64_t *)PyBytes_AS_STRING(self->kids);
     Py_ssize_t lo = 0, hi = self->nkids;
-    while (lo < hi) {  /* the first kid starting at or after start */
+    while (lo < hi) { /* the first kid starting at or after start */
         Py_ssize_t mid = (lo + hi) / 2;
-        if (k[2 * mid] < start) lo = mid + 1; else hi = mid;
+        if (k[2 * mid] < start) lo = mid + 1;
+        else hi = mid;
     }
     return lo < self->nkids && k[2 * lo] < stop;
 }
 
 /* How many of the count entries of [p, end) have a key whose CRC-32 falls in the page and
- * has the fingerprint of the records (a miss must find as many as the records name). */
+ * has the fingerprint of the records (a miss must find as many as the records name). Mirrors
+ * read/dict_index.py BlockIndex._check_sharing. */
 static Py_ssize_t sharing_keys(const unsigned char *p, const unsigned char *end, Py_ssize_t count, int bits,
                                uint32_t page, int fp) {
     Py_ssize_t same = 0;
@@ -1053,10 +1245,11 @@ static Py_ssize_t sharing_keys(const unsigned char *p, const unsigned char *end,
 /* Where the value of the key encoded as key (CRC-32 h) is, in the dict whose first byte is at
  * base, read through src: 1 with *at, *len pointing into blockbuf or held (release it) and
  * *where its offset; 0 for a key the dict does not hold; 2 for anything unusual (the Python
- * path answers); -1 with an exception. */
+ * path answers); -1 with an exception. Mirrors read/dict_index.py BlockIndex.find
+ * (_candidates, _in_block). */
 static int probe_locate(BlockProbe *self, PyObject *src, Py_ssize_t base, const unsigned char *key, Py_ssize_t klen,
-                        uint32_t h, unsigned char *blockbuf, Held *held, const unsigned char **at,
-                        Py_ssize_t *len, Py_ssize_t *where) {
+                        uint32_t h, unsigned char *blockbuf, Held *held, const unsigned char **at, Py_ssize_t *len,
+                        Py_ssize_t *where) {
     int bits = self->page_bits, size = self->size, width = self->width, bb = self->block_bits;
     uint32_t page = bits ? h >> (32 - bits) : 0;
     int fp = (int)((uint32_t)((uint64_t)h << bits) >> 24);
@@ -1078,7 +1271,7 @@ static int probe_locate(BlockProbe *self, PyObject *src, Py_ssize_t base, const 
             held_release(&rh);
             return 2;
         }
-        if (self->kept && !self->kept[page]) {  /* checked: kept for the next lookup in this page (unless another
+        if (self->kept && !self->kept[page]) { /* checked: kept for the next lookup in this page (unless another
                                                   * thread's lookup kept it while this one read) */
             unsigned char *copy = nrecs ? PyMem_Malloc((size_t)(size * nrecs)) : kept_empty;
             if (copy && copy != kept_empty) memcpy(copy, recs, (size_t)(size * nrecs));
@@ -1122,7 +1315,7 @@ static int probe_locate(BlockProbe *self, PyObject *src, Py_ssize_t base, const 
         int clean_miss = ok && sharing_keys(buf, bend, entries, bits, page, fp) == c.counts[j];
         held_release(held);
         if (!clean_miss) {
-            status = 2;  /* not its entries, or other keys than the records say */
+            status = 2; /* not its entries, or other keys than the records say */
             goto done;
         }
     }
@@ -1131,6 +1324,8 @@ done:
     return status;
 }
 
+/* probe.find(read, base, key, h) -> (offset, value bytes) | None | NotImplemented. Mirrors
+ * read/dict_index.py BlockIndex.find, which calls it first. */
 static PyObject *probe_find(BlockProbe *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 4) {
         PyErr_SetString(PyExc_TypeError, "find(read, base, key, h)");
@@ -1158,13 +1353,14 @@ static PyObject *probe_find(BlockProbe *self, PyObject *const *args, Py_ssize_t 
 }
 
 /* A dict key as msgspec encodes it (str or exact int, the key types msglc stores) into out
- * (cap bytes): its length, or 0 for a key to leave to the Python path. */
+ * (cap bytes): its length, or 0 for a key to leave to the Python path. Mirrors
+ * read/views.py _encode_key. */
 static Py_ssize_t encode_key(PyObject *key, unsigned char *out, Py_ssize_t cap) {
     if (PyUnicode_CheckExact(key)) {
         Py_ssize_t n;
         const char *text = PyUnicode_AsUTF8AndSize(key, &n);
         if (!text) {
-            PyErr_Clear();  /* lone surrogates: no such key can be stored */
+            PyErr_Clear(); /* lone surrogates: no such key can be stored */
             return 0;
         }
         int h = n < 32 ? 1 : n < 256 ? 2 : n < 65536 ? 3 : 5;
@@ -1186,13 +1382,19 @@ static Py_ssize_t encode_key(PyObject *key, unsigned char *out, Py_ssize_t cap) 
     int n;
     if (v >= 0) {
         uint64_t u = (uint64_t)v;
-        if (u < 128) { out[0] = (unsigned char)u; return 1; }
+        if (u < 128) {
+            out[0] = (unsigned char)u;
+            return 1;
+        }
         out[0] = u < 256 ? 0xcc : u < 65536 ? 0xcd : u < 4294967296ull ? 0xce : 0xcf;
         n = u < 256 ? 1 : u < 65536 ? 2 : u < 4294967296ull ? 4 : 8;
         for (int i = 0; i < n; i++) out[1 + i] = (unsigned char)(u >> (8 * (n - 1 - i)));
         return 1 + n;
     }
-    if (v >= -32) { out[0] = (unsigned char)(int8_t)v; return 1; }
+    if (v >= -32) {
+        out[0] = (unsigned char)(int8_t)v;
+        return 1;
+    }
     out[0] = v >= -128 ? 0xd0 : v >= -32768 ? 0xd1 : v >= -2147483648ll ? 0xd2 : 0xd3;
     n = v >= -128 ? 1 : v >= -32768 ? 2 : v >= -2147483648ll ? 4 : 8;
     for (int i = 0; i < n; i++) out[1 + i] = (unsigned char)((uint64_t)v >> (8 * (n - 1 - i)));
@@ -1200,7 +1402,8 @@ static Py_ssize_t encode_key(PyObject *key, unsigned char *out, Py_ssize_t cap) 
 }
 
 /* decode(the len bytes at at), or NotImplemented when it raises an Exception other than
- * MemoryError: the Python path decodes again and says what is wrong. */
+ * MemoryError: the Python path decodes again and says what is wrong. Mirrors read/views.py
+ * _decode (decode is that function). */
 static PyObject *decoded(PyObject *decode, const unsigned char *at, Py_ssize_t len) {
     PyObject *raw = PyBytes_FromStringAndSize((const char *)at, len);
     if (!raw) return NULL;
@@ -1215,7 +1418,7 @@ static PyObject *decoded(PyObject *decode, const unsigned char *at, Py_ssize_t l
 
 /* probe.get(src, base, key, decode, missing): the value of key (str or int) decoded, missing
  * for a key the dict does not hold, NotImplemented to ask the Python path. src: a File or
- * read(). */
+ * read(). Mirrors read/views.py LazyHashDict._lookup. */
 static PyObject *probe_get(BlockProbe *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 5) {
         PyErr_SetString(PyExc_TypeError, "get(src, base, key, decode, missing)");
@@ -1229,7 +1432,8 @@ static PyObject *probe_get(BlockProbe *self, PyObject *const *args, Py_ssize_t n
     Held held;
     const unsigned char *at;
     Py_ssize_t len, where;
-    int status = probe_locate(self, args[0], base, kb, klen, crc32_of(kb, (size_t)klen), blockbuf, &held, &at, &len, &where);
+    int status =
+        probe_locate(self, args[0], base, kb, klen, crc32_of(kb, (size_t)klen), blockbuf, &held, &at, &len, &where);
     PyObject *result = NULL;
     if (status == 1) result = decoded(args[3], at, len);
     else if (status == 0) result = Py_NewRef(args[4]);
@@ -1238,10 +1442,35 @@ static PyObject *probe_get(BlockProbe *self, PyObject *const *args, Py_ssize_t n
     return result;
 }
 
+/* BlockProbe's methods and type. */
+static PyMethodDef probe_methods[] = {
+    {"find", (PyCFunction)(void (*)(void))probe_find, METH_FASTCALL,
+     "(offset, value bytes) of a key, None, or NotImplemented."},
+    {"get", (PyCFunction)(void (*)(void))probe_get, METH_FASTCALL,
+     "A key's value decoded, missing, or NotImplemented."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject BlockProbeType = {
+    /* clang-format off */
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "msglc._speedups.BlockProbe",
+    /* clang-format on */
+    .tp_basicsize = sizeof(BlockProbe),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A block index's lookups in C (see find).",
+    .tp_new = probe_new,
+    .tp_dealloc = (destructor)probe_dealloc,
+    .tp_methods = probe_methods,
+};
+
+/* ---- spans of items (read/views.py, read/many.py) ------------------------------------------ */
+
 /* The value a path's tail names inside the msgpack value [*at, *stop): str segments look up
  * map keys (the last of equal keys, as decoding keeps it), ASCII-digit str or int segments
  * index arrays. 1 with *at, *stop moved there; 0 for anything else (a missing key, another
- * kind of value or segment), which the Python path then resolves. */
+ * kind of value or segment), which the Python path then resolves. Mirrors the rest of a path
+ * taken alone in read/many.py (_Batch.finish: short_steps, then resolve). */
 static int descend(PyObject *tail, const unsigned char **at, const unsigned char **stop) {
     const unsigned char *p = *at, *end = *stop;
     Py_ssize_t nseg = PyList_GET_SIZE(tail);
@@ -1250,13 +1479,14 @@ static int descend(PyObject *tail, const unsigned char **at, const unsigned char
         if (p >= end) return 0;
         unsigned char m = *p++;
         uint64_t count;
-        int is_map = (m & 0xf0) == 0x80 || m == 0xde || m == 0xdf, is_array = (m & 0xf0) == 0x90 || m == 0xdc || m == 0xdd;
+        int is_map = (m & 0xf0) == 0x80 || m == 0xde || m == 0xdf,
+            is_array = (m & 0xf0) == 0x90 || m == 0xdc || m == 0xdd;
         int hdr = (m == 0xdc || m == 0xde) ? 2 : (m == 0xdd || m == 0xdf) ? 4 : 0;
         if (!is_map && !is_array) return 0;
         if (end - p < hdr) return 0;
         count = hdr ? be(p, hdr) : (uint64_t)(m & 0x0f);
         p += hdr;
-        if (is_map) {  /* str keys equal the segment when their text does, whatever their header */
+        if (is_map) { /* str keys equal the segment when their text does, whatever their header */
             Py_ssize_t n;
             const char *text = PyUnicode_CheckExact(seg) ? PyUnicode_AsUTF8AndSize(seg, &n) : NULL;
             const unsigned char *found = NULL, *found_end = NULL;
@@ -1311,8 +1541,10 @@ static int descend(PyObject *tail, const unsigned char **at, const unsigned char
 /* span_items(src, offset, size, count, js, decode, tails, missing): the items js (a list of
  * ascending indexes below count) of the count msgpack items that must make the size bytes at
  * offset exactly (neighbours skipped, not decoded; NotImplemented when they do not, or for
- * anything else unusual: the Python path answers), decoded, in a list. tails: None, or a list holding for each item None (the item) or a list of
- * segments (the value they name in it, see descend; missing where it does not). */
+ * anything else unusual: the Python path answers), decoded, in a list. tails: None, or a list
+ * holding for each item None (the item) or a list of segments (the value they name in it, see
+ * descend; missing where it does not). Mirrors read/views.py list_items (view[i] for each
+ * index, and read/many.py's lookups of the tails). */
 static PyObject *span_items(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
     if (nargs != 8 || !PyList_CheckExact(args[4]) ||
@@ -1381,16 +1613,37 @@ done:
     return result;
 }
 
+/* span_item(src, offset, size, count, j, decode): span_items of the one item j, unwrapped.
+ * Mirrors read/views.py _decode_item (LazyBlockList.__getitem__ of an item without a node). */
+static PyObject *span_item(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "span_item(src, offset, size, count, j, decode)");
+        return NULL;
+    }
+    PyObject *js = PyList_New(1);
+    if (!js) return NULL;
+    PyList_SET_ITEM(js, 0, Py_NewRef(args[4]));
+    PyObject *full[8] = {args[0], args[1], args[2], args[3], js, args[5], Py_None, Py_None};
+    PyObject *got = span_items(self, full, 8);
+    Py_DECREF(js);
+    if (!got || got == Py_NotImplemented) return got;
+    PyObject *value = Py_NewRef(PyList_GET_ITEM(got, 0));
+    Py_DECREF(got);
+    return value;
+}
+
 /* group_indices(members, depth, n): read_many's grouping of paths under a list of n items
  * (msglc/read/many.py): members are (position, segments) pairs whose segment at depth must
  * be an exact str of 1 to 18 ASCII digits naming an item in range. Returns (indices, groups,
  * tails): the items named, ascending; for each, the members naming it, in their order; for
  * each, the segments after depth of its one member (None when several name it or nothing
- * follows). None when any member is otherwise: the Python loop then sorts them out. */
+ * follows). None when any member is otherwise: the Python loop then sorts them out. Mirrors
+ * the grouping loop of read/many.py _Batch.step (by_seg, then sorted, then _tail). */
 typedef struct {
     Py_ssize_t index, at;
 } Named;
 
+/* By item, then by position among the members (a stable sort by item, as sorted(by_seg)). */
 static int named_order(const void *a, const void *b) {
     const Named *x = a, *y = b;
     if (x->index != y->index) return x->index < y->index ? -1 : 1;
@@ -1435,7 +1688,8 @@ static PyObject *group_indices(PyObject *self, PyObject *args) {
             Py_XDECREF(index), Py_XDECREF(group);
             goto done;
         }
-        for (Py_ssize_t e = k; e < end; e++) PyList_SET_ITEM(group, e - k, Py_NewRef(PyList_GET_ITEM(members, named[e].at)));
+        for (Py_ssize_t e = k; e < end; e++)
+            PyList_SET_ITEM(group, e - k, Py_NewRef(PyList_GET_ITEM(members, named[e].at)));
         PyObject *segs = PyTuple_GET_ITEM(PyList_GET_ITEM(members, named[k].at), 1);
         if (end == k + 1 && PyList_GET_SIZE(segs) > depth + 1) {
             tail = PyList_GetSlice(segs, depth + 1, PyList_GET_SIZE(segs));
@@ -1446,7 +1700,8 @@ static PyObject *group_indices(PyObject *self, PyObject *args) {
         } else {
             Py_INCREF(tail);
         }
-        int failed = PyList_Append(indices, index) < 0 || PyList_Append(groups, group) < 0 || PyList_Append(tails, tail) < 0;
+        int failed =
+            PyList_Append(indices, index) < 0 || PyList_Append(groups, group) < 0 || PyList_Append(tails, tail) < 0;
         Py_DECREF(index), Py_DECREF(group), Py_DECREF(tail);
         if (failed) goto done;
         k = end;
@@ -1461,40 +1716,7 @@ other:
     Py_RETURN_NONE;
 }
 
-/* span_item(src, offset, size, count, j, decode): span_items of the one item j, unwrapped. */
-static PyObject *span_item(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 6) {
-        PyErr_SetString(PyExc_TypeError, "span_item(src, offset, size, count, j, decode)");
-        return NULL;
-    }
-    PyObject *js = PyList_New(1);
-    if (!js) return NULL;
-    PyList_SET_ITEM(js, 0, Py_NewRef(args[4]));
-    PyObject *full[8] = {args[0], args[1], args[2], args[3], js, args[5], Py_None, Py_None};
-    PyObject *got = span_items(self, full, 8);
-    Py_DECREF(js);
-    if (!got || got == Py_NotImplemented) return got;
-    PyObject *value = Py_NewRef(PyList_GET_ITEM(got, 0));
-    Py_DECREF(got);
-    return value;
-}
-
-static PyMethodDef probe_methods[] = {
-    {"find", (PyCFunction)(void (*)(void))probe_find, METH_FASTCALL, "(offset, value bytes) of a key, None, or NotImplemented."},
-    {"get", (PyCFunction)(void (*)(void))probe_get, METH_FASTCALL, "A key's value decoded, missing, or NotImplemented."},
-    {NULL, NULL, 0, NULL},
-};
-
-static PyTypeObject BlockProbeType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "msglc._speedups.BlockProbe",
-    .tp_basicsize = sizeof(BlockProbe),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "A block index's lookups in C (see find).",
-    .tp_new = probe_new,
-    .tp_dealloc = (destructor)probe_dealloc,
-    .tp_methods = probe_methods,
-};
+/* ---- FastGet: view lookups without a Python frame (read/views.py) -------------------------- */
 
 /* FastGet(kind, cls, fallback, decode, switch): __getitem__ of a view class of
  * msglc/read/views.py in C, from the state the class holds in the slots named below.
@@ -1508,13 +1730,30 @@ static PyTypeObject BlockProbeType = {
  *   index from the view's key map (its _keys slot, read.archive.NodeCache.key_map).
  * Only on a view without a cache, over an open archive; everything else (other index kinds,
  * errors, damage, switch["speedups"] set to None) calls fallback, the Python __getitem__,
- * which gives the same answers. */
+ * which gives the same answers. Mirrors read/views.py LazyStrideList.__getitem__ and
+ * LazyDict.__getitem__ (with LazyHashDict._lookup and LazyInlineDict._lookup).
+ *
+ * It reads Python state by name, so a rename on the Python side must be made here too (a
+ * slot that is missing makes FastGet() raise TypeError at import; an attribute that is
+ * missing raises AttributeError at the lookup):
+ *   slots (their offsets taken once, by fast_offsets):
+ *     _a, _base, _pos, _nsize, _cache   read/node.py LazyNode.__slots__
+ *     _h, _n, _s, _whole, _next         read/views.py LazyStrideList.__slots__
+ *     _node                             read/views.py LazyDict.__slots__
+ *     _index                            read/views.py LazyHashDict.__slots__
+ *     _keys                             read/views.py LazyInlineDict.__slots__
+ *   attributes (str_* below, looked up at each call):
+ *     c_read, closed, views             read/archive.py Archive (the view's _a)
+ *     probe                             read/dict_index.py BlockIndex (LazyHashDict._index)
+ *     kid_keys                          format/nodes.py HashMapNode (LazyHashDict._node)
+ *     kids, koffs, voffs                format/nodes.py MapNode (LazyInlineDict._node)
+ *     "speedups" (a key of switch)      util/accel.py speedups (switch is vars(accel)) */
 enum { S_A, S_BASE, S_CACHE, S_POS, S_NSIZE, S_H, S_N, S_S, S_WHOLE, S_NEXT, S_MAX };
 enum { H_INDEX = S_POS, H_NODE, H_COUNT };
 enum { I_KEYS = H_COUNT, I_COUNT };
 #define S_COUNT S_MAX
-static const char *const stride_slots[S_COUNT] = {"_a", "_base", "_cache", "_pos", "_nsize",
-                                                  "_h", "_n", "_s", "_whole", "_next"};
+static const char *const stride_slots[S_COUNT] = {"_a", "_base", "_cache", "_pos",   "_nsize",
+                                                  "_h", "_n",    "_s",     "_whole", "_next"};
 static const char *const hash_slots[H_COUNT] = {"_a", "_base", "_cache", "_index", "_node"};
 static const char *const inline_slots[I_COUNT] = {"_a", "_base", "_cache", "_pos", "_node", "_keys"};
 static PyObject *str_c_read, *str_closed, *str_speedups, *str_probe, *str_kid_keys;
@@ -1532,6 +1771,8 @@ typedef struct {
 
 #define SLOT(obj, g, k) (*(PyObject **)((char *)(obj) + (g)->at[k]))
 
+/* The offsets of the named slots in cls's instances (TypeError naming one that is not a
+ * writable object slot): read by SLOT without an attribute lookup. C only. */
 static int fast_offsets(FastGet *g, const char *const *names, int count) {
     for (int k = 0; k < count; k++) {
         PyObject *d = PyObject_GetAttrString((PyObject *)g->cls, names[k]);
@@ -1550,7 +1791,8 @@ static int fast_offsets(FastGet *g, const char *const *names, int count) {
 }
 
 /* The value of a lone float64 or fixint as msgspec decodes it (the matrix elements), without
- * a bytes object and a decoder call; NULL for anything else. */
+ * a bytes object and a decoder call; NULL for anything else. Mirrors read/views.py _decode
+ * of those two kinds. */
 static PyObject *scalar(const unsigned char *p, Py_ssize_t len) {
     if (len == 9 && p[0] == 0xcb) {
         uint64_t bits = be(p + 1, 8);
@@ -1562,7 +1804,8 @@ static PyObject *scalar(const unsigned char *p, Py_ssize_t len) {
     return NULL;
 }
 
-/* Is a's archive open (its closed attribute exactly False)? -1 with an exception. */
+/* Is a's archive open (its closed attribute exactly False)? -1 with an exception. Mirrors
+ * the test of read/node.py LazyNode._check_open (Archive.check_open). */
 static int is_open(PyObject *a) {
     PyObject *closed = PyObject_GetAttr(a, str_closed);
     if (!closed) return -1;
@@ -1572,7 +1815,8 @@ static int is_open(PyObject *a) {
 }
 
 /* Item i of stride view self (0 <= i < n): its value, or its row view; NotImplemented when
- * the Python path should answer. */
+ * the Python path should answer. Mirrors read/views.py LazyStrideList.__getitem__ for an
+ * index in range (its item decoded, or stride_row's view made without I/O). */
 static PyObject *stride_item(FastGet *g, PyObject *self, Py_ssize_t i) {
     PyObject *a = SLOT(self, g, S_A), *whole = SLOT(self, g, S_WHOLE);
     Py_ssize_t base = PyLong_AsSsize_t(SLOT(self, g, S_BASE)), h = PyLong_AsSsize_t(SLOT(self, g, S_H));
@@ -1599,7 +1843,8 @@ static PyObject *stride_item(FastGet *g, PyObject *self, Py_ssize_t i) {
     PyObject *next = SLOT(self, g, S_NEXT);
     int open = is_open(a);
     if (open < 0) return NULL;
-    if (whole != Py_False || !open || !PyTuple_CheckExact(next) || PyTuple_GET_SIZE(next) != 5) Py_RETURN_NOTIMPLEMENTED;
+    if (whole != Py_False || !open || !PyTuple_CheckExact(next) || PyTuple_GET_SIZE(next) != 5)
+        Py_RETURN_NOTIMPLEMENTED;
     PyObject *row = g->cls->tp_alloc(g->cls, 0), *start = PyLong_FromSsize_t(off), *zero = PyLong_FromLong(0);
     if (!row || !start || !zero) {
         Py_XDECREF(row), Py_XDECREF(start), Py_XDECREF(zero);
@@ -1614,6 +1859,8 @@ static PyObject *stride_item(FastGet *g, PyObject *self, Py_ssize_t i) {
     return row;
 }
 
+/* view[key] of a stride view: an exact int in range, else NotImplemented (slices, negative
+ * indexes: the Python path). The index test of LazyStrideList.__getitem__. */
 static PyObject *stride_get(FastGet *g, PyObject *self, PyObject *key) {
     if (!PyLong_CheckExact(key)) Py_RETURN_NOTIMPLEMENTED;
     Py_ssize_t i = PyLong_AsSsize_t(key), n = PyLong_AsSsize_t(SLOT(self, g, S_N));
@@ -1626,7 +1873,7 @@ static PyObject *stride_get(FastGet *g, PyObject *self, PyObject *key) {
 }
 
 /* The value of key in hash view self, or NotImplemented (KeyError raised for a key it does
- * not hold). */
+ * not hold). Mirrors read/views.py LazyHashDict._lookup, through BlockProbe.get. */
 static PyObject *hash_get(FastGet *g, PyObject *self, PyObject *key) {
     PyObject *index = SLOT(self, g, H_INDEX), *a = SLOT(self, g, S_A);
     if (index == Py_None) Py_RETURN_NOTIMPLEMENTED;
@@ -1642,14 +1889,15 @@ static PyObject *hash_get(FastGet *g, PyObject *self, PyObject *key) {
         }
     }
     Py_XDECREF(probe), Py_XDECREF(kids), Py_XDECREF(src);
-    if (value == g->missing) {  /* absent(key) raises the KeyError, from a frame of msglc */
+    if (value == g->missing) { /* absent(key) raises the KeyError, from a frame of msglc */
         Py_DECREF(value);
         return PyObject_CallOneArg(g->absent, key);
     }
     return value;
 }
 
-/* Item j of the exact list l as a Py_ssize_t; -1 when it is none (no exception). */
+/* Item j of the exact list l as a Py_ssize_t; -1 when it is none (no exception). l[j] of a
+ * node's koffs or voffs. */
 static Py_ssize_t list_at(PyObject *l, Py_ssize_t j) {
     if (!l || !PyList_CheckExact(l) || j < 0 || j >= PyList_GET_SIZE(l)) return -1;
     Py_ssize_t v = PyLong_AsSsize_t(PyList_GET_ITEM(l, j));
@@ -1658,14 +1906,15 @@ static Py_ssize_t list_at(PyObject *l, Py_ssize_t j) {
 }
 
 /* Borrowed d[key] of an exact dict d; NULL when absent or d is no dict (an exception only
- * from a key's __eq__). */
+ * from a key's __eq__). d.get(key) of Archive.views and key_maps. */
 static PyObject *dict_item(PyObject *d, PyObject *key) {
     return d && PyDict_CheckExact(d) ? PyDict_GetItemWithError(d, key) : NULL;
 }
 
 /* The value of key j of inline view self (entry [k0, k1) of the dict at base, its value at
  * v) read and decoded, when it is no container with a node of its own; NotImplemented when
- * the Python path should answer (it then also says what is damaged). */
+ * the Python path should answer (it then also says what is damaged). Mirrors the end of
+ * read/views.py LazyInlineDict._lookup (_check_key, then decode). */
 static PyObject *inline_value(FastGet *g, PyObject *a, Py_ssize_t base, PyObject *key, Py_ssize_t k0, Py_ssize_t v,
                               Py_ssize_t k1) {
     unsigned char kb[256], buf[256];
@@ -1687,7 +1936,8 @@ static PyObject *inline_value(FastGet *g, PyObject *a, Py_ssize_t base, PyObject
 /* The value of key in inline view self: a view the archive keeps for it
  * (Archive.views[(base, pos, key)], which LazyInlineDict._lookup sets), or a value without a
  * node read and decoded; NotImplemented for the rest (a key map not made yet, a key it
- * does not hold, a container's first lookup). */
+ * does not hold, a container's first lookup). Mirrors read/views.py
+ * LazyInlineDict._lookup. */
 static PyObject *inline_get(FastGet *g, PyObject *self, PyObject *key) {
     if (!PyUnicode_CheckExact(key) && !PyLong_CheckExact(key)) Py_RETURN_NOTIMPLEMENTED;
     PyObject *a = SLOT(self, g, S_A), *node = SLOT(self, g, H_NODE), *pos = SLOT(self, g, S_POS);
@@ -1713,9 +1963,12 @@ static PyObject *inline_get(FastGet *g, PyObject *self, PyObject *key) {
     return value;
 }
 
+/* view.__getitem__(key): the C lookup of g's kind when the view is ready for it (its slots
+ * set, no cache, the switch on), else fallback. Mirrors LazyStrideList.__getitem__ and
+ * LazyDict.__getitem__ (read/views.py), which fallback is. */
 static PyObject *fast_call(FastGet *g, PyObject *const *args, size_t nargsf, PyObject *kw) {
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-    if (nargs != 2 || (kw && PyTuple_GET_SIZE(kw)))  /* view.__getitem__(key=k) and the like: as Python answers */
+    if (nargs != 2 || (kw && PyTuple_GET_SIZE(kw))) /* view.__getitem__(key=k) and the like: as Python answers */
         return PyObject_Vectorcall(g->fallback, args, (size_t)nargs, kw);
     PyObject *self = args[0];
     if (PyObject_TypeCheck(self, g->cls)) {
@@ -1735,11 +1988,13 @@ static PyObject *fast_call(FastGet *g, PyObject *const *args, size_t nargsf, PyO
     return PyObject_Vectorcall(g->fallback, args, 2, NULL);
 }
 
+/* FastGet(kind, cls, fallback, decode, switch[, missing, absent]), as read/views.py makes
+ * them at import. */
 static PyObject *fast_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     const char *kind;
     PyObject *cls, *fallback, *decode, *sw, *missing = Py_None, *absent = Py_None;
-    if ((kw && PyDict_GET_SIZE(kw)) || !PyArg_ParseTuple(args, "sO!OOO!|OO", &kind, &PyType_Type, &cls, &fallback, &decode,
-                                                         &PyDict_Type, &sw, &missing, &absent)) {
+    if ((kw && PyDict_GET_SIZE(kw)) || !PyArg_ParseTuple(args, "sO!OOO!|OO", &kind, &PyType_Type, &cls, &fallback,
+                                                         &decode, &PyDict_Type, &sw, &missing, &absent)) {
         if (!PyErr_Occurred())
             PyErr_SetString(PyExc_TypeError, "FastGet(kind, cls, fallback, decode, switch[, missing, absent])");
         return NULL;
@@ -1758,8 +2013,8 @@ static PyObject *fast_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     g->vectorcall = (vectorcallfunc)fast_call;
     g->kind = k;
     g->cls = (PyTypeObject *)Py_NewRef(cls);
-    g->fallback = Py_NewRef(fallback), g->decode = Py_NewRef(decode), g->sw = Py_NewRef(sw), g->missing = Py_NewRef(missing);
-    g->absent = Py_NewRef(absent);
+    g->fallback = Py_NewRef(fallback), g->decode = Py_NewRef(decode), g->sw = Py_NewRef(sw);
+    g->missing = Py_NewRef(missing), g->absent = Py_NewRef(absent);
     const char *const *names = k == K_HASH ? hash_slots : k == K_INLINE ? inline_slots : stride_slots;
     if (fast_offsets(g, names, k == K_STRIDE ? S_COUNT : k == K_INLINE ? I_COUNT : H_COUNT) < 0) {
         Py_DECREF(g);
@@ -1768,8 +2023,10 @@ static PyObject *fast_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     return (PyObject *)g;
 }
 
+/* Drops the references fast_new took (C only). */
 static void fast_dealloc(FastGet *g) {
-    Py_XDECREF(g->cls), Py_XDECREF(g->fallback), Py_XDECREF(g->decode), Py_XDECREF(g->sw), Py_XDECREF(g->missing), Py_XDECREF(g->absent);
+    Py_XDECREF(g->cls), Py_XDECREF(g->fallback), Py_XDECREF(g->decode);
+    Py_XDECREF(g->sw), Py_XDECREF(g->missing), Py_XDECREF(g->absent);
     Py_TYPE(g)->tp_free((PyObject *)g);
 }
 
@@ -1813,8 +2070,10 @@ static PyObject *fast_descr_get(PyObject *g, PyObject *obj, PyObject *type) {
 }
 
 static PyTypeObject FastGetType = {
+    /* clang-format off */
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "msglc._speedups.FastGet",
+    /* clang-format on */
     .tp_basicsize = sizeof(FastGet),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR,
     .tp_doc = "__getitem__ of a view class in C (see fast_call).",
@@ -1827,77 +2086,14 @@ static PyTypeObject FastGetType = {
     .tp_methods = fast_methods,
 };
 
-/* exact_numbers(seq, depth): True if seq is a list/tuple nested depth levels deep (lists or
- * tuples at every level) whose leaves are all exactly float or int. False otherwise (the
- * caller then runs its full type check). Only reads ob_type pointers: a few ns per leaf. */
-static int exact_leaves(PyObject *seq, int depth) {
-    if (!PyList_CheckExact(seq) && !PyTuple_CheckExact(seq)) return 0;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    PyObject **items = PySequence_Fast_ITEMS(seq);
-    if (depth == 1) {
-        for (Py_ssize_t i = 0; i < n; i++) {
-            PyTypeObject *t = Py_TYPE(items[i]);
-            if (t != &PyFloat_Type && t != &PyLong_Type) return 0;
-        }
-        return 1;
-    }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (!exact_leaves(items[i], depth - 1)) return 0;
-    }
-    return 1;
-}
+/* ============================================================================================
+ * Both: the binary fuse and the byte shuffle (msglc/format/)
+ * ============================================================================================ */
 
-static PyObject *exact_numbers(PyObject *self, PyObject *args) {
-    (void)self;
-    PyObject *seq;
-    int depth;
-    if (!PyArg_ParseTuple(args, "Oi", &seq, &depth)) return NULL;
-    if (depth < 1 || depth > 64) {
-        PyErr_SetString(PyExc_ValueError, "exact_numbers: depth out of range");
-        return NULL;
-    }
-    return PyBool_FromLong(exact_leaves(seq, depth));
-}
+/* ---- fuse-indexed dicts, node type 7 (format/fuse.py) -------------------------------------- */
 
-/* plain_values(obj): True if obj holds only values of exactly the types msglc stores as
- * they are: None, bool, int, float, str, bytes, list, tuple and dict with exactly-str or
- * exactly-int keys, at most PLAIN_DEPTH levels deep. False otherwise (the caller then runs its
- * full type check, which also accepts subclasses, enum members and NumPy values and names
- * what it refuses). Reads type pointers only and runs no Python code. */
-#define PLAIN_DEPTH 200
-static int plain(PyObject *o, int depth) {
-    PyTypeObject *t = Py_TYPE(o);
-    if (t == &PyFloat_Type || t == &PyLong_Type || t == &PyUnicode_Type || t == &PyBool_Type || o == Py_None || t == &PyBytes_Type)
-        return 1;
-    if (depth >= PLAIN_DEPTH) return 0;
-    if (t == &PyList_Type || t == &PyTuple_Type) {
-        Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
-        PyObject **items = PySequence_Fast_ITEMS(o);
-        for (Py_ssize_t i = 0; i < n; i++) {
-            if (!plain(items[i], depth + 1)) return 0;
-        }
-        return 1;
-    }
-    if (t == &PyDict_Type) {
-        Py_ssize_t pos = 0;
-        PyObject *key, *value;
-        while (PyDict_Next(o, &pos, &key, &value)) {
-            PyTypeObject *kt = Py_TYPE(key);
-            if ((kt != &PyUnicode_Type && kt != &PyLong_Type) || !plain(value, depth + 1)) return 0;
-        }
-        return 1;
-    }
-    return 0;
-}
-
-static PyObject *plain_values(PyObject *self, PyObject *obj) {
-    (void)self;
-    return PyBool_FromLong(plain(obj, 0));
-}
-
-/* ---- fuse-indexed dicts (node type 7; format/fuse.py is the Python statement) ------------ */
-
-/* CRC-32 of the n bytes at p read backwards (the second half of a key's 64-bit hash). */
+/* CRC-32 of the n bytes at p read backwards (the second half of a key's 64-bit hash).
+ * Mirrors zlib.crc32(key[::-1]) in format/fuse.py base_hash. */
 static uint32_t crc32_reversed(const unsigned char *p, size_t n) {
     uint32_t c = 0xFFFFFFFFu;
     while (n) c = crc_table[0][(c ^ p[--n]) & 0xFF] ^ (c >> 8);
@@ -1905,8 +2101,9 @@ static uint32_t crc32_reversed(const unsigned char *p, size_t n) {
 }
 
 /* key_hashes(buf, start, n) -> bytes: for each of the n entries of a msgpack map body at
- * buf[start], its key's base hash crc32(key) << 32 | crc32(key reversed), little-endian u64
- * (as fuse.base_hash). */
+ * buf[start], its key's base hash crc32(key) << 32 | crc32(key reversed), little-endian u64.
+ * Mirrors format/fuse.py base_hash of each key (the writer's input to fuse.build:
+ * write/indexer.py, write/reindex.py). */
 static PyObject *key_hashes(PyObject *self, PyObject *args) {
     (void)self;
     Py_buffer view;
@@ -1937,6 +2134,7 @@ done:
     return out;
 }
 
+/* A base hash mixed with the seed (murmur3's 64-bit finalizer). Mirrors format/fuse.py mix. */
 static uint64_t fuse_mix(uint64_t x, uint64_t seed) {
     x ^= seed * 0x9E3779B97F4A7C15ull;
     x ^= x >> 33;
@@ -1947,7 +2145,8 @@ static uint64_t fuse_mix(uint64_t x, uint64_t seed) {
     return x;
 }
 
-/* The three slots of hash h in a fuse of seg_count segments of 1 << seg_bits slots. */
+/* The three slots of hash h in a fuse of seg_count segments of 1 << seg_bits slots. Mirrors
+ * format/fuse.py slots_of. */
 static void fuse_slots(uint64_t h, int seg_bits, uint64_t seg_count, uint64_t *slot) {
     uint64_t len = (uint64_t)1 << seg_bits, mask = len - 1;
     uint64_t hi = (uint64_t)(((__uint128_t)h * (__uint128_t)(seg_count * len)) >> 64);
@@ -1956,12 +2155,14 @@ static void fuse_slots(uint64_t h, int seg_bits, uint64_t seg_count, uint64_t *s
     slot[2] = (hi + 2 * len) ^ (h & mask);
 }
 
+/* int.from_bytes(p[:8], "little"): a base hash. */
 static uint64_t le64(const unsigned char *p) {
     uint64_t v = 0;
     for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
     return v;
 }
 
+/* Slot i of w bits (LSB first). Mirrors format/fuse.py slot_value. */
 static uint32_t slot_get(const unsigned char *packed, uint64_t i, int w) {
     uint64_t bit = i * (uint64_t)w, v = 0;
     const unsigned char *b = packed + (bit >> 3);
@@ -1970,6 +2171,7 @@ static uint32_t slot_get(const unsigned char *packed, uint64_t i, int w) {
     return (uint32_t)((v >> (bit & 7)) & (((uint64_t)1 << w) - 1));
 }
 
+/* Slot i of w bits set to value: slot_get's inverse (C only: only fuse_build writes slots). */
 static void slot_put(unsigned char *packed, uint64_t i, int w, uint32_t value) {
     uint64_t bit = i * (uint64_t)w;
     for (int j = 0; j < w; j++, bit++)
@@ -1980,7 +2182,10 @@ static void slot_put(unsigned char *packed, uint64_t i, int w, uint32_t value) {
 /* fuse_build(hashes, values, slot_bits, seg_bits, seg_count, seed) -> bytes or None: the
  * packed slots (slot_bits each, LSB first) of a 3-wise binary fuse in which every key's three
  * slots xor to its value, for keys of these base hashes (u64 LE) and values (u32 LE); None
- * when the keys do not peel (try another seed). */
+ * when the keys do not peel (try another seed). No pure-Python twin: format/fuse.py build
+ * calls it for each seed, and returns None without this module (the writer then writes a
+ * type-6 index: write/indexer.py TocBuilder.fuse_node); read/verify.py calls it to rebuild
+ * a fuse and compare it with the stored one. */
 static PyObject *fuse_build(PyObject *self, PyObject *args) {
     (void)self;
     Py_buffer hv, vv;
@@ -2004,7 +2209,10 @@ static PyObject *fuse_build(PyObject *self, PyObject *args) {
     queue = malloc(sizeof(uint64_t) * (slots ? slots : 1));
     count = calloc(slots, sizeof(uint32_t));
     xored = calloc(slots, sizeof(uint32_t));
-    if (!h || !stack || !queue || !count || !xored) { PyErr_NoMemory(); goto done; }
+    if (!h || !stack || !queue || !count || !xored) {
+        PyErr_NoMemory();
+        goto done;
+    }
     uint64_t s[3];
     for (Py_ssize_t i = 0; i < n; i++) {
         h[i] = fuse_mix(le64(hb + 8 * i), seed);
@@ -2040,7 +2248,8 @@ static PyObject *fuse_build(PyObject *self, PyObject *args) {
         uint32_t i = (uint32_t)(top >> 2);
         int which = (int)(top & 3);
         fuse_slots(h[i], seg_bits, seg_count, s);
-        uint32_t v = (uint32_t)((vb[4 * i] | vb[4 * i + 1] << 8 | vb[4 * i + 2] << 16 | (uint32_t)vb[4 * i + 3] << 24) & mask);
+        uint32_t v =
+            (uint32_t)((vb[4 * i] | vb[4 * i + 1] << 8 | vb[4 * i + 2] << 16 | (uint32_t)vb[4 * i + 3] << 24) & mask);
         for (int k = 0; k < 3; k++)
             if (k != which) v ^= slot_get(packed, s[k], w);
         slot_put(packed, s[which], w, v);
@@ -2057,7 +2266,9 @@ done:
 }
 
 /* fuse_check(packed, hashes, values, slot_bits, seg_bits, seg_count, seed) -> int: the first
- * key whose three slots do not xor to its value, or -1 (verify's check of a fuse). */
+ * key whose three slots do not xor to its value, or -1. Mirrors the pure-Python check of a
+ * fuse in read/verify.py (slots_of and slot_value per key); msglc does not call it at present
+ * (verify rebuilds the fuse with fuse_build instead). */
 static PyObject *fuse_check(PyObject *self, PyObject *args) {
     (void)self;
     Py_buffer pv, hv, vv;
@@ -2078,7 +2289,8 @@ static PyObject *fuse_check(PyObject *self, PyObject *args) {
     Py_ssize_t bad = -1;
     for (Py_ssize_t i = 0; i < n && bad < 0; i++) {
         fuse_slots(fuse_mix(le64(hb + 8 * i), seed), seg_bits, seg_count, s);
-        uint32_t want = (uint32_t)((vb[4 * i] | vb[4 * i + 1] << 8 | vb[4 * i + 2] << 16 | (uint32_t)vb[4 * i + 3] << 24) & mask);
+        uint32_t want =
+            (uint32_t)((vb[4 * i] | vb[4 * i + 1] << 8 | vb[4 * i + 2] << 16 | (uint32_t)vb[4 * i + 3] << 24) & mask);
         if ((slot_get(packed, s[0], w) ^ slot_get(packed, s[1], w) ^ slot_get(packed, s[2], w)) != want) bad = i;
     }
     out = PyLong_FromSsize_t(bad);
@@ -2089,8 +2301,9 @@ done:
     return out;
 }
 
-/* -- The byte shuffle of filter code 1 (docs/format.md; msglc/format/shuffle.py is the
- * definition) --
+/* ---- the byte shuffle of filter code 1 (format/shuffle.py) --------------------------------- */
+
+/* The byte shuffle of filter code 1 (docs/format.md; format/shuffle.py is the definition).
  * A frame of m elements of e bytes is stored as byte 0 of every element, then byte 1, and so
  * on: plain byte j*e + k is stored byte k*m + j. Both directions transpose a byte matrix. A
  * kernel moves `count` elements whose byte planes (the shuffled side) lie `planes` bytes
@@ -2108,17 +2321,18 @@ done:
 #define RESTRICT restrict
 #endif
 
-#define SHUFFLE_KERNELS(E, W)                                                                                    \
-    static void unshuffle_##E(const unsigned char *RESTRICT s, size_t planes, unsigned char *RESTRICT d,          \
-                              size_t count) {                                                                    \
-        for (size_t j = 0; j < count; j++)                                                                      \
-            for (size_t k = 0; k < E; k++) d[j * E + k] = s[k * planes + j];                                   \
-    }                                                                                                            \
-    static void shuffle_##E(const unsigned char *RESTRICT s, unsigned char *RESTRICT d, size_t planes,            \
-                            size_t count) {                                                                      \
-        for (size_t h = 0; h < E; h += W)                                                                       \
-            for (size_t j = 0; j < count; j++)                                                                  \
-                for (size_t k = 0; k < W; k++) d[(h + k) * planes + j] = s[j * E + h + k];                      \
+/* unshuffle_E and shuffle_E for elements of E bytes, a constant (shuffled W planes at a
+ * time); the kernels are C only. */
+#define SHUFFLE_KERNELS(E, W)                                                                                          \
+    static void unshuffle_##E(const unsigned char *RESTRICT s, size_t planes, unsigned char *RESTRICT d,               \
+                              size_t count) {                                                                          \
+        for (size_t j = 0; j < count; j++)                                                                             \
+            for (size_t k = 0; k < E; k++) d[j * E + k] = s[k * planes + j];                                           \
+    }                                                                                                                  \
+    static void shuffle_##E(const unsigned char *RESTRICT s, unsigned char *RESTRICT d, size_t planes, size_t count) { \
+        for (size_t h = 0; h < E; h += W)                                                                              \
+            for (size_t j = 0; j < count; j++)                                                                         \
+                for (size_t k = 0; k < W; k++) d[(h + k) * planes + j] = s[j * E + h + k];                             \
     }
 SHUFFLE_KERNELS(2, 2)
 SHUFFLE_KERNELS(3, 3)
@@ -2127,6 +2341,7 @@ SHUFFLE_KERNELS(5, 5)
 SHUFFLE_KERNELS(8, 8)
 #define SHUFFLE_TILE 16 /* elements of 8 bytes per tile of shuffle_8_tiled */
 
+/* shuffle_8 through tiles of SHUFFLE_TILE elements, transposed in a local buffer. */
 static void shuffle_8_tiled(const unsigned char *RESTRICT s, unsigned char *RESTRICT d, size_t planes, size_t count) {
     size_t j = 0;
     for (; j + SHUFFLE_TILE <= count; j += SHUFFLE_TILE) {
@@ -2142,7 +2357,8 @@ SHUFFLE_KERNELS(16, 8)
 
 #define SHUFFLE_BLOCK 16384 /* plain bytes a generic kernel moves at a time: they stay in L1 cache */
 
-/* Any other element size: plane by plane, a block of elements at a time. */
+/* Any other element size: plane by plane, a block of elements at a time. (The kernels are
+ * C only: format/shuffle.py's pure-Python path moves each byte plane with one slice.) */
 static void unshuffle_any(const unsigned char *RESTRICT s, size_t planes, unsigned char *RESTRICT d, size_t count,
                           size_t e) {
     size_t block = SHUFFLE_BLOCK / e;
@@ -2156,6 +2372,7 @@ static void unshuffle_any(const unsigned char *RESTRICT s, size_t planes, unsign
     }
 }
 
+/* shuffle_any: unshuffle_any's other way. */
 static void shuffle_any(const unsigned char *RESTRICT s, unsigned char *RESTRICT d, size_t planes, size_t count,
                         size_t e) {
     size_t block = SHUFFLE_BLOCK / e;
@@ -2169,6 +2386,7 @@ static void shuffle_any(const unsigned char *RESTRICT s, unsigned char *RESTRICT
     }
 }
 
+/* The kernel for element size e, each way. */
 static void unshuffle_run(const unsigned char *s, size_t planes, unsigned char *d, size_t count, size_t e) {
     switch (e) {
         case 2: unshuffle_2(s, planes, d, count); break;
@@ -2182,6 +2400,7 @@ static void unshuffle_run(const unsigned char *s, size_t planes, unsigned char *
     }
 }
 
+/* The m elements of s shuffled into d. Mirrors format/shuffle.py shuffle's pure-Python path. */
 static void shuffle_run(const unsigned char *s, unsigned char *d, size_t m, size_t e) {
     switch (e) {
         case 2: shuffle_2(s, d, m, m); break;
@@ -2196,7 +2415,8 @@ static void shuffle_run(const unsigned char *s, unsigned char *d, size_t m, size
 }
 
 /* Plain bytes [lo, lo + n) of the shuffled bytes s (m elements of e bytes) into d: the
- * elements it covers whole by a kernel, the bytes of a partial one at each end one by one. */
+ * elements it covers whole by a kernel, the bytes of a partial one at each end one by one.
+ * Mirrors format/shuffle.py gather_into's pure-Python path. */
 static void gather_run(const unsigned char *s, size_t m, size_t e, size_t lo, unsigned char *d, size_t n) {
     size_t p = lo, hi = lo + n;
     for (; p < hi && p % e; p++) *d++ = s[(p % e) * m + p / e];
@@ -2212,7 +2432,8 @@ static void gather_run(const unsigned char *s, size_t m, size_t e, size_t lo, un
 #define SHUFFLE_NOGIL 8192 /* bytes from which a call lets other threads run while it works */
 
 /* An int argument, clipped to the Py_ssize_t range (a larger one is out of range anyway, and
- * says so as a ValueError, not an OverflowError); -1 with TypeError if it is not an int. */
+ * says so as a ValueError, not an OverflowError); -1 with TypeError if it is not an int.
+ * Mirrors format/shuffle.py _int (the same errors). */
 static int size_arg(const char *fn, const char *name, PyObject *o, Py_ssize_t *out) {
     if (!PyIndex_Check(o)) {
         PyErr_Format(PyExc_TypeError, "%s: %s must be an int, not %.100s", fn, name, Py_TYPE(o)->tp_name);
@@ -2222,7 +2443,8 @@ static int size_arg(const char *fn, const char *name, PyObject *o, Py_ssize_t *o
     return *out == -1 && PyErr_Occurred() ? -1 : 0;
 }
 
-/* A contiguous buffer argument (writable: out), or -1 with TypeError saying what it is not. */
+/* A contiguous buffer argument (writable: out), or -1 with TypeError saying what it is not.
+ * Mirrors format/shuffle.py _source and _target (the same errors). */
 static int buffer_arg(const char *fn, const char *name, PyObject *o, Py_buffer *view, int writable) {
     if (PyObject_GetBuffer(o, view, writable ? PyBUF_WRITABLE : PyBUF_SIMPLE) == 0) return 0;
     if (!PyErr_ExceptionMatches(PyExc_BufferError) && !PyErr_ExceptionMatches(PyExc_TypeError)) return -1;
@@ -2243,7 +2465,8 @@ static int buffer_arg(const char *fn, const char *name, PyObject *o, Py_buffer *
     return -1;
 }
 
-/* The element size (2..255, the filter's parameter) of a buffer of len bytes. */
+/* The element size (2..255, the filter's parameter) of a buffer of len bytes. Mirrors the
+ * checks of format/shuffle.py _source. */
 static int element_arg(const char *fn, PyObject *o, Py_ssize_t len, Py_ssize_t *e) {
     if (size_arg(fn, "the element size", o, e) < 0) return -1;
     if (*e < 2 || *e > 255) {
@@ -2258,7 +2481,7 @@ static int element_arg(const char *fn, PyObject *o, Py_ssize_t len, Py_ssize_t *
 }
 
 /* shuffle(src, element) -> bytes: src (any contiguous buffer, a whole number of elements)
- * byte-shuffled. */
+ * byte-shuffled. Mirrors format/shuffle.py shuffle (frames compressed on write). */
 static PyObject *py_shuffle(PyObject *self, PyObject *args) {
     (void)self;
     Py_buffer sv;
@@ -2284,7 +2507,8 @@ done:
 }
 
 /* Plain bytes [lo, lo + ov->len) of the shuffled sv into ov (lo checked by the caller). When
- * the two overlap, src is copied first: the result is what it would be from a separate src. */
+ * the two overlap, src is copied first: the result is what it would be from a separate src.
+ * The common part of unshuffle_into and gather_into. */
 static PyObject *gather_to(Py_buffer *sv, Py_ssize_t e, Py_ssize_t lo, Py_buffer *ov) {
     const unsigned char *s = sv->buf;
     unsigned char *d = ov->buf, *copy = NULL;
@@ -2307,7 +2531,8 @@ static PyObject *gather_to(Py_buffer *sv, Py_ssize_t e, Py_ssize_t lo, Py_buffer
 }
 
 /* unshuffle_into(src, element, out): the plain bytes of the shuffled src into out (a writable
- * contiguous buffer of exactly as many bytes). */
+ * contiguous buffer of exactly as many bytes). Mirrors format/shuffle.py unshuffle_into
+ * (frames decompressed on read). */
 static PyObject *py_unshuffle_into(PyObject *self, PyObject *args) {
     (void)self;
     Py_buffer sv, ov;
@@ -2334,7 +2559,8 @@ done:
 }
 
 /* gather_into(src, element, lo, out): plain bytes [lo, lo + len(out)) of the shuffled src into
- * out (writable, contiguous). */
+ * out (writable, contiguous). Mirrors format/shuffle.py gather_into (a point read of a
+ * shuffled frame). */
 static PyObject *py_gather_into(PyObject *self, PyObject *args) {
     (void)self;
     Py_buffer sv, ov;
@@ -2360,18 +2586,29 @@ done:
     return result;
 }
 
+/* ============================================================================================
+ * The module
+ * ============================================================================================ */
+
+/* The module's functions, by section; msglc/util/accel.py declares them (Speedups). */
 static PyMethodDef methods[] = {
+    /* write */
+    {"plain_values", plain_values, METH_O,
+     "Whether a value holds only exact None/bool/int/float/str/bytes/list/tuple/dict values."},
+    {"exact_numbers", exact_numbers, METH_VARARGS, "Whether every leaf of nested lists is exactly a float or an int."},
     {"list_index", list_index, METH_VARARGS, "Item offsets and large container items of a msgpack array."},
-    {"plain_values", plain_values, METH_O, "Whether a value holds only exact None/bool/int/float/str/bytes/list/tuple/dict values."},
     {"map_index", map_index, METH_VARARGS, "Entry offsets, sorted hash records and page starts of a msgpack map body."},
     {"block_records", block_records, METH_VARARGS, "The records of a block hash index from sorted hash records."},
+    /* read (the types File, Memory, BlockProbe and FastGet are added by PyInit__speedups) */
     {"page_blocks", page_blocks, METH_VARARGS, "The candidate blocks of a fingerprint in a block index page."},
     {"key_crcs", key_crcs, METH_VARARGS, "CRC-32 of the keys of a run of msgpack map entries."},
     {"find_entry", find_entry, METH_VARARGS, "Where the value of a key's entry is in a run of msgpack map entries."},
-    {"span_item", (PyCFunction)(void (*)(void))span_item, METH_FASTCALL, "One item of a run of msgpack items, decoded."},
-    {"span_items", (PyCFunction)(void (*)(void))span_items, METH_FASTCALL, "Some items of a run of msgpack items, decoded."},
+    {"span_item", (PyCFunction)(void (*)(void))span_item, METH_FASTCALL,
+     "One item of a run of msgpack items, decoded."},
+    {"span_items", (PyCFunction)(void (*)(void))span_items, METH_FASTCALL,
+     "Some items of a run of msgpack items, decoded."},
     {"group_indices", group_indices, METH_VARARGS, "read_many's paths under a list, grouped by the item they name."},
-    {"exact_numbers", exact_numbers, METH_VARARGS, "Whether every leaf of nested lists is exactly a float or an int."},
+    /* both */
     {"key_hashes", key_hashes, METH_VARARGS, "The 64-bit base hash of each key of a run of msgpack map entries."},
     {"fuse_build", fuse_build, METH_VARARGS, "The packed slots of a binary fuse mapping hashes to values."},
     {"fuse_check", fuse_check, METH_VARARGS, "The first key a binary fuse does not map to its value, or -1."},
@@ -2381,8 +2618,15 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_speedups", "Optional accelerator for msglc's writer.", -1, methods, NULL, NULL, NULL, NULL};
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "_speedups",
+    .m_doc = "msglc's optional C accelerator: faster twins of Python functions that write and read archives.",
+    .m_size = -1,
+    .m_methods = methods,
+};
 
+/* The module: the tables of crc32_of and skip, the names FastGet reads, the types. */
 PyMODINIT_FUNC PyInit__speedups(void) {
     crc_init();
     skip_init();
@@ -2391,7 +2635,8 @@ PyMODINIT_FUNC PyInit__speedups(void) {
     str_kid_keys = PyUnicode_InternFromString("kid_keys"), str_views = PyUnicode_InternFromString("views");
     str_kids = PyUnicode_InternFromString("kids");
     str_koffs = PyUnicode_InternFromString("koffs"), str_voffs = PyUnicode_InternFromString("voffs");
-    if (!str_c_read || !str_closed || !str_speedups || !str_probe || !str_kid_keys || !str_views || !str_kids || !str_koffs || !str_voffs)
+    if (!str_c_read || !str_closed || !str_speedups || !str_probe || !str_kid_keys || !str_views || !str_kids ||
+        !str_koffs || !str_voffs)
         return NULL;
     if (PyType_Ready(&BlockProbeType) < 0 || PyType_Ready(&FileType) < 0 || PyType_Ready(&MemoryType) < 0 ||
         PyType_Ready(&FastGetType) < 0)

@@ -24,3 +24,14 @@ def plain(x):
 def runs(tmp_path):
     """A directory with run1.mlc (RUN1, with TOC nodes) and run2.mlc (RUN2, small)."""
     return write_runs(tmp_path)
+
+
+@pytest.fixture(scope="session")
+def s3_options():
+    """One S3 server (moto, on loopback) for the whole session, started by the first test that
+    asks for it (in each xdist worker): the storage options that reach it. Every user keeps to
+    buckets of its own, made with ``tools.remote.s3_bucket``, which removes them afterwards."""
+    from tools.remote import s3_server
+
+    with s3_server() as options:
+        yield options

@@ -1,5 +1,5 @@
 """Damaged and crafted archives: a bounded run of the fuzzing harness (``python -m
-benchmark.fuzz``), and regression tests for what it and its long runs found in ``verify()``.
+tools.fuzz``), and regression tests for what it and its long runs found in ``verify()``.
 
 The bounded run asserts the harness's bug classes stay empty: no exception outside the
 documented ones, no hang, no runaway allocation, no wrong value while ``verify()`` passes, no
@@ -28,10 +28,10 @@ from msglc.format.nodes import FuseMapNode, StrideNode, frame_node, unframe_node
 from msglc.read.part import archive_of
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # benchmark/ runs from the checkout; it is not installed
+if str(ROOT) not in sys.path:  # tools/ runs from the checkout; it is not installed
     sys.path.insert(0, str(ROOT))
 
-from benchmark import fuzz_frames as ff  # noqa: E402
+from tools.fuzz import frames as ff  # noqa: E402
 
 DEEP = 1100  # deeper than the default recursion limit (1000) allows msgspec to go
 
@@ -43,7 +43,7 @@ def test_bounded_fuzz_run_finds_no_bugs():
     """2500 random cases (every mutation kind on every corpus archive), every corpus archive
     unchanged, and one bit flipped every 151 bytes of the ``doc@64`` archive (the document of
     read/test_damaged_archives.py); a failure prints the report, with ``--replay`` ids."""
-    from benchmark import fuzz
+    from tools import fuzz
 
     report = fuzz.campaign(cases=2500, seed=20260509, workers=2, sweep_stride=151)
     assert report["cases_run"] == report["cases_requested"]
@@ -54,7 +54,7 @@ def test_bounded_fuzz_run_finds_no_bugs():
 def test_tiled_arrays_round_trip_and_crafted_tiles_are_refused():
     """Random shapes, tiles and dtypes written and read back (whole, by selections against
     NumPy, verify), and crafted tiles in array headers refused with an MsglcError."""
-    from benchmark import fuzz
+    from tools import fuzz
 
     problems = fuzz.fuzz_tiles(cases=150, seed=20261127)
     assert not problems, "\n".join(problems[:20])
@@ -350,7 +350,7 @@ def test_stride_proof_on_any_bytes():
                 assert all(s == h1 + n1 * s1 for (_, _, s), (h1, n1, s1) in zip(got, got[1:], strict=False))
 
 
-# ---- 2.1 compressed sections: parts changed, every offset and CRC recomputed (fuzz_frames) --------
+# ---- 2.1 compressed sections: parts changed, every offset and CRC recomputed (tools.fuzz.frames) -
 
 
 def _zstd(value, **options) -> tuple[bytes, ff.Section]:

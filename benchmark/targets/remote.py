@@ -19,7 +19,7 @@ def remote_targets(n: int, tmp: Path) -> list[Row]:
     an element, read_many against one-by-one reads; then behind 20 ms of latency per request."""
     import fsspec
 
-    from ..remote import LatencyFileSystem, s3_server
+    from tools.remote import LatencyFileSystem, s3_server
 
     matrix = random_matrix(n)
     rng = random.Random(5)

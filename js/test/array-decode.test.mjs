@@ -51,7 +51,7 @@ test("every fixture array decodes to NumPy's elements, in host byte order", () =
   }
 });
 
-test("values read as numbers: floats, ints, complex, datetimes, halfs, bools", () => {
+test("values read as numbers: floats, ints, complex, datetimes, float16s, bools", () => {
   const f8 = decodeArray(open("2d").header, open("2d").elements);
   assert.deepEqual(Array.from(f8.data.slice(0, 5)), [0, 0.25, 0.5, 0.75, 1]);
   assert.equal(f8.data.length, 35);

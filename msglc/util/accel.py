@@ -209,4 +209,6 @@ def _load() -> Speedups | None:
     return module
 
 
+# read by name in _speedups.c: FastGet looks up "speedups" in vars(accel) at each call, so that
+# a test setting it to None turns the C view lookups off too
 speedups: Speedups | None = _load()

@@ -150,15 +150,12 @@ def test_the_server_listens_on_loopback_only(archive):
         assert server.server_address[0] == "127.0.0.1"
 
 
-def test_a_remote_archive_is_served_by_ranges():
-    import fsspec
-
-    from benchmark.remote import s3_server
+def test_a_remote_archive_is_served_by_ranges(s3_options):
+    from tools.remote import s3_bucket
 
     doc = {"values": list(range(20_000)), "name": "remote"}
-    with s3_server() as options:
-        fs = fsspec.filesystem("s3", **options)
-        fs.mkdir("viewer")
+    options = s3_options
+    with s3_bucket(options, "viewer") as fs:
         msglc.dump("s3://viewer/doc.mlc", doc, storage_options=options)
         data = fs.cat_file("viewer/doc.mlc")
         with serving("s3://viewer/doc.mlc", storage_options=options) as server:

@@ -18,7 +18,7 @@ SMALL = {"small_obj_optimization_threshold": 1024}
 @pytest.mark.asyncio
 async def test_async_reads_do_not_block_the_loop():
     fsspec = pytest.importorskip("fsspec")
-    from benchmark.remote import LatencyFileSystem  # needs fsspec
+    from tools.remote import LatencyFileSystem  # needs fsspec
 
     inner = fsspec.filesystem("memory")
     inner.pipe_file("/slow/doc.mlc", msglc.dumps(DOC, **SMALL))

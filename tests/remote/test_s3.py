@@ -20,8 +20,8 @@ from archives import RUNS_DOC as DOC  # noqa: E402
 from archives import check_async_api, check_read_many, check_read_many_failures  # noqa: E402
 
 import msglc  # noqa: E402
-from benchmark.remote import s3_server  # noqa: E402
 from msglc import FileInfo, LazyReader, LazyStats, MsglcError  # noqa: E402
+from tools.remote import s3_bucket  # noqa: E402
 
 BUCKET = "msglc-test"
 
@@ -36,10 +36,9 @@ MATRIX = [[float(i * N + j) for j in range(N)] for i in range(N)]  # 3.2 MB enco
 
 
 @pytest.fixture(scope="module")
-def s3():
-    with s3_server() as options:
-        fs = fsspec.filesystem("s3", **options)
-        fs.mkdir(BUCKET)
+def s3(s3_options):
+    options = s3_options
+    with s3_bucket(options, BUCKET) as fs:
         msglc.dump(f"s3://{BUCKET}/doc.mlc", DOC, storage_options=options, **SMALL)
         msglc.dump(f"s3://{BUCKET}/matrix.mlc", MATRIX, storage_options=options)
         yield options, fs

@@ -13,8 +13,8 @@ pytest.importorskip("s3fs")
 pytest.importorskip("moto")
 
 import msglc  # noqa: E402
-from benchmark.remote import s3_server  # noqa: E402
 from msglc import ArchiveChangedError, LazyReader, LazyStats  # noqa: E402
+from tools.remote import s3_bucket  # noqa: E402
 
 BUCKET = "msglc-changes"
 
@@ -35,11 +35,9 @@ PATHS = [f"v/{i}" for i in range(997, N - 1000, 997)]  # one per 4 KB block, non
 
 
 @pytest.fixture(scope="module")
-def s3():
-    with s3_server() as options:
-        fs = fsspec.filesystem("s3", **options)
-        fs.mkdir(BUCKET)
-        yield options, fs
+def s3(s3_options):
+    with s3_bucket(s3_options, BUCKET) as fs:
+        yield s3_options, fs
 
 
 def replaced(options: dict, key: str) -> LazyReader:

@@ -12,9 +12,9 @@ pytest.importorskip("s3fs")
 pytest.importorskip("moto")
 
 import msglc  # noqa: E402
-from benchmark.remote import s3_server  # noqa: E402
 from msglc import ArchiveChangedError, FileInfo, LazyReader  # noqa: E402
 from msglc.io import compose  # noqa: E402
+from tools.remote import s3_bucket  # noqa: E402
 
 BUCKET = "msglc-concat"
 BIG = [{"id": i, "text": "x" * 90, "v": [i, -i]} for i in range(110_000)]  # about 12 MB: copied on the server
@@ -43,11 +43,9 @@ class Calls:
 
 
 @pytest.fixture(scope="module")
-def s3(tmp_path_factory):
+def s3(tmp_path_factory, s3_options):
     local = tmp_path_factory.mktemp("parts")
-    with s3_server() as options:
-        fs = fsspec.filesystem("s3", **options)
-        fs.mkdir(BUCKET)
+    with s3_bucket(s3_options, BUCKET) as fs:
         for name, items in PARTS.items():
             msglc.dump(local / name, items)
             fs.put_file(str(local / name), f"{BUCKET}/{name}")

@@ -1,5 +1,5 @@
 """Every write and read of S3 under the faults of a network and a busy store, through the
-fault-injecting proxy of ``benchmark.faults`` in front of the moto server: an error answer
+fault-injecting proxy of ``tools.faults`` in front of the moto server: an error answer
 (500, 503 SlowDown), a connection reset before the request was done, a reset after it was
 done (its answer lost), a body cut off, a body shortened with its Content-Length, an answer
 that comes too late.
@@ -27,9 +27,9 @@ pytest.importorskip("s3fs")
 pytest.importorskip("moto")
 
 import msglc  # noqa: E402
-from benchmark.faults import FaultProxy  # noqa: E402
-from benchmark.remote import s3_server  # noqa: E402
 from msglc import ArchiveChangedError, FileInfo, LazyReader, MsglcError  # noqa: E402
+from tools.faults import FaultProxy  # noqa: E402
+from tools.remote import s3_bucket  # noqa: E402
 
 BUCKET = "msglc-faults"
 TIMEOUT = 0.6  # s3fs's read timeout here; a held answer waits longer
@@ -45,10 +45,9 @@ SMALL = {"small_obj_optimization_threshold": 512}
 
 
 @pytest.fixture(scope="module")
-def s3():
-    with s3_server() as options, FaultProxy(options["client_kwargs"]["endpoint_url"]) as proxy:
-        direct = fsspec.filesystem("s3", **options)
-        direct.mkdir(BUCKET)
+def s3(s3_options):
+    options = s3_options
+    with s3_bucket(options, BUCKET) as direct, FaultProxy(options["client_kwargs"]["endpoint_url"]) as proxy:
         direct.pipe(f"{BUCKET}/in-a.mlc", msglc.dumps(OLD, **SMALL))
         direct.pipe(f"{BUCKET}/in-big.mlc", msglc.dumps(LARGE))
         direct.pipe(f"{BUCKET}/in-list.mlc", msglc.dumps(ITEMS[:100]))

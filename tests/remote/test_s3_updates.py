@@ -17,8 +17,8 @@ pytest.importorskip("s3fs")
 pytest.importorskip("moto")
 
 import msglc  # noqa: E402
-from benchmark.remote import s3_server  # noqa: E402
 from msglc import ArchiveChangedError, FileInfo, LazyReader  # noqa: E402
+from tools.remote import s3_bucket  # noqa: E402
 
 BUCKET = "msglc-updates"
 RUNS = {f"run{i}": {"energy": [float(i)] * 50, "tag": f"t{i}"} for i in range(3)}
@@ -27,11 +27,9 @@ PART = 5 << 20
 
 
 @pytest.fixture(scope="module")
-def s3():
-    with s3_server() as options:
-        fs = fsspec.filesystem("s3", **options)
-        fs.mkdir(BUCKET)
-        yield options, fs
+def s3(s3_options):
+    with s3_bucket(s3_options, BUCKET) as fs:
+        yield s3_options, fs
 
 
 def fresh(options, **more):

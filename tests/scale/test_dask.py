@@ -158,19 +158,17 @@ def _record(i):
     return {"id": i, "text": "x" * 90, "v": [i, -i]}
 
 
-def test_to_archive_in_s3_joins_on_the_server_and_leaves_only_the_archive(client):
+def test_to_archive_in_s3_joins_on_the_server_and_leaves_only_the_archive(client, s3_options):
     """Workers write the parts to S3; the join copies them on the server (their bytes do not
     travel) and removes them; failures leave no object behind."""
     import dask.bag as db
-    import fsspec
 
-    from benchmark.remote import s3_server
+    from tools.remote import s3_bucket
 
     pytest.importorskip("s3fs")
     pytest.importorskip("moto")
-    with s3_server() as options:
-        fs = fsspec.filesystem("s3", **options)
-        fs.mkdir("scale")
+    options = s3_options
+    with s3_bucket(options, "scale") as fs:
         bag = db.range(150_000, npartitions=3).map(_record)  # about 5.5 MB a part: copied whole
         target = "s3://scale/out.mlc"
         assert md.to_archive(bag, target, storage_options=options) == target

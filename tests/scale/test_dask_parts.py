@@ -113,16 +113,15 @@ def test_a_live_runs_parts_are_kept(tmp_path):
     assert parts_folders(tmp_path) == []
 
 
-def test_parts_left_in_s3_are_removed_once_their_lease_expired(monkeypatch):
-    fsspec = pytest.importorskip("fsspec")
+def test_parts_left_in_s3_are_removed_once_their_lease_expired(monkeypatch, s3_options):
+    pytest.importorskip("fsspec")
     pytest.importorskip("s3fs")
     pytest.importorskip("moto")
-    from benchmark.remote import s3_server
     from msglc.io import scratch
+    from tools.remote import s3_bucket
 
-    with s3_server() as options:
-        fs = fsspec.filesystem("s3", **options)
-        fs.mkdir("parts")
+    options = s3_options
+    with s3_bucket(options, "parts") as fs:
         dead = "parts/out.mlc.parts-0123456789ab"
         other = "parts/other.mlc.parts-0123456789ab"  # another target's
         for folder in (dead, other):

@@ -1,4 +1,4 @@
-"""The compressed section of a format 2.1 archive as parts the fuzzer (``benchmark.fuzz``) can
+"""The compressed section of a format 2.1 archive as parts the fuzzer (``tools.fuzz``) can
 change and lay out again: its frames (stored bytes, plain size, filter, dictionary), its
 dictionary records, and the tables that locate them (page tables, the index and its footer).
 
@@ -33,6 +33,7 @@ from msglc.format.frames import (
     RAW_MAX,
     SEEKABLE_MAGIC,
     SHUFFLE,
+    dictionary_frame,
     pack_raw_frame,
     parse_index,
     parse_page,
@@ -323,3 +324,9 @@ def with_toc(sec: Section, toc: bytes, root: tuple[int, int], cuts: list[int]) -
     new.frames = new.frames[: sec.data_frames()] + frames_of(toc, cuts)
     new.toc, new.root = len(toc), root
     return new
+
+
+def dictionary_content(record: bytes, plain: int) -> bytes:
+    """The dictionary a record holds, decompressed (at most ``plain`` bytes)."""
+    content: bytes = zstandard.ZstdDecompressor().decompress(bytes(dictionary_frame(record)), max_output_size=plain)
+    return content

@@ -1,5 +1,5 @@
 """A fault-injecting HTTP proxy for an S3 endpoint (the moto test server of
-``benchmark.remote``, or any other): point s3fs's ``endpoint_url`` at ``proxy.endpoint`` and
+``tools.remote``, or any other): point s3fs's ``endpoint_url`` at ``proxy.endpoint`` and
 tell the proxy which requests to spoil.
 
     with FaultProxy("http://127.0.0.1:5000") as proxy:
@@ -280,7 +280,7 @@ class _Reset(Exception):
 
 def _read_body(rfile: Any, headers: dict[str, str]) -> bytes:
     if "chunked" in headers.get("transfer-encoding", "").lower():
-        chunks = []
+        chunks: list[bytes] = []
         while True:
             size = int(rfile.readline(65537).split(b";")[0].strip() or b"0", 16)
             if not size:
