@@ -1464,13 +1464,13 @@ static PyTypeObject BlockProbeType = {
     .tp_methods = probe_methods,
 };
 
-/* ---- spans of items (read/views.py, read/many.py) ------------------------------------------ */
+/* ---- spans of items (read/views.py, read/local_many.py) ------------------------------------------ */
 
 /* The value a path's tail names inside the msgpack value [*at, *stop): str segments look up
  * map keys (the last of equal keys, as decoding keeps it), ASCII-digit str or int segments
  * index arrays. 1 with *at, *stop moved there; 0 for anything else (a missing key, another
  * kind of value or segment), which the Python path then resolves. Mirrors the rest of a path
- * taken alone in read/many.py (_Batch.finish: short_steps, then resolve). */
+ * taken alone in read/local_many.py (_Batch.finish: short_steps, then resolve). */
 static int descend(PyObject *tail, const unsigned char **at, const unsigned char **stop) {
     const unsigned char *p = *at, *end = *stop;
     Py_ssize_t nseg = PyList_GET_SIZE(tail);
@@ -1544,7 +1544,7 @@ static int descend(PyObject *tail, const unsigned char **at, const unsigned char
  * anything else unusual: the Python path answers), decoded, in a list. tails: None, or a list
  * holding for each item None (the item) or a list of segments (the value they name in it, see
  * descend; missing where it does not). Mirrors read/views.py list_items (view[i] for each
- * index, and read/many.py's lookups of the tails). */
+ * index, and read/local_many.py's lookups of the tails). */
 static PyObject *span_items(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
     if (nargs != 8 || !PyList_CheckExact(args[4]) ||
@@ -1633,12 +1633,12 @@ static PyObject *span_item(PyObject *self, PyObject *const *args, Py_ssize_t nar
 }
 
 /* group_indices(members, depth, n): read_many's grouping of paths under a list of n items
- * (msglc/read/many.py): members are (position, segments) pairs whose segment at depth must
+ * (msglc/read/local_many.py): members are (position, segments) pairs whose segment at depth must
  * be an exact str of 1 to 18 ASCII digits naming an item in range. Returns (indices, groups,
  * tails): the items named, ascending; for each, the members naming it, in their order; for
  * each, the segments after depth of its one member (None when several name it or nothing
  * follows). None when any member is otherwise: the Python loop then sorts them out. Mirrors
- * the grouping loop of read/many.py _Batch.step (by_seg, then sorted, then _tail). */
+ * the grouping loop of read/local_many.py _Batch.step (by_seg, then sorted, then _tail). */
 typedef struct {
     Py_ssize_t index, at;
 } Named;
@@ -1737,7 +1737,7 @@ other:
  * slot that is missing makes FastGet() raise TypeError at import; an attribute that is
  * missing raises AttributeError at the lookup):
  *   slots (their offsets taken once, by fast_offsets):
- *     _a, _base, _pos, _nsize, _cache   read/node.py LazyNode.__slots__
+ *     _a, _base, _pos, _nsize, _cache   read/part.py Bound and LazyPart .__slots__
  *     _h, _n, _s, _whole, _next         read/views.py LazyStrideList.__slots__
  *     _node                             read/views.py LazyDict.__slots__
  *     _index                            read/views.py LazyHashDict.__slots__
@@ -1805,7 +1805,7 @@ static PyObject *scalar(const unsigned char *p, Py_ssize_t len) {
 }
 
 /* Is a's archive open (its closed attribute exactly False)? -1 with an exception. Mirrors
- * the test of read/node.py LazyNode._check_open (Archive.check_open). */
+ * the test of read/part.py LazyPart._check_open (Archive.check_open). */
 static int is_open(PyObject *a) {
     PyObject *closed = PyObject_GetAttr(a, str_closed);
     if (!closed) return -1;

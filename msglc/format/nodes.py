@@ -43,7 +43,7 @@ class ListNode(msgspec.Struct, array_like=True, tag=1, frozen=True):
 
 class MapNode(msgspec.Struct, array_like=True, tag=2, frozen=True):
     """A dict with its keys inline: entry j starts at koffs[j], its value at voffs[j] and it
-    ends at koffs[j + 1]."""
+    ends at koffs[j + 1]. ``kids``, ``koffs`` and ``voffs`` are read by name in _speedups.c."""
 
     keys: list[str | int]
     koffs: list[int]
@@ -86,7 +86,7 @@ class HashMapNode(msgspec.Struct, array_like=True, tag=3, frozen=True):
     starts: list[int]
     offs: list[int]
     kids: dict[int, Ref]
-    kid_keys: dict[str | int, int]  # key of a large value -> its span
+    kid_keys: dict[str | int, int]  # key of a large value -> its span (read by name in _speedups.c)
     page_bits: int
     offs_width: int  # 4 or 8: bytes per entry offset
     offs_crc: int  # CRC-32 of the entry offset table (checked by verify; lookups check keys)

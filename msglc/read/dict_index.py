@@ -156,7 +156,7 @@ class BlockIndex:
         self.table, self.records, _ = block_layout(n, page_bits, width, block_bits)
         self.offs: array[int] | None = None
         self.pages: array[int] | None = None
-        self.probe: BlockProbe | None = None
+        self.probe: BlockProbe | None = None  # read by name in _speedups.c (FastGet)
         self.kept: dict[int, bytes] | None = {} if self.size * n <= RECORDS_KEPT else None  # page -> records
         if self.records > TABLES_IN_MEMORY:
             return

@@ -326,7 +326,7 @@ class LazyStrideList(LazyList):
     Hot path of matrix reads: the bounds of the whole view were checked when it was made, so
     an item costs one read and one decode, and a row view costs one tuple unpack."""
 
-    __slots__ = ("_h", "_n", "_s", "_whole", "_next")
+    __slots__ = ("_h", "_n", "_s", "_whole", "_next")  # read by name in _speedups.c (FastGet)
 
     def __init__(
         self,
@@ -422,7 +422,7 @@ class LazyStrideList(LazyList):
 class LazyDict(LazyPart, Mapping[Any, Any]):
     """A read-only ``Mapping`` over a large dict in an archive, in its original key order."""
 
-    __slots__ = ("_node",)
+    __slots__ = ("_node",)  # read by name in _speedups.c (FastGet)
 
     def __init__(self, archive: Archive, base: int, pos: int, node: MapNode | HashMapNode, nsize: int = 0) -> None:
         super().__init__(archive, base, pos, nsize)
@@ -503,7 +503,7 @@ class _Values(ValuesView[Any]):
 class LazyInlineDict(LazyDict):
     """A dict whose keys are listed in its node (``MapNode``)."""
 
-    __slots__ = ("_keys",)
+    __slots__ = ("_keys",)  # read by name in _speedups.c (FastGet)
     _node: MapNode
 
     def __init__(self, archive: Archive, base: int, pos: int, node: MapNode, nsize: int = 0) -> None:
@@ -563,7 +563,7 @@ class LazyHashDict(LazyDict):
     """A dict with a hash index (``HashMapNode``): one key costs one index page and one entry
     (type 3) or one block of entries (type 6)."""
 
-    __slots__ = ("_index",)
+    __slots__ = ("_index",)  # read by name in _speedups.c (FastGet)
     _node: HashMapNode
 
     def __init__(self, archive: Archive, base: int, pos: int, node: HashMapNode, nsize: int = 0) -> None:
