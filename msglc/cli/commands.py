@@ -139,7 +139,10 @@ def json_default(value: Any) -> Any:
     np = loaded_numpy()
     if np is not None and isinstance(value, (np.ndarray, np.generic)):
         if value.dtype.kind in "Mm":  # NumPy's own text, exact at any unit
-            return np.datetime_as_string(value).tolist() if value.dtype.kind == "M" else value.astype("int64").tolist()
+            if value.dtype.kind == "m":
+                return value.astype("int64").tolist()
+            # datetime_as_string reads the raw bytes in the host's order, whatever the dtype's
+            return np.datetime_as_string(value.astype(value.dtype.newbyteorder("="))).tolist()
         if value.dtype.kind == "f" and value.dtype.itemsize > 8:
             value = value.astype("f8")
         elif value.dtype.kind == "c" and value.dtype.itemsize > 16:

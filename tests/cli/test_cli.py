@@ -96,6 +96,13 @@ def test_get_formats(files):
     assert run("get", files / "a.mlc", "runs/-1/id", "--format", "repr")[1] == "199\n"
 
 
+def test_get_prints_datetime64_arrays_as_their_dates_in_either_byte_order(tmp_path):
+    when = np.array(["2020-01-02T03:04:05", "1969-12-31T23:59:59"], dtype="<M8[s]")
+    msglc.dump(tmp_path / "t.mlc", {"le": when, "be": when.astype(">M8[s]")})
+    for key in ("le", "be"):
+        assert json.loads(run("get", tmp_path / "t.mlc", key)[1]) == ["2020-01-02T03:04:05", "1969-12-31T23:59:59"]
+
+
 def test_json_round_trip_is_exact(tmp_path):
     doc = document()
     text = json.dumps(doc)

@@ -356,9 +356,10 @@ const UNIT_SECONDS: Record<string, [bigint, number]> = {
 /** `numpy.datetime_as_string` of one datetime64 value. */
 function datetimeText(x: bigint, unit: string): string {
   if (x === NAT) return "NaT";
+  // as C's printf("%0*d"): the width counts the sign (NumPy prints year -947 as "-947")
   const p = (n: number | bigint, w = 2): string => {
     const neg = n < 0;
-    const s = (neg ? -n : n).toString().padStart(w, "0");
+    const s = (neg ? -n : n).toString().padStart(neg ? w - 1 : w, "0");
     return neg ? "-" + s : s;
   };
   const floorDiv = (a: bigint, b: bigint): bigint => (a >= 0n ? a / b : -((-a + b - 1n) / b));
