@@ -293,7 +293,7 @@ def cmd_tree(args: argparse.Namespace) -> None:
 
 def tree_line(depth: int, name: str, node: NodeInfo, label: str, max_depth: int | None, listed: bool) -> str:
     """One node of ``msglc tree``, with how many of its children the lines below it list."""
-    line = f"{'  ' * depth}{name if depth else label}  {describe(node)}, {node.encoded_size:,} bytes"
+    line = f"{'  ' * depth}{name if depth else label}  {node_text(node)}, {node.encoded_size:,} bytes"
     return line + unlisted(node, listed, max_depth is not None and depth >= max_depth)
 
 
@@ -316,7 +316,7 @@ def unlisted(node: NodeInfo, listed: bool, at_depth: bool) -> str:
     return note
 
 
-def describe(node: NodeInfo) -> str:
+def node_text(node: NodeInfo) -> str:
     if node.kind == "fixed-stride list":
         return f"fixed-stride list {' x '.join(f'{n:,}' for n in node.dims)} of {node.item_size}-byte items"
     if node.kind == "array":

@@ -506,7 +506,7 @@ class Archive:
             raise CorruptedError(f"TOC node at offset {parent_pos} references a node at {pos} that does not precede it")
         return pos
 
-    def walk(self, pos: int, size: int) -> Iterator[tuple[int, Node]]:
+    def iter_nodes(self, pos: int, size: int) -> Iterator[tuple[int, Node]]:
         """(position, node) of every TOC node reachable from the one at ``pos``, each once,
         reading TOC nodes only."""
         stack, seen = [(pos, size)], {pos}
@@ -524,7 +524,7 @@ class Archive:
         """The TOC range [lo, end) holding the node at ``pos`` and every node it refers to
         (nodes precede the nodes that refer to them)."""
         lo = pos
-        for here, node in self.walk(pos, size):
+        for here, node in self.iter_nodes(pos, size):
             lo = min(lo, here - node.index[0] if isinstance(node, HashMapNode) else here)
         return lo, pos + size
 

@@ -113,10 +113,10 @@ def archive_info(archive: Archive) -> ArchiveInfo:
 
 def node_info(archive: Archive, pos: int, size: int) -> NodeInfo:
     """The node at ``pos`` (``size`` bytes), checked as every read checks it."""
-    return describe(archive.node(pos, size), pos, size)
+    return info_of(archive.node(pos, size), pos, size)
 
 
-def describe(node: Node, pos: int, size: int) -> NodeInfo:
+def info_of(node: Node, pos: int, size: int) -> NodeInfo:
     span, kids = node_span(node), len(getattr(node, "kids", ()))
     if isinstance(node, StrideNode):
         dims = tuple(n for _, n, _ in node.dims)
@@ -129,7 +129,9 @@ def describe(node: Node, pos: int, size: int) -> NodeInfo:
     return NodeInfo(kind, pos, size, span, node.n, len(node.starts) - kids, (), 0, kids)
 
 
-def walk(archive: Archive, pos: int, size: int, max_depth: int | None = None) -> Iterator[tuple[int, str, NodeInfo]]:
+def walk_tree(
+    archive: Archive, pos: int, size: int, max_depth: int | None = None
+) -> Iterator[tuple[int, str, NodeInfo]]:
     """(depth, label within its parent, info) of the node at ``pos`` and of the nodes below it,
     depth first in stored order, down to ``max_depth`` levels below it (None: all). A node that
     several parents refer to (``append`` shares one row node among the rows of a matrix) is
@@ -140,7 +142,7 @@ def walk(archive: Archive, pos: int, size: int, max_depth: int | None = None) ->
     while stack:
         depth, label, here, length, expand = stack.pop()
         node = archive.node(here, length)
-        yield depth, label, describe(node, here, length)
+        yield depth, label, info_of(node, here, length)
         if not expand or max_depth is not None and depth >= max_depth or isinstance(node, (StrideNode, ArrayNode)):
             continue
         names = _labels(node)

@@ -12,7 +12,7 @@ from msglc.read.archive import Archive
 from msglc.read.array import LazyArray
 from msglc.read.extract import data_chunks
 from msglc.read.fetch_rounds import BatchArchive, Task, async_run, path_task, run
-from msglc.read.inspect import ArchiveInfo, FrameInfo, NodeInfo, archive_info, frame_infos, walk
+from msglc.read.inspect import ArchiveInfo, FrameInfo, NodeInfo, archive_info, frame_infos, walk_tree
 from msglc.read.legacy import any_root, combined_msgpack, walk_legacy
 from msglc.read.local_many import read_grouped
 from msglc.read.part import Bound, LazyPart, archive_of, rebound
@@ -295,7 +295,7 @@ class LazyReader(Bound):
         if not isinstance(value, LazyPart):
             return iter(())
         where = value.location()
-        return walk(self._a, where.node, where.node_size, max_depth) if where.node_size else iter(())
+        return walk_tree(self._a, where.node, where.node_size, max_depth) if where.node_size else iter(())
 
 
 def _reopened(reopen: Reopen) -> LazyReader:

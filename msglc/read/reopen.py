@@ -65,7 +65,7 @@ class Reopen:
             if identity_of(a) != self.identity:
                 a.close()
                 raise ArchiveChangedError(
-                    f"{describe(source)} changed since the reader was pickled: it is not the archive it read"
+                    f"{source_name(source)} changed since the reader was pickled: it is not the archive it read"
                 )
             a.reopen = self
             if len(_shared) >= SHARED_MAX:
@@ -126,7 +126,7 @@ def identity_of(archive: Archive) -> tuple[int, ...]:
     return (archive.opened.size, *msgspec.structs.astuple(archive.opened.trailer))
 
 
-def describe(source: Any) -> str:
+def source_name(source: Any) -> str:
     if isinstance(source, (bytes, bytearray, memoryview, mmap.mmap)):
         return f"the archive of {len(source)} bytes"
     return repr(source)
