@@ -46,6 +46,19 @@ export interface DType {
   text: TextSpan[];
 }
 
+/** The typed arrays an array's elements come out as (`NDArray.data`). */
+export type TypedArray =
+  | Int8Array
+  | Uint8Array
+  | Int16Array
+  | Uint16Array
+  | Int32Array
+  | Uint32Array
+  | BigInt64Array
+  | BigUint64Array
+  | Float32Array
+  | Float64Array;
+
 /** A descr that is not a dtype this reader knows (the caller makes a CorruptedError of it). */
 export class DescrError extends Error {}
 
@@ -229,17 +242,7 @@ function textOk(spans: TextSpan[], view: DataView, base: number): boolean {
 export function typedData(
   dt: DType,
   bytes: Uint8Array,
-):
-  | Int8Array
-  | Uint8Array
-  | Int16Array
-  | Uint16Array
-  | Int32Array
-  | Uint32Array
-  | BigInt64Array
-  | BigUint64Array
-  | Float32Array
-  | Float64Array {
+): TypedArray {
   if (dt.structured) return bytes;
   const { kind, itemsize } = dt;
   let width = itemsize; // bytes of one number of the typed array

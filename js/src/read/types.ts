@@ -9,17 +9,9 @@ export type Path = string | ReadonlyArray<Key>;
 
 export type Kind = "dict" | "list" | "array" | "value";
 
-export type TypedArray =
-  | Int8Array
-  | Uint8Array
-  | Int16Array
-  | Uint16Array
-  | Int32Array
-  | Uint32Array
-  | BigInt64Array
-  | BigUint64Array
-  | Float32Array
-  | Float64Array;
+import type { TypedArray } from "../format/dtype.js";
+
+export type { TypedArray };
 
 /** A NumPy array: elements in C order. `data` is the typed array of the dtype (in the host's
  * byte order whatever the stored one); dtypes without one (float16, complex, strings,
