@@ -35,8 +35,14 @@ export interface Found {
   bytes: Uint8Array;
 }
 
-export const TABLES_IN_MEMORY = 1 << 20;
-export const RECORDS_KEPT = 16 << 20;
+/** What a dict's index keeps in memory (bytes). Mutable so that tests can make the reads a
+ * dict of millions of keys makes on a small one. */
+export const INDEX_MEMORY = {
+  /** Block offsets and page table read once when they take at most this. */
+  tables: 1 << 20,
+  /** A page's records kept once read while all the dict's records take at most this. */
+  records: 16 << 20,
+};
 
 const M64 = (1n << 64n) - 1n;
 
@@ -158,8 +164,8 @@ export class DictIndex {
     const offsLen = (this.blocks + 1) * w;
     if (node.type === 6) {
       const recordsAt = offsLen + (2 ** node.pageBits + 1) * 8;
-      if ((1 + blockWidth(this.blocks)) * node.n <= RECORDS_KEPT) this.kept = new Map();
-      if (recordsAt > TABLES_IN_MEMORY) return;
+      if ((1 + blockWidth(this.blocks)) * node.n <= INDEX_MEMORY.records) this.kept = new Map();
+      if (recordsAt > INDEX_MEMORY.tables) return;
       const head = await this.a.readToc(region, recordsAt);
       const offs = head.subarray(0, offsLen);
       if (crc32(offs) !== node.offsCrc) throw this.damaged("block offsets fail their checksum");
@@ -178,7 +184,7 @@ export class DictIndex {
       if (crc32(chunkCrcs) !== node.crcsCrc) throw this.damaged("fuse chunk CRCs fail their checksum");
       this.offs = offs;
       this.crcs = chunkCrcs;
-      if (size - slots <= RECORDS_KEPT) this.kept = new Map();
+      if (size - slots <= INDEX_MEMORY.records) this.kept = new Map();
     } else if (node.type === 9) {
       const head = await this.a.readToc(region, offsLen + node.keysLen);
       const offs = head.subarray(0, offsLen);
@@ -345,7 +351,7 @@ export class DictIndex {
 
   private async blockSpan(block: number): Promise<[number, number]> {
     const w = this.node.offsWidth;
-    return this.spanIn(await this.a.readToc(this.node.region.pos + block * w, 2 * w), 0, block);
+    return this.spanIn(await this.a.readToc(this.node.region.pos + block * w, 2 * w), block, block);
   }
 
   /** Block `block`'s start and end, from block offsets `offs` whose first is block `first`'s. */
