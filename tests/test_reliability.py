@@ -8,6 +8,7 @@ import sys
 import time
 
 import pytest
+from cli_runner import run_msglc
 
 import msglc
 from msglc import FileInfo, MsglcError
@@ -225,10 +226,8 @@ def test_cli_combine_refuses_its_own_input(tmp_path):
     x = tmp_path / "x.mlc"
     msglc.dump(x, {"a": 1})
     before = x.read_bytes()
-    run = subprocess.run(
-        [sys.executable, "-m", "msglc", "combine", str(x), str(x), "--name", "a"], capture_output=True, text=True
-    )
-    assert run.returncode == 1 and "itself" in run.stderr
+    code, _, err = run_msglc("combine", x, x, "--name", "a")
+    assert code == 1 and "itself" in err
     assert x.read_bytes() == before
 
 
@@ -264,8 +263,8 @@ def test_dict_methods_on_a_root_that_is_not_a_dict_say_so(root):
 def test_cli_refuses_negative_counts(tmp_path, args):
     x = tmp_path / "x.mlc"
     msglc.dump(x, {"a": 1})
-    run = subprocess.run([sys.executable, "-m", "msglc", args[0], str(x), *args[1:]], capture_output=True, text=True)
-    assert run.returncode == 2 and "expected" in run.stderr
+    code, _, err = run_msglc(args[0], x, *args[1:])
+    assert code == 2 and "expected" in err
 
 
 # ---- from the review of the above -------------------------------------------------------------------
@@ -450,9 +449,9 @@ def test_cli_refuses_a_read_only_output(tmp_path, command):
     out.write_bytes(b"a finished result")
     os.chmod(out, 0o444)
     args = [str(tmp_path / a) if "." in a else a for a in command.split()]
-    run = subprocess.run([sys.executable, "-m", "msglc", *args], capture_output=True, text=True)
-    assert run.returncode == 1 and len(run.stderr.splitlines()) == 1
-    assert "Permission denied (read-only file" in run.stderr and str(out) in run.stderr
+    code, _, err = run_msglc(*args)
+    assert code == 1 and len(err.splitlines()) == 1
+    assert "Permission denied (read-only file" in err and str(out) in err
     assert out.read_bytes() == b"a finished result" and os.stat(out).st_mode & 0o777 == 0o444
 
 

@@ -1,4 +1,5 @@
-"""The msglc command, run as a subprocess: every subcommand, exact round trips, one-line errors."""
+"""The msglc command: every subcommand, exact round trips, one-line errors (run in this process
+by ``cli_runner``; the tests of the entry points start ``python -m msglc``)."""
 
 import json
 import math
@@ -11,6 +12,7 @@ import sys
 import msgpack
 import numpy as np
 import pytest
+from cli_runner import run_msglc
 
 import msglc
 
@@ -18,12 +20,11 @@ ROOT = pathlib.Path(msglc.__file__).parent.parent
 
 
 def run(*args, ok=True):
-    """``python -m msglc args``; returns (exit status, stdout, stderr)."""
-    proc = subprocess.run([sys.executable, "-m", "msglc", *map(str, args)], capture_output=True, cwd=ROOT, timeout=120)
-    out, err = proc.stdout.decode(), proc.stderr.decode()
+    """``msglc args``; returns (exit status, stdout, stderr)."""
+    code, out, err = run_msglc(*args, cwd=ROOT)
     if ok:
-        assert proc.returncode == 0, err
-    return proc.returncode, out, err
+        assert code == 0, err
+    return code, out.decode(), err
 
 
 def document(seed=1, n=3000):
@@ -235,12 +236,7 @@ def test_paths_through_arrays_and_slices(files):
     assert "(at field/200)" in run("get", files / "a.mlc", "field/200", ok=False)[2]
     assert "(at field/2/3)" in run("get", files / "a.mlc", "field/2/3/4", ok=False)[2]
     assert "(at runs/1/nope)" in run("get", files / "a.mlc", "runs/1:3/nope", ok=False)[2]
-    proc = subprocess.run(
-        [sys.executable, "-m", "msglc", "get", files / "a.mlc", "runs/1:3/id", "--format", "msgpack"],
-        capture_output=True,
-        cwd=ROOT,
-    )
-    assert msgpack.unpackb(proc.stdout) == [1, 2]
+    assert msgpack.unpackb(run_msglc("get", files / "a.mlc", "runs/1:3/id", "--format", "msgpack")[1]) == [1, 2]
     assert run("get", files / "a.mlc", "runs/1:3/id", "--format", "repr")[1] == "[1, 2]\n"
     assert run("get", files / "a.mlc", "runs/0:2:6/id", "--format", "repr")[1] == "[0, 2, 4]\n"  # start:step:stop
     assert run("get", "--format", "repr", files / "a.mlc", "--", "runs/-202:/id")[1] == "[198, 199]\n"
@@ -321,9 +317,9 @@ def snapshot(folder):
 
 
 def run_in(cwd, *args):
-    """``python -m msglc args`` in ``cwd`` (an output "-" must not land in the checkout)."""
-    proc = subprocess.run([sys.executable, "-m", "msglc", *args], capture_output=True, cwd=cwd, timeout=120)
-    return proc.returncode, proc.stdout.decode(), proc.stderr.decode()
+    """``msglc args`` in ``cwd`` (an output "-" must not land in the checkout)."""
+    code, out, err = run_msglc(*args, cwd=cwd)
+    return code, out.decode(), err
 
 
 def refused(folder, args, message):

@@ -7,12 +7,11 @@ from __future__ import annotations
 import io
 import json
 import random
-import subprocess
-import sys
 from pathlib import Path
 
 import msgpack
 import pytest
+from cli_runner import run_msglc
 
 import msglc
 from msglc import CorruptedError, LazyReader, LazyStats, MsglcError, UnsupportedVersionError
@@ -152,17 +151,11 @@ def test_converted_archives_hold_the_same_values(tmp_path):
             assert r.to_obj() == expected(fixture)
             r.verify()
     out = tmp_path / "doc.mlc"
-    cli = [sys.executable, "-m", "msglc", "convert", str(HERE / "doc-t64.msg"), str(out), "--compression", "zstd"]
-    subprocess.run(cli, check=True)
+    assert run_msglc("convert", HERE / "doc-t64.msg", out, "--compression", "zstd")[0] == 0
     with LazyReader(out) as r:
         assert r.info().compression == "zstd" and r.to_obj() == expected(INDEX[0])
-    info = subprocess.run(
-        [sys.executable, "-m", "msglc", "info", str(HERE / "combined-list.msg")],
-        text=True,
-        capture_output=True,
-        check=True,
-    ).stdout
-    assert "msglc-2024" in info and "msglc convert" in info
+    code, info, _ = run_msglc("info", HERE / "combined-list.msg")
+    assert code == 0 and b"msglc-2024" in info and b"msglc convert" in info
     msglc.combine(
         tmp_path / "both.mlc", [msglc.FileInfo(HERE / "list-root-t64.msg", "old"), msglc.FileInfo(out, "new")]
     )
@@ -178,8 +171,8 @@ def test_converted_archives_hold_the_same_values(tmp_path):
 def test_the_cli_tells_an_archive_by_its_first_bytes(tmp_path):
     bare = tmp_path / "archive-without-extension"
     bare.write_bytes((HERE / "scalar-str.msg").read_bytes())
-    out = subprocess.run([sys.executable, "-m", "msglc", "info", str(bare)], text=True, capture_output=True)
-    assert out.returncode == 0 and "msglc-2024" in out.stdout
+    code, out, _ = run_msglc("info", bare)
+    assert code == 0 and b"msglc-2024" in out
 
 
 def test_a_crafted_deep_toc_is_refused():
