@@ -22,10 +22,17 @@ def quick_run(out, *options, data=None):
     return run
 
 
-def test_quick_run_writes_figures_and_results(tmp_path):
-    out = tmp_path / "out"
-    run = quick_run(out, "--size", "60", "--thresholds", "12,14", "--repeat", "50,100", "--budget", "0.5")
-    for name in ("write_time", "file_size"):  # read figures need the default counts: next test
+@pytest.fixture(scope="module")
+def quick(tmp_path_factory):
+    """One quick run at the default read counts, with two thresholds, shared by the tests that
+    read its output (a run takes most of this file's time)."""
+    out = tmp_path_factory.mktemp("quick") / "out"
+    return out, quick_run(out, "--size", "40", "--thresholds", "12,14", "--budget", "0.2")
+
+
+def test_quick_run_writes_figures_and_results(quick):
+    out, run = quick
+    for name in ("write_time", "file_size"):
         for ext in ("png", "pdf"):
             assert (out / f"{name}.{ext}").stat().st_size > 1000
     results = json.loads((out / "results.json").read_text())
@@ -57,7 +64,7 @@ def test_quick_run_writes_figures_and_results(tmp_path):
         assert system in read_series
     msglc_reads = [r for r in results["read"] if r["series"] == "msglc reader[i][j]"]
     assert sorted({r["threshold"] for r in msglc_reads}) == [4096, 16384]
-    assert {r["reads"] for r in msglc_reads} == {50, 100}
+    assert {r["reads"] for r in msglc_reads} == {1000, 10000}  # the default counts
     assert all(r["seconds"] > 0 for r in results["read"] + results["write"])
     assert results["paths"]["paths"] > 0 and results["paths"]["plain_decode_seconds"] > 0
     assert [m["dataset"] for m in results["realdata"]] == ["mdn-bcd", "wordfreq"]
@@ -67,7 +74,7 @@ def test_quick_run_writes_figures_and_results(tmp_path):
     assert "| msglc reader[i][j] |" in run.stdout
 
 
-def test_default_counts_give_every_named_figure_and_each_tells_the_truth(tmp_path):
+def test_default_counts_give_every_named_figure_and_each_tells_the_truth(quick, tmp_path):
     """With the default read counts the quick run draws all eight figures (realdata from a
     stand-in of its datasets), says so in its last line, and the figures of its real results
     pass the checks of tests/test_figures.py."""
@@ -75,8 +82,7 @@ def test_default_counts_give_every_named_figure_and_each_tells_the_truth(tmp_pat
 
     from benchmark import plots
 
-    out = tmp_path / "out"
-    run = quick_run(out, "--size", "40", "--thresholds", "12", "--budget", "0.2")
+    out, run = quick
     for name in plots.FIGURES:
         assert (out / f"{name}.png").stat().st_size > 1000 and (out / f"{name}.pdf").stat().st_size > 1000
     assert run.stdout.rstrip().splitlines()[-1] == f"wrote 8 figures, each as PNG and PDF, and results.json to {out}/"
@@ -88,13 +94,15 @@ def test_default_counts_give_every_named_figure_and_each_tells_the_truth(tmp_pat
 
 def test_quick_run_without_its_real_data_says_so_and_draws_the_rest(tmp_path):
     out = tmp_path / "out"
-    small = ("--size", "40", "--thresholds", "12", "--repeat", "20", "--budget", "0.2", "--records", "0")
+    small = ("--size", "40", "--thresholds", "12", "--repeat", "50,100", "--budget", "0.2", "--records", "0")
     run = quick_run(out, *small, "--bulk-mb", "0", "--dask-mb", "0", data=tmp_path / "nothing")
     assert "the realdata figure is left out" in run.stdout and "mdn-browser-compat-data-8.1.9" in run.stdout
-    assert json.loads((out / "results.json").read_text())["realdata"] == []
+    results = json.loads((out / "results.json").read_text())
+    assert results["realdata"] == []
+    assert {r["reads"] for r in results["read"] if r["series"] == "msglc reader[i][j]"} == {50, 100}  # as given
     assert not (out / "realdata.png").exists() and (out / "write_time.png").exists()
     assert "Real public JSON" not in run.stdout
-    last = run.stdout.rstrip().splitlines()[-1]  # write_time and file_size: --repeat 20 has no read figures
+    last = run.stdout.rstrip().splitlines()[-1]  # write_time and file_size: read figures need the default counts
     assert last == f"wrote 2 figures, each as PNG and PDF, and results.json to {out}/"
 
 
