@@ -5,20 +5,18 @@ js/test/support/read-paths.mjs)."""
 from __future__ import annotations
 
 import base64
-import io
 import json
 import math
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_runner import run_msglc
 
 import msglc
 from msglc import LazyArray, LazyDict, LazyList, to_obj
 from msglc.cli.commands import LAZY, to_json
-from msglc.cli.commands import main as msglc_main
 from msglc.cli.nested import msgpack_bytes
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -80,6 +78,7 @@ def js_read_many(
 # ---- the two command lines ---------------------------------------------------------------------
 
 MAIN = JS / "dist" / "cli" / "main.js"
+RUN_CLI = JS / "test" / "support" / "run-cli.mjs"
 
 
 def js_cli(*args: str) -> tuple[int, bytes, str]:
@@ -88,23 +87,20 @@ def js_cli(*args: str) -> tuple[int, bytes, str]:
     return proc.returncode, proc.stdout, proc.stderr.decode()
 
 
+def js_cli_many(commands: list[tuple[str, ...]]) -> list[tuple[int, bytes, str]]:
+    """``js_cli`` of each command, from one node process (js/test/support/run-cli.mjs)."""
+    require_dist()
+    proc = subprocess.run(
+        ["node", str(RUN_CLI)], input=json.dumps(commands).encode(), capture_output=True, timeout=120, cwd=ROOT
+    )
+    assert proc.returncode == 0, f"run-cli.mjs crashed (status {proc.returncode}):\n{proc.stderr.decode()[-4000:]}"
+    lines = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+    assert len(lines) == len(commands), proc.stderr.decode()[-2000:]
+    return [(line["status"], base64.b64decode(line["stdout"]), line["stderr"]) for line in lines]
+
+
 def py_cli(*args: str) -> tuple[int, bytes, str]:
-    out = io.BytesIO()
-    err = io.StringIO()
-    stdout, stderr = sys.stdout, sys.stderr
-    wrapper = io.TextIOWrapper(out, encoding="utf-8", newline="\n")
-    sys.stdout, sys.stderr = wrapper, err
-    try:
-        try:
-            status = msglc_main(list(args))
-        except SystemExit as e:  # argparse's usage errors
-            status = int(e.code or 0)
-        wrapper.flush()
-        printed = out.getvalue()
-    finally:
-        sys.stdout, sys.stderr = stdout, stderr
-        wrapper.detach()
-    return status, printed, err.getvalue()
+    return run_msglc(*args, cwd=ROOT)
 
 
 # ---- the Python side ---------------------------------------------------------------------------

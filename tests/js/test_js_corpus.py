@@ -9,7 +9,7 @@ import random
 
 import pytest
 from corpus import write_corpus
-from jsread import api_expected, cli_answer, js_cli, js_read_many, py_cli, random_paths, same_api, same_cli
+from jsread import api_expected, cli_answer, js_cli_many, js_read_many, py_cli, random_paths, same_api, same_cli
 
 import msglc
 
@@ -48,14 +48,13 @@ def test_msglc_js_info_and_ls_print_what_msglc_prints(corpus):
     """Byte for byte, for every archive of the corpus (node counts, sizes, compression,
     free space and slack after append; the root's children)."""
     problems = []
-    for archive in corpus:
-        for args in (("info", str(archive)), ("ls", str(archive))):
-            py, js = py_cli(*args), js_cli(*args)
-            if py[:2] != js[:2]:
-                problems.append(
-                    f"{' '.join(args)}: status {js[0]} ({js[2].strip()})\nPython:\n{py[1].decode()}\n"
-                    f"JS:\n{js[1].decode()}"
-                )
+    commands = [(command, str(archive)) for archive in corpus for command in ("info", "ls")]
+    for args, js in zip(commands, js_cli_many(commands), strict=True):
+        py = py_cli(*args)
+        if py[:2] != js[:2]:
+            problems.append(
+                f"{' '.join(args)}: status {js[0]} ({js[2].strip()})\nPython:\n{py[1].decode()}\nJS:\n{js[1].decode()}"
+            )
     assert not problems, "\n".join(problems[:5])
 
 
