@@ -8,8 +8,11 @@ few tests still start ``python -m msglc`` to check the real entry point and pipe
 
 from __future__ import annotations
 
+import base64
 import io
+import json
 import os
+import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -57,3 +60,27 @@ def run_msglc(*args: object, cwd: str | Path | None = None, stdin: bytes = b"") 
             code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
         streams.stdout.flush()
     return code, streams.out.getvalue(), streams.stderr.getvalue()
+
+
+_CHILD = """
+import base64, json, sys
+from cli_runner import run_msglc
+for args in json.loads(sys.stdin.read()):
+    code, out, err = run_msglc(*args)
+    print(json.dumps([code, base64.b64encode(out).decode(), err]), flush=True)
+"""
+
+
+def run_msglc_in_child(commands: list[list[str]], env: dict[str, str] | None = None) -> list[tuple[int, bytes, str]]:
+    """``run_msglc`` of each command in one new Python process: for what a fresh process
+    brings (its default recursion limit, settings read from the environment at import)."""
+    here = str(Path(__file__).parent)
+    env = dict(os.environ if env is None else env)
+    env["PYTHONPATH"] = os.pathsep.join([here, *filter(None, [env.get("PYTHONPATH")])])
+    proc = subprocess.run(
+        [sys.executable, "-c", _CHILD], input=json.dumps(commands), capture_output=True, text=True, env=env, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    answers = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert len(answers) == len(commands), proc.stderr[-4000:]
+    return [(code, base64.b64decode(out), err) for code, out, err in answers]

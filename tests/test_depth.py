@@ -7,11 +7,11 @@ the recursion limit allows (about 900 levels at the default limit, more with a r
 at any depth: what msgspec cannot decode within the recursion limit is stepped through."""
 
 import json
-import subprocess
 import sys
 
 import msgspec
 import pytest
+from cli_runner import run_msglc_in_child
 
 import msglc
 from msglc import FileInfo
@@ -44,12 +44,6 @@ def deep_archive(path, threshold: int, compression=None) -> None:
         msglc.dump(path, doc, small_obj_optimization_threshold=threshold, compression=compression)
     finally:
         sys.setrecursionlimit(limit)
-
-
-def run(*args):
-    proc = subprocess.run([sys.executable, "-m", "msglc", *map(str, args)], capture_output=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr.decode()
-    return proc.stdout
 
 
 def test_dump_nests_as_deep_as_the_recursion_limit_allows(tmp_path):
@@ -116,22 +110,32 @@ def test_repacking_a_deep_archive_copies_its_bytes_with_a_new_toc(tmp_path, thre
 
 @pytest.mark.parametrize("threshold", [8192, 0])
 def test_the_command_reads_and_converts_a_deep_archive(tmp_path, threshold):
+    """In a new process, at its default recursion limit."""
     path = tmp_path / "deep.mlc"
     deep_archive(path, threshold)
     expected = {"deep": nested(DEPTH), "pad": list(range(2000))}
+    commands = [
+        ["get", path, "deep"],
+        ["get", path, "deep", "--format", "repr"],
+        ["get", path, "deep/0/0", "--format", "msgpack"],
+        ["convert", path, tmp_path / "out.json"],
+        ["convert", path, tmp_path / "out.msgpack"],
+        ["convert", path, tmp_path / "out.mlc", "--threshold", "64", "--compression", "zstd"],
+        ["verify", tmp_path / "out.mlc"],
+        ["ls", path],
+        ["tree", path],
+    ]
+    answers = run_msglc_in_child([[str(a) for a in c] for c in commands])
+    assert [code for code, _, _ in answers] == [0] * len(commands), [err for _, _, err in answers]
+    outs = [out for _, out, _ in answers]
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(4 * DEPTH)  # to compare with what json, repr and msgpack give here
     try:
-        assert json.loads(run("get", path, "deep")) == expected["deep"]
-        assert run("get", path, "deep", "--format", "repr").decode().strip() == repr(expected["deep"])
-        assert run("get", path, "deep/0/0", "--format", "msgpack") == msgspec.msgpack.encode(nested(DEPTH - 2))
-        run("convert", path, tmp_path / "out.json")
+        assert json.loads(outs[0]) == expected["deep"]
+        assert outs[1].decode().strip() == repr(expected["deep"])
+        assert outs[2] == msgspec.msgpack.encode(nested(DEPTH - 2))
         assert json.loads((tmp_path / "out.json").read_text()) == expected
-        run("convert", path, tmp_path / "out.msgpack")
         assert msgspec.msgpack.decode((tmp_path / "out.msgpack").read_bytes()) == expected
     finally:
         sys.setrecursionlimit(limit)
-    run("convert", path, tmp_path / "out.mlc", "--threshold", "64", "--compression", "zstd")
-    assert "intact" in run("verify", tmp_path / "out.mlc").decode()
-    assert "deep" in run("ls", path).decode()
-    run("tree", path)
+    assert b"intact" in outs[6] and b"deep" in outs[7]

@@ -350,8 +350,8 @@ def test_the_cli_writes_every_kind_of_output_to_s3(s3, tmp_path):
     the same bytes as to a local file (the file system's options from fsspec's FSSPEC_S3
     variable, as a user would set them)."""
     import os
-    import subprocess
-    import sys
+
+    from cli_runner import run_msglc_in_child
 
     options, fs = s3
     msglc.dump(tmp_path / "in.mlc", DOC, **SMALL)
@@ -370,10 +370,8 @@ def test_the_cli_writes_every_kind_of_output_to_s3(s3, tmp_path):
         for where in (str(tmp_path / "local"), url("cli")):
             args = [a.replace("OUT", f"{where}/out") if "OUT" in a else a for a in case]
             commands.append([str(tmp_path / a) if a.startswith(("in.", "list.")) else a for a in args])
-    # one process configured by the environment, as a user's shell would be, runs every command
-    code = "import json, sys; from msglc.cli import main; sys.exit(max(main(a) for a in json.loads(sys.argv[1])))"
-    run = subprocess.run([sys.executable, "-c", code, json.dumps(commands)], capture_output=True, env=env, timeout=120)
-    assert run.returncode == 0, run.stderr.decode()
+    answers = run_msglc_in_child(commands, env)  # a process configured by its environment, as from a shell
+    assert [code for code, _, _ in answers] == [0] * len(commands), [err for _, _, err in answers]
     for case in cases:
         name = next(a for a in case if "OUT" in a).replace("OUT", "out")
         assert fs.cat_file(f"{BUCKET}/cli/{name}") == (tmp_path / "local" / name).read_bytes(), name
