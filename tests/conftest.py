@@ -9,17 +9,6 @@ settings.register_profile("dev", max_examples=60, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
 
 
-def plain(x):
-    """What reading back should give: tuples and sets become lists, bytes-likes bytes."""
-    if isinstance(x, (list, tuple, set, frozenset)):
-        return [plain(v) for v in x]
-    if isinstance(x, dict):
-        return {k: plain(v) for k, v in x.items()}
-    if isinstance(x, (bytearray, memoryview)):
-        return bytes(x)
-    return x
-
-
 @pytest.fixture
 def runs(tmp_path):
     """A directory with run1.mlc (RUN1, with TOC nodes) and run2.mlc (RUN2, small)."""
