@@ -2,8 +2,12 @@
 batch and remote tests, a small-threshold document for the damage and target tests, two runs
 for combine and append, a thorough check of a result, and damage that only decoding sees."""
 
+import os
 import random
 import zlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import msgpack
 import msgspec
@@ -12,12 +16,16 @@ import pytest
 import msglc
 from msglc.format.layout import HEADER_SIZE, TRAILER_SIZE, unpack_trailer
 
-RUN1 = {"energy": [float(i) for i in range(3000)], "meta": {"name": "run1", "rows": [[i, i * 2] for i in range(400)]}}
-RUN2 = {"energy": [1.5, 2.5], "tags": ["a", "b"]}
+# The documents are values of any shape, as a reader hands them back (msglc types them Any).
+RUN1: dict[str, Any] = {
+    "energy": [float(i) for i in range(3000)],
+    "meta": {"name": "run1", "rows": [[i, i * 2] for i in range(400)]},
+}
+RUN2: dict[str, Any] = {"energy": [1.5, 2.5], "tags": ["a", "b"]}
 
 
 # read, batch, async and remote tests (threshold 1 KB)
-RUNS_DOC = {
+RUNS_DOC: dict[str, Any] = {
     "runs": [{"id": i, "energy": [float(i + j) for j in range(50)], "tag": f"r{i}"} for i in range(300)],
     "m": [[float(i * j) for j in range(120)] for i in range(120)],
     "blob": b"x" * 1000,
@@ -36,7 +44,7 @@ RUNS_PATHS = [
 ]
 
 # damage and target tests (threshold 64 bytes: nodes everywhere)
-SMALL_DOC = {
+SMALL_DOC: dict[str, Any] = {
     "list": list(range(300)),
     "rows": [[float(i), float(-i)] for i in range(40)],
     "map": {f"k{i}": "v" * (i % 5) for i in range(60)},
@@ -45,13 +53,13 @@ SMALL_DOC = {
 }
 
 
-def write_runs(directory):
+def write_runs(directory: Path) -> Path:
     msglc.dump(directory / "run1.mlc", RUN1, small_obj_optimization_threshold=256)
     msglc.dump(directory / "run2.mlc", RUN2)  # small: no TOC node
     return directory
 
 
-def check(path, expected):
+def check(path: str | os.PathLike[str] | bytes, expected: object) -> None:
     """Everything a reader offers agrees with ``expected``, and the archive verifies."""
     with msglc.LazyReader(path) as r:
         r.verify()
@@ -59,7 +67,7 @@ def check(path, expected):
         assert msgpack.unpackb(r.protocol_raw_data(), strict_map_key=False) == expected
 
 
-def check_read_many(make):
+def check_read_many(make: Callable[[], msglc.LazyReader]) -> None:
     """``read_many`` of a reader of RUNS_DOC (``make()`` opens one) answers like single reads."""
     with make() as r:
         expected = [msglc.to_obj(r[p]) for p in RUNS_PATHS]
@@ -71,7 +79,7 @@ def check_read_many(make):
         assert r.read_many([f"runs/{i}/id" for i in shuffled]) == shuffled
 
 
-def check_read_many_failures(make):
+def check_read_many_failures(make: Callable[[], msglc.LazyReader]) -> None:
     """``read_many`` raises what the first failing path would, and the reader still works."""
     with make() as r:
         with pytest.raises(IndexError, match="runs/300"):
@@ -81,7 +89,7 @@ def check_read_many_failures(make):
         assert r.read_many(["m/2/2"]) == [4.0]
 
 
-async def check_async_api(r):
+async def check_async_api(r: msglc.LazyReader) -> None:
     """The async API of a reader of RUNS_DOC."""
     assert await r.async_read("runs/42/energy/3") == 45.0
     assert await r.async_read_many(["m/2/3", "runs/1/tag"]) == [6.0, "r1"]
@@ -92,7 +100,7 @@ async def check_async_api(r):
         await r.async_read("runs/1/nope")
 
 
-def with_data(archive: bytes, change) -> bytes:
+def with_data(archive: bytes, change: Callable[[bytearray], object]) -> bytes:
     """``archive`` (plain) with its data section changed in place by ``change(bytearray)``
     (same length) and the data checksum recomputed: only decoding (or the TOC's checks) can tell."""
     header = archive[:HEADER_SIZE]

@@ -1,4 +1,7 @@
 import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 from archives import write_runs
@@ -9,25 +12,14 @@ settings.register_profile("dev", max_examples=60, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
 
 
-def plain(x):
-    """What reading back should give: tuples and sets become lists, bytes-likes bytes."""
-    if isinstance(x, (list, tuple, set, frozenset)):
-        return [plain(v) for v in x]
-    if isinstance(x, dict):
-        return {k: plain(v) for k, v in x.items()}
-    if isinstance(x, (bytearray, memoryview)):
-        return bytes(x)
-    return x
-
-
 @pytest.fixture
-def runs(tmp_path):
+def runs(tmp_path: Path) -> Path:
     """A directory with run1.mlc (RUN1, with TOC nodes) and run2.mlc (RUN2, small)."""
     return write_runs(tmp_path)
 
 
 @pytest.fixture(scope="session")
-def s3_options():
+def s3_options() -> Iterator[dict[str, Any]]:
     """One S3 server (moto, on loopback) for the whole session, started by the first test that
     asks for it (in each xdist worker): the storage options that reach it. Every user keeps to
     buckets of its own, made with ``tools.remote.s3_bucket``, which removes them afterwards."""

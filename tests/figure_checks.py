@@ -7,14 +7,21 @@ in the realdata figure, as bars; its colour is the line's, or the bars' fill (th
 hollow). The realdata figure's --option alternatives ("msglc zstd, NAME=VALUE") are libraries
 of their own, each a tint of its base's colour."""
 
+import os
 import re
 from pathlib import Path
+from typing import Any
 from unittest import mock
 
+import numpy as np
+from matplotlib.artist import Artist
+from matplotlib.axes import Axes
 from matplotlib.colors import to_hex, to_rgb
-from matplotlib.container import BarContainer
+from matplotlib.container import BarContainer, Container
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 from matplotlib.text import Text
+from matplotlib.typing import LineStyleType
 
 from benchmark import plots
 
@@ -39,11 +46,12 @@ PATTERNS = ("reader[i][j]", "a[i, j]", "ds[i, j]", "ds[i][j]")
 SIZE_FIGURES = ("file_size", "records_size")
 
 
-def draw(results: dict, out: Path) -> dict[str, Figure]:
-    """The figures ``draw_all`` makes from ``results``, by name (nothing is written)."""
+def draw(results: dict[str, Any], out: Path) -> dict[str, Figure]:
+    """The figures ``draw_all`` makes from ``results`` (the benchmark's JSON), by name (nothing
+    is written)."""
     caught: dict[str, Figure] = {}
 
-    def savefig(self, fname, *args, **kwargs):
+    def savefig(self: Figure, fname: str | os.PathLike[str], *args: object, **kwargs: object) -> None:
         caught[Path(fname).stem] = self
 
     with mock.patch.object(Figure, "savefig", savefig):
@@ -76,34 +84,42 @@ def kind(label: str) -> str:
     return next((p for p in PATTERNS if label.endswith(" " + p)), "value")
 
 
-def series_lines(fig: Figure, axes=None) -> list:
+def label_of(drawn: Artist | Container) -> str:
+    """The label of a line or a bar group. Matplotlib keeps labels as strings (its stubs say
+    ``object``, or ``str | None`` for containers); a missing one would be a plotting bug."""
+    label = drawn.get_label()
+    assert isinstance(label, str), f"{drawn!r} has no label"
+    return label
+
+
+def series_lines(fig: Figure, axes: Axes | None = None) -> list[Line2D]:
     """The lines that draw a series, in every axes or in ``axes`` (helper markers and lines are
     labelled with a leading underscore)."""
     return [
         line
         for ax in ([axes] if axes is not None else fig.axes)
         for line in ax.get_lines()
-        if not line.get_label().startswith("_") and len(line.get_xdata())
+        if not label_of(line).startswith("_") and len(np.asarray(line.get_xdata()))
     ]
 
 
-def series_bars(fig: Figure, axes=None) -> list[BarContainer]:
+def series_bars(fig: Figure, axes: Axes | None = None) -> list[BarContainer]:
     """The bar groups that draw a series, in every axes or in ``axes``."""
     return [
         bars
         for ax in ([axes] if axes is not None else fig.axes)
         for bars in ax.containers
-        if isinstance(bars, BarContainer) and not bars.get_label().startswith("_") and len(bars)
+        if isinstance(bars, BarContainer) and not label_of(bars).startswith("_") and len(bars)
     ]
 
 
-def marks(fig: Figure, axes=None) -> list[tuple[str, str, float]]:
+def marks(fig: Figure, axes: Axes | None = None) -> list[tuple[str, str, float]]:
     """(label, colour, drawing order) of every series drawn: its lines and its bars."""
-    out = [(line.get_label(), to_hex(line.get_color()), line.get_zorder()) for line in series_lines(fig, axes)]
+    out = [(label_of(line), to_hex(line.get_color()), line.get_zorder()) for line in series_lines(fig, axes)]
     for bars in series_bars(fig, axes):
         patch = bars.patches[0]
         colour = patch.get_facecolor() if patch.get_fill() else patch.get_edgecolor()
-        out.append((bars.get_label(), to_hex(colour), patch.get_zorder()))
+        out.append((label_of(bars), to_hex(colour), patch.get_zorder()))
     return out
 
 
@@ -114,7 +130,7 @@ def texts(fig: Figure) -> list[str]:
 
 def named(text: str) -> set[str]:
     """The libraries (and the families "msglc", "h5py") a text names."""
-    found = set()
+    found: set[str] = set()
     for name in sorted((n for n in LIBRARIES if n != "msglc"), key=len, reverse=True):
         if name in text:
             found.add(name)
@@ -125,7 +141,7 @@ def named(text: str) -> set[str]:
     return found
 
 
-def legend_labels(fig: Figure, axes=None) -> list[str]:
+def legend_labels(fig: Figure, axes: Axes | None = None) -> list[str]:
     """The labels of the legend of ``axes``, or of every legend of the figure."""
     legends = [axes.get_legend()] if axes is not None else [*(ax.get_legend() for ax in fig.axes), *fig.legends]
     return [t.get_text() for legend in legends if legend is not None for t in legend.get_texts()]
@@ -141,7 +157,7 @@ def check_names(name: str, fig: Figure, series: set[str]) -> None:
         assert sorted(listed) == sorted(here), f"{name}: legend {listed} vs drawn {here}"
     assert not fig.legends, f"{name}: a figure legend beside the panels' own"
     assert set(drawn) <= series, f"{name}: labels that are not series names: {set(drawn) - series}"
-    libraries = {library(label) for label in drawn} | {base(label) for label in drawn if base(label)}
+    libraries = {library(label) for label in drawn} | {head for label in drawn if (head := base(label))}
     families = {lib.split()[0] for lib in libraries}
     for text in texts(fig):
         for what in named(text):
@@ -157,9 +173,9 @@ def check_axes(name: str, fig: Figure) -> None:
             assert bottom == 0, f"{name}: the size axis starts at {bottom}"
         if ax.get_yscale() == "linear":
             piled = [
-                line.get_label()
+                label_of(line)
                 for line in series_lines(fig, ax)
-                if max(line.get_ydata()) < bottom + 0.05 * (top - bottom)
+                if max(np.asarray(line.get_ydata())) < bottom + 0.05 * (top - bottom)
             ]
             assert len(piled) <= 1, f"{name}: {piled} pile up at the bottom of the axis"
         floors = [order for label, _, order in marks(fig, ax) if kind(label) == "floor"]
@@ -172,7 +188,7 @@ def check_styles(figures: dict[str, Figure]) -> None:
     """One colour per library and one line style per kind, the same in every figure; no two
     libraries of one figure share a colour; the kinds a reader must tell apart look apart."""
     colours: dict[str, set[str]] = {}
-    styles: dict[str, set[str]] = {}
+    styles: dict[str, set[LineStyleType]] = {}
     for name, fig in figures.items():
         in_figure: dict[str, str] = {}
         for label, colour, _ in marks(fig):
@@ -181,9 +197,9 @@ def check_styles(figures: dict[str, Figure]) -> None:
             assert lib == library(label), f"{name}: {lib} and {library(label)} share the colour {colour}"
         for line in series_lines(fig):
             if line.get_linestyle() != "None":  # markers alone have no line style
-                styles.setdefault(kind(line.get_label()), set()).add(line.get_linestyle())
-    for lib, seen in colours.items():
-        assert len(seen) == 1, f"{lib} is drawn in the colours {seen}"
+                styles.setdefault(kind(label_of(line)), set()).add(line.get_linestyle())
+    for lib, hues in colours.items():
+        assert len(hues) == 1, f"{lib} is drawn in the colours {hues}"
     for what, seen in styles.items():
         assert len(seen) == 1, f"{what} is drawn in the line styles {seen}"
     style = {what: seen.pop() for what, seen in styles.items()}
@@ -212,16 +228,18 @@ def check_realdata(fig: Figure) -> None:
         assert colour not in table.values(), f"realdata: {label} has the colour of a library, {colour}"
         assert tints.setdefault(colour, label) == label, f"realdata: {label} and {tints[colour]} share {colour}"
     for bars in series_bars(fig):
-        head = base(bars.get_label())
+        label = label_of(bars)
+        head = base(label)
         for patch in bars.patches:
-            assert patch.get_y() == 1, f"realdata: a bar of {bars.get_label()} starts at {patch.get_y()}, not at 1x"
-            assert head is None or to_hex(patch.get_edgecolor()) == table[head], f"realdata: {bars.get_label()}'s edge"
+            assert patch.get_y() == 1, f"realdata: a bar of {label} starts at {patch.get_y()}, not at 1x"
+            assert head is None or to_hex(patch.get_edgecolor()) == table[head], f"realdata: {label}'s edge"
     size_panel = fig.axes[0]
-    assert [line.get_ydata()[0] for line in series_lines(fig, size_panel) if kind(line.get_label()) == "floor"] == [1]
+    floors = [line for line in series_lines(fig, size_panel) if kind(label_of(line)) == "floor"]
+    assert [np.asarray(line.get_ydata())[0] for line in floors] == [1]
     assert size_panel.get_ylim()[0] < 1 < size_panel.get_ylim()[1]
 
 
-def check_all(results: dict, out: Path) -> dict[str, Figure]:
+def check_all(results: dict[str, Any], out: Path) -> dict[str, Figure]:
     """Every check on every figure drawn from ``results``; returns the figures."""
     figures = draw(results, out)
     series = {

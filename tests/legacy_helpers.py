@@ -12,8 +12,8 @@ MAGIC = b"msglc-2024".rjust(30, b"\0")
 
 def legacy_archive(data: bytes, toc: Any = None, raw_toc: bytes | None = None) -> bytes:
     """Magic, the two NUL-padded msgpack header fields, ``data``, then ``toc`` packed (or ``raw_toc``)."""
-    toc_bytes = msgpack.packb(toc, use_bin_type=True) if raw_toc is None else raw_toc
-    field = [msgpack.packb(n).rjust(10, b"\0") for n in (len(data), len(toc_bytes))]
+    toc_bytes: bytes = msgpack.packb(toc, use_bin_type=True) if raw_toc is None else raw_toc
+    field: list[bytes] = [msgpack.packb(n).rjust(10, b"\0") for n in (len(data), len(toc_bytes))]
     return MAGIC + field[0] + field[1] + data + toc_bytes
 
 

@@ -18,7 +18,7 @@ def _json(path: Path, value: object) -> None:
     path.write_text(json.dumps(value))
 
 
-def _compat(i: int) -> dict:
+def _compat(i: int) -> dict[str, object]:
     return {"__compat": {"support": {"chrome": {"version_added": str(i)}, "firefox": {"version_added": False}}}}
 
 

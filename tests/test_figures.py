@@ -4,6 +4,8 @@ figure, size axes start at zero, floors are never hidden, and the scaling figure
 their data is too small to show scaling. The realdata figure keeps the same rules, its
 --option alternatives in tints of the series they change."""
 
+from typing import Any
+
 import pytest
 from figure_checks import check_all, legend_labels, marks, series_lines, texts
 from matplotlib.colors import to_hex, to_rgb
@@ -15,7 +17,7 @@ THRESHOLDS = (12, 16, 20)
 OPTION = "msglc zstd, small_obj_optimization_threshold=65536"
 
 
-def realdata(options: tuple[str, ...] = (OPTION,)) -> list[dict]:
+def realdata(options: tuple[str, ...] = (OPTION,)) -> list[dict[str, Any]]:
     """Two datasets shaped as ``benchmark.targets.realdata.measure`` gives them: a document and
     a lookup table, msglc plain and zstd and the ``options`` alternatives (in that order)."""
     out = []
@@ -48,7 +50,7 @@ def realdata(options: tuple[str, ...] = (OPTION,)) -> list[dict]:
     return out
 
 
-def synthetic(bulk_mb: int = 2, dask_mb: int = 16, records: bool = True) -> dict:
+def synthetic(bulk_mb: int = 2, dask_mb: int = 16, records: bool = True) -> dict[str, Any]:
     """Results shaped as ``python -m benchmark`` writes them, with values like a quick run's:
     msglc's matrix as large as the plain msgpack floor, the NumPy array as numpy.save's file."""
     xs = [1 << e for e in THRESHOLDS]
@@ -102,7 +104,7 @@ def synthetic(bulk_mb: int = 2, dask_mb: int = 16, records: bool = True) -> dict
         for i, t in enumerate(xs):
             reads(f"h5py {compression} ds[i, j]", t, 1e-5 * (i + 1))
             reads(f"h5py {compression} ds[i][j]", t, 1e-4 * (i + 1), measured=500 if i == 2 else None)
-    results = {
+    results: dict[str, Any] = {
         "settings": {
             "size": n,
             "repeats": [1000, 10_000],
@@ -280,8 +282,9 @@ def test_option_alternatives_are_tints_of_their_base_in_the_order_given(tmp_path
     figures = check_all(results, tmp_path)
     colours = {label: colour for label, colour, _ in marks(figures["realdata"])}
 
-    def tint(colour, keep):
-        return to_hex([1 - (1 - c) * keep for c in to_rgb(colour)])
+    def tint(colour: str, keep: float) -> str:
+        r, g, b = (1 - (1 - c) * keep for c in to_rgb(colour))
+        return to_hex((r, g, b))
 
     assert colours[OPTION] == tint("#17becf", 0.6) and colours[options[1]] == tint("#17becf", 0.36)
     assert colours[options[2]] == tint("#1f77b4", 0.6)

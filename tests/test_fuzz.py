@@ -79,7 +79,7 @@ def _archive(data: bytes, nodes: bytes = b"", root_len: int = 0, threshold: int 
     return header + data + nodes + t.pack(header)
 
 
-def _chain(tmp_path, leaf, depth: int) -> bytes:
+def _chain(tmp_path: Path, leaf: object, depth: int) -> bytes:
     """An archive combined into another as its member ``x``, ``depth`` times: valid, and
     nested ``depth`` levels deep."""
     path, tmp = tmp_path / "chain.mlc", tmp_path / "next.mlc"

@@ -11,6 +11,7 @@ import io
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,7 +22,7 @@ GOLDEN = Path(__file__).with_name("golden")
 EARLIER = ["1.1", "2.0"]  # the versions writers wrote before, kept in golden/<version>/
 
 
-def _objects() -> dict:
+def _objects() -> dict[str, Any]:
     return {
         "scalar": 3.25,
         "small-dict": {"a": 1, "b": [True, None, "x"], "c": b"\x00\xff"},
@@ -33,7 +34,7 @@ def _objects() -> dict:
     }
 
 
-def _numpy_objects() -> dict:
+def _numpy_objects() -> dict[str, Any]:
     np = pytest.importorskip("numpy")
     return {
         "numpy": {
@@ -46,7 +47,7 @@ def _numpy_objects() -> dict:
     }
 
 
-def _tiled_objects() -> dict:
+def _tiled_objects() -> dict[str, Any]:
     """Arrays stored tile by tile (format 2.1), with tiles clipped at the far edges."""
     np = pytest.importorskip("numpy")
     return {
@@ -56,12 +57,13 @@ def _tiled_objects() -> dict:
     }
 
 
-ZSTD = {"compression": "zstd"}
+# writer options (msglc takes them as **options: Any)
+ZSTD: dict[str, Any] = {"compression": "zstd"}
 
 
 def _archive(name: str) -> bytes:
     """The archive ``name`` as this msglc writes it."""
-    small = {"small_obj_optimization_threshold": 64}
+    small: dict[str, Any] = {"small_obj_optimization_threshold": 64}
     if name.endswith("-zstd"):  # the same, compressed
         return _compressed(name[: -len("-zstd")], small)
     objects = _objects()
@@ -96,7 +98,7 @@ def _archive(name: str) -> bytes:
     raise KeyError(name)
 
 
-def _compressed(name: str, small: dict) -> bytes:
+def _compressed(name: str, small: dict[str, Any]) -> bytes:
     if name in ("block-list", "hash-dict", "matrix"):
         return msglc.dumps(_objects()[name], **small, **ZSTD)
     if name == "numpy":

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import tarfile
+from typing import Any
 
 import pytest
 from realdata_standin import make_standin
@@ -110,7 +111,7 @@ def test_leaf_paths_reach_leaves_and_repeat_with_their_seed():
     paths = leaf_paths(obj, 50, seed=3)
     assert paths == leaf_paths(obj, 50, seed=3) and paths != leaf_paths(obj, 50, seed=4)
     for path, value in paths:
-        at = obj
+        at: Any = obj  # a walk down the document: a container, then a leaf
         for key in path:
             at = at[key]
         assert at == value and (not isinstance(value, (dict, list)) or not value)

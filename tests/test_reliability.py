@@ -242,9 +242,9 @@ def test_combine_writes_to_a_binary_file_object(tmp_path):
     with msglc.LazyReader(out.getvalue()) as r:
         assert r.to_obj() == {"a": [1, 2], "b": {"c": 3}}
     with open(tmp_path / "t.txt", "w") as text, pytest.raises(TypeError, match="text file"):
-        msglc.combine(text, [FileInfo(msglc.dumps(1), "a")])
+        msglc.combine(text, [FileInfo(msglc.dumps(1), "a")])  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="target must be a path or a writable binary file, not int"):
-        msglc.combine(3, [FileInfo(msglc.dumps(1), "a")])
+        msglc.combine(3, [FileInfo(msglc.dumps(1), "a")])  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("root", [[1, 2, 3], 7, "s", list(range(5000))])

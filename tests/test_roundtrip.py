@@ -5,58 +5,11 @@ import math
 import msgpack
 from hypothesis import given
 from hypothesis import strategies as st
+from roundtrip_checks import check_lazy, plain, values
 
 import msglc
-from msglc import LazyDict, LazyList
-from tests.conftest import plain
 
-scalars = st.one_of(
-    st.none(),
-    st.booleans(),
-    st.integers(-(2**63), 2**64 - 1),
-    st.floats(allow_nan=False),
-    st.text(max_size=40),
-    st.binary(max_size=40),
-)
-keys = st.one_of(st.text(max_size=12), st.integers(-(2**63), 2**64 - 1))
-float_rows = st.integers(1, 6).flatmap(
-    lambda w: st.lists(st.lists(st.floats(allow_nan=False), min_size=w, max_size=w), min_size=1, max_size=40)
-)
-values = st.recursive(
-    st.one_of(scalars, float_rows, st.lists(st.integers(-32, 127), max_size=200)),
-    lambda inner: st.one_of(
-        st.lists(inner, max_size=30),
-        st.tuples(inner, inner),
-        st.dictionaries(keys, inner, max_size=30),
-    ),
-    max_leaves=200,
-)
 thresholds = st.sampled_from([0, 1, 16, 64, 100, 256, 1024, 8192])
-
-
-def check_lazy(lazy, expected, depth=0):
-    """Walk a lazy value and compare every part with the plain object."""
-    if isinstance(lazy, LazyList):
-        assert isinstance(expected, list)
-        assert len(lazy) == len(expected)
-        for i in list(range(min(len(expected), 5))) + [-1, len(expected) // 2]:
-            if expected:
-                check_lazy(lazy[i], expected[i], depth + 1)
-        assert lazy[1:4] == expected[1:4]
-        assert lazy[::-3] == expected[::-3]
-        assert list(lazy) == expected
-        assert lazy == expected
-    elif isinstance(lazy, LazyDict):
-        assert isinstance(expected, dict)
-        assert list(lazy) == list(expected)
-        assert len(lazy) == len(expected)
-        for k, v in list(expected.items())[:8]:
-            assert k in lazy
-            check_lazy(lazy[k], v, depth + 1)
-        assert dict(lazy.items()) == expected
-        assert lazy == expected
-    else:
-        assert lazy == expected
 
 
 @given(values, thresholds)

@@ -89,7 +89,7 @@ class InMemory:
 
 
 def _unpacker_module() -> Any:
-    import msgpack  # type: ignore[import-untyped]  # here: only deep or large data need it (import msglc stays fast)
+    import msgpack  # here: only deep or large data need it (import msglc stays fast)
 
     return msgpack
 

@@ -599,7 +599,8 @@ def test_suggestions_in_a_huge_dict_read_a_little_of_it(tmp_path):
     msglc.dump(tmp_path / "h.mlc", {f"sample-{i:06d}": {"v": i, "pad": "x" * 200} for i in range(n)})
     stats = msglc.LazyStats()
     with msglc.LazyReader(tmp_path / "h.mlc", counter=stats) as r:
-        assert r.info().root.kind == "hash-indexed dict" and len(r.read()) == n
+        root = r.info().root
+        assert root is not None and root.kind == "hash-indexed dict" and len(r.read()) == n
         before = stats.bytes
         assert missing_key_hint(r.read(), "sampel-012345") == "; did you mean 'sample-012345'?"
         assert missing_key_hint(r.read(), "SAMPLE-000007") == "; did you mean 'sample-000007'?"

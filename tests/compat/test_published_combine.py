@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
+from typing import Any
 
 import msgpack
 import pytest
@@ -14,7 +15,7 @@ from msglc import FileInfo
 
 A = {"glossary": {"title": "example glossary", "list": list(range(300))}}
 B = list(range(30))
-SMALL_T = {"small_obj_optimization_threshold": 256}
+SMALL_T: dict[str, Any] = {"small_obj_optimization_threshold": 256}  # writer options
 
 
 @pytest.fixture
@@ -67,7 +68,7 @@ def test_a_missing_input_on_a_file_system_writes_nothing(tmp_path):
 @pytest.mark.parametrize("source", [b"bytes", io.BytesIO(), None])
 def test_fs_applies_to_paths_only(source):
     fsspec = pytest.importorskip("fsspec")
-    extra = {"obj": [1]} if source is None else {}
+    extra: dict[str, Any] = {"obj": [1]} if source is None else {}
     with pytest.raises(TypeError, match="fs="):
         FileInfo(source, fs=fsspec.filesystem("memory"), **extra)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
+from typing import Any
 
 import msgpack
 import pytest
@@ -15,7 +16,7 @@ import msglc
 BIG = {"runs": [{"id": i, "energy": [float(i + j) for j in range(40)]} for i in range(100)], "name": "big"}
 LIST = [{"k": i, "v": "x" * (i % 7)} for i in range(500)]
 SMALL = {"a": 1, "b": [1, 2]}
-SMALL_T = {"small_obj_optimization_threshold": 256}
+SMALL_T: dict[str, Any] = {"small_obj_optimization_threshold": 256}  # writer options
 
 
 # -- LazyStats --

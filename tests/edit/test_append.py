@@ -269,7 +269,7 @@ def test_a_failed_write_or_flush_rolls_back(appending):
         appending.new,
         appending.durable,
     )
-    outcomes = []
+    outcomes: list[str] = []
     for step in itertools.count():
         out.write_bytes(original)
         with pytest.MonkeyPatch.context() as monkeypatch:
@@ -447,7 +447,7 @@ def test_append_to_a_block_indexed_root_does_not_read_its_large_values(tmp_path)
     and never the values with nodes of their own."""
     import tracemalloc
 
-    doc = {f"k{i:05d}": i for i in range(3000)}
+    doc: dict[str, object] = {f"k{i:05d}": i for i in range(3000)}
     doc["big"] = list(range(2_000_000))  # about 10 MB
     out = tmp_path / "a.mlc"
     msglc.dump(out, doc)
@@ -507,7 +507,8 @@ class _NearlyFullDisk:
     BLOCK = 4096
 
     def __init__(self, monkeypatch, size, free):
-        self.allocated, self.blocks_left, self.first = set(), free // self.BLOCK, -(-size // self.BLOCK)
+        self.allocated: set[int] = set()  # block numbers
+        self.blocks_left, self.first = free // self.BLOCK, -(-size // self.BLOCK)
         pwrite, ftruncate = os.pwrite, os.ftruncate
 
         def alloc(lo, hi):

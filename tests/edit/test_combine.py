@@ -89,7 +89,7 @@ def test_bad_name_sets_are_refused_before_writing(runs):
     with pytest.raises(ValueError, match="either"):
         FileInfo(runs / "run1.mlc", "a", obj=1)
     with pytest.raises(TypeError, match="FileInfo"):
-        msglc.combine(out, [str(runs / "run1.mlc")])
+        msglc.combine(out, [str(runs / "run1.mlc")])  # type: ignore[list-item]
     with pytest.raises(ValueError, match="mode"):
         msglc.combine(out, [FileInfo(runs / "run1.mlc")], mode="x")
 

@@ -6,6 +6,7 @@ import errno
 import itertools
 import os
 import random
+from typing import Any
 
 import pytest
 from archives import RUN1, RUN2, check
@@ -19,7 +20,7 @@ from msglc.write.compress import FrameWriter
 
 pytest.importorskip("zstandard")
 
-ZSTD = {"compression": "zstd"}
+ZSTD: dict[str, Any] = {"compression": "zstd"}  # writer options
 BIG = {"x": [float(i) for i in range(20_000)], "s": [f"item {i}" for i in range(5000)]}
 
 

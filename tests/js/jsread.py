@@ -8,6 +8,7 @@ import base64
 import json
 import math
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,9 @@ def require_dist() -> None:
             pytest.fail(f"js/dist/{name} is missing: build the JavaScript package first: {BUILD}")
 
 
-def js_read(target: str | Path, paths: list[str], *flags: str, timeout: float = 60) -> tuple[list[dict], dict]:
+def js_read(
+    target: str | Path, paths: list[str], *flags: str, timeout: float = 60
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Each path's answer from the JS side (see read-paths.mjs), and the closing stats line."""
     require_dist()
     proc = subprocess.run(
@@ -52,13 +55,15 @@ def js_read(target: str | Path, paths: list[str], *flags: str, timeout: float = 
 
 
 def js_read_many(
-    archives: list[str | Path], paths: list[str] | list[list[str]], *flags: str, timeout: float = 120
-) -> list[dict]:
+    archives: Sequence[str | Path], paths: list[str] | list[list[str]], *flags: str, timeout: float = 120
+) -> list[dict[str, Any]]:
     """Each archive's {"lines", "stats", "opened"} from one node process; ``paths``: the same
     for every archive, or a list of paths per archive."""
     require_dist()
     if paths and isinstance(paths[0], list):
-        request: dict = {"jobs": [{"archive": str(a), "paths": p} for a, p in zip(archives, paths, strict=True)]}
+        request: dict[str, Any] = {
+            "jobs": [{"archive": str(a), "paths": p} for a, p in zip(archives, paths, strict=True)]
+        }
     else:
         request = {"archives": [str(a) for a in archives], "paths": paths}
     proc = subprocess.run(
@@ -108,7 +113,7 @@ def py_cli(*args: str) -> tuple[int, bytes, str]:
 PY_ERRORS = {KeyError: "KeyNotFoundError", IndexError: "IndexError", TypeError: "TypeError", ValueError: "ValueError"}
 
 
-def cli_answer(reader: msglc.LazyReader, path: str) -> dict:
+def cli_answer(reader: msglc.LazyReader, path: str) -> dict[str, Any]:
     """What ``msglc get`` prints for ``path``: {"msgpack": bytes, "json": text}, or
     {"error": class} (KeyError as the JS name KeyNotFoundError)."""
     try:
@@ -123,12 +128,12 @@ def cli_answer(reader: msglc.LazyReader, path: str) -> dict:
     return {"msgpack": raw, "json": text}
 
 
-def plain_answer(value: Any) -> dict:
+def plain_answer(value: Any) -> dict[str, Any]:
     """The re-encoded form (``msglc get`` of a value read whole) of a value at any depth."""
     return {"msgpack": msgpack_bytes(to_obj(value)), "json": to_json(value)[:-1]}
 
 
-def same_cli(py: dict, js: dict) -> str | None:
+def same_cli(py: dict[str, Any], js: dict[str, Any]) -> str | None:
     """None when the two command lines agree, else what differs."""
     if "error" in py or "error" in js:
         if py.get("error") == js.get("error"):
@@ -252,7 +257,7 @@ def api_expected(reader: msglc.LazyReader, path: str) -> tuple[str, Any]:
         return "error", type(e)
 
 
-def same_api(expected: tuple[str, Any], js: dict) -> str | None:
+def same_api(expected: tuple[str, Any], js: dict[str, Any]) -> str | None:
     """None when ``reader.read(path)`` gave what Python's reader gives."""
     kind, want = expected
     if kind == "error":
@@ -283,8 +288,9 @@ class Alt:
 def _ndarray_form(x: Any) -> Any:
     import numpy as np
 
-    descr = np.lib.format.dtype_to_descr(x.dtype)
-    descr = _descr_text(descr if isinstance(descr, str) else json.dumps(descr))
+    # numpy's stubs say a list of fields, but a dtype without fields gives a str ("<f8")
+    given: object = np.lib.format.dtype_to_descr(x.dtype)
+    descr = _descr_text(given if isinstance(given, str) else json.dumps(given))
     shape = tuple(x.shape)
     native = x.astype(x.dtype.newbyteorder("=")) if x.dtype.byteorder not in ("=", "|") else x
     raw = np.ascontiguousarray(x).tobytes()
@@ -320,7 +326,7 @@ def py_comparable(x: Any) -> Any:
     return x
 
 
-def _flexible_scalar(descr: str, raw: Any) -> Any:
+def _flexible_scalar(descr: str, raw: object) -> str | bytes | None:
     """The str or bytes a 0-d ``U`` or ``S`` array holds (NumPy's scalar: trailing NULs
     dropped), else None."""
     if not isinstance(raw, bytes):

@@ -9,6 +9,7 @@ import json
 import subprocess
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import pytest
 from jsread import JS, api_expected, js_read, require_dist, same_api
@@ -38,7 +39,7 @@ def server():
         ["node", str(SERVER), *map(str, files)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
     try:
-        assert proc.stdout is not None
+        assert proc.stdout is not None and proc.stderr is not None
         base = proc.stdout.readline().strip()
         assert base.startswith("http://127.0.0.1"), (
             f"the Range server printed {base!r}: {proc.stderr.read() if proc.poll() is not None else ''}"
@@ -49,10 +50,11 @@ def server():
         proc.wait()
 
 
-def served(base: str) -> list[dict]:
+def served(base: str) -> list[dict[str, Any]]:
     """The requests the server logged since the last call (and forget them)."""
     with urllib.request.urlopen(f"{base}/__log?clear=1", timeout=10) as reply:
-        return json.loads(reply.read())
+        log: list[dict[str, Any]] = json.loads(reply.read())
+    return log
 
 
 @pytest.mark.parametrize(("name", "path", "budget"), READS)

@@ -9,6 +9,7 @@ import json
 import pathlib
 import socket
 import threading
+from typing import Any
 
 import pytest
 
@@ -26,7 +27,7 @@ from tools.remote import s3_bucket  # noqa: E402
 BUCKET = "msglc-test"
 
 
-SMALL = {"small_obj_optimization_threshold": 1024}
+SMALL: dict[str, Any] = {"small_obj_optimization_threshold": 1024}  # writer options
 
 
 N = 600
@@ -321,7 +322,7 @@ def test_connection_failing_midway(s3):
 def test_compressed_archives_written_to_s3_by_every_writer(s3):
     pytest.importorskip("zstandard")
     options, fs = s3
-    z = {"compression": "zstd", **SMALL}
+    z: dict[str, Any] = {"compression": "zstd", **SMALL}
     msglc.dump(url("z/doc.mlc"), DOC, storage_options=options, **z)
     with msglc.LazyWriter(url("z/stream.mlc"), storage_options=options, **z) as w:
         w.write({"records": ({"i": i} for i in range(20000))})
@@ -380,7 +381,7 @@ def test_the_cli_writes_every_kind_of_output_to_s3(s3, tmp_path):
 # ---- pickled readers and parts ------------------------------------------------------------------
 
 
-def _values_in_child(blob: bytes) -> list:
+def _values_in_child(blob: bytes) -> list[object]:
     import pickle
 
     return [msglc.to_obj(part) for part in pickle.loads(blob)]

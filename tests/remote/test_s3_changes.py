@@ -5,6 +5,7 @@ tests/io/test_fsspec.py.)"""
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 
@@ -40,7 +41,7 @@ def s3(s3_options):
         yield s3_options, fs
 
 
-def replaced(options: dict, key: str) -> LazyReader:
+def replaced(options: dict[str, Any], key: str) -> LazyReader:
     """A reader opened on OLD (one value read) whose object now holds NEW."""
     url = f"s3://{BUCKET}/{key}"
     msglc.dump(url, OLD, storage_options=options)

@@ -5,6 +5,8 @@ nothing, and a store without server-side copy gets a streamed copy."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 fsspec = pytest.importorskip("fsspec")
@@ -14,6 +16,7 @@ pytest.importorskip("moto")
 import msglc  # noqa: E402
 from msglc import ArchiveChangedError, FileInfo, LazyReader  # noqa: E402
 from msglc.io import compose  # noqa: E402
+from msglc.io.multipart import MIN_PART  # noqa: E402
 from tools.remote import s3_bucket  # noqa: E402
 
 BUCKET = "msglc-concat"
@@ -26,7 +29,7 @@ class Calls:
     """The S3 calls an s3fs file system makes (its ``_call_s3``), with their arguments."""
 
     def __init__(self, fs):
-        self.calls: list[tuple[str, dict]] = []
+        self.calls: list[tuple[str, dict[str, Any]]] = []
         self.inner = fs._call_s3
 
     async def __call__(self, method, *args, **kwargs):
@@ -68,7 +71,7 @@ def test_concat_in_s3_is_put_together_on_the_server(s3, monkeypatch):
     # p3 (short, last) whole
     opening = 4 * 2 * (256 << 10)
     short = (local / "p3.mlc").stat().st_size
-    assert downloaded < opening + 2 * compose.MIN_PART + short + (64 << 10), downloaded
+    assert downloaded < opening + 2 * MIN_PART + short + (64 << 10), downloaded
     with LazyReader(f"{BUCKET}/all.mlc", fs=fs) as r:
         r.verify()
         assert len(r) == 2 * len(BIG) + 20_003 and r[len(BIG)]["id"] == -1 and r[-1] == BIG[19_999]
@@ -89,10 +92,13 @@ def test_an_input_replaced_meanwhile_fails_the_write_and_leaves_nothing(s3):
 def test_a_store_without_server_side_copy_gets_a_streamed_copy(s3, monkeypatch):
     fs, local = s3
 
+    class Refused(OSError):
+        """What s3fs raises for a store without UploadPartCopy: botocore's answer attached."""
+
+        response = {"Error": {"Code": "NotImplemented"}, "ResponseMetadata": {"HTTPStatusCode": 501}}
+
     async def refuse(*args, **kwargs):
-        error = OSError("not implemented")
-        error.response = {"Error": {"Code": "NotImplemented"}, "ResponseMetadata": {"HTTPStatusCode": 501}}
-        raise error
+        raise Refused("not implemented")
 
     monkeypatch.setattr(compose, "_copy_part", refuse)
     msglc.concat(f"{BUCKET}/streamed.mlc", [FileInfo(f"{BUCKET}/{n}", fs=fs) for n in ("p0.mlc", "p3.mlc")], fs=fs)
@@ -143,6 +149,7 @@ def test_an_interrupted_write_aborts_the_upload_and_leaves_the_target(s3, tmp_pa
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, env=env)
     try:
+        assert child.stdout is not None  # a pipe
         assert child.stdout.readline() == "copying\n"
         child.send_signal(signal.SIGINT)
         assert child.stdout.readline() == "interrupted\n"

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+from typing import Any
 
 import pytest
 
@@ -41,7 +42,7 @@ NEW = {"runs": [{"i": i, "energy": [float(i), -float(i)], "tag": "n" * 20} for i
 BIG = [bytes([i]) * 60_000 for i in range(100)]  # 6 MB: a multipart upload of two parts
 LARGE = [bytes([i]) * 3000 for i in range(100)]  # 300 KB: three parts of SMALL_PART, two of the matrix's
 ITEMS = [{"i": i, "pad": "p" * 30} for i in range(3000)]
-SMALL = {"small_obj_optimization_threshold": 512}
+SMALL: dict[str, Any] = {"small_obj_optimization_threshold": 512}  # writer options
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +89,7 @@ def small_parts(monkeypatch):
     return 2 * SMALL_PART  # the writers' part size
 
 
-def through(options: dict, proxy: FaultProxy, part: int = PART) -> object:
+def through(options: dict[str, Any], proxy: FaultProxy, part: int = PART) -> object:
     """An s3fs file system whose requests go through the proxy, with short retries."""
     fs = fsspec.filesystem(
         "s3",
@@ -107,8 +108,9 @@ def through(options: dict, proxy: FaultProxy, part: int = PART) -> object:
     return fs
 
 
-def open_uploads(direct) -> list:
-    return direct.call_s3("list_multipart_uploads", Bucket=BUCKET).get("Uploads", [])
+def open_uploads(direct) -> list[dict[str, Any]]:
+    uploads: list[dict[str, Any]] = direct.call_s3("list_multipart_uploads", Bucket=BUCKET).get("Uploads", [])
+    return uploads
 
 
 # ---- writes ----------------------------------------------------------------------------------
@@ -140,7 +142,7 @@ WRITES = {
     "LazyWriter": (lambda fs: _lazy_writer(fs), {"runs": NEW["runs"]}),
     "concat": (  # put together on the server: the first part copied, the rest uploaded
         lambda fs: msglc.concat(KEY, [FileInfo(f"{BUCKET}/in-{n}.mlc", fs=fs) for n in ("big", "list")], fs=fs),
-        LARGE + ITEMS[:100],
+        [*LARGE, *ITEMS[:100]],
     ),
     "to_archive": (_dask_archive, ITEMS),
 }

@@ -10,6 +10,8 @@ the request carries the ETag that was read, as S3 refuses it with 412."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 fsspec = pytest.importorskip("fsspec")
@@ -44,7 +46,7 @@ class BeforeFirst:
 
     def __init__(self, fs, method, action=None):
         self.inner, self.method, self.action = fs._call_s3, method, action
-        self.calls: list[tuple[str, dict]] = []
+        self.calls: list[tuple[str, dict[str, Any]]] = []
 
     async def __call__(self, method, *args, **kwargs):
         self.calls.append((method, kwargs))

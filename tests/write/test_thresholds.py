@@ -6,11 +6,10 @@ import io
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from roundtrip_checks import check_lazy, plain, values
 
 import msglc
 from msglc import FileInfo, LazyDict, LazyList, Pairs
-from tests.conftest import plain
-from tests.test_roundtrip import check_lazy, values
 
 SMALL = [0, 1, 16, 64]
 

@@ -29,11 +29,12 @@ import msglc  # the published package, from the interpreter's site-packages
 from msglc import FileInfo, LazyReader, append, combine, dump, to_obj
 from msglc.config import Config, config, configure
 
-CBORCodec = msglc.codec.CBORCodec  # a module this repository's msglc does not have
+CBORCodec = msglc.codec.CBORCodec  # type: ignore[attr-defined]  # a module this repository's msglc does not have
 
 OUT = Path(__file__).resolve().parent
 PUBLISHED = "261017"
 UTC = datetime.timezone.utc
+Keys = list[str | int]  # a path to a value: dict keys and list indices
 
 if version("msglc") != PUBLISHED or not hasattr(msglc, "LazyCombiner"):
     sys.exit(f"needs the published msglc {PUBLISHED}, found {version('msglc')} at {msglc.__file__}")
@@ -73,7 +74,8 @@ def plain(obj: Any) -> Any:
 
 
 def pack(value: Any) -> bytes:
-    return msgpack.packb(value, use_bin_type=True, datetime=True)
+    packed: bytes = msgpack.packb(value, use_bin_type=True, datetime=True)
+    return packed
 
 
 def same(a: Any, b: Any) -> bool:
@@ -84,11 +86,11 @@ def same(a: Any, b: Any) -> bool:
 # ---- data -------------------------------------------------------------------------------------
 
 
-def document() -> dict:
+def document() -> dict[str, object]:
     """A JSON-like document of 400 records, the same at every threshold."""
     rng = random.Random(17)
     tags = ["red", "green", "blue", "fast", "slow", "new", "old", "beta"]
-    records = []
+    records: list[dict[str, Any]] = []
     for i in range(400):
         records.append(
             {
@@ -116,7 +118,7 @@ def document() -> dict:
     }
 
 
-def dict_root() -> dict:
+def dict_root() -> dict[str | int, object]:
     return {
         "name": "dict root",
         1: "int key one",
@@ -136,7 +138,7 @@ def dict_root() -> dict:
     }
 
 
-def list_root() -> list:
+def list_root() -> list[object]:
     return [
         "alpha",
         42,
@@ -153,11 +155,11 @@ def list_root() -> list:
     ]
 
 
-def numbers() -> list:
+def numbers() -> list[float]:
     return [i * 7 if i % 3 else i / 4 for i in range(600)]
 
 
-def nested() -> dict:
+def nested() -> dict[str, object]:
     return {
         "a": 1,
         "b": [1, 2, 3],
@@ -168,7 +170,7 @@ def nested() -> dict:
     }
 
 
-def dates() -> dict:
+def dates() -> dict[str, object]:
     when = datetime.datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
     return {
         "aware": when,
@@ -178,7 +180,7 @@ def dates() -> dict:
     }
 
 
-def arrays() -> dict:
+def arrays() -> dict[str, object]:
     return {
         "vec": np.arange(50) * 0.25,  # the numpy fast path: blocks of threshold // 9 + 1 floats
         "mat": np.arange(48.0).reshape(3, 16),
@@ -204,7 +206,7 @@ def archive_toc(data: bytes, base: int) -> tuple[str, Any]:
     return codec, msgpack.unpackb(raw, strict_map_key=False) if codec == "msgpack" else cbor2.loads(raw)
 
 
-def node_shape(node: dict) -> str:
+def node_shape(node: dict[str, Any]) -> str:
     if "p" not in node:
         return "combined-list" if isinstance(node["t"], list) else "combined-dict"
     if "t" in node:
@@ -228,7 +230,7 @@ def count_nodes(data: bytes, base: int, node: Any, counts: dict[str, int]) -> No
         count_nodes(data, base, child, counts)
 
 
-def lookup(value: Any, path: list) -> Any:
+def lookup(value: Any, path: Keys) -> Any:
     for key in path:
         value = value[key]
     return value
@@ -236,10 +238,10 @@ def lookup(value: Any, path: list) -> Any:
 
 # ---- writing ----------------------------------------------------------------------------------
 
-INDEX: list[dict] = []
+INDEX: list[dict[str, Any]] = []
 
 
-def record(name: str, kind: str, threshold: int | None, value: Any, paths: list[list], **extra: Any) -> None:
+def record(name: str, kind: str, threshold: int | None, value: Any, paths: list[Keys], **extra: Any) -> None:
     """Check the archive with the published reader, write its expected value, add it to the index."""
     path = OUT / name
     data = path.read_bytes()
@@ -296,7 +298,12 @@ def main() -> None:
         old.unlink()
     values: dict[str, Any] = {}
 
-    doc_paths = [["title"], ["records", 321, "params", "mode"], ["records", 0], ["records", 47, "history", 89, 1]]
+    doc_paths: list[Keys] = [
+        ["title"],
+        ["records", 321, "params", "mode"],
+        ["records", 0],
+        ["records", 47, "history", 89, 1],
+    ]
     doc_paths.append(["digest"])
     for threshold in (64, 1024, 8192):
         name = write(f"doc-t{threshold}.msg", document(), threshold)
@@ -305,19 +312,27 @@ def main() -> None:
 
     name = write("dict-root-t64.msg", dict_root(), 64)
     values[name] = plain(dict_root())
-    dict_paths = [[1], [-7, 1], ["small_ints", 257], ["points", 33, "y"], ["deep", "a", "b", "c", "d"], ["bin"]]
+    dict_paths: list[Keys] = [
+        [1],
+        [-7, 1],
+        ["small_ints", 257],
+        ["points", 33, "y"],
+        ["deep", "a", "b", "c", "d"],
+        ["bin"],
+    ]
     record(name, "dict", 64, values[name], dict_paths)
 
     name = write("list-root-t64.msg", list_root(), 64)
     values[name] = plain(list_root())
     record(name, "list", 64, values[name], [[0], [5], [6, "k"], [7, 1, 2], [9, 99], [11]])
 
-    for name, obj, paths in [
+    scalars: list[tuple[str, object, list[Keys]]] = [
         ("scalar-str.msg", "a legacy string, ünïcode ✓", [[]]),
         ("scalar-int.msg", -123456789, [[]]),
         ("empty-dict.msg", {}, [[]]),
         ("empty-list.msg", [], [[]]),
-    ]:
+    ]
+    for name, obj, paths in scalars:
         write(name, obj, 8192)
         values[name] = plain(obj)
         kind = "dict" if isinstance(obj, dict) else "list" if isinstance(obj, list) else "scalar"
@@ -328,7 +343,7 @@ def main() -> None:
         values[name] = plain(numbers())
         record(name, "list", threshold, values[name], [[0], [1], [299], [599], [-1]])
 
-    nested_paths = [["b", 2], ["c", "d"], ["c", "e", 0, 1], ["c", "e", 1], ["g"], ["n"]]
+    nested_paths: list[Keys] = [["b", 2], ["c", "d"], ["c", "e", 0, 1], ["c", "e", 1], ["g"], ["n"]]
     for threshold in (0, 1, 16):
         name = write(f"nested-t{threshold}.msg", nested(), threshold)
         values[name] = plain(nested())
