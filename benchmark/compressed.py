@@ -47,7 +47,7 @@ def read_threads(n: int) -> Iterator[bool]:
         note_once(f"this msglc has no read_threads option: bulk reads ran with its default, not {n} thread(s)")
         yield False
         return
-    before = msglc.config.current().read_threads  # type: ignore[attr-defined]
+    before = msglc.config.current().read_threads
     msglc.configure(read_threads=n)
     try:
         yield True

@@ -26,6 +26,7 @@ import tempfile
 import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -262,12 +263,12 @@ def _members(archive: Path) -> Iterator[tuple[str, Callable[[], Any]]]:
         with zipfile.ZipFile(archive) as z:
             for info in z.infolist():
                 if not info.is_dir():
-                    yield info.filename, lambda info=info: z.open(info)
+                    yield info.filename, partial(z.open, info)
     else:
         with tarfile.open(archive, "r:gz") as t:
             for member in t:
                 if member.isfile():
-                    yield member.name, lambda member=member: t.extractfile(member)
+                    yield member.name, partial(t.extractfile, member)
 
 
 def unpack(archive: Path, into: Path, keep: tuple[str, ...]) -> int:

@@ -16,8 +16,9 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import msgspec
 
@@ -27,8 +28,16 @@ from .compressed import LEVEL, have_zstd, note_once, read_threads, records, row_
 from .datasets import DATASETS
 from .timing import best_of
 
+
+class DumpOptions(TypedDict, total=False):
+    """The keywords of ``msglc.dump`` that the series set."""
+
+    compression: str
+    compression_level: int
+
+
 COMPRESSIONS = (None, "gzip", "lzf")
-ZSTD = {"compression": "zstd", "compression_level": LEVEL}
+ZSTD: DumpOptions = {"compression": "zstd", "compression_level": LEVEL}
 BULK_FRAME = 1 << 20  # frames of the bulk-read array and h5py's chunk bytes there
 
 
@@ -52,17 +61,17 @@ class Settings:
 
 @dataclass
 class Results:
-    settings: dict
+    settings: dict[str, Any]  # asdict(Settings)
     machine: str
     date: str
-    write: list[dict] = field(default_factory=list)  # series, threshold, seconds
-    read: list[dict] = field(default_factory=list)  # series, threshold, reads, seconds, measured_reads
-    size: list[dict] = field(default_factory=list)  # series, threshold, bytes
-    paths: dict = field(default_factory=dict)
-    records: list[dict] = field(default_factory=list)  # series, threshold, bytes, dump_seconds, read_seconds
-    bulk: list[dict] = field(default_factory=list)  # series, threads, seconds, bytes, nbytes
-    scale: list[dict] = field(default_factory=list)  # series, workers, seconds, nbytes, chunk_rows
-    realdata: list[dict] = field(default_factory=list)  # one per dataset: benchmark.targets.realdata.measure
+    write: list[dict[str, Any]] = field(default_factory=list)  # series, threshold, seconds
+    read: list[dict[str, Any]] = field(default_factory=list)  # series, threshold, reads, seconds, measured_reads
+    size: list[dict[str, Any]] = field(default_factory=list)  # series, threshold, bytes
+    paths: dict[str, Any] = field(default_factory=dict)
+    records: list[dict[str, Any]] = field(default_factory=list)  # series, threshold, bytes, dump_seconds, read_seconds
+    bulk: list[dict[str, Any]] = field(default_factory=list)  # series, threads, seconds, bytes, nbytes
+    scale: list[dict[str, Any]] = field(default_factory=list)  # series, workers, seconds, nbytes, chunk_rows
+    realdata: list[dict[str, Any]] = field(default_factory=list)  # one per dataset: targets.realdata.measure
 
 
 def h5_series(compression: str | None) -> str:
@@ -134,16 +143,14 @@ class Experiment:
             t = 1 << e
             path = self.dir / f"m-{e}.mlc"
             self.step(f"write: msglc threshold 2^{e}")
-            self._write(
-                "msglc", t, lambda p=path, t=t: msglc.dump(p, self.matrix, small_obj_optimization_threshold=t), path
-            )
+            self._write("msglc", t, partial(msglc.dump, path, self.matrix, small_obj_optimization_threshold=t), path)
             if self.compressed:
                 path = self.dir / f"m-{e}-zstd.mlc"
                 self.step(f"write: msglc zstd threshold 2^{e}")
                 self._write(
                     "msglc zstd",
                     t,
-                    lambda p=path, t=t: msglc.dump(p, self.matrix, small_obj_optimization_threshold=t, **ZSTD),
+                    partial(msglc.dump, path, self.matrix, small_obj_optimization_threshold=t, **ZSTD),
                     path,
                 )
         convert = best_of(lambda: np.asarray(self.matrix), repeat=2)
@@ -170,7 +177,7 @@ class Experiment:
                 self._write(
                     h5_series(compression),
                     1 << e,
-                    lambda p=path, c=chunks, z=compression: _h5_write(h5py, p, array, c, z),
+                    partial(_h5_write, h5py, path, array, chunks, compression),
                     path,
                 )
 
@@ -203,16 +210,24 @@ class Experiment:
             for kind, name in kinds:
                 self.warm(self.dir / name)
                 with msglc.LazyReader(self.dir / name, cached=False) as reader:
-                    self._check(lambda i, j, r=reader: r[i][j])
-                    self._reads(f"msglc{kind} reader[i][j]", 1 << e, lambda i, j, r=reader: r[i][j])
+
+                    def nested(i: int, j: int, r: msglc.LazyReader = reader) -> Any:
+                        return r[i][j]
+
+                    self._check(nested)
+                    self._reads(f"msglc{kind} reader[i][j]", 1 << e, nested)
         self.step("read: msglc NumPy array")
         for kind, name in [("", "array.mlc")] + ([(" zstd", "array-zstd.mlc")] if self.compressed else []):
             self.warm(self.dir / name)
             with msglc.LazyReader(self.dir / name, cached=False) as reader:
                 lazy = reader.read()
-                self._check(lambda i, j, a=lazy: a[i, j])
-                self._reads(f"msglc NumPy array{kind} a[i, j]", None, lambda i, j, a=lazy: a[i, j])
-        datasets = [("h5py contiguous", None, self.dir / "contiguous.h5")]
+
+                def element(i: int, j: int, a: Any = lazy) -> Any:
+                    return a[i, j]
+
+                self._check(element)
+                self._reads(f"msglc NumPy array{kind} a[i, j]", None, element)
+        datasets: list[tuple[str, int | None, Path]] = [("h5py contiguous", None, self.dir / "contiguous.h5")]
         datasets += [
             (h5_series(c), 1 << e, self.dir / f"m-{e}-{c}.h5") for c in COMPRESSIONS for e in self.s.thresholds
         ]
@@ -222,8 +237,12 @@ class Experiment:
                 self.warm(path)
                 with h5py.File(path, "r") as f:  # a fresh file: no chunks cached from the other pattern
                     ds = f["m"]
-                    self._check(lambda i, j, d=ds, r=read: r(d, i, j))
-                    self._reads(f"{series} {pattern}", threshold, lambda i, j, d=ds, r=read: r(d, i, j))
+
+                    def h5_read(i: int, j: int, d: Any = ds, r: Callable[[Any, int, int], Any] = read) -> Any:
+                        return r(d, i, j)
+
+                    self._check(h5_read)
+                    self._reads(f"{series} {pattern}", threshold, h5_read)
 
     @staticmethod
     def warm(path: Path) -> None:
@@ -261,7 +280,7 @@ class Experiment:
         data = msgspec.msgpack.encode(doc)
         plain.write_bytes(data)
         self.step("paths: writing the archive")
-        dump_s = best_of(lambda d=doc: msglc.dump(archive, d), repeat=1, setup=lambda: archive.unlink(missing_ok=True))
+        dump_s = best_of(partial(msglc.dump, archive, doc), repeat=1, setup=lambda: archive.unlink(missing_ok=True))
         del doc
         self.step("paths: reading")
         dec = msgspec.msgpack.Decoder()
@@ -313,13 +332,13 @@ class Experiment:
         rng = random.Random(self.s.seed + 2)
         picks = [rng.randrange(len(recs)) for _ in range(min(1000, self.s.records))]
         for e in self.s.thresholds:
-            for series, options in (("msglc", {}), ("msglc zstd", ZSTD)):
+            for series, options in (("msglc", DumpOptions()), ("msglc zstd", ZSTD)):
                 self.step(f"records: {series} threshold 2^{e}")
                 path = self.dir / f"records-{e}{'-zstd' if options else ''}.mlc"
                 dump_s = best_of(
-                    lambda p=path, o=options, t=1 << e: msglc.dump(p, recs, small_obj_optimization_threshold=t, **o),
+                    partial(msglc.dump, path, recs, small_obj_optimization_threshold=1 << e, **options),
                     repeat=1,
-                    setup=lambda p=path: p.unlink(missing_ok=True),
+                    setup=partial(path.unlink, missing_ok=True),
                 )
                 with msglc.LazyReader(path, cached=False) as reader:
                     if any(reader[i] != recs[i] for i in picks[:20]):
@@ -396,10 +415,10 @@ class Experiment:
             if series.startswith("msglc"):
                 for n in self.s.threads:
                     with read_threads(n) as applied:
-                        seconds = best_of(lambda p=path: msglc_whole(p))
+                        seconds = best_of(partial(msglc_whole, path))
                     self._bulk(series, n, seconds, path, nbytes, applied)
             else:
-                self._bulk(series, None, best_of(lambda p=path: h5_whole(p)), path, nbytes, True)
+                self._bulk(series, None, best_of(partial(h5_whole, path)), path, nbytes, True)
             path.unlink()
 
     def scale(self) -> None:
@@ -453,7 +472,7 @@ def _h5_write(h5py: Any, path: Path, array: Any, chunks: tuple[int, int] | None,
         f.create_dataset("m", data=array, chunks=chunks, compression=compression)
 
 
-def random_document(rng: random.Random, target_bytes: int) -> dict:
+def random_document(rng: random.Random, target_bytes: int) -> dict[str, Any]:
     """A deep JSON-like document of about ``target_bytes`` encoded: runs holding metadata,
     frames of mixed values, float series, nested settings, tags."""
     doc: dict[str, Any] = {"version": 3, "runs": {}}
@@ -487,10 +506,10 @@ def random_document(rng: random.Random, target_bytes: int) -> dict:
     return doc
 
 
-def random_path(rng: random.Random, doc: Any) -> list:
+def random_path(rng: random.Random, doc: Any) -> list[str | int]:
     """A random path from the root down to a scalar, preferring to go deeper: at each dict a
     container child is taken with probability 0.9 when there is one."""
-    path: list = []
+    path: list[str | int] = []
     while isinstance(doc, (dict, list)) and doc:
         if isinstance(doc, dict):
             keys = list(doc)

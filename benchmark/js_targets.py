@@ -28,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -142,12 +143,13 @@ def http_rows(
 
 def frame_rows(path: Path, n: int) -> list[Row]:
     rng = random.Random(5)
-    picks = [["records", rng.randrange(n)] for _ in range(20)]
+    indexes = [rng.randrange(n) for _ in range(20)]
+    picks = [["records", i] for i in indexes]
     others = [["records", rng.randrange(n)] for _ in range(20)]
     out = node({"kind": "requests", "target": str(path), "paths": picks, "next": others})
     first = max(o["first_frames"] for o in out)
     other = max(o["other"]["frames"] for o in out)
-    py_first = max(python_frames(path, p[1]) for p in picks)
+    py_first = max(python_frames(path, i) for i in indexes)
     return [
         Row("Node: frames decompressed for one record, once the records list's node is read, worst of 20", other,
             "= 1", other == 1, f"mean {sum(o['other']['frames'] for o in out) / len(out):.2f}"),
@@ -205,12 +207,13 @@ def main(argv: list[str] | None = None) -> int:
             compression_level=LEVEL,
         )
         rows: list[Row] = []
-        for name, run in (
+        runs: tuple[tuple[str, Callable[[], list[Row]]], ...] = (
             ("matrix", lambda: matrix_rows(matrix, args.n, args.reads)),
             ("dict", lambda: dict_rows(table, keys)),
             ("http", lambda: http_rows(matrix, table, recs, args.n, args.keys, args.records, keys[0], keys[1])),
             ("frames", lambda: frame_rows(recs, args.records)),
-        ):
+        )
+        for name, run in runs:
             print(f"running {name} ...", file=sys.stderr, flush=True)
             rows += run()
     print("\nmsglc JavaScript reader targets (issue 33)\n")

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import textwrap
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -149,7 +149,7 @@ def _families(series: list[str], alts: Alternatives | None = None) -> set[str]:
     return {split(s, alts)[0].role for s in series}
 
 
-def _footer(results: dict, drawn: list[str], alts: Alternatives | None = None) -> str:
+def _footer(results: dict[str, Any], drawn: list[str], alts: Alternatives | None = None) -> str:
     """Date and machine, without the version of a library the figure does not draw."""
     parts = results["machine"].split(", ")
     if "h5py" not in _families(drawn, alts):
@@ -157,7 +157,7 @@ def _footer(results: dict, drawn: list[str], alts: Alternatives | None = None) -
     return f"Measured on {results['date']}: " + ", ".join(parts)
 
 
-def _header(fig: Any, ax: Any, title: str, subtitle: str, results: dict, drawn: list[str]) -> None:
+def _header(fig: Any, ax: Any, title: str, subtitle: str, results: dict[str, Any], drawn: list[str]) -> None:
     ax.set_title(title + "\n" + textwrap.fill(subtitle, 130), fontsize=9)
     fig.supxlabel(_footer(results, drawn), fontsize=7, color="0.35", x=0.01, ha="left")
 
@@ -174,10 +174,10 @@ def _line(ax: Any, series: str, x: list[Any], y: list[float], markers: bool) -> 
     return line
 
 
-def _matrix_panel(ax: Any, rows: list[dict], value: str, xs: list[int]) -> list[str]:
+def _matrix_panel(ax: Any, rows: list[dict[str, Any]], value: str, xs: list[int]) -> list[str]:
     """One line per series over the thresholds; a series without a threshold is a line
     across without markers. Returns the series drawn."""
-    by_series: dict[str, list[dict]] = defaultdict(list)
+    by_series: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for row in rows:
         by_series[row["series"]].append(row)
     for series, points in by_series.items():
@@ -220,7 +220,7 @@ def _matrix_panel(ax: Any, rows: list[dict], value: str, xs: list[int]) -> list[
     return drawn
 
 
-def _under_floors(by_series: dict[str, list[dict]], value: str) -> list[str]:
+def _under_floors(by_series: dict[str, list[dict[str, Any]]], value: str) -> list[str]:
     """Lines of a note naming the series that lie on a floor (within 1% at every point): the
     floor is drawn on top of them, and a reader should not take them for missing."""
     lines = []
@@ -257,7 +257,7 @@ def _log_seconds(ax: Any) -> None:
     ax.yaxis.set_minor_locator(NullLocator())
 
 
-def _matrix_words(s: dict) -> str:
+def _matrix_words(s: dict[str, Any]) -> str:
     n = s["size"]
     return f"a {n:,} x {n:,} matrix of random floats"
 
@@ -270,10 +270,11 @@ def _save(fig: Any, out: Path, name: str, written: list[Path]) -> None:
 
 
 def _figure(plt: Any) -> tuple[Any, Any]:
-    return plt.subplots(figsize=(12, 6.5), layout="constrained")
+    fig, ax = plt.subplots(figsize=(12, 6.5), layout="constrained")
+    return fig, ax
 
 
-def draw_all(results: dict, out: Path) -> list[Path]:
+def draw_all(results: dict[str, Any], out: Path) -> list[Path]:
     """Draw every figure the results have data for into ``out``; returns the files written."""
     import matplotlib
 
@@ -289,7 +290,8 @@ def draw_all(results: dict, out: Path) -> list[Path]:
     return written
 
 
-def _drawers() -> dict[str, Any]:
+def _drawers() -> dict[str, Callable[[Any, dict[str, Any]], Any]]:
+    """Each figure's drawer: ``(pyplot, results)`` to its figure, or None without data for it."""
     return {
         "write_time": _write_time,
         "read_time_log_1k": lambda plt, r: _read_time(plt, r, 1000),
@@ -302,7 +304,7 @@ def _drawers() -> dict[str, Any]:
     }
 
 
-def _write_time(plt: Any, results: dict) -> Any:
+def _write_time(plt: Any, results: dict[str, Any]) -> Any:
     rows = results["write"]
     if not rows:
         return None
@@ -324,7 +326,7 @@ def _write_time(plt: Any, results: dict) -> Any:
     return fig
 
 
-def _read_time(plt: Any, results: dict, count: int) -> Any:
+def _read_time(plt: Any, results: dict[str, Any], count: int) -> Any:
     rows = [r for r in results["read"] if r["reads"] == count]
     if not rows:
         return None
@@ -348,7 +350,7 @@ def _read_time(plt: Any, results: dict, count: int) -> Any:
     return fig
 
 
-def _file_size(plt: Any, results: dict) -> Any:
+def _file_size(plt: Any, results: dict[str, Any]) -> Any:
     rows = [{**r, "MB": r["bytes"] / 1e6} for r in results["size"]]
     if not rows:
         return None
@@ -370,7 +372,7 @@ def _file_size(plt: Any, results: dict) -> Any:
     return fig
 
 
-def _records_size(plt: Any, results: dict) -> Any:
+def _records_size(plt: Any, results: dict[str, Any]) -> Any:
     records = results.get("records") or []
     if not records:
         return None
@@ -431,7 +433,7 @@ def _scaling_title(ax: Any, name: str, nbytes: int, what: str) -> str:
 _BULK_UNCOMPRESSED = ("msglc NumPy array", "h5py uncompressed", "msglc uncompressed")
 
 
-def _bulk(plt: Any, results: dict) -> Any:
+def _bulk(plt: Any, results: dict[str, Any]) -> Any:
     """MB/s of the decompressed array read whole, by threads; a series without a thread count
     (h5py: one thread) has its marker at 1 and a line across for comparison."""
     rows = [r for r in results.get("bulk") or [] if r["series"] not in _BULK_UNCOMPRESSED]
@@ -439,7 +441,7 @@ def _bulk(plt: Any, results: dict) -> Any:
         return None
     threads = sorted({r["threads"] for r in rows if r["threads"] is not None}) or [1]
     fig, ax = _figure(plt)
-    by_series: dict[str, list[dict]] = defaultdict(list)
+    by_series: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for row in rows:
         by_series[row["series"]].append(row)
     nbytes = rows[0]["nbytes"]
@@ -476,7 +478,7 @@ def _bulk(plt: Any, results: dict) -> Any:
     return fig
 
 
-def _scale(plt: Any, results: dict) -> Any:
+def _scale(plt: Any, results: dict[str, Any]) -> Any:
     """MB/s of an array summed through Dask, by worker processes, msglc against h5py."""
     rows = results.get("scale") or []
     if not rows:
@@ -518,7 +520,7 @@ def _bars(ax: Any, series: str, xs: list[float], ratios: list[float], width: flo
     ax.bar_label(bars, [f"{r:.2f}" for r in ratios], fontsize=6, padding=1)
 
 
-def _realdata(plt: Any, results: dict) -> Any:
+def _realdata(plt: Any, results: dict[str, Any]) -> Any:
     """Per dataset of real public JSON, two panels: each archive's size over the whole plain
     msgpack compressed by zstd -3 (bars rising from that floor, 1x), and the time of one value
     read with ``cached=False`` (a dot at the median, a whisker up to p90), with issue 31's
@@ -536,7 +538,7 @@ def _realdata(plt: Any, results: dict) -> Any:
         split(name, alts)  # a series without a colour stops the figure before anything is drawn
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(max(12.0, 1.6 * len(measured) + 5), 12), layout="constrained")
 
-    def found(m: dict, series: str) -> dict | None:
+    def found(m: dict[str, Any], series: str) -> dict[str, Any] | None:
         return next((s for s in m["series"] if s["series"] == series), None)
 
     def targets(ax: Any, values: list[float], order: float) -> None:

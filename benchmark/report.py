@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 def _size(threshold: int | None) -> str:
     if threshold is None:
@@ -9,7 +11,7 @@ def _size(threshold: int | None) -> str:
     return f"{threshold >> 10} KB" if threshold < 1 << 20 else f"{threshold >> 20} MB"
 
 
-def markdown(results: dict) -> str:
+def markdown(results: dict[str, Any]) -> str:
     s = results["settings"]
     lines = [f"N = {s['size']}, {results['machine']}, {results['date']}", ""]
     counts = sorted({r["reads"] for r in results["read"]})
@@ -21,7 +23,7 @@ def markdown(results: dict) -> str:
     lines += [header, "|" + "---|" * (4 + len(counts))]
     write = {(r["series"], r["threshold"]): r["seconds"] for r in results["write"]}
     size = {(r["series"], r["threshold"]): r["bytes"] for r in results["size"]}
-    reads: dict[tuple, dict[int, str]] = {}
+    reads: dict[tuple[str, int | None], dict[int, str]] = {}
     for r in results["read"]:
         mark = "" if r["measured_reads"] >= r["reads"] else f" (est. from {r['measured_reads']})"
         reads.setdefault((r["series"], r["threshold"]), {})[r["reads"]] = f"{r['seconds']:.4g}{mark}"
@@ -62,7 +64,7 @@ def markdown(results: dict) -> str:
     return "\n".join(lines)
 
 
-def _records(results: dict) -> list[str]:
+def _records(results: dict[str, Any]) -> list[str]:
     rows = results.get("records") or []
     if not rows:
         return []
@@ -84,7 +86,7 @@ def _records(results: dict) -> list[str]:
     return lines
 
 
-def _bulk(results: dict) -> list[str]:
+def _bulk(results: dict[str, Any]) -> list[str]:
     rows = results.get("bulk") or []
     if not rows:
         return []
@@ -106,7 +108,7 @@ def _bulk(results: dict) -> list[str]:
     return lines
 
 
-def _scale(results: dict) -> list[str]:
+def _scale(results: dict[str, Any]) -> list[str]:
     rows = results.get("scale") or []
     if not rows:
         return []
@@ -128,7 +130,7 @@ def _scale(results: dict) -> list[str]:
     return lines
 
 
-def realdata_table(measured: list[dict]) -> list[str]:
+def realdata_table(measured: list[dict[str, Any]]) -> list[str]:
     """One line per dataset and series: sizes against the whole file by zstd -3, the open, one
     value (median and p90) and to_obj and dump against their floors (``python -m benchmark``
     and the realdata section of ``python -m benchmark.targets`` both print it)."""

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import gc
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+T = TypeVar("T")
 
 
 def best_of(
@@ -30,7 +33,7 @@ def best_of(
     return min(times)
 
 
-def per_call(fn: Callable[[object], object], args: list, repeat: int = 3) -> float:
+def per_call(fn: Callable[[T], object], args: Sequence[T], repeat: int = 3) -> float:
     """Best mean seconds per call of ``fn(arg)`` over ``args``."""
     return best_of(calls(fn, args), repeat=repeat) / len(args)
 
@@ -61,7 +64,7 @@ def interleaved(
     return best
 
 
-def calls(fn: Callable[[object], object], args: list) -> Callable[[], object]:
+def calls(fn: Callable[[T], object], args: Sequence[T]) -> Callable[[], object]:
     """One loop of ``fn(arg)`` over ``args`` (for ``interleaved``; divide by ``len(args)``)."""
 
     def loop() -> None:

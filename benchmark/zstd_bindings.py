@@ -33,7 +33,8 @@ def frames(buf: bytes, size: int) -> list[bytes]:
 
 
 def shuffled(b: bytes) -> bytes:
-    return np.frombuffer(b, "u1").reshape(-1, 8).T.copy().tobytes()
+    out: bytes = np.frombuffer(b, "u1").reshape(-1, 8).T.copy().tobytes()  # numpy's stubs: .T is Any here
+    return out
 
 
 def per_frame(name: str, buf: bytes) -> None:
@@ -42,8 +43,15 @@ def per_frame(name: str, buf: bytes) -> None:
         parts = [compressor.compress(f) for f in frames(buf, size)]
         ratio = len(buf) / sum(map(len, parts))
         d = zstandard.ZstdDecompressor()
-        t_z = best(lambda d=d, parts=parts: [d.decompress(c) for c in parts]) / len(parts)
-        t_b = best(lambda parts=parts: [backport.decompress(c) for c in parts]) / len(parts)
+
+        def with_zstandard(d: zstandard.ZstdDecompressor = d, parts: list[bytes] = parts) -> list[bytes]:
+            return [d.decompress(c) for c in parts]
+
+        def with_backport(parts: list[bytes] = parts) -> list[bytes]:
+            return [backport.decompress(c) for c in parts]
+
+        t_z = best(with_zstandard) / len(parts)
+        t_b = best(with_backport) / len(parts)
         costs = f"zstandard {t_z * 1e6:7.1f} us, backports {t_b * 1e6:7.1f} us"
         print(f"{name:10} {size >> 10:5} KB frames: ratio {ratio:5.2f}; {costs}")
 

@@ -23,8 +23,10 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 from ..compressed import have_zstd
 from ..datasets import DATASETS, DataUnavailable
@@ -127,9 +129,8 @@ def main(argv: list[str] | None = None) -> int:
         read_one(args.read_one)
         return 0
     if args.stream or args.stream_floor:
-        (stream if args.stream else stream_floor)(
-            *(args.stream or args.stream_floor)[:1], int((args.stream or args.stream_floor)[1])
-        )
+        path, count = args.stream or args.stream_floor
+        (stream if args.stream else stream_floor)(path, int(count))
         return 0
     default = [s for s in SECTIONS if s != "remote" and not (args.quick and s == "realdata")]
     sections = set(args.only or default) | ({"remote"} if args.remote else set())
@@ -161,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
         (1000, 2000, 200_000, 2000, 100) if args.quick else (5000, 10_000, 2_000_000, 10_000, 1024)
     )
     rows: list[Row] = []
-    realdata: list[dict] = []
+    realdata: list[dict[str, Any]] = []
 
     def real() -> list[Row]:
         found, measured = realdata_targets(folders, args.quick, series_of(args.options), Path(tmp))
@@ -169,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
         return found
 
     with tempfile.TemporaryDirectory(prefix="msglc-bench-") as tmp:
-        for name, run in (
+        runs: tuple[tuple[str, Callable[[], list[Row]]], ...] = (
             ("matrix", lambda: matrix_targets(n, reads, Path(tmp))),
             ("dict", lambda: dict_targets(keys, lookups, Path(tmp))),
             ("lookups", lambda: lookup_targets(keys, 20_000, 30_000 if args.quick else 300_000, Path(tmp))),
@@ -190,7 +191,8 @@ def main(argv: list[str] | None = None) -> int:
             ),
             ("realdata", real),
             ("remote", lambda: remote_targets(n, Path(tmp))),
-        ):
+        )
+        for name, run in runs:
             if name not in sections:
                 continue
             print(f"running {name} ...", file=sys.stderr, flush=True)

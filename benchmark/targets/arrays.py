@@ -45,7 +45,11 @@ def array_targets(n: int, reads: int, tmp: Path) -> list[Row]:
                 f.create_dataset("a", data=a, chunks=chunks)
             with h5py.File(h5path, "r") as f:
                 ds = f["a"]
-                h5 = per_call(lambda p, d=ds: d[p], points[: max(200, reads // 5)])
+
+                def h5_item(p: tuple[int, int], d: Any = ds) -> Any:
+                    return d[p]
+
+                h5 = per_call(h5_item, points[: max(200, reads // 5)])
                 shape = ds.chunks
             full = n >= 5000  # the target's size; a smaller array sits whole in h5py's chunk cache
             rows.append(

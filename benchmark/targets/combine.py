@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import msglc
 
 from ..timing import best_of
 from .common import Row, fresh
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 def combine_targets(mb: int, tmp: Path) -> list[Row]:
@@ -49,7 +53,7 @@ def combine_targets(mb: int, tmp: Path) -> list[Row]:
     return rows + append_targets(out, tmp, floor, rng)
 
 
-def append_targets(archive: Path, tmp: Path, rewrite: float, rng) -> list[Row]:
+def append_targets(archive: Path, tmp: Path, rewrite: float, rng: np.random.Generator) -> list[Row]:
     """A 1 MB run appended to the combined archive, in place: against writing that run to a new
     file (copy and fsync: appending flushes too), and against ``rewrite``, the time to copy
     the whole archive (what appending cost when it wrote a new file)."""

@@ -16,6 +16,7 @@ import gc
 import random
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -138,8 +139,13 @@ def matrix_rows(reads: int, tmp: Path) -> list[Row]:
     array = np.random.default_rng(0).random((MATRIX_N, MATRIX_N))
     lists = array.tolist()
     path, h5path = tmp / "matrix-zstd.mlc", tmp / "matrix-gzip.h5"
-    options = {"compression": "zstd", "compression_level": LEVEL, "small_obj_optimization_threshold": MATRIX_THRESHOLD}
-    msglc.dump(path, {"m": lists}, **options)
+    msglc.dump(
+        path,
+        {"m": lists},
+        compression="zstd",
+        compression_level=LEVEL,
+        small_obj_optimization_threshold=MATRIX_THRESHOLD,
+    )
     with h5py.File(h5path, "w") as f:
         f.create_dataset("m", data=array, chunks=H5_MATRIX_CHUNKS, compression="gzip", compression_opts=H5_GZIP_LEVEL)
     what = f"{MATRIX_N}x{MATRIX_N} random floats as lists, threshold {MATRIX_THRESHOLD >> 10} KB, zstd"
@@ -216,7 +222,7 @@ def array_rows(mb: int, tmp: Path) -> list[Row]:
             times[f"msglc {n}"] = best_of(ours)
     times["msglc default"] = best_of(ours)
     for label, h5path in (("gzip", gz), ("gzip shuffle", gz_shuffle)):
-        times[label] = best_of(lambda p=h5path: h5(p))
+        times[label] = best_of(partial(h5, h5path))
     gc.collect()
 
     def speed(t: float) -> str:

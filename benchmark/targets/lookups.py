@@ -35,7 +35,14 @@ def _lmdb_get(d: dict[str, str], tmp: Path) -> Iterator[Callable[[str], Any]]:
             txn.put(k.encode(), enc.encode(v))
     try:
         with env.begin() as txn:
-            yield lambda k: dec.decode(txn.get(k.encode()))
+
+            def get(key: str) -> Any:
+                value = txn.get(key.encode())
+                if value is None:  # every key of d was put above
+                    raise KeyError(key)
+                return dec.decode(value)
+
+            yield get
     finally:
         env.close()
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import os
 import random
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
@@ -34,7 +36,7 @@ def matrix_targets(n: int, reads: int, tmp: Path) -> list[Row]:
     for t in THRESHOLDS:
         path = tmp / f"matrix-{t}.mlc"
         ours = best_of(
-            lambda p=path, t=t: msglc.dump(p, matrix, small_obj_optimization_threshold=t), setup=lambda p=path: fresh(p)
+            partial(msglc.dump, path, matrix, small_obj_optimization_threshold=t), setup=partial(fresh, path)
         )
         rows.append(
             Row(
@@ -52,7 +54,7 @@ def matrix_targets(n: int, reads: int, tmp: Path) -> list[Row]:
     row_bytes = 3 + 9 * n
     header = 3 if n < 65536 else 5
 
-    def pread_point(p: tuple[int, int]) -> float:
+    def pread_point(p: tuple[int, int]) -> Any:
         return dec.decode(os.pread(fd, 9, header + p[0] * row_bytes + 3 + 9 * p[1]))
 
     floor_read = per_call(pread_point, points)
@@ -65,8 +67,15 @@ def matrix_targets(n: int, reads: int, tmp: Path) -> list[Row]:
         with msglc.LazyReader(tmp / f"matrix-{t}.mlc", cached=False) as reader, h5py.File(h5path, "r") as f:
             ds = f["m"]
             assert all(reader[i][j] == matrix[i][j] for i, j in points[:50])
-            ours = per_call(lambda p, r=reader: r[p[0]][p[1]], points)
-            h5 = per_call(lambda p, d=ds: d[p[0], p[1]], points[: max(200, reads // 5)])
+
+            def nested(p: tuple[int, int], r: msglc.LazyReader = reader) -> Any:
+                return r[p[0]][p[1]]
+
+            def h5_item(p: tuple[int, int], d: Any = ds) -> Any:
+                return d[p[0], p[1]]
+
+            ours = per_call(nested, points)
+            h5 = per_call(h5_item, points[: max(200, reads // 5)])
         rows.append(
             Row(
                 f"random read reader[i][j], threshold {t >> 10} KB / h5py ds[i, j]",

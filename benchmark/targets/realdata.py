@@ -35,8 +35,9 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, cast
 
 import msgspec
 
@@ -334,7 +335,8 @@ def _counted(path: Path, paths: list[tuple[list[Any], Any]], what: str) -> dict[
     object's."""
     f, stats = CountingFile(path), msglc.LazyStats()
     try:
-        with msglc.LazyReader(f, cached=False, counter=stats) as reader:
+        # LazyReader reads any object with read and seek; CountingFile has them, but is no BinaryIO
+        with msglc.LazyReader(cast(BinaryIO, f), cached=False, counter=stats) as reader:
             out: dict[str, float] = {
                 "open_bytes": f.bytes,
                 "open_requests": f.requests,
@@ -366,7 +368,9 @@ def _quantile(times: list[float], q: float) -> float:
     return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
 
 
-def measure(name: str, folder: Path, quick: bool, series: list[tuple[str, dict[str, Any]]], tmp: Path) -> dict:
+def measure(
+    name: str, folder: Path, quick: bool, series: list[tuple[str, dict[str, Any]]], tmp: Path
+) -> dict[str, Any]:
     ds = DATASETS[name]
     t0 = time.perf_counter()
     obj = ds.load(folder, quick)
@@ -389,7 +393,7 @@ def measure(name: str, folder: Path, quick: bool, series: list[tuple[str, dict[s
         FLOOR_ZSTD: lambda: _write(whole, zstd_whole(enc.encode(obj))),
     }
     for s, options in series:
-        loops[s] = lambda s=s, options=options: msglc.dump(files[s], obj, **options)
+        loops[s] = partial(msglc.dump, files[s], obj, **options)
     outputs = {FLOOR_PLAIN: plain, FLOOR_ZSTD: whole, **files}
     dumps = interleaved(loops, rounds=rounds, setup=lambda k: fresh(outputs[k]))
 
@@ -444,7 +448,7 @@ def measure(name: str, folder: Path, quick: bool, series: list[tuple[str, dict[s
 
     loops = {FLOOR_PLAIN: decode_plain, FLOOR_ZSTD: decode_zstd}
     for s in names:
-        loops[s] = lambda s=s: to_obj(files[s])
+        loops[s] = partial(to_obj, files[s])
     decodes = interleaved(loops, rounds=rounds)
 
     return {

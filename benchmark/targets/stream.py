@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import msgspec
@@ -15,7 +16,7 @@ from ..timing import best_of
 from .common import Row, fresh, run_child
 
 
-def _records(n: int):
+def _records(n: int) -> Iterator[dict[str, float]]:
     return ({"id": i, "x": i * 0.25} for i in range(n))
 
 

@@ -14,6 +14,7 @@ Contenders take turns (``interleaved``) and the best of each is kept; the machin
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -114,8 +115,11 @@ def _read_rows(a: Any, reads: int, tmp: Path) -> list[Row]:
         for x in (tiled, c_order, blosc2):
             assert np.array_equal(x[i : i + SLAB, j : j + SLAB], a[i : i + SLAB, j : j + SLAB])
 
-        def slab(x: Any) -> Any:
+        def slab(x: Any) -> Callable[[tuple[int, int]], Any]:
             return lambda c: x[c[0] : c[0] + SLAB, c[1] : c[1] + SLAB]
+
+        def item(x: Any) -> Callable[[tuple[int, int]], Any]:
+            return lambda p: x[p]
 
         slabs = interleaved({name: calls(slab(x), corners) for name, x in _named(tiled, c_order, blosc2, zstd)})
         whole = interleaved(
@@ -128,7 +132,7 @@ def _read_rows(a: Any, reads: int, tmp: Path) -> list[Row]:
             rounds=5,
         )
         items = interleaved(
-            {name: calls(lambda p, x=x: x[p], points) for name, x in _named(tiled, c_order, blosc2, zstd)}, rounds=3
+            {name: calls(item(x), points) for name, x in _named(tiled, c_order, blosc2, zstd)}, rounds=3
         )
     us = {name: t / len(corners) * 1e6 for name, t in slabs.items()}
     ius = {name: t / len(points) * 1e6 for name, t in items.items()}
