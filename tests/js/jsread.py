@@ -92,7 +92,7 @@ def js_cli(*args: str) -> tuple[int, bytes, str]:
     return proc.returncode, proc.stdout, proc.stderr.decode()
 
 
-def js_cli_many(commands: list[tuple[str, ...]]) -> list[tuple[int, bytes, str]]:
+def js_cli_many(commands: Sequence[Sequence[str]]) -> list[tuple[int, bytes, str]]:
     """``js_cli`` of each command, from one node process (js/test/support/run-cli.mjs)."""
     require_dist()
     proc = subprocess.run(
