@@ -122,10 +122,10 @@ from msglc.io import compose
 fs = fsspec.filesystem("s3", **{options!r})
 real = compose._copy_part
 started = []
-async def slow(*args, **kwargs):  # a long server-side copy
+async def slow(*args, **kwargs):  # a long server-side copy: the interrupt comes during it
     if not started:
         started.append(print("copying", flush=True))
-    await asyncio.sleep(1.5)
+    await asyncio.sleep(30)
     return await real(*args, **kwargs)
 compose._copy_part = slow
 try:
@@ -157,7 +157,7 @@ def test_an_interrupted_write_aborts_the_upload_and_leaves_the_target(s3, tmp_pa
     finally:
         if child.poll() is None:
             child.kill()
-    time.sleep(2)  # longer than the copy that was under way: it would have completed by now
+    time.sleep(1)  # for a copy that was under way to reach the server
     fs.invalidate_cache()
     assert fs.cat_file(f"{BUCKET}/kept.mlc") == b"old"
     assert not fs.call_s3("list_multipart_uploads", Bucket=BUCKET).get("Uploads")
