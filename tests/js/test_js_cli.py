@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from jsread import ROOT, js_cli, py_cli
+from jsread import ROOT, js_cli, js_cli_many, py_cli
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 
@@ -46,10 +46,23 @@ SAME_OUTPUT = [
 ]
 
 
+@pytest.fixture(scope="module")
+def js_answers():
+    """msglc-js's answer to every command of this file, from one node process."""
+    commands = SAME_OUTPUT + [args for args, _ in ERRORS]
+    return dict(zip(commands, js_cli_many(commands), strict=True))
+
+
+@pytest.mark.parametrize("args", [SAME_OUTPUT[0], SAME_OUTPUT[-1], ("get", g("small-dict.mlc"))])
+def test_the_command_run_alone_answers_as_in_a_batch(js_answers, args):
+    """The real process (its exit status, its stdout) gives what main() gives in one."""
+    assert js_cli(*args) == js_answers[args]
+
+
 @pytest.mark.parametrize("args", SAME_OUTPUT, ids=lambda a: " ".join(a))
-def test_the_same_output_as_msglc(args):
+def test_the_same_output_as_msglc(js_answers, args):
     py = py_cli(*args)
-    js = js_cli(*args)
+    js = js_answers[args]
     assert js[0] == py[0] == 0, js[2]
     assert js[1] == py[1]
 
@@ -70,9 +83,9 @@ ERRORS = [
 
 
 @pytest.mark.parametrize(("args", "status"), ERRORS, ids=lambda a: " ".join(a) if isinstance(a, tuple) else str(a))
-def test_the_same_errors_as_msglc(args, status):
+def test_the_same_errors_as_msglc(js_answers, args, status):
     py = py_cli(*args)
-    js = js_cli(*args)
+    js = js_answers[args]
     assert py[0] == js[0] == status
     assert js[1] == b""
     assert js[2].count("\n") == 1, js[2]  # one line
@@ -96,9 +109,12 @@ def big_dicts(tmp_path_factory):
     return str(path)
 
 
-@pytest.mark.parametrize("path", ["table/key00123x", "table/kye001234", "table/KEY001234", "table/zzzz", "n/301"])
-def test_the_same_hint_for_a_missing_key_of_a_big_dict(big_dicts, path):
-    py = py_cli("get", big_dicts, path)
-    js = js_cli("get", big_dicts, path)
-    assert py[0] == js[0] == 1
-    assert js[2].split(": ", 1)[1] == py[2].split(": ", 1)[1]
+MISSING = ["table/key00123x", "table/kye001234", "table/KEY001234", "table/zzzz", "n/301"]
+
+
+def test_the_same_hint_for_a_missing_key_of_a_big_dict(big_dicts):
+    commands = [("get", big_dicts, path) for path in MISSING]
+    for args, js in zip(commands, js_cli_many(commands), strict=True):
+        py = py_cli(*args)
+        assert py[0] == js[0] == 1, args
+        assert js[2].split(": ", 1)[1] == py[2].split(": ", 1)[1]
