@@ -294,6 +294,8 @@ def test_option_alternatives_are_tints_of_their_base_in_the_order_given(tmp_path
 @pytest.mark.parametrize("series", ["zarr", "zarr, level=3"])
 def test_a_realdata_series_without_a_colour_is_refused(tmp_path, series):
     results = synthetic()
+    for section in ("write", "read", "size", "records", "bulk", "scale"):  # only the figure at issue drawn
+        results[section] = []
     results["realdata"] = realdata((series,))
     with pytest.raises(ValueError, match=f"no colour for the series '{series}'.*plots.LIBRARIES"):
         plots.draw_all(results, tmp_path)
