@@ -393,14 +393,15 @@ def test_pickled_remote_readers_reopen_in_another_process(s3):
     import pickle
 
     options, fs = s3
-    for make in (
-        lambda: LazyReader(url("doc.mlc"), storage_options=options),
-        lambda: LazyReader(f"{BUCKET}/doc.mlc", fs=fs),
-    ):
-        with make() as r:
-            parts = [r["runs"], r["m"], r]
-            blob = pickle.dumps(parts)
-            assert b"doc.mlc" in blob and len(blob) < 4000  # the URL and options, not the data
-            want = [msglc.to_obj(p) for p in parts]
-        with concurrent.futures.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+    spawn = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(1, mp_context=spawn) as pool:
+        for make in (
+            lambda: LazyReader(url("doc.mlc"), storage_options=options),
+            lambda: LazyReader(f"{BUCKET}/doc.mlc", fs=fs),
+        ):
+            with make() as r:
+                parts = [r["runs"], r["m"], r]
+                blob = pickle.dumps(parts)
+                assert b"doc.mlc" in blob and len(blob) < 4000  # the URL and options, not the data
+                want = [msglc.to_obj(p) for p in parts]
             assert pool.submit(_values_in_child, blob).result() == want
