@@ -75,7 +75,16 @@ class LazyReader(Bound):
             raise TypeError(
                 "a LazyReader opened from a file object cannot be pickled: open it from a path, a URL or bytes"
             )
-        return (_reopened, (self._a.reopen,))
+        return (LazyReader._reopened, (self._a.reopen,))
+
+    @classmethod
+    def _reopened(cls, reopen: Reopen) -> LazyReader:
+        """A reader over this process's shared archive for ``reopen`` (unpickling a reader)."""
+        reader: LazyReader = cls.__new__(cls)
+        reader._a = reopen.archive()
+        reader._root = None
+        reader._views = reader._a.views
+        return reader
 
     # -- lifecycle --
     def close(self) -> None:
@@ -296,15 +305,6 @@ class LazyReader(Bound):
             return iter(())
         where = value.location()
         return walk_tree(self._a, where.node, where.node_size, max_depth) if where.node_size else iter(())
-
-
-def _reopened(reopen: Reopen) -> LazyReader:
-    """A reader over this process's shared archive for ``reopen`` (unpickling a reader)."""
-    reader = LazyReader.__new__(LazyReader)
-    reader._a = reopen.archive()
-    reader._root = None
-    reader._views = reader._a.views
-    return reader
 
 
 def to_obj(x: Any) -> Any:

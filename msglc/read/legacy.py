@@ -322,7 +322,7 @@ class LegacyList(LazyList):
     def __getitem__(self, i: Any) -> Any:
         if isinstance(i, slice):
             return self._slice(i)
-        return self._memo(self._index(i), lambda j: _kept(self, j, self._kid))
+        return self._memo(self._index(i), lambda j: _kept(self._a, self._base, j, self._kid))
 
     def __iter__(self) -> Iterator[Any]:
         for j in range(len(self)):
@@ -482,7 +482,7 @@ class LegacyDict(LazyDict):
         self._keyed = keyed
 
     def __getitem__(self, key: Any) -> Any:  # any key the TOC holds (published archives may key by float)
-        return self._memo(key, lambda k: _kept(self, k, self._lookup))
+        return self._memo(key, lambda k: _kept(self._a, self._base, k, self._lookup))
 
     def __len__(self) -> int:
         self._check_open()
@@ -551,17 +551,17 @@ class LegacyMemberDict(LegacyDict):
         return b"".join(_combined_pieces(self._a, self._owner, Combined(self._keyed)))
 
 
-def _kept(part: LegacyList | LegacyDict, key: Any, child: Callable[[Any], Any]) -> Any:
-    """``child(key)``, a child of ``part``; one that is a lazy view is kept by the archive (as
-    its own views are) in both cached modes: it holds its parsed TOC entry, which never
-    changes and can be most of the TOC (parsing it again cost a read 60x the cached one)."""
-    where = ("legacy", part._base, key)
-    made = part._a.views.get(where)
+def _kept(archive: Archive, base: int, key: Any, child: Callable[[Any], Any]) -> Any:
+    """``child(key)``, a child of the part at ``base``; one that is a lazy view is kept by the
+    archive (as its own views are) in both cached modes: it holds its parsed TOC entry, which
+    never changes and can be most of the TOC (parsing it again cost a read 60x the cached one)."""
+    where = ("legacy", base, key)
+    made = archive.views.get(where)
     if made is not None:
         return made
     value = child(key)
     if isinstance(value, LazyPart):
-        part._a.views.keep(where, value)
+        archive.views.keep(where, value)
     return value
 
 

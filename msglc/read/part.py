@@ -103,19 +103,20 @@ class LazyPart(Bound):
 def archive_of(x: Bound) -> Archive:
     """The archive a reader or a lazy part reads from (for the layers above: batch reads,
     repacking, combining, pickling)."""
-    return x._a
+    return x._a  # noqa: SLF001 (the accessor of this module's Bound slot)
 
 
 def rebound(part: LazyPart, archive: Archive) -> LazyPart:
     """A copy of ``part`` that reads through ``archive`` (a batch over the same file),
     without a cache."""
     moved = copy.copy(part)
-    moved._a = archive
-    moved._cache = None
+    moved._a = archive  # noqa: SLF001 (this module's LazyPart, copied)
+    moved._cache = None  # noqa: SLF001 (as above)
     return moved
 
 
 def standalone(part: LazyPart) -> Iterator[bytes | memoryview]:
     """The bytes of ``part.raw_data()``, in pieces (see ``extract.part_archive``)."""
-    count = 0 if part._nsize else len(part)  # type: ignore[arg-type]  # (a row: a list)
-    return part_archive(part._a, part.location(), count)
+    where = part.location()
+    count = 0 if where.node_size else len(part)  # type: ignore[arg-type]  # (a row: a list)
+    return part_archive(archive_of(part), where, count)

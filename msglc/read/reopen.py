@@ -30,6 +30,14 @@ _shared: dict[str, Archive] = {}
 _lock = threading.Lock()
 
 
+def shared_archives() -> int:
+    """How many archives this process keeps open for the readers and parts unpickled in it
+    (at most ``SHARED_MAX``): one per archive, however many of them were unpickled. For tests
+    and for watching a worker's open files; not part of the documented API."""
+    with _lock:
+        return len(_shared)
+
+
 class Reopen:
     """How an archive is opened again elsewhere: ``source`` (an absolute path, a URL, a UPath,
     bytes), the reader's options, and ``identity`` (its size and trailer) to recognise it."""

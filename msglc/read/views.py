@@ -227,7 +227,7 @@ MISSING = object()  # list_items: an item whose tail the C walk left to the Pyth
 
 def walks_spans(view: Any) -> bool:
     """Does ``list_items`` read ``view``'s spans in C (and so take tails)?"""
-    return type(view) is LazyBlockList and view._cache is None and accel.speedups is not None
+    return type(view) is LazyBlockList and view._cache is None and accel.speedups is not None  # noqa: SLF001 (this module's class)
 
 
 def list_items(view: Any, indices: list[int], tails: list[list[Any] | None] | None = None) -> Iterator[Any]:
@@ -236,10 +236,10 @@ def list_items(view: Any, indices: list[int], tails: list[list[Any] | None] | No
     indexes. ``tails`` (only then): for each index None, or the segments of the value wanted
     inside the item, found in C without decoding the rest (``MISSING``: not found there)."""
     speedups = accel.speedups
-    if not walks_spans(view) or speedups is None or view._a.closed:
+    if not walks_spans(view) or speedups is None or view._a.closed:  # noqa: SLF001 (a LazyBlockList: walks_spans)
         yield from (view[i] for i in indices)
         return
-    node, base, src = view._node, view._base, view._a.c_read
+    node, base, src = view._node, view._base, view._a.c_read  # noqa: SLF001 (a LazyBlockList: walks_spans)
     starts, offs = node.starts, node.offs
     at = 0
     while at < len(indices):
@@ -307,19 +307,6 @@ def _stride_levels(dims: Sequence[tuple[int, int, int]], lazy_min: int) -> _Leve
     return level
 
 
-def stride_row(archive: Archive, base: int, pos: int, level: _Level, cached: bool) -> LazyStrideList:
-    """The view of a row of a fixed-stride list (``level``: its ``_stride_levels``) at
-    ``base``, described by the node at ``pos`` of the list it is in; ``cached``: with a cache."""
-    row = LazyStrideList.__new__(LazyStrideList)
-    row._a = archive
-    row._base = base
-    row._pos = pos
-    row._nsize = 0  # no node of its own: its parent's describes it
-    row._cache = {} if cached else None
-    row._h, row._n, row._s, row._whole, row._next = level
-    return row
-
-
 class LazyStrideList(LazyList):
     """A list of fixed-size items (``StrideNode``): item i is at base + h + i * stride.
 
@@ -339,6 +326,20 @@ class LazyStrideList(LazyList):
     ) -> None:
         super().__init__(archive, base, pos, nsize)
         self._h, self._n, self._s, self._whole, self._next = _stride_levels(dims, lazy_min)
+
+    @classmethod
+    def from_level(cls, archive: Archive, base: int, pos: int, level: _Level, cached: bool) -> LazyStrideList:
+        """The view of a row of a fixed-stride list (``level``: its ``_stride_levels``) at
+        ``base``, described by the node at ``pos`` of the list it is in; ``cached``: with a
+        cache. Made without ``__init__``: a row view costs one tuple unpack."""
+        row: LazyStrideList = cls.__new__(cls)
+        row._a = archive
+        row._base = base
+        row._pos = pos
+        row._nsize = 0  # no node of its own: its parent's describes it
+        row._cache = {} if cached else None
+        row._h, row._n, row._s, row._whole, row._next = level
+        return row
 
     def __len__(self) -> int:
         self._check_open()
@@ -419,6 +420,11 @@ class LazyStrideList(LazyList):
                 yield self[i]
 
 
+# a row view's constructor under a plain name: on the hot path (the pure-Python row views) a
+# module global costs less than looking the classmethod up on the instance; reopen uses it too
+stride_row = LazyStrideList.from_level
+
+
 class LazyDict(LazyPart, Mapping[Any, Any]):
     """A read-only ``Mapping`` over a large dict in an archive, in its original key order."""
 
@@ -473,10 +479,10 @@ class LazyDict(LazyPart, Mapping[Any, Any]):
         raise NotImplementedError
 
     def items(self) -> ItemsView[Any, Any]:
-        return _Items(self)
+        return _Items(self, self._iter_items)
 
     def values(self) -> ValuesView[Any]:
-        return _Values(self)
+        return _Values(self, self._iter_items)
 
     def _lookup(self, key: Any) -> Any:
         raise NotImplementedError
@@ -487,17 +493,29 @@ class LazyDict(LazyPart, Mapping[Any, Any]):
 
 
 class _Items(ItemsView[Any, Any]):
-    _mapping: LazyDict  # set by MappingView.__init__
+    """A lazy dict's items, in the order and at the cost of its own ``_iter_items``."""
+
+    __slots__ = ("_pairs",)
+
+    def __init__(self, mapping: LazyDict, pairs: Callable[[], Iterator[tuple[Any, Any]]]) -> None:
+        super().__init__(mapping)
+        self._pairs = pairs
 
     def __iter__(self) -> Iterator[tuple[Any, Any]]:
-        return self._mapping._iter_items()
+        return self._pairs()
 
 
 class _Values(ValuesView[Any]):
-    _mapping: LazyDict  # set by MappingView.__init__
+    """A lazy dict's values, read as its ``_iter_items`` reads them."""
+
+    __slots__ = ("_pairs",)
+
+    def __init__(self, mapping: LazyDict, pairs: Callable[[], Iterator[tuple[Any, Any]]]) -> None:
+        super().__init__(mapping)
+        self._pairs = pairs
 
     def __iter__(self) -> Iterator[Any]:
-        return (v for _, v in self._mapping._iter_items())
+        return (v for _, v in self._pairs())
 
 
 class LazyInlineDict(LazyDict):
@@ -569,6 +587,12 @@ class LazyHashDict(LazyDict):
     def __init__(self, archive: Archive, base: int, pos: int, node: HashMapNode, nsize: int = 0) -> None:
         super().__init__(archive, base, pos, node, nsize)
         self._index: BlockIndex | None = None
+
+    def loaded_index(self) -> BlockIndex | None:
+        """The dict's index as its lookups loaded it (``dict_index``), None before the first:
+        for tests and tools that look at the C lookup (``probe``) or at what a lookup keeps.
+        Not part of the documented API."""
+        return self._index
 
     def __len__(self) -> int:
         self._check_open()

@@ -475,7 +475,7 @@ def test_c_keeps_only_the_records_of_the_pages_looked_up():
     with msglc.LazyReader(data, cached=False) as r:
         views = [r[j] for j in range(dicts)]
         views[0]["k5"]
-        index = views[0]._index
+        index = views[0].loaded_index()
         assert index is not None and index.probe is not None
         records = index.size * n  # the records of one dict (about 3 bytes a key)
         tracemalloc.start()

@@ -18,6 +18,7 @@ import pytest
 import msglc
 from msglc.format.msgpack import array_header
 from msglc.read import views as views_module
+from msglc.read.part import archive_of
 from msglc.read.paths import resolve, split_path
 from msglc.read.stats import LazyStats
 from msglc.read.views import LazyPart
@@ -98,10 +99,11 @@ def test_c_lookup_finds_every_key_msgspec_encodes(key_archive):
     with msglc.LazyReader(path, cached=False) as r:
         table = r.read()
         table["f0"]  # loads the block index
-        probe, answered = table._index.probe, 0
+        probe, answered = table.loaded_index().probe, 0
         assert probe is not None
+        src, base = archive_of(r).c_read, table.location().offset
         for key, value in d.items():
-            got = probe.get(r._a.c_read, table._base, key, msgspec.msgpack.decode, KeyError)
+            got = probe.get(src, base, key, msgspec.msgpack.decode, KeyError)
             if got is not NotImplemented:
                 answered += 1
                 assert got == value, key
@@ -445,9 +447,9 @@ def test_views_are_reused_bounded_and_dropped_on_close(monkeypatch):
         assert r["t3"] is r["t3"]
         for i in range(60):
             assert r[f"t{i}"]["k7"] == 7
-            assert len(r._a.views) <= 16
+            assert len(archive_of(r).views) <= 16
         assert r["t59"] is r["t59"]
-    assert not r._a.views
+    assert not archive_of(r).views
 
 
 def test_read_many_and_batches_give_what_single_reads_give(tmp_path):
@@ -731,10 +733,10 @@ def test_inline_dict_views_kept_by_key_stay_right(monkeypatch):
             for i in range(60):
                 t = root[f"t{i}"]
                 assert t is root[f"t{i}"] and t["k7"] == [i, 7] and t.location() == r[[f"t{i}"]].location()
-                assert len(r._a.views) <= 16
+                assert len(archive_of(r).views) <= 16
         got = r.read_many(["t5/k3", "t6", "t6/k2"])
         assert got[0] == [5, 3] and got[1]["k2"] == got[2] == [6, 2] and root["t6"]["k2"] == [6, 2]
-    assert not r._a.views
+    assert not archive_of(r).views
     with pytest.raises(ValueError, match="closed"):
         root["t1"]
 

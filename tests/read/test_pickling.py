@@ -16,7 +16,7 @@ import pytest
 
 import msglc
 from msglc import ArchiveChangedError, LazyReader, LazyStats
-from msglc.read import reopen
+from msglc.read.part import LazyPart, archive_of
 
 DOC = {
     "runs": [{"score": i, "t": "x" * (i % 7)} for i in range(3000)],
@@ -62,16 +62,14 @@ def test_every_kind_of_part_round_trips(archive, cached):
 def test_unpickled_parts_share_one_archive_per_process(archive):
     with LazyReader(archive) as r:
         blobs = [pickle.dumps(p) for p in _parts(r)] + [pickle.dumps(r)]
-    reopen._shared.clear()
     backs = [pickle.loads(b) for b in blobs]
-    assert len({id(b._a) for b in backs if hasattr(b, "_a")}) == 1
-    assert len(reopen._shared) == 1
+    assert len({id(archive_of(b)) for b in backs if isinstance(b, (LazyPart, LazyReader))}) == 1
 
 
 def _in_child(blob: bytes) -> tuple[int, object, int]:
     parts = pickle.loads(blob)
     values = [_plain(p) for p in parts]
-    return os.getpid(), values, len(reopen._shared)
+    return os.getpid(), values, len({id(archive_of(p)) for p in parts if isinstance(p, LazyPart)})
 
 
 @pytest.mark.parametrize("source", ["path", "str", "bytes", "memoryview"])
@@ -116,7 +114,6 @@ def test_file_objects_closed_readers_and_counters(archive):
 def test_a_changed_or_missing_archive_is_refused(archive, tmp_path):
     with LazyReader(archive) as r:
         blob = pickle.dumps(r["runs"])
-    reopen._shared.clear()
     msglc.dump(archive, {**DOC, "runs": DOC["runs"][:-1]}, small_obj_optimization_threshold=256)
     with pytest.raises(ArchiveChangedError, match="changed since"):
         pickle.loads(blob)
@@ -129,9 +126,9 @@ def test_copy_keeps_the_archive_and_deepcopy_reopens(archive):
     with LazyReader(archive, cached=False) as r:
         runs = r["runs"]
         same = copy.copy(runs)
-        assert same._a is r._a and same[4] == runs[4]
+        assert archive_of(same) is archive_of(r) and same[4] == runs[4]
         deep = copy.deepcopy(runs)
-        assert deep._a is not r._a and deep[4] == runs[4]
+        assert archive_of(deep) is not archive_of(r) and deep[4] == runs[4]
 
 
 def test_paths_are_absolute_in_the_pickle(archive, monkeypatch):
@@ -139,5 +136,4 @@ def test_paths_are_absolute_in_the_pickle(archive, monkeypatch):
     with LazyReader(pathlib.Path(archive.name)) as r:
         blob = pickle.dumps(r)
     monkeypatch.chdir(archive.parent.parent)
-    reopen._shared.clear()
     assert pickle.loads(blob)["d/k5"] == 5

@@ -86,7 +86,7 @@ def test_to_bag_partitions_follow_the_stored_blocks(client, archive):
 def _shared_archives(_):
     from msglc.read import reopen
 
-    return len(reopen._shared)
+    return reopen.shared_archives()
 
 
 def test_pickled_readers_reopen_once_per_worker_process(client, archive):

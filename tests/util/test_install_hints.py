@@ -6,11 +6,13 @@ import importlib.metadata
 import re
 import sys
 
+import numpy as np
 import pytest
 
+import msglc
 import msglc.util.optional as optional
-from msglc.format import numpy_ext
-from msglc.io import names
+
+ARRAYS = msglc.dumps({"a": np.arange(3.0)})  # written while numpy is there; read while it is hidden
 
 
 def _extra(name):
@@ -40,9 +42,9 @@ def _hint(call, monkeypatch, *hidden):
     [
         ("zstd", optional.zstandard, ["zstandard"]),
         ("numpy", optional.numpy, ["numpy"]),
-        ("numpy", numpy_ext._numpy, ["numpy"]),
+        ("numpy", lambda: msglc.LazyReader(ARRAYS)["a"], ["numpy"]),
         ("dask", lambda: optional.dask_module("dask.bag"), ["dask", "dask.bag"]),
-        ("remote", names._fsspec, ["fsspec"]),
+        ("remote", lambda: msglc.LazyReader("s3://bucket/archive.mlc"), ["fsspec"]),
     ],
 )
 def test_a_missing_dependency_names_what_to_install(monkeypatch, extra, call, hidden):
