@@ -205,7 +205,11 @@ def test_one_byte_changes_get_the_same_verdict_whatever_the_windows(monkeypatch)
         t = unpack_trailer(data[-TRAILER_SIZE:], len(data), data[:HEADER_SIZE])
         for _ in range(12):
             at, byte = rng.randrange(t.data_len), rng.randrange(256)
-            cases.append(with_data(data, lambda d, at=at, byte=byte: d.__setitem__(at, byte)))
+
+            def flip(d: bytearray, at: int = at, byte: int = byte) -> None:
+                d[at] = byte
+
+            cases.append(with_data(data, flip))
 
     def verdicts():
         out: list[type[MsglcError] | None] = []
