@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import mmap
 import os
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, BinaryIO, Literal, overload
@@ -46,7 +47,7 @@ class LazyReader(Bound):
 
     def __init__(
         self,
-        source: str | os.PathLike[str] | os.PathLike[bytes] | bytes | bytearray | memoryview | BinaryIO,
+        source: str | os.PathLike[str] | os.PathLike[bytes] | bytes | bytearray | memoryview | mmap.mmap | BinaryIO,
         *,
         cached: bool = True,
         counter: LazyStats | None = None,

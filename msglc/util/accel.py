@@ -49,6 +49,8 @@ class File(Protocol):
 class Speedups(Protocol):
     """The functions of ``msglc._speedups`` (``_speedups.c``); buffers are msgpack bytes."""
 
+    RECORDS_KEPT: int  # a dict's page records up to this size are kept once read
+
     def list_index(
         self, buf: bytes | bytearray | memoryview, start: int, n: int, base: int, threshold: int, /
     ) -> tuple[bytes, Big]:

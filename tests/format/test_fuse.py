@@ -3,6 +3,7 @@ times the bits of a block number per key. Lookups of every key, absent keys, lar
 with nodes of their own, damage caught by the chunk CRCs, crafted slots caught by verify."""
 
 import random
+from typing import Any
 
 import pytest
 
@@ -16,12 +17,12 @@ from msglc.util import accel
 pytest.importorskip("zstandard")
 needs_c = pytest.mark.skipif(accel.speedups is None, reason="the C accelerator builds fuses")
 
-ZSTD = {"compression": "zstd"}
+ZSTD: dict[str, Any] = {"compression": "zstd"}  # dump's **options
 
 
 def table(n, seed=1):
     rng = random.Random(seed)
-    d = {f"w{rng.getrandbits(40):010x}": rng.randrange(300) for _ in range(n)}
+    d: dict[str | int, int | str] = {f"w{rng.getrandbits(40):010x}": rng.randrange(300) for _ in range(n)}
     d.update({i: f"int {i}" for i in range(0, 3000, 3)})  # int keys too
     return d
 
@@ -41,7 +42,9 @@ def test_the_math_is_the_c_math():
     built fuse xors to its block, computed in pure Python."""
     keys = [f"key-{i}".encode() for i in range(5000)]
     hashes = b"".join(fuse.base_hash(k).to_bytes(8, "little") for k in keys)
-    seed, slot_bits, seg_bits, seg_count, slots = fuse.build(hashes, len(keys), 4)
+    built = fuse.build(hashes, len(keys), 4)
+    assert built is not None
+    seed, slot_bits, seg_bits, seg_count, slots = built
     for e, k in enumerate(keys):
         h = fuse.mix(fuse.base_hash(k), seed)
         got = 0

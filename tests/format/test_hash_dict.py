@@ -19,7 +19,7 @@ N = 5000
 
 def _colliding_keys():
     """Two str keys whose msgpack encodings have the same CRC-32 (found deterministically)."""
-    seen = {}
+    seen: dict[int, str] = {}
     enc = msgspec.msgpack.encode
     rng = random.Random(0)
     for _ in range(400_000):
@@ -34,7 +34,7 @@ def _colliding_keys():
 @pytest.fixture(scope="module")
 def big(tmp_path_factory):
     a, b = _colliding_keys()
-    doc = {f"key{i}": f"value {i}" for i in range(N)}
+    doc: dict[str | int, object] = {f"key{i}": f"value {i}" for i in range(N)}
     doc.update({i: i * i for i in range(N)})  # int keys next to str keys
     doc[a] = "first of a CRC collision"
     doc[b] = "second of a CRC collision"
@@ -92,13 +92,16 @@ def test_one_lookup_reads_little(big):
 def test_c_and_python_paths_write_identical_archives(threshold, monkeypatch):
     """The optional C accelerator must change speed only, never a byte."""
     rng = random.Random(threshold)
-    docs = [
+    docs: list[dict[str | int, object]] = [
         {f"k{i}": rng.random() for i in range(1025)},
         {**{i * 7919: str(i) for i in range(3000)}, **{f"s{i}": [i] * (i % 50) for i in range(3000)}},
         {f"big{i}": {"rows": [[float(j)] * 3 for j in range(20)], "x": list(range(i % 97))} for i in range(1100)},
         {str(i): {"nested": {f"n{j}": j for j in range(1500)}} if i % 500 == 0 else i for i in range(2500)},
         {(-1) ** i * i: b"\x00" * (i % 300) for i in range(5000)},
-        {f"arr{i}": np.arange(i % 300, dtype="<f8").reshape(-1, 1) for i in range(1500)} | {"big": np.ones((300, 300))},
+        {
+            **{f"arr{i}": np.arange(i % 300, dtype="<f8").reshape(-1, 1) for i in range(1500)},
+            "big": np.ones((300, 300)),
+        },
         {
             "records": [{"id": i, "x": rng.random(), "v": [i] * (i % 70)} for i in range(20000)],
             "arrays": [np.arange(i) for i in range(300)],
@@ -183,7 +186,7 @@ def test_the_index_costs_a_few_bytes_per_key(n, tmp_path):
 def test_a_lookup_never_reads_a_large_value_beside_its_key(tmp_path):
     """A value with a node of its own may share a block with small ones: looking up a small one
     reads the rest of the block around it, not the large value."""
-    doc = {f"k{i:05d}": i for i in range(3000)}
+    doc: dict[str, int | list[int]] = {f"k{i:05d}": i for i in range(3000)}
     keys = list(doc)
     doc[keys[100]] = list(range(300_000))  # about 1.5 MB, in the block of keys 96..127
     path = tmp_path / "big-neighbour.mlc"
@@ -211,10 +214,10 @@ def test_a_deeply_nested_neighbour_does_not_break_lookups():
     and misses of its block are answered as usual (items are skipped without recursion)."""
     import sys
 
-    deep: list = [1]
+    deep: list[object] = [1]
     for _ in range(3000):
         deep = [deep]
-    doc = {f"k{i:05d}": i for i in range(2000)}
+    doc: dict[str, object] = {f"k{i:05d}": i for i in range(2000)}
     doc["deep"] = deep
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(20_000)
@@ -242,7 +245,7 @@ def test_c_lookups_agree_with_python_on_damaged_archives(monkeypatch):
     archive with any one byte of its index or entries flipped, both give the same value or
     the same error, for keys held and keys not held."""
     rng = random.Random(5)
-    doc = {f"key{i:05d}": f"v{rng.getrandbits(40):x}" for i in range(6000)}
+    doc: dict[str, str | list[int]] = {f"key{i:05d}": f"v{rng.getrandbits(40):x}" for i in range(6000)}
     doc["large"] = list(range(5000))  # a value with a node of its own, inside a block
     data = msglc.dumps(doc, small_obj_optimization_threshold=1024)
     with msglc.LazyReader(data) as r:
@@ -391,7 +394,7 @@ def test_c_lookups_agree_with_python_on_crafted_indexes():
         for key in [*rng.sample(keys, min(len(keys), 20)), "none", 5000, -5000]:
             kb = msgspec.msgpack.encode(key)
             h = zlib.crc32(kb)
-            outcomes = []
+            outcomes: list[tuple[int, bytes] | str | None] = []
             for with_c in (True, False):
                 index.probe = probe if with_c else None
                 try:
@@ -460,6 +463,7 @@ def test_page_records_are_kept_once_checked(big, monkeypatch, pure):
 
 @pytest.mark.skipif(accel.speedups is None, reason="the C accelerator is not built")
 def test_c_and_python_keep_page_records_alike():
+    assert accel.speedups is not None
     assert accel.speedups.RECORDS_KEPT == dict_index.RECORDS_KEPT
 
 

@@ -49,6 +49,7 @@ def _problems(path: Path) -> list[str]:
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module is not None:
             names = [node.module]
         for name in names:
+            assert isinstance(node, ast.stmt)  # an import: it has a line
             if name not in PURE_MODULES and not name.startswith("msglc.format"):
                 found.append(f"line {node.lineno}: imports {name}")
         if isinstance(node, ast.Call):

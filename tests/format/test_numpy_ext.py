@@ -75,7 +75,9 @@ def with_payload(array_obj, patch, threshold=64) -> bytes:
     """An archive holding ``array_obj`` whose array payload is replaced by ``patch(payload)``
     (same length), with every checksum valid."""
     data = msglc.dumps({"a": array_obj, "pad": list(range(50))}, small_obj_optimization_threshold=threshold)
-    _, size, length = parse_ext_header(arrays.array_head(array_obj))
+    header = parse_ext_header(arrays.array_head(array_obj))
+    assert header is not None
+    _, size, length = header
     start = data.index(arrays.array_head(array_obj)) + size
     payload = patch(data[start : start + length])
     assert len(payload) == length, "patches keep the length"
@@ -90,7 +92,7 @@ def recrc(data: bytes) -> bytes:
 
 
 def header_payload(header, nbytes: int) -> bytes:
-    encoded = msgpack.packb(header)
+    encoded: bytes = msgpack.packb(header)
     return struct.pack("<I", len(encoded)) + encoded + b"\x00" * nbytes
 
 

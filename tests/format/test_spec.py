@@ -130,7 +130,7 @@ class Section:
             prefix = zstandard.ZstdCompressionDict(
                 self.dicts[f.dictionary - 1], dict_type=zstandard.DICT_TYPE_RAWCONTENT
             )
-            out = zstandard.ZstdDecompressor(dict_data=prefix).decompress(stored)
+            out: bytes = zstandard.ZstdDecompressor(dict_data=prefix).decompress(stored)
         else:
             out = zstandard.ZstdDecompressor().decompress(stored)
         assert len(out) == f.plain
@@ -176,7 +176,8 @@ class Section:
 
 # ---- lookups, as the spec states them ---------------------------------------------------------
 def encode_key(key: str | int) -> bytes:
-    return msgpack.packb(key, use_bin_type=True)
+    packed: bytes = msgpack.packb(key, use_bin_type=True)
+    return packed
 
 
 def fuse_hash(kb: bytes, seed: int) -> int:
@@ -285,7 +286,7 @@ class BlockDict:
         rest = region[table:]
         if kind == 7:
             slot_bits, self.seed, self.seg_bits, self.seg_count, crcs_crc = node[11:]
-            self.slot_bits = slot_bits
+            self.slot_bits: int = slot_bits
             slots = (self.seg_count + 2) << self.seg_bits
             size = (slots * slot_bits + 7) // 8
             chunks = -(-size // CHUNK)
@@ -352,6 +353,7 @@ def _checked(data: bytes) -> tuple[Section, bytes]:
         root = r.info().root
     assert zlib.crc32(plain[: s.data_len]) == s.data_crc
     if s.root[1]:
+        assert root is not None
         assert root.position == 16 + s.data_len + s.root[0] and root.size == s.root[1]
     return s, plain
 
@@ -403,6 +405,7 @@ def test_a_dictionary_and_many_pages_by_the_spec():
         plain, info = r.protocol_raw_data(), r.info()
         toc = r.raw_data()[info.toc_offset : info.toc_offset + info.toc_size]
         t = info.root
+    assert t is not None
     out = io.BytesIO()
     head = compressed_header()
     out.write(head)
@@ -461,7 +464,7 @@ def test_sorted_lookups_by_the_spec():
     assert table.block_bits == block_bits_for(len(d), node[3][-1] - node[3][0])
     for key in rng.sample(list(d), 300):
         assert table[key] == d[key]
-    for absent in ["", "a", "w", "wzzzzzzzzzz", 3]:
+    for absent in ("", "a", "w", "wzzzzzzzzzz", 3):
         with pytest.raises(KeyError):
             table[absent]
 

@@ -5,6 +5,7 @@ local readers given remote options or a file:// URL."""
 from __future__ import annotations
 
 import zipfile
+from typing import Any
 
 import pytest
 
@@ -101,7 +102,7 @@ def test_a_failed_dump_into_a_zip_leaves_the_zip_readable(tmp_path):
 # ---- local readers -------------------------------------------------------------------------------
 
 
-SMALL = {"small_obj_optimization_threshold": 1024}
+SMALL: dict[str, Any] = {"small_obj_optimization_threshold": 1024}  # dump's **options
 
 
 def test_local_readers_unchanged_by_remote_options(tmp_path):

@@ -3,13 +3,14 @@ objects and write-only sinks get the same bytes, and durable writes change nothi
 
 import io
 import os
+from typing import Any
 
 import pytest
 from archives import SMALL_DOC as DOC
 
 import msglc
 
-SMALL = {"small_obj_optimization_threshold": 64}
+SMALL: dict[str, Any] = {"small_obj_optimization_threshold": 64}  # dump's **options
 
 
 def test_failed_dump_leaves_target_untouched(tmp_path, monkeypatch):
@@ -24,7 +25,7 @@ def test_failed_dump_leaves_target_untouched(tmp_path, monkeypatch):
     def broken_replace(src, dst):
         raise OSError("disk full")
 
-    monkeypatch.setattr(msglc.io.atomic.os, "replace", broken_replace)
+    monkeypatch.setattr("msglc.io.atomic.os.replace", broken_replace)
     with pytest.raises(OSError, match="disk full"):
         msglc.dump(target, list(range(10_000)))
     monkeypatch.undo()
@@ -57,10 +58,10 @@ def test_dump_targets(tmp_path):
             self.parts.append(bytes(b))
 
     sink = Sink()
-    msglc.dump(sink, DOC, **SMALL)
+    msglc.dump(sink, DOC, **SMALL)  # type: ignore[arg-type]  # write() is all dump needs
     assert b"".join(sink.parts) == data
     with pytest.raises(TypeError):
-        msglc.dump(42, DOC)
+        msglc.dump(42, DOC)  # type: ignore[arg-type]
     umask = os.umask(0)
     os.umask(umask)
     assert (tmp_path / "s.mlc").stat().st_mode & 0o777 == 0o666 & ~umask

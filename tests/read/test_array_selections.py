@@ -8,6 +8,9 @@ from __future__ import annotations
 import io
 import mmap
 import os
+from collections.abc import Callable
+from types import EllipsisType
+from typing import Any
 
 import fsspec
 import hypothesis.extra.numpy as hnp
@@ -51,7 +54,10 @@ def _arrays() -> dict[str, np.ndarray]:
 
 ARRAYS = _arrays()
 
-KEYS = [
+# a basic index: an int, or a tuple of ints, slices, Ellipsis and None (np.newaxis)
+BasicIndex = int | tuple[int | slice | EllipsisType | None, ...]
+
+KEYS: list[BasicIndex] = [
     (),
     0,
     -1,
@@ -72,7 +78,7 @@ KEYS = [
 ]
 
 
-def _keys_for(a: np.ndarray) -> list[object]:
+def _keys_for(a: np.ndarray) -> list[BasicIndex]:
     """The KEYS that index ``a``, and some of its own shape: slabs, steps along every axis."""
     keys = [k for k in KEYS if len([i for i in (k if isinstance(k, tuple) else (k,)) if i is not None]) <= a.ndim]
     keys = [k for k in keys if not (a.ndim == 0 and k not in ((), (Ellipsis,), (None,)))]
@@ -98,8 +104,8 @@ class _Opened:
     """A reader of the archive over one kind of source, closed with what it needed."""
 
     def __init__(self, kind: str, path, counter: LazyStats | None = None) -> None:
-        self.closers: list = []
-        options = {"counter": counter} if counter is not None else {}
+        self.closers: list[Callable[[], object]] = []
+        options: dict[str, Any] = {"counter": counter} if counter is not None else {}  # LazyReader's keywords
         if kind == "path":
             source = path
         elif kind == "bytes":

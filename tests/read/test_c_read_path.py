@@ -18,10 +18,9 @@ import pytest
 import msglc
 from msglc.format.msgpack import array_header
 from msglc.read import views as views_module
-from msglc.read.part import archive_of
+from msglc.read.part import LazyPart, archive_of
 from msglc.read.paths import resolve, split_path
 from msglc.read.stats import LazyStats
-from msglc.read.views import LazyPart
 from msglc.util import accel
 
 needs_c = pytest.mark.skipif(accel.speedups is None, reason="the C accelerator is not built (or MSGLC_PURE_PYTHON)")
@@ -84,7 +83,7 @@ def _boundary_strs():
 def key_archive(tmp_path_factory):
     """A hash-indexed dict keyed by every width of msgpack int and str, with filler keys."""
     keys = [*_boundary_ints(), *_boundary_strs()]
-    d = {k: [i, "v"] for i, k in enumerate(keys)}
+    d: dict[int | str, list[object] | int] = {k: [i, "v"] for i, k in enumerate(keys)}
     d.update({f"f{i}": i for i in range(3000)})
     path = tmp_path_factory.mktemp("keys") / "keys.mlc"
     path.write_bytes(msglc.dumps(d))
@@ -232,6 +231,7 @@ def test_skip_matches_msgspec_on_every_kind():
     """``span_item`` answers item j exactly when msgspec reads the bytes as ``count`` items,
     and gives that item; else NotImplemented (truncations, trailing bytes, 0xc1, flips)."""
     rng = random.Random(5)
+    assert accel.speedups is not None
     span_item = accel.speedups.span_item
     for _ in range(4000):
         items = [_random_item(rng) for _ in range(rng.randrange(1, 6))]
@@ -268,6 +268,7 @@ def test_crc_of_every_length_is_zlibs():
     """The slicing-by-8 CRC-32 (here of keys, through ``key_crcs``) is zlib's, for lengths on
     both sides of every multiple of 8."""
     rng = random.Random(6)
+    assert accel.speedups is not None
     for n in [*range(1, 260), 1000, 4097, 65541]:
         for _ in range(3):
             key = msgspec.msgpack.encode(rng.randbytes(n))  # bin 8, 16 or 32: n + 2, 3 or 5 bytes
@@ -598,7 +599,7 @@ def test_strided_reads_counted_closed_and_damaged_c_and_python(tmp_path, monkeyp
         with msglc.LazyReader(path, cached=False, counter=stats) as r:
             views, rows = [r[name] for name in doc], [r[name][1] for name in doc]
             for name, row in zip(doc, rows, strict=True):
-                out.append(_answer(lambda row=row: row[0] if isinstance(row, LazyPart) else row))
+                out.append(_answer(lambda row=row: row[0] if isinstance(row, msglc.LazyList) else row))
                 out.append(_answer(lambda name=name: r[name][2][1] if isinstance(r[name][2], LazyPart) else r[name][2]))
                 out.append((stats.requests, stats.bytes))
         out += [_answer(lambda v=v: type(v[1]).__name__) for v in views]  # no row view once closed
@@ -628,6 +629,7 @@ def test_fast_get_refuses_a_class_without_the_slots():
     class Other:
         __slots__ = ("_a",)
 
+    assert accel.speedups is not None
     with pytest.raises(TypeError, match="not a slot"):
         accel.speedups.FastGet("stride", Other, lambda self, i: None, msgspec.msgpack.decode, vars(accel))
     with msglc.LazyReader(msglc.dumps({f"k{i}": i for i in range(5000)})) as r:
@@ -645,9 +647,9 @@ def _inline_doc():
     C read decodes itself, long ones (more than its 256-byte buffer), containers with a node
     (views) and without; str and int keys, some longer than the C key buffer."""
     rng = random.Random(12)
-    values = [*_FLOATS, 0, -1, 127, -32, 128, 2**64 - 1, -(2**63), None, True, "s", "é" * 200, b"b" * 300]
+    values: list[object] = [*_FLOATS, 0, -1, 127, -32, 128, 2**64 - 1, -(2**63), None, True, "s", "é" * 200, b"b" * 300]
     values += [[1, 2], {"a": 1}, list(range(400)), {f"x{i}": i for i in range(100)}, np.arange(6)]
-    inner: dict = {f"k{i}": rng.choice(values) for i in range(300)}
+    inner: dict[str | int, object] = {f"k{i}": rng.choice(values) for i in range(300)}
     inner.update({i: rng.choice(values) for i in range(-40, 40)})
     inner.update({"long" * 80: "long key", "€" * 100: [3] * 200, 2**63 + 5: "big key", -(2**63): "min"})
     return {"inl": inner, "other": {f"y{i}": i for i in range(50)}, "top": 7}
@@ -811,7 +813,9 @@ def _grouped_by_python(members, depth, n):
     if not named:
         return None
     named.sort()
-    indices, groups, tails = [], [], []
+    indices: list[int] = []
+    groups: list[list[object]] = []
+    tails: list[object] = []
     for index, at in named:
         if indices and indices[-1] == index:
             groups[-1].append(members[at])
@@ -845,6 +849,7 @@ def test_read_many_groups_list_paths_in_c_as_python_would():
         lambda: _Str("5"),
         lambda: "3x",
     ]
+    assert accel.speedups is not None
     for trial in range(3000):
         count = rng.randrange(1, 8)
         members = []
@@ -857,4 +862,4 @@ def test_read_many_groups_list_paths_in_c_as_python_would():
         n = rng.choice([1, 30, 100, 2**40])
         assert accel.speedups.group_indices(members, 1, n) == _grouped_by_python(members, 1, n), (trial, members, n)
     assert accel.speedups.group_indices([], 1, 10) is None
-    assert accel.speedups.group_indices([(0, ("runs", "1"))], 1, 10) is None  # segments not a list
+    assert accel.speedups.group_indices([(0, ("runs", "1"))], 1, 10) is None  # type: ignore[list-item]  # segments not a list

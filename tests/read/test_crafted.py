@@ -13,7 +13,7 @@ import msglc
 from msglc import CorruptedError, MsglcError
 from msglc.format.hash_index import block_count, block_layout, block_width
 from msglc.format.layout import HEADER_SIZE, TRAILER_SIZE, Trailer, pack_header, unpack_trailer
-from msglc.format.nodes import frame_node, unframe_node
+from msglc.format.nodes import HashMapNode, frame_node, unframe_node
 
 
 def rewrite_root(data: bytes, change) -> bytes:
@@ -180,6 +180,7 @@ def _region_of_root(data: bytes):
     t = unpack_trailer(data[-TRAILER_SIZE:], len(data), data[:HEADER_SIZE])
     root_at = t.toc_off + t.root_pos
     node = unframe_node(data[root_at : root_at + t.root_len], root_at)
+    assert isinstance(node, HashMapNode)
     return root_at - node.index[0], node
 
 
@@ -276,7 +277,7 @@ def _block_indexed(pairs, block_bits=4):
 
 def test_verify_refuses_a_hash_indexed_dict_holding_a_key_twice():
     """Lookups would answer one of the two values and to_obj() the other: verify() says so."""
-    pairs = [(f"k{i:05d}", i) for i in range(2000)]
+    pairs: list[tuple[str, int | str]] = [(f"k{i:05d}", i) for i in range(2000)]
     with msglc.LazyReader(_block_indexed(pairs)) as r:
         r.verify()
         assert r["k01500"] == 1500

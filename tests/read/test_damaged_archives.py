@@ -2,6 +2,7 @@
 format version, truncated, shrunk under an open reader, bit flips, crafted huge lengths."""
 
 import os
+from typing import Any
 
 import pytest
 from archives import SMALL_DOC as DOC
@@ -10,7 +11,7 @@ import msglc
 from msglc import CorruptedError, MsglcError, NotAnArchiveError, UnsupportedVersionError
 from msglc.format.layout import HEADER_SIZE
 
-SMALL = {"small_obj_optimization_threshold": 64}
+SMALL: dict[str, Any] = {"small_obj_optimization_threshold": 64}  # dump's **options
 
 
 def _walk(x):
@@ -20,9 +21,9 @@ def _walk(x):
         assert len(list(x)) == len(items)
         return items
     if isinstance(x, msglc.LazyDict):
-        items = {k: _walk(x[k]) for k in list(x)}
-        assert len(dict(x.items())) == len(items)
-        return items
+        entries = {k: _walk(x[k]) for k in list(x)}
+        assert len(dict(x.items())) == len(entries)
+        return entries
     return x
 
 

@@ -104,11 +104,12 @@ def test_whole_arrays_are_read_with_one_copy_or_none(tmp_path):
 
 def test_lazy_containers_holding_arrays_compare_equal():
     """Arrays compare elementwise; inside lazy containers they compare whole."""
-    obj = {"runs": [np.arange(i % 5) for i in range(200)], "big": {f"k{i}": np.ones(3) for i in range(100)}}
-    with msglc.LazyReader(msglc.dumps(obj, small_obj_optimization_threshold=64)) as r:
-        assert r["runs"] == obj["runs"] and r["big"] == obj["big"]
-        assert r["runs"] != [*obj["runs"][:-1], np.arange(4) + 1]
-        assert r["big"] != {**obj["big"], "k99": np.zeros(3)}
+    runs = [np.arange(i % 5) for i in range(200)]
+    big = {f"k{i}": np.ones(3) for i in range(100)}
+    with msglc.LazyReader(msglc.dumps({"runs": runs, "big": big}, small_obj_optimization_threshold=64)) as r:
+        assert r["runs"] == runs and r["big"] == big
+        assert r["runs"] != [*runs[:-1], np.arange(4) + 1]
+        assert r["big"] != {**big, "k99": np.zeros(3)}
 
 
 def test_selections_that_loop_over_every_axis(tmp_path):

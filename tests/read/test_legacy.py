@@ -8,6 +8,7 @@ import io
 import json
 import random
 from pathlib import Path
+from typing import Any
 
 import msgpack
 import pytest
@@ -22,17 +23,17 @@ READABLE = [f for f in INDEX if f.get("expected")]
 UNREADABLE = [f for f in INDEX if not f.get("expected")]
 
 
-def expected(fixture: dict) -> object:
+def expected(fixture: dict[str, Any]) -> object:
     return msgpack.unpackb((HERE / fixture["expected"]).read_bytes(), strict_map_key=False, timestamp=3)
 
 
-def at(value: object, path: list) -> object:
+def at(value: object, path: list[str | int]) -> object:
     for key in path:
         value = value[key]  # type: ignore[index]
     return value
 
 
-def sources(name: str) -> list:
+def sources(name: str) -> list[Path | str | bytes | memoryview | io.BytesIO]:
     data = (HERE / name).read_bytes()
     return [HERE / name, str(HERE / name), data, memoryview(data), io.BytesIO(data)]
 
@@ -76,6 +77,7 @@ def test_repeated_reads_without_a_cache_reparse_no_toc(name, monkeypatch):
     """With cached=False a value is read afresh each time, but the lazy views on its way are
     kept (their TOC entries never change): reading it again parses no TOC entry larger than
     the value's own (parsing the whole TOC path again cost 60x a cached read)."""
+    from msglc.format.legacy import entry as real
     from msglc.read import legacy
 
     fixture = next(f for f in INDEX if f["file"] == name)
@@ -86,7 +88,6 @@ def test_repeated_reads_without_a_cache_reparse_no_toc(name, monkeypatch):
         parsed.append(len(raw))
         return real(raw, *args)
 
-    real = legacy.entry
     monkeypatch.setattr(legacy, "entry", counting)
     with LazyReader(HERE / name, cached=False) as r:
         first = msglc.to_obj(r[path])
@@ -107,7 +108,8 @@ def test_lazy_views_are_the_usual_ones():
         with pytest.raises(KeyError):
             root["no such key"]
     with LazyReader(HERE / "combined-dict.msg") as r:  # members: their roots, as in our combined archives
-        assert sorted(r.keys()) == sorted(expected(next(f for f in INDEX if f["file"] == "combined-dict.msg")))
+        members = expected(next(f for f in INDEX if f["file"] == "combined-dict.msg"))
+        assert isinstance(members, dict) and sorted(r.keys()) == sorted(members)
 
 
 @pytest.mark.parametrize("fixture", UNREADABLE, ids=[f["file"] for f in UNREADABLE])
@@ -180,7 +182,8 @@ def test_a_crafted_deep_toc_is_refused():
     from msglc.format.legacy import MAGIC
 
     def field(n: int) -> bytes:
-        return msgpack.packb(n).rjust(10, b"\0")
+        packed: bytes = msgpack.packb(n)
+        return packed.rjust(10, b"\0")
 
     toc = b"\x81\xa1p" + b"\x91" * 100_000 + b"\x00"
     with pytest.raises(CorruptedError, match="nested too deeply"):

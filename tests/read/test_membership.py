@@ -13,7 +13,7 @@ BIG = 48 << 20  # a value much larger than everything else read
 
 
 def _dict(n, big_at):
-    d = {f"k{i}": i for i in range(n)}
+    d: dict[str, int | bytes] = {f"k{i}": i for i in range(n)}
     d[f"k{big_at}"] = b"\x01" * BIG
     return d
 
@@ -44,7 +44,7 @@ def test_membership_reads_no_value(tmp_path, n, compression):
 def test_membership_agrees_with_the_keys(tmp_path, monkeypatch, pure, threshold):
     if pure:
         monkeypatch.setattr(accel, "speedups", None)
-    d = {f"key-{i}": [i] * (i % 9) for i in range(3000)}
+    d: dict[str | int, list[int] | str] = {f"key-{i}": [i] * (i % 9) for i in range(3000)}
     d.update({i: "int key" for i in range(0, 600, 7)})
     d["long"] = "x" * 200_000
     path = tmp_path / "d.mlc"

@@ -10,6 +10,7 @@ import multiprocessing
 import os
 import pathlib
 import pickle
+from typing import TypedDict
 
 import numpy as np
 import pytest
@@ -18,7 +19,16 @@ import msglc
 from msglc import ArchiveChangedError, LazyReader, LazyStats
 from msglc.read.part import LazyPart, archive_of
 
-DOC = {
+
+class Doc(TypedDict):
+    runs: list[dict[str, object]]
+    m: list[list[float]]
+    a: np.ndarray
+    d: dict[str, int]
+    s: dict[str, list[int]]
+
+
+DOC: Doc = {
     "runs": [{"score": i, "t": "x" * (i % 7)} for i in range(3000)],
     "m": [[float(i * 10 + j) for j in range(50)] for i in range(40)],
     "a": np.arange(60000.0).reshape(300, 200),

@@ -4,6 +4,8 @@ tests/remote/test_s3.py runs these cases against an S3 server."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from archives import RUNS_DOC as DOC
 from archives import check_async_api, check_read_many, check_read_many_failures
@@ -11,7 +13,7 @@ from archives import check_async_api, check_read_many, check_read_many_failures
 import msglc
 from msglc import LazyReader, LazyStats
 
-SMALL = {"small_obj_optimization_threshold": 1024}
+SMALL: dict[str, Any] = {"small_obj_optimization_threshold": 1024}  # dump's **options
 
 
 @pytest.fixture(params=["file", "bytes"])

@@ -14,7 +14,7 @@ from msglc.read.views import MISSING, list_items, walks_spans
 from msglc.util import accel
 
 
-def _doc(n: int = 3000) -> dict:
+def _doc(n: int = 3000) -> dict[str, object]:
     rng = random.Random(3)
     runs = [
         {"id": i, "score": rng.random(), "tags": [f"t{i % 7}", f"u{i % 3}"], "params": {"lr": i / 7, "d": {"x": i}}}

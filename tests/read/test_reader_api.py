@@ -2,6 +2,7 @@
 
 import io
 import threading
+from typing import Any
 
 import pytest
 
@@ -9,9 +10,10 @@ import msglc
 from msglc import LazyDict, LazyList, LazyReader
 from msglc.read.stats import LazyStats
 
-SMALL = {"small_obj_optimization_threshold": 64}
+SMALL: dict[str, Any] = {"small_obj_optimization_threshold": 64}  # dump's **options
+RUNS = [{"id": i, "energy": [float(i + k) for k in range(20)], "tags": ["a", "b"] * i} for i in range(30)]
 DOC = {
-    "runs": [{"id": i, "energy": [float(i + k) for k in range(20)], "tags": ["a", "b"] * i} for i in range(30)],
+    "runs": RUNS,
     "meta": {"name": "sim", "n": 30, "blob": b"\x00\x01" * 100},
     7: "int key",
     "7": "str key",
@@ -62,13 +64,13 @@ def test_lazy_containers(reader):
     assert reader.get("nope", 1) == 1
     assert runs[-1]["id"] == 29
     assert [r["id"] for r in runs[2:5]] == [2, 3, 4]
-    assert runs == DOC["runs"] and runs != DOC["runs"][:-1] and runs != "x"
+    assert runs == RUNS and runs != RUNS[:-1] and runs != "x"
     assert root == DOC and root != {**DOC, "x": 1}
     assert {"x": 1} != root
-    assert runs.index(DOC["runs"][4]) == 4
-    assert DOC["runs"][6] in runs
+    assert runs.index(RUNS[4]) == 4
+    assert RUNS[6] in runs
     assert dict(reader.items())["meta"]["blob"] == b"\x00\x01" * 100
-    assert runs.to_obj() == DOC["runs"] and msglc.to_obj(runs) == DOC["runs"]
+    assert runs.to_obj() == RUNS and msglc.to_obj(runs) == RUNS
     assert "LazyList" in repr(runs) and "LazyDict" in repr(root)
     with pytest.raises(TypeError):
         hash(runs)
@@ -113,7 +115,7 @@ def test_to_obj_survives_close(tmp_path):
     with LazyReader(path) as r:
         obj = r.to_obj()
         part = msglc.to_obj(r["runs/1:3"])
-    assert obj == DOC and part == DOC["runs"][1:3]
+    assert obj == DOC and part == RUNS[1:3]
 
 
 def test_stats_count_bytes(tmp_path):
@@ -143,7 +145,8 @@ def test_cached_flag(tmp_path):
 
 def test_threads_share_one_reader(tmp_path):
     rows = [[float(i * 1000 + j) for j in range(50)] for i in range(200)]
-    doc = {"m": rows, "d": {f"k{i}": i for i in range(3000)}, "l": [str(i) * (i % 7) for i in range(5000)]}
+    strings = [str(i) * (i % 7) for i in range(5000)]
+    doc = {"m": rows, "d": {f"k{i}": i for i in range(3000)}, "l": strings}
     path = tmp_path / "t.mlc"
     msglc.dump(path, doc, small_obj_optimization_threshold=256)
     errors = []
@@ -156,7 +159,7 @@ def test_threads_share_one_reader(tmp_path):
                     i = (seed * 7919 + k * 104729) % 200
                     assert r["m"][i][k % 50] == rows[i][k % 50]
                     assert r["d"][f"k{(i * 13) % 3000}"] == (i * 13) % 3000
-                    assert r["l"][i * 20] == doc["l"][i * 20]
+                    assert r["l"][i * 20] == strings[i * 20]
             except Exception as e:  # noqa: BLE001 - reported below
                 errors.append(e)
 
@@ -178,9 +181,9 @@ def test_bad_sources():
         LazyReader(pipe)
     os.close(write_end)
     with pytest.raises(TypeError):
-        LazyReader(12345)
+        LazyReader(12345)  # type: ignore[arg-type]
     with pytest.raises(TypeError):
-        LazyReader(io.StringIO("text"))
+        LazyReader(io.StringIO("text"))  # type: ignore[arg-type]
     with pytest.raises(FileNotFoundError):
         LazyReader("/nonexistent/file.mlc")
 

@@ -170,14 +170,14 @@ def test_which_arrays_get_tiles():
     big = np.zeros((1024, 1024))  # 8 MB
     with msglc.LazyReader(msglc.dumps({"a": big}, compression="zstd")) as r:
         assert r["a"].tiles == choose_tile(big.shape, 8)
-    for value, options in [
+    for value, options in (
         (big, {}),  # a plain archive has no tiles
         (big, {"tiles": (64, 64)}),
         (big, {"compression": "zstd", "tiles": False}),
         (np.zeros((256, 256)), {"compression": "zstd"}),  # 512 KB: below arrays.TILE_MIN
         (np.zeros(1 << 20), {"compression": "zstd"}),  # one axis
         (np.zeros((1 << 17, 2)), {"compression": "zstd"}),  # tiles would lie in C order anyway
-    ]:
+    ):
         with msglc.LazyReader(msglc.dumps({"a": value}, **options)) as r:
             assert r["a"].tiles is None, (value.shape, options)
     assert arrays.TILE_MIN == 1 << 20
@@ -246,7 +246,8 @@ def test_shuffled_frames_end_a_block_at_each_byte_plane():
     tables of its own: a smaller frame, still one ordinary zstd frame (content size and
     checksum as readers require)."""
     zstandard = pytest.importorskip("zstandard")
-    from msglc.write.compress import planes_compressed, shuffle
+    from msglc.format.shuffle import shuffle
+    from msglc.write.compress import planes_compressed
 
     a = np.random.default_rng(8).random(16384)  # 128 KB of random float64
     shuffled = shuffle(memoryview(a.tobytes()), 8)
@@ -293,11 +294,11 @@ def test_repacking_keeps_the_layout_unless_tiles_is_given(tmp_path):
     a = np.random.default_rng(10).random((600, 700))
     src = tmp_path / "c-order.mlc"
     msglc.dump(src, {"a": a}, compression="zstd", tiles=False)
-    for options, tiles in [
+    for options, tiles in (
         ({}, None),  # copied as it is
         ({"small_obj_optimization_threshold": 4096}, None),  # a new TOC over the same bytes
         ({"tiles": (100, 100)}, (100, 100)),  # asked: laid out anew
-    ]:
+    ):
         with msglc.LazyReader(src) as r:
             data = msglc.dumps(r, **options)
         with msglc.LazyReader(data) as r:

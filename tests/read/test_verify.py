@@ -7,6 +7,7 @@ import subprocess
 import sys
 import textwrap
 import zlib
+from pathlib import Path
 
 import msgspec
 import numpy as np
@@ -28,7 +29,7 @@ def replace_once(data: bytearray, old: bytes, new: bytes) -> None:
     data[at : at + len(old)] = new
 
 
-def compressed(tmp_path, archive: bytes) -> bytes:
+def compressed(tmp_path: Path, archive: bytes) -> bytes:
     """The archive's data as it is (crafted or not), inside a compressed archive: combined as
     its member "x" (combine copies a data section and its nodes without decoding them)."""
     (tmp_path / "in.mlc").write_bytes(archive)
@@ -101,7 +102,7 @@ _LIMITED = textwrap.dedent(
 )
 
 
-def verify_limited(path, warm, margin: int) -> subprocess.CompletedProcess:
+def verify_limited(path, warm, margin: int) -> subprocess.CompletedProcess[str]:
     """verify() of ``path`` in a child process whose address space may grow by ``margin``
     bytes once it has verified ``warm``, a small archive of the same kind."""
     return subprocess.run(
@@ -204,10 +205,14 @@ def test_one_byte_changes_get_the_same_verdict_whatever_the_windows(monkeypatch)
         t = unpack_trailer(data[-TRAILER_SIZE:], len(data), data[:HEADER_SIZE])
         for _ in range(12):
             at, byte = rng.randrange(t.data_len), rng.randrange(256)
-            cases.append(with_data(data, lambda d, at=at, byte=byte: d.__setitem__(at, byte)))
+
+            def flip(d: bytearray, at: int = at, byte: int = byte) -> None:
+                d[at] = byte
+
+            cases.append(with_data(data, flip))
 
     def verdicts():
-        out = []
+        out: list[type[MsglcError] | None] = []
         for case in cases:
             try:
                 with msglc.LazyReader(case) as r:

@@ -131,7 +131,7 @@ def test_to_archive_equals_dump_of_the_concatenated_partitions(client, archive, 
     bag = md.to_bag(archive, "runs", partition_size=2500).map(lambda r: {**r, "twice": r["score"] * 2})
     out = tmp_path / "out.mlc"
     assert md.to_archive(bag, out, compression=compression, small_obj_optimization_threshold=512) == out
-    want = [{**r, "twice": r["score"] * 2} for r in RECORDS]
+    want = [{**r, "twice": i * 2} for i, r in enumerate(RECORDS)]  # record i's score is i
     with LazyReader(out) as r:
         assert r.to_obj() == want and r["7000/twice"] == 14000
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.mlc"]  # the parts removed

@@ -63,7 +63,8 @@ def test_a_removal_failing_with_any_exception_is_an_oserror(monkeypatch):
     monkeypatch.setattr(memory, "rm", broken)
     with pytest.raises(OSError, match="was written") as failure:
         md.to_archive(bag(), "/dask/out.mlc", fs=memory)
-    assert isinstance(failure.value.__cause__.__cause__, RuntimeError)
+    cause = failure.value.__cause__
+    assert cause is not None and isinstance(cause.__cause__, RuntimeError)
     assert LazyReader("/dask/out.mlc", fs=memory).to_obj() == ITEMS
 
 
@@ -87,6 +88,7 @@ def test_the_parts_of_a_killed_run_are_removed_by_the_next(tmp_path):
     child = subprocess.Popen(
         [sys.executable, "-c", KILLED.format(target=str(out))], stdout=subprocess.PIPE, text=True, env=env
     )
+    assert child.stdout is not None
     try:
         assert child.stdout.readline() == "writing\n"  # the first partitions written, the last under way
     finally:

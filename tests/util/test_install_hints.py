@@ -19,7 +19,9 @@ def _extra(name):
     """The requirement names (extras kept, versions dropped) of this project's extra ``name``,
     with the extras it includes expanded."""
     out = set()
-    for req in importlib.metadata.requires("msglc"):
+    requires = importlib.metadata.requires("msglc")
+    assert requires is not None
+    for req in requires:
         spec, _, marker = req.partition(";")
         if f'extra == "{name}"' not in marker:
             continue

@@ -6,6 +6,7 @@ import io
 import random
 from bisect import bisect_right
 from itertools import pairwise
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -19,7 +20,7 @@ from msglc.write.compress import FrameWriter, raw_frame
 
 zstandard = pytest.importorskip("zstandard")
 
-ZSTD = {"compression": "zstd"}
+ZSTD: dict[str, Any] = {"compression": "zstd"}  # dump's **options
 
 
 def records(n, seed=1):
@@ -209,7 +210,8 @@ def test_combine_keeps_raw_frames_raw(tmp_path):
     """Data frames an input stores raw (incompressible bytes: read in place) stay raw in the
     combined archive, their bytes copied."""
     rng = random.Random(5)
-    value = {"noise": [rng.randbytes(30_000) for _ in range(20)], "text": ["abc" * 50] * 2000}
+    noise = [rng.randbytes(30_000) for _ in range(20)]
+    value = {"noise": noise, "text": ["abc" * 50] * 2000}
     part = tmp_path / "part.mlc"
     msglc.dump(part, value, compression="zstd")
     with LazyReader(part) as r:
@@ -222,5 +224,5 @@ def test_combine_keeps_raw_frames_raw(tmp_path):
     with LazyReader(tmp_path / "all.mlc") as r:
         raw_out = [f.plain_size for f in r.frames() if f.filter == 2]
         assert all(raw_out.count(size) >= raw_in.count(size) for size in raw_in)
-        assert r["t/noise/3"] == value["noise"][3]
+        assert r["t/noise/3"] == noise[3]
         r.verify()

@@ -7,6 +7,7 @@ import io
 import random
 import sys
 import zlib
+from typing import Any
 
 import msgpack
 import pytest
@@ -18,7 +19,7 @@ from msglc import CorruptedError, FileInfo, LazyReader, MsglcError
 
 zstandard = pytest.importorskip("zstandard")
 
-ZSTD = {"compression": "zstd"}
+ZSTD: dict[str, Any] = {"compression": "zstd"}  # dump's **options
 
 
 def document(seed=3, n=3000):
@@ -221,7 +222,7 @@ def test_verify_of_a_compressed_archive_in_many_pieces(monkeypatch):
 
     monkeypatch.setattr(verify, "CHUNK", 4096)
     data = msglc.dumps(DOC, **ZSTD)
-    steps = []
+    steps: list[int] = []
     with LazyReader(data) as r:
         r.verify(progress=steps.append)
         assert sum(steps) == r.info().data_size and len(steps) > 100
@@ -309,7 +310,8 @@ def test_incompressible_frames_are_stored_raw_and_read_in_place():
     """A frame zstd cannot shrink is stored raw (filter 2: one raw block): a read inside it
     reads those bytes alone, in place, and reads count in the reader's LazyStats."""
     rng = random.Random(5)
-    doc = {"noise": [rng.randbytes(200) for _ in range(2000)], "text": [f"line {i}" for i in range(30_000)]}
+    noise = [rng.randbytes(200) for _ in range(2000)]
+    doc = {"noise": noise, "text": [f"line {i}" for i in range(30_000)]}
     data = msglc.dumps(doc, **ZSTD)
     stats = msglc.LazyStats()
     with LazyReader(data, counter=stats, cached=False) as r:
@@ -317,7 +319,7 @@ def test_incompressible_frames_are_stored_raw_and_read_in_place():
         assert any(f.filter == 2 for f in frames) and any(f.filter == 0 for f in frames)
         assert stats.bytes < 16_000  # the open: index, a page table, the root's frames
         stats.clear()
-        assert r["noise"][1234] == doc["noise"][1234]
+        assert r["noise"][1234] == noise[1234]
         assert 0 < stats.bytes < 1000, stats  # the item's bytes, not its 64 KB frame
         stats.clear()
         assert r["text"][25_000] == "line 25000"

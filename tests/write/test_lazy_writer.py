@@ -116,7 +116,7 @@ def test_failures_leave_the_target_as_it_was(tmp_path, obj, error):
 
 def test_writer_misuse_is_refused(tmp_path):
     with pytest.raises(TypeError, match="seekable"):
-        LazyWriter(object())
+        LazyWriter(object())  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="without write"), LazyWriter(tmp_path / "a.mlc"):
         pass
     assert not (tmp_path / "a.mlc").exists()
@@ -166,7 +166,7 @@ def test_items_holding_generators_share_spans(tmp_path):
 
 def test_pairs_must_be_pairs_and_failures_inside_the_block_are_reported(tmp_path):
     with pytest.raises(TypeError, match="pairs"):
-        msglc.dumps({"a": Pairs({"ab": 1})})
+        msglc.dumps({"a": Pairs({"ab": 1})})  # type: ignore[dict-item]
     # the caller swallows write()'s error inside the block
     with (
         pytest.raises(ValueError, match="write\\(\\) failed"),

@@ -101,7 +101,7 @@ def test_invalid_unicode():
 
 
 def test_reference_cycle():
-    cyclic = []
+    cyclic: list[object] = []
     cyclic.append(cyclic)
     with pytest.raises(ValueError, match="itself"):
         msglc.dumps(cyclic)

@@ -19,7 +19,7 @@ from msglc import LazyWriter
 from msglc.util import accel
 
 
-class Rows(dict):
+class Rows(dict[str, object]):
     """A dict too large to build: ``items()`` computes the rows, the storage stays empty."""
 
     def __init__(self, n, value=lambda i: [i, i * 0.5], key="k{}"):
@@ -33,14 +33,14 @@ class Rows(dict):
         return ((self.key.format(i), self.value(i)) for i in range(self.n))
 
 
-class Public(dict):
+class Public(dict[str, object]):
     """``items()`` leaves out the private keys the storage holds."""
 
     def items(self):
         return ((k, v) for k, v in super().items() if not k.startswith("_"))
 
 
-class Squares(list):
+class Squares(list[int]):
     """``__iter__`` computes the items, the storage stays empty."""
 
     def __init__(self, n):
@@ -54,22 +54,22 @@ class Squares(list):
         return (i * i for i in range(self.n))
 
 
-class Evens(list):
+class Evens(list[int]):
     def __iter__(self):
         return (x for x in list.__iter__(self) if x % 2 == 0)
 
 
-class Backwards(tuple):
+class Backwards(tuple[int, ...]):
     def __iter__(self):
         return reversed(tuple(tuple.__iter__(self)))
 
 
-class Small(set):
+class Small(set[int]):
     def __iter__(self):
         return iter(sorted(x for x in set.__iter__(self) if x < 10))
 
 
-class SmallFrozen(frozenset):
+class SmallFrozen(frozenset[int]):
     def __iter__(self):
         return iter(sorted(x for x in frozenset.__iter__(self) if x < 10))
 
@@ -172,15 +172,15 @@ def test_dump_to_a_path_and_dumps_write_the_same_bytes(tmp_path):
     assert msglc.LazyReader(tmp_path / "a.mlc").to_obj()["rows"]["k2499"] == [2499, 2499 * 0.5]
 
 
-class Pass(dict):
+class Pass(dict[str, object]):
     pass
 
 
-class PassList(list):
+class PassList(list[object]):
     pass
 
 
-class Opaque(dict):
+class Opaque(dict[str, object]):
     """Overrides everything but ``items()``: what is stored is still its storage."""
 
     def __len__(self):
@@ -199,7 +199,7 @@ class Opaque(dict):
         raise AssertionError("__getitem__ consulted")
 
 
-class OpaqueList(list):
+class OpaqueList(list[object]):
     """Overrides everything but ``__iter__``: what is stored is still its storage."""
 
     def __len__(self):
@@ -306,7 +306,7 @@ def test_refused_values_in_what_is_yielded_name_their_path():
     with pytest.raises(TypeError, match=r"type object \(at rows/k7\)"):
         msglc.dumps({"rows": Rows(10, value=lambda i: object() if i == 7 else i)})
 
-    class Fixed(dict):
+    class Fixed(dict[str, object]):
         def __init__(self, pairs, **storage):
             super().__init__(**storage)
             self.pairs = pairs
@@ -323,17 +323,17 @@ def test_refused_values_in_what_is_yielded_name_their_path():
     assert msglc.LazyReader(msglc.dumps([cached])).to_obj() == [{"a": 1}]
 
 
-class RaisesInItems(dict):
+class RaisesInItems(dict[str, object]):
     def items(self):
         return next(iter(()))  # StopIteration out of items() itself
 
 
-class RaisesInIter(list):
+class RaisesInIter(list[object]):
     def __iter__(self):
         raise StopIteration
 
 
-class ValuesDisagree(dict):
+class ValuesDisagree(dict[str, object]):
     def values(self):
         return [object()]  # msglc's own next() over items() used to find nothing
 
@@ -373,16 +373,16 @@ class Draining:
         return next(self._source)
 
 
-class DrainingList(Draining, list):
+class DrainingList(Draining, list[object]):
     pass
 
 
-class DrainingDict(Draining, dict):
+class DrainingDict(Draining, dict[str, object]):
     def items(self):
         return self
 
 
-class GeneratedList(list):
+class GeneratedList(list[object]):
     def __init__(self, source):
         super().__init__()
         self._source = source
@@ -391,7 +391,7 @@ class GeneratedList(list):
         yield from self._source
 
 
-class GeneratedDict(dict):
+class GeneratedDict(dict[str, object]):
     def __init__(self, source):
         super().__init__()
         self._source = source
@@ -402,10 +402,10 @@ class GeneratedDict(dict):
 
 @pytest.mark.parametrize("how", ["dumps", "dump", "LazyWriter"])
 def test_the_published_streaming_idiom(how):
-    for make in (DrainingList, GeneratedList):
-        check(written(make(i * 3 for i in range(1000)), 64, how), [i * 3 for i in range(1000)])
-    for make in (DrainingDict, GeneratedDict):
-        check(written(make((f"r{i}", [i]) for i in range(1000)), 64, how), {f"r{i}": [i] for i in range(1000)})
+    for make_list in (DrainingList, GeneratedList):
+        check(written(make_list(i * 3 for i in range(1000)), 64, how), [i * 3 for i in range(1000)])
+    for make_dict in (DrainingDict, GeneratedDict):
+        check(written(make_dict((f"r{i}", [i]) for i in range(1000)), 64, how), {f"r{i}": [i] for i in range(1000)})
 
 
 @pytest.mark.parametrize("make", [DrainingDict, GeneratedDict])

@@ -132,7 +132,7 @@ def test_parts_of_a_small_threshold_archive_stand_alone(threshold):
 def test_streamed_empty_containers_need_no_node(threshold):
     out = io.BytesIO()
     with msglc.LazyWriter(out, small_obj_optimization_threshold=threshold) as writer:
-        writer.write({"l": (x for x in ()), "d": Pairs(iter(())), "full": (i for i in range(3))})
+        writer.write({"l": (x for x in range(0)), "d": Pairs(iter(())), "full": (i for i in range(3))})
     check_archive(out.getvalue(), {"l": [], "d": {}, "full": [0, 1, 2]})
 
 
