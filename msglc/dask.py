@@ -212,14 +212,20 @@ def _remove_after(failure: BaseException, folder: Any) -> None:
 
 
 def _write_part(items: Any, folder: Any, name: str, options: dict[str, Any]) -> Any:
+    """One partition's part. (Its time renews the folder's lease: nothing in it newer than
+    the lease's expiry is what makes a folder a dead writer's.) Dask does not stop a task
+    that is running when another fails: a part written after the run ended is taken back."""
     items = list(items)
     where = scratch.piece(folder, name)
+    if scratch.ended(folder):
+        return where
     if isinstance(where, tuple):
         api.dump(where[1], items, fs=where[0], **options)
     else:
         os.makedirs(os.path.dirname(where), exist_ok=True)
         api.dump(where, items, **options)
-    scratch.renew(folder)  # a live writer's parts
+    if scratch.ended(folder):
+        scratch.remove(folder)
     return where
 
 

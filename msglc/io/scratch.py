@@ -9,8 +9,8 @@ A folder's writer shows it is alive by a lease, the object ``.lease`` in the fol
   waits for its result), as ``io.atomic``'s temporary files are held; once no process holds
   it, its writer is dead.
 - ``renewed``: its time (the file's mtime, the object's LastModified) is renewed every
-  ``LEASE_RENEW`` seconds while the writer waits for its result, and by every step that
-  writes a piece; once nothing in the folder is newer than ``LEASE_EXPIRY`` seconds, its
+  ``LEASE_RENEW`` seconds while the writer waits for its result, and every piece written
+  counts as a renewal (its own time); once nothing in the folder is newer than ``LEASE_EXPIRY`` seconds, its
   writer is taken for dead. (A lease that nothing renews, because the steps are computed
   later and slowly, expires too: a write to the same target meanwhile removes the folder, and
   the slow write then fails. It never damages a target.) Times are compared with the time the
@@ -138,27 +138,60 @@ def _put_lease(folder: tuple[Any, str]) -> None:
         raise failure from e
 
 
+def ended(folder: Folder) -> bool:
+    """Whether the write that made ``folder`` has ended and removed it (its lease is gone): a
+    step still running then takes its piece back (``remove``), as nothing else would."""
+    if isinstance(folder, tuple):
+        fs, path = folder
+        if is_s3(fs):
+            return not run(fs.loop, _exists_s3(fs, f"{path}/{LEASE}"))
+        with contextlib.suppress(Exception):
+            fs.invalidate_cache(path)
+        return not fs.exists(f"{path}/{LEASE}")
+    return not os.path.exists(os.path.join(folder, LEASE))
+
+
+async def _exists_s3(fs: Any, path: str) -> bool:
+    bucket, key, _ = fs.split_path(path)
+    answer = await call(fs, "list_objects_v2", f"listing {url_of(fs, path)}", Bucket=bucket, Prefix=key, MaxKeys=1)
+    return any(obj["Key"] == key for obj in answer.get("Contents", []))
+
+
 def remove(folder: Folder) -> None:
-    """Remove ``folder`` and everything in it; an ``OSError`` says what could not be."""
+    """Remove ``folder`` and everything in it; an ``OSError`` says what could not be. The lease
+    goes first: a step that writes a piece after that sees the write ended (``ended``) and
+    removes its piece; one that wrote it before is listed here."""
     if isinstance(folder, tuple):
         fs, path = folder
         if is_s3(fs):
             run(fs.loop, _remove_s3(fs, path))
             return
         try:
+            with contextlib.suppress(FileNotFoundError):
+                fs.rm(f"{path}/{LEASE}")
             fs.rm(path, recursive=True)
         except FileNotFoundError:
             pass
         except Exception as e:
             raise OSError(f"could not remove {label(folder)}: {e}") from e
         return
+    lease = os.path.join(folder, LEASE)
     with contextlib.suppress(FileNotFoundError):
+        os.unlink(lease)
+    try:
         shutil.rmtree(folder)
+    except FileNotFoundError:
+        pass
+    except OSError:
+        with contextlib.suppress(OSError), open(lease, "wb") as f:  # what is left: a dead writer's,
+            f.write(_HELD)  # held by no process, which the next write to the target removes
+        raise
 
 
 async def _remove_s3(fs: Any, path: str) -> None:
     """Delete every object under ``path/`` (listed by requests, not from s3fs's cache)."""
     bucket, prefix, _ = fs.split_path(path + "/")
+    await call(fs, "delete_object", f"deleting {url_of(fs, path)}/{LEASE}", Bucket=bucket, Key=prefix + LEASE)
     for _ in range(3):  # objects written while the first pass listed are caught by the next
         keys = [obj["Key"] for obj in await _objects(fs, bucket, prefix)]
         if not keys:

@@ -145,3 +145,41 @@ def test_compute_false_makes_the_folder_now_and_its_computation_removes_it(tmp_p
     assert len(parts_folders(tmp_path)) == 1  # its lease renewed by the tasks, not held
     assert delayed.compute() == out
     assert parts_folders(tmp_path) == [] and LazyReader(out).to_obj() == ITEMS
+
+
+def _slow_or_failing(i):
+    """Partition 0 fails after a moment; partition 1's items come slowly, while its part is
+    being written, which ends after the failure has reached the caller."""
+    import time
+
+    if i == 0:
+        time.sleep(0.2)  # (partition 1's part is being written by then)
+        raise ZeroDivisionError("partition 0")
+
+    def slowly():
+        time.sleep(0.8)
+        yield from ITEMS[:10]
+
+    return slowly()
+
+
+@pytest.mark.parametrize("where", ["local", "memory"])
+def test_a_part_written_after_the_run_failed_is_not_left_behind(tmp_path, where):
+    """A partition still being written when another failed ends after the caller removed the
+    folder: it takes its part back, and nothing is left."""
+    import time
+    import uuid
+
+    pieces = db.from_sequence([0, 1], npartitions=2).map_partitions(lambda ps: _slow_or_failing(next(iter(ps))))
+    if where == "local":
+        target, listing = str(tmp_path / "out.mlc"), lambda: parts_folders(tmp_path)
+    else:
+        fs = pytest.importorskip("fsspec").filesystem("memory")
+        folder = f"/late-{uuid.uuid4().hex}"
+        fs.mkdir(folder)
+        target = f"memory://{folder}/out.mlc"
+        listing = lambda: [p for p in fs.ls(folder, detail=False) if ".parts-" in p]  # noqa: E731
+    with dask.config.set(scheduler="threads"), pytest.raises(ZeroDivisionError):  # (its shared pool)
+        md.to_archive(pieces, target)
+    time.sleep(1.5)  # partition 1's part is written meanwhile
+    assert listing() == []
