@@ -25,7 +25,7 @@ GOLDEN = pathlib.Path(__file__).parent.parent / "golden"
 @contextmanager
 def serving(name: str, **options: object) -> Iterator[ViewServer]:
     server = ViewServer(archive_for(name, **options), 0)  # type: ignore[arg-type]
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
     thread.start()
     try:
         yield server
