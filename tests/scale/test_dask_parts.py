@@ -183,3 +183,54 @@ def test_a_part_written_after_the_run_failed_is_not_left_behind(tmp_path, where)
         md.to_archive(pieces, target)
     time.sleep(1.5)  # partition 1's part is written meanwhile
     assert listing() == []
+
+
+# review35 (adversarial review of issue 35's last items): failing tests for defects found.
+
+
+def test_review35_a_transient_error_checking_the_lease_does_not_fail_the_run(monkeypatch):
+    """On a file system without S3's listing (here fsspec's memory one), whether a run ended
+    is asked with ``exists``, which fsspec's sync file systems answer False on any error: one
+    transient error reading the lease made the part skip its write (or remove the live run's
+    folder), and the run then failed on a missing part."""
+    import uuid
+
+    fsspec = pytest.importorskip("fsspec")
+    memory = fsspec.filesystem("memory")
+    folder = f"/flaky-{uuid.uuid4().hex}"
+    memory.mkdir(folder)
+    info = memory.info
+    failed = []
+
+    def flaky(path, **kwargs):
+        if path.endswith("/.lease") and not failed:
+            failed.append(path)
+            raise ConnectionResetError(104, "Connection reset by peer")
+        return info(path, **kwargs)
+
+    monkeypatch.setattr(memory, "info", flaky)
+    assert md.to_archive(bag(), f"{folder}/out.mlc", fs=memory) == f"{folder}/out.mlc"
+    assert failed  # the lease was asked about, and that answer failed once
+    assert LazyReader(f"{folder}/out.mlc", fs=memory).to_obj() == ITEMS
+
+
+def test_review35_a_compute_false_delayed_computes_again(tmp_path, monkeypatch):
+    """``compute=False``'s Delayed, computed again after its join failed (a transient error,
+    say): before issue 35's fix it wrote its parts again and the archive; now every part
+    finds the lease gone, skips its write, and the join fails on a missing part."""
+    out = tmp_path / "out.mlc"
+    delayed = md.to_archive(bag(), out, compute=False)
+    concat = md.api.concat
+    calls = []
+
+    def once_failing(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            raise ConnectionResetError(104, "Connection reset by peer")
+        return concat(*args, **kwargs)
+
+    monkeypatch.setattr(md.api, "concat", once_failing)
+    with pytest.raises(ConnectionResetError):
+        delayed.compute()
+    assert delayed.compute() == out  # computed again
+    assert LazyReader(out).to_obj() == ITEMS and parts_folders(tmp_path) == []
