@@ -200,7 +200,7 @@ def test_review35_a_transient_error_checking_the_lease_does_not_fail_the_run(mon
     folder = f"/flaky-{uuid.uuid4().hex}"
     memory.mkdir(folder)
     info = memory.info
-    failed = []
+    failed: list[str] = []
 
     def flaky(path, **kwargs):
         if path.endswith("/.lease") and not failed:
@@ -220,8 +220,10 @@ def test_review35_a_compute_false_delayed_computes_again(tmp_path, monkeypatch):
     finds the lease gone, skips its write, and the join fails on a missing part."""
     out = tmp_path / "out.mlc"
     delayed = md.to_archive(bag(), out, compute=False)
-    concat = md.api.concat
-    calls = []
+    import msglc.api
+
+    concat = msglc.api.concat
+    calls: list[int] = []
 
     def once_failing(*args, **kwargs):
         calls.append(1)
@@ -229,7 +231,7 @@ def test_review35_a_compute_false_delayed_computes_again(tmp_path, monkeypatch):
             raise ConnectionResetError(104, "Connection reset by peer")
         return concat(*args, **kwargs)
 
-    monkeypatch.setattr(md.api, "concat", once_failing)
+    monkeypatch.setattr(msglc.api, "concat", once_failing)
     with pytest.raises(ConnectionResetError):
         delayed.compute()
     assert delayed.compute() == out  # computed again
