@@ -236,3 +236,41 @@ def test_review35_a_compute_false_delayed_computes_again(tmp_path, monkeypatch):
         delayed.compute()
     assert delayed.compute() == out  # computed again
     assert LazyReader(out).to_obj() == ITEMS and parts_folders(tmp_path) == []
+
+
+def test_review35_a_part_whose_write_ends_after_the_failure_takes_itself_back(monkeypatch):
+    """The other check: partition 1 found the lease there and started its write, which ends
+    after the caller removed the folder (test_a_part_written_after_the_run_failed_is_not_left_behind
+    passes with this check removed: its part's items come before the first check)."""
+    import threading
+    import time
+    import uuid
+
+    import msglc.api
+
+    fsspec = pytest.importorskip("fsspec")
+    memory = fsspec.filesystem("memory")
+    folder = f"/late-write-{uuid.uuid4().hex}"
+    memory.mkdir(folder)
+    dump = msglc.api.dump
+    failed, written = threading.Event(), threading.Event()
+
+    def late(where, items, **options):
+        if items and items[0] == 1:
+            failed.wait()
+            dump(where, items, **options)
+            written.set()
+            return
+        raise ZeroDivisionError("partition 0")
+
+    monkeypatch.setattr(msglc.api, "dump", late)
+    pieces = db.from_sequence([0, 1], npartitions=2)
+    with dask.config.set(scheduler="threads"), pytest.raises(ZeroDivisionError):
+        md.to_archive(pieces, f"memory://{folder}/out.mlc")
+    failed.set()
+    assert written.wait(60)  # partition 1's part is in the store now, then it looks at the lease
+    for _ in range(300):  # (no timing asserted: it waits for the part to take itself back)
+        if not [p for p in memory.ls(folder, detail=False) if ".parts-" in p]:
+            break
+        time.sleep(0.1)
+    assert [p for p in memory.ls(folder, detail=False) if ".parts-" in p] == []
