@@ -253,19 +253,21 @@ def test_review35_a_part_whose_write_ends_after_the_failure_takes_itself_back(mo
     folder = f"/late-write-{uuid.uuid4().hex}"
     memory.mkdir(folder)
     dump = msglc.api.dump
-    failed, written = threading.Event(), threading.Event()
+    started, failed, written = threading.Event(), threading.Event(), threading.Event()
 
     def late(where, items, **options):
         if items and items[0] == 1:
-            failed.wait()
+            started.set()
+            failed.wait(60)
             dump(where, items, **options)
             written.set()
             return
+        started.wait(60)  # (partition 1's write is under way when this one fails)
         raise ZeroDivisionError("partition 0")
 
     monkeypatch.setattr(msglc.api, "dump", late)
     pieces = db.from_sequence([0, 1], npartitions=2)
-    with dask.config.set(scheduler="threads"), pytest.raises(ZeroDivisionError):
+    with dask.config.set(scheduler="threads", num_workers=2), pytest.raises(ZeroDivisionError):
         md.to_archive(pieces, f"memory://{folder}/out.mlc")
     failed.set()
     assert written.wait(60)  # partition 1's part is in the store now, then it looks at the lease
