@@ -173,7 +173,7 @@ def to_archive(
         _remove_after(e, folder)
         raise
     write = dask.delayed(_write_part, pure=False)
-    written = [write(p, folder, f"{k:06d}.mlc", dump_options) for k, p in enumerate(parts)]
+    written = [write(p, folder, f"{k:06d}.mlc", dump_options, compute) for k, p in enumerate(parts)]
     joined = dask.delayed(_join, pure=False)(written, target, folder, fs, storage_options, dump_options)
     if not compute:
         return joined
@@ -211,20 +211,23 @@ def _remove_after(failure: BaseException, folder: Any) -> None:
             failure.add_note(f"its parts were left in {where} ({left}): the next to_archive to it removes them")
 
 
-def _write_part(items: Any, folder: Any, name: str, options: dict[str, Any]) -> Any:
+def _write_part(items: Any, folder: Any, name: str, options: dict[str, Any], watch: bool) -> Any:
     """One partition's part. (Its time renews the folder's lease: nothing in it newer than
     the lease's expiry is what makes a folder a dead writer's.) Dask does not stop a task
-    that is running when another fails: a part written after the run ended is taken back."""
+    that is running when another fails: with ``watch`` (to_archive computes, and removes the
+    folder when a task fails), a part written after the run ended is taken back. Not with
+    ``compute=False``: nothing removes its folder while a task runs, and its Delayed may be
+    computed again after its folder is gone, when its parts must be written anew."""
     items = list(items)
     where = scratch.piece(folder, name)
-    if scratch.ended(folder):
+    if watch and scratch.ended(folder):
         return where
     if isinstance(where, tuple):
         api.dump(where[1], items, fs=where[0], **options)
     else:
         os.makedirs(os.path.dirname(where), exist_ok=True)
         api.dump(where, items, **options)
-    if scratch.ended(folder):
+    if watch and scratch.ended(folder):
         scratch.remove(folder)
     return where
 

@@ -140,15 +140,24 @@ def _put_lease(folder: tuple[Any, str]) -> None:
 
 def ended(folder: Folder) -> bool:
     """Whether the write that made ``folder`` has ended and removed it (its lease is gone): a
-    step still running then takes its piece back (``remove``), as nothing else would."""
-    if isinstance(folder, tuple):
-        fs, path = folder
-        if is_s3(fs):
-            return not run(fs.loop, _exists_s3(fs, f"{path}/{LEASE}"))
-        with contextlib.suppress(Exception):
-            fs.invalidate_cache(path)
-        return not fs.exists(f"{path}/{LEASE}")
-    return not os.path.exists(os.path.join(folder, LEASE))
+    step still running then takes its piece back (``remove``), as nothing else would. Only a
+    lease found missing says so: a question that fails (fsspec's ``exists`` answers False on
+    any error) says not, and the piece stays, as a killed run's would, for a later write."""
+    try:
+        if isinstance(folder, tuple):
+            fs, path = folder
+            if is_s3(fs):
+                return not run(fs.loop, _exists_s3(fs, f"{path}/{LEASE}"))
+            with contextlib.suppress(Exception):
+                fs.invalidate_cache(path)
+            fs.info(f"{path}/{LEASE}")
+        else:
+            os.stat(os.path.join(folder, LEASE))
+    except FileNotFoundError:
+        return True
+    except Exception:
+        return False
+    return False
 
 
 async def _exists_s3(fs: Any, path: str) -> bool:
