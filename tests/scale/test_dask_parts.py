@@ -185,14 +185,10 @@ def test_a_part_written_after_the_run_failed_is_not_left_behind(tmp_path, where)
     assert listing() == []
 
 
-# review35 (adversarial review of issue 35's last items): failing tests for defects found.
-
-
-def test_review35_a_transient_error_checking_the_lease_does_not_fail_the_run(monkeypatch):
-    """On a file system without S3's listing (here fsspec's memory one), whether a run ended
-    is asked with ``exists``, which fsspec's sync file systems answer False on any error: one
-    transient error reading the lease made the part skip its write (or remove the live run's
-    folder), and the run then failed on a missing part."""
+def test_a_transient_error_checking_the_lease_does_not_fail_the_run(monkeypatch):
+    """On a file system without S3's listing (here fsspec's memory one), a transient error
+    asking for the lease is no "the run ended": the part is written and the run succeeds
+    (fsspec's ``exists`` answers False on any error, which made the part skip its write)."""
     import uuid
 
     fsspec = pytest.importorskip("fsspec")
@@ -214,10 +210,10 @@ def test_review35_a_transient_error_checking_the_lease_does_not_fail_the_run(mon
     assert LazyReader(f"{folder}/out.mlc", fs=memory).to_obj() == ITEMS
 
 
-def test_review35_a_compute_false_delayed_computes_again(tmp_path, monkeypatch):
+def test_a_compute_false_delayed_computes_again(tmp_path, monkeypatch):
     """``compute=False``'s Delayed, computed again after its join failed (a transient error,
-    say): before issue 35's fix it wrote its parts again and the archive; now every part
-    finds the lease gone, skips its write, and the join fails on a missing part."""
+    say), writes its parts again and the archive: its parts do not look at the lease (the
+    folder is gone after the first compute)."""
     out = tmp_path / "out.mlc"
     delayed = md.to_archive(bag(), out, compute=False)
     import msglc.api
@@ -238,7 +234,7 @@ def test_review35_a_compute_false_delayed_computes_again(tmp_path, monkeypatch):
     assert LazyReader(out).to_obj() == ITEMS and parts_folders(tmp_path) == []
 
 
-def test_review35_a_part_whose_write_ends_after_the_failure_takes_itself_back(monkeypatch):
+def test_a_part_whose_write_ends_after_the_failure_takes_itself_back(monkeypatch):
     """The other check: partition 1 found the lease there and started its write, which ends
     after the caller removed the folder (test_a_part_written_after_the_run_failed_is_not_left_behind
     passes with this check removed: its part's items come before the first check)."""
