@@ -153,11 +153,11 @@ def _slow_or_failing(i):
     import time
 
     if i == 0:
-        time.sleep(0.2)  # (partition 1's part is being written by then)
+        time.sleep(0.1)  # (partition 1's part is being written by then)
         raise ZeroDivisionError("partition 0")
 
     def slowly():
-        time.sleep(0.8)
+        time.sleep(0.4)
         yield from ITEMS[:10]
 
     return slowly()
@@ -181,7 +181,7 @@ def test_a_part_written_after_the_run_failed_is_not_left_behind(tmp_path, where)
         listing = lambda: [p for p in fs.ls(folder, detail=False) if ".parts-" in p]  # noqa: E731
     with dask.config.set(scheduler="threads"), pytest.raises(ZeroDivisionError):  # (its shared pool)
         md.to_archive(pieces, target)
-    time.sleep(1.5)  # partition 1's part is written meanwhile
+    time.sleep(0.8)  # partition 1's part is written meanwhile
     assert listing() == []
 
 
