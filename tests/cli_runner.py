@@ -1,7 +1,7 @@
 """The msglc command run in the test's own process, as a subprocess would see it.
 
-A subprocess per call costs half a second of interpreter start and imports; the CLI tests make
-hundreds of calls. ``msglc.cli.main`` keeps no state between calls, so running it here with
+A subprocess per call costs half a second of interpreter start and imports; the tests make
+over a hundred calls. ``msglc.cli.main`` keeps no state between calls, so running it here with
 its own standard streams and working directory observes the same exit status and output. A
 few tests still start ``python -m msglc`` to check the real entry point and pipes.
 """
