@@ -8,7 +8,7 @@ import base64
 import json
 import math
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -366,3 +366,33 @@ def random_paths(reader: msglc.LazyReader, rng: Any, n: int) -> list[str]:
             p = f"{p}/{rng.choice([10**6, -(10**6), 3])}".lstrip("/")
         out.append(p)
     return out
+
+
+# ---- both sides at many paths -------------------------------------------------------------------
+
+# an archive, its paths, and the Python side's answers at each: the command's, the library's
+Expected = tuple[Path, list[str], list[dict[str, Any]], list[tuple[str, Any]]]
+
+
+def expected_at(archive: Path, choose: Callable[[msglc.LazyReader], list[str]]) -> Expected:
+    """The paths ``choose`` picks in ``archive`` and what the Python side answers at each."""
+    with msglc.LazyReader(str(archive)) as r:
+        paths = choose(r)
+        return archive, paths, [cli_answer(r, p) for p in paths], [api_expected(r, p) for p in paths]
+
+
+def differences(
+    plan: list[Expected], answers: list[dict[str, Any]], name: Callable[[Path], str]
+) -> tuple[list[str], int]:
+    """Each path whose JS answer (``js_read_many --api``) differs from Python's, named by
+    ``name(archive)``, and how many paths were compared."""
+    problems: list[str] = []
+    total = 0
+    for (archive, paths, cli, api), got in zip(plan, answers, strict=True):
+        assert "open" not in got, f"{archive.name} does not open: {got['open']}"
+        for p, want_cli, want_api, have in zip(paths, cli, api, got["lines"], strict=True):
+            total += 1
+            diff = same_cli(want_cli, have) or same_api(want_api, have)
+            if diff:
+                problems.append(f"{name(archive)} {p!r}: {diff}")
+    return problems, total

@@ -9,9 +9,7 @@ import random
 
 import pytest
 from corpus import write_corpus
-from jsread import api_expected, cli_answer, js_cli_many, js_read_many, py_cli, random_paths, same_api, same_cli
-
-import msglc
+from jsread import differences, expected_at, js_cli_many, js_read_many, py_cli, random_paths
 
 PATHS_PER_ARCHIVE = 250
 
@@ -26,20 +24,8 @@ def test_both_readers_agree_on_random_paths_of_the_corpus(corpus, half):
     """Half of the corpus a test, so that the two test processes share the work."""
     archives = corpus[half::2]
     rng = random.Random(7 + half)
-    plan = []
-    for archive in archives:
-        with msglc.LazyReader(str(archive)) as r:
-            paths = random_paths(r, rng, PATHS_PER_ARCHIVE)
-            plan.append((archive, paths, [cli_answer(r, p) for p in paths], [api_expected(r, p) for p in paths]))
-    problems: list[str] = []
-    total = 0
-    for (archive, paths, cli, api), got in zip(plan, _read(plan), strict=True):
-        assert "open" not in got, f"{archive.name} does not open: {got['open']}"
-        for p, want_cli, want_api, have in zip(paths, cli, api, got["lines"], strict=True):
-            total += 1
-            diff = same_cli(want_cli, have) or same_api(want_api, have)
-            if diff:
-                problems.append(f"{archive.name} {p!r}: {diff}")
+    plan = [expected_at(archive, lambda r: random_paths(r, rng, PATHS_PER_ARCHIVE)) for archive in archives]
+    problems, total = differences(plan, _read(plan), lambda archive: archive.name)
     assert total >= 1500  # per half: thousands in all
     assert not problems, f"{len(problems)} of {total} paths differ:\n" + "\n".join(problems[:20])
 

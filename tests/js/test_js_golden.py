@@ -9,11 +9,11 @@ from pathlib import Path
 from jsread import (
     PY_ERRORS,
     all_paths,
-    api_expected,
     cli_answer,
+    differences,
+    expected_at,
     js_read_many,
     plain_answer,
-    same_api,
     same_cli,
 )
 
@@ -60,22 +60,9 @@ def test_both_readers_agree_on_every_golden_path():
     """Every path of every golden archive (1.3, 2.1 and the earlier 1.1 and 2.0): the two
     command lines print the same msgpack bytes and equal JSON, and the two libraries read
     equal values."""
-    problems: list[str] = []
-    total = 0
-    plan = []
-    for archive in ARCHIVES:
-        with msglc.LazyReader(str(archive)) as r:
-            paths = all_paths(r)
-            plan.append((archive, paths, [cli_answer(r, p) for p in paths], [api_expected(r, p) for p in paths]))
+    plan = [expected_at(archive, all_paths) for archive in ARCHIVES]
     answers = js_read_many([a for a, *_ in plan], [paths for _, paths, *_ in plan], "--api", timeout=120)
-    for (archive, paths, cli, api), got in zip(plan, answers, strict=True):
-        assert "open" not in got, f"{archive.name} does not open: {got['open']}"
-        for p, want_cli, want_api, have in zip(paths, cli, api, got["lines"], strict=True):
-            total += 1
-            diff = same_cli(want_cli, have) or same_api(want_api, have)
-            if diff:
-                problems.append(f"{archive.relative_to(GOLDEN)} {p!r}: {diff}")
-    _report(problems, total)
+    _report(*differences(plan, answers, lambda archive: str(archive.relative_to(GOLDEN))))
 
 
 def test_several_archives_in_one_process():
