@@ -31,7 +31,7 @@ from typing import Any
 
 from msglc.io.atomic import BUSY, HELD, lock_file
 from msglc.io.names import RemotePath
-from msglc.io.s3 import call, is_s3, run, transport_error, url_of
+from msglc.io.s3 import call, head_etag, is_s3, run, transport_error, url_of
 
 LEASE = ".lease"
 LEASE_RENEW = 30.0  # seconds between renewals while the writer waits
@@ -147,7 +147,7 @@ def ended(folder: Folder) -> bool:
         if isinstance(folder, tuple):
             fs, path = folder
             if is_s3(fs):
-                return not run(fs.loop, _exists_s3(fs, f"{path}/{LEASE}"))
+                return run(fs.loop, head_etag(fs, f"{path}/{LEASE}")) is None
             with contextlib.suppress(Exception):
                 fs.invalidate_cache(path)
             fs.info(f"{path}/{LEASE}")
@@ -158,12 +158,6 @@ def ended(folder: Folder) -> bool:
     except Exception:
         return False
     return False
-
-
-async def _exists_s3(fs: Any, path: str) -> bool:
-    bucket, key, _ = fs.split_path(path)
-    answer = await call(fs, "list_objects_v2", f"listing {url_of(fs, path)}", Bucket=bucket, Prefix=key, MaxKeys=1)
-    return any(obj["Key"] == key for obj in answer.get("Contents", []))
 
 
 def remove(folder: Folder) -> None:
