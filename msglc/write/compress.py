@@ -477,7 +477,8 @@ class FrameWriter:
         if self.plain or self._buf:
             raise ValueError("write_planned() takes the whole data section, first")
         view = memoryview(data).cast("B")
-        self.choose_dictionary(view, len(view))
+        if self.deciding:  # (``dump`` chose it already, while the TOC was built)
+            self.choose_dictionary(view, len(view))
         starts = [0, *(end for end, _, _ in frames[:-1])] if frames else []
         shuffled: dict[int, bool] = {}  # run -> shuffled or not, from its first frame
         for i, (end, element, run) in enumerate(frames):
