@@ -203,7 +203,8 @@ class Encoded:
             yield self.trailer()
             return
         parts: list[bytes | memoryview] = []
-        plain = memoryview(self.data.joined())
+        # (without NumPy arrays spliced in, the encoded bytes are the data: no copy to join)
+        plain = memoryview(self.data.joined() if self.data.splices else self.data.buf)
         frames = FrameWriter(_Parts(parts), frame_size(self.threshold), self.level, head=HEAD_FRAME)
         if self.dictionary is not None:
             frames.use_dictionary(self.dictionary.result())
