@@ -321,9 +321,7 @@ class TocBuilder:
             validate.check_map(d, skip=kids.keys())
         return raws, real_offs, kids
 
-    def inline_entries(
-        self, d: dict[Any, Any], a: int, h: int, n: int
-    ) -> tuple[list[int], dict[Any, tuple[int, int]]]:
+    def inline_entries(self, d: dict[Any, Any], a: int, h: int, n: int) -> tuple[list[int], dict[Any, tuple[int, int]]]:
         """``map_entries`` for a dict of at most ``MAP_INLINE_MAX`` entries, from the C walk of
         its 2n items (``list_index``): no copy of its bytes and no ``msgspec.Raw`` per item, which
         made the Python path cost each byte once per level of nesting."""
