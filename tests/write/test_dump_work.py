@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import decimal
 import random
+from typing import Any
 
 import pytest
 
@@ -13,7 +14,7 @@ from msglc.util import accel
 from msglc.write import compress, encoder
 
 
-def _documents() -> dict:
+def _documents() -> dict[str, Any]:
     """Nested documents of small and large dicts: what real JSON looks like to the indexer."""
     rng = random.Random(5)
     return {
