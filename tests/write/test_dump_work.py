@@ -75,3 +75,24 @@ def test_a_refused_value_deep_in_inline_dicts_is_named_by_its_path():
     doc["area2"]["item5"]["support"]["d"]["when"] = decimal.Decimal(1)  # msgspec writes it; msglc refuses it
     with pytest.raises(TypeError, match="area2/item5/support/d/when"):
         msglc.dumps(doc, compression="zstd")
+
+
+def test_a_compressed_dump_that_fails_midway_leaves_the_old_file(monkeypatch, tmp_path):
+    """Frames go to the temporary file as they are made: a failure once they are all written
+    (making the page tables) leaves the target as it was and no temporary file."""
+    target = tmp_path / "a.mlc"
+    msglc.dump(target, {"old": 1})
+    before = target.read_bytes()
+
+    def failing(*args):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(compress, "pack_page", failing)
+    with pytest.raises(OSError, match="No space left"):
+        msglc.dump(target, _documents(), compression="zstd")
+    assert target.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.mlc"]
+    monkeypatch.undo()
+    msglc.dump(target, _documents(), compression="zstd")  # and the next one works
+    with msglc.LazyReader(target) as r:
+        assert r.to_obj() == _documents()
