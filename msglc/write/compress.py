@@ -474,15 +474,21 @@ class FrameWriter:
 
     def write_planned(self, data: bytes | memoryview, frames: Sequence[Frame]) -> None:
         """The whole plain data, in frames as planned (``plan_frames``): the dictionary is
-        chosen from all of it; each run of numbers is shuffled when its first frame
-        compresses smaller so, and then compressed at ``NUMBERS_LEVEL`` when that makes its
-        first frame at most ``NUMBERS_SLACK`` times larger (random floats: the same size,
-        about 30% faster; a smooth field 2.6% larger at level 3: kept at level 5)."""
+        chosen from all of it (none without ``DICT_MIN_DATA`` bytes outside runs of numbers: a
+        large array's trial took 30-180 ms of a 0.4 s ``dump``, and chose none); each run of
+        numbers is shuffled when its first frame compresses smaller so, and then compressed at
+        ``NUMBERS_LEVEL`` when that makes its first frame at most ``NUMBERS_SLACK`` times
+        larger (random floats: the same size, about 30% faster; a smooth field 2.6% larger at
+        level 3: kept at level 5)."""
         if self.plain or self._buf:
             raise ValueError("write_planned() takes the whole data section, first")
         view = memoryview(data).cast("B")
-        self.choose_dictionary(view, len(view))
         starts = [0, *(end for end, _, _ in frames[:-1])] if frames else []
+        numbers = sum(end - start for (end, element, _), start in zip(frames, starts, strict=True) if element)
+        if len(view) - numbers < DICT_MIN_DATA:  # mostly numbers (an array): the trial would only cost
+            self.use_dictionary(None)
+        else:
+            self.choose_dictionary(view, len(view))
         shuffled: dict[int, int] = {}  # run -> level of its shuffled frames, from its first (0: not shuffled)
         fast = min(self.level, NUMBERS_LEVEL)
         for i, (end, element, run) in enumerate(frames):

@@ -255,3 +255,26 @@ def test_runs_of_numbers_take_the_faster_level_only_where_it_costs_nothing():
         piece = shuffle(memoryview(data)[table.logical(i) : table.logical(i + 1)], 8)
         level = 3 if i < 2 else 5
         assert stored == planes_compressed(zstandard.ZstdCompressor(level=level, write_checksum=True), piece, 8), i
+
+
+def test_a_section_of_numbers_makes_no_dictionary_trial(monkeypatch):
+    """A dictionary is tried (dozens of frames compressed twice, one 1 MB dictionary at level
+    9: 30-180 ms) only when the data holds ``DICT_MIN_DATA`` bytes outside runs of numbers:
+    a large array's shuffled frames would gain nothing from it."""
+    np = pytest.importorskip("numpy")
+    from msglc.write import compress
+
+    tried = []
+    monkeypatch.setattr(compress, "choose_dictionary", lambda *args, **kw: tried.append(args) or None)
+    numbers = np.random.default_rng(6).random(1 << 16).tobytes()  # 512 KB
+    text = b"".join(b'{"key %d": "value %d"}' % (i, i) for i in range(20000))  # about 500 KB
+    for data, expect in ((numbers, 0), (numbers + text, 1)):
+        frames = [(e, 8, 0) for e in range(1 << 16, len(numbers) + 1, 1 << 16)]
+        frames += [(e, 0, -1) for e in range(len(numbers) + (1 << 16), len(data), 1 << 16)]
+        if frames[-1][0] != len(data):
+            frames.append((len(data), 0, -1))
+        w = FrameWriter(io.BytesIO(), 1 << 16, 5)
+        w.write_planned(data, frames)
+        w.close((0, 0))
+        assert len(tried) == expect
+        tried.clear()
