@@ -265,7 +265,11 @@ def test_a_section_of_numbers_makes_no_dictionary_trial(monkeypatch):
     from msglc.write import compress
 
     tried = []
-    monkeypatch.setattr(compress, "choose_dictionary", lambda *args, **kw: tried.append(args) or None)
+
+    def choose(*args: Any, **kwargs: Any) -> None:
+        tried.append(args)
+
+    monkeypatch.setattr(compress, "choose_dictionary", choose)
     numbers = np.random.default_rng(6).random(1 << 16).tobytes()  # 512 KB
     text = b"".join(b'{"key %d": "value %d"}' % (i, i) for i in range(20000))  # about 500 KB
     for data, expect in ((numbers, 0), (numbers + text, 1)):
