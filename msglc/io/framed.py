@@ -419,14 +419,15 @@ class FramedSource(Source):
 
     def _decompress_into(self, i: int, data: bytes | memoryview, out: memoryview) -> None:
         """The plain bytes of frame ``i`` from its stored bytes into ``out``, which is exactly
-        its size: straight into it, or for a shuffled frame decompressed apart and unshuffled
-        from there (in C without the GIL: the pool's threads run together). One ``decompress``
-        call: a stream reader costs about 15 us more a frame, a third of a 32 KB frame's time."""
+        its size: straight into it, or for a shuffled frame into this thread's scratch buffer
+        and unshuffled from there (in C without the GIL: the pool's threads run together)."""
         element = self.table.shuffle(i) if self.table.filtered else 0
         if not element:
             self._decompress_frame_into(i, data, out)
             return
-        unshuffle_into(self._checked(i, data, keep=False)[0], element, out)
+        scratch = self._scratch(len(out))
+        self._decompress_frame_into(i, data, scratch)
+        unshuffle_into(scratch, element, out)
 
     def _decompress_frame_into(self, i: int, data: bytes | memoryview, out: memoryview) -> None:
         """Frame ``i`` as stored (shuffled or not) from its stored bytes straight into ``out``,
