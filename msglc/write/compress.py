@@ -7,6 +7,7 @@ thread with its own compressor (one is not thread-safe)."""
 
 from __future__ import annotations
 
+import random
 import sys
 import threading
 import zlib
@@ -15,7 +16,7 @@ from bisect import bisect_right
 from collections import deque
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from itertools import accumulate
+from itertools import accumulate, groupby
 from operator import add
 from typing import Any
 
@@ -79,6 +80,14 @@ DICT_TRIAL = 48  # frames compressed both ways to decide (16 chose wrongly on 2 
 DICT_GAIN = 0.98  # a dictionary is kept when the trial frames and it take less than this share
 DICT_LEVEL = 9  # dictionaries are stored compressed at this level at least (once per archive)
 MAX_DICTS = 65535  # dictionaries in one section (a frame names its own in two bytes)
+REGION = 1 << 21  # plain bytes of data per dictionary of a region at least (choose_regions)
+REGION_PIECE = 1 << 16  # ... which is pieces of this size taken evenly from its region
+REGION_SHARE = 2  # ... up to this share of it
+MAX_REGIONS = 32  # regions at most: a reader that touches them all loads 32 MB of dictionaries
+REGION_TRIAL = 4  # regions tried (8 frames each) to decide
+REGION_GAIN = 0.8  # regions are kept when the trial says they make the data a fifth smaller
+REGION_TRIAL_LEVEL = 3  # the trial's regions' dictionaries are compressed at this level (faster; a bit larger)
+DIGESTS_KEPT = 4  # digested dictionaries kept while frames are compressed (the regions' in turn)
 PAGE_FRAMES = 512  # frames per page table at least ...
 MAX_PAGES = 1024  # ... and as many more as keep the index to this many pages (about 28 KB)
 
@@ -129,6 +138,79 @@ def choose_dictionary(
     if dict_cost * scale + len(record) < DICT_GAIN * plain_cost * scale:
         return raw, record
     return None
+
+
+# Dictionaries chosen for the data: (plain offset where its frames begin to use it, its raw
+# content, its record), by offset; the first begins at 0
+Chosen = list[tuple[int, bytes, bytes]]
+
+
+def choose_dictionaries(data: bytes | bytearray | memoryview, size: int, level: int) -> Chosen | None:
+    """The dictionaries for frames of ``size`` plain bytes of the whole data ``data``: one for
+    all of it (``choose_dictionary``), or, when that makes it a fifth smaller, one for each
+    region of it (``choose_regions``); None: no dictionary."""
+    whole = choose_dictionary(data, size, level)
+    return choose_regions(data, size, level, whole) or (None if whole is None else [(0, *whole)])
+
+
+def choose_regions(
+    data: bytes | bytearray | memoryview, size: int, level: int, whole: tuple[bytes, bytes] | None
+) -> Chosen | None:
+    """A dictionary for each of some regions of ``data`` (evenly cut, ``REGION`` bytes each at
+    least, ``MAX_REGIONS`` at most), of pieces of ``REGION_PIECE`` bytes taken evenly from its
+    region, up to half of it and ``DICT_MAX``, or None when they do not make the data a fifth
+    smaller than the dictionary ``whole`` (or none) does. Documents that repeat their
+    neighbours farther apart than a frame (766 near-identical locales, 52 KB each, in
+    cldr-dates) find them in their region's dictionary, where one dictionary for all holds
+    too few of each (docs/compression.md). Decided on ``REGION_TRIAL`` regions spread over the
+    data: 8 frames each, at places drawn at random (pieces lie at even steps: frames at even
+    steps would overlap them by chance), compressed both ways, scaled to the region, plus
+    the regions' dictionaries (compressed as stored) against the whole one's share."""
+    view = memoryview(data).cast("B")
+    n = len(view)
+    count = min(MAX_REGIONS, n // REGION)
+    if count < 4 or n < 8 * size:
+        return None
+    edges = [n * r // count for r in range(count + 1)]
+    zstd = zstandard()
+
+    def raw_of(r: int) -> bytes:
+        lo, hi = edges[r], edges[r + 1]
+        pieces = min(DICT_MAX, (hi - lo) // REGION_SHARE) // REGION_PIECE
+        step = max(REGION_PIECE, (hi - lo - REGION_PIECE) // pieces)
+        return b"".join(view[at : at + REGION_PIECE] for at in range(lo, hi - REGION_PIECE + 1, step)[:pieces])
+
+    tried = sorted({count * k // REGION_TRIAL + count // (2 * REGION_TRIAL) for k in range(REGION_TRIAL)})
+    draw = random.Random(n)  # (seeded: the same data gets the same archive)
+    starts = {r: sorted(draw.randrange(edges[r], edges[r + 1] - size) for _ in range(8)) for r in tried}
+    digest = None
+    if whole is not None:
+        digest = zstd.ZstdCompressionDict(whole[0], dict_type=zstd.DICT_TYPE_RAWCONTENT)
+        digest.precompute_compress(level=level)
+
+    def trial(r: int) -> tuple[int, float, float]:
+        raw = raw_of(r)
+        own = zstd.ZstdCompressionDict(raw, dict_type=zstd.DICT_TYPE_RAWCONTENT)
+        own.precompute_compress(level=level)
+        c_own = zstd.ZstdCompressor(level=level, dict_data=own)
+        c_whole = zstd.ZstdCompressor(level=level, dict_data=digest) if digest else zstd.ZstdCompressor(level=level)
+        frames = [view[at : at + size] for at in starts[r]]
+        scale = (edges[r + 1] - edges[r]) / (len(frames) * size)
+        mine = scale * sum(len(c_own.compress(f)) for f in frames)
+        theirs = scale * sum(len(c_whole.compress(f)) for f in frames)
+        return r, mine, theirs
+
+    def stored(r: int) -> int:  # (at least what its record will take)
+        return len(zstd.ZstdCompressor(level=min(level, REGION_TRIAL_LEVEL)).compress(raw_of(r)))
+
+    with ThreadPoolExecutor(THREADS) as pool:
+        results = list(pool.map(trial, tried))
+        mine = sum(m for _, m, _ in results) + sum(pool.map(stored, tried))
+        theirs = sum(t for _, _, t in results) + (len(whole[1]) * len(tried) / count if whole else 0)
+        if mine >= REGION_GAIN * theirs:
+            return None
+        records = list(pool.map(lambda r: stored_dictionary(raw_of(r), level), range(count)))
+    return [(edges[r], raw_of(r), records[r]) for r in range(count)]
 
 
 def stored_dictionary(raw: bytes, level: int) -> bytes:
@@ -414,6 +496,8 @@ class FrameWriter:
         self._records: list[bytes | None] = []  # each dictionary's record, when made already
         self._dict_numbers: dict[tuple[int, int], int] = {}  # (length, CRC-32) -> number
         self.own = 0  # the dictionary of the frames compressed here (0: none)
+        self._region_starts: list[int] = []  # where the regions of the data begin (use_dictionaries) ...
+        self._region_dicts: list[int] = []  # ... and the dictionary of the frames in each
         self.deciding = True  # the data's first bytes are buffered until the dictionary is chosen
         self.head = head
         self._buf = bytearray()
@@ -434,9 +518,24 @@ class FrameWriter:
     def use_dictionary(self, chosen: tuple[bytes, bytes] | None) -> None:
         """Compress the data's frames with the dictionary ``chosen`` by ``choose_dictionary``
         for this writer's frame size and level (its raw content and record), or with none."""
+        self.use_dictionaries(None if chosen is None else [(0, *chosen)])
+
+    def use_dictionaries(self, chosen: Chosen | None) -> None:
+        """Compress the data's frames with the dictionaries ``chosen`` by
+        ``choose_dictionaries`` for this writer's frame size and level (frames that
+        ``write_planned`` takes use the one of the region they begin in; others the first), or
+        with none."""
         self.deciding = False
-        if chosen is not None:
-            self.own = self.adopt_dictionary(*chosen)
+        if chosen:
+            self._region_starts = [start for start, _, _ in chosen]
+            self._region_dicts = [self.adopt_dictionary(raw, record) for _, raw, record in chosen]
+            self.own = self._region_dicts[0]
+
+    def _dictionary_at(self, start: int) -> int:
+        """The dictionary of a data frame beginning at plain offset ``start``."""
+        if not self._region_dicts:
+            return self.own
+        return self._region_dicts[max(0, bisect_right(self._region_starts, start) - 1)]
 
     def adopt_dictionary(self, raw: bytes, record: bytes | None = None) -> int:
         """The number of the dictionary ``raw`` in this section (added if new): frames copied
@@ -477,14 +576,15 @@ class FrameWriter:
         if self.plain or self._buf:
             raise ValueError("write_planned() takes the whole data section, first")
         view = memoryview(data).cast("B")
-        self.choose_dictionary(view, len(view))
+        if self.deciding:  # (not chosen already by use_dictionaries)
+            self.use_dictionaries(choose_dictionaries(view, self.size, self.level))
         starts = [0, *(end for end, _, _ in frames[:-1])] if frames else []
         shuffled: dict[int, bool] = {}  # run -> shuffled or not, from its first frame
         for i, (end, element, run) in enumerate(frames):
             if element and run not in shuffled:
                 piece = view[starts[i] : end]
-                plain_size = len(self._compressor(self.own).compress(piece))
-                shuffled[run] = len(self._compressor(self.own).compress(shuffle(piece, element))) < plain_size
+                c = self._compressor(self._dictionary_at(starts[i]))
+                shuffled[run] = len(c.compress(shuffle(piece, element))) < len(c.compress(piece))
         planned = [
             (start, end, element if element and shuffled[run] else 0)
             for (end, element, run), start in zip(frames, starts, strict=True)
@@ -493,7 +593,8 @@ class FrameWriter:
             self._queue.append(self._pool.submit(self._compress_planned, view, [(0, self.head, 0)], 0))
             planned[0] = (self.head, planned[0][1], 0)
         for group in _groups([end - start for start, end, _ in planned]):
-            self._queue.append(self._pool.submit(self._compress_planned, view, [planned[i] for i in group], self.own))
+            for d, same in groupby((planned[i] for i in group), key=lambda frame: self._dictionary_at(frame[0])):
+                self._queue.append(self._pool.submit(self._compress_planned, view, list(same), d))
             self._drain(AHEAD)
         self.plain = self._buf_at = len(view)
 
@@ -623,6 +724,8 @@ class FrameWriter:
         if c is None:
             zstd = self._zstd
             if d:
+                for key in [k for k in made if k[0]]:  # frames use the dictionaries one region after another
+                    del made[key]
                 c = zstd.ZstdCompressor(level=level, write_checksum=True, dict_data=self._digested(d, level))
             else:
                 c = zstd.ZstdCompressor(level=level, write_checksum=True)
@@ -640,6 +743,8 @@ class FrameWriter:
                 made = zstd.ZstdCompressionDict(self.dicts[d - 1], dict_type=zstd.DICT_TYPE_RAWCONTENT)
                 made.precompute_compress(level=level)
                 self._digests[d, level] = made
+                while len(self._digests) > DIGESTS_KEPT:  # (a few MB each; frames use them in turn)
+                    del self._digests[next(iter(self._digests))]
             return made
 
     def _cut(self, n: int) -> None:
