@@ -165,7 +165,8 @@ def choose_regions(
     too few of each (docs/compression.md). Decided on ``REGION_TRIAL`` regions spread over the
     data: 8 frames each, at places drawn at random (pieces lie at even steps: frames at even
     steps would overlap them by chance), compressed both ways, scaled to the region, plus
-    the regions' dictionaries (compressed as stored) against the whole one's share."""
+    the regions' dictionaries (compressed at level 3: a little larger than stored) against
+    the whole one's share."""
     view = memoryview(data).cast("B")
     n = len(view)
     count = min(MAX_REGIONS, n // REGION)
@@ -470,8 +471,9 @@ class FrameWriter:
     ``TOC_FRAME``) in a thread pool, a few tasks ahead, written in order; ``write_planned``
     takes frames planned from a TOC (``dump``); frames of another archive are copied as they
     are (``copy_frames``). The data's frames use a dictionary sampled from its first
-    ``DICT_SAMPLE`` bytes when that makes them smaller (``choose_dictionary``), and it is
-    decided before any frame is compressed: until then the bytes stay buffered. ``out`` needs
+    ``DICT_SAMPLE`` bytes when that makes them smaller (``choose_dictionary``; the data given
+    whole to ``write_planned``: one dictionary, or one per region, ``choose_dictionaries``), and
+    it is decided before any frame is compressed: until then the bytes stay buffered. ``out`` needs
     ``write``; ``seek`` and ``tell`` only when a ``Slot`` is filled after its frame was written
     (``base``: where the section starts in ``out``)."""
 
@@ -570,9 +572,9 @@ class FrameWriter:
                 self._cut(len(self._buf) - len(self._buf) % self.group)
 
     def write_planned(self, data: bytes | memoryview, frames: Sequence[Frame]) -> None:
-        """The whole plain data, in frames as planned (``plan_frames``): the dictionary is
-        chosen from all of it; each run of numbers is shuffled when its first frame
-        compresses smaller so."""
+        """The whole plain data, in frames as planned (``plan_frames``): the dictionaries are
+        chosen from all of it (unless ``use_dictionaries`` chose them); each run of numbers is
+        shuffled when its first frame compresses smaller so."""
         if self.plain or self._buf:
             raise ValueError("write_planned() takes the whole data section, first")
         view = memoryview(data).cast("B")
