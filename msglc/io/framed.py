@@ -40,6 +40,7 @@ BULK_BYTES = 1 << 21  # a read of the data this long decompresses its frames in 
 BULK_RATIO = 64  # ... when it is at most this many times its frames' stored bytes (else frame by frame)
 CACHE_FRAMES = 16  # decompressed frames kept (at most 16 MB; 16 x the threshold typically)
 DICT_CACHE = 1 << 26  # bytes of dictionaries kept loaded (but the one in use): writers make them of 1 MB
+DECOMPRESSORS_KEPT = 32  # decompressors a thread keeps, one per dictionary (a dictionary per region: 32 at most)
 GATHER_MAX = 64  # reads of at most this many bytes of a shuffled frame gather them, unshuffling nothing
 TASK_BYTES = 1 << 20  # plain bytes per task of a bulk read (a few frames: the pool's overhead stays small)
 
@@ -329,18 +330,27 @@ class FramedSource(Source):
 
     def _decompressor(self, d: int = 0) -> object:
         """This thread's decompressor for frames of dictionary ``d`` (0: none): one per thread,
-        since a decompressor is not thread-safe; a thread keeps one for the dictionary it used
-        last (each holds its dictionary: a file may name thousands)."""
+        since a decompressor is not thread-safe; a thread keeps one for each of the
+        ``DECOMPRESSORS_KEPT`` dictionaries it used last (each holds its dictionary: a file may
+        name thousands), so that reads across a file of a dictionary per region do not make
+        one a read (about 15 us)."""
         local = self._local
         if not d:
             plain = getattr(local, "plain", None)
             if plain is None:
                 plain = local.plain = self._zstd.ZstdDecompressor()
             return plain
-        last: tuple[int, object] | None = getattr(local, "with_dict", None)
-        if last is None or last[0] != d:
-            last = local.with_dict = (d, self._zstd.ZstdDecompressor(dict_data=self._dictionary(d)))
-        return last[1]
+        kept: OrderedDict[int, object] | None = getattr(local, "with_dict", None)
+        if kept is None:
+            kept = local.with_dict = OrderedDict()
+        made = kept.get(d)
+        if made is None:
+            made = kept[d] = self._zstd.ZstdDecompressor(dict_data=self._dictionary(d))
+            if len(kept) > DECOMPRESSORS_KEPT:
+                kept.popitem(last=False)
+        else:
+            kept.move_to_end(d)
+        return made
 
     def _dictionary(self, d: int) -> Any:
         """Dictionary ``d`` of the section, read, checked and decompressed when a frame needs
