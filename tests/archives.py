@@ -109,3 +109,18 @@ def with_data(archive: bytes, change: Callable[[bytearray], object]) -> bytes:
     change(data)
     fixed = msgspec.structs.replace(t, data_crc=zlib.crc32(data))
     return header + bytes(data) + archive[t.toc_off : -TRAILER_SIZE] + fixed.pack(header)
+
+
+def near_duplicates(families: int = 40, members: int = 6, words: int = 1200, seed: int = 5) -> dict[str, Any]:
+    """``{name: document}``: ``families`` groups of ``members`` documents (about 40 KB each)
+    that differ in one word, one group after another; groups share nothing but their keys.
+    Each document repeats its neighbour, farther back than a frame (as cldr-dates' locales)."""
+    rng = random.Random(seed)
+    out: dict[str, Any] = {}
+    for f in range(families):
+        base = [rng.randbytes(16).hex() for _ in range(words)]
+        for m in range(members):
+            doc = list(base)
+            doc[rng.randrange(words)] = "changed"
+            out[f"f{f:03d}-m{m}"] = {"family": f, "member": m, "words": doc}
+    return out

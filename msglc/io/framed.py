@@ -38,8 +38,10 @@ from msglc.util.optional import zstandard
 
 BULK_BYTES = 1 << 21  # a read of the data this long decompresses its frames in the thread pool (read_into)
 BULK_RATIO = 64  # ... when it is at most this many times its frames' stored bytes (else frame by frame)
-CACHE_FRAMES = 16  # decompressed frames kept (at most 16 MB; 16 x the threshold typically)
+CACHE_FRAMES = 16  # decompressed data frames kept (at most 16 MB; 16 x 64 KB typically)
+TOC_CACHE = 1 << 22  # bytes of decompressed TOC frames kept apart (a walk down many levels reads them again)
 DICT_CACHE = 1 << 26  # bytes of dictionaries kept loaded (but the one in use): writers make them of 1 MB
+DECOMPRESSORS_KEPT = 32  # decompressors a thread keeps, one per dictionary (a dictionary per region: 32 at most)
 GATHER_MAX = 64  # reads of at most this many bytes of a shuffled frame gather them, unshuffling nothing
 TASK_BYTES = 1 << 20  # plain bytes per task of a bulk read (a few frames: the pool's overhead stays small)
 
@@ -61,8 +63,12 @@ class FramedSource(Source):
         stored: int,
         dicts: list[tuple[int, int, int]] | None = None,
         counter: Counter | None = None,
+        toc_at: int | None = None,
     ) -> None:
-        """``counter``: where a reader counts its reads (``raw``'s own when it counts itself)."""
+        """``counter``: where a reader counts its reads (``raw``'s own when it counts itself).
+        ``toc_at``: where the TOC starts in the plain stream (2.1), None when it is not framed:
+        the frames from there on are kept in a cache of their own (``TOC_CACHE`` bytes), so that
+        data reads do not push out the nodes of the levels above them."""
         self._zstd = zstandard()
         self.raw = raw
         self.data_off = data_off
@@ -78,6 +84,9 @@ class FramedSource(Source):
         self.max_gap = 1 if raw.max_gap else 0
         self.max_request = raw.max_request
         self._frames: OrderedDict[int, Entry] = OrderedDict()
+        self._toc_at = self.plain if toc_at is None else toc_at
+        self._toc_frames: OrderedDict[int, Entry] = OrderedDict()  # TOC frames, least recently used first,
+        self._toc_bytes = 0  # ``TOC_CACHE`` bytes of them at most (the newest stays)
         self._lock = threading.Lock()
         self._local = threading.local()
         self._dict_places = dicts or []
@@ -196,7 +205,7 @@ class FramedSource(Source):
                 self._decompress_into(i, piece, out[start - lo : end - lo])
                 continue
             with self._lock:
-                entry = self._frames.get(i)
+                entry = self._kept(i)
             frame, element = entry if entry is not None else self._checked(i, piece, keep=False)
             a_, b_ = max(lo, start), min(hi, end)
             if element:  # the part needed, unshuffled straight into ``out``
@@ -255,12 +264,18 @@ class FramedSource(Source):
         (and checked: its declared size must be the table's, its zstd checksum must hold)."""
         return self._plain(i, self._entry(i))
 
+    def _kept(self, i: int) -> Entry | None:
+        """Frame ``i`` from the cache that keeps it, or None (with the lock held)."""
+        entry = self._frames.get(i)
+        return entry if entry is not None else self._toc_frames.get(i)
+
     def _entry(self, i: int) -> Entry:
         with self._lock:
-            cached = self._frames.get(i)
-            if cached is not None:
-                self._frames.move_to_end(i)
-                return cached
+            for kept in (self._frames, self._toc_frames):
+                cached = kept.get(i)
+                if cached is not None:
+                    kept.move_to_end(i)
+                    return cached
         page, k = self.table.at(i)
         start, stop = page.stored[k], page.stored[k + 1]
         return self._checked(i, self._raw(self.data_off + start, stop - start))
@@ -273,8 +288,9 @@ class FramedSource(Source):
             return data
         plain = unshuffle(data, element)
         with self._lock:
-            if i in self._frames:
-                self._frames[i] = (plain, 0)
+            for kept in (self._frames, self._toc_frames):
+                if i in kept:
+                    kept[i] = (plain, 0)
         return plain
 
     def _piece(self, i: int, entry: Entry, a: int, b: int) -> bytes | memoryview:
@@ -329,18 +345,27 @@ class FramedSource(Source):
 
     def _decompressor(self, d: int = 0) -> object:
         """This thread's decompressor for frames of dictionary ``d`` (0: none): one per thread,
-        since a decompressor is not thread-safe; a thread keeps one for the dictionary it used
-        last (each holds its dictionary: a file may name thousands)."""
+        since a decompressor is not thread-safe; a thread keeps one for each of the
+        ``DECOMPRESSORS_KEPT`` dictionaries it used last (each holds its dictionary: a file may
+        name thousands), so that reads across a file of a dictionary per region do not make
+        one a read (about 15 us)."""
         local = self._local
         if not d:
             plain = getattr(local, "plain", None)
             if plain is None:
                 plain = local.plain = self._zstd.ZstdDecompressor()
             return plain
-        last: tuple[int, object] | None = getattr(local, "with_dict", None)
-        if last is None or last[0] != d:
-            last = local.with_dict = (d, self._zstd.ZstdDecompressor(dict_data=self._dictionary(d)))
-        return last[1]
+        kept: OrderedDict[int, object] | None = getattr(local, "with_dict", None)
+        if kept is None:
+            kept = local.with_dict = OrderedDict()
+        made = kept.get(d)
+        if made is None:
+            made = kept[d] = self._zstd.ZstdDecompressor(dict_data=self._dictionary(d))
+            if len(kept) > DECOMPRESSORS_KEPT:
+                kept.popitem(last=False)
+        else:
+            kept.move_to_end(d)
+        return made
 
     def _dictionary(self, d: int) -> Any:
         """Dictionary ``d`` of the section, read, checked and decompressed when a frame needs
@@ -410,12 +435,26 @@ class FramedSource(Source):
             )
         entry = (frame, self.table.shuffle(i) if self.table.filtered else 0)
         if keep:
+            self._keep(i, entry)
+        return entry
+
+    def _keep(self, i: int, entry: Entry) -> None:
+        """Cache frame ``i``: a data frame among the last ``CACHE_FRAMES``, a TOC frame among
+        the last ``TOC_CACHE`` bytes of them."""
+        if self.table.logical(i) < self._toc_at:
             frames = self._frames
             with self._lock:
                 frames[i] = entry
                 if len(frames) > CACHE_FRAMES:
                     frames.popitem(last=False)
-        return entry
+            return
+        toc = self._toc_frames
+        with self._lock:
+            if i not in toc:
+                toc[i] = entry
+                self._toc_bytes += len(entry[0])
+                while self._toc_bytes > TOC_CACHE and len(toc) > 1:
+                    self._toc_bytes -= len(toc.popitem(last=False)[1][0])
 
     def _decompress_into(self, i: int, data: bytes | memoryview, out: memoryview) -> None:
         """The plain bytes of frame ``i`` from its stored bytes into ``out``, which is exactly
@@ -474,7 +513,7 @@ class FramedSource(Source):
             for i in range(first, self.table.frames):
                 if self.table.logical(i) >= hi:
                     break
-                entry = self._frames.get(i)
+                entry = self._kept(i)
                 if entry is None:
                     return None
                 entries.append((i, entry))
@@ -520,7 +559,7 @@ class FramedSource(Source):
             if lo < hi:
                 needed.update(range(self.table.frame_of(lo), self.table.frame_of(hi - 1) + 1))
         with self._lock:
-            held = {i: self._frames[i] for i in needed.intersection(self._frames)}
+            held = {i: entry for i in needed if (entry := self._kept(i)) is not None}
         needed.difference_update(held)
         frames_at: dict[int, int] = {}
         gap = self.raw.max_gap  # merged up to the file's max_request
@@ -603,6 +642,7 @@ class FramedSource(Source):
     def close(self) -> None:
         super().close()
         self._frames.clear()
+        self._toc_frames.clear()
         self.raw.close()
 
 
@@ -634,4 +674,4 @@ def open_section(
         return parse_page(read(data_off + at, length), count, first_logical, first_stored, len(index.dicts))
 
     frames = paged_map(index, stored - size, load)
-    return FramedSource(raw, data_off, frames, stored, index.dicts, counter), index
+    return FramedSource(raw, data_off, frames, stored, index.dicts, counter, index.data), index

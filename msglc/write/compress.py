@@ -7,6 +7,7 @@ thread with its own compressor (one is not thread-safe)."""
 
 from __future__ import annotations
 
+import random
 import sys
 import threading
 import zlib
@@ -15,7 +16,7 @@ from bisect import bisect_right
 from collections import deque
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from itertools import accumulate
+from itertools import accumulate, groupby
 from operator import add
 from typing import Any
 
@@ -80,7 +81,17 @@ DICT_GAIN = 0.98  # a dictionary is kept when the trial frames and it take less 
 DICT_FIRST = 16  # trial frames compressed first (every third); the rest only when their share is not
 DICT_CLEAR = (0.90, 1.06)  # outside this: 16 frames differed from 48 by 0.04 at most on 8 datasets
 DICT_LEVEL = 9  # dictionaries are stored compressed at this level at least (once per archive)
+NUMBERS_LEVEL = 3  # a run of shuffled numbers at most at this level when it costs at most ...
+NUMBERS_SLACK = 1.005  # ... this much more than the writer's level on its first frame (write_planned)
 MAX_DICTS = 65535  # dictionaries in one section (a frame names its own in two bytes)
+REGION = 1 << 21  # plain bytes of data per dictionary of a region at least (choose_regions)
+REGION_PIECE = 1 << 16  # ... which is pieces of this size taken evenly from its region
+REGION_SHARE = 2  # ... up to this share of it
+MAX_REGIONS = 32  # regions at most: a reader that touches them all loads 32 MB of dictionaries
+REGION_TRIAL = 4  # regions tried (8 frames each) to decide
+REGION_GAIN = 0.8  # regions are kept when the trial says they make the data a fifth smaller
+REGION_TRIAL_LEVEL = 3  # the trial's regions' dictionaries are compressed at this level (faster; a bit larger)
+DIGESTS_KEPT = 4  # digested dictionaries kept while frames are compressed (the regions' in turn)
 PAGE_FRAMES = 512  # frames per page table at least ...
 MAX_PAGES = 1024  # ... and as many more as keep the index to this many pages (about 28 KB)
 
@@ -140,6 +151,80 @@ def choose_dictionary(
             plain_cost, dict_cost = plain_cost + more_plain, dict_cost + more_dict
             first = frames
     return (raw, record) if share(plain_cost, dict_cost, len(first)) < DICT_GAIN else None
+
+
+# Dictionaries chosen for the data: (plain offset where its frames begin to use it, its raw
+# content, its record), by offset; the first begins at 0
+Chosen = list[tuple[int, bytes, bytes]]
+
+
+def choose_dictionaries(data: bytes | bytearray | memoryview, size: int, level: int) -> Chosen | None:
+    """The dictionaries for frames of ``size`` plain bytes of the whole data ``data``: one for
+    all of it (``choose_dictionary``), or, when that makes it a fifth smaller, one for each
+    region of it (``choose_regions``); None: no dictionary."""
+    whole = choose_dictionary(data, size, level)
+    return choose_regions(data, size, level, whole) or (None if whole is None else [(0, *whole)])
+
+
+def choose_regions(
+    data: bytes | bytearray | memoryview, size: int, level: int, whole: tuple[bytes, bytes] | None
+) -> Chosen | None:
+    """A dictionary for each of some regions of ``data`` (evenly cut, ``REGION`` bytes each at
+    least, ``MAX_REGIONS`` at most), of pieces of ``REGION_PIECE`` bytes taken evenly from its
+    region, up to half of it and ``DICT_MAX``, or None when they do not make the data a fifth
+    smaller than the dictionary ``whole`` (or none) does. Documents that repeat their
+    neighbours farther apart than a frame (766 near-identical locales, 52 KB each, in
+    cldr-dates) find them in their region's dictionary, where one dictionary for all holds
+    too few of each (docs/compression.md). Decided on ``REGION_TRIAL`` regions spread over the
+    data: 8 frames each, at places drawn at random (pieces lie at even steps: frames at even
+    steps would overlap them by chance), compressed both ways, scaled to the region, plus
+    the regions' dictionaries (compressed at level 3: a little larger than stored) against
+    the whole one's share."""
+    view = memoryview(data).cast("B")
+    n = len(view)
+    count = min(MAX_REGIONS, n // REGION)
+    if count < 4 or n < 8 * size:
+        return None
+    edges = [n * r // count for r in range(count + 1)]
+    zstd = zstandard()
+
+    def raw_of(r: int) -> bytes:
+        lo, hi = edges[r], edges[r + 1]
+        pieces = min(DICT_MAX, (hi - lo) // REGION_SHARE) // REGION_PIECE
+        step = max(REGION_PIECE, (hi - lo - REGION_PIECE) // pieces)
+        return b"".join(view[at : at + REGION_PIECE] for at in range(lo, hi - REGION_PIECE + 1, step)[:pieces])
+
+    tried = sorted({count * k // REGION_TRIAL + count // (2 * REGION_TRIAL) for k in range(REGION_TRIAL)})
+    draw = random.Random(n)  # (seeded: the same data gets the same archive)
+    starts = {r: sorted(draw.randrange(edges[r], edges[r + 1] - size) for _ in range(8)) for r in tried}
+    digest = None
+    if whole is not None:
+        digest = zstd.ZstdCompressionDict(whole[0], dict_type=zstd.DICT_TYPE_RAWCONTENT)
+        digest.precompute_compress(level=level)
+
+    def trial(r: int) -> tuple[int, float, float]:
+        raw = raw_of(r)
+        own = zstd.ZstdCompressionDict(raw, dict_type=zstd.DICT_TYPE_RAWCONTENT)
+        own.precompute_compress(level=level)
+        c_own = zstd.ZstdCompressor(level=level, dict_data=own)
+        c_whole = zstd.ZstdCompressor(level=level, dict_data=digest) if digest else zstd.ZstdCompressor(level=level)
+        frames = [view[at : at + size] for at in starts[r]]
+        scale = (edges[r + 1] - edges[r]) / (len(frames) * size)
+        mine = scale * sum(len(c_own.compress(f)) for f in frames)
+        theirs = scale * sum(len(c_whole.compress(f)) for f in frames)
+        return r, mine, theirs
+
+    def stored(r: int) -> int:  # (at least what its record will take)
+        return len(zstd.ZstdCompressor(level=min(level, REGION_TRIAL_LEVEL)).compress(raw_of(r)))
+
+    with ThreadPoolExecutor(THREADS) as pool:
+        results = list(pool.map(trial, tried))
+        mine = sum(m for _, m, _ in results) + sum(pool.map(stored, tried))
+        theirs = sum(t for _, _, t in results) + (len(whole[1]) * len(tried) / count if whole else 0)
+        if mine >= REGION_GAIN * theirs:
+            return None
+        records = list(pool.map(lambda r: stored_dictionary(raw_of(r), level), range(count)))
+    return [(edges[r], raw_of(r), records[r]) for r in range(count)]
 
 
 def stored_dictionary(raw: bytes, level: int) -> bytes:
@@ -399,8 +484,9 @@ class FrameWriter:
     ``TOC_FRAME``) in a thread pool, a few tasks ahead, written in order; ``write_planned``
     takes frames planned from a TOC (``dump``); frames of another archive are copied as they
     are (``copy_frames``). The data's frames use a dictionary sampled from its first
-    ``DICT_SAMPLE`` bytes when that makes them smaller (``choose_dictionary``), and it is
-    decided before any frame is compressed: until then the bytes stay buffered. ``out`` needs
+    ``DICT_SAMPLE`` bytes when that makes them smaller (``choose_dictionary``; the data given
+    whole to ``write_planned``: one dictionary, or one per region, ``choose_dictionaries``), and
+    it is decided before any frame is compressed: until then the bytes stay buffered. ``out`` needs
     ``write``; ``seek`` and ``tell`` only when a ``Slot`` is filled after its frame was written
     (``base``: where the section starts in ``out``)."""
 
@@ -425,6 +511,8 @@ class FrameWriter:
         self._records: list[bytes | None] = []  # each dictionary's record, when made already
         self._dict_numbers: dict[tuple[int, int], int] = {}  # (length, CRC-32) -> number
         self.own = 0  # the dictionary of the frames compressed here (0: none)
+        self._region_starts: list[int] = []  # where the regions of the data begin (use_dictionaries) ...
+        self._region_dicts: list[int] = []  # ... and the dictionary of the frames in each
         self.deciding = True  # the data's first bytes are buffered until the dictionary is chosen
         self.head = head
         self._buf = bytearray()
@@ -445,9 +533,24 @@ class FrameWriter:
     def use_dictionary(self, chosen: tuple[bytes, bytes] | None) -> None:
         """Compress the data's frames with the dictionary ``chosen`` by ``choose_dictionary``
         for this writer's frame size and level (its raw content and record), or with none."""
+        self.use_dictionaries(None if chosen is None else [(0, *chosen)])
+
+    def use_dictionaries(self, chosen: Chosen | None) -> None:
+        """Compress the data's frames with the dictionaries ``chosen`` by
+        ``choose_dictionaries`` for this writer's frame size and level (frames that
+        ``write_planned`` takes use the one of the region they begin in; others the first), or
+        with none."""
         self.deciding = False
-        if chosen is not None:
-            self.own = self.adopt_dictionary(*chosen)
+        if chosen:
+            self._region_starts = [start for start, _, _ in chosen]
+            self._region_dicts = [self.adopt_dictionary(raw, record) for _, raw, record in chosen]
+            self.own = self._region_dicts[0]
+
+    def _dictionary_at(self, start: int) -> int:
+        """The dictionary of a data frame beginning at plain offset ``start``."""
+        if not self._region_dicts:
+            return self.own
+        return self._region_dicts[max(0, bisect_right(self._region_starts, start) - 1)]
 
     def adopt_dictionary(self, raw: bytes, record: bytes | None = None) -> int:
         """The number of the dictionary ``raw`` in this section (added if new): frames copied
@@ -482,30 +585,46 @@ class FrameWriter:
                 self._cut(len(self._buf) - len(self._buf) % self.group)
 
     def write_planned(self, data: bytes | memoryview, frames: Sequence[Frame]) -> None:
-        """The whole plain data, in frames as planned (``plan_frames``): the dictionary is
-        chosen from all of it; each run of numbers is shuffled when its first frame
-        compresses smaller so."""
+        """The whole plain data, in frames as planned (``plan_frames``): the dictionaries are
+        chosen from all of it, unless ``use_dictionaries`` chose them (none without
+        ``DICT_MIN_DATA`` bytes outside runs of numbers: a large array's trial took 30-180 ms of
+        a 0.4 s ``dump``, and chose none); each run of numbers is shuffled when its first frame
+        compresses smaller so, and then compressed at ``NUMBERS_LEVEL`` when that makes its
+        first frame at most ``NUMBERS_SLACK`` times larger (random floats: the same size, about
+        30% faster; a smooth field 2.6% larger at level 3: kept at level 5)."""
         if self.plain or self._buf:
             raise ValueError("write_planned() takes the whole data section, first")
         view = memoryview(data).cast("B")
-        if self.deciding:  # (``dump`` chose it already, while the TOC was built)
-            self.choose_dictionary(view, len(view))
         starts = [0, *(end for end, _, _ in frames[:-1])] if frames else []
-        shuffled: dict[int, bool] = {}  # run -> shuffled or not, from its first frame
+        if self.deciding:  # (not chosen already by use_dictionaries)
+            numbers = sum(end - start for (end, element, _), start in zip(frames, starts, strict=True) if element)
+            if len(view) - numbers < DICT_MIN_DATA:  # mostly numbers (an array): the trial would only cost
+                self.use_dictionary(None)
+            else:
+                self.use_dictionaries(choose_dictionaries(view, self.size, self.level))
+        shuffled: dict[int, int] = {}  # run -> level of its shuffled frames, from its first (0: not shuffled)
+        fast = min(self.level, NUMBERS_LEVEL)
         for i, (end, element, run) in enumerate(frames):
             if element and run not in shuffled:
                 piece = view[starts[i] : end]
-                plain_size = len(self._compressor(self.own).compress(piece))
-                shuffled[run] = len(self._compressor(self.own).compress(shuffle(piece, element))) < plain_size
+                d = self._dictionary_at(starts[i])
+                plain_size = len(self._compressor(d).compress(piece))
+                mixed = shuffle(piece, element)
+                size = len(planes_compressed(self._compressor(d), mixed, element))
+                shuffled[run] = 0 if size >= plain_size else self.level
+                if shuffled[run] and fast < self.level and len(piece) >= PLANE_BLOCK * element:
+                    faster = len(planes_compressed(self._compressor(d, fast), mixed, element))
+                    shuffled[run] = fast if faster <= NUMBERS_SLACK * size else self.level
         planned = [
-            (start, end, element if element and shuffled[run] else 0)
+            (start, end, element, shuffled[run]) if element and shuffled[run] else (start, end, 0, 0)
             for (end, element, run), start in zip(frames, starts, strict=True)
         ]
         if planned and 0 < self.head < planned[0][1] and not planned[0][2]:  # the root header alone first
-            self._queue.append(self._pool.submit(self._compress_planned, view, [(0, self.head, 0)], 0))
-            planned[0] = (self.head, planned[0][1], 0)
-        for group in _groups([end - start for start, end, _ in planned]):
-            self._queue.append(self._pool.submit(self._compress_planned, view, [planned[i] for i in group], self.own))
+            self._queue.append(self._pool.submit(self._compress_planned, view, [(0, self.head, 0, 0)], 0))
+            planned[0] = (self.head, planned[0][1], 0, 0)
+        for group in _groups([end - start for start, end, _, _ in planned]):
+            for d, same in groupby((planned[i] for i in group), key=lambda frame: self._dictionary_at(frame[0])):
+                self._queue.append(self._pool.submit(self._compress_planned, view, list(same), d))
             self._drain(AHEAD)
         self.plain = self._buf_at = len(view)
 
@@ -635,6 +754,8 @@ class FrameWriter:
         if c is None:
             zstd = self._zstd
             if d:
+                for key in [k for k in made if k[0] not in (0, d)]:  # frames use the regions' one after another
+                    del made[key]
                 c = zstd.ZstdCompressor(level=level, write_checksum=True, dict_data=self._digested(d, level))
             else:
                 c = zstd.ZstdCompressor(level=level, write_checksum=True)
@@ -652,6 +773,8 @@ class FrameWriter:
                 made = zstd.ZstdCompressionDict(self.dicts[d - 1], dict_type=zstd.DICT_TYPE_RAWCONTENT)
                 made.precompute_compress(level=level)
                 self._digests[d, level] = made
+                while len(self._digests) > DIGESTS_KEPT:  # (a few MB each; frames use them in turn)
+                    del self._digests[next(iter(self._digests))]
             return made
 
     def _cut(self, n: int) -> None:
@@ -680,23 +803,24 @@ class FrameWriter:
     def _submit(self, data: bytes, start: int, end: int) -> None:
         if self.head and self._buf_at + start == 0 and end > start and self.data is None:  # the root header alone
             head = min(self.head, end)
-            self._queue.append(self._pool.submit(self._compress_planned, memoryview(data), [(0, head, 0)], 0))
+            self._queue.append(self._pool.submit(self._compress_planned, memoryview(data), [(0, head, 0, 0)], 0))
             start = head
         for lo in range(start, end, self.group):
             hi = min(lo + self.group, end)
-            planned = [(a, min(a + self.size, hi), 0) for a in range(lo, hi, self.size)]
+            planned = [(a, min(a + self.size, hi), 0, 0) for a in range(lo, hi, self.size)]
             self._queue.append(self._pool.submit(self._compress_planned, memoryview(data), planned, self.own))
 
     def _compress_planned(
-        self, view: memoryview, planned: list[tuple[int, int, int]], d: int
+        self, view: memoryview, planned: list[tuple[int, int, int, int]], d: int
     ) -> list[tuple[bytes, int, tuple[int, int], int]]:
         """Frames [start, end) of ``view`` (each shuffled by its element size, or not),
-        compressed with dictionary ``d``: (frame, plain size, filter, dictionary). A frame that
-        zstd does not shrink by ``1 - RAW_RATIO`` is stored raw: read in place, unchecked."""
-        c = self._compressor(d)
+        compressed with dictionary ``d`` at their level (0: the writer's): (frame, plain size,
+        filter, dictionary). A frame that zstd does not shrink by ``1 - RAW_RATIO`` is stored
+        raw: read in place, unchecked."""
         out = []
-        for start, end, element in planned:
+        for start, end, element, level in planned:
             piece = view[start:end]
+            c = self._compressor(d, level or None)
             frame = planes_compressed(c, shuffle(piece, element), element) if element else c.compress(piece)
             if not element and len(frame) >= RAW_RATIO * len(piece) and len(piece) <= RAW_MAX:
                 out.append((pack_raw_frame(piece, frame[-4:]), end - start, (RAW, 0), 0))  # read in place

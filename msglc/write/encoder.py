@@ -21,7 +21,15 @@ from msglc.util.optional import zstandard
 from msglc.util.runtime import gc_paused
 from msglc.write import values as validate
 from msglc.write.arrays import ArrayEncoder, DataSection
-from msglc.write.compress import HEAD_FRAME, FrameWriter, choose_dictionary, frame_size, plan_frames, toc_layout
+from msglc.write.compress import (
+    HEAD_FRAME,
+    Chosen,
+    FrameWriter,
+    choose_dictionaries,
+    frame_size,
+    plan_frames,
+    toc_layout,
+)
 from msglc.write.indexer import TocBuilder
 from msglc.write.reindex import reindex
 
@@ -119,7 +127,7 @@ class Encoded:
         self.regions: list[tuple[int, ...]] = []  # where the TOC's frames are cut (TocBuilder.regions)
         self.dictionary = self._dictionary_chosen_meanwhile()
 
-    def _dictionary_chosen_meanwhile(self) -> Future[tuple[bytes, bytes] | None] | None:
+    def _dictionary_chosen_meanwhile(self) -> Future[Chosen | None] | None:
         """The data's dictionary, chosen on other threads while this one builds the TOC (the
         choice needs the data alone; a data section with NumPy arrays spliced in is left to
         ``FrameWriter``)."""
@@ -127,7 +135,7 @@ class Encoded:
             return None
         pool = ThreadPoolExecutor(1)
         try:
-            return pool.submit(choose_dictionary, self.data.buf, frame_size(self.threshold), self.level)
+            return pool.submit(choose_dictionaries, self.data.buf, frame_size(self.threshold), self.level)
         finally:
             pool.shutdown(wait=False)  # (its thread ends with its one task)
 
@@ -214,7 +222,7 @@ class Encoded:
         plain = memoryview(self.data.joined() if self.data.splices else self.data.buf)
         frames = FrameWriter(out, frame_size(self.threshold), self.level, head=HEAD_FRAME)
         if self.dictionary is not None:
-            frames.use_dictionary(self.dictionary.result())
+            frames.use_dictionaries(self.dictionary.result())
         try:
             size = frame_size(self.threshold)
             boundaries, runs, forced = toc_layout(self.toc, self.root, plain, size)

@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 
 import msgpack
 import pytest
+from archives import near_duplicates
 
 import msglc
 
@@ -420,6 +421,18 @@ def test_a_dictionary_and_many_pages_by_the_spec():
     s, _ = _checked(out.getvalue())
     assert s.per_page == 512 and len(s.frames) > 512 and len(s.dicts) == 1
     assert s.read(s.data_len - 10, 10) == plain[-10:]
+
+
+def test_a_dictionary_per_region_by_the_spec():
+    """Near-duplicate documents far apart: the data's frames use several dictionaries (each
+    region of the data its own, none over 1 MiB), which this reader applies frame by frame."""
+    obj = near_duplicates()
+    s, plain = _checked(msglc.dumps(obj, compression="zstd"))
+    data = [f.dictionary for f in s.frames if f.logical < s.data_len]
+    assert len(s.dicts) >= 4 and sorted(set(data) - {0}) == list(range(1, len(s.dicts) + 1))
+    assert data[0] == 0 and all(f.dictionary == 0 for f in s.frames if f.logical >= s.data_len)
+    assert all(0 < len(d) <= 1 << 20 for d in s.dicts)
+    assert msgpack.unpackb(plain[: s.data_len], strict_map_key=False) == obj
 
 
 @pytest.mark.parametrize("keys", ["str", "int"])

@@ -217,10 +217,11 @@ def test_shuffled_frames_are_shuffled_and_unshuffled_on_the_pools_threads(monkey
         msglc.configure(read_threads=2)
         with msglc.LazyReader(data, cached=False) as r:
             assert 8 in {f.parameter for f in r.frames()}  # the float64 array stored shuffled
-            got = {k: np.asarray(r[k]) for k in value}
+            got = {"f": np.asarray(r["f"])}  # two tasks (rows of tiles), on the pool
+            unshuffles = [main for name, main in recorded.calls if name == "unshuffle_into"]
+            got["i"] = np.asarray(r["i"])  # one task: read on the calling thread
     finally:
         msglc.configure(read_threads=2)
-    unshuffles = [main for name, main in recorded.calls if name == "unshuffle_into"]
     assert len(unshuffles) >= 2 and not any(unshuffles)  # in the pool, not on the calling thread
     for k in value:
         assert np.array_equal(got[k], value[k])
@@ -237,3 +238,52 @@ def test_shuffled_frames_are_shuffled_and_unshuffled_on_the_pools_threads(monkey
 def test_read_threads_must_be_a_positive_int(bad):
     with pytest.raises(ValueError, match="read_threads"):
         msglc.configure(read_threads=bad)
+
+
+def test_toc_frames_stay_cached_while_data_frames_come_and_go(tmp_path):
+    """A reader that is not cached (``cached=False``) still keeps the TOC frames it
+    decompressed: reading the values of many containers whose nodes share a TOC frame
+    reads that frame from the file once, however many data frames are read between. (Raw
+    frames, read in place, are not decompressed at all.)"""
+    value: dict[str, list[str]] = {f"k{i}": [f"item {i} {j} " * 3 for j in range(600)] for i in range(60)}
+    value["big"] = [f"row {j} " * 4 for j in range(60_000)]
+    path = tmp_path / "a.mlc"
+    msglc.dump(path, value, compression="zstd")
+    data = path.read_bytes()
+    reads: list[tuple[int, int]] = []
+
+    class Recording:
+        """A file object without a descriptor: every read goes through ``read``."""
+
+        def __init__(self) -> None:
+            self.f = io.BytesIO(data)
+
+        def read(self, size: int = -1) -> bytes:
+            at = self.f.tell()
+            got = self.f.read(size)
+            reads.append((at, len(got)))
+            return got
+
+        def seek(self, offset: int, whence: int = 0) -> int:
+            return self.f.seek(offset, whence)
+
+        def tell(self) -> int:
+            return self.f.tell()
+
+        def seekable(self) -> bool:
+            return True
+
+    with msglc.LazyReader(data) as r:
+        toc_at = 16 + len(r.protocol_raw_data())
+        toc_frames = [(f.offset, f.offset + f.size) for f in r.frames() if f.plain_offset >= toc_at and f.filter != 2]
+        data_frames = sum(f.plain_offset < toc_at for f in r.frames())
+    assert data_frames > 40 and len(toc_frames) >= 2
+    with msglc.LazyReader(Recording(), cached=False) as r:  # type: ignore[arg-type]
+        reads.clear()  # (the open reads the section's end, tables and all)
+        for i in range(60):
+            assert r[f"k{i}"][555] == value[f"k{i}"][555]
+            for j in range(i, 60_000, 2_999):  # 20 data frames between two nodes of a TOC frame
+                assert r["big"][j] == value["big"][j]
+    assert len(reads) > 60 * 20
+    for a, b in toc_frames:
+        assert sum(1 for at, n in reads if at < b and a < at + n) <= 1, (a, b)

@@ -1,7 +1,8 @@
 """A generated corpus for the cross-implementation tests: archives written by this package
 from seeded random values, covering every node kind, thresholds from 0 to 8192, NumPy arrays
 of every supported dtype in both byte orders (large ones with type-5 nodes, tiled ones),
-compressed and plain, sorted, combined, appended and streamed archives."""
+compressed (one dictionary per region of the data included) and plain, sorted, combined,
+appended and streamed archives."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from archives import near_duplicates
 
 import msglc
 from msglc import FileInfo, Pairs
@@ -185,6 +187,7 @@ def write_corpus(folder: Path, seed: int = 33) -> list[Path]:
     }
     dump("tiled-zstd", big, small_obj_optimization_threshold=64, compression="zstd")
     dump("tiled-small-zstd", {k: v for k, v in big.items() if k != "f8"}, compression="zstd", tiles=(4, 3, 2)[:2])
+    dump("regions-zstd", near_duplicates(), compression="zstd")  # several dictionaries, one per region
     dump("scalar", 3.25)
     dump("small", {"a": [1, 2.0, None], "b": b"\x00"})
 

@@ -226,3 +226,59 @@ def test_combine_keeps_raw_frames_raw(tmp_path):
         assert all(raw_out.count(size) >= raw_in.count(size) for size in raw_in)
         assert r["t/noise/3"] == noise[3]
         r.verify()
+
+
+def test_runs_of_numbers_take_the_faster_level_only_where_it_costs_nothing():
+    """A run of shuffled numbers is compressed at level 3 when its first frame comes out
+    (about) as small as at the writer's level: random floats, whose low planes are noise. A
+    smooth field, which level 3 leaves 2-3% larger, keeps the writer's level."""
+    np = pytest.importorskip("numpy")
+    from msglc.format.shuffle import shuffle
+    from msglc.write.compress import planes_compressed
+
+    rng = np.random.default_rng(5)
+    noise = rng.normal(size=12288)  # 96 KB (normal: level 3 makes other bytes than 5, of the same size)
+    x, y = np.arange(192)[:, None] * 0.002, np.arange(64)[None, :] * (8 * np.pi / 4000)
+    field = np.sin(x) * np.cos(y) + 0.25 * np.cos(x * 1.7 - y * 0.9)  # two waves (benchmark's smooth_field)
+    smooth = np.round(field * 2**20) / 2**20  # quantized, as measured data is
+    data = noise.tobytes() + smooth.tobytes()
+    out = io.BytesIO()
+    w = FrameWriter(out, 1 << 16, 5)
+    half = len(data) // 2
+    w.write_planned(data, [(half // 2, 8, 0), (half, 8, 0), (half + half // 2, 8, half), (len(data), 8, half)])
+    w.close((0, 0))
+    section = out.getvalue()
+    table = frames_of(section)[0]
+    assert table.frames == 4
+    for i in range(4):
+        stored = section[table.stored(i) : table.stored(i + 1)]
+        piece = shuffle(memoryview(data)[table.logical(i) : table.logical(i + 1)], 8)
+        level = 3 if i < 2 else 5
+        assert stored == planes_compressed(zstandard.ZstdCompressor(level=level, write_checksum=True), piece, 8), i
+
+
+def test_a_section_of_numbers_makes_no_dictionary_trial(monkeypatch):
+    """A dictionary is tried (dozens of frames compressed twice, one 1 MB dictionary at level
+    9: 30-180 ms) only when the data holds ``DICT_MIN_DATA`` bytes outside runs of numbers:
+    a large array's shuffled frames would gain nothing from it."""
+    np = pytest.importorskip("numpy")
+    from msglc.write import compress
+
+    tried = []
+
+    def choose(*args: Any, **kwargs: Any) -> None:
+        tried.append(args)
+
+    monkeypatch.setattr(compress, "choose_dictionary", choose)
+    numbers = np.random.default_rng(6).random(1 << 16).tobytes()  # 512 KB
+    text = b"".join(b'{"key %d": "value %d"}' % (i, i) for i in range(20000))  # about 500 KB
+    for data, expect in ((numbers, 0), (numbers + text, 1)):
+        frames = [(e, 8, 0) for e in range(1 << 16, len(numbers) + 1, 1 << 16)]
+        frames += [(e, 0, -1) for e in range(len(numbers) + (1 << 16), len(data), 1 << 16)]
+        if frames[-1][0] != len(data):
+            frames.append((len(data), 0, -1))
+        w = FrameWriter(io.BytesIO(), 1 << 16, 5)
+        w.write_planned(data, frames)
+        w.close((0, 0))
+        assert len(tried) == expect
+        tried.clear()
