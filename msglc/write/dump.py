@@ -74,8 +74,9 @@ def _write_atomically(path: str | bytes | os.PathLike[str] | RemotePath, encoded
     if encoded.compression is not None:  # the frames are made once the TOC is built
         encoded.index()
         with atomic_file(path, encoded.durable) as f:
-            for part in encoded.sections():
-                f.write(part)
+            f.write(encoded.header)
+            stored = encoded.compress_into(f)  # (each frame written as soon as it is made)
+            f.write(encoded.trailer(stored))
         return
     try:
         with atomic_file(path, encoded.durable, HEADER_SIZE + encoded.data.size) as f:

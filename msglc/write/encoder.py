@@ -211,8 +211,16 @@ class Encoded:
             yield self.trailer()
             return
         parts: list[bytes | memoryview] = []
-        plain = memoryview(self.data.joined())
-        frames = FrameWriter(_Parts(parts), frame_size(self.threshold), self.level, head=HEAD_FRAME)
+        stored = self.compress_into(_Parts(parts))
+        yield from parts
+        yield self.trailer(stored)
+
+    def compress_into(self, out: Any) -> int:
+        """Write the compressed section (once indexed) to ``out`` (``write``) frame by frame as
+        the threads finish them; returns its stored size."""
+        # (without NumPy arrays spliced in, the encoded bytes are the data: no copy to join)
+        plain = memoryview(self.data.joined() if self.data.splices else self.data.buf)
+        frames = FrameWriter(out, frame_size(self.threshold), self.level, head=HEAD_FRAME)
         if self.dictionary is not None:
             frames.use_dictionaries(self.dictionary.result())
         try:
@@ -234,8 +242,7 @@ class Encoded:
             stored = frames.close(self.root)
         finally:
             frames.abort()
-        yield from parts
-        yield self.trailer(stored)
+        return stored
 
     def trailer(self, stored: int | None = None) -> bytes:
         """The trailer; ``stored``: the compressed section's bytes in the file, when compressed."""

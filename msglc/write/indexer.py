@@ -294,7 +294,10 @@ class TocBuilder:
         h = container_header_size(self.buf[a])
         if n > MAP_INLINE_MAX and accel.speedups is not None and not self._spliced(a, b):
             return self._index_hash_map_fast(d, a, h, n)
-        raws, real_offs, kids = self.map_entries(d, a, b, h)
+        if n <= MAP_INLINE_MAX and accel.speedups is not None and not self._spliced(a, b):
+            real_offs, kids = self.inline_entries(d, a, h, n)
+        else:
+            raws, real_offs, kids = self.map_entries(d, a, b, h)
         koffs, voffs = real_offs[0::2], real_offs[1::2]  # entry j: key at koffs[j], value voffs[j]..koffs[j+1]
         if n <= MAP_INLINE_MAX:
             entry_refs = {j: kids[k] for j, k in enumerate(keys) if k in kids}
@@ -317,6 +320,23 @@ class TocBuilder:
         if not self.all_plain:
             validate.check_map(d, skip=kids.keys())
         return raws, real_offs, kids
+
+    def inline_entries(self, d: dict[Any, Any], a: int, h: int, n: int) -> tuple[list[int], dict[Any, tuple[int, int]]]:
+        """``map_entries`` for a dict of at most ``MAP_INLINE_MAX`` entries, from the C walk of
+        its 2n items (``list_index``): no copy of its bytes and no ``msgspec.Raw`` per item, which
+        made the Python path cost each byte once per level of nesting."""
+        speedups = accel.speedups
+        assert speedups is not None  # the caller checked
+        offs_bytes, big = speedups.list_index(self.buf, a + h, 2 * n, a, self.whole)
+        kids: dict[Any, tuple[int, int]] = {}
+        if big:
+            items = list(dict.items(d))
+            kids = self._index_children(
+                (items[e >> 1][0], items[e >> 1][1], a + start, a + end) for e, start, end in big if e & 1
+            )
+        if not self.all_plain:
+            validate.check_map(d, skip=kids.keys())
+        return list(le_array("Q", offs_bytes)), kids
 
     def _index_hash_map_fast(self, d: dict[Any, Any], a: int, h: int, n: int) -> tuple[int, int]:
         """The hash-indexed dict with the arrays computed in C (``_speedups``)."""
