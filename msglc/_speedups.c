@@ -228,6 +228,26 @@ static PyObject *exact_numbers(PyObject *self, PyObject *args) {
     return PyBool_FromLong(exact_leaves(seq, depth));
 }
 
+/* increasing(xs): True when the list xs of ints rises strictly, False when it does not;
+ * NotImplemented for anything else (not a list, an item not an exact int of 64 bits): the
+ * Python check then decides. Mirrors format/nodes.py _increasing, which checks the span
+ * tables of every node read (12,000 spans a list of 4.5 M strings: about 1 ms in Python). */
+static PyObject *increasing(PyObject *self, PyObject *xs) {
+    (void)self;
+    if (!PyList_CheckExact(xs)) Py_RETURN_NOTIMPLEMENTED;
+    long long prev = 0;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(xs); i++) {
+        PyObject *x = PyList_GET_ITEM(xs, i);
+        int overflow = 0;
+        long long v = PyLong_CheckExact(x) ? PyLong_AsLongLongAndOverflow(x, &overflow) : 0;
+        if (!PyLong_CheckExact(x) || overflow) Py_RETURN_NOTIMPLEMENTED;
+        if (v == -1 && PyErr_Occurred()) return NULL;
+        if (i && v <= prev) Py_RETURN_FALSE;
+        prev = v;
+    }
+    Py_RETURN_TRUE;
+}
+
 /* plain_values(obj): True if obj holds only values of exactly the types msglc stores as
  * they are: None, bool, int, float, str, bytes, list, tuple and dict with exactly-str or
  * exactly-int keys, at most PLAIN_DEPTH levels deep. False otherwise (the caller then runs its
@@ -2592,6 +2612,8 @@ done:
 
 /* The module's functions, by section; msglc/util/accel.py declares them (Speedups). */
 static PyMethodDef methods[] = {
+    /* read */
+    {"increasing", increasing, METH_O, "Whether a list of ints rises strictly (NotImplemented: not such a list)."},
     /* write */
     {"plain_values", plain_values, METH_O,
      "Whether a value holds only exact None/bool/int/float/str/bytes/list/tuple/dict values."},

@@ -15,6 +15,7 @@ from msglc.errors import (
 from msglc.format.fuse import MAX_SEG_BITS, fuse_layout, slot_count
 from msglc.format.hash_index import READ_MAX_BLOCK_BITS, block_count, block_layout, region_layout
 from msglc.format.layout import U32
+from msglc.util import accel
 
 
 def whole_max(threshold: int) -> int:
@@ -215,6 +216,13 @@ def node_span(node: Node) -> int:
 
 
 def _increasing(xs: list[int]) -> bool:
+    """Whether ``xs`` rises strictly: in C when it can (a span table of 12,000 spans is 1 ms of
+    an open in Python)."""
+    speedups = accel.speedups
+    if speedups is not None:
+        got = speedups.increasing(xs)
+        if got is not NotImplemented:
+            return bool(got)
     return all(map(int.__lt__, xs, xs[1:]))
 
 

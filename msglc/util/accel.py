@@ -81,6 +81,10 @@ class Speedups(Protocol):
 
     def plain_values(self, obj: object, /) -> bool: ...
 
+    def increasing(self, xs: list[int], /) -> Any:
+        """Whether ``xs`` rises strictly; NotImplemented when it is not a list of 64-bit ints."""
+        ...
+
     def BlockProbe(  # noqa: N802 (a class of the C module)
         self,
         pages: bytes,

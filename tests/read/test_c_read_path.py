@@ -863,3 +863,32 @@ def test_read_many_groups_list_paths_in_c_as_python_would():
         assert accel.speedups.group_indices(members, 1, n) == _grouped_by_python(members, 1, n), (trial, members, n)
     assert accel.speedups.group_indices([], 1, 10) is None
     assert accel.speedups.group_indices([(0, ("runs", "1"))], 1, 10) is None  # type: ignore[list-item]  # segments not a list
+
+
+@pytest.mark.parametrize("pure", [False, True], ids=["C", "Python"])
+@pytest.mark.parametrize(
+    ("starts", "offs", "ok"),
+    [
+        ([0, 2, 5], [3, 10, 20, 30], True),
+        ([0, 2, 2], [3, 10, 20, 30], False),  # a span of no items
+        ([0, 5, 2], [3, 10, 20, 30], False),
+        ([0, 2, 5], [3, 10, 10, 30], False),  # a span of no bytes
+        ([0, 2, 5], [3, 10, 20, 2**64], True),  # past 64 bits signed: the Python check decides
+        ([0, 2, 5], [3, 10, 2**64, 2**64 - 1], False),
+    ],
+)
+def test_span_tables_that_do_not_rise_are_refused_by_both_checks(monkeypatch, pure, starts, offs, ok):
+    """A list node whose span starts or offsets do not rise strictly is refused at its first
+    read, by the C check of an open as by the Python one (a TOC node is checked before any
+    offset in it is used)."""
+    from msglc.errors import CorruptedError
+    from msglc.format.nodes import ListNode, check_node
+
+    if pure:
+        monkeypatch.setattr(accel, "speedups", None)
+    node = ListNode(n=9, starts=starts, offs=offs, kids={})
+    if ok:
+        check_node(node, 100, 0)
+    else:
+        with pytest.raises(CorruptedError, match="inconsistent spans"):
+            check_node(node, 100, 0)
