@@ -304,16 +304,19 @@ def _write(path: Path, data: bytes) -> None:
 class CountingFile:
     """A file that counts the bytes and calls of ``read``: what a reader asks of the file, seen
     from the file. ``LazyReader`` reads a file object through these calls, from the same
-    offsets as it reads a path (by ``pread``)."""
+    offsets as it reads a path (by ``pread``). ``reads``: each call's (offset, bytes read)."""
 
     def __init__(self, path: Path) -> None:
         self.f = open(path, "rb", buffering=0)  # noqa: SIM115 (closed by close())
         self.bytes = self.requests = 0
+        self.reads: list[tuple[int, int]] = []
 
     def read(self, size: int = -1) -> bytes:
+        at = self.f.tell()
         data = self.f.read(size)
         self.bytes += len(data)
         self.requests += 1
+        self.reads.append((at, len(data)))
         return data
 
     def seek(self, offset: int, whence: int = 0) -> int:

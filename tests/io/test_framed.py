@@ -12,6 +12,7 @@ import msgspec
 import pytest
 
 import msglc
+from benchmark.targets.realdata import CountingFile
 from msglc import CorruptedError
 from msglc.format.frames import MAX_FRAME, Index, pack_index, pack_page
 from msglc.format.msgpack import array_header, container_header
@@ -249,36 +250,14 @@ def test_toc_frames_stay_cached_while_data_frames_come_and_go(tmp_path):
     value["big"] = [f"row {j} " * 4 for j in range(60_000)]
     path = tmp_path / "a.mlc"
     msglc.dump(path, value, compression="zstd")
-    data = path.read_bytes()
-    reads: list[tuple[int, int]] = []
-
-    class Recording:
-        """A file object without a descriptor: every read goes through ``read``."""
-
-        def __init__(self) -> None:
-            self.f = io.BytesIO(data)
-
-        def read(self, size: int = -1) -> bytes:
-            at = self.f.tell()
-            got = self.f.read(size)
-            reads.append((at, len(got)))
-            return got
-
-        def seek(self, offset: int, whence: int = 0) -> int:
-            return self.f.seek(offset, whence)
-
-        def tell(self) -> int:
-            return self.f.tell()
-
-        def seekable(self) -> bool:
-            return True
-
-    with msglc.LazyReader(data) as r:
+    with msglc.LazyReader(path) as r:
         toc_at = 16 + len(r.protocol_raw_data())
         toc_frames = [(f.offset, f.offset + f.size) for f in r.frames() if f.plain_offset >= toc_at and f.filter != 2]
         data_frames = sum(f.plain_offset < toc_at for f in r.frames())
     assert data_frames > 40 and len(toc_frames) >= 2
-    with msglc.LazyReader(Recording(), cached=False) as r:  # type: ignore[arg-type]
+    file = CountingFile(path)
+    with msglc.LazyReader(file, cached=False) as r:  # type: ignore[arg-type]
+        reads = file.reads
         reads.clear()  # (the open reads the section's end, tables and all)
         for i in range(60):
             assert r[f"k{i}"][555] == value[f"k{i}"][555]
