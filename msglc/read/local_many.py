@@ -17,6 +17,7 @@ from typing import Any
 from msglc.read.paths import DICT, LIST, kind_of, resolve, short_steps, split_path
 from msglc.read.views import MISSING, list_items, walks_spans
 from msglc.util import accel
+from msglc.util.runtime import gc_paused
 
 _Member = tuple[int, list[Any]]  # (position in the request, the path's segments)
 
@@ -133,5 +134,8 @@ def _tail(members: list[_Member], depth: int) -> list[Any] | None:
 
 
 def read_grouped(root: Any, paths: Iterable[Any]) -> list[Any]:
-    """``[resolve(root, split_path(p)) for p in paths]``, raising the first failing path's error."""
-    return _Batch(root, paths).run()
+    """``[resolve(root, split_path(p)) for p in paths]``, raising the first failing path's error.
+    The cyclic GC waits meanwhile: a batch makes a few lists per path, none of them garbage,
+    and the scans they set off cost about 6% of a batch of 20,000 paths."""
+    with gc_paused():
+        return _Batch(root, paths).run()
