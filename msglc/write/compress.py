@@ -14,7 +14,7 @@ import zlib
 from array import array
 from bisect import bisect_right
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from itertools import accumulate, groupby
 from operator import add
@@ -83,6 +83,7 @@ DICT_CLEAR = (0.90, 1.06)  # outside this: 16 frames differed from 48 by 0.04 at
 DICT_LEVEL = 9  # dictionaries are stored compressed at this level at least (once per archive)
 NUMBERS_LEVEL = 3  # a run of shuffled numbers at most at this level when it costs at most ...
 NUMBERS_SLACK = 1.005  # ... this much more than the writer's level on its first frame (write_planned)
+NUMBERS_SHARE = 0.25  # runs of numbers above this share of the data: its dictionary is chosen from the rest
 MAX_DICTS = 65535  # dictionaries in one section (a frame names its own in two bytes)
 REGION = 1 << 21  # plain bytes of data per dictionary of a region at least (choose_regions)
 REGION_PIECE = 1 << 16  # ... which is pieces of this size taken evenly from its region
@@ -225,6 +226,31 @@ def choose_regions(
             return None
         records = list(pool.map(lambda r: stored_dictionary(raw_of(r), level), range(count)))
     return [(edges[r], raw_of(r), records[r]) for r in range(count)]
+
+
+def planned_dictionaries(
+    view: memoryview,
+    frames: Sequence[Frame],
+    size: int,
+    level: int,
+    meanwhile: Callable[[], Chosen | None] | None = None,
+) -> Chosen | None:
+    """The dictionaries for data planned as ``frames`` (``plan_frames``), whose runs of numbers
+    are compressed shuffled and without one (a raw-content dictionary does not help byte
+    planes): none when less than ``DICT_MIN_DATA`` bytes lie outside those runs; one chosen
+    from the bytes outside them when the runs are more than ``NUMBERS_SHARE`` of the data
+    (a trial over all of it would judge frames that are not written so); otherwise the choice
+    ``meanwhile`` made from all of it (``dump`` makes it while the TOC is built), or
+    ``choose_dictionaries``."""
+    starts = [0, *(end for end, _, _ in frames[:-1])]
+    numbers = sum(end - start for (end, element, _), start in zip(frames, starts, strict=True) if element)
+    if len(view) - numbers < DICT_MIN_DATA:
+        return None
+    if numbers > NUMBERS_SHARE * len(view):
+        rest = b"".join(view[start:end] for (end, element, _), start in zip(frames, starts, strict=True) if not element)
+        chosen = choose_dictionary(rest, size, level)
+        return None if chosen is None else [(0, *chosen)]
+    return meanwhile() if meanwhile is not None else choose_dictionaries(view, size, level)
 
 
 def stored_dictionary(raw: bytes, level: int) -> bytes:
@@ -552,6 +578,10 @@ class FrameWriter:
             return self.own
         return self._region_dicts[max(0, bisect_right(self._region_starts, start) - 1)]
 
+    def _planned_dictionary(self, frame: tuple[int, int, int, int]) -> int:
+        """The dictionary of a planned frame (start, end, element, level): none when shuffled."""
+        return 0 if frame[2] else self._dictionary_at(frame[0])
+
     def adopt_dictionary(self, raw: bytes, record: bytes | None = None) -> int:
         """The number of the dictionary ``raw`` in this section (added if new): frames copied
         from another archive keep theirs. ``record``: its stored form, when made already."""
@@ -584,36 +614,36 @@ class FrameWriter:
             if len(self._buf) >= self.group + self.size:
                 self._cut(len(self._buf) - len(self._buf) % self.group)
 
-    def write_planned(self, data: bytes | memoryview, frames: Sequence[Frame]) -> None:
+    def write_planned(
+        self,
+        data: bytes | memoryview,
+        frames: Sequence[Frame],
+        meanwhile: Callable[[], Chosen | None] | None = None,
+    ) -> None:
         """The whole plain data, in frames as planned (``plan_frames``): the dictionaries are
-        chosen from all of it, unless ``use_dictionaries`` chose them (none without
-        ``DICT_MIN_DATA`` bytes outside runs of numbers: a large array's trial took 30-180 ms of
-        a 0.4 s ``dump``, and chose none); each run of numbers is shuffled when its first frame
-        compresses smaller so, and then compressed at ``NUMBERS_LEVEL`` when that makes its
-        first frame at most ``NUMBERS_SLACK`` times larger (random floats: the same size, about
-        30% faster; a smooth field 2.6% larger at level 3: kept at level 5)."""
+        ``planned_dictionaries`` (``meanwhile``: a choice made from all the data meanwhile),
+        unless ``use_dictionaries`` chose them; each run of numbers is shuffled when its first
+        frame compresses smaller so (and then without a dictionary), and then compressed at
+        ``NUMBERS_LEVEL`` when that makes its first frame at most ``NUMBERS_SLACK`` times
+        larger (random floats: the same size, about 30% faster; a smooth field 2.6% larger at
+        level 3: kept at level 5)."""
         if self.plain or self._buf:
             raise ValueError("write_planned() takes the whole data section, first")
         view = memoryview(data).cast("B")
         starts = [0, *(end for end, _, _ in frames[:-1])] if frames else []
         if self.deciding:  # (not chosen already by use_dictionaries)
-            numbers = sum(end - start for (end, element, _), start in zip(frames, starts, strict=True) if element)
-            if len(view) - numbers < DICT_MIN_DATA:  # mostly numbers (an array): the trial would only cost
-                self.use_dictionary(None)
-            else:
-                self.use_dictionaries(choose_dictionaries(view, self.size, self.level))
+            self.use_dictionaries(planned_dictionaries(view, frames, self.size, self.level, meanwhile))
         shuffled: dict[int, int] = {}  # run -> level of its shuffled frames, from its first (0: not shuffled)
         fast = min(self.level, NUMBERS_LEVEL)
         for i, (end, element, run) in enumerate(frames):
             if element and run not in shuffled:
                 piece = view[starts[i] : end]
-                d = self._dictionary_at(starts[i])
-                plain_size = len(self._compressor(d).compress(piece))
+                plain_size = len(self._compressor(self._dictionary_at(starts[i])).compress(piece))
                 mixed = shuffle(piece, element)
-                size = len(planes_compressed(self._compressor(d), mixed, element))
+                size = len(planes_compressed(self._compressor(0), mixed, element))
                 shuffled[run] = 0 if size >= plain_size else self.level
                 if shuffled[run] and fast < self.level and len(piece) >= PLANE_BLOCK * element:
-                    faster = len(planes_compressed(self._compressor(d, fast), mixed, element))
+                    faster = len(planes_compressed(self._compressor(0, fast), mixed, element))
                     shuffled[run] = fast if faster <= NUMBERS_SLACK * size else self.level
         planned = [
             (start, end, element, shuffled[run]) if element and shuffled[run] else (start, end, 0, 0)
@@ -623,7 +653,7 @@ class FrameWriter:
             self._queue.append(self._pool.submit(self._compress_planned, view, [(0, self.head, 0, 0)], 0))
             planned[0] = (self.head, planned[0][1], 0, 0)
         for group in _groups([end - start for start, end, _, _ in planned]):
-            for d, same in groupby((planned[i] for i in group), key=lambda frame: self._dictionary_at(frame[0])):
+            for d, same in groupby((planned[i] for i in group), key=self._planned_dictionary):
                 self._queue.append(self._pool.submit(self._compress_planned, view, list(same), d))
             self._drain(AHEAD)
         self.plain = self._buf_at = len(view)

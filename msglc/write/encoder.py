@@ -221,12 +221,11 @@ class Encoded:
         # (without NumPy arrays spliced in, the encoded bytes are the data: no copy to join)
         plain = memoryview(self.data.joined() if self.data.splices else self.data.buf)
         frames = FrameWriter(out, frame_size(self.threshold), self.level, head=HEAD_FRAME)
-        if self.dictionary is not None:
-            frames.use_dictionaries(self.dictionary.result())
+        meanwhile = None if self.dictionary is None else self.dictionary.result
         try:
             size = frame_size(self.threshold)
             boundaries, runs, forced = toc_layout(self.toc, self.root, plain, size)
-            frames.write_planned(plain, plan_frames(len(plain), size, boundaries, runs, forced))
+            frames.write_planned(plain, plan_frames(len(plain), size, boundaries, runs, forced), meanwhile)
             frames.end_data()
             # frames of their own for the root node (opening decompresses no more than it) and
             # each index region (mostly random bytes: stored raw, so a lookup reads its bytes in place)
