@@ -346,8 +346,9 @@ class FramedSource(Source):
     def _decompressor(self, d: int = 0) -> object:
         """This thread's decompressor for frames of dictionary ``d`` (0: none): one per thread,
         since a decompressor is not thread-safe; a thread keeps one for each of the
-        ``DECOMPRESSORS_KEPT`` dictionaries it used last (each holds its dictionary: a file may
-        name thousands), so that reads across a file of a dictionary per region do not make
+        ``DECOMPRESSORS_KEPT`` dictionaries it used last that the dictionary cache still holds
+        (each holds its dictionary: a file may name thousands, and they stay within
+        ``DICT_CACHE``), so that reads across a file of a dictionary per region do not make
         one a read (about 15 us)."""
         local = self._local
         if not d:
@@ -360,7 +361,11 @@ class FramedSource(Source):
             kept = local.with_dict = OrderedDict()
         made = kept.get(d)
         if made is None:
-            made = kept[d] = self._zstd.ZstdDecompressor(dict_data=self._dictionary(d))
+            made = self._zstd.ZstdDecompressor(dict_data=self._dictionary(d))
+            with self._lock:  # (each holds its dictionary: none the cache has let go of)
+                for gone in [k for k in kept if k not in self._dicts]:
+                    del kept[gone]
+            kept[d] = made
             if len(kept) > DECOMPRESSORS_KEPT:
                 kept.popitem(last=False)
         else:
