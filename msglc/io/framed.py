@@ -264,18 +264,24 @@ class FramedSource(Source):
         (and checked: its declared size must be the table's, its zstd checksum must hold)."""
         return self._plain(i, self._entry(i))
 
+    def _holder(self, i: int) -> OrderedDict[int, Entry] | None:
+        """The cache that keeps frame ``i`` (TOC frames have their own), or None (with the lock
+        held)."""
+        if i in self._frames:
+            return self._frames
+        return self._toc_frames if i in self._toc_frames else None
+
     def _kept(self, i: int) -> Entry | None:
         """Frame ``i`` from the cache that keeps it, or None (with the lock held)."""
-        entry = self._frames.get(i)
-        return entry if entry is not None else self._toc_frames.get(i)
+        holder = self._holder(i)
+        return None if holder is None else holder[i]
 
     def _entry(self, i: int) -> Entry:
         with self._lock:
-            for kept in (self._frames, self._toc_frames):
-                cached = kept.get(i)
-                if cached is not None:
-                    kept.move_to_end(i)
-                    return cached
+            holder = self._holder(i)
+            if holder is not None:
+                holder.move_to_end(i)
+                return holder[i]
         page, k = self.table.at(i)
         start, stop = page.stored[k], page.stored[k + 1]
         return self._checked(i, self._raw(self.data_off + start, stop - start))
@@ -288,9 +294,9 @@ class FramedSource(Source):
             return data
         plain = unshuffle(data, element)
         with self._lock:
-            for kept in (self._frames, self._toc_frames):
-                if i in kept:
-                    kept[i] = (plain, 0)
+            holder = self._holder(i)
+            if holder is not None:
+                holder[i] = (plain, 0)
         return plain
 
     def _piece(self, i: int, entry: Entry, a: int, b: int) -> bytes | memoryview:

@@ -203,7 +203,9 @@ def choose_regions(
         digest = zstd.ZstdCompressionDict(whole[0], dict_type=zstd.DICT_TYPE_RAWCONTENT)
         digest.precompute_compress(level=level)
 
-    def trial(r: int) -> tuple[int, float, float]:
+    def trial(r: int) -> tuple[float, float]:
+        """Region ``r``'s frames with its own dictionary (and that dictionary, stored at least
+        as small as at ``REGION_TRIAL_LEVEL``), and with the whole one."""
         raw = raw_of(r)
         own = zstd.ZstdCompressionDict(raw, dict_type=zstd.DICT_TYPE_RAWCONTENT)
         own.precompute_compress(level=level)
@@ -211,38 +213,37 @@ def choose_regions(
         c_whole = zstd.ZstdCompressor(level=level, dict_data=digest) if digest else zstd.ZstdCompressor(level=level)
         frames = [view[at : at + size] for at in starts[r]]
         scale = (edges[r + 1] - edges[r]) / (len(frames) * size)
-        mine = scale * sum(len(c_own.compress(f)) for f in frames)
+        stored = len(zstd.ZstdCompressor(level=min(level, REGION_TRIAL_LEVEL)).compress(raw))
+        mine = scale * sum(len(c_own.compress(f)) for f in frames) + stored
         theirs = scale * sum(len(c_whole.compress(f)) for f in frames)
-        return r, mine, theirs
-
-    def stored(r: int) -> int:  # (at least what its record will take)
-        return len(zstd.ZstdCompressor(level=min(level, REGION_TRIAL_LEVEL)).compress(raw_of(r)))
+        return mine, theirs
 
     with ThreadPoolExecutor(THREADS) as pool:
         results = list(pool.map(trial, tried))
-        mine = sum(m for _, m, _ in results) + sum(pool.map(stored, tried))
-        theirs = sum(t for _, _, t in results) + (len(whole[1]) * len(tried) / count if whole else 0)
+        mine = sum(m for m, _ in results)
+        theirs = sum(t for _, t in results) + (len(whole[1]) * len(tried) / count if whole else 0)
         if mine >= REGION_GAIN * theirs:
             return None
-        records = list(pool.map(lambda r: stored_dictionary(raw_of(r), level), range(count)))
-    return [(edges[r], raw_of(r), records[r]) for r in range(count)]
+        raws = [raw_of(r) for r in range(count)]
+        records = list(pool.map(lambda raw: stored_dictionary(raw, level), raws))
+    return [(edges[r], raws[r], records[r]) for r in range(count)]
 
 
 def planned_dictionaries(
     view: memoryview,
     frames: Sequence[Frame],
+    starts: Sequence[int],
     size: int,
     level: int,
     meanwhile: Callable[[], Chosen | None] | None = None,
 ) -> Chosen | None:
-    """The dictionaries for data planned as ``frames`` (``plan_frames``), whose runs of numbers
-    are compressed shuffled and without one (a raw-content dictionary does not help byte
-    planes): none when less than ``DICT_MIN_DATA`` bytes lie outside those runs; one chosen
-    from the bytes outside them when the runs are more than ``NUMBERS_SHARE`` of the data
-    (a trial over all of it would judge frames that are not written so); otherwise the choice
-    ``meanwhile`` made from all of it (``dump`` makes it while the TOC is built), or
-    ``choose_dictionaries``."""
-    starts = [0, *(end for end, _, _ in frames[:-1])]
+    """The dictionaries for data planned as ``frames`` (``plan_frames``; ``starts``: where each
+    begins), whose runs of numbers are compressed shuffled and without one (a raw-content
+    dictionary does not help byte planes): none when less than ``DICT_MIN_DATA`` bytes lie
+    outside those runs; one chosen from the bytes outside them when the runs are more than
+    ``NUMBERS_SHARE`` of the data (a trial over all of it would judge frames that are not
+    written so); otherwise the choice ``meanwhile`` made from all of it (``dump`` makes it
+    while the TOC is built), or ``choose_dictionaries``."""
     numbers = sum(end - start for (end, element, _), start in zip(frames, starts, strict=True) if element)
     if len(view) - numbers < DICT_MIN_DATA:
         return None
@@ -632,7 +633,7 @@ class FrameWriter:
         view = memoryview(data).cast("B")
         starts = [0, *(end for end, _, _ in frames[:-1])] if frames else []
         if self.deciding:  # (not chosen already by use_dictionaries)
-            self.use_dictionaries(planned_dictionaries(view, frames, self.size, self.level, meanwhile))
+            self.use_dictionaries(planned_dictionaries(view, frames, starts, self.size, self.level, meanwhile))
         shuffled: dict[int, int] = {}  # run -> level of its shuffled frames, from its first (0: not shuffled)
         fast = min(self.level, NUMBERS_LEVEL)
         for i, (end, element, run) in enumerate(frames):
