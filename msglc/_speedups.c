@@ -2191,14 +2191,6 @@ static uint32_t slot_get(const unsigned char *packed, uint64_t i, int w) {
     return (uint32_t)((v >> (bit & 7)) & (((uint64_t)1 << w) - 1));
 }
 
-/* Slot i of w bits set to value: slot_get's inverse (C only: only fuse_build writes slots). */
-static void slot_put(unsigned char *packed, uint64_t i, int w, uint32_t value) {
-    uint64_t bit = i * (uint64_t)w;
-    for (int j = 0; j < w; j++, bit++)
-        if (value >> j & 1) packed[bit >> 3] |= (unsigned char)(1u << (bit & 7));
-        else packed[bit >> 3] &= (unsigned char)~(1u << (bit & 7));
-}
-
 /* fuse_build(hashes, values, slot_bits, seg_bits, seg_count, seed) -> bytes or None: the
  * packed slots (slot_bits each, LSB first) of a 3-wise binary fuse in which every key's three
  * slots xor to its value, for keys of these base hashes (u64 LE) and values (u32 LE); None
@@ -2206,6 +2198,94 @@ static void slot_put(unsigned char *packed, uint64_t i, int w, uint32_t value) {
  * calls it for each seed, and returns None without this module (the writer then writes a
  * type-6 index: write/indexer.py TocBuilder.fuse_node); read/verify.py calls it to rebuild
  * a fuse and compare it with the stored one. */
+/* A slot while a fuse is built: how many keys use it, the xor of their values and the xor of
+ * their hashes, so that the one key left in a slot is known from the slot alone; once every
+ * key is peeled, all are 0 and ``values`` holds the slot's value. One record: a key's slot is
+ * one cache miss. */
+typedef struct {
+    uint32_t count, values;
+    uint64_t hashes;
+} fuse_cell;
+
+/* A peeled key: its hash, its value and which of its slots it was peeled at. */
+typedef struct {
+    uint64_t h;
+    uint32_t value, which;
+} fuse_peeled;
+
+/* fuse_build's work, without the GIL: 1 and ``packed`` filled, or 0 when the keys do not peel.
+ * Keys are peeled in the order format.md specifies (a stack of slots used by one key, pushed
+ * in ascending order, then as they come free), and assigned in the reverse order. The slots'
+ * sums are made with the keys sorted by their first slot's segment (a counting sort into
+ * ``sh``, ``sv``): the same sums, and each key's three slots lie near the last key's. */
+static int fuse_peel(const unsigned char *hb, const unsigned char *vb, Py_ssize_t n, int w, int seg_bits,
+                     uint64_t seg_count, uint64_t seed, uint64_t slots, uint64_t *sh, uint32_t *sv, fuse_peeled *stack,
+                     uint64_t *queue, fuse_cell *cell, unsigned char *packed) {
+    uint64_t s[3];
+    uint32_t mask = (uint32_t)(((uint64_t)1 << w) - 1);
+    uint64_t *start = queue; /* seg_count + 1 counters, before the queue is used */
+    memset(start, 0, sizeof(uint64_t) * (seg_count + 1));
+    for (Py_ssize_t i = 0; i < n; i++) {
+        fuse_slots(fuse_mix(le64(hb + 8 * i), seed), seg_bits, seg_count, s);
+        start[(s[0] >> seg_bits) + 1]++;
+    }
+    for (uint64_t g = 0; g < seg_count; g++) start[g + 1] += start[g];
+    for (Py_ssize_t i = 0; i < n; i++) {
+        uint64_t hh = fuse_mix(le64(hb + 8 * i), seed);
+        fuse_slots(hh, seg_bits, seg_count, s);
+        uint64_t at = start[s[0] >> seg_bits]++;
+        sh[at] = hh;
+        sv[at] = (vb[4 * i] | vb[4 * i + 1] << 8 | vb[4 * i + 2] << 16 | (uint32_t)vb[4 * i + 3] << 24) & mask;
+    }
+    for (Py_ssize_t j = 0; j < n; j++) {
+        uint64_t hh = sh[j];
+        uint32_t v = sv[j];
+        fuse_slots(hh, seg_bits, seg_count, s);
+        for (int k = 0; k < 3; k++) {
+            fuse_cell *c = &cell[s[k]];
+            c->count++, c->values ^= v, c->hashes ^= hh;
+        }
+    }
+    uint64_t qn = 0, sn = 0;
+    for (uint64_t q = 0; q < slots; q++)
+        if (cell[q].count == 1) queue[qn++] = q;
+    while (qn) {
+        uint64_t q = queue[--qn];
+        if (cell[q].count != 1) continue;
+        uint32_t v = cell[q].values;
+        uint64_t hh = cell[q].hashes;
+        fuse_slots(hh, seg_bits, seg_count, s);
+        int which = s[0] == q ? 0 : s[1] == q ? 1 : 2;
+        stack[sn].h = hh, stack[sn].value = v, stack[sn].which = (uint32_t)which, sn++;
+        for (int k = 0; k < 3; k++) {
+            fuse_cell *c = &cell[s[k]];
+            c->count--, c->values ^= v, c->hashes ^= hh;
+            if (k != which && c->count == 1) queue[qn++] = s[k];
+        }
+    }
+    if (sn != (uint64_t)n) return 0;
+    /* every count and xor is 0 now: ``values`` holds each slot's value from here on */
+    while (sn) {
+        fuse_peeled *top = &stack[--sn];
+        fuse_slots(top->h, seg_bits, seg_count, s);
+        uint32_t v = top->value;
+        for (int k = 0; k < 3; k++)
+            if (k != (int)top->which) v ^= cell[s[k]].values;
+        cell[s[top->which]].values = v;
+    }
+    /* packed LSB first, w bits a slot; the bits past the last slot are 0 */
+    uint64_t acc = 0, bytes = (slots * (uint64_t)w + 7) / 8, at = 0;
+    int held = 0;
+    for (uint64_t q = 0; q < slots; q++) {
+        acc |= (uint64_t)cell[q].values << held;
+        held += w;
+        while (held >= 8) packed[at++] = (unsigned char)acc, acc >>= 8, held -= 8;
+    }
+    if (held) packed[at++] = (unsigned char)acc;
+    while (at < bytes) packed[at++] = 0;
+    return 1;
+}
+
 static PyObject *fuse_build(PyObject *self, PyObject *args) {
     (void)self;
     Py_buffer hv, vv;
@@ -2213,8 +2293,10 @@ static PyObject *fuse_build(PyObject *self, PyObject *args) {
     unsigned long long seg_count, seed;
     if (!PyArg_ParseTuple(args, "y*y*iiKK", &hv, &vv, &w, &seg_bits, &seg_count, &seed)) return NULL;
     PyObject *out = NULL;
-    uint64_t *h = NULL, *stack = NULL, *queue = NULL;
-    uint32_t *count = NULL, *xored = NULL;
+    uint64_t *sh = NULL, *queue = NULL;
+    uint32_t *sv = NULL;
+    fuse_peeled *stack = NULL;
+    fuse_cell *cell = NULL;
     Py_ssize_t n = hv.len / 8;
     uint64_t len = seg_bits >= 0 && seg_bits <= 24 ? (uint64_t)1 << seg_bits : 0;
     uint64_t slots = (seg_count + 2) * len;
@@ -2224,62 +2306,31 @@ static PyObject *fuse_build(PyObject *self, PyObject *args) {
         goto done;
     }
     const unsigned char *hb = hv.buf, *vb = vv.buf;
-    h = malloc(sizeof(uint64_t) * (n ? n : 1));
-    stack = malloc(sizeof(uint64_t) * (n ? n : 1));
-    queue = malloc(sizeof(uint64_t) * (slots ? slots : 1));
-    count = calloc(slots, sizeof(uint32_t));
-    xored = calloc(slots, sizeof(uint32_t));
-    if (!h || !stack || !queue || !count || !xored) {
+    sh = malloc(sizeof(uint64_t) * (n ? n : 1));
+    sv = malloc(sizeof(uint32_t) * (n ? n : 1));
+    stack = malloc(sizeof(fuse_peeled) * (n ? n : 1));
+    queue = malloc(sizeof(uint64_t) * (slots > seg_count + 1 ? slots : seg_count + 1));
+    cell = calloc(slots, sizeof(fuse_cell));
+    out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)((slots * (uint64_t)w + 7) / 8));
+    if (!sh || !sv || !stack || !queue || !cell || !out) {
+        if (out) Py_CLEAR(out);
+        else PyErr_Clear();
         PyErr_NoMemory();
         goto done;
     }
-    uint64_t s[3];
-    for (Py_ssize_t i = 0; i < n; i++) {
-        h[i] = fuse_mix(le64(hb + 8 * i), seed);
-        fuse_slots(h[i], seg_bits, seg_count, s);
-        for (int k = 0; k < 3; k++) count[s[k]]++, xored[s[k]] ^= (uint32_t)i;
-    }
-    uint64_t qn = 0, sn = 0;
-    for (uint64_t q = 0; q < slots; q++)
-        if (count[q] == 1) queue[qn++] = q;
-    while (qn) {
-        uint64_t q = queue[--qn];
-        if (count[q] != 1) continue;
-        uint32_t i = xored[q];
-        fuse_slots(h[i], seg_bits, seg_count, s);
-        int which = s[0] == q ? 0 : s[1] == q ? 1 : 2;
-        stack[sn++] = (uint64_t)i << 2 | (uint64_t)which;
-        for (int k = 0; k < 3; k++) {
-            count[s[k]]--, xored[s[k]] ^= i;
-            if (k != which && count[s[k]] == 1) queue[qn++] = s[k];
-        }
-    }
-    if (sn != (uint64_t)n) {
-        out = Py_NewRef(Py_None);
-        goto done;
-    }
-    out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)((slots * (uint64_t)w + 7) / 8));
-    if (!out) goto done;
     unsigned char *packed = (unsigned char *)PyBytes_AS_STRING(out);
-    memset(packed, 0, (size_t)PyBytes_GET_SIZE(out));
-    uint64_t mask = ((uint64_t)1 << w) - 1;
-    while (sn) {
-        uint64_t top = stack[--sn];
-        uint32_t i = (uint32_t)(top >> 2);
-        int which = (int)(top & 3);
-        fuse_slots(h[i], seg_bits, seg_count, s);
-        uint32_t v =
-            (uint32_t)((vb[4 * i] | vb[4 * i + 1] << 8 | vb[4 * i + 2] << 16 | (uint32_t)vb[4 * i + 3] << 24) & mask);
-        for (int k = 0; k < 3; k++)
-            if (k != which) v ^= slot_get(packed, s[k], w);
-        slot_put(packed, s[which], w, v);
-    }
+    int peeled;
+    Py_BEGIN_ALLOW_THREADS /* the buffers are held and no Python object is touched: a compressed
+                              dump's threads compress the data meanwhile */
+    peeled = fuse_peel(hb, vb, n, w, seg_bits, seg_count, seed, slots, sh, sv, stack, queue, cell, packed);
+    Py_END_ALLOW_THREADS
+    if (!peeled) Py_SETREF(out, Py_NewRef(Py_None));
 done:
-    free(h);
+    free(sh);
+    free(sv);
     free(stack);
     free(queue);
-    free(count);
-    free(xored);
+    free(cell);
     PyBuffer_Release(&hv);
     PyBuffer_Release(&vv);
     return out;
