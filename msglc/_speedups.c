@@ -351,6 +351,95 @@ static int cmp_u64(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+/* CRC-32 of the n bytes at p read backwards (the second half of a key's 64-bit hash).
+ * Mirrors zlib.crc32(key[::-1]) in format/fuse.py base_hash. */
+static uint32_t crc32_reversed(const unsigned char *p, size_t n) {
+    uint32_t c = 0xFFFFFFFFu;
+    while (n) c = crc_table[0][(c ^ p[--n]) & 0xFF] ^ (c >> 8);
+    return c ^ 0xFFFFFFFFu;
+}
+
+/* The walk of the n entries of a msgpack map body at buf[start] (map_index, map_hashed): each
+ * entry's start relative to base into offs (and the end into offs[n]); each key's CRC-32
+ * into crcs, its base hash (key_hashes) into hashes as u64 LE, where not NULL; (entry,
+ * value start, value end) appended to big for values longer than threshold that get a node.
+ * -1 with an exception set when the bytes are not msgpack. */
+static int walk_map(const unsigned char *buf, const unsigned char *end, Py_ssize_t start, Py_ssize_t n, Py_ssize_t base,
+                    Py_ssize_t threshold, uint64_t *offs, uint32_t *crcs, unsigned char *hashes, PyObject *big,
+                    const char *name) {
+    const unsigned char *p = buf + start;
+    for (Py_ssize_t e = 0; e < n; e++) {
+        const unsigned char *key = p, *value;
+        offs[e] = (uint64_t)(key - buf - base);
+        if (!(value = skip(key, end)) || !(p = skip(value, end))) {
+            PyErr_Format(PyExc_ValueError, "%s: malformed msgpack", name);
+            return -1;
+        }
+        size_t len = (size_t)(value - key);
+        uint32_t crc = crc32_of(key, len);
+        if (crcs) crcs[e] = crc;
+        if (hashes) put_le(hashes + 8 * e, (uint64_t)crc << 32 | crc32_reversed(key, len), 8);
+        if (p - value > threshold && gets_node(value, p)) {
+            PyObject *item = Py_BuildValue("(nnn)", e, (Py_ssize_t)(value - buf - base), (Py_ssize_t)(p - buf - base));
+            if (!item || PyList_Append(big, item) < 0) {
+                Py_XDECREF(item);
+                return -1;
+            }
+            Py_DECREF(item);
+        }
+    }
+    offs[n] = (uint64_t)(p - buf - base);
+    return 0;
+}
+
+/* The n + 1 entry offsets as bytes, u32 LE when the last fits, else u64 LE (*width: 4 or 8). */
+static PyObject *offsets_bytes(const uint64_t *offs, Py_ssize_t n, int *width) {
+    *width = offs[n] < ((uint64_t)1 << 32) ? 4 : 8;
+    PyObject *out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(n + 1) * *width);
+    if (!out) return NULL;
+    unsigned char *o = (unsigned char *)PyBytes_AS_STRING(out);
+    for (Py_ssize_t e = 0; e <= n; e++) put_le(o + e * *width, offs[e], *width);
+    return out;
+}
+
+/* map_hashed(buf, start, n, base, threshold) -> (entry_offsets, width, hashes, big): map_index's
+ * walk with each key's base hash (key_hashes) instead of the sorted records: what a fuse or a
+ * sorted index needs, in one pass over the entries (write/indexer.py). */
+static PyObject *map_hashed(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer view;
+    Py_ssize_t start, n, base, threshold;
+    if (!PyArg_ParseTuple(args, "y*nnnn", &view, &start, &n, &base, &threshold)) return NULL;
+    PyObject *result = NULL, *big = NULL, *hashes = NULL, *offs_b = NULL;
+    uint64_t *offs = NULL;
+    const unsigned char *buf = view.buf, *end = buf + view.len;
+    /* every entry takes at least two bytes: this bounds the allocations by the buffer's size */
+    if (start < 0 || start > view.len || base < 0 || base > start || n < 0 ||
+        (uint64_t)n > (uint64_t)(view.len - start) / 2) {
+        PyErr_SetString(PyExc_ValueError, "map_hashed: arguments out of range");
+        goto done;
+    }
+    offs = malloc(sizeof(uint64_t) * (n + 1));
+    hashes = PyBytes_FromStringAndSize(NULL, n * 8);
+    big = PyList_New(0);
+    if (!offs || !hashes || !big) {
+        if (!offs) PyErr_NoMemory();
+        goto done;
+    }
+    if (walk_map(buf, end, start, n, base, threshold, offs, NULL, (unsigned char *)PyBytes_AS_STRING(hashes), big,
+                 "map_hashed") < 0)
+        goto done;
+    int width;
+    offs_b = offsets_bytes(offs, n, &width);
+    if (offs_b) result = Py_BuildValue("(NiOO)", offs_b, width, hashes, big);
+done:
+    free(offs);
+    Py_XDECREF(hashes);
+    Py_XDECREF(big);
+    PyBuffer_Release(&view);
+    return result;
+}
+
 /* map_index(buf, start, n, base, threshold, page_bits) walks the n entries of a msgpack map
  * body that starts at buf[start] and returns
  *   (entry_offsets: bytes, width: int, records: bytes, firsts: bytes, big: list)
@@ -375,7 +464,7 @@ static PyObject *map_index(PyObject *self, PyObject *args) {
     PyObject *result = NULL, *big = NULL;
     uint64_t *offs = NULL, *recs = NULL;
     uint32_t *crcs = NULL, *firsts = NULL;
-    const unsigned char *buf = view.buf, *end = buf + view.len, *p;
+    const unsigned char *buf = view.buf, *end = buf + view.len;
     /* every entry takes at least two bytes, and pages never outnumber entries: this bounds
        every allocation below by the buffer's size */
     if (start < 0 || start > view.len || base < 0 || base > start || n < 0 || (uint64_t)n > 0xFFFFFFFFu ||
@@ -394,25 +483,7 @@ static PyObject *map_index(PyObject *self, PyObject *args) {
         PyErr_NoMemory();
         goto done;
     }
-    p = buf + start;
-    for (Py_ssize_t e = 0; e < n; e++) {
-        const unsigned char *key = p, *value;
-        offs[e] = (uint64_t)(key - buf - base);
-        if (!(value = skip(key, end)) || !(p = skip(value, end))) {
-            PyErr_SetString(PyExc_ValueError, "map_index: malformed msgpack");
-            goto done;
-        }
-        crcs[e] = crc32_of(key, (size_t)(value - key));
-        if (p - value > threshold && gets_node(value, p)) {
-            PyObject *item = Py_BuildValue("(nnn)", e, (Py_ssize_t)(value - buf - base), (Py_ssize_t)(p - buf - base));
-            if (!item || PyList_Append(big, item) < 0) {
-                Py_XDECREF(item);
-                goto done;
-            }
-            Py_DECREF(item);
-        }
-    }
-    offs[n] = (uint64_t)(p - buf - base);
+    if (walk_map(buf, end, start, n, base, threshold, offs, crcs, NULL, big, "map_index") < 0) goto done;
     /* counting sort by page, then each page in ascending (crc, entry) order */
     for (Py_ssize_t e = 0; e < n; e++) firsts[(page_bits ? crcs[e] >> (32 - page_bits) : 0) + 1]++;
     for (size_t q = 0; q < pages; q++) firsts[q + 1] += firsts[q];
@@ -446,15 +517,13 @@ static PyObject *map_index(PyObject *self, PyObject *args) {
             qsort(seg, count, sizeof(uint64_t), cmp_u64);
         }
     }
-    int width = offs[n] < ((uint64_t)1 << 32) ? 4 : 8;
-    PyObject *offs_b = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(n + 1) * width);
+    int width;
+    PyObject *offs_b = offsets_bytes(offs, n, &width);
     PyObject *recs_b = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)n * 8);
     PyObject *firsts_b = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(pages + 1) * 4);
     if (offs_b && recs_b && firsts_b) {
-        unsigned char *o = (unsigned char *)PyBytes_AS_STRING(offs_b);
         unsigned char *r = (unsigned char *)PyBytes_AS_STRING(recs_b);
         unsigned char *f = (unsigned char *)PyBytes_AS_STRING(firsts_b);
-        for (Py_ssize_t e = 0; e <= n; e++) put_le(o + e * width, offs[e], width);
         for (Py_ssize_t e = 0; e < n; e++) put_le(r + e * 8, recs[e], 8);
         for (size_t q = 0; q <= pages; q++) put_le(f + q * 4, firsts[q], 4);
         result = Py_BuildValue("(NiNNO)", offs_b, width, recs_b, firsts_b, big);
@@ -2112,48 +2181,6 @@ static PyTypeObject FastGetType = {
 
 /* ---- fuse-indexed dicts, node type 7 (format/fuse.py) -------------------------------------- */
 
-/* CRC-32 of the n bytes at p read backwards (the second half of a key's 64-bit hash).
- * Mirrors zlib.crc32(key[::-1]) in format/fuse.py base_hash. */
-static uint32_t crc32_reversed(const unsigned char *p, size_t n) {
-    uint32_t c = 0xFFFFFFFFu;
-    while (n) c = crc_table[0][(c ^ p[--n]) & 0xFF] ^ (c >> 8);
-    return c ^ 0xFFFFFFFFu;
-}
-
-/* key_hashes(buf, start, n) -> bytes: for each of the n entries of a msgpack map body at
- * buf[start], its key's base hash crc32(key) << 32 | crc32(key reversed), little-endian u64.
- * Mirrors format/fuse.py base_hash of each key (the writer's input to fuse.build:
- * write/indexer.py, write/reindex.py). */
-static PyObject *key_hashes(PyObject *self, PyObject *args) {
-    (void)self;
-    Py_buffer view;
-    Py_ssize_t start, n;
-    if (!PyArg_ParseTuple(args, "y*nn", &view, &start, &n)) return NULL;
-    PyObject *out = NULL;
-    const unsigned char *buf = view.buf, *end = buf + view.len, *p;
-    if (start < 0 || start > view.len || n < 0 || (uint64_t)n > (uint64_t)(view.len - start) / 2) {
-        PyErr_SetString(PyExc_ValueError, "key_hashes: arguments out of range");
-        goto done;
-    }
-    out = PyBytes_FromStringAndSize(NULL, n * 8);
-    if (!out) goto done;
-    unsigned char *o = (unsigned char *)PyBytes_AS_STRING(out);
-    p = buf + start;
-    for (Py_ssize_t e = 0; e < n; e++) {
-        const unsigned char *key = p, *value;
-        if (!(value = skip(key, end)) || !(p = skip(value, end))) {
-            PyErr_SetString(PyExc_ValueError, "key_hashes: malformed msgpack");
-            Py_CLEAR(out);
-            goto done;
-        }
-        size_t len = (size_t)(value - key);
-        put_le(o + 8 * e, (uint64_t)crc32_of(key, len) << 32 | crc32_reversed(key, len), 8);
-    }
-done:
-    PyBuffer_Release(&view);
-    return out;
-}
-
 /* A base hash mixed with the seed (murmur3's 64-bit finalizer). Mirrors format/fuse.py mix. */
 static uint64_t fuse_mix(uint64_t x, uint64_t seed) {
     x ^= seed * 0x9E3779B97F4A7C15ull;
@@ -2671,6 +2698,7 @@ static PyMethodDef methods[] = {
     {"exact_numbers", exact_numbers, METH_VARARGS, "Whether every leaf of nested lists is exactly a float or an int."},
     {"list_index", list_index, METH_VARARGS, "Item offsets and large container items of a msgpack array."},
     {"map_index", map_index, METH_VARARGS, "Entry offsets, sorted hash records and page starts of a msgpack map body."},
+    {"map_hashed", map_hashed, METH_VARARGS, "Entry offsets and key base hashes of a msgpack map body."},
     {"block_records", block_records, METH_VARARGS, "The records of a block hash index from sorted hash records."},
     /* read (the types File, Memory, BlockProbe and FastGet are added by PyInit__speedups) */
     {"page_blocks", page_blocks, METH_VARARGS, "The candidate blocks of a fingerprint in a block index page."},
@@ -2682,7 +2710,6 @@ static PyMethodDef methods[] = {
      "Some items of a run of msgpack items, decoded."},
     {"group_indices", group_indices, METH_VARARGS, "read_many's paths under a list, grouped by the item they name."},
     /* both */
-    {"key_hashes", key_hashes, METH_VARARGS, "The 64-bit base hash of each key of a run of msgpack map entries."},
     {"fuse_build", fuse_build, METH_VARARGS, "The packed slots of a binary fuse mapping hashes to values."},
     {"fuse_check", fuse_check, METH_VARARGS, "The first key a binary fuse does not map to its value, or -1."},
     {"shuffle", py_shuffle, METH_VARARGS, "The bytes of a run of fixed-size elements, byte-shuffled."},

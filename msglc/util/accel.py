@@ -63,6 +63,12 @@ class Speedups(Protocol):
         """(entry offsets as u32|u64 LE, their width, sorted hash records, page starts, large values)."""
         ...
 
+    def map_hashed(
+        self, buf: bytes | bytearray | memoryview, start: int, n: int, base: int, threshold: int, /
+    ) -> tuple[bytes, int, bytes, Big]:
+        """(entry offsets as u32|u64 LE, their width, each key's base hash as u64 LE, large values)."""
+        ...
+
     def block_records(self, records: bytes | memoryview, page_bits: int, block_bits: int, block_width: int, /) -> bytes:
         """The records of a block hash index (fingerprint byte, block number) from LE u64 records."""
         ...
@@ -104,10 +110,6 @@ class Speedups(Protocol):
         ...
 
     def exact_numbers(self, seq: object, depth: int, /) -> bool: ...
-
-    def key_hashes(self, buf: bytes | bytearray | memoryview, start: int, n: int, /) -> bytes:
-        """The base hash (``fuse.base_hash``) of each key of n map entries, u64 LE."""
-        ...
 
     def fuse_build(
         self, hashes: bytes, values: bytes, slot_bits: int, seg_bits: int, seg_count: int, seed: int, /

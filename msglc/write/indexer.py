@@ -339,13 +339,19 @@ class TocBuilder:
         return list(le_array("Q", offs_bytes)), kids
 
     def _index_hash_map_fast(self, d: dict[Any, Any], a: int, h: int, n: int) -> tuple[int, int]:
-        """The hash-indexed dict with the arrays computed in C (``_speedups``)."""
+        """The hash-indexed dict with the arrays computed in C (``_speedups``): for a fuse or a
+        sorted index, one walk that hashes each key (``map_hashed``); for a block index, the
+        walk that also sorts the hash records (``map_index``)."""
         speedups = accel.speedups
         assert speedups is not None  # the caller checked
-        page_bits = hash_page_bits(n)
-        offs_bytes, width, rec_bytes, firsts_bytes, big = speedups.map_index(
-            self.buf, a + h, n, a, self.whole, page_bits
-        )
+        hashes, records = None, None
+        if self.fuse:
+            offs_bytes, width, hashes, big = speedups.map_hashed(self.buf, a + h, n, a, self.whole)
+        else:
+            offs_bytes, width, rec_bytes, firsts_bytes, big = speedups.map_index(
+                self.buf, a + h, n, a, self.whole, hash_page_bits(n)
+            )
+            records = (rec_bytes, firsts_bytes)
         koffs = le_array("I" if width == 4 else "Q", offs_bytes)
         entry_kids: dict[int, tuple[str | int, tuple[int, int]]] = {}
         if big:
@@ -356,15 +362,28 @@ class TocBuilder:
             validate.check_map(d, skip={key for key, _ in entry_kids.values()})
         if self.sorted_keys and (ordered := ascending_keys(dict.keys(d))) is not None:
             return self.sorted_node(n, koffs, entry_kids, ordered)
-        if self.fuse:
-            made = self.fuse_node(n, koffs, entry_kids, speedups.key_hashes(self.buf, a + h, n))
+        if hashes is not None:
+            made = self.fuse_node(n, koffs, entry_kids, hashes)
             if made is not None:
                 return made
+        return self.hash_node(n, koffs, entry_kids, self.block_region(a + h, n, koffs, records))
+
+    def block_region(
+        self, at: int, n: int, koffs: Sequence[int], records: tuple[bytes, bytes] | None = None
+    ) -> WrittenRegion:
+        """Write the block index region (type 6) of the n entries at ``buf[at]`` (offsets
+        ``koffs``), from their sorted hash records and page starts (``map_index``), computed
+        here when not given (a dict whose fuse did not peel)."""
+        if records is None:
+            speedups = accel.speedups
+            assert speedups is not None  # (only the C paths come here without records)
+            _, _, rec_bytes, firsts_bytes, _ = speedups.map_index(self.buf, at, n, 0, 1 << 62, hash_page_bits(n))
+            records = (rec_bytes, firsts_bytes)
+        rec_bytes, firsts_bytes = records
         firsts = le_array("I", firsts_bytes)
-        region = self.add_region(
+        return self.add_region(
             region_of(le_view("Q", rec_bytes), firsts, koffs, block_bits_for(koffs, self.block_bytes))
         )
-        return self.hash_node(n, koffs, entry_kids, region)
 
     def hash_node(
         self,

@@ -53,59 +53,6 @@ def test_the_math_is_the_c_math():
         assert got == e >> 4
 
 
-def spec_fuse(hashes: list[int], values: list[int], w: int, seg_bits: int, seg_count: int, seed: int) -> bytes | None:
-    """The slots as format.md's "How writers build it" says, step by step, in pure Python:
-    the construction every writer and ``verify()`` must agree on byte for byte."""
-    slots = slot_count = (seg_count + 2) << seg_bits
-    used, xor = [0] * slots, [0] * slots
-    three = [fuse.slots_of(fuse.mix(h, seed), seg_bits, seg_count) for h in hashes]
-    for e, ss in enumerate(three):
-        for s in ss:
-            used[s] += 1
-            xor[s] ^= e
-    stack = [s for s in range(slot_count) if used[s] == 1]
-    peeled: list[tuple[int, int]] = []
-    while stack:
-        s = stack.pop()
-        if used[s] != 1:
-            continue
-        e = xor[s]
-        peeled.append((e, s))
-        for t in three[e]:
-            used[t] -= 1
-            xor[t] ^= e
-            if t != s and used[t] == 1:
-                stack.append(t)
-    if len(peeled) != len(hashes):
-        return None
-    value = [0] * slots
-    for e, s in reversed(peeled):
-        value[s] = values[e] ^ value[[t for t in three[e] if t != s][0]] ^ value[[t for t in three[e] if t != s][1]]
-    bits = sum(v << (i * w) for i, v in enumerate(value))
-    return bits.to_bytes((slots * w + 7) // 8, "little")
-
-
-@needs_c
-@pytest.mark.parametrize("n", [1, 2, 7, 300, 4000])
-def test_the_c_build_is_the_specified_construction(n):
-    """The C build (optimized: keys summed segment by segment, the GIL let go) gives the bytes
-    of the construction format.md specifies, for every seed, peeling or not."""
-    rng = random.Random(n)
-    hashes = [rng.getrandbits(64) for _ in range(n)]
-    if n == 300:
-        hashes[7] = hashes[3]  # two keys with one base hash never peel: None for every seed
-    block_bits = 2
-    values = [e >> block_bits for e in range(n)]
-    w = fuse.slot_bits_for(fuse.block_count(n, block_bits))
-    seg_bits, seg_count = fuse.layout(n)
-    packed_hashes = b"".join(h.to_bytes(8, "little") for h in hashes)
-    packed_values = b"".join(v.to_bytes(4, "little") for v in values)
-    for seed in range(3):
-        got = accel.speedups.fuse_build(packed_hashes, packed_values, w, seg_bits, seg_count, seed)
-        assert got == spec_fuse(hashes, values, w, seg_bits, seg_count, seed)
-        assert (got is None) == (n == 300)
-
-
 @needs_c
 @pytest.mark.parametrize("pure_reads", [False, True], ids=["C", "pure Python reads"])
 def test_every_key_reads_back_and_absent_keys_are_absent(monkeypatch, pure_reads):
@@ -196,3 +143,46 @@ def test_without_the_c_accelerator_writers_write_a_block_index(monkeypatch):
     d = table(5_000)
     with LazyReader(msglc.dumps(d, **ZSTD)) as r:
         assert not isinstance(root_node(r), FuseMapNode) and r.to_obj() == d
+
+
+@needs_c
+def test_keys_that_share_a_base_hash_never_peel():
+    hashes = [random.Random(9).getrandbits(64) for _ in range(50)]
+    hashes[20] = hashes[3]
+    packed = b"".join(h.to_bytes(8, "little") for h in hashes)
+    values = b"".join((e >> 2).to_bytes(4, "little") for e in range(50))
+    seg_bits, seg_count = fuse.layout(50)
+    assert accel.speedups is not None
+    assert all(accel.speedups.fuse_build(packed, values, 4, seg_bits, seg_count, seed) is None for seed in range(8))
+
+
+@needs_c
+def test_a_dict_whose_fuse_does_not_peel_gets_a_block_index(monkeypatch, tmp_path):
+    """dump and repacking index such a dict as type 6 (its hash records then computed apart),
+    and the archive reads and verifies."""
+    calls: list[str] = []
+
+    class Counted:  # the accelerator, its one-walk hashing counted
+        def __getattr__(self, name: str) -> Any:
+            calls.append(name)
+            return getattr(speedups, name)
+
+    speedups = accel.speedups
+    monkeypatch.setattr(accel, "speedups", Counted())
+    monkeypatch.setattr(fuse, "build", lambda *args: None)
+    d = table(5_000)
+    d["big"] = list(range(5000))
+
+    def block_indexed(r: LazyReader) -> bool:
+        loc = r["d"].location()
+        return type(archive_of(r).node(loc.node, loc.node_size)).__name__ == "BlockHashMapNode"
+
+    with LazyReader(msglc.dumps({"d": d}, **ZSTD)) as r:
+        assert block_indexed(r) and r.to_obj() == {"d": d} and r["d"]["big"] == d["big"]
+        r.verify()
+        calls.clear()
+        msglc.dump(tmp_path / "repacked.mlc", r, compression="zstd", small_obj_optimization_threshold=4096)
+        assert "map_hashed" in calls  # (re-indexed, not copied)
+    with LazyReader(tmp_path / "repacked.mlc") as r:
+        assert block_indexed(r) and r.to_obj() == {"d": d}
+        r.verify()
