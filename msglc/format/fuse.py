@@ -86,6 +86,16 @@ def slot_count(seg_bits: int, seg_count: int) -> int:
     return (seg_count + ARITY - 1) << seg_bits
 
 
+def shape(n: int, block_bits: int) -> tuple[int, int, int]:
+    """(slot_bits, seg_bits, seg_count) of the fuse of ``n`` keys in blocks of 2**block_bits."""
+    return (slot_bits_for(block_count(n, block_bits)), *layout(n))
+
+
+def slot_bytes(slot_bits: int, seg_bits: int, seg_count: int) -> int:
+    """The bytes the packed slots take."""
+    return (slot_count(seg_bits, seg_count) * slot_bits + 7) // 8
+
+
 def slot_bits_for(blocks: int) -> int:
     """Bits per slot: the fewest that hold every block number."""
     return max(1, (blocks - 1).bit_length())
@@ -96,7 +106,7 @@ def fuse_layout(
 ) -> tuple[int, int, int]:
     """Where the chunk CRCs and the slots start in the region, and the region's size."""
     crcs = (block_count(n, block_bits) + 1) * width
-    size = (slot_count(seg_bits, seg_count) * slot_bits + 7) // 8
+    size = slot_bytes(slot_bits, seg_bits, seg_count)
     slots = crcs + 4 * ((size + CHUNK - 1) // CHUNK)
     return crcs, slots, slots + size
 
@@ -140,8 +150,7 @@ def build(hashes: bytes, n: int, block_bits: int) -> tuple[int, int, int, int, b
     blocks = block_count(n, block_bits)
     size = 1 << block_bits  # every entry's value: its block (entry >> block_bits), u32 LE
     data = b"".join(b.to_bytes(4, "little") * size for b in range(blocks))[: 4 * n]
-    slot_bits = slot_bits_for(blocks)
-    seg_bits, seg_count = layout(n)
+    slot_bits, seg_bits, seg_count = shape(n, block_bits)
     for seed in range(SEEDS):
         slots = speedups.fuse_build(hashes, data, slot_bits, seg_bits, seg_count, seed)
         if slots is not None:
@@ -154,10 +163,15 @@ _LITTLE = array("H", [1]).tobytes() == b"\x01\x00"
 
 def region(offs_bytes: bytes | memoryview, slots: bytes) -> bytes:
     """The fuse index region: the block offsets, the CRC of each chunk of the slots, the slots."""
+    return bytes(offs_bytes) + chunk_crcs(slots) + slots
+
+
+def chunk_crcs(slots: bytes) -> bytes:
+    """The CRC-32 of each ``CHUNK`` bytes of the slots (the last: the rest), u32 LE."""
     crcs = array("I", (zlib.crc32(slots[at : at + CHUNK]) for at in range(0, len(slots), CHUNK)))
     if not _LITTLE:
         crcs.byteswap()
-    return bytes(offs_bytes) + crcs.tobytes() + slots
+    return crcs.tobytes()
 
 
 def slot_value(data: bytes | memoryview, first_bit: int, bits: int) -> int:

@@ -16,7 +16,8 @@ from __future__ import annotations
 import zlib
 from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from itertools import accumulate, compress
 from typing import Any, NamedTuple, TypeVar
 
@@ -77,6 +78,25 @@ _raw_list = msgspec.msgpack.Decoder(list[msgspec.Raw])
 
 
 _L = TypeVar("_L")  # the label of a child: its index in a list, its key in a dict
+T = TypeVar("T")
+
+
+DEFER_KEYS = 1 << 16  # dicts of this many keys at least get their fuse built on another thread
+FUSE_THREADS = 2  # threads building fuses while the indexing goes on
+PLACEHOLDER_CRC = 0xFFFFFFFF  # a pending fuse's node's CRC of its chunk CRCs: the widest encoding
+
+Built = tuple[int, int, int, int, bytes]  # fuse.build's (seed, slot_bits, seg_bits, seg_count, slots)
+
+
+class _Pending(NamedTuple):
+    """A fuse being built: its region's chunk CRCs (then slots) at ``crcs`` in the TOC being
+    written, its node (seed 0, ``PLACEHOLDER_CRC``) at ``node_at``, ``length`` bytes framed."""
+
+    built: Future[Built | None]
+    crcs: int
+    node: FuseMapNode
+    node_at: int
+    length: int
 
 
 class TocBuilder:
@@ -113,6 +133,8 @@ class TocBuilder:
         self.toc = bytearray()
         self.toc_base = toc_base  # TOC bytes written before this builder's (combine copies them)
         self.all_plain = False  # every value is a plain one (checked once, in C): no container checks
+        self._builds: ThreadPoolExecutor | None = None  # threads building fuses (with_fuses_meanwhile)
+        self._pending: list[_Pending] = []
         self._splice_pos = [pos for pos, _, _ in splices]
         self._splice_head = {pos: head for pos, head, _ in splices}
         deltas = (len(head) + arr.nbytes - ArrayEncoder.PLACEHOLDER_SIZE for _, head, arr in splices)
@@ -142,7 +164,7 @@ class TocBuilder:
         """Index the whole object; returns the root node's (position in TOC, length) or (0, 0)."""
         self.all_plain = accel.speedups is not None and accel.speedups.plain_values(obj)
         try:
-            ref = self.index(obj, 0, len(self.buf))
+            ref = self.with_fuses_meanwhile(lambda: self.index(obj, 0, len(self.buf)))
         except GARBLED:
             validate.raise_if_streamed(obj)
             raise
@@ -420,12 +442,20 @@ class TocBuilder:
         hashes: bytes,
     ) -> tuple[int, int] | None:
         """The node of a fuse-indexed dict (type 7) and its region, or None when no fuse can be
-        built for these keys (the caller writes a type-6 index)."""
+        built for these keys (the caller writes a type-6 index). Inside ``with_fuses_meanwhile``
+        a big dict's fuse is built on another thread while the indexing goes on: its region's
+        slots and the node's seed and CRC are put in place at the end."""
         block_bits = fuse_block_bits(koffs)
-        built = fuse.build(hashes, n, block_bits)
-        if built is None:
-            return None
-        seed, slot_bits, seg_bits, seg_count, slots = built
+        pending: Future[Built | None] | None = None
+        if self._builds is not None and n >= DEFER_KEYS:
+            pending = self._builds.submit(fuse.build, hashes, n, block_bits)
+            seed, (slot_bits, seg_bits, seg_count) = 0, fuse.shape(n, block_bits)
+            slots = bytes(fuse.slot_bytes(slot_bits, seg_bits, seg_count))  # (placeholders)
+        else:
+            built = fuse.build(hashes, n, block_bits)
+            if built is None:
+                return None
+            seed, slot_bits, seg_bits, seg_count, slots = built
         offs_bytes, width = fuse.block_offsets(koffs, n, block_bits)
         data = fuse.region(offs_bytes, slots)
         position = self._here()
@@ -435,17 +465,58 @@ class TocBuilder:
         crcs = data[len(offs_bytes) : len(data) - len(slots)]
         fields = self._block_node_fields(n, koffs, entry_kids, offs_bytes, width, block_bits)
         index = (self._here() - position, len(data))
-        return self.add_node(
-            FuseMapNode(
-                **fields,
-                index=index,
-                slot_bits=slot_bits,
-                seed=seed,
-                seg_bits=seg_bits,
-                seg_count=seg_count,
-                crcs_crc=zlib.crc32(crcs),
-            )
+        node = FuseMapNode(
+            **fields,
+            index=index,
+            slot_bits=slot_bits,
+            seed=seed,
+            seg_bits=seg_bits,
+            seg_count=seg_count,
+            crcs_crc=zlib.crc32(crcs) if pending is None else PLACEHOLDER_CRC,
         )
+        ref = self.add_node(node)
+        if pending is not None:
+            self._pending.append(_Pending(pending, start + len(offs_bytes), node, ref[0] - self.toc_base, ref[1]))
+        return ref
+
+    def with_fuses_meanwhile(self, index: Callable[[], T]) -> T:
+        """``index()`` (which indexes with this builder), the fuses of its big dicts built on
+        other threads meanwhile (``fuse_build`` lets the GIL go) and put in place at the end.
+        Where that cannot be done in place (no seed peels a dict's keys, which then gets a
+        type-6 index; or a node's CRC of the chunk CRCs encodes shorter than the placeholder's,
+        once in 65536 dicts) the TOC is built again, each fuse on the spot."""
+        if not self.fuse or accel.speedups is None:
+            return index()
+        self._builds = ThreadPoolExecutor(FUSE_THREADS)
+        try:
+            result = index()
+            if self._put_in_place():
+                return result
+        finally:
+            self._builds.shutdown(wait=True, cancel_futures=True)
+            self._builds = None
+            pending, self._pending = self._pending, []
+        del pending
+        self.toc = bytearray()
+        self.regions = []
+        return index()
+
+    def _put_in_place(self) -> bool:
+        """Each pending fuse's slots, chunk CRCs and node written over their placeholders;
+        False when one cannot be (the caller builds the TOC again)."""
+        for p in self._pending:
+            built = p.built.result()
+            if built is None:
+                return False
+            seed, slot_bits, seg_bits, seg_count, slots = built
+            assert (slot_bits, seg_bits, seg_count) == (p.node.slot_bits, p.node.seg_bits, p.node.seg_count)
+            crcs = fuse.chunk_crcs(slots)
+            framed = frame_node(msgspec.structs.replace(p.node, seed=seed, crcs_crc=zlib.crc32(crcs)))
+            if len(framed) != p.length:
+                return False
+            self.toc[p.crcs : p.crcs + len(crcs) + len(slots)] = crcs + slots
+            self.toc[p.node_at : p.node_at + p.length] = framed
+        return True
 
     def sorted_node(
         self,

@@ -54,9 +54,16 @@ def reindex(
     position and length, or (0, 0) for a root without one, and its index regions); ``fuse``:
     as ``TocBuilder``'s."""
     builder = TocBuilder(buf, threshold, block_bytes=block_bytes, fuse=fuse)
-    first = _open(builder, 0, len(buf))
+    root = builder.with_fuses_meanwhile(lambda: _index(builder))
+    return builder.toc, root, builder.regions
+
+
+def _index(builder: TocBuilder) -> tuple[int, int]:
+    """Index the whole data section with ``builder``: the root node's position and length,
+    or (0, 0) for a root without one."""
+    first = _open(builder, 0, len(builder.buf))
     if not isinstance(first, _Open):
-        return builder.toc, first or (0, 0), builder.regions
+        return first or (0, 0)
     stack = [first]
     while True:
         top = stack[-1]
@@ -73,7 +80,7 @@ def reindex(
         stack.pop()
         ref = _close(builder, top)
         if not stack:
-            return builder.toc, ref, builder.regions
+            return ref
         stack[-1].refs[top.label] = ref
 
 

@@ -157,9 +157,14 @@ def test_keys_that_share_a_base_hash_never_peel():
 
 
 @needs_c
-def test_a_dict_whose_fuse_does_not_peel_gets_a_block_index(monkeypatch, tmp_path):
+@pytest.mark.parametrize("meanwhile", [False, True], ids=["on the spot", "meanwhile"])
+def test_a_dict_whose_fuse_does_not_peel_gets_a_block_index(monkeypatch, tmp_path, meanwhile):
     """dump and repacking index such a dict as type 6 (its hash records then computed apart),
-    and the archive reads and verifies."""
+    and the archive reads and verifies; a fuse built meanwhile that does not peel makes the
+    TOC be built again."""
+    from msglc.write import indexer
+
+    monkeypatch.setattr(indexer, "DEFER_KEYS", 1 if meanwhile else 1 << 40)
     calls: list[str] = []
 
     class Counted:  # the accelerator, its one-walk hashing counted
@@ -186,3 +191,36 @@ def test_a_dict_whose_fuse_does_not_peel_gets_a_block_index(monkeypatch, tmp_pat
     with LazyReader(tmp_path / "repacked.mlc") as r:
         assert block_indexed(r) and r.to_obj() == {"d": d}
         r.verify()
+
+
+@needs_c
+@pytest.mark.parametrize("placeholder", ["kept", "too wide"])
+def test_fuses_built_meanwhile_give_the_bytes_of_fuses_built_on_the_spot(monkeypatch, tmp_path, placeholder):
+    """Big dicts' fuses are built on other threads while indexing goes on and put in place at
+    the end; a placeholder that cannot be overwritten in place (here: made to encode shorter
+    than every real CRC) makes the TOC be built again. Either way, the same archive."""
+    from msglc.write import indexer
+
+    d = {"a": table(3_000, seed=2), "b": table(5_000, seed=3), "c": list(range(10))}
+    monkeypatch.setattr(indexer, "DEFER_KEYS", 1 << 40)  # every fuse on the spot
+    on_the_spot = msglc.dumps(d, **ZSTD)
+    msglc.dump(tmp_path / "a.mlc", msglc.LazyReader(msglc.dumps(d)), **ZSTD)  # repacked: reindexed
+    monkeypatch.setattr(indexer, "DEFER_KEYS", 1)
+    if placeholder == "too wide":
+        monkeypatch.setattr(indexer, "PLACEHOLDER_CRC", 0)
+    assert msglc.dumps(d, **ZSTD) == on_the_spot
+    msglc.dump(tmp_path / "b.mlc", msglc.LazyReader(msglc.dumps(d)), **ZSTD)
+    assert (tmp_path / "b.mlc").read_bytes() == (tmp_path / "a.mlc").read_bytes()
+
+
+@needs_c
+def test_a_failed_dump_leaves_no_fuse_threads_behind(monkeypatch):
+    import threading
+
+    from msglc.write import indexer
+
+    monkeypatch.setattr(indexer, "DEFER_KEYS", 1)
+    before = threading.active_count()
+    with pytest.raises(TypeError):
+        msglc.dumps({"a": table(3_000), "b": table(3_000, seed=5), "z": {i: object() for i in range(2000)}}, **ZSTD)
+    assert threading.active_count() == before
