@@ -2252,13 +2252,18 @@ static int fuse_peel(const unsigned char *hb, const unsigned char *vb, Py_ssize_
     uint32_t mask = (uint32_t)(((uint64_t)1 << w) - 1);
     uint64_t *start = queue; /* seg_count + 1 counters, before the queue is used */
     memset(start, 0, sizeof(uint64_t) * (seg_count + 1));
+    /* each hash is read once (into ``mixed``, the stack's room until the peeling): the hashes'
+       buffer may change meanwhile (a bytearray, the GIL let go), and a count that does not
+       match the placement would write past ``sh`` */
+    uint64_t *mixed = (uint64_t *)stack;
     for (Py_ssize_t i = 0; i < n; i++) {
-        fuse_slots(fuse_mix(le64(hb + 8 * i), seed), seg_bits, seg_count, s);
+        mixed[i] = fuse_mix(le64(hb + 8 * i), seed);
+        fuse_slots(mixed[i], seg_bits, seg_count, s);
         start[(s[0] >> seg_bits) + 1]++;
     }
     for (uint64_t g = 0; g < seg_count; g++) start[g + 1] += start[g];
     for (Py_ssize_t i = 0; i < n; i++) {
-        uint64_t hh = fuse_mix(le64(hb + 8 * i), seed);
+        uint64_t hh = mixed[i];
         fuse_slots(hh, seg_bits, seg_count, s);
         uint64_t at = start[s[0] >> seg_bits]++;
         sh[at] = hh;

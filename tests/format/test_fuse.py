@@ -224,3 +224,39 @@ def test_a_failed_dump_leaves_no_fuse_threads_behind(monkeypatch):
     with pytest.raises(TypeError):
         msglc.dumps({"a": table(3_000), "b": table(3_000, seed=5), "z": {i: object() for i in range(2000)}}, **ZSTD)
     assert threading.active_count() == before
+
+
+@needs_c
+def test_fuse_build_survives_hashes_changed_meanwhile():
+    """fuse_build lets the GIL go: a bytearray of hashes may change while it works. It must
+    read each hash once (a count that does not match the placement wrote past its arrays)."""
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent(
+        """
+        import os, random, threading
+        from msglc.format import fuse
+        from msglc.util import accel
+        n = 1 << 19
+        hb, vb = bytearray(os.urandom(8 * n)), bytes(4 * n)
+        seg_bits, seg_count = fuse.layout(n)
+        stop = False
+        def flip():
+            r = random.Random(1)
+            while not stop:
+                i = r.randrange(n) * 8
+                hb[i : i + 8] = r.getrandbits(64).to_bytes(8, "little")
+        t = threading.Thread(target=flip)
+        t.start()
+        try:
+            for seed in range(6):
+                accel.speedups.fuse_build(hb, vb, 8, seg_bits, seg_count, seed)
+        finally:
+            stop = True
+            t.join()
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
