@@ -484,9 +484,12 @@ class TocBuilder:
         other threads meanwhile (``fuse_build`` lets the GIL go) and put in place at the end.
         Where that cannot be done in place (no seed peels a dict's keys, which then gets a
         type-6 index; or a node's CRC of the chunk CRCs encodes shorter than the placeholder's,
-        once in 65536 dicts) the TOC is built again, each fuse on the spot."""
-        if not self.fuse or accel.speedups is None:
+        once in 65536 dicts) this call's part of the TOC is built again, each fuse on the spot
+        (what earlier roots of this builder wrote stays). Called inside itself: ``index()``, the
+        outer call putting the fuses in place."""
+        if not self.fuse or accel.speedups is None or self._builds is not None:
             return index()
+        toc_len, regions_len = len(self.toc), len(self.regions)
         self._builds = ThreadPoolExecutor(FUSE_THREADS)
         try:
             result = index()
@@ -497,8 +500,8 @@ class TocBuilder:
             self._builds = None
             pending, self._pending = self._pending, []
         del pending
-        self.toc = bytearray()
-        self.regions = []
+        del self.toc[toc_len:]
+        del self.regions[regions_len:]
         return index()
 
     def _put_in_place(self) -> bool:

@@ -260,3 +260,26 @@ def test_fuse_build_survives_hashes_changed_meanwhile():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+@needs_c
+def test_a_toc_built_again_keeps_what_earlier_roots_of_the_builder_wrote(monkeypatch):
+    """A builder may index several roots (its TOC grows); a fuse built meanwhile that does
+    not peel rebuilds only the last root's part of the TOC: the same bytes as on the spot."""
+    import msgspec
+
+    from msglc.write import indexer
+
+    first, second = {"a": table(3_000, seed=2)}, {"b": table(5_000, seed=3)}
+    build = fuse.build
+    tocs = []
+    for defer in (1 << 40, 1):
+        monkeypatch.setattr(indexer, "DEFER_KEYS", defer)
+        monkeypatch.setattr(fuse, "build", build)
+        builder = indexer.TocBuilder(msgspec.msgpack.encode(first), 1024, toc_base=100, fuse=True)
+        roots = [builder.build_root(first)]
+        builder.buf = msgspec.msgpack.encode(second)
+        monkeypatch.setattr(fuse, "build", lambda hashes, n, block_bits: None)  # (the second root's: no fuse)
+        roots.append(builder.build_root(second))
+        tocs.append((bytes(builder.toc), roots, list(builder.regions)))
+    assert tocs[1] == tocs[0]
