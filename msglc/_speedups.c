@@ -2250,8 +2250,7 @@ static int fuse_peel(const unsigned char *hb, const unsigned char *vb, Py_ssize_
                      uint64_t *queue, fuse_cell *cell, unsigned char *packed) {
     uint64_t s[3];
     uint32_t mask = (uint32_t)(((uint64_t)1 << w) - 1);
-    uint64_t *start = queue; /* seg_count + 1 counters, before the queue is used */
-    memset(start, 0, sizeof(uint64_t) * (seg_count + 1));
+    uint64_t *start = queue; /* seg_count + 1 counters (zeroed: big_zeroed), before the queue is used */
     /* each hash is read once (into ``mixed``, the stack's room until the peeling): the hashes'
        buffer may change meanwhile (a bytearray, the GIL let go), and a count that does not
        match the placement would write past ``sh`` */
@@ -2365,9 +2364,15 @@ static PyObject *fuse_build(PyObject *self, PyObject *args) {
         goto done;
     }
     const unsigned char *hb = hv.buf, *vb = vv.buf;
+    uint64_t queued = slots > seg_count + 1 ? slots : seg_count + 1;
+    if ((uint64_t)n > SIZE_MAX / sizeof(fuse_peeled) || queued > SIZE_MAX / sizeof(fuse_cell) ||
+        (slots * (uint64_t)w + 7) / 8 > (uint64_t)PY_SSIZE_T_MAX) { /* (sizes past what a size_t holds) */
+        PyErr_NoMemory();
+        goto done;
+    }
     sh_size = sizeof(uint64_t) * (size_t)n, sv_size = sizeof(uint32_t) * (size_t)n;
     stack_size = sizeof(fuse_peeled) * (size_t)n;
-    queue_size = sizeof(uint64_t) * (size_t)(slots > seg_count + 1 ? slots : seg_count + 1);
+    queue_size = sizeof(uint64_t) * (size_t)queued;
     cell_size = sizeof(fuse_cell) * (size_t)slots;
     sh = big_zeroed(sh_size);
     sv = big_zeroed(sv_size);
