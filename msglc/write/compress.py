@@ -62,8 +62,9 @@ ARRAY_FRAME = 1 << 16  # least plain bytes per frame of NumPy elements: bulk rea
 # the per-frame Python work of 8 KB frames, and one element read decompresses 64 KB (~70 us)
 
 # A planned frame: (end offset in the plain data, element size it may be shuffled by, or 0;
-# the run it belongs to, or -1: frames of one run are shuffled or not together)
+# the run it belongs to, or -1: frames of one run are shuffled or not together; or TABLE)
 Frame = tuple[int, int, int]
+TABLE = -2  # a planned frame's run: a frame of a lookup table (read a small frame at a time)
 
 
 DATA_FRAME = 1 << 16  # plain bytes per frame of the data (docs/compression.md measures the trade-off)
@@ -83,6 +84,8 @@ DICT_CLEAR = (0.90, 1.06)  # outside this: 16 frames differed from 48 by 0.04 at
 DICT_LEVEL = 9  # dictionaries are stored compressed at this level at least (once per archive)
 NUMBERS_LEVEL = 3  # a run of shuffled numbers at most at this level when it costs at most ...
 NUMBERS_SLACK = 1.005  # ... this much more than the writer's level on its first frame (write_planned)
+TABLE_TRIAL = 24  # frames of lookup tables compressed both ways to decide whether they use the dictionary
+TABLE_DICT_GAIN = 0.95  # ... which they do when it makes them smaller than this share
 NUMBERS_SHARE = 0.25  # runs of numbers above this share of the data: its dictionary is chosen from the rest
 MAX_DICTS = 65535  # dictionaries in one section (a frame names its own in two bytes)
 REGION = 1 << 21  # plain bytes of data per dictionary of a region at least (choose_regions)
@@ -254,6 +257,47 @@ def planned_dictionaries(
     return meanwhile() if meanwhile is not None else choose_dictionaries(view, size, level)
 
 
+def table_dictionaries(
+    view: memoryview, frames: Sequence[Frame], starts: Sequence[int], chosen: Chosen | None, level: int, head: int
+) -> tuple[Chosen | None, bool]:
+    """The dictionaries ``chosen`` for the data, and whether the frames of its lookup tables
+    (``TABLE``) are compressed without them: when they make those frames less than a
+    ``1 - TABLE_DICT_GAIN`` share smaller, as ``TABLE_TRIAL`` of them spread over the tables
+    say. A lookup there decompresses one small frame, against a 1 MB dictionary about 3x
+    slower (npm-names' 16 KB frames: 23-30 us against 8); what a dictionary saves on a word
+    list is often 2%, on near-duplicate lists much more. Then a dictionary that only table
+    frames would use is dropped (the first kept one begins at 0; the data's first ``head``
+    bytes are a frame without one)."""
+    tables = [(a, end) for (end, _, run), a in zip(frames, starts, strict=True) if run == TABLE]
+    if not chosen or not tables:
+        return chosen, False
+    zstd = zstandard()
+    offsets = [at for at, _, _ in chosen]
+    digests: dict[int, Any] = {}
+    plain = zstd.ZstdCompressor(level=level)
+    with_dict = alone = 0
+    # frames drawn at random (seeded: the same data gets the same archive): frames at even
+    # steps would meet the dictionary's own pieces, taken at even steps, and judge it by them
+    for a, end in sorted(random.Random(len(view)).sample(tables, min(TABLE_TRIAL, len(tables)))):
+        r = max(0, bisect_right(offsets, a) - 1)
+        if r not in digests:
+            digest = zstd.ZstdCompressionDict(chosen[r][1], dict_type=zstd.DICT_TYPE_RAWCONTENT)
+            digests[r] = zstd.ZstdCompressor(level=level, dict_data=digest)
+        with_dict += len(digests[r].compress(view[a:end]))
+        alone += len(plain.compress(view[a:end]))
+    if with_dict < TABLE_DICT_GAIN * alone:
+        return chosen, False
+    others = [a for (end, _, run), a in zip(frames, starts, strict=True) if run != TABLE and end > head]
+    kept = [
+        entry
+        for r, entry in enumerate(chosen)
+        if any(entry[0] <= a < (chosen[r + 1][0] if r + 1 < len(chosen) else len(view)) for a in others)
+    ]
+    if not kept:
+        return None, True
+    return [(0, *kept[0][1:]), *kept[1:]], True
+
+
 def stored_dictionary(raw: bytes, level: int) -> bytes:
     """The record of a dictionary of raw content ``raw`` in a section: compressed at
     ``level`` (``DICT_LEVEL`` at least: once per archive), as a skippable frame."""
@@ -304,16 +348,19 @@ def plan_frames(
     boundaries: Sequence[int],
     runs: Sequence[tuple[int, int, int, int, int]] = (),
     forced: Sequence[int] = (),
+    tables: Sequence[tuple[int, int]] = (),
 ) -> list[Frame]:
     """Frames for ``total`` plain bytes of about ``size`` each: outside runs, cut at the last
     item boundary (``boundaries``, any order) within ``size`` (plus a little slack), else at
     ``size``, and always at ``forced`` offsets; a run (start, end, element, least, kind) of
     fixed-size numbers starts a frame and is cut into whole multiples of ``element`` bytes of
     about ``max(size, least)`` (its last frame takes the rest). Runs of one ``kind`` (the
-    tiles of one array) are shuffled or not together."""
+    tiles of one array) are shuffled or not together. A frame that starts inside one of
+    ``tables`` (lookup tables: disjoint [start, end) ranges) is marked ``TABLE``."""
     cuts = sorted(set(boundaries).union(forced))
     must = sorted(set(forced))
     runs = sorted(runs)
+    table_starts, table_ends = [a for a, _ in sorted(tables)], [b for _, b in sorted(tables)]
     out: list[Frame] = []
     pos, r = 0, 0
     while pos < total:
@@ -337,14 +384,15 @@ def plan_frames(
         # run of items the TOC does not list: cut it at the frame size instead)
         early = pos + size // 4 if not (f < len(must) and must[f] == limit) else pos
         stop = cuts[k] if k >= 0 and cuts[k] > early else min(limit, pos + size)
-        out.append((stop, 0, -1))
+        k = bisect_right(table_starts, pos) - 1
+        out.append((stop, 0, TABLE if k >= 0 and pos < table_ends[k] else -1))
         pos = stop
     return out
 
 
 def toc_layout(
     toc: bytes | bytearray, root: tuple[int, int], data: bytes | memoryview, size: int
-) -> tuple[list[int], list[tuple[int, int, int, int, int]], list[int]]:
+) -> tuple[list[int], list[tuple[int, int, int, int, int]], list[int], list[tuple[int, int]]]:
     """Where frames may be cut in ``data`` (the plain data section) whose TOC is ``toc``
     with its root node at ``root`` (position, length; (0, 0): none): the offsets where the
     spans and entries of its list and dict nodes and the blocks of its block-indexed dicts
@@ -355,12 +403,15 @@ def toc_layout(
     frames must be cut: the spans of a type-3 hash-indexed dict, and the entry nearest the middle of
     each (a lookup reads one entry, so it decompresses half a span; iterating reads both), and
     block starts of a block-indexed dict about ``lookup_frame(size)`` apart (a lookup reads
-    one block and decompresses its frame: smaller frames, at little cost in ratio)."""
+    one block and decompresses its frame: smaller frames, at little cost in ratio); and the
+    [start, end) of its lookup tables (lists of small scalars; fuse- or sorted-indexed dicts
+    of small entries, none with a node of its own), read a small frame at a time."""
     boundaries: list[int] = []
     runs: list[tuple[int, int, int, int, int]] = []
     forced: list[int] = []
+    tables: list[tuple[int, int]] = []
     if not root[1]:
-        return boundaries, runs, forced
+        return boundaries, runs, forced, tables
     work: list[tuple[int, int, int, bool]] = [(root[0], root[1], 0, True)]  # pos, length, base or end, is base
     while work:
         pos, length, at, is_base = work.pop()
@@ -370,6 +421,7 @@ def toc_layout(
             boundaries.extend(base + o for o in node.offs)
             if _scalar_table(data, base, node):  # read by index like a lookup table: a frame a span
                 forced.extend(base + o for o in _spaced(node.offs, TABLE_FRAME))
+                tables.append((base, base + node.offs[-1]))  # (its header too)
             work.extend((pos - back, size, base + node.offs[k], True) for k, (back, size) in node.kids.items())
         elif isinstance(node, BlockHashMapNode):  # a lookup reads one block: never cut one in two
             starts = _block_starts(toc, pos, node)
@@ -377,6 +429,8 @@ def toc_layout(
             table = isinstance(node, (FuseMapNode, SortedMapNode)) and is_table(node.offs[-1] - node.offs[0], node.n)
             step = TABLE_FRAME if table else lookup_frame(size)  # a lookup table: small frames, fast lookups
             forced.extend(base + o for o in _spaced(starts, step))
+            if table and not node.kids:
+                tables.append((base, base + node.offs[-1]))  # (its header too)
             work.extend((pos - back, size, base + node.offs[k + 1], False) for k, (back, size) in node.kids.items())
         elif isinstance(node, HashMapNode):
             forced.extend(base + o for o in node.offs)
@@ -404,7 +458,7 @@ def toc_layout(
                     forced.extend([at, *cuts, end])
             elif 2 <= dtype.itemsize <= MAX_ELEMENT and node.size:
                 runs.append((at, end, dtype.itemsize, ARRAY_FRAME, at))
-    return boundaries, runs, forced
+    return boundaries, runs, forced, tables
 
 
 _raws = msgspec.msgpack.Decoder(list[msgspec.Raw])
@@ -632,8 +686,11 @@ class FrameWriter:
             raise ValueError("write_planned() takes the whole data section, first")
         view = memoryview(data).cast("B")
         starts = [0, *(end for end, _, _ in frames[:-1])] if frames else []
+        plain_tables = False  # lookup tables' frames without a dictionary
         if self.deciding:  # (not chosen already by use_dictionaries)
-            self.use_dictionaries(planned_dictionaries(view, frames, starts, self.size, self.level, meanwhile))
+            chosen = planned_dictionaries(view, frames, starts, self.size, self.level, meanwhile)
+            chosen, plain_tables = table_dictionaries(view, frames, starts, chosen, self.level, self.head)
+            self.use_dictionaries(chosen)
         shuffled: dict[int, int] = {}  # run -> level of its shuffled frames, from its first (0: not shuffled)
         fast = min(self.level, NUMBERS_LEVEL)
         for i, (end, element, run) in enumerate(frames):
@@ -653,8 +710,13 @@ class FrameWriter:
         if planned and 0 < self.head < planned[0][1] and not planned[0][2]:  # the root header alone first
             self._queue.append(self._pool.submit(self._compress_planned, view, [(0, self.head, 0, 0)], 0))
             planned[0] = (self.head, planned[0][1], 0, 0)
+        tables = {a for (_, _, run), a in zip(frames, starts, strict=True) if run == TABLE} if plain_tables else set()
+
+        def dictionary(frame: tuple[int, int, int, int]) -> int:
+            return 0 if frame[0] in tables else self._planned_dictionary(frame)
+
         for group in _groups([end - start for start, end, _, _ in planned]):
-            for d, same in groupby((planned[i] for i in group), key=self._planned_dictionary):
+            for d, same in groupby((planned[i] for i in group), key=dictionary):
                 self._queue.append(self._pool.submit(self._compress_planned, view, list(same), d))
             self._drain(AHEAD)
         self.plain = self._buf_at = len(view)

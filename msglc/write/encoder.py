@@ -224,8 +224,8 @@ class Encoded:
         meanwhile = None if self.dictionary is None else self.dictionary.result
         try:
             size = frame_size(self.threshold)
-            boundaries, runs, forced = toc_layout(self.toc, self.root, plain, size)
-            frames.write_planned(plain, plan_frames(len(plain), size, boundaries, runs, forced), meanwhile)
+            boundaries, runs, forced, tables = toc_layout(self.toc, self.root, plain, size)
+            frames.write_planned(plain, plan_frames(len(plain), size, boundaries, runs, forced, tables), meanwhile)
             frames.end_data()
             # frames of their own for the root node (opening decompresses no more than it) and
             # each index region (mostly random bytes: stored raw, so a lookup reads its bytes in place)

@@ -410,3 +410,37 @@ def test_runs_of_numbers_get_no_dictionary_that_makes_the_archive_larger(monkeyp
         monkeypatch.setattr(module, "choose_dictionaries", lambda *a, **k: None)
     monkeypatch.setattr(compress, "choose_dictionary", lambda *a, **k: None)
     assert len(archive) <= 1.01 * len(msglc.dumps(obj, compression="zstd"))
+
+
+@pytest.mark.parametrize("gain", ["little", "much"])
+def test_lookup_tables_use_the_dictionary_only_where_it_pays(monkeypatch, gain):
+    """A lookup table (here a list of small strings) is read a small frame at a time, and a
+    frame decompresses several times slower against a 1 MB dictionary: its frames use the
+    data's dictionary only when a trial on them says it makes them 5% smaller (made to say
+    so or not here), and a dictionary only they would use is not stored. Documents beside
+    them keep theirs; everything reads back and verifies."""
+    from msglc.io.framed import FramedSource
+    from msglc.read.part import archive_of
+    from msglc.write import compress
+
+    monkeypatch.setattr(compress, "TABLE_DICT_GAIN", 0.0 if gain == "little" else 10.0)
+    rng = random.Random(11)
+    names = [
+        f"{rng.choice(['react', 'vue', 'node'])}-{rng.getrandbits(40):x}" * rng.randint(1, 2) for _ in range(80_000)
+    ]
+    docs = [{"title": f"item {i}", "text": "lorem ipsum dolor sit amet " * 4, "n": i} for i in range(6_000)]
+    for obj in ({"docs": docs, "names": names}, names):
+        with LazyReader(msglc.dumps(obj, **ZSTD)) as r:
+            mixed = isinstance(obj, dict)
+            where = r["names" if mixed else ""].location()
+            frames = [f for f in r.frames() if f.plain_offset > 16 and f.plain_offset < 16 + r.info().data_size]
+            inside = {f.dictionary for f in frames if where.offset <= f.plain_offset < where.offset + where.size}
+            outside = {f.dictionary for f in frames if not where.offset <= f.plain_offset < where.offset + where.size}
+            assert inside == ({1} if gain == "much" else {0})
+            src = archive_of(r).src
+            assert isinstance(src, FramedSource)
+            assert src.dictionaries == (1 if gain == "much" or mixed else 0)  # (none stored unused)
+            if mixed:
+                assert outside == {1}  # (the documents' frames)
+            assert r.to_obj() == obj
+            r.verify()
