@@ -84,7 +84,9 @@ DICT_CLEAR = (0.90, 1.06)  # outside this: 16 frames differed from 48 by 0.04 at
 DICT_LEVEL = 9  # dictionaries are stored compressed at this level at least (once per archive)
 NUMBERS_LEVEL = 3  # a run of shuffled numbers at most at this level when it costs at most ...
 NUMBERS_SLACK = 1.005  # ... this much more than the writer's level on its first frame (write_planned)
-TABLE_TRIAL = 24  # frames of lookup tables compressed both ways to decide whether they use the dictionary
+TABLE_TRIAL = 64  # frames of lookup tables compressed both ways to decide whether they use the dictionary
+# (one drawn from each of this many equal runs of them: a table whose frames gain much beside one
+# whose frames do not is weighed by its share, where 24 drawn anywhere missed an 8% gain)
 TABLE_DICT_GAIN = 0.95  # ... which they do when it makes them smaller than this share
 NUMBERS_SHARE = 0.25  # runs of numbers above this share of the data: its dictionary is chosen from the rest
 MAX_DICTS = 65535  # dictionaries in one section (a frame names its own in two bytes)
@@ -276,9 +278,12 @@ def table_dictionaries(
     digests: dict[int, Any] = {}
     plain = zstd.ZstdCompressor(level=level)
     with_dict = alone = 0
-    # frames drawn at random (seeded: the same data gets the same archive): frames at even
-    # steps would meet the dictionary's own pieces, taken at even steps, and judge it by them
-    for a, end in sorted(random.Random(len(view)).sample(tables, min(TABLE_TRIAL, len(tables)))):
+    # one frame drawn at random (seeded: the same data gets the same archive) from each of
+    # ``TABLE_TRIAL`` equal runs of them, so that each table weighs by its share (frames drawn
+    # anywhere may miss the one table whose frames gain: 24 of them judged an 8% gain as 3.6%);
+    # frames at even steps would meet the dictionary's own pieces, taken at even steps
+    draw, k = random.Random(len(view)), min(TABLE_TRIAL, len(tables))
+    for a, end in (tables[draw.randrange(len(tables) * i // k, len(tables) * (i + 1) // k)] for i in range(k)):
         r = max(0, bisect_right(offsets, a) - 1)
         if r not in digests:
             digest = zstd.ZstdCompressionDict(chosen[r][1], dict_type=zstd.DICT_TYPE_RAWCONTENT)
