@@ -360,8 +360,9 @@ def plan_frames(
     ``size``, and always at ``forced`` offsets; a run (start, end, element, least, kind) of
     fixed-size numbers starts a frame and is cut into whole multiples of ``element`` bytes of
     about ``max(size, least)`` (its last frame takes the rest). Runs of one ``kind`` (the
-    tiles of one array) are shuffled or not together. A frame that starts inside one of
-    ``tables`` (lookup tables: disjoint [start, end) ranges) is marked ``TABLE``."""
+    tiles of one array) are shuffled or not together. A frame that lies mostly inside
+    ``tables`` (lookup tables: disjoint [start, end) ranges) is marked ``TABLE`` (the first
+    frame of a table mostly begins a little before it: at its key, or its list's header)."""
     cuts = sorted(set(boundaries).union(forced))
     must = sorted(set(forced))
     runs = sorted(runs)
@@ -389,10 +390,18 @@ def plan_frames(
         # run of items the TOC does not list: cut it at the frame size instead)
         early = pos + size // 4 if not (f < len(must) and must[f] == limit) else pos
         stop = cuts[k] if k >= 0 and cuts[k] > early else min(limit, pos + size)
-        k = bisect_right(table_starts, pos) - 1
-        out.append((stop, 0, TABLE if k >= 0 and pos < table_ends[k] else -1))
+        out.append((stop, 0, TABLE if 2 * _overlap(table_starts, table_ends, pos, stop) > stop - pos else -1))
         pos = stop
     return out
+
+
+def _overlap(starts: Sequence[int], ends: Sequence[int], pos: int, stop: int) -> int:
+    """The bytes of [pos, stop) inside the disjoint ranges [starts[k], ends[k]) (sorted)."""
+    k, inside = bisect_right(ends, pos), 0
+    while k < len(starts) and starts[k] < stop:
+        inside += min(stop, ends[k]) - max(pos, starts[k])
+        k += 1
+    return inside
 
 
 def toc_layout(
@@ -715,10 +724,11 @@ class FrameWriter:
         if planned and 0 < self.head < planned[0][1] and not planned[0][2]:  # the root header alone first
             self._queue.append(self._pool.submit(self._compress_planned, view, [(0, self.head, 0, 0)], 0))
             planned[0] = (self.head, planned[0][1], 0, 0)
-        tables = {a for (_, _, run), a in zip(frames, starts, strict=True) if run == TABLE} if plain_tables else set()
+        # (by their ends: the first frame may have lost the root's header to a frame of its own)
+        tables = {end for end, _, run in frames if run == TABLE} if plain_tables else set()
 
         def dictionary(frame: tuple[int, int, int, int]) -> int:
-            return 0 if frame[0] in tables else self._planned_dictionary(frame)
+            return 0 if frame[1] in tables else self._planned_dictionary(frame)
 
         for group in _groups([end - start for start, end, _, _ in planned]):
             for d, same in groupby((planned[i] for i in group), key=dictionary):

@@ -468,3 +468,23 @@ def test_lookup_tables_keep_a_dictionary_that_pays_though_few_frames_show_it(mon
     archive = msglc.dumps(obj, **ZSTD)
     monkeypatch.setattr(compress, "TABLE_DICT_GAIN", 10.0)  # (the table frames always use it)
     assert len(archive) <= 1.01 * len(msglc.dumps(obj, **ZSTD))
+
+
+def test_a_table_under_a_key_stores_no_dictionary_only_its_first_frame_would_use(monkeypatch):
+    """The first frame of a table that is a dict's value begins before it (the root's key, the
+    list's header): it is still one of the table's frames. When they do without the dictionary,
+    none is stored (it was, 1 MB, for that one frame of the table)."""
+    from msglc.read.part import archive_of
+    from msglc.write import compress
+
+    monkeypatch.setattr(compress, "TABLE_DICT_GAIN", 0.0)  # (the trial says the dictionary does not pay)
+    rng = random.Random(11)
+    names = [
+        f"{rng.choice(['react', 'vue', 'node'])}-{rng.getrandbits(40):x}" * rng.randint(1, 2) for _ in range(80_000)
+    ]
+    for obj in ({"names": names}, {"meta": {"v": 1}, "names": names}):
+        with LazyReader(msglc.dumps(obj, **ZSTD)) as r:
+            assert {f.dictionary for f in r.frames()} == {0}
+            assert archive_of(r).src.dictionaries == 0
+            assert r.to_obj() == obj
+            r.verify()
