@@ -474,6 +474,7 @@ def test_a_table_under_a_key_stores_no_dictionary_only_its_first_frame_would_use
     """The first frame of a table that is a dict's value begins before it (the root's key, the
     list's header): it is still one of the table's frames. When they do without the dictionary,
     none is stored (it was, 1 MB, for that one frame of the table)."""
+    from msglc.io.framed import FramedSource
     from msglc.read.part import archive_of
     from msglc.write import compress
 
@@ -485,6 +486,7 @@ def test_a_table_under_a_key_stores_no_dictionary_only_its_first_frame_would_use
     for obj in ({"names": names}, {"meta": {"v": 1}, "names": names}):
         with LazyReader(msglc.dumps(obj, **ZSTD)) as r:
             assert {f.dictionary for f in r.frames()} == {0}
-            assert archive_of(r).src.dictionaries == 0
+            src = archive_of(r).src
+            assert isinstance(src, FramedSource) and src.dictionaries == 0
             assert r.to_obj() == obj
             r.verify()
