@@ -361,7 +361,7 @@ static uint32_t crc32_reversed(const unsigned char *p, size_t n) {
 
 /* The walk of the n entries of a msgpack map body at buf[start] (map_index, map_hashed): each
  * entry's start relative to base into offs (and the end into offs[n]); each key's CRC-32
- * into crcs, its base hash (key_hashes) into hashes as u64 LE, where not NULL; (entry,
+ * into crcs, its base hash (fuse.base_hash) into hashes as u64 LE, where not NULL; (entry,
  * value start, value end) appended to big for values longer than threshold that get a node.
  * -1 with an exception set when the bytes are not msgpack. */
 static int walk_map(const unsigned char *buf, const unsigned char *end, Py_ssize_t start, Py_ssize_t n, Py_ssize_t base,
@@ -403,7 +403,7 @@ static PyObject *offsets_bytes(const uint64_t *offs, Py_ssize_t n, int *width) {
 }
 
 /* map_hashed(buf, start, n, base, threshold) -> (entry_offsets, width, hashes, big): map_index's
- * walk with each key's base hash (key_hashes) instead of the sorted records: what a fuse or a
+ * walk with each key's base hash (fuse.base_hash) instead of the sorted records: what a fuse or a
  * sorted index needs, in one pass over the entries (write/indexer.py). */
 static PyObject *map_hashed(PyObject *self, PyObject *args) {
     (void)self;
@@ -2305,15 +2305,14 @@ static int fuse_peel(const unsigned char *hb, const unsigned char *vb, Py_ssize_
         cell[s[top->which]].values = v;
     }
     /* packed LSB first, w bits a slot; the bits past the last slot are 0 */
-    uint64_t acc = 0, bytes = (slots * (uint64_t)w + 7) / 8, at = 0;
+    uint64_t acc = 0, at = 0;
     int held = 0;
     for (uint64_t q = 0; q < slots; q++) {
         acc |= (uint64_t)cell[q].values << held;
         held += w;
         while (held >= 8) packed[at++] = (unsigned char)acc, acc >>= 8, held -= 8;
     }
-    if (held) packed[at++] = (unsigned char)acc;
-    while (at < bytes) packed[at++] = 0;
+    if (held) packed[at] = (unsigned char)acc; /* the last byte, in part */
     return 1;
 }
 

@@ -292,12 +292,12 @@ def table_dictionaries(
         alone += len(plain.compress(view[a:end]))
     if with_dict < TABLE_DICT_GAIN * alone:
         return chosen, False
-    others = [a for (end, _, run), a in zip(frames, starts, strict=True) if run != TABLE and end > head]
-    kept = [
-        entry
-        for r, entry in enumerate(chosen)
-        if any(entry[0] <= a < (chosen[r + 1][0] if r + 1 < len(chosen) else len(view)) for a in others)
-    ]
+    used = {  # the regions of the frames that keep a dictionary
+        max(0, bisect_right(offsets, a) - 1)
+        for (end, _, run), a in zip(frames, starts, strict=True)
+        if run != TABLE and end > head
+    }
+    kept = [entry for r, entry in enumerate(chosen) if r in used]
     if not kept:
         return None, True
     return [(0, *kept[0][1:]), *kept[1:]], True

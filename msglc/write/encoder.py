@@ -220,10 +220,10 @@ class Encoded:
         the threads finish them; returns its stored size."""
         # (without NumPy arrays spliced in, the encoded bytes are the data: no copy to join)
         plain = memoryview(self.data.joined() if self.data.splices else self.data.buf)
-        frames = FrameWriter(out, frame_size(self.threshold), self.level, head=HEAD_FRAME)
+        size = frame_size(self.threshold)
+        frames = FrameWriter(out, size, self.level, head=HEAD_FRAME)
         meanwhile = None if self.dictionary is None else self.dictionary.result
         try:
-            size = frame_size(self.threshold)
             boundaries, runs, forced, tables = toc_layout(self.toc, self.root, plain, size)
             frames.write_planned(plain, plan_frames(len(plain), size, boundaries, runs, forced, tables), meanwhile)
             frames.end_data()

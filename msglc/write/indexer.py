@@ -60,6 +60,7 @@ from msglc.format.nodes import (
 from msglc.format.numpy_ext import parse_head
 from msglc.format.strides import STRIDE_LAZY_MIN, stride_dims
 from msglc.util import accel
+from msglc.util.accel import Big
 from msglc.util.optional import is_ndarray, loaded_numpy
 from msglc.write import values as validate
 from msglc.write.arrays import ArrayEncoder
@@ -361,20 +362,8 @@ class TocBuilder:
         return list(le_array("Q", offs_bytes)), kids
 
     def _index_hash_map_fast(self, d: dict[Any, Any], a: int, h: int, n: int) -> tuple[int, int]:
-        """The hash-indexed dict with the arrays computed in C (``_speedups``): for a fuse or a
-        sorted index, one walk that hashes each key (``map_hashed``); for a block index, the
-        walk that also sorts the hash records (``map_index``)."""
-        speedups = accel.speedups
-        assert speedups is not None  # the caller checked
-        hashes, records = None, None
-        if self.fuse:
-            offs_bytes, width, hashes, big = speedups.map_hashed(self.buf, a + h, n, a, self.whole)
-        else:
-            offs_bytes, width, rec_bytes, firsts_bytes, big = speedups.map_index(
-                self.buf, a + h, n, a, self.whole, hash_page_bits(n)
-            )
-            records = (rec_bytes, firsts_bytes)
-        koffs = le_array("I" if width == 4 else "Q", offs_bytes)
+        """The hash-indexed dict with the arrays computed in C (``_speedups``)."""
+        koffs, index, big = self.walk_big_map(a + h, n, a)
         entry_kids: dict[int, tuple[str | int, tuple[int, int]]] = {}
         if big:
             items = list(dict.items(d))
@@ -384,11 +373,42 @@ class TocBuilder:
             validate.check_map(d, skip={key for key, _ in entry_kids.values()})
         if self.sorted_keys and (ordered := ascending_keys(dict.keys(d))) is not None:
             return self.sorted_node(n, koffs, entry_kids, ordered)
-        if hashes is not None:
-            made = self.fuse_node(n, koffs, entry_kids, hashes)
+        return self.big_map_node(a + h, n, koffs, entry_kids, index)
+
+    def walk_big_map(self, at: int, n: int, base: int) -> tuple[array[int], bytes | tuple[bytes, bytes], Big]:
+        """The n entries at ``buf[at]`` of a dict that gets an index, walked in C: their offsets
+        from ``base`` (plus the end), what its index is built from (for a fuse or a sorted index,
+        each key's hash, ``map_hashed``; for a block index, the sorted hash records and page
+        starts, ``map_index``) and its large values."""
+        speedups = accel.speedups
+        assert speedups is not None  # (the C paths only)
+        index: bytes | tuple[bytes, bytes]
+        if self.fuse:
+            offs_bytes, width, index, big = speedups.map_hashed(self.buf, at, n, base, self.whole)
+        else:
+            offs_bytes, width, rec_bytes, firsts_bytes, big = speedups.map_index(
+                self.buf, at, n, base, self.whole, hash_page_bits(n)
+            )
+            index = (rec_bytes, firsts_bytes)
+        return le_array("I" if width == 4 else "Q", offs_bytes), index, big
+
+    def big_map_node(
+        self,
+        at: int,
+        n: int,
+        koffs: Sequence[int],
+        entry_kids: Mapping[int, tuple[str | int, tuple[int, int]]],
+        index: bytes | tuple[bytes, bytes],
+    ) -> tuple[int, int]:
+        """The node and index of the dict whose n entries at ``buf[at]`` were walked
+        (``walk_big_map``): a fuse from the keys' hashes, or a block index (type 6) where none
+        peels or from the records."""
+        if isinstance(index, bytes):
+            made = self.fuse_node(n, koffs, entry_kids, index)
             if made is not None:
                 return made
-        return self.hash_node(n, koffs, entry_kids, self.block_region(a + h, n, koffs, records))
+        records = None if isinstance(index, bytes) else index
+        return self.hash_node(n, koffs, entry_kids, self.block_region(at, n, koffs, records))
 
     def block_region(
         self, at: int, n: int, koffs: Sequence[int], records: tuple[bytes, bytes] | None = None
@@ -498,8 +518,7 @@ class TocBuilder:
         finally:
             self._builds.shutdown(wait=True, cancel_futures=True)
             self._builds = None
-            pending, self._pending = self._pending, []
-        del pending
+            self._pending = []
         del self.toc[toc_len:]
         del self.regions[regions_len:]
         return index()

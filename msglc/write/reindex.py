@@ -17,7 +17,7 @@ from typing import Any
 
 import msgspec
 
-from msglc.format.hash_index import MAP_INLINE_MAX, hash_page_bits, le_array
+from msglc.format.hash_index import MAP_INLINE_MAX, le_array
 from msglc.format.msgpack import array_header, container_header, container_header_size, gets_node, scalar_size
 from msglc.format.nodes import ArrayNode, ListNode, MapNode, StrideNode
 from msglc.format.numpy_ext import parse_head
@@ -41,7 +41,7 @@ class _Open:
     children: list[tuple[int, int, int]]
     voffs: list[int] = field(default_factory=list)
     keys: list[Any] = field(default_factory=list)
-    extra: Any = None  # a hash-indexed dict's key encodings (Python), or its keys' hashes or sorted records (C)
+    extra: Any = None  # a hash-indexed dict's key encodings (Python), or what its index is built from (C)
     refs: dict[int, tuple[int, int]] = field(default_factory=dict)
     next: int = 0
     label: int = 0
@@ -125,17 +125,9 @@ def _open_list(builder: TocBuilder, a: int, b: int, h: int, n: int) -> _Open:
 def _open_map(builder: TocBuilder, a: int, b: int, h: int, n: int) -> _Open:
     buf, speedups = builder.buf, accel.speedups
     if n > MAP_INLINE_MAX and speedups is not None:
-        if builder.fuse:  # (as dump indexes it in a compressed archive: records only if no fuse peels)
-            offs_bytes, width, hashes, big = speedups.map_hashed(buf, a + h, n, a, builder.whole)
-            extra: Any = hashes
-        else:
-            offs_bytes, width, rec_bytes, firsts_bytes, big = speedups.map_index(
-                buf, a + h, n, a, builder.whole, hash_page_bits(n)
-            )
-            extra = (rec_bytes, firsts_bytes)
-        entry_offs = le_array("I" if width == 4 else "Q", offs_bytes)
+        entry_offs, index, big = builder.walk_big_map(a + h, n, a)
         children = [(e, a + s, a + end) for e, s, end in big]
-        return _Open(a, "hash-c", n, entry_offs, children, extra=extra)
+        return _Open(a, "hash-c", n, entry_offs, children, extra=index)
     lens, offs = _item_offsets(buf, a, h, b, 2 * n, lambda: map_raws(buf, a, h, b, n))
     koffs, voffs = offs[0::2], offs[1::2]
     key_raws = [buf[a + k : a + v] for k, v in zip(koffs, voffs, strict=False)]
@@ -163,13 +155,8 @@ def _close(builder: TocBuilder, top: _Open) -> tuple[int, int]:
         return builder.hash_node(top.n, top.offs, entry_kids, builder.hash_index(top.extra, top.offs))
     keys = _keys([_key_at(builder.buf, top.a + top.offs[e]) for e in sorted(top.refs)])
     entry_kids = {e: (key, top.refs[e]) for e, key in zip(sorted(top.refs), keys, strict=True)}
-    if isinstance(top.extra, bytes):  # the keys' hashes: a fuse, as dump indexes it in a compressed archive
-        made = builder.fuse_node(top.n, top.offs, entry_kids, top.extra)
-        if made is not None:
-            return made
-        h = container_header_size(builder.buf[top.a])
-        return builder.hash_node(top.n, top.offs, entry_kids, builder.block_region(top.a + h, top.n, top.offs))
-    return builder.hash_node(top.n, top.offs, entry_kids, builder.block_region(0, top.n, top.offs, top.extra))
+    at = top.a + container_header_size(builder.buf[top.a])
+    return builder.big_map_node(at, top.n, top.offs, entry_kids, top.extra)
 
 
 def _key_at(buf: bytes, at: int) -> bytes:
