@@ -1553,6 +1553,132 @@ static PyTypeObject BlockProbeType = {
     .tp_methods = probe_methods,
 };
 
+/* ---- direct-indexed dicts, node type 10 (format/direct.py) --------------------------------- */
+
+static uint64_t fuse_mix(uint64_t x, uint64_t seed);
+
+typedef struct {
+    uint64_t h, e;
+} HashEntry;
+
+/* qsort's order of (hash, entry) pairs: the records' order. */
+static int cmp_hash_entry(const void *a, const void *b) {
+    const HashEntry *x = a, *y = b;
+    if (x->h != y->h) return (x->h > y->h) - (x->h < y->h);
+    return (x->e > y->e) - (x->e < y->e);
+}
+
+/* The estimate of hash h in its group [first, end). Mirrors format/direct.py estimate. */
+static uint64_t direct_estimate(uint64_t h, int group_bits, uint64_t first, uint64_t end) {
+    uint64_t f = (h >> (48 - group_bits)) & 0xFFFF;
+    return first + ((f * (end - first)) >> 16);
+}
+
+/* direct_build(hashes, offs, offs_width, kids, group_bits, width, off_bits, chunk) ->
+ * (region, groups, lo, hi, entry_read): the index of node type 10 over the keys of these base
+ * hashes (u64 LE, entry order; fuse.base_hash) whose entries start at offs (n + 1 offsets of
+ * offs_width bytes LE, the last the dict's end). kids: the entries whose value has a node of
+ * their own (native u64, any order), left out of entry_read. Mirrors format/direct.py build. */
+static PyObject *direct_build(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer hv, ov, kv;
+    int offs_width, group_bits, width, off_bits;
+    Py_ssize_t chunk;
+    if (!PyArg_ParseTuple(args, "y*y*iy*iiin", &hv, &ov, &offs_width, &kv, &group_bits, &width, &off_bits, &chunk))
+        return NULL;
+    PyObject *result = NULL, *region = NULL, *groups = NULL;
+    HashEntry *pairs = NULL, *sorted = NULL;
+    Py_ssize_t n = hv.len / 8;
+    size_t ng = (size_t)1 << (group_bits > 0 ? group_bits : 0);
+    uint64_t *firsts = NULL;
+    unsigned char *isk = NULL;
+    if (hv.len % 8 || (offs_width != 4 && offs_width != 8) || ov.len != (n + 1) * offs_width || kv.len % 8 ||
+        group_bits < 0 || group_bits > 26 || width < 1 || width > 8 || off_bits < 1 || off_bits >= 8 * width ||
+        chunk < 1 || n > 0xFFFFFFFFll) {
+        PyErr_SetString(PyExc_ValueError, "direct_build: arguments out of range");
+        goto done;
+    }
+    int fp_bits = 8 * width - off_bits > 32 ? 32 : 8 * width - off_bits;
+    uint64_t fp_mask = fp_bits == 64 ? ~(uint64_t)0 : (((uint64_t)1 << fp_bits) - 1);
+    const unsigned char *hb = hv.buf, *ob = ov.buf;
+    pairs = malloc(sizeof(HashEntry) * (size_t)(n ? n : 1));
+    sorted = malloc(sizeof(HashEntry) * (size_t)(n ? n : 1));
+    firsts = calloc(ng + 1, sizeof(uint64_t));
+    isk = calloc((size_t)(n ? n : 1), 1);
+    Py_ssize_t nchunks = (n + chunk - 1) / chunk;
+    region = PyBytes_FromStringAndSize(NULL, n * width + 4 * nchunks);
+    groups = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(ng + 1) * 4);
+    if (!pairs || !sorted || !firsts || !isk || !region || !groups) {
+        if (!PyErr_Occurred()) PyErr_NoMemory();
+        goto done;
+    }
+    const uint64_t *kids = kv.buf;
+    for (Py_ssize_t k = 0; k < kv.len / 8; k++)
+        if (kids[k] < (uint64_t)n) isk[kids[k]] = 1;
+    uint64_t entry_read = 0, lo = 0, hi = 0, by_bits[65] = {0}, most[65] = {0}, counted = 0;
+    Py_BEGIN_ALLOW_THREADS;
+    for (Py_ssize_t e = 0; e < n; e++) {
+        uint64_t h = fuse_mix(le(hb + 8 * e, 8), 0);
+        pairs[e].h = h, pairs[e].e = (uint64_t)e;
+        firsts[(group_bits ? h >> (64 - group_bits) : 0) + 1]++;
+        uint64_t len = le(ob + (e + 1) * offs_width, offs_width) - le(ob + e * offs_width, offs_width);
+        if (!isk[e]) { /* entry_read: the longest of the entries in the fewest bit lengths that hold 999 in 1000 */
+            int b = 0;
+            while (b < 64 && len >> b) b++;
+            by_bits[b]++, counted++;
+            if (len > most[b]) most[b] = len;
+        }
+    }
+    for (uint64_t b = 0, sum = 0; b < 65 && counted; b++) {
+        sum += by_bits[b];
+        if (most[b] > entry_read) entry_read = most[b];
+        if (sum * 1000 >= counted * 999) break;
+    }
+    for (size_t g = 0; g < ng; g++) firsts[g + 1] += firsts[g];
+    for (Py_ssize_t e = 0; e < n; e++) { /* counting sort by group (stable), then each group by hash */
+        uint64_t g = group_bits ? pairs[e].h >> (64 - group_bits) : 0;
+        sorted[firsts[g]++] = pairs[e];
+    }
+    for (size_t g = ng; g > 0; g--) firsts[g] = firsts[g - 1]; /* the counters went to each group's end */
+    firsts[0] = 0;
+    for (size_t g = 0; g < ng; g++)
+        if (firsts[g + 1] - firsts[g] > 1)
+            qsort(sorted + firsts[g], (size_t)(firsts[g + 1] - firsts[g]), sizeof(HashEntry), cmp_hash_entry);
+    unsigned char *out = (unsigned char *)PyBytes_AS_STRING(region);
+    size_t g = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        uint64_t h = sorted[i].h;
+        while (firsts[g + 1] <= (uint64_t)i) g++;
+        uint64_t est = direct_estimate(h, group_bits, firsts[g], firsts[g + 1]);
+        if (est > (uint64_t)i && est - (uint64_t)i > lo) lo = est - (uint64_t)i;
+        if ((uint64_t)i > est && (uint64_t)i - est > hi) hi = (uint64_t)i - est;
+        uint64_t off = le(ob + sorted[i].e * offs_width, offs_width);
+        put_le(out, (h & fp_mask) << off_bits | off, width);
+        out += width;
+        if ((i + 1) % chunk == 0 || i + 1 == n) { /* the chunk's CRC after its records */
+            Py_ssize_t count = (i % chunk) + 1;
+            put_le(out, crc32_of(out - count * width, (size_t)(count * width)), 4);
+            out += 4;
+        }
+    }
+    Py_END_ALLOW_THREADS;
+    unsigned char *gb = (unsigned char *)PyBytes_AS_STRING(groups);
+    for (size_t k = 0; k <= ng; k++) put_le(gb + 4 * k, firsts[k], 4);
+    result = Py_BuildValue("(OOKKK)", region, groups, (unsigned long long)lo, (unsigned long long)hi,
+                           (unsigned long long)entry_read);
+done:
+    free(pairs);
+    free(sorted);
+    free(firsts);
+    free(isk);
+    Py_XDECREF(region);
+    Py_XDECREF(groups);
+    PyBuffer_Release(&hv);
+    PyBuffer_Release(&ov);
+    PyBuffer_Release(&kv);
+    return result;
+}
+
 /* ---- spans of items (read/views.py, read/local_many.py) ------------------------------------------ */
 
 /* The value a path's tail names inside the msgpack value [*at, *stop): str segments look up
@@ -2750,6 +2876,7 @@ static PyMethodDef methods[] = {
      "Some items of a run of msgpack items, decoded."},
     {"group_indices", group_indices, METH_VARARGS, "read_many's paths under a list, grouped by the item they name."},
     /* both */
+    {"direct_build", direct_build, METH_VARARGS, "The index region of a direct-indexed dict (node type 10)."},
     {"fuse_build", fuse_build, METH_VARARGS, "The packed slots of a binary fuse mapping hashes to values."},
     {"fuse_check", fuse_check, METH_VARARGS, "The first key a binary fuse does not map to its value, or -1."},
     {"shuffle", py_shuffle, METH_VARARGS, "The bytes of a run of fixed-size elements, byte-shuffled."},

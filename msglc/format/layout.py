@@ -33,7 +33,7 @@ MAJOR = 1
 
 COMPRESSED = 2  # the major version of compressed archives (docs/compression.md)
 COMPRESSED_MINOR = 1  # what writers put in every compressed archive: 2.1, the data and TOC framed
-MINOR = 3  # what writers put in every 1.x archive: 1.3, the block hash index (node type 6)
+MINOR = 4  # what writers put in every 1.x archive: 1.4, the direct-indexed dict (node type 10)
 
 
 FREE_SPACE_MINOR = 2  # 1.2 and later: free space between the data and the TOC (left by append)

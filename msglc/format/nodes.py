@@ -3,7 +3,9 @@ node must pass before a reader trusts it."""
 
 from __future__ import annotations
 
+import sys
 import zlib
+from collections.abc import Sequence
 from itertools import accumulate
 
 import msgspec
@@ -12,6 +14,7 @@ from msglc.errors import (
     CorruptedError,
     UnsupportedVersionError,
 )
+from msglc.format import direct
 from msglc.format.fuse import MAX_SEG_BITS, fuse_layout, slot_count
 from msglc.format.hash_index import READ_MAX_BLOCK_BITS, block_count, block_layout, region_layout
 from msglc.format.layout import U32
@@ -125,6 +128,21 @@ class SortedMapNode(BlockHashMapNode, tag=9, frozen=True):
     keys_crc: int
 
 
+class DirectMapNode(HashMapNode, tag=10, frozen=True):
+    """A big dict in a plain archive whose records name each key's entry by its offset, in an
+    order found from the node alone (docs/format.md, node type 10; ``format.direct``): a
+    lookup reads one run of records and the entry. The fields inherited from type 3 mean:
+    ``page_bits`` the group bits, ``offs_width`` the bytes a record, ``offs_crc`` the CRC-32
+    of ``groups`` (the first record of each group, then n, u32 LE)."""
+
+    off_bits: int
+    chunk: int  # records per chunk (each chunk is followed by its CRC-32)
+    lo: int  # a record lies at most lo before ...
+    hi: int  # ... and hi after its key's estimate
+    entry_read: int  # the longest entry without a node of its own: how much a lookup reads
+    groups: bytes
+
+
 class StrideNode(msgspec.Struct, array_like=True, tag=4, frozen=True):
     """A list whose items all have one encoded size, nested as deep as that holds.
     dims[d] = (header size, item count, item stride) at depth d; the innermost items are
@@ -144,7 +162,17 @@ class ArrayNode(msgspec.Struct, array_like=True, tag=5, frozen=True):
     size: int
 
 
-Node = ListNode | MapNode | HashMapNode | BlockHashMapNode | FuseMapNode | SortedMapNode | StrideNode | ArrayNode
+Node = (
+    ListNode
+    | MapNode
+    | HashMapNode
+    | BlockHashMapNode
+    | FuseMapNode
+    | SortedMapNode
+    | DirectMapNode
+    | StrideNode
+    | ArrayNode
+)
 
 
 _node_encoder = msgspec.msgpack.Encoder()
@@ -188,6 +216,7 @@ _NODE_TYPES = {
         BlockHashMapNode,
         FuseMapNode,
         SortedMapNode,
+        DirectMapNode,
         StrideNode,
         ArrayNode,
         CompactMapNode,
@@ -268,7 +297,8 @@ def check_node(node: Node, where: int, toc_off: int) -> None:
         if isinstance(node, HashMapNode):
             back, size = node.index
             region = index_size(node) if 0 <= node.page_bits <= 31 else -1
-            ok = ok and node.offs_width in (4, 8) and size == region and set(node.kid_keys.values()) == set(node.kids)
+            widths = range(1, 9) if isinstance(node, DirectMapNode) else (4, 8)
+            ok = ok and node.offs_width in widths and size == region and set(node.kid_keys.values()) == set(node.kids)
             ok = ok and len(node.kid_keys) == len(node.kids)  # one key per span: a span is one entry
             ok = ok and back > 0 and where - back >= toc_off and where - back + size <= where
         if not ok:
@@ -279,6 +309,8 @@ def check_node(node: Node, where: int, toc_off: int) -> None:
 
 def index_size(node: HashMapNode) -> int:
     """The size of a hash-indexed dict's index region (-1 for a block size out of bounds)."""
+    if isinstance(node, DirectMapNode):
+        return direct_size(node)
     if isinstance(node, SortedMapNode):
         blocks = block_count(node.n, node.block_bits) if 0 <= node.block_bits <= READ_MAX_BLOCK_BITS else 0
         if not blocks or node.page_bits or node.keys_len < 1:
@@ -303,6 +335,29 @@ def index_size(node: HashMapNode) -> int:
             return -1
         return block_layout(node.n, node.page_bits, node.offs_width, node.block_bits)[2]
     return region_layout(node.n, node.page_bits, node.offs_width)[2]
+
+
+def direct_size(node: DirectMapNode) -> int:
+    """The size of a type-10 index region; -1 when the node's fields do not fit together
+    (docs/format.md, type 10)."""
+    g, groups, n = node.page_bits, node.groups, node.n
+    ok = 0 <= g <= direct.MAX_GROUP_BITS and len(groups) == 4 * ((1 << g) + 1)
+    ok = ok and 1 <= node.offs_width <= 8 and 1 <= node.off_bits < 8 * node.offs_width
+    ok = ok and node.chunk >= 1 and node.lo >= 0 and node.hi >= 0 and node.entry_read >= 0
+    if not ok or zlib.crc32(groups) != node.offs_crc:
+        return -1
+    firsts = memoryview(groups).cast("I") if _LITTLE else direct.le_u32(groups)
+    if firsts[0] != 0 or firsts[-1] != n or not _rising(firsts):
+        return -1
+    return direct.region_size(n, node.offs_width, node.chunk)
+
+
+_LITTLE = sys.byteorder == "little"
+
+
+def _rising(xs: Sequence[int]) -> bool:
+    """Whether ``xs`` never decreases."""
+    return all(map(int.__le__, xs, xs[1:]))
 
 
 def stride_headers(node: StrideNode) -> bytes | None:

@@ -18,6 +18,7 @@ from typing import Protocol
 
 import msgspec
 
+from msglc.format import direct
 from msglc.format.fuse import CHUNK, ascends, base_hash, fuse_layout, mix, slot_count, slot_value, slots_of
 from msglc.format.hash_index import (
     OFFSET_PAIRS,
@@ -332,15 +333,17 @@ class _Window:
     about ``WALK_OVER`` bytes: an item's end is found from its headers, so a large string or
     bytes value is stepped over without being read."""
 
-    def __init__(self, a: Reads, base: int, start: int, stop: int) -> None:
+    def __init__(self, a: Reads, base: int, start: int, stop: int, first: int = 0) -> None:
+        """``first``: how much the first read asks for (``WALK_OVER`` unless given)."""
         self.a, self.base, self.start, self.stop = a, base, start, stop
         self.at, self.buf = start, b""  # the dict's bytes from ``at``
+        self.first = first or WALK_OVER
 
     def item_end(self, pos: int) -> int:
         """Where the item at ``pos`` ends (it must end within the block)."""
         if pos >= self.stop:
             raise self._damaged("an entry runs past its end")
-        size = WALK_OVER
+        size = self.first if not self.buf else WALK_OVER
         while True:
             if 0 <= pos - self.at < len(self.buf):
                 try:
@@ -504,3 +507,86 @@ class SortedIndex(BlockIndex):
     def _check_sharing(self, a: Reads, at: int, h: int, crcs: list[int], sharing: int) -> None:
         """A key not in the block its place names is absent (the block's keys ascend)."""
         return  # (a damaged block order is verify's to find)
+
+
+class DirectIndex:
+    """The direct index region of one dict (type 10, ``format.direct``). ``find`` answers a
+    key with one read of the chunks of records that hold its window (each chunk's CRC
+    checked; chunks kept while all the records take at most ``RECORDS_KEPT``) and one read of
+    each entry the window's records name with its fingerprint (usually one), of
+    ``entry_read`` bytes. Entries whose value has a node of their own are never asked for
+    (their keys are in the node); a record naming one is only ever a fingerprint's
+    collision, whose key alone is read."""
+
+    __slots__ = ("region", "n", "shape", "firsts", "lo", "hi", "entry_read", "span", "kept", "probe")
+
+    def __init__(self, region: int, node: tuple[int, int, int, int, int, int, int, bytes], span: tuple[int, int]):
+        """``node``: (n, group_bits, width, off_bits, chunk, lo, hi, entry_read, groups) of a
+        node whose fields ``nodes.direct_size`` accepted; ``span``: (first, end) of its
+        entries, where every record's offset must lie."""
+        n, group_bits, width, off_bits, chunk, self.lo, self.hi, self.entry_read, groups = node
+        self.region, self.n, self.span = region, n, span
+        self.shape = direct.Shape(group_bits, width, off_bits, chunk)
+        self.firsts = le_array("I", groups)
+        self.kept: dict[int, bytes] | None = {} if width * n <= RECORDS_KEPT else None  # chunk -> its records
+        self.probe = None  # (read by name in _speedups.c FastGet)
+
+    def find(self, a: Reads, base: int, key: bytes, h: int = 0) -> tuple[int, bytes | memoryview] | None:
+        """(offset, bytes) of the value of the key encoded as ``key`` in the dict whose first
+        byte is at ``base``, or None if it has no such key (``h`` is not used: the index
+        hashes keys its own way)."""
+        found = self._entry(a, base, key)
+        if found is None:
+            return None
+        window, key_end = found
+        end = window.item_end(key_end)
+        return base + key_end, window.bytes(key_end, end)
+
+    def contains(self, a: Reads, base: int, key: bytes, h: int = 0) -> bool:
+        """Does the dict hold the key encoded as ``key``? Its entry's key is read, not its value."""
+        return self._entry(a, base, key) is not None
+
+    def _entry(self, a: Reads, base: int, key: bytes) -> tuple[_Window, int] | None:
+        """The window over the entry of ``key`` and where its value starts, or None."""
+        h = direct.key_hash(key)
+        width, off_bits = self.shape.width, self.shape.off_bits
+        for offset in direct.candidates(self._records(a, h), h, width, off_bits):
+            if not self.span[0] <= offset < self.span[1]:
+                raise a.damaged(f"direct index record at offset {self.region} points outside its dict")
+            window = _Window(a, base, offset, self.span[1], max(self.entry_read, len(key) + 1))
+            key_end = window.item_end(offset)
+            stored = window.bytes(offset, key_end)
+            if stored == key:
+                return window, key_end
+            if direct.key_hash(bytes(stored)) & ((1 << direct.fingerprint_bits(width, off_bits)) - 1) != (
+                h & ((1 << direct.fingerprint_bits(width, off_bits)) - 1)
+            ):
+                raise a.damaged(f"dict entry at offset {base + offset} does not match its direct index record")
+        return None
+
+    def _records(self, a: Reads, h: int) -> bytes:
+        """The records of hash ``h``'s window, their chunks read (in one read) and checked
+        unless kept."""
+        group_bits, width, _, chunk = self.shape
+        start, stop = direct.window(h, self.firsts, group_bits, self.lo, self.hi)
+        if start >= stop:
+            return b""
+        c0, c1 = start // chunk, (stop - 1) // chunk
+        kept = self.kept
+        chunks = [kept.get(c) for c in range(c0, c1 + 1)] if kept is not None else [None]
+        if any(c is None for c in chunks):
+            step = chunk * width + 4
+            last = min(self.n, (c1 + 1) * chunk) - c1 * chunk
+            at = self.region + direct.chunk_at(c0, width, chunk)
+            data = bytes(a.read(at, (c1 - c0) * step + last * width + 4))
+            chunks = []
+            for c in range(c0, c1 + 1):
+                part = data[(c - c0) * step : (c - c0) * step + (step if c < c1 else last * width + 4)]
+                if zlib.crc32(part[:-4]) != U32.unpack_from(part, len(part) - 4)[0]:
+                    raise a.damaged(f"direct index chunk {c} at offset {at + (c - c0) * step} fails its checksum")
+                chunks.append(part[:-4])
+                if kept is not None:
+                    kept[c] = part[:-4]
+        records = b"".join(chunks)  # type: ignore[arg-type]  # (every chunk is bytes here)
+        skip = (start - c0 * chunk) * width
+        return records[skip : skip + (stop - start) * width]

@@ -17,6 +17,7 @@ from msglc.errors import CorruptedError
 from msglc.format.msgpack import array_header, item_end, map_header, scalar_size
 from msglc.format.nodes import (
     BlockHashMapNode,
+    DirectMapNode,
     FuseMapNode,
     HashMapNode,
     ListNode,
@@ -29,7 +30,7 @@ from msglc.format.numpy_ext import ext_hook
 from msglc.format.walk import item_ends
 from msglc.read.archive import Archive
 from msglc.read.array import LazyArray
-from msglc.read.dict_index import BlockIndex, FuseIndex, SortedIndex, entries_of_hash, entry_span
+from msglc.read.dict_index import BlockIndex, DirectIndex, FuseIndex, SortedIndex, entries_of_hash, entry_span
 from msglc.read.part import LazyPart
 from msglc.util import accel
 from msglc.util.optional import loaded_numpy
@@ -586,9 +587,9 @@ class LazyHashDict(LazyDict):
 
     def __init__(self, archive: Archive, base: int, pos: int, node: HashMapNode, nsize: int = 0) -> None:
         super().__init__(archive, base, pos, node, nsize)
-        self._index: BlockIndex | None = None
+        self._index: BlockIndex | DirectIndex | None = None
 
-    def loaded_index(self) -> BlockIndex | None:
+    def loaded_index(self) -> BlockIndex | DirectIndex | None:
         """The dict's index as its lookups loaded it (``dict_index``), None before the first:
         for tests and tools that look at the C lookup (``probe``) or at what a lookup keeps.
         Not part of the documented API."""
@@ -637,7 +638,7 @@ class LazyHashDict(LazyDict):
         kb = _encode_key(key)
         index = self._index
         if index is None:
-            if not isinstance(node, BlockHashMapNode):
+            if not isinstance(node, (BlockHashMapNode, DirectMapNode)):
                 return self._hash_lookup(key, kb)
             index = self._block_index(node)
         a = self._a
@@ -654,7 +655,7 @@ class LazyHashDict(LazyDict):
             kb = _encode_key(key)
         except KeyError:
             return False
-        if not isinstance(node, BlockHashMapNode):
+        if not isinstance(node, (BlockHashMapNode, DirectMapNode)):
             return self._hash_has(kb)
         index = self._index if self._index is not None else self._block_index(node)
         return index.contains(self._a, self._base, kb, zlib.crc32(kb))
@@ -703,10 +704,14 @@ class LazyHashDict(LazyDict):
                 raise a.damaged(f"dict entry at offset {self._base + start} does not match its hash index record")
         raise KeyError(key)
 
-    def _block_index(self, node: BlockHashMapNode) -> BlockIndex:
+    def _block_index(self, node: BlockHashMapNode | DirectMapNode) -> BlockIndex | DirectIndex:
         """The dict's block index (``dict_index.BlockIndex``; for type 7 its fuse, ``FuseIndex``;
-        for type 9 ``SortedIndex``), made at its first lookup."""
+        for type 9 ``SortedIndex``; for type 10 ``DirectIndex``), made at its first lookup."""
         region, span = self._pos - node.index[0], (node.offs[0], node.offs[-1])
+        if isinstance(node, DirectMapNode):
+            fields = (node.n, node.page_bits, node.offs_width, node.off_bits, node.chunk, node.lo, node.hi)
+            made = self._index = DirectIndex(region, (*fields, node.entry_read, node.groups), span)
+            return made
         kids = [(node.offs[k], node.offs[k + 1], _encode_key(key)) for key, k in node.kid_keys.items()]
         if isinstance(node, FuseMapNode):
             fuse_fields = (node.n, node.offs_width, node.offs_crc, node.block_bits, node.slot_bits, node.seed)

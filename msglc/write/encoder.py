@@ -172,7 +172,7 @@ class Encoded:
             block_bytes = writer_block_bytes(self.compression is not None)
             try:
                 self.toc, self.root, self.regions = reindex(
-                    self.data.buf, self.threshold, block_bytes, fuse=self.compression is not None
+                    self.data.buf, self.threshold, block_bytes, fuse=self.compression is not None, direct=True
                 )
             except (msgspec.DecodeError, ValueError) as e:
                 self.checksum.wait()
@@ -186,6 +186,7 @@ class Encoded:
             block_bytes=writer_block_bytes(self.compression is not None),
             fuse=self.compression is not None,
             sorted_keys=self.compression is not None and self.order == "sorted",  # (types 7, 9: 2.1 only)
+            direct=True,  # (type 10 in plain archives: 1.4)
         )
         try:
             with gc_paused(self.disable_gc):

@@ -23,7 +23,7 @@ from typing import Any, NamedTuple, TypeVar
 
 import msgspec
 
-from msglc.format import fuse
+from msglc.format import direct, fuse
 from msglc.format.fuse import fuse_block_bits
 from msglc.format.hash_index import (
     BLOCK_BYTES,
@@ -47,6 +47,7 @@ from msglc.format.nodes import (
     ArrayNode,
     BlockHashMapNode,
     CompactMapNode,
+    DirectMapNode,
     FuseMapNode,
     ListNode,
     MapNode,
@@ -117,13 +118,17 @@ class TocBuilder:
         block_bytes: int = BLOCK_BYTES,
         fuse: bool = False,
         sorted_keys: bool = False,
+        direct: bool = False,
     ) -> None:
         """``fuse``: index big dicts with a fuse (node type 7: for compressed archives, where a
         lookup decompresses a frame of blocks anyway) when the C accelerator can build one;
         ``sorted_keys``: the dicts' keys ascend (``order="sorted"``): a big dict whose keys are
-        all str or all int is indexed by the first key of each block (node type 9) instead."""
+        all str or all int is indexed by the first key of each block (node type 9) instead;
+        ``direct``: index big dicts by their entries' offsets (node type 10, plain archives),
+        with the C accelerator."""
         self.buf = buf
         self.fuse = fuse
+        self.direct = direct and not fuse
         self.sorted_keys = sorted_keys
         # where the TOC's frames are best cut (compressed archives): around each index region,
         # and where its random part (records, slots) starts, which is then stored raw
@@ -266,12 +271,13 @@ class TocBuilder:
         return kids
 
     def spans(
-        self, offs: Sequence[int], n: int, kids: Mapping[int, tuple[int, int]]
+        self, offs: Sequence[int], n: int, kids: Mapping[int, tuple[int, int]], size: int | None = None
     ) -> tuple[list[int], list[int], dict[int, tuple[int, int]]]:
-        """Cut items 0..n-1 into spans of about the threshold; each kid is a span of its own."""
+        """Cut items 0..n-1 into spans of about ``size`` bytes (the threshold unless given);
+        each kid is a span of its own."""
         starts: list[int] = []
         span_kids: dict[int, tuple[int, int]] = {}
-        t = self.threshold
+        t = self.threshold if size is None else size
         i = 0
         for stop in [*sorted(kids), n]:
             while i < stop:
@@ -383,7 +389,7 @@ class TocBuilder:
         speedups = accel.speedups
         assert speedups is not None  # (the C paths only)
         index: bytes | tuple[bytes, bytes]
-        if self.fuse:
+        if self.fuse or self.direct:
             offs_bytes, width, index, big = speedups.map_hashed(self.buf, at, n, base, self.whole)
         else:
             offs_bytes, width, rec_bytes, firsts_bytes, big = speedups.map_index(
@@ -401,8 +407,10 @@ class TocBuilder:
         index: bytes | tuple[bytes, bytes],
     ) -> tuple[int, int]:
         """The node and index of the dict whose n entries at ``buf[at]`` were walked
-        (``walk_big_map``): a fuse from the keys' hashes, or a block index (type 6) where none
-        peels or from the records."""
+        (``walk_big_map``): a direct index or a fuse from the keys' hashes, or a block index
+        (type 6) where no fuse peels or from the records."""
+        if isinstance(index, bytes) and self.direct:
+            return self.direct_node(n, koffs, entry_kids, index)
         if isinstance(index, bytes):
             made = self.fuse_node(n, koffs, entry_kids, index)
             if made is not None:
@@ -451,6 +459,48 @@ class TocBuilder:
                 offs_crc=offs_crc,
                 index=(here - position, length),
                 block_bits=block_bits,
+            )
+        )
+
+    def direct_node(
+        self,
+        n: int,
+        koffs: Sequence[int],
+        entry_kids: Mapping[int, tuple[str | int, tuple[int, int]]],
+        hashes: bytes,
+    ) -> tuple[int, int]:
+        """The node of a direct-indexed dict (type 10) and its region, from the keys' base
+        hashes; its spans are cut at about a 1024th of it (its lookups do not use them)."""
+        speedups = accel.speedups
+        assert speedups is not None  # (the C paths only)
+        shape = direct.writer_shape(n, koffs[-1])
+        kids = array("Q", sorted(entry_kids)).tobytes()
+        offs_bytes, width = fuse.block_offsets(koffs, n, 0)
+        data, groups, lo, hi, entry_read = speedups.direct_build(hashes, offs_bytes, width, kids, *shape)
+        position = self._here()
+        self.toc += data
+        self.regions.append((len(self.toc) - len(data), len(self.toc) - len(data), len(self.toc)))
+        index = (self._here() - position, len(data))
+        refs = {e: ref for e, (_, ref) in entry_kids.items()}
+        starts, span_offs, span_kids = self.spans(koffs, n, refs, max(self.threshold, koffs[-1] >> 10))
+        span_of_entry = {starts[k]: k for k in span_kids}
+        return self.add_node(
+            DirectMapNode(
+                n=n,
+                starts=starts,
+                offs=span_offs,
+                kids=self.refs(span_kids),
+                kid_keys={key: span_of_entry[e] for e, (key, _) in entry_kids.items()},
+                page_bits=shape.group_bits,
+                offs_width=shape.width,
+                offs_crc=zlib.crc32(groups),
+                index=index,
+                off_bits=shape.off_bits,
+                chunk=shape.chunk,
+                lo=lo,
+                hi=hi,
+                entry_read=entry_read,
+                groups=groups,
             )
         )
 

@@ -48,12 +48,12 @@ class _Open:
 
 
 def reindex(
-    buf: bytes, threshold: int, block_bytes: int, fuse: bool = False
+    buf: bytes, threshold: int, block_bytes: int, fuse: bool = False, direct: bool = False
 ) -> tuple[bytearray, tuple[int, int], list[tuple[int, ...]]]:
     """The TOC of the data section ``buf`` under ``threshold`` (its bytes, the root node's
-    position and length, or (0, 0) for a root without one, and its index regions); ``fuse``:
-    as ``TocBuilder``'s."""
-    builder = TocBuilder(buf, threshold, block_bytes=block_bytes, fuse=fuse)
+    position and length, or (0, 0) for a root without one, and its index regions); ``fuse``
+    and ``direct``: as ``TocBuilder``'s."""
+    builder = TocBuilder(buf, threshold, block_bytes=block_bytes, fuse=fuse, direct=direct)
     root = builder.with_fuses_meanwhile(lambda: _index(builder))
     return builder.toc, root, builder.regions
 
