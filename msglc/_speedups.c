@@ -23,7 +23,7 @@
 #define PY_SSIZE_T_CLEAN
 /* What msglc/util/accel.py expects (API there): raised whenever a function is added or changes,
  * so that a stale build is set aside instead of failing at a call. */
-#define SPEEDUPS_API 10
+#define SPEEDUPS_API 11
 #include <Python.h>
 #include <structmember.h>
 #include <stdint.h>
@@ -1679,6 +1679,242 @@ done:
     return result;
 }
 
+/* DirectProbe(groups, region_at, n, group_bits, width, off_bits, chunk, lo, hi, entry_read,
+ * span_lo, span_hi): one dict's direct index (read/dict_index.py DirectIndex, which makes it);
+ * probe.find(read, base, key, h) looks the key up with one read of the chunks of records
+ * that hold its window and one of each entry they name with its fingerprint: (offset, value
+ * bytes), or None for a key the dict does not hold (h is not used). NotImplemented for
+ * anything unusual (a checksum that fails, an offset out of bounds, an entry longer than
+ * entry_read, a key whose hash lacks its record's fingerprint, a window of more than 8
+ * chunks): the Python path then answers, with its errors. Checked chunks are kept, each in an
+ * allocation of its own, while all the records take at most RECORDS_KEPT bytes. Mirrors
+ * read/dict_index.py DirectIndex.find (direct_find) and read/views.py LazyHashDict._lookup
+ * (direct_get). */
+#define DIRECT_CHUNKS 8
+#define DIRECT_READ_CAP 16384
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *groups; /* bytes: (2**group_bits + 1) u32 LE */
+    Py_ssize_t region_at, n, chunk, lo, hi, entry_read, span_lo, span_hi, nchunks;
+    int group_bits, width, off_bits, fp_bits;
+    unsigned char **kept; /* a chunk's records once read and checked (NULL: not yet), or NULL: none kept */
+} DirectProbe;
+
+static void direct_dealloc(DirectProbe *self) {
+    Py_XDECREF(self->groups);
+    if (self->kept) {
+        for (Py_ssize_t c = 0; c < self->nchunks; c++) PyMem_Free(self->kept[c]);
+        PyMem_Free(self->kept);
+    }
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* DirectProbe(...): the arguments checked (ValueError), as DirectIndex.__init__ makes them. */
+static PyObject *direct_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
+    PyObject *groups;
+    int group_bits, width, off_bits;
+    Py_ssize_t region_at, n, chunk, lo, hi, entry_read, span_lo, span_hi;
+    if (kw && PyDict_GET_SIZE(kw)) {
+        PyErr_SetString(PyExc_TypeError, "DirectProbe takes no keyword arguments");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(args, "Snniiinnnnnn", &groups, &region_at, &n, &group_bits, &width, &off_bits, &chunk, &lo,
+                          &hi, &entry_read, &span_lo, &span_hi))
+        return NULL;
+    if (group_bits < 0 || group_bits > 26 || width < 1 || width > 8 || off_bits < 1 || off_bits >= 8 * width ||
+        chunk < 1 || n < 1 || lo < 0 || hi < 0 || entry_read < 0 || region_at < 0 || span_lo < 0 ||
+        span_hi < span_lo || PyBytes_GET_SIZE(groups) != (((Py_ssize_t)1 << group_bits) + 1) * 4) {
+        PyErr_SetString(PyExc_ValueError, "DirectProbe: arguments out of range");
+        return NULL;
+    }
+    DirectProbe *self = (DirectProbe *)type->tp_alloc(type, 0);
+    if (!self) return NULL;
+    Py_INCREF(groups);
+    self->groups = groups;
+    self->region_at = region_at, self->n = n, self->chunk = chunk, self->lo = lo, self->hi = hi;
+    self->entry_read = entry_read, self->span_lo = span_lo, self->span_hi = span_hi;
+    self->group_bits = group_bits, self->width = width, self->off_bits = off_bits;
+    self->fp_bits = 8 * width - off_bits > 32 ? 32 : 8 * width - off_bits;
+    self->nchunks = (n + chunk - 1) / chunk;
+    self->kept = NULL;
+    if ((uint64_t)width * (uint64_t)n <= RECORDS_KEPT) /* NULL (no memory to spare): read them each time */
+        self->kept = PyMem_Calloc((size_t)self->nchunks, sizeof(unsigned char *));
+    return (PyObject *)self;
+}
+
+/* The hash that orders and finds a key's record (format/direct.py key_hash). */
+static uint64_t direct_hash(const unsigned char *key, Py_ssize_t klen) {
+    return fuse_mix((uint64_t)crc32_of(key, (size_t)klen) << 32 | crc32_reversed(key, (size_t)klen), 0);
+}
+
+/* Pointers to the records of chunks c0..c1 in ptr[], read (in one read into buf, cap bytes)
+ * and checked unless kept: 1, 0 for the Python path (a failed read or checksum), -1 with an
+ * exception. */
+static int direct_chunks(DirectProbe *self, PyObject *src, Py_ssize_t c0, Py_ssize_t c1, unsigned char *buf,
+                         Py_ssize_t cap, const unsigned char **ptr, Held *held) {
+    int all = self->kept != NULL;
+    for (Py_ssize_t c = c0; all && c <= c1; c++) all = self->kept[c] != NULL;
+    held->holder = NULL, held->has_view = 0;
+    if (all) {
+        for (Py_ssize_t c = c0; c <= c1; c++) ptr[c - c0] = self->kept[c];
+        return 1;
+    }
+    Py_ssize_t step = self->chunk * self->width + 4, last = (c1 + 1) * self->chunk;
+    if (last > self->n) last = self->n;
+    last -= c1 * self->chunk; /* records in chunk c1 */
+    const unsigned char *data;
+    int got = src_read(src, self->region_at + c0 * step, (c1 - c0) * step + last * self->width + 4, buf, cap, &data,
+                       held);
+    if (got <= 0) return got;
+    for (Py_ssize_t c = c0; c <= c1; c++) {
+        const unsigned char *part = data + (c - c0) * step;
+        size_t size = (size_t)((c < c1 ? self->chunk : last) * self->width);
+        if (crc32_of(part, size) != (uint32_t)le(part + size, 4)) {
+            held_release(held);
+            return 0;
+        }
+        ptr[c - c0] = part;
+        if (self->kept && !self->kept[c]) { /* checked: kept for later lookups in this chunk */
+            unsigned char *copy = PyMem_Malloc(size ? size : 1);
+            if (copy) memcpy(copy, part, size);
+            self->kept[c] = copy;
+        }
+    }
+    return 1;
+}
+
+/* Where the value of the key encoded as key is, in the dict whose first byte is at base, read
+ * through src: 1 with *at, *len pointing into entrybuf or held (release it) and *where its
+ * offset; 0 for a key the dict does not hold; 2 for anything unusual (the Python path
+ * answers); -1 with an exception. Mirrors read/dict_index.py DirectIndex._entry. */
+static int direct_locate(DirectProbe *self, PyObject *src, Py_ssize_t base, const unsigned char *key, Py_ssize_t klen,
+                         unsigned char *entrybuf, Held *held, const unsigned char **at, Py_ssize_t *len,
+                         Py_ssize_t *where) {
+    held->holder = NULL, held->has_view = 0;
+    uint64_t h = direct_hash(key, klen), fp_mask = ((uint64_t)1 << self->fp_bits) - 1;
+    int gb = self->group_bits;
+    const unsigned char *groups = (const unsigned char *)PyBytes_AS_STRING(self->groups);
+    uint64_t g = gb ? h >> (64 - gb) : 0, first = le(groups + 4 * g, 4), end = le(groups + 4 * g + 4, 4);
+    if (first > end || end > (uint64_t)self->n) return 2;
+    uint64_t est = direct_estimate(h, gb, first, end);
+    uint64_t start = est - first > (uint64_t)self->lo ? est - (uint64_t)self->lo : first;
+    uint64_t stop = est + (uint64_t)self->hi + 1 < end ? est + (uint64_t)self->hi + 1 : end;
+    if (start >= stop) return 0;
+    Py_ssize_t chunk = self->chunk, c0 = (Py_ssize_t)start / chunk, c1 = (Py_ssize_t)(stop - 1) / chunk;
+    if (c1 - c0 >= DIRECT_CHUNKS) return 2;
+    unsigned char recbuf[DIRECT_READ_CAP];
+    const unsigned char *ptr[DIRECT_CHUNKS];
+    Held rh;
+    int got = direct_chunks(self, src, c0, c1, recbuf, sizeof recbuf, ptr, &rh);
+    if (got <= 0) return got < 0 ? -1 : 2;
+    uint64_t offs[16];
+    int found = 0, status = 0;
+    for (uint64_t i = start; i < stop; i++) {
+        uint64_t r = le(ptr[i / chunk - c0] + (i % chunk) * self->width, self->width);
+        if ((r >> self->off_bits) != (h & fp_mask)) continue;
+        if (found == 16) { /* more fingerprints alike than any real dict has: the Python path */
+            held_release(&rh);
+            return 2;
+        }
+        offs[found++] = r & (((uint64_t)1 << self->off_bits) - 1);
+    }
+    held_release(&rh);
+    for (int j = 0; j < found; j++) {
+        uint64_t o = offs[j];
+        if (o < (uint64_t)self->span_lo || o >= (uint64_t)self->span_hi) return 2;
+        Py_ssize_t size = self->entry_read > klen + 1 ? self->entry_read : klen + 1;
+        if (size > self->span_hi - (Py_ssize_t)o) size = self->span_hi - (Py_ssize_t)o;
+        const unsigned char *buf;
+        got = src_read(src, base + (Py_ssize_t)o, size, entrybuf, DIRECT_READ_CAP, &buf, held);
+        if (got <= 0) return got < 0 ? -1 : 2;
+        const unsigned char *v = skip(buf, buf + size), *q = v ? skip(v, buf + size) : NULL;
+        if (v && v - buf == klen && memcmp(buf, key, (size_t)klen) == 0) {
+            if (!q) { /* longer than entry_read: the Python path reads the rest */
+                status = 2;
+                break;
+            }
+            *at = v, *len = q - v, *where = base + (Py_ssize_t)o + (v - buf);
+            return 1;
+        }
+        int other = v && (direct_hash(buf, v - buf) & fp_mask) == (h & fp_mask);
+        held_release(held);
+        if (!other) return 2; /* not a key, or one its record does not fit */
+    }
+    return status;
+}
+
+/* probe.find(read, base, key, h) -> (offset, value bytes) | None | NotImplemented. Mirrors
+ * read/dict_index.py DirectIndex.find, which calls it first. */
+static PyObject *direct_find(DirectProbe *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "find(read, base, key, h)");
+        return NULL;
+    }
+    Py_ssize_t base = PyLong_AsSsize_t(args[1]);
+    if (base == -1 && PyErr_Occurred()) return NULL;
+    if (!PyBytes_Check(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "find: key must be bytes");
+        return NULL;
+    }
+    unsigned char entrybuf[DIRECT_READ_CAP];
+    Held held;
+    const unsigned char *at;
+    Py_ssize_t len, where;
+    int status = direct_locate(self, args[0], base, (const unsigned char *)PyBytes_AS_STRING(args[2]),
+                               PyBytes_GET_SIZE(args[2]), entrybuf, &held, &at, &len, &where);
+    PyObject *result = NULL;
+    if (status == 1) result = Py_BuildValue("(ny#)", where, (const char *)at, len);
+    else if (status == 0) result = Py_NewRef(Py_None);
+    else if (status == 2) result = Py_NewRef(Py_NotImplemented);
+    held_release(&held);
+    return result;
+}
+
+/* probe.get(src, base, key, decode, missing): probe_get for a direct index. */
+static PyObject *direct_get(DirectProbe *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "get(src, base, key, decode, missing)");
+        return NULL;
+    }
+    Py_ssize_t base = PyLong_AsSsize_t(args[1]);
+    if (base == -1 && PyErr_Occurred()) return NULL;
+    unsigned char kb[256], entrybuf[DIRECT_READ_CAP];
+    Py_ssize_t klen = encode_key(args[2], kb, sizeof kb);
+    if (!klen) Py_RETURN_NOTIMPLEMENTED;
+    Held held;
+    const unsigned char *at;
+    Py_ssize_t len, where;
+    int status = direct_locate(self, args[0], base, kb, klen, entrybuf, &held, &at, &len, &where);
+    PyObject *result = NULL;
+    if (status == 1) result = decoded(args[3], at, len);
+    else if (status == 0) result = Py_NewRef(args[4]);
+    else if (status == 2) result = Py_NewRef(Py_NotImplemented);
+    held_release(&held);
+    return result;
+}
+
+static PyMethodDef direct_methods[] = {
+    {"find", (PyCFunction)(void (*)(void))direct_find, METH_FASTCALL,
+     "(offset, value bytes) of a key, None, or NotImplemented."},
+    {"get", (PyCFunction)(void (*)(void))direct_get, METH_FASTCALL,
+     "A key's value decoded, missing, or NotImplemented."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject DirectProbeType = {
+    /* clang-format off */
+    PyVarObject_HEAD_INIT(NULL, 0)
+    /* clang-format on */
+    .tp_name = "msglc._speedups.DirectProbe",
+    .tp_basicsize = sizeof(DirectProbe),
+    .tp_dealloc = (destructor)direct_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "One dict's direct index lookups (node type 10) in C.",
+    .tp_methods = direct_methods,
+    .tp_new = direct_new,
+};
+
 /* ---- spans of items (read/views.py, read/local_many.py) ------------------------------------------ */
 
 /* The value a path's tail names inside the msgpack value [*at, *stop): str segments look up
@@ -2088,7 +2324,7 @@ static PyObject *stride_get(FastGet *g, PyObject *self, PyObject *key) {
 }
 
 /* The value of key in hash view self, or NotImplemented (KeyError raised for a key it does
- * not hold). Mirrors read/views.py LazyHashDict._lookup, through BlockProbe.get. */
+ * not hold). Mirrors read/views.py LazyHashDict._lookup, through BlockProbe.get or DirectProbe.get. */
 static PyObject *hash_get(FastGet *g, PyObject *self, PyObject *key) {
     PyObject *index = SLOT(self, g, H_INDEX), *a = SLOT(self, g, S_A);
     if (index == Py_None) Py_RETURN_NOTIMPLEMENTED;
@@ -2096,11 +2332,12 @@ static PyObject *hash_get(FastGet *g, PyObject *self, PyObject *key) {
     int open = is_open(a);
     PyObject *src = PyObject_GetAttr(a, str_c_read), *value = NULL;
     if (probe && kids && src && open >= 0) {
-        if (!open || !Py_IS_TYPE(probe, &BlockProbeType) || !PyDict_CheckExact(kids) || PyDict_GET_SIZE(kids)) {
+        int block = Py_IS_TYPE(probe, &BlockProbeType), direct = Py_IS_TYPE(probe, &DirectProbeType);
+        if (!open || !(block || direct) || !PyDict_CheckExact(kids) || PyDict_GET_SIZE(kids)) {
             value = Py_NewRef(Py_NotImplemented);
         } else {
             PyObject *args[5] = {src, SLOT(self, g, S_BASE), key, g->decode, g->missing};
-            value = probe_get((BlockProbe *)probe, args, 5);
+            value = block ? probe_get((BlockProbe *)probe, args, 5) : direct_get((DirectProbe *)probe, args, 5);
         }
     }
     Py_XDECREF(probe), Py_XDECREF(kids), Py_XDECREF(src);
@@ -2905,8 +3142,8 @@ PyMODINIT_FUNC PyInit__speedups(void) {
     if (!str_c_read || !str_closed || !str_speedups || !str_probe || !str_kid_keys || !str_views || !str_kids ||
         !str_koffs || !str_voffs)
         return NULL;
-    if (PyType_Ready(&BlockProbeType) < 0 || PyType_Ready(&FileType) < 0 || PyType_Ready(&MemoryType) < 0 ||
-        PyType_Ready(&FastGetType) < 0)
+    if (PyType_Ready(&BlockProbeType) < 0 || PyType_Ready(&DirectProbeType) < 0 || PyType_Ready(&FileType) < 0 ||
+        PyType_Ready(&MemoryType) < 0 || PyType_Ready(&FastGetType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
@@ -2918,6 +3155,12 @@ PyMODINIT_FUNC PyInit__speedups(void) {
     Py_INCREF(&BlockProbeType);
     if (PyModule_AddObject(m, "BlockProbe", (PyObject *)&BlockProbeType) < 0) {
         Py_DECREF(&BlockProbeType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(&DirectProbeType);
+    if (PyModule_AddObject(m, "DirectProbe", (PyObject *)&DirectProbeType) < 0) {
+        Py_DECREF(&DirectProbeType);
         Py_DECREF(m);
         return NULL;
     }

@@ -19,7 +19,7 @@ import msglc
 from msglc import FileInfo, Pairs
 
 GOLDEN = Path(__file__).with_name("golden")
-EARLIER = ["1.1", "2.0"]  # the versions writers wrote before, kept in golden/<version>/
+EARLIER = ["1.1", "1.3", "2.0"]  # the versions writers wrote before, kept in golden/<version>/
 
 
 def _objects() -> dict[str, Any]:

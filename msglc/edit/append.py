@@ -68,6 +68,7 @@ from msglc.format.msgpack import container_header, recount_header
 from msglc.format.nodes import (
     ArrayNode,
     BlockHashMapNode,
+    DirectMapNode,
     HashMapNode,
     ListNode,
     MapNode,
@@ -586,10 +587,12 @@ class Existing:
             )
         return builder.hash_node(n, koffs, entry_kids, builder.hash_index_of(hashes, koffs)), bytes(builder.toc)
 
-    def _block_entries(self, node: BlockHashMapNode, kid_keys: dict[int, str | int]) -> tuple[list[int], list[int]]:
-        """Entry offsets (plus the end) and key hashes of a dict whose index (a block index)
-        keeps neither: read from its entries a span at a time, but for the spans of large
-        values, whose key the node names (their values are not read)."""
+    def _block_entries(
+        self, node: BlockHashMapNode | DirectMapNode, kid_keys: dict[int, str | int]
+    ) -> tuple[list[int], list[int]]:
+        """Entry offsets (plus the end) and key hashes of a dict whose index (a block or a
+        direct index) keeps neither: read from its entries a span at a time, but for the spans
+        of large values, whose key the node names (their values are not read)."""
         offs: list[int] = []
         hashes: list[int] = []
         ends = [*node.starts[1:], node.n]
@@ -618,7 +621,7 @@ class Existing:
             return [o + shift for o in node.koffs], hashes, kids
         by_span = {k: key for key, k in node.kid_keys.items()}
         kids = {node.starts[k]: (by_span[k], ref) for k, ref in self._abs(node.kids).items()}
-        if isinstance(node, BlockHashMapNode):  # offsets and hashes from the entries, a span at a time
+        if isinstance(node, (BlockHashMapNode, DirectMapNode)):  # offsets and hashes from the entries
             entry_offs, hashes = self._block_entries(node, by_span)
             return [o + shift for o in entry_offs], hashes, kids
         width, n = node.offs_width, node.n

@@ -520,21 +520,33 @@ class DirectIndex:
 
     __slots__ = ("region", "n", "shape", "firsts", "lo", "hi", "entry_read", "span", "kept", "probe")
 
-    def __init__(self, region: int, node: tuple[int, int, int, int, int, int, int, bytes], span: tuple[int, int]):
+    def __init__(
+        self, region: int, node: tuple[int, int, int, int, int, int, int, int, bytes], span: tuple[int, int]
+    ) -> None:
         """``node``: (n, group_bits, width, off_bits, chunk, lo, hi, entry_read, groups) of a
         node whose fields ``nodes.direct_size`` accepted; ``span``: (first, end) of its
         entries, where every record's offset must lie."""
-        n, group_bits, width, off_bits, chunk, self.lo, self.hi, self.entry_read, groups = node
+        n, group_bits, width, off_bits, chunk, lo, hi, entry_read, groups = node
+        # (bounds past what the dict can need change nothing, and keep them C-sized)
+        self.lo, self.hi, self.entry_read = min(lo, n), min(hi, n), min(entry_read, span[1] - span[0])
         self.region, self.n, self.span = region, n, span
         self.shape = direct.Shape(group_bits, width, off_bits, chunk)
         self.firsts = le_array("I", groups)
         self.kept: dict[int, bytes] | None = {} if width * n <= RECORDS_KEPT else None  # chunk -> its records
-        self.probe = None  # (read by name in _speedups.c FastGet)
+        self.probe: BlockProbe | None = None  # the lookup in C (read by name in _speedups.c FastGet)
+        speedups = accel.speedups
+        if speedups is not None:
+            fields = (group_bits, width, off_bits, chunk, self.lo, self.hi, self.entry_read, *span)
+            self.probe = speedups.DirectProbe(groups, region, n, *fields)
 
     def find(self, a: Reads, base: int, key: bytes, h: int = 0) -> tuple[int, bytes | memoryview] | None:
         """(offset, bytes) of the value of the key encoded as ``key`` in the dict whose first
         byte is at ``base``, or None if it has no such key (``h`` is not used: the index
         hashes keys its own way)."""
+        if self.probe is not None and accel.speedups is not None:
+            answer = self.probe.find(a.read, base, key, h)
+            if answer is not NotImplemented:
+                return answer
         found = self._entry(a, base, key)
         if found is None:
             return None
@@ -573,8 +585,9 @@ class DirectIndex:
             return b""
         c0, c1 = start // chunk, (stop - 1) // chunk
         kept = self.kept
-        chunks = [kept.get(c) for c in range(c0, c1 + 1)] if kept is not None else [None]
-        if any(c is None for c in chunks):
+        got = [kept.get(c) for c in range(c0, c1 + 1)] if kept is not None else [None]
+        chunks: list[bytes] = [c for c in got if c is not None]
+        if len(chunks) < len(got):
             step = chunk * width + 4
             last = min(self.n, (c1 + 1) * chunk) - c1 * chunk
             at = self.region + direct.chunk_at(c0, width, chunk)
@@ -587,6 +600,6 @@ class DirectIndex:
                 chunks.append(part[:-4])
                 if kept is not None:
                     kept[c] = part[:-4]
-        records = b"".join(chunks)  # type: ignore[arg-type]  # (every chunk is bytes here)
+        records = b"".join(chunks)
         skip = (start - c0 * chunk) * width
         return records[skip : skip + (stop - start) * width]

@@ -43,6 +43,7 @@ from typing import Any
 import msgspec
 
 from msglc.errors import CorruptedError, MsglcError
+from msglc.format import direct
 from msglc.format.fuse import (
     block_offsets,
     fuse_layout,
@@ -65,6 +66,7 @@ from msglc.format.msgpack import (
 from msglc.format.nodes import (
     ArrayNode,
     BlockHashMapNode,
+    DirectMapNode,
     FuseMapNode,
     HashMapNode,
     ListNode,
@@ -460,7 +462,8 @@ def _check_hash_map(
     starts, offs, kids = node.starts, node.offs, node.kids
     spans = len(starts)
     entries = _Entries(
-        fuse=isinstance(node, FuseMapNode), block_bits=node.block_bits if isinstance(node, SortedMapNode) else None
+        fuse=isinstance(node, (FuseMapNode, DirectMapNode)),
+        block_bits=node.block_bits if isinstance(node, SortedMapNode) else None,
     )
     kid_keys: dict[str | int, int] = {}
     k = 0
@@ -528,6 +531,10 @@ def _check_region(archive: Archive, node: HashMapNode, start: int, pos: int, ent
         _check_sorted(archive, node, start, pos, entries, label)
         return
     records, firsts, pairs = entries.records()
+    if isinstance(node, DirectMapNode):
+        _check_direct(archive, node, pos, entries, label, start)
+        _no_key_twice(archive, start, entries, pairs)
+        return
     if isinstance(node, FuseMapNode):
         _check_fuse(archive, node, start, pos, entries, label)
         _no_key_twice(archive, start, entries, pairs)
@@ -617,6 +624,35 @@ def _check_fuse(archive: Archive, node: FuseMapNode, start: int, pos: int, entri
     slots_at = fuse_layout(n, bb, node.offs_width, node.slot_bits, node.seg_bits, node.seg_count)[1]
     if (zlib.crc32(offs_bytes), zlib.crc32(stored[len(offs_bytes) : slots_at])) != (node.offs_crc, node.crcs_crc):
         raise archive.damaged(f"fuse index of the TOC node at offset {pos} fails its checksums")
+
+
+def _check_direct(archive: Archive, node: DirectMapNode, pos: int, entries: _Entries, label: str, start: int) -> None:
+    """A direct index (type 10) as the writer makes it for these keys, byte for byte: its
+    shape, groups, window bounds and read size, and its region (built in C, or by
+    ``format.direct.build`` without the accelerator)."""
+    offs, n = entries.offs, node.n
+    assert entries.rcrcs is not None
+    shape = direct.writer_shape(n, offs[-1])
+    kids = sorted(node.starts[k] for k in node.kids)
+    speedups = accel.speedups
+    if speedups is not None:
+        bases = array("Q", (c << 32 | r for c, r in zip(entries.crcs, entries.rcrcs, strict=True)))
+        width = 4 if offs[-1] < 1 << 32 else 8
+        offs_bytes = array("I" if width == 4 else "Q", offs)
+        if sys.byteorder == "big":
+            bases.byteswap()
+            offs_bytes.byteswap()
+        kid_bytes = array("Q", kids).tobytes()
+        built = direct.Built(*speedups.direct_build(bases.tobytes(), offs_bytes.tobytes(), width, kid_bytes, *shape))
+    else:
+        hashes = [mix(c << 32 | r, 0) for c, r in zip(entries.crcs, entries.rcrcs, strict=True)]
+        built = direct.build(hashes, offs, set(kids), shape)
+    fields = (node.page_bits, node.offs_width, node.off_bits, node.chunk, node.lo, node.hi, node.entry_read)
+    if fields != (*shape, built.lo, built.hi, built.entry_read) or node.groups != built.groups:
+        raise archive.damaged(f"{label}: its direct index is not shaped as the dict's keys call for")
+    back, size = node.index
+    if size != len(built.region) or bytes(archive.read(pos - back, size)) != built.region:
+        raise archive.damaged(f"direct index of the TOC node at offset {pos} does not match its dict")
 
 
 def _stored_key(archive: Archive, start: int, entries: _Entries, e: int) -> bytes:

@@ -709,8 +709,8 @@ class LazyHashDict(LazyDict):
         for type 9 ``SortedIndex``; for type 10 ``DirectIndex``), made at its first lookup."""
         region, span = self._pos - node.index[0], (node.offs[0], node.offs[-1])
         if isinstance(node, DirectMapNode):
-            fields = (node.n, node.page_bits, node.offs_width, node.off_bits, node.chunk, node.lo, node.hi)
-            made = self._index = DirectIndex(region, (*fields, node.entry_read, node.groups), span)
+            shape = (node.n, node.page_bits, node.offs_width, node.off_bits, node.chunk)
+            made = self._index = DirectIndex(region, (*shape, node.lo, node.hi, node.entry_read, node.groups), span)
             return made
         kids = [(node.offs[k], node.offs[k + 1], _encode_key(key)) for key, k in node.kid_keys.items()]
         if isinstance(node, FuseMapNode):

@@ -46,6 +46,9 @@ class File(Protocol):
         ...
 
 
+Probe = BlockProbe  # what a direct index probe offers too (the name BlockProbe is a method below)
+
+
 class Speedups(Protocol):
     """The functions of ``msglc._speedups`` (``_speedups.c``); buffers are msgpack bytes."""
 
@@ -107,6 +110,40 @@ class Speedups(Protocol):
         /,
     ) -> BlockProbe:
         """A probe over a block index whose page table and block offsets are in memory."""
+        ...
+
+    def DirectProbe(  # noqa: N802 (a class of the C module)
+        self,
+        groups: bytes,
+        region_at: int,
+        n: int,
+        group_bits: int,
+        width: int,
+        off_bits: int,
+        chunk: int,
+        lo: int,
+        hi: int,
+        entry_read: int,
+        span_lo: int,
+        span_hi: int,
+        /,
+    ) -> Probe:
+        """A probe over a direct index (node type 10): ``find`` and ``get`` as a block probe's."""
+        ...
+
+    def direct_build(
+        self,
+        hashes: bytes,
+        offs: bytes,
+        offs_width: int,
+        kids: bytes,
+        group_bits: int,
+        width: int,
+        off_bits: int,
+        chunk: int,
+        /,
+    ) -> tuple[bytes, bytes, int, int, int]:
+        """(region, groups, lo, hi, entry_read) of a direct index (``format.direct.build``)."""
         ...
 
     def exact_numbers(self, seq: object, depth: int, /) -> bool: ...
@@ -195,7 +232,7 @@ class Speedups(Protocol):
         ...
 
 
-API = 10  # the version of ``_speedups`` this code calls (SPEEDUPS_API in _speedups.c)
+API = 11  # the version of ``_speedups`` this code calls (SPEEDUPS_API in _speedups.c)
 
 
 def _load() -> Speedups | None:

@@ -98,6 +98,10 @@ def encode_value(obj: Any, arrays: ArrayEncoder) -> bytes:
         raise ValueError("object is nested too deeply or contains a reference to itself") from None
 
 
+DIRECT_INDEX = True  # big dicts of plain archives get a direct index (node type 10, 1.4); tests set
+# it False to have dump write the block index (type 6) that other writers still write
+
+
 class Encoded:
     """An archive in the making: the data section at once, the TOC by ``index()``, the trailer
     once the data checksum (computed on another core) is in."""
@@ -172,7 +176,7 @@ class Encoded:
             block_bytes = writer_block_bytes(self.compression is not None)
             try:
                 self.toc, self.root, self.regions = reindex(
-                    self.data.buf, self.threshold, block_bytes, fuse=self.compression is not None, direct=True
+                    self.data.buf, self.threshold, block_bytes, fuse=self.compression is not None, direct=DIRECT_INDEX
                 )
             except (msgspec.DecodeError, ValueError) as e:
                 self.checksum.wait()
@@ -186,7 +190,7 @@ class Encoded:
             block_bytes=writer_block_bytes(self.compression is not None),
             fuse=self.compression is not None,
             sorted_keys=self.compression is not None and self.order == "sorted",  # (types 7, 9: 2.1 only)
-            direct=True,  # (type 10 in plain archives: 1.4)
+            direct=DIRECT_INDEX,
         )
         try:
             with gc_paused(self.disable_gc):

@@ -13,6 +13,7 @@ was streamed instead: ``validate.kind`` raises ``Streamed`` for it).
 
 from __future__ import annotations
 
+import sys
 import zlib
 from array import array
 from bisect import bisect_left, bisect_right
@@ -334,7 +335,7 @@ class TocBuilder:
         entry_kids = {j: (k, kids[k]) for j, k in enumerate(keys) if k in kids} if kids else {}
         if self.sorted_keys and (ordered := ascending_keys(keys)) is not None:
             return self.sorted_node(n, koffs, entry_kids, ordered)
-        return self.hash_node(n, koffs, entry_kids, self.hash_index(raws[0::2], koffs))
+        return self.keyed_node(n, koffs, entry_kids, raws[0::2])
 
     def map_entries(
         self, d: dict[Any, Any], a: int, b: int, h: int
@@ -462,6 +463,22 @@ class TocBuilder:
             )
         )
 
+    def keyed_node(
+        self,
+        n: int,
+        koffs: Sequence[int],
+        entry_kids: Mapping[int, tuple[str | int, tuple[int, int]]],
+        key_raws: Sequence[bytes] | Sequence[msgspec.Raw],
+    ) -> tuple[int, int]:
+        """The node and index of a big dict from its keys' encodings (the Python paths): a
+        direct index where this builder writes them, else a block index."""
+        if not self.direct:
+            return self.hash_node(n, koffs, entry_kids, self.hash_index(list(key_raws), koffs))
+        hashes = array("Q", (fuse.base_hash(bytes(raw)) for raw in key_raws))
+        if sys.byteorder == "big":
+            hashes.byteswap()
+        return self.direct_node(n, koffs, entry_kids, hashes.tobytes())
+
     def direct_node(
         self,
         n: int,
@@ -470,13 +487,18 @@ class TocBuilder:
         hashes: bytes,
     ) -> tuple[int, int]:
         """The node of a direct-indexed dict (type 10) and its region, from the keys' base
-        hashes; its spans are cut at about a 1024th of it (its lookups do not use them)."""
-        speedups = accel.speedups
-        assert speedups is not None  # (the C paths only)
+        hashes (u64 LE, ``fuse.base_hash``); its spans are cut at about a 1024th of it (its
+        lookups do not use them)."""
         shape = direct.writer_shape(n, koffs[-1])
-        kids = array("Q", sorted(entry_kids)).tobytes()
-        offs_bytes, width = fuse.block_offsets(koffs, n, 0)
-        data, groups, lo, hi, entry_read = speedups.direct_build(hashes, offs_bytes, width, kids, *shape)
+        speedups = accel.speedups
+        if speedups is not None:
+            kids = array("Q", sorted(entry_kids)).tobytes()
+            offs_bytes, width = fuse.block_offsets(koffs, n, 0)
+            built = direct.Built(*speedups.direct_build(hashes, offs_bytes, width, kids, *shape))
+        else:
+            mixed = [fuse.mix(base, 0) for base in le_array("Q", hashes)]
+            built = direct.build(mixed, koffs, set(entry_kids), shape)
+        data, groups, lo, hi, entry_read = built
         position = self._here()
         self.toc += data
         self.regions.append((len(self.toc) - len(data), len(self.toc) - len(data), len(self.toc)))

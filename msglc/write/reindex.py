@@ -152,7 +152,7 @@ def _close(builder: TocBuilder, top: _Open) -> tuple[int, int]:
         )
     if top.kind == "hash":
         entry_kids = {j: (top.keys[j], ref) for j, ref in sorted(top.refs.items())}
-        return builder.hash_node(top.n, top.offs, entry_kids, builder.hash_index(top.extra, top.offs))
+        return builder.keyed_node(top.n, top.offs, entry_kids, top.extra)
     keys = _keys([_key_at(builder.buf, top.a + top.offs[e]) for e in sorted(top.refs)])
     entry_kids = {e: (key, top.refs[e]) for e, key in zip(sorted(top.refs), keys, strict=True)}
     at = top.a + container_header_size(builder.buf[top.a])

@@ -61,7 +61,7 @@ def files(tmp_path_factory):
 
 def test_info(files):
     _, out, _ = run("info", files / "a.mlc")
-    assert "format      1.3" in out and "threshold   1,024 bytes" in out and "root        dict of 3" in out
+    assert "format      1.4" in out and "threshold   1,024 bytes" in out and "root        dict of 3" in out
     assert "1 list, 200 fixed-stride list, 201 dict, 0 hash-indexed dict, 1 array" in out
 
 

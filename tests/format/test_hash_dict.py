@@ -1,4 +1,7 @@
-"""Dicts too large for an inline key list: the hash index, collisions, large values."""
+"""Dicts too large for an inline key list: the block hash index (node type 6), collisions,
+large values. ``dump`` writes the direct index (type 10, tests/format/test_direct_dict.py) in
+plain archives since 1.4; these tests have it write type 6, which streamed, combined and
+appended archives still get."""
 
 import random
 import zlib
@@ -13,8 +16,16 @@ from msglc.format.hash_index import BLOCK_BYTES
 from msglc.read import dict_index
 from msglc.read.stats import LazyStats
 from msglc.util import accel
+from msglc.write import encoder
 
 N = 5000
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _block_index():
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(encoder, "DIRECT_INDEX", False)
+        yield
 
 
 def _colliding_keys():

@@ -12,7 +12,7 @@ import pytest
 import msglc
 from msglc import CorruptedError, FileInfo, LazyReader, LazyWriter
 from msglc.format import fuse
-from msglc.format.nodes import BlockHashMapNode, FuseMapNode, SortedMapNode
+from msglc.format.nodes import BlockHashMapNode, DirectMapNode, FuseMapNode, SortedMapNode
 from msglc.read.part import archive_of
 from msglc.util import accel
 
@@ -93,8 +93,8 @@ def test_keys_of_two_types_or_a_plain_archive_get_the_usual_index():
         ints, strs = sorted(k for k in d if isinstance(k, int)), sorted(k for k in d if isinstance(k, str))
         assert list(r.to_obj()) == ints + strs
         assert all(r[k] == d[k] for k in random.Random(4).sample(list(d), 500))
-    with LazyReader(msglc.dumps(words(5000), order="sorted")) as r:  # plain: format 1.3 has no type 9
-        assert type(root_node(r)) is BlockHashMapNode
+    with LazyReader(msglc.dumps(words(5000), order="sorted")) as r:  # plain: format 1.x has no type 9
+        assert type(root_node(r)) is DirectMapNode
 
 
 def test_keys_out_of_order_are_caught_by_verify():

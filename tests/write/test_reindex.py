@@ -33,6 +33,6 @@ def test_reindex_builds_the_toc_dump_builds(monkeypatch, c, threshold):
     for doc in DOCS:
         data = msglc.dumps(doc, small_obj_optimization_threshold=threshold)
         t = unpack_trailer(data[-TRAILER_SIZE:], len(data), data[:HEADER_SIZE])
-        toc, root, _ = reindex(data[t.data_off : t.data_off + t.data_len], threshold, BLOCK_BYTES)
+        toc, root, _ = reindex(data[t.data_off : t.data_off + t.data_len], threshold, BLOCK_BYTES, direct=True)
         assert bytes(toc) == data[t.toc_off : t.toc_off + t.toc_len]
         assert root == (t.root_pos, t.root_len)

@@ -1,0 +1,232 @@
+"""Big dicts of plain archives (1.4): the direct index (node type 10), whose records name each
+key's entry by its offset, so that a lookup is one read of records and one of the entry."""
+
+import random
+import struct
+import zlib
+
+import msgspec
+import numpy as np
+import pytest
+
+import msglc
+from msglc import CorruptedError, LazyStats
+from msglc.format import direct
+from msglc.format.fuse import base_hash, mix
+from msglc.format.nodes import DirectMapNode, frame_node, unframe_node
+from msglc.util import accel
+
+N = 6000
+
+
+def _doc(rng: random.Random) -> dict[str | int, object]:
+    doc: dict[str | int, object] = {f"key{i}": f"value {i}" * (i % 5) for i in range(N)}
+    doc.update({i * 7919: [i] * (i % 9) for i in range(N)})  # int keys next to str keys
+    doc["large"] = {"nested": list(range(3000))}  # a value with a node of its own
+    doc["long"] = "z" * 50_000  # a scalar longer than what a lookup reads
+    doc["rows"] = np.arange(4000.0).reshape(2000, 2)
+    rng.shuffle(keys := list(doc))
+    return {k: doc[k] for k in keys}
+
+
+@pytest.fixture(scope="module")
+def big(tmp_path_factory):
+    doc = _doc(random.Random(1))
+    path = tmp_path_factory.mktemp("d") / "direct.mlc"
+    msglc.dump(path, doc, small_obj_optimization_threshold=1024)
+    return path, doc
+
+
+def _node(r: msglc.LazyReader, path: str = "") -> DirectMapNode:
+    node = r[path]._node if path else r.read()._node
+    assert isinstance(node, DirectMapNode)
+    return node
+
+
+def _same(a, b) -> bool:
+    return bool(np.array_equal(a, b)) if isinstance(b, np.ndarray) else a == b
+
+
+@pytest.mark.parametrize("pure", [False, True], ids=["c", "python"])
+def test_every_key_is_found_and_absent_ones_are_not(big, monkeypatch, pure):
+    if pure:
+        monkeypatch.setattr(accel, "speedups", None)
+    path, doc = big
+    with msglc.LazyReader(path, cached=False) as r:
+        _node(r)
+        root = r.read()
+        for k in doc:
+            assert _same(msglc.to_obj(root[k]), doc[k]), k
+            assert k in root
+        for missing in ("key-1", "key6000", -1, 7919 * N, 2**70, "", "large2"):
+            assert missing not in root
+            with pytest.raises(KeyError):
+                root[missing]
+        assert list(root) == list(doc)  # iteration keeps the stored order, by spans
+        r.verify()
+
+
+def test_c_and_python_paths_write_identical_archives(monkeypatch):
+    """The C accelerator changes speed only: the Python path writes the same type-10 bytes."""
+    rng = random.Random(7)
+    for doc in (_doc(rng), {f"k{i}": rng.random() for i in range(1025)}, {i: b"\0" * (i % 300) for i in range(5000)}):
+        for threshold in (0, 64, 8192):
+            fast = msglc.dumps(doc, small_obj_optimization_threshold=threshold)
+            monkeypatch.setattr(accel, "speedups", None)
+            slow = msglc.dumps(doc, small_obj_optimization_threshold=threshold)
+            monkeypatch.undo()
+            assert fast == slow
+            with msglc.LazyReader(fast) as r:
+                _node(r)
+
+
+def test_the_region_is_what_the_spec_builds():
+    """The writer's region, groups and bounds are ``format.direct.build`` of the keys, which
+    follows docs/format.md line by line (hash, sort, estimate, records, chunks)."""
+    doc = {f"w{i * 31 % 9973}-{i}": i % 97 for i in range(9000)}
+    data = msglc.dumps(doc)
+    with msglc.LazyReader(data) as r:
+        node = _node(r)
+        region = r.read()._pos - node.index[0]
+        stored = r._a.read(region, node.index[1])  # noqa: SLF001 (the region's bytes)
+    encodings = [msgspec.msgpack.encode(k) for k in doc]
+    offs, at = [], 3  # a map16 header
+    for k, v in doc.items():
+        offs.append(at)
+        at += len(msgspec.msgpack.encode(k)) + len(msgspec.msgpack.encode(v))
+    offs.append(at)
+    shape = direct.writer_shape(len(doc), at)
+    built = direct.build([mix(base_hash(e), 0) for e in encodings], offs, set(), shape)
+    assert bytes(stored) == built.region
+    assert (node.page_bits, node.offs_width, node.off_bits, node.chunk) == shape
+    assert (node.groups, node.lo, node.hi, node.entry_read) == (built.groups, built.lo, built.hi, built.entry_read)
+    assert shape.group_bits == 3 and shape.width * 8 - shape.off_bits >= 16  # 9000 keys: 8 groups
+
+
+def test_a_first_lookup_reads_records_then_the_entry(big):
+    """Two reads for a key on a fresh reader (its window's chunks, then its entry; the node is
+    read with the root), one for a key whose chunks were read before; and a long value is
+    read whole, whatever the read size the node suggests."""
+    path, doc = big
+    stats = LazyStats()
+    with msglc.LazyReader(path, counter=stats, cached=False) as r:
+        root = r.read()
+        stats.clear()
+        assert root["key17"] == doc["key17"]
+        assert stats.requests == 2
+        stats.clear()
+        assert root["key17"] == doc["key17"]
+        assert stats.requests == 1
+        assert _node(r).entry_read < 1000 and root["long"] == doc["long"]
+
+
+def test_a_damaged_chunk_or_entry_is_reported_not_misread(big, monkeypatch):
+    """A flipped byte in a chunk of records fails its CRC, for the keys whose window reads it;
+    an entry whose key was changed is a key that no longer has its record's fingerprint."""
+    path, doc = big
+    data = bytearray(path.read_bytes())
+    with msglc.LazyReader(bytes(data)) as r:
+        node = _node(r)
+        region = r.read()._pos - node.index[0]
+        base = r.read().location().offset
+    bad = bytearray(data)
+    bad[region + 10] ^= 0x40  # in the first chunk's records
+    hit = 0
+    for pure in (False, True):
+        with pytest.MonkeyPatch.context() as m:
+            if pure:
+                m.setattr(accel, "speedups", None)
+            with msglc.LazyReader(bytes(bad), cached=False) as r:
+                for k in list(doc)[:3000]:
+                    try:
+                        value = r[k]
+                    except CorruptedError as e:
+                        assert "checksum" in str(e)
+                        hit += 1
+                    else:
+                        assert _same(msglc.to_obj(value), doc[k])
+    assert hit >= 2
+    key = next(k for k in doc if isinstance(k, str) and k.startswith("key1") and len(k) == 7)
+    at = bytes(data).index(msgspec.msgpack.encode(key), base)
+    bad = bytearray(data)
+    bad[at + 4] ^= 0x01  # "key1..." -> "kez1..."? a byte of the key: another key, same length
+    for pure in (False, True):
+        with pytest.MonkeyPatch.context() as m:
+            if pure:
+                m.setattr(accel, "speedups", None)
+            with msglc.LazyReader(bytes(bad), cached=False) as r, pytest.raises(CorruptedError, match="direct index"):
+                r[key]
+
+
+def _renode(data: bytes, **changes) -> bytes:
+    """``data`` with its root node (a type-10 dict) rewritten with ``changes``, the TOC's
+    length kept (the node is padded back to its size where it shrinks)."""
+    with msglc.LazyReader(data) as r:
+        pos, size = r.info().root.position, r.info().root.size
+    node = unframe_node(data[pos : pos + size], pos)
+    framed = frame_node(msgspec.structs.replace(node, **changes))
+    assert len(framed) == size, "a change must keep the node's size"
+    return data[:pos] + framed + data[pos + size :]
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"page_bits": 27},
+        {"offs_width": 9},
+        {"off_bits": 0},
+        {"chunk": -100},
+        {"lo": -1},
+        {"entry_read": -1},
+        {"offs_crc": "wrong"},
+    ],
+    ids=str,
+)
+def test_a_node_whose_fields_do_not_fit_is_refused(changes):
+    doc = {f"k{i}": i for i in range(3000)}
+    data = msglc.dumps(doc)
+    if changes.get("offs_crc") == "wrong":  # the groups' CRC, another of the same size
+        with msglc.LazyReader(data) as r:
+            changes = {"offs_crc": _node(r).offs_crc ^ 1}
+    crafted = _renode(data, **changes)
+    with pytest.raises(CorruptedError):
+        with msglc.LazyReader(crafted, cached=False) as r:
+            r["k5"]
+
+
+def test_groups_that_do_not_rise_or_end_at_n_are_refused():
+    doc = {f"k{i}": i for i in range(5000)}
+    data = msglc.dumps(doc)
+    with msglc.LazyReader(data) as r:
+        groups = _node(r).groups
+    firsts = list(struct.unpack(f"<{len(groups) // 4}I", groups))
+    for bad in ([firsts[0], firsts[2], firsts[1], *firsts[3:]], [*firsts[:-1], firsts[-1] - 1]):
+        packed = struct.pack(f"<{len(bad)}I", *bad)
+        crafted = _renode(data, groups=packed, offs_crc=zlib.crc32(packed))
+        with pytest.raises(CorruptedError):
+            with msglc.LazyReader(crafted, cached=False) as r:
+                r["k5"]
+
+
+def test_verify_finds_an_index_that_is_not_the_writers(big):
+    """A window wider than the writer's still finds every key, but is not what the writer
+    writes: ``verify`` says so."""
+    path, doc = big
+    data = path.read_bytes()
+    with msglc.LazyReader(data) as r:
+        node = _node(r)
+    assert 0 < node.hi < 126  # (a positive fixint either way: the node keeps its size)
+    with msglc.LazyReader(_renode(data, hi=node.hi + 1)) as r:
+        assert r["key7"] == doc["key7"]
+        with pytest.raises(CorruptedError, match="direct index"):
+            r.verify()
+
+
+def test_the_index_costs_a_few_bytes_per_key():
+    """About fingerprint and offset a key: 5 or 6 bytes for dicts of up to a few hundred MB
+    (the block index's 3.4 bought a third read; compressed archives keep their fuse's 1.3)."""
+    for n in (2000, 20000, 200_000):
+        doc = {f"k{i:07d}": f"v{i * 7919 % 100_003}" for i in range(n)}
+        plain = len(msgspec.msgpack.encode(doc))
+        archive = msglc.dumps(doc)
+        assert len(archive) - plain <= 6 * n + 4 * n // 200 + 8300, n
