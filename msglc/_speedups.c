@@ -1723,8 +1723,8 @@ static PyObject *direct_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
                           &hi, &entry_read, &span_lo, &span_hi))
         return NULL;
     if (group_bits < 0 || group_bits > 26 || width < 1 || width > 8 || off_bits < 1 || off_bits >= 8 * width ||
-        chunk < 1 || n < 1 || lo < 0 || hi < 0 || entry_read < 0 || region_at < 0 || span_lo < 0 ||
-        span_hi < span_lo || PyBytes_GET_SIZE(groups) != (((Py_ssize_t)1 << group_bits) + 1) * 4) {
+        chunk < 1 || n < 1 || lo < 0 || hi < 0 || entry_read < 0 || region_at < 0 || span_lo < 0 || span_hi < span_lo ||
+        PyBytes_GET_SIZE(groups) != (((Py_ssize_t)1 << group_bits) + 1) * 4) {
         PyErr_SetString(PyExc_ValueError, "DirectProbe: arguments out of range");
         return NULL;
     }
@@ -1764,8 +1764,8 @@ static int direct_chunks(DirectProbe *self, PyObject *src, Py_ssize_t c0, Py_ssi
     if (last > self->n) last = self->n;
     last -= c1 * self->chunk; /* records in chunk c1 */
     const unsigned char *data;
-    int got = src_read(src, self->region_at + c0 * step, (c1 - c0) * step + last * self->width + 4, buf, cap, &data,
-                       held);
+    int got =
+        src_read(src, self->region_at + c0 * step, (c1 - c0) * step + last * self->width + 4, buf, cap, &data, held);
     if (got <= 0) return got;
     for (Py_ssize_t c = c0; c <= c1; c++) {
         const unsigned char *part = data + (c - c0) * step;
@@ -1905,8 +1905,8 @@ static PyMethodDef direct_methods[] = {
 static PyTypeObject DirectProbeType = {
     /* clang-format off */
     PyVarObject_HEAD_INIT(NULL, 0)
-    /* clang-format on */
-    .tp_name = "msglc._speedups.DirectProbe",
+        /* clang-format on */
+        .tp_name = "msglc._speedups.DirectProbe",
     .tp_basicsize = sizeof(DirectProbe),
     .tp_dealloc = (destructor)direct_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,

@@ -14,6 +14,7 @@ from msglc import CorruptedError, LazyStats
 from msglc.format import direct
 from msglc.format.fuse import base_hash, mix
 from msglc.format.nodes import DirectMapNode, frame_node, unframe_node
+from msglc.read.part import archive_of
 from msglc.util import accel
 
 N = 6000
@@ -37,10 +38,19 @@ def big(tmp_path_factory):
     return path, doc
 
 
-def _node(r: msglc.LazyReader, path: str = "") -> DirectMapNode:
-    node = r[path]._node if path else r.read()._node
+def _node(r: msglc.LazyReader) -> DirectMapNode:
+    """The root node, a direct-indexed dict."""
+    a = archive_of(r)
+    t = a.opened.trailer
+    node = a.node(t.toc_off + t.root_pos, t.root_len)
     assert isinstance(node, DirectMapNode)
     return node
+
+
+def _region(r: msglc.LazyReader) -> int:
+    """Where the root dict's index region starts."""
+    t = archive_of(r).opened.trailer
+    return t.toc_off + t.root_pos - _node(r).index[0]
 
 
 def _same(a, b) -> bool:
@@ -87,8 +97,7 @@ def test_the_region_is_what_the_spec_builds():
     data = msglc.dumps(doc)
     with msglc.LazyReader(data) as r:
         node = _node(r)
-        region = r.read()._pos - node.index[0]
-        stored = r._a.read(region, node.index[1])  # noqa: SLF001 (the region's bytes)
+        stored = archive_of(r).read(_region(r), node.index[1])
     encodings = [msgspec.msgpack.encode(k) for k in doc]
     offs, at = [], 3  # a map16 header
     for k, v in doc.items():
@@ -126,8 +135,8 @@ def test_a_damaged_chunk_or_entry_is_reported_not_misread(big, monkeypatch):
     path, doc = big
     data = bytearray(path.read_bytes())
     with msglc.LazyReader(bytes(data)) as r:
-        node = _node(r)
-        region = r.read()._pos - node.index[0]
+        _node(r)
+        region = _region(r)
         base = r.read().location().offset
     bad = bytearray(data)
     bad[region + 10] ^= 0x40  # in the first chunk's records
@@ -162,7 +171,8 @@ def _renode(data: bytes, **changes) -> bytes:
     """``data`` with its root node (a type-10 dict) rewritten with ``changes``, the TOC's
     length kept (the node is padded back to its size where it shrinks)."""
     with msglc.LazyReader(data) as r:
-        pos, size = r.info().root.position, r.info().root.size
+        t = archive_of(r).opened.trailer
+    pos, size = t.toc_off + t.root_pos, t.root_len
     node = unframe_node(data[pos : pos + size], pos)
     framed = frame_node(msgspec.structs.replace(node, **changes))
     assert len(framed) == size, "a change must keep the node's size"
@@ -189,9 +199,8 @@ def test_a_node_whose_fields_do_not_fit_is_refused(changes):
         with msglc.LazyReader(data) as r:
             changes = {"offs_crc": _node(r).offs_crc ^ 1}
     crafted = _renode(data, **changes)
-    with pytest.raises(CorruptedError):
-        with msglc.LazyReader(crafted, cached=False) as r:
-            r["k5"]
+    with pytest.raises(CorruptedError), msglc.LazyReader(crafted, cached=False) as r:
+        r["k5"]
 
 
 def test_groups_that_do_not_rise_or_end_at_n_are_refused():
@@ -203,9 +212,8 @@ def test_groups_that_do_not_rise_or_end_at_n_are_refused():
     for bad in ([firsts[0], firsts[2], firsts[1], *firsts[3:]], [*firsts[:-1], firsts[-1] - 1]):
         packed = struct.pack(f"<{len(bad)}I", *bad)
         crafted = _renode(data, groups=packed, offs_crc=zlib.crc32(packed))
-        with pytest.raises(CorruptedError):
-            with msglc.LazyReader(crafted, cached=False) as r:
-                r["k5"]
+        with pytest.raises(CorruptedError), msglc.LazyReader(crafted, cached=False) as r:
+            r["k5"]
 
 
 def test_verify_finds_an_index_that_is_not_the_writers(big):
