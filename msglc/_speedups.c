@@ -1568,6 +1568,11 @@ static int cmp_hash_entry(const void *a, const void *b) {
     return (x->e > y->e) - (x->e < y->e);
 }
 
+/* The fp_bits bits of h after its group's. Mirrors format/direct.py fingerprint. */
+static uint64_t direct_fingerprint(uint64_t h, int group_bits, int fp_bits) {
+    return (h << group_bits) >> (64 - fp_bits);
+}
+
 /* The estimate of hash h in its group [first, end). Mirrors format/direct.py estimate. */
 static uint64_t direct_estimate(uint64_t h, int group_bits, uint64_t first, uint64_t end) {
     uint64_t f = (h >> (48 - group_bits)) & 0xFFFF;
@@ -1599,7 +1604,6 @@ static PyObject *direct_build(PyObject *self, PyObject *args) {
         goto done;
     }
     int fp_bits = 8 * width - off_bits > 32 ? 32 : 8 * width - off_bits;
-    uint64_t fp_mask = fp_bits == 64 ? ~(uint64_t)0 : (((uint64_t)1 << fp_bits) - 1);
     const unsigned char *hb = hv.buf, *ob = ov.buf;
     pairs = malloc(sizeof(HashEntry) * (size_t)(n ? n : 1));
     sorted = malloc(sizeof(HashEntry) * (size_t)(n ? n : 1));
@@ -1653,7 +1657,7 @@ static PyObject *direct_build(PyObject *self, PyObject *args) {
         if (est > (uint64_t)i && est - (uint64_t)i > lo) lo = est - (uint64_t)i;
         if ((uint64_t)i > est && (uint64_t)i - est > hi) hi = (uint64_t)i - est;
         uint64_t off = le(ob + sorted[i].e * offs_width, offs_width);
-        put_le(out, (h & fp_mask) << off_bits | off, width);
+        put_le(out, direct_fingerprint(h, group_bits, fp_bits) << off_bits | off, width);
         out += width;
         if ((i + 1) % chunk == 0 || i + 1 == n) { /* the chunk's CRC after its records */
             Py_ssize_t count = (i % chunk) + 1;
@@ -1792,7 +1796,7 @@ static int direct_locate(DirectProbe *self, PyObject *src, Py_ssize_t base, cons
                          unsigned char *entrybuf, Held *held, const unsigned char **at, Py_ssize_t *len,
                          Py_ssize_t *where) {
     held->holder = NULL, held->has_view = 0;
-    uint64_t h = direct_hash(key, klen), fp_mask = ((uint64_t)1 << self->fp_bits) - 1;
+    uint64_t h = direct_hash(key, klen);
     int gb = self->group_bits;
     const unsigned char *groups = (const unsigned char *)PyBytes_AS_STRING(self->groups);
     uint64_t g = gb ? h >> (64 - gb) : 0, first = le(groups + 4 * g, 4), end = le(groups + 4 * g + 4, 4);
@@ -1808,16 +1812,21 @@ static int direct_locate(DirectProbe *self, PyObject *src, Py_ssize_t base, cons
     Held rh;
     int got = direct_chunks(self, src, c0, c1, recbuf, sizeof recbuf, ptr, &rh);
     if (got <= 0) return got < 0 ? -1 : 2;
-    uint64_t offs[16];
-    int found = 0, status = 0;
-    for (uint64_t i = start; i < stop; i++) {
-        uint64_t r = le(ptr[i / chunk - c0] + (i % chunk) * self->width, self->width);
-        if ((r >> self->off_bits) != (h & fp_mask)) continue;
+    uint64_t offs[16], fp = direct_fingerprint(h, gb, self->fp_bits), lo = start, hi = stop;
+    int found = 0, status = 0, width = self->width, ob = self->off_bits;
+    while (lo < hi) { /* the window ascends by fingerprint: the first record of fp's */
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (le(ptr[mid / chunk - c0] + (mid % chunk) * width, width) >> ob < fp) lo = mid + 1;
+        else hi = mid;
+    }
+    for (uint64_t i = lo; i < stop; i++) {
+        uint64_t r = le(ptr[i / chunk - c0] + (i % chunk) * width, width);
+        if ((r >> ob) != fp) break;
         if (found == 16) { /* more fingerprints alike than any real dict has: the Python path */
             held_release(&rh);
             return 2;
         }
-        offs[found++] = r & (((uint64_t)1 << self->off_bits) - 1);
+        offs[found++] = r & (((uint64_t)1 << ob) - 1);
     }
     held_release(&rh);
     for (int j = 0; j < found; j++) {
@@ -1837,7 +1846,7 @@ static int direct_locate(DirectProbe *self, PyObject *src, Py_ssize_t base, cons
             *at = v, *len = q - v, *where = base + (Py_ssize_t)o + (v - buf);
             return 1;
         }
-        int other = v && (direct_hash(buf, v - buf) & fp_mask) == (h & fp_mask);
+        int other = v && direct_fingerprint(direct_hash(buf, v - buf), gb, self->fp_bits) == fp;
         held_release(held);
         if (!other) return 2; /* not a key, or one its record does not fit */
     }

@@ -10,8 +10,9 @@ group a key's record lies within ``lo`` before and ``hi`` after the position its
 interpolates to (both stored, measured by the writer). The records are packed in chunks of
 ``chunk`` records, each followed by its CRC-32, so that any run of them is checked by the
 chunks it touches. A record is ``width`` bytes, little-endian: the entry's offset from the
-dict's first byte in its low ``off_bits`` bits, the low bits of ``h`` above (the
-fingerprint).
+dict's first byte in its low ``off_bits`` bits, the fingerprint above: the bits of ``h`` that
+follow the group's, so that the records of a group ascend by fingerprint and a window is
+searched by bisection.
 
 Layouts and pure functions on bytes only: the lookups that read a region are in
 ``read/dict_index.py``; ``_speedups.direct_build`` builds the same region in C."""
@@ -22,7 +23,7 @@ import zlib
 from collections.abc import Collection, Iterable, Sequence
 from typing import NamedTuple
 
-from msglc.format.fuse import base_hash, mix
+from msglc.format.fuse import MASK64, base_hash, mix
 
 GROUP_KEYS = 1024  # writers: groups of 1024 to 2047 keys (the node holds 4 bytes a group)
 CHUNK_BYTES = 1024  # writers: a chunk of records and its CRC fit in this many bytes
@@ -50,6 +51,11 @@ def writer_shape(n: int, length: int) -> Shape:
 def fingerprint_bits(width: int, off_bits: int) -> int:
     """Bits of the hash in a record: the rest of it, at most 32."""
     return min(32, 8 * width - off_bits)
+
+
+def fingerprint(h: int, group_bits: int, bits: int) -> int:
+    """The ``bits`` bits of ``h`` after its group's."""
+    return ((h << group_bits) & MASK64) >> (64 - bits)
 
 
 def key_hash(key: bytes) -> int:
@@ -121,13 +127,13 @@ def build(hashes: Sequence[int], offs: Sequence[int], kids: Collection[int], sha
     for g in range(1 << group_bits):
         firsts[g + 1] += firsts[g]
     lo = hi = 0
-    mask = (1 << fingerprint_bits(width, off_bits)) - 1
+    bits = fingerprint_bits(width, off_bits)
     records = bytearray()
     for pos, e in enumerate(order):
         h = hashes[e]
         _, _, est = estimate(h, firsts, group_bits)
         lo, hi = max(lo, est - pos), max(hi, pos - est)
-        records += ((h & mask) << off_bits | offs[e]).to_bytes(width, "little")
+        records += (fingerprint(h, group_bits, bits) << off_bits | offs[e]).to_bytes(width, "little")
     step = chunk * width
     region = bytearray()
     for at in range(0, len(records), step):
@@ -143,14 +149,22 @@ def le_u32(data: bytes) -> list[int]:
     return [int.from_bytes(data[i : i + 4], "little") for i in range(0, len(data), 4)]
 
 
-def candidates(records: bytes | memoryview, h: int, width: int, off_bits: int) -> list[int]:
-    """The entry offsets that these records (``width`` bytes each, no CRCs) name with hash
-    ``h``'s fingerprint."""
-    fp = h & ((1 << fingerprint_bits(width, off_bits)) - 1)
-    mask = (1 << off_bits) - 1
-    found = []
-    for at in range(0, len(records), width):
+def candidates(records: bytes | memoryview, h: int, shape: Shape) -> list[int]:
+    """The entry offsets that these records (a window's, ``width`` bytes each, no CRCs) name
+    with hash ``h``'s fingerprint: they ascend by fingerprint, so bisection finds the first."""
+    _, width, off_bits, _ = shape
+    fp = fingerprint(h, shape.group_bits, fingerprint_bits(width, off_bits))
+    lo, hi = 0, len(records) // width
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if int.from_bytes(records[mid * width : (mid + 1) * width], "little") >> off_bits < fp:
+            lo = mid + 1
+        else:
+            hi = mid
+    found, mask = [], (1 << off_bits) - 1
+    for at in range(lo * width, len(records), width):
         r = int.from_bytes(records[at : at + width], "little")
-        if r >> off_bits == fp:
-            found.append(r & mask)
+        if r >> off_bits != fp:
+            break
+        found.append(r & mask)
     return found

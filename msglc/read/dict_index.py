@@ -561,8 +561,9 @@ class DirectIndex:
     def _entry(self, a: Reads, base: int, key: bytes) -> tuple[_Window, int] | None:
         """The window over the entry of ``key`` and where its value starts, or None."""
         h = direct.key_hash(key)
-        width, off_bits = self.shape.width, self.shape.off_bits
-        for offset in direct.candidates(self._records(a, h), h, width, off_bits):
+        group_bits, width, off_bits, _ = self.shape
+        bits = direct.fingerprint_bits(width, off_bits)
+        for offset in direct.candidates(self._records(a, h), h, self.shape):
             if not self.span[0] <= offset < self.span[1]:
                 raise a.damaged(f"direct index record at offset {self.region} points outside its dict")
             window = _Window(a, base, offset, self.span[1], max(self.entry_read, len(key) + 1))
@@ -570,8 +571,8 @@ class DirectIndex:
             stored = window.bytes(offset, key_end)
             if stored == key:
                 return window, key_end
-            if direct.key_hash(bytes(stored)) & ((1 << direct.fingerprint_bits(width, off_bits)) - 1) != (
-                h & ((1 << direct.fingerprint_bits(width, off_bits)) - 1)
+            if direct.fingerprint(direct.key_hash(bytes(stored)), group_bits, bits) != direct.fingerprint(
+                h, group_bits, bits
             ):
                 raise a.damaged(f"dict entry at offset {base + offset} does not match its direct index record")
         return None
