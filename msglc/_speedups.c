@@ -1556,16 +1556,25 @@ static PyTypeObject BlockProbeType = {
 /* ---- direct-indexed dicts, node type 10 (format/direct.py) --------------------------------- */
 
 static uint64_t fuse_mix(uint64_t x, uint64_t seed);
+static void *big_zeroed(size_t size);
+static void big_free(void *p, size_t size);
 
 typedef struct {
     uint64_t h, e;
 } HashEntry;
 
-/* qsort's order of (hash, entry) pairs: the records' order. */
-static int cmp_hash_entry(const void *a, const void *b) {
-    const HashEntry *x = a, *y = b;
-    if (x->h != y->h) return (x->h > y->h) - (x->h < y->h);
-    return (x->e > y->e) - (x->e < y->e);
+/* Whether pair x comes after pair y in the records' order, (hash, entry). */
+static int pair_after(const HashEntry *x, const HashEntry *y) {
+    return x->h > y->h || (x->h == y->h && x->e > y->e);
+}
+
+/* The n pairs of in sorted into out by the bits of their hash at shift (bits of them), stably;
+ * count: 2**bits + 1 counters, zeroed. */
+static void radix_pass(const HashEntry *in, HashEntry *out, size_t n, int shift, int bits, size_t *count) {
+    uint64_t mask = ((uint64_t)1 << bits) - 1;
+    for (size_t i = 0; i < n; i++) count[((in[i].h >> shift) & mask) + 1]++;
+    for (size_t k = 0; k < ((size_t)1 << bits); k++) count[k + 1] += count[k];
+    for (size_t i = 0; i < n; i++) out[count[(in[i].h >> shift) & mask]++] = in[i];
 }
 
 /* The fp_bits bits of h after its group's. Mirrors format/direct.py fingerprint. */
@@ -1593,6 +1602,7 @@ static PyObject *direct_build(PyObject *self, PyObject *args) {
         return NULL;
     PyObject *result = NULL, *region = NULL, *groups = NULL;
     HashEntry *pairs = NULL, *sorted = NULL;
+    size_t *counts = NULL, pairs_size = 0;
     Py_ssize_t n = hv.len / 8;
     size_t ng = (size_t)1 << (group_bits > 0 ? group_bits : 0);
     uint64_t *firsts = NULL;
@@ -1605,14 +1615,16 @@ static PyObject *direct_build(PyObject *self, PyObject *args) {
     }
     int fp_bits = 8 * width - off_bits > 32 ? 32 : 8 * width - off_bits;
     const unsigned char *hb = hv.buf, *ob = ov.buf;
-    pairs = malloc(sizeof(HashEntry) * (size_t)(n ? n : 1));
-    sorted = malloc(sizeof(HashEntry) * (size_t)(n ? n : 1));
+    pairs_size = sizeof(HashEntry) * (size_t)(n ? n : 1);
+    pairs = big_zeroed(pairs_size);
+    sorted = big_zeroed(pairs_size);
+    counts = calloc((ng > ((size_t)1 << 16) ? ng : ((size_t)1 << 16)) + 1, sizeof(size_t));
     firsts = calloc(ng + 1, sizeof(uint64_t));
     isk = calloc((size_t)(n ? n : 1), 1);
     Py_ssize_t nchunks = (n + chunk - 1) / chunk;
     region = PyBytes_FromStringAndSize(NULL, n * width + 4 * nchunks);
     groups = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(ng + 1) * 4);
-    if (!pairs || !sorted || !firsts || !isk || !region || !groups) {
+    if (!pairs || !sorted || !counts || !firsts || !isk || !region || !groups) {
         if (!PyErr_Occurred()) PyErr_NoMemory();
         goto done;
     }
@@ -1639,15 +1651,21 @@ static PyObject *direct_build(PyObject *self, PyObject *args) {
         if (sum * 1000 >= counted * 999) break;
     }
     for (size_t g = 0; g < ng; g++) firsts[g + 1] += firsts[g];
-    for (Py_ssize_t e = 0; e < n; e++) { /* counting sort by group (stable), then each group by hash */
-        uint64_t g = group_bits ? pairs[e].h >> (64 - group_bits) : 0;
-        sorted[firsts[g]++] = pairs[e];
+    /* the records' order: a stable radix sort by the 16 bits after the group's, then by the
+     * group, which leaves only runs of pairs alike in both (a few) for an insertion sort */
+    radix_pass(pairs, sorted, (size_t)n, 48 - group_bits, 16, counts);
+    if (group_bits) {
+        memset(counts, 0, (ng + 1) * sizeof(size_t));
+        radix_pass(sorted, pairs, (size_t)n, 64 - group_bits, group_bits, counts);
+        HashEntry *swap = pairs;
+        pairs = sorted, sorted = swap;
     }
-    for (size_t g = ng; g > 0; g--) firsts[g] = firsts[g - 1]; /* the counters went to each group's end */
-    firsts[0] = 0;
-    for (size_t g = 0; g < ng; g++)
-        if (firsts[g + 1] - firsts[g] > 1)
-            qsort(sorted + firsts[g], (size_t)(firsts[g + 1] - firsts[g]), sizeof(HashEntry), cmp_hash_entry);
+    for (Py_ssize_t i = 1; i < n; i++) {
+        HashEntry x = sorted[i];
+        Py_ssize_t j = i;
+        for (; j > 0 && pair_after(&sorted[j - 1], &x); j--) sorted[j] = sorted[j - 1];
+        sorted[j] = x;
+    }
     unsigned char *out = (unsigned char *)PyBytes_AS_STRING(region);
     size_t g = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -1671,8 +1689,9 @@ static PyObject *direct_build(PyObject *self, PyObject *args) {
     result = Py_BuildValue("(OOKKK)", region, groups, (unsigned long long)lo, (unsigned long long)hi,
                            (unsigned long long)entry_read);
 done:
-    free(pairs);
-    free(sorted);
+    big_free(pairs, pairs_size);
+    big_free(sorted, pairs_size);
+    free(counts);
     free(firsts);
     free(isk);
     Py_XDECREF(region);
