@@ -108,7 +108,7 @@ export class LazyReader {
       seen.add(ref.pos);
       const node = await this.archive.node(ref);
       counts[nodeKind(node)]++;
-      if (node.type === 1 || node.type === 3 || node.type === 6 || node.type === 7 || node.type === 9) {
+      if (node.type === 1 || node.type === 3 || node.type === 6 || node.type === 7 || node.type === 9 || node.type === 10) {
         counts.blocks += node.starts.length - node.kids.size;
       }
       if ("kids" in node) for (const kid of node.kids.values()) stack.push(kid);

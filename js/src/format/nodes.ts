@@ -10,6 +10,7 @@ import { CorruptedError, UnsupportedVersionError } from "../errors.js";
 import { crc32 } from "../util/crc32.js";
 import { u32 } from "../util/bytes.js";
 import { decodeValue } from "../read/decode.js";
+import { MAX_GROUP_BITS, regionSize } from "./direct.js";
 
 export interface NodeRef {
   /** Where the node starts in the TOC. */
@@ -36,9 +37,12 @@ export interface MapNode {
   kids: Map<number, NodeRef>;
 }
 
-/** Types 3, 6, 7, 9: a big dict, its entries in spans as a list's, with an index region. */
+/** Types 3, 6, 7, 9, 10: a big dict, its entries in spans as a list's, with an index region.
+ * Type 10 keeps type 3's fields in their places with other meanings (as Python's
+ * `DirectMapNode`, a `HashMapNode`, does): `pageBits` is its `group_bits`, `offsWidth` its
+ * record `width`, `offsCrc` its `groups_crc`. */
 export interface IndexedMapNode {
-  type: 3 | 6 | 7 | 9;
+  type: 3 | 6 | 7 | 9 | 10;
   n: number;
   starts: number[];
   offs: number[];
@@ -61,6 +65,15 @@ export interface IndexedMapNode {
   /** Type 9. */
   keysLen: number;
   keysCrc: number;
+  /** Type 10: a record's low bits that hold its entry's offset, records per chunk, how far
+   * before and after its estimate a key's record may lie, how much a lookup reads for an
+   * entry, and the first record of each group then n (u32 LE). */
+  offBits: number;
+  chunk: number;
+  lo: number;
+  hi: number;
+  entryRead: number;
+  groups: Uint8Array;
 }
 
 /** Type 4: a fixed-stride list; `dims[d] = [h, n, s]`. */
@@ -193,7 +206,7 @@ export function indexSize(node: IndexedMapNode): number {
   return ok ? fuseLayout(node).size : -1;
 }
 
-const KNOWN = new Set([1, 2, 3, 4, 5, 6, 7, 8, 9]);
+const KNOWN = new Set([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
 
 /**
  * Parse and check the framed node `bytes` found at TOC offset `ref.pos` (its CRC, its type,
@@ -227,7 +240,7 @@ export function parseNode(bytes: Uint8Array, at: NodeRef): Node {
   }
 }
 
-const FIELDS: Record<number, number> = { 1: 5, 2: 5, 3: 10, 4: 3, 5: 3, 6: 11, 7: 16, 8: 6, 9: 13 };
+const FIELDS: Record<number, number> = { 1: 5, 2: 5, 3: 10, 4: 3, 5: 3, 6: 11, 7: 16, 8: 6, 9: 13, 10: 16 };
 
 function build(type: number, f: unknown[], where: number): Node {
   if (f.length !== FIELDS[type]) fail(`${f.length - 1} fields where type ${type} has ${FIELDS[type] - 1}`);
@@ -289,7 +302,7 @@ function build(type: number, f: unknown[], where: number): Node {
     if (new Set(keys.map(keyId)).size !== n) fail("a key listed twice");
     return { type, keys, koffs, voffs, kids };
   }
-  // types 1, 3, 6, 7, 9: spans
+  // types 1, 3, 6, 7, 9, 10: spans
   const n = int(f[1], "n");
   const starts = ints(f[2], "starts");
   const offs = ints(f[3], "offs");
@@ -310,7 +323,7 @@ function build(type: number, f: unknown[], where: number): Node {
   const offsCrc = int(f[8], "offs_crc");
   const region = ref(f[9], where, "the index region");
   const node: IndexedMapNode = {
-    type: type as 3 | 6 | 7 | 9,
+    type: type as 3 | 6 | 7 | 9 | 10,
     n,
     starts,
     offs,
@@ -328,7 +341,14 @@ function build(type: number, f: unknown[], where: number): Node {
     crcsCrc: 0,
     keysLen: 0,
     keysCrc: 0,
+    offBits: 0,
+    chunk: 0,
+    lo: 0,
+    hi: 0,
+    entryRead: 0,
+    groups: new Uint8Array(0),
   };
+  if (type === 10) return direct(node, f, ok);
   if (type !== 3) node.blockBits = int(f[10], "block_bits");
   if (type === 7) {
     node.slotBits = int(f[11], "slot_bits");
@@ -345,10 +365,59 @@ function build(type: number, f: unknown[], where: number): Node {
   }
   const size = pageBits >= 0 && pageBits <= 31 ? indexSize(node) : -1;
   ok = ok && (offsWidth === 4 || offsWidth === 8) && size === region.len;
-  const spansOfKeys = new Set(kidKeys.values());
-  ok = ok && kidKeys.size === kids.size && spansOfKeys.size === kids.size && [...kids.keys()].every((k) => spansOfKeys.has(k));
-  if (!ok) fail("inconsistent spans");
+  if (!(ok && kidKeysFit(node))) fail("inconsistent spans");
   return node;
+}
+
+/** `kid_keys` names each kid span once, and nothing else. */
+function kidKeysFit({ kids, kidKeys }: IndexedMapNode): boolean {
+  const spansOfKeys = new Set(kidKeys.values());
+  return kidKeys.size === kids.size && spansOfKeys.size === kids.size && [...kids.keys()].every((k) => spansOfKeys.has(k));
+}
+
+/** A type-10 field that only sizes or bounds reads (`chunk`, `lo`, `hi`, `entry_read`): any
+ * int of 0 or more, a huge one as a (rounded) number, which the bounds it meets then clip. */
+function atLeast0(x: unknown, what: string): number {
+  const v = typeof x === "bigint" ? Number(x) : int(x, what);
+  if (!(v >= 0)) fail(`${what} below 0`);
+  return v;
+}
+
+/** The rest of a type-10 node, checked as docs/format.md says ("Readers refuse as corrupted");
+ * `spansOk`: the span checks' verdict. */
+function direct(node: IndexedMapNode, f: unknown[], spansOk: boolean): IndexedMapNode {
+  node.offBits = int(f[10], "off_bits");
+  node.chunk = atLeast0(f[11], "chunk");
+  node.lo = atLeast0(f[12], "lo");
+  node.hi = atLeast0(f[13], "hi");
+  node.entryRead = atLeast0(f[14], "entry_read");
+  if (!(f[15] instanceof Uint8Array)) fail("groups is not bin");
+  node.groups = f[15];
+  if (!(spansOk && kidKeysFit(node))) fail("inconsistent spans");
+  const why = directFault(node);
+  if (why) fail(why);
+  return node;
+}
+
+/** What is wrong with a type-10 node's index fields, or "" (Python's `direct_size`). */
+function directFault(node: IndexedMapNode): string {
+  const { n, pageBits: groupBits, offsWidth: width, offBits, chunk, groups } = node;
+  if (!(groupBits >= 0 && groupBits <= MAX_GROUP_BITS)) return `group_bits ${groupBits} outside 0..${MAX_GROUP_BITS}`;
+  if (groups.length !== 4 * (2 ** groupBits + 1)) return `groups of ${groups.length} bytes for ${2 ** groupBits} groups`;
+  if (crc32(groups) !== node.offsCrc) return "groups fail their checksum";
+  let last = 0;
+  for (let at = 0; at < groups.length; at += 4) {
+    const first = u32(groups, at);
+    if (first < last || (at === 0 && first !== 0)) return "groups do not rise from 0";
+    last = first;
+  }
+  if (last !== n) return `groups end at ${last}, not at n = ${n}`;
+  if (!(width >= 1 && width <= 8)) return `width ${width} outside 1..8`;
+  if (!(offBits >= 1 && offBits < 8 * width)) return `off_bits ${offBits} leaves no fingerprint in ${width}-byte records`;
+  if (!(chunk >= 1)) return `chunk ${chunk} below 1`;
+  const size = regionSize(n, width, chunk);
+  if (size !== node.region.len) return `a region of ${node.region.len} bytes where its fields give ${size}`;
+  return "";
 }
 
 /** The encoded length of the container a node describes. */

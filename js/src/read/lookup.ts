@@ -13,7 +13,7 @@
  * - Type 9: the block offsets and the first keys once (both checked), bisection, the block.
  *
  * Entries whose value has a node of its own (kids) are never read: their keys are in the node,
- * and a block around them is read in pieces.
+ * and a block around them is read in pieces. Type 10 (direct) is read/direct.ts's.
  */
 import { CorruptedError } from "../errors.js";
 import { crc32 } from "../util/crc32.js";

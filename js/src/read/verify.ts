@@ -8,10 +8,11 @@
  * span and container header checked against the data, every span decoded as exactly the
  * items the node says (format/msgcheck.ts: UTF-8 strs, hashable keys, timestamps, NumPy
  * headers), dict keys compared with the node's, index regions rebuilt from the keys (types 3,
- * 6 and 9 byte for byte; type 7's block offsets and checksums) and compared, NumPy array
- * values' headers checked, fixed-stride lists proven item by item. A failure in damaged data
- * is reported as the data checksum's mismatch, as Python does. A compressed archive's TOC is
- * read whole at the end (every frame decompressed and checked).
+ * 6, 9 and 10 byte for byte, with type 10's index fields; type 7's block offsets and
+ * checksums) and compared, NumPy array values' headers checked, fixed-stride lists proven
+ * item by item. A failure in damaged data is reported as the data checksum's mismatch, as
+ * Python does. A compressed archive's TOC is read whole at the end (every frame decompressed
+ * and checked).
  *
  * Memory: two pieces of the data section, plus what one check looks at: a span, a run of
  * spans of at most `WINDOW` bytes, a window of rows of a fixed-stride list, 16 bytes a key of
@@ -26,6 +27,7 @@ import { checkItems, containerHeader, decodeKey, getsNode } from "../format/msgc
 import { MAX_HEADER, parseArrayValue } from "./array.js";
 import { badText } from "../format/dtype.js";
 import type { Key } from "./types.js";
+import { build as buildDirect, hashOf, writerShape } from "../format/direct.js";
 
 /** Bytes of the data section read at a time. */
 export const CHUNK = 1 << 22;
@@ -398,7 +400,7 @@ function leafTemplate(b: Uint8Array, p: number, size: number): Uint8Array | null
   return null;
 }
 
-// -- big dicts (types 3, 6, 7, 9)
+// -- big dicts (types 3, 6, 7, 9, 10)
 
 /** Is `raw` (one str or int, decoding to `key`) msgpack's smallest form of it, as a lookup
  * encodes it? (The same answer as comparing with `encodeKey(key)`, without encoding.) */
@@ -483,7 +485,7 @@ function keyLess(a: Key, b: Key): boolean {
 class Entries {
   offs: number[] = [];
   crcs: number[] = [];
-  /** CRC-32 of each key's bytes reversed (fuse-indexed dicts). */
+  /** CRC-32 of each key's bytes reversed (fuse- and direct-indexed dicts). */
   rcrcs: number[] = [];
   /** Sorted dicts: the first key of each block, and the first disorder found. */
   firsts: Key[] = [];
@@ -519,7 +521,7 @@ async function* checkIndexed(ctx: Ctx, node: IndexedMapNode, start: number, end:
   if (n <= MAP_INLINE_MAX) throw new CorruptedError(`${label} indexes a dict of ${n} entries, which writers list inline`);
   const bad = (): CorruptedError => new CorruptedError(`${label} does not describe the dict at data offset ${start}`);
   const notKey = (at: number): CorruptedError => new CorruptedError(`${label}: the key at data offset ${at} is not one str or int`);
-  const entries = new Entries(node.type === 9 ? node.blockBits : null, node.type === 7);
+  const entries = new Entries(node.type === 9 ? node.blockBits : null, node.type === 7 || node.type === 10);
   const kidKeys = new Map<string, number>();
   const spans = starts.length;
   let k = 0;
@@ -601,6 +603,7 @@ function uints(values: number[], width: number): Uint8Array {
 async function checkRegion(ctx: Ctx, node: IndexedMapNode, start: number, ref: NodeRef, entries: Entries, label: string): Promise<void> {
   const region = kidRef(node.region, ref, label);
   const stored = await ctx.body.readToc(region.pos, region.len);
+  if (node.type === 10) return checkDirect(ctx, node, start, ref, entries, stored, label);
   const n = node.n;
   const offs = entries.offs;
   const width = offs[n] < 2 ** 32 ? 4 : 8;
@@ -723,6 +726,36 @@ async function checkRegion(ctx: Ctx, node: IndexedMapNode, start: number, ref: N
     throw bad("hash index");
   }
   await noKeyTwice(ctx, start, offs, recs);
+}
+
+/** Type 10: the node's index fields and its region as writers make them from the dict's
+ * keys and entries (docs/format.md, "How writers build it"), byte for byte. */
+async function checkDirect(ctx: Ctx, node: IndexedMapNode, start: number, ref: NodeRef, entries: Entries, stored: Uint8Array, label: string): Promise<void> {
+  const offs = entries.offs;
+  const n = node.n;
+  const shape = writerShape(n, offs[n]);
+  const { groupBits, width, offBits, chunk } = shape;
+  if (node.pageBits !== groupBits || node.offsWidth !== width || node.offBits !== offBits || node.chunk !== chunk) {
+    throw new CorruptedError(
+      `${label}: its direct index is shaped (group_bits ${node.pageBits}, width ${node.offsWidth}, off_bits ${node.offBits}, chunk ${node.chunk}) ` +
+        `where the dict's keys call for (${groupBits}, ${width}, ${offBits}, ${chunk})`,
+    );
+  }
+  const hashes = { hi: new Uint32Array(n), lo: new Uint32Array(n) };
+  for (let e = 0; e < n; e++) {
+    const h = hashOf((BigInt(entries.crcs[e]) << 32n) | BigInt(entries.rcrcs[e]));
+    hashes.hi[e] = h.hi;
+    hashes.lo[e] = h.lo;
+  }
+  const kids = new Set<number>();
+  for (const k of node.kids.keys()) kids.add(node.starts[k]);
+  const built = buildDirect(hashes, offs, kids, shape);
+  const bad = (what: string): CorruptedError => new CorruptedError(`${what} of the TOC node at offset ${ref.pos} does not match its dict (data offset ${start})`);
+  if (!equal(node.groups, built.groups)) throw bad("the direct index's groups");
+  if (node.lo !== built.lo || node.hi !== built.hi) throw bad(`the direct index's lo and hi (${node.lo}, ${node.hi}, not ${built.lo}, ${built.hi})`);
+  if (node.entryRead !== built.entryRead) throw bad(`the direct index's entry_read (${node.entryRead}, not ${built.entryRead})`);
+  if (!equal(stored, built.region)) throw bad("the direct index");
+  await noKeyTwice(ctx, start, offs, sortedRecords(entries.crcs));
 }
 
 /** `crc << 32 | entry` of every key, sorted. */

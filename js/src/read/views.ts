@@ -29,6 +29,7 @@ import {
 import { containerHeader, encodeKey, itemEnd, parseExtHeader } from "../format/msgpack.js";
 import { decodeValue, isArrayValue, markArray, objectKeys, storedArray } from "./decode.js";
 import { DictIndex, type IndexReads } from "./lookup.js";
+import { DirectIndex } from "./direct.js";
 import { ArrayReader, parseArrayHeader, type ArrayHeader } from "./array.js";
 import { halfToFloat32 } from "../format/dtype.js";
 import type { AxisSelection, Key, Kind, LazyView, NDArray } from "./types.js";
@@ -75,7 +76,7 @@ export class Lru<K, V> {
 export class Archive implements IndexReads {
   readonly nodes = new Lru<number, Node>(MAX_NODES);
   readonly views = new Lru<string, LazyView>(MAX_VIEWS);
-  readonly indexes = new Lru<string, DictIndex>(MAX_INDEXES);
+  readonly indexes = new Lru<string, DictIndex | DirectIndex>(MAX_INDEXES);
   readonly keyMaps = new Lru<number, Map<string, number>>(MAX_INDEXES);
   closed = false;
 
@@ -133,11 +134,11 @@ export class Archive implements IndexReads {
     return decodeValue(data, 0);
   }
 
-  index(node: IndexedMapNode, base: number): DictIndex {
+  index(node: IndexedMapNode, base: number): DictIndex | DirectIndex {
     const key = `${node.region.pos}:${base}`; // (a node may describe containers at several bases)
     let index = this.indexes.get(key);
     if (index === undefined) {
-      index = new DictIndex(this, node, base);
+      index = node.type === 10 ? new DirectIndex(this, node, base) : new DictIndex(this, node, base);
       this.indexes.set(key, index);
     }
     return index;
@@ -442,11 +443,11 @@ function checkKey(stored: Uint8Array, expected: Uint8Array, where: number): void
   }
 }
 
-/** Types 3, 6, 7, 9: a big dict with an index region. */
+/** Types 3, 6, 7, 9, 10: a big dict with an index region. */
 class HashDictView extends NodeView {
   readonly kind = "dict" as const;
   private kidKey: Map<number, Key> | null = null;
-  private idx: DictIndex | undefined;
+  private idx: DictIndex | DirectIndex | undefined;
   constructor(
     a: Archive,
     base: number,

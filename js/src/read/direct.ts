@@ -1,0 +1,173 @@
+/**
+ * Key lookups in a direct-indexed dict (docs/format.md, node type 10; Python's `DirectIndex`
+ * in msglc/read/dict_index.py), making the same storage reads as Python's, in the same order:
+ *
+ * 1. one read of the chunks of records that hold the key's window (each chunk's CRC checked),
+ *    none when every one of them is kept: chunks are kept once checked while the dict's
+ *    records take at most `INDEX_MEMORY.records`;
+ * 2. for each record of the window with the key's fingerprint, one read of the entry it
+ *    names (`entry_read` bytes, at least the key's and one more, clipped to the dict's end),
+ *    and more only where the entry does not fit (`EntryWindow`, Python's `_Window`).
+ *
+ * Entries whose value has a node of its own are answered from the node (views.ts) and never
+ * asked for here.
+ */
+import { CorruptedError } from "../errors.js";
+import { crc32 } from "../util/crc32.js";
+import { u32, equalBytes } from "../util/bytes.js";
+import { itemEnd } from "../format/msgpack.js";
+import {
+  chunkAt,
+  fingerprintBits,
+  fingerprintOf,
+  firstsOf,
+  keyHash,
+  splitRecord,
+  window,
+  type Hash,
+} from "../format/direct.js";
+import type { IndexedMapNode } from "../format/nodes.js";
+import { INDEX_MEMORY, type Found, type IndexReads } from "./lookup.js";
+
+/** How much an entry's next read asks for (Python's `WALK_OVER`), clipped to the dict's end:
+ * an item across the end of what was read is read again from its start, this much or twice
+ * that; a long string or bytes value is stepped over by its header and then read alone. */
+export const WALK_OVER = 1 << 20;
+
+/** The direct index of one dict: `find` gives the value of an encoded key, or null. */
+export class DirectIndex {
+  private readonly firsts: Uint32Array;
+  private readonly kept: Map<number, Uint8Array> | null;
+  private readonly fpBits: number;
+
+  constructor(
+    private readonly a: IndexReads,
+    private readonly node: IndexedMapNode,
+    /** The dict's data offset. */
+    private readonly base: number,
+  ) {
+    this.firsts = firstsOf(node.groups);
+    this.kept = node.offsWidth * node.n <= INDEX_MEMORY.records ? new Map() : null;
+    this.fpBits = fingerprintBits(node.offsWidth, node.offBits);
+  }
+
+  private damaged(why: string): CorruptedError {
+    return new CorruptedError(`dict at data offset ${this.base} (direct index at TOC offset ${this.node.region.pos}): ${why}`);
+  }
+
+  /** The value of the key encoded as `kb`, or null when the dict does not hold it. */
+  async find(kb: Uint8Array): Promise<Found | null> {
+    const node = this.node;
+    const h = keyHash(kb);
+    const fp = fingerprintOf(h.lo, this.fpBits);
+    const first = node.offs[0];
+    const end = node.offs[node.offs.length - 1];
+    for (const off of await this.candidates(h, fp)) {
+      if (!(off >= first && off < end)) throw this.damaged(`a record names its offset ${off}, outside its entries (${first}..${end - 1})`);
+      // (at least the key and one byte more in the first read, as Python's reader)
+      const entry = new EntryWindow(this.a, this.base, off, end, Math.max(node.entryRead, kb.length + 1));
+      const keyEnd = await entry.itemEnd(off);
+      const stored = await entry.bytes(off, keyEnd);
+      if (equalBytes(stored, kb)) {
+        const valueEnd = await entry.itemEnd(keyEnd);
+        return { at: this.base + keyEnd, bytes: await entry.bytes(keyEnd, valueEnd) };
+      }
+      if (fingerprintOf(keyHash(stored).lo, this.fpBits) !== fp) {
+        throw this.damaged(`the entry at data offset ${this.base + off} does not match its record`);
+      }
+    }
+    return null;
+  }
+
+  /** The offsets that the records of `h`'s window name with fingerprint `fp`. */
+  private async candidates(h: Hash, fp: number): Promise<number[]> {
+    const node = this.node;
+    const [start, stop] = window(h, this.firsts, node.pageBits, node.lo, node.hi);
+    if (start >= stop) return [];
+    const chunks = await this.chunks(Math.floor(start / node.chunk), Math.floor((stop - 1) / node.chunk));
+    const out: number[] = [];
+    for (let i = start; i < stop; i++) {
+      const c = Math.floor(i / node.chunk);
+      const r = splitRecord(chunks.get(c)!, (i - c * node.chunk) * node.offsWidth, node.offsWidth, node.offBits);
+      if (r.fp === fp) out.push(r.off);
+    }
+    return out;
+  }
+
+  /** The records of chunks `c0..c1`, each checked: from those kept, or all read in one read
+   * when any is not (as Python does). */
+  private async chunks(c0: number, c1: number): Promise<Map<number, Uint8Array>> {
+    const node = this.node;
+    const kept = this.kept;
+    if (kept !== null) {
+      let all = true;
+      for (let c = c0; all && c <= c1; c++) all = kept.has(c);
+      if (all) return kept;
+    }
+    const width = node.offsWidth;
+    const step = node.chunk * width + 4;
+    const last = Math.min(node.n, (c1 + 1) * node.chunk) - c1 * node.chunk; // records in chunk c1
+    const at = node.region.pos + chunkAt(c0, width, node.chunk);
+    const data = await this.a.readToc(at, (c1 - c0) * step + last * width + 4);
+    const out = kept ?? new Map<number, Uint8Array>();
+    for (let c = c0; c <= c1; c++) {
+      const from = (c - c0) * step;
+      const size = c < c1 ? step - 4 : last * width;
+      const records = data.subarray(from, from + size);
+      if (crc32(records) !== u32(data, from + size)) throw this.damaged(`records chunk ${c} at TOC offset ${at + from} fails its checksum`);
+      out.set(c, records);
+    }
+    return out;
+  }
+}
+
+/**
+ * Reads of one entry's items, starting with `first` bytes (Python's `_Window`): an item's
+ * end is found from its headers, so a long string or bytes value is stepped over and read
+ * alone; a small container that crosses the piece's end is read again from its start.
+ */
+class EntryWindow {
+  private at = 0;
+  private buf: Uint8Array | null = null;
+
+  constructor(
+    private readonly a: IndexReads,
+    private readonly base: number,
+    /** Where the entry starts (relative to `base`). */
+    private readonly start: number,
+    /** The dict's end (relative to `base`): no item runs past it. */
+    private readonly stop: number,
+    private readonly first: number,
+  ) {}
+
+  private damaged(why: string): CorruptedError {
+    return new CorruptedError(`dict entry at data offset ${this.base + this.start}: ${why}`);
+  }
+
+  /** Where the item at `pos` (relative to the dict) ends. */
+  async itemEnd(pos: number): Promise<number> {
+    if (pos >= this.stop) throw this.damaged("an entry runs past the dict's end");
+    let size = this.buf === null ? this.first : WALK_OVER;
+    for (;;) {
+      const buf = this.buf;
+      if (buf !== null && pos - this.at >= 0 && pos - this.at < buf.length) {
+        const end = itemEnd(buf, pos - this.at, this.base + this.at);
+        if (end >= 0) {
+          if (this.at + end > this.stop) throw this.damaged("an item runs past the dict's end");
+          return this.at + end;
+        }
+        if (this.at + buf.length >= this.stop) throw this.damaged("an item runs past the dict's end");
+        size = Math.max(size, 2 * buf.length);
+      }
+      this.buf = await this.a.readData(this.base + pos, Math.min(size, this.stop - pos));
+      this.at = pos;
+    }
+  }
+
+  /** The dict's bytes `[pos, end)`, an item `itemEnd` found. */
+  async bytes(pos: number, end: number): Promise<Uint8Array> {
+    const buf = this.buf;
+    if (buf !== null && this.at <= pos && end <= this.at + buf.length) return buf.subarray(pos - this.at, end - this.at);
+    return this.a.readData(this.base + pos, end - pos);
+  }
+}
