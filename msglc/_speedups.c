@@ -1714,6 +1714,7 @@ done:
  * read/dict_index.py DirectIndex.find (direct_find) and read/views.py LazyHashDict._lookup
  * (direct_get). */
 #define DIRECT_CHUNKS 8
+#define DIRECT_FIRST_READ_MAX (1 << 16) /* format/direct.py FIRST_READ_MAX */
 #define DIRECT_READ_CAP 16384
 
 typedef struct {
@@ -1851,7 +1852,8 @@ static int direct_locate(DirectProbe *self, PyObject *src, Py_ssize_t base, cons
     for (int j = 0; j < found; j++) {
         uint64_t o = offs[j];
         if (o < (uint64_t)self->span_lo || o >= (uint64_t)self->span_hi) return 2;
-        Py_ssize_t size = self->entry_read > klen + 1 ? self->entry_read : klen + 1;
+        Py_ssize_t size = self->entry_read > klen + 1 ? self->entry_read : klen + 1; /* direct.first_read */
+        if (size > DIRECT_FIRST_READ_MAX) size = DIRECT_FIRST_READ_MAX;
         if (size > self->span_hi - (Py_ssize_t)o) size = self->span_hi - (Py_ssize_t)o;
         const unsigned char *buf;
         got = src_read(src, base + (Py_ssize_t)o, size, entrybuf, DIRECT_READ_CAP, &buf, held);

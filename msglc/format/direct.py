@@ -29,6 +29,7 @@ GROUP_KEYS = 1024  # writers: groups of 1024 to 2047 keys (the node holds 4 byte
 CHUNK_BYTES = 1024  # writers: a chunk of records and its CRC fit in this many bytes
 FINGERPRINT_BITS = 16  # writers: at least this many bits of the hash in each record
 MAX_GROUP_BITS = 26  # readers refuse more groups than this (a node of 256 MB)
+FIRST_READ_MAX = 1 << 16  # readers: the first read of an entry asks for at most this much
 
 
 class Shape(NamedTuple):
@@ -76,6 +77,13 @@ def window(h: int, firsts: Sequence[int], group_bits: int, lo: int, hi: int) -> 
     """The records [start, stop) that hold hash ``h``'s, if the dict has its key."""
     first, end, est = estimate(h, firsts, group_bits)
     return max(first, est - lo), min(end, est + hi + 1)
+
+
+def first_read(entry_read: int, key_len: int) -> int:
+    """How much a lookup's first read of an entry asks for: the node's ``entry_read``, at
+    least the key and a byte, at most ``FIRST_READ_MAX`` (a node cannot make a lookup
+    allocate more; a longer entry is read in more steps)."""
+    return min(max(entry_read, key_len + 1), FIRST_READ_MAX)
 
 
 def region_size(n: int, width: int, chunk: int) -> int:

@@ -566,7 +566,7 @@ class DirectIndex:
         for offset in direct.candidates(self._records(a, h), h, self.shape):
             if not self.span[0] <= offset < self.span[1]:
                 raise a.damaged(f"direct index record at offset {self.region} points outside its dict")
-            window = _Window(a, base, offset, self.span[1], max(self.entry_read, len(key) + 1))
+            window = _Window(a, base, offset, self.span[1], direct.first_read(self.entry_read, len(key)))
             key_end = window.item_end(offset)
             stored = window.bytes(offset, key_end)
             if stored == key:

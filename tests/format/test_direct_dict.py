@@ -13,6 +13,7 @@ import msglc
 from msglc import CorruptedError, LazyStats
 from msglc.format import direct
 from msglc.format.fuse import base_hash, mix
+from msglc.format.layout import HEADER_SIZE
 from msglc.format.nodes import DirectMapNode, frame_node, unframe_node
 from msglc.read.part import archive_of
 from msglc.util import accel
@@ -168,15 +169,15 @@ def test_a_damaged_chunk_or_entry_is_reported_not_misread(big, monkeypatch):
 
 
 def _renode(data: bytes, **changes) -> bytes:
-    """``data`` with its root node (a type-10 dict) rewritten with ``changes``, the TOC's
-    length kept (the node is padded back to its size where it shrinks)."""
+    """``data`` with its root node (a type-10 dict, the TOC's last) rewritten with
+    ``changes``, the trailer made to match."""
     with msglc.LazyReader(data) as r:
         t = archive_of(r).opened.trailer
     pos, size = t.toc_off + t.root_pos, t.root_len
     node = unframe_node(data[pos : pos + size], pos)
     framed = frame_node(msgspec.structs.replace(node, **changes))
-    assert len(framed) == size, "a change must keep the node's size"
-    return data[:pos] + framed + data[pos + size :]
+    trailer = msgspec.structs.replace(t, toc_len=t.toc_len - size + len(framed), root_len=len(framed))
+    return data[:pos] + framed + trailer.pack(data[:HEADER_SIZE])
 
 
 @pytest.mark.parametrize(
@@ -223,11 +224,27 @@ def test_verify_finds_an_index_that_is_not_the_writers(big):
     data = path.read_bytes()
     with msglc.LazyReader(data) as r:
         node = _node(r)
-    assert 0 < node.hi < 126  # (a positive fixint either way: the node keeps its size)
     with msglc.LazyReader(_renode(data, hi=node.hi + 1)) as r:
         assert r["key7"] == doc["key7"]
         with pytest.raises(CorruptedError, match="direct index"):
             r.verify()
+
+
+def test_a_node_cannot_make_a_lookup_read_or_allocate_much(monkeypatch):
+    """A crafted ``entry_read`` of a terabyte: a lookup in a dict of 600 KB still reads
+    less than 200 KB and answers."""
+    doc = {f"k{i}": "v" * 10 for i in range(30000)}
+    crafted = _renode(msglc.dumps(doc), entry_read=1 << 40)
+    for pure in (False, True):
+        with pytest.MonkeyPatch.context() as m:
+            if pure:
+                m.setattr(accel, "speedups", None)
+            stats = LazyStats()
+            with msglc.LazyReader(crafted, counter=stats, cached=False) as r:
+                root = r.read()
+                stats.clear()
+                assert root["k5"] == "v" * 10 and "k30000" not in root
+                assert stats.bytes < 3 * 65536 + 4096
 
 
 def test_the_index_costs_a_few_bytes_per_key():
