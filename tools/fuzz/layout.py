@@ -14,6 +14,7 @@ from msglc.format.layout import HEADER_SIZE, TRAILER_SIZE, Trailer, unpack_trail
 from msglc.format.nodes import (
     BlockHashMapNode,
     CompactMapNode,
+    DirectMapNode,
     FuseMapNode,
     HashMapNode,
     MapNode,
@@ -118,7 +119,10 @@ def relayout(data: bytes, items: list[TocItem], root: int, edit: Any = None) -> 
 
 def region_crcs(node: HashMapNode, region: bytes) -> HashMapNode:
     """``node`` with the CRCs it holds of its index ``region`` computed from it: the entry or
-    block offsets' (``offs_crc``), and a fuse's chunk CRCs' (``crcs_crc``)."""
+    block offsets' (``offs_crc``), and a fuse's chunk CRCs' (``crcs_crc``); a direct index
+    (type 10) holds none of its region (its chunks carry their own)."""
+    if isinstance(node, DirectMapNode):
+        return node
     width = node.offs_width
     count = block_count(node.n, node.block_bits) if isinstance(node, BlockHashMapNode) else node.n
     node = msgspec.structs.replace(node, offs_crc=zlib.crc32(region[: (count + 1) * width]))

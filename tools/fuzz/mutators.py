@@ -17,6 +17,7 @@ from msglc.format.layout import HEADER_SIZE, TRAILER_SIZE, Trailer
 from msglc.format.nodes import (
     BlockHashMapNode,
     CompactMapNode,
+    DirectMapNode,
     FuseMapNode,
     HashMapNode,
     frame_node,
@@ -356,7 +357,8 @@ def m_index(rng: random.Random, s: Sample, corpus: list[Sample]) -> Mutation | N
 def index_edit(rng: random.Random, data: bytes, toc: tuple[list[TocItem], int]) -> tuple[bytes, str] | None:
     """The hash index region of a dict in the plain archive ``data`` changed (type 3: an entry
     offset, a record, a page bound; type 6: a block offset, a record's block or fingerprint, a
-    page bound; type 7: a block offset, slots, a chunk CRC, or the fuse's shape), its CRCs and
+    page bound; type 7: a block offset, slots, a chunk CRC, or the fuse's shape; type 10: a
+    record's offset or fingerprint, two records swapped, a chunk CRC), its CRCs and
     the node's recomputed, the TOC laid out again."""
     items, root = toc
     regions = [it for it in items if it.kind == "region"]
@@ -369,6 +371,8 @@ def index_edit(rng: random.Random, data: bytes, toc: tuple[list[TocItem], int]) 
     new_node: dict[str, Any] = {}  # fields of the node changed with its region
     if isinstance(node, FuseMapNode):
         desc = _fuse_edit(rng, node, raw, new_node)
+    elif isinstance(node, DirectMapNode):
+        desc = _direct_edit(rng, node, raw)
     elif isinstance(node, BlockHashMapNode):
         desc = _block_index_edit(rng, node, raw)
     else:
@@ -449,6 +453,49 @@ def _block_index_edit(rng: random.Random, node: BlockHashMapNode, raw: bytearray
         desc = f"page {p} first record {old} -> {new}"
     _fix_page_crcs(raw, table_at, rec_at, n, size, pages)
     return desc
+
+
+def _direct_edit(rng: random.Random, node: DirectMapNode, raw: bytearray) -> str:
+    """Type 10: chunks of records (fingerprint above the entry's offset), each followed by its
+    CRC. A record's offset moved or its fingerprint changed, two records swapped (their chunks'
+    CRCs recomputed), or a chunk's CRC changed."""
+    n, width, chunk = node.n, node.offs_width, node.chunk
+    step = chunk * width + 4
+
+    def at(i: int) -> int:
+        return (i // chunk) * step + (i % chunk) * width
+
+    def recrc(i: int) -> None:
+        c = i // chunk
+        size = min(chunk, n - c * chunk) * width
+        struct.pack_into("<I", raw, c * step + size, zlib.crc32(raw[c * step : c * step + size]))
+
+    what = rng.randrange(4)
+    i = rng.randrange(n)
+    rec = int.from_bytes(raw[at(i) : at(i) + width], "little")
+    if what == 0:  # the offset moved: another entry, the middle of one, or past the dict
+        off = rec & ((1 << node.off_bits) - 1)
+        new = max(0, off + rng.choice([1, -1, 5, 1 << 20]))
+        rec = rec >> node.off_bits << node.off_bits | new & ((1 << node.off_bits) - 1)
+        desc = f"record {i}: offset {off} -> {new}"
+    elif what == 1:  # a fingerprint bit flipped
+        rec ^= 1 << rng.randrange(node.off_bits, 8 * width)
+        desc = f"record {i}: fingerprint bit flipped"
+    elif what == 2:  # two records swapped
+        j = rng.randrange(n)
+        other = raw[at(j) : at(j) + width]
+        raw[at(j) : at(j) + width] = rec.to_bytes(width, "little")
+        recrc(j)
+        rec = int.from_bytes(other, "little")
+        desc = f"records {i} and {j} swapped"
+    else:  # a chunk CRC changed
+        c = i // chunk
+        size = min(chunk, n - c * chunk) * width
+        raw[c * step + size] ^= 1 << rng.randrange(8)
+        return f"chunk {c}: CRC changed"
+    raw[at(i) : at(i) + width] = rec.to_bytes(width, "little")
+    recrc(i)
+    return f"{desc}, chunk CRC recomputed"
 
 
 def _fuse_edit(rng: random.Random, node: FuseMapNode, raw: bytearray, new_node: dict[str, Any]) -> str:
