@@ -9,13 +9,24 @@ import { open, CorruptedError } from "../dist/index.js";
 import { INDEX_MEMORY } from "../dist/read/lookup.js";
 import { crc32 } from "../dist/util/crc32.js";
 import { encodeKey } from "../dist/format/msgpack.js";
-import { estimate, groupOf, hashOrder, keyHash, putRecord, splitRecord, window } from "../dist/format/direct.js";
+import {
+  estimate,
+  fingerprintBits,
+  fingerprintOf,
+  groupOf,
+  hashOrder,
+  keyHash,
+  putRecord,
+  splitRecord,
+  window,
+} from "../dist/format/direct.js";
 import { makeArchive } from "./support/craft.mjs";
 import { fixture, loadJson, untag } from "./core-helpers.mjs";
 
 const EXPECT = loadJson("core-direct.json.gz");
 const BYTES = fixture("core-direct.mlc");
 const PROBES = EXPECT.probes.map(untag);
+const M64 = (1n << 64n) - 1n;
 
 /** [outcome, storage reads, bytes read] of looking `k` up in the lazy dict `d`, as
  * make_direct.py writes them. */
@@ -68,6 +79,14 @@ test("a direct-indexed dict's lookups keeping no chunks read them again, as Pyth
 
 test("keys whose records share a fingerprint: an entry read whose key differs", async () => {
   const [twin, partner] = EXPECT.twins;
+  // the twins share their group and the fingerprint after it; the ghost shares a record's
+  const { group_bits: groupBits, width, off_bits: offBits } = EXPECT.fields;
+  const fpBits = fingerprintBits(width, offBits);
+  const mark = (k) => {
+    const h = keyHash(encodeKey(k));
+    return [groupOf(h.hi, groupBits), fingerprintOf(h.hi, h.lo, groupBits, fpBits)];
+  };
+  assert.deepEqual(mark(twin), mark(partner));
   const reads = [];
   for (const k of [twin, partner, EXPECT.ghost]) {
     const [[got, n]] = await probeAll(BYTES, [k]);
@@ -104,6 +123,8 @@ function patched(name) {
 }
 
 test("damaged direct indexes: each lookup fails or succeeds as Python's, with its reads", async () => {
+  // (records-swapped: records 0 and 1 out of order; a lookup bisects its window, as Python's,
+  // and so misses both their keys)
   for (const name of Object.keys(EXPECT.damaged)) {
     const out = await probeAll(patched(name), [...PROBES, "k5"]);
     assert.deepEqual(out, expected(EXPECT.damaged[name].outcomes), name);
@@ -122,13 +143,35 @@ test("verify() refuses a direct index or node fields other than the writer's", a
   }
 });
 
-test("hashes, groups, estimates and windows are Python's, up to 26 group bits", () => {
-  for (const [k, h, groupBits, g, first, count, est, win] of EXPECT.arithmetic) {
+test("hashes, groups, estimates, windows and fingerprints are Python's, up to 26 group bits", () => {
+  for (const [k, h, groupBits, g, first, count, est, win, fps] of EXPECT.arithmetic) {
     const hash = keyHash(encodeKey(untag(k)));
     assert.equal((BigInt(hash.hi) << 32n) | BigInt(hash.lo), BigInt(h), String(k));
     assert.equal(groupOf(hash.hi, groupBits), g);
     assert.equal(estimate(hash.hi, hash.lo, first, first + count, groupBits), est);
     assert.deepEqual(window(hash, { [g]: first, [g + 1]: first + count }, groupBits, 5, 9), win);
+    assert.deepEqual(
+      [1, 16, 23, 32].map((bits) => fingerprintOf(hash.hi, hash.lo, groupBits, bits)),
+      fps,
+      `${String(k)} ${groupBits}`,
+    );
+  }
+});
+
+test("fingerprints are the bits of the hash after the group's, as BigInts give them", () => {
+  let seed = 11;
+  const rand32 = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) * 2 + (seed & 1);
+  const halves = [0, 1, 0x7fffffff, 0x80000000, 0xffffffff];
+  for (let i = 0; i < 300; i++) {
+    const hi = i < 25 ? halves[i % 5] : rand32() >>> 0;
+    const lo = i < 25 ? halves[Math.floor(i / 5)] : rand32() >>> 0;
+    const h = (BigInt(hi) << 32n) | BigInt(lo);
+    for (let groupBits = 0; groupBits <= 26; groupBits++) {
+      for (let bits = 1; bits <= 32; bits++) {
+        const want = ((h << BigInt(groupBits)) & M64) >> BigInt(64 - bits);
+        assert.equal(fingerprintOf(hi, lo, groupBits, bits), Number(want), `${h} ${groupBits} ${bits}`);
+      }
+    }
   }
 });
 
@@ -165,8 +208,6 @@ test("records of 1 to 8 bytes split and join as BigInts do", () => {
 });
 
 // -- type-10 nodes made here, from the spec, with BigInts
-
-const M64 = (1n << 64n) - 1n;
 
 function specHash(kb) {
   let x = (BigInt(crc32(kb)) << 32n) | BigInt(crc32(kb.slice().reverse()));
@@ -208,7 +249,9 @@ function specIndex(entries, { groupBits, width, offBits, chunk }) {
     const est = first[g] + Number((f * BigInt(first[g + 1] - first[g])) >> 16n);
     lo = Math.max(lo, est - pos);
     hi = Math.max(hi, pos - est);
-    let r = ((h & ((1n << fpBits) - 1n)) << BigInt(offBits)) | BigInt(offs[e]);
+    // the fingerprint: the fpBits bits of h after the group's
+    const fp = ((h << BigInt(groupBits)) & M64) >> (64n - fpBits);
+    let r = (fp << BigInt(offBits)) | BigInt(offs[e]);
     for (let j = 0; j < width; j++, r >>= 8n) records.push(Number(r & 0xffn));
   });
   const region = [];

@@ -1,7 +1,12 @@
 """Direct-indexed dicts (node type 10) as ``msglc.dump`` writes them now, looked up by both
 readers: the same values, and the same storage requests and bytes for each key (Python's
 ``LazyStats`` with ``cached=False``, as JS keeps no values), on one reader, on a fresh reader
-for each key, and with nothing of the index kept (js/test/support/lookup-reads.mjs)."""
+for each key, and with nothing of the index kept (js/test/support/lookup-reads.mjs).
+
+The reads are those of ``DirectIndex``'s Python path, the definition that the JS reader
+follows: the C probe (``_speedups.DirectProbe``) keeps its chunks whatever ``RECORDS_KEPT``
+says, and where it hands a lookup to the Python path (an entry longer than entry_read) the
+Python path reads again what it read. Its values are checked against the same answers."""
 
 from __future__ import annotations
 
@@ -47,6 +52,17 @@ def lookup(d: Any, k: Any, stats: msglc.LazyStats) -> list[Any]:
     except KeyError:
         got = {"error": "KeyNotFoundError"}
     return [got, stats.requests - before, stats.bytes - read]
+
+
+def without_probe(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lookups of DirectIndex by its Python path: no C probe is made."""
+    init = dict_index.DirectIndex.__init__
+
+    def python_path(self: dict_index.DirectIndex, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        self.probe = None
+
+    monkeypatch.setattr(dict_index.DirectIndex, "__init__", python_path)
 
 
 def py_lookups(path: Path, keys: list[Any], fresh: bool) -> list[Any]:
@@ -108,11 +124,15 @@ def test_both_readers_find_the_same_values_with_the_same_reads(name, tmp_path, m
     with msglc.LazyReader(str(path)) as r:
         d = r["d"]
         assert keys[0] in d and isinstance(d.loaded_index(), dict_index.DirectIndex)
+        assert d.loaded_index().probe is not None  # (the C lookup, whose answers are checked below)
+    with_c = [got for got, _, _ in py_lookups(path, keys, fresh=False)]
     for fresh, keep in ((False, True), (True, True), (False, False)):
         with monkeypatch.context() as m:
+            without_probe(m)
             if not keep:
                 m.setattr(dict_index, "RECORDS_KEPT", -1)
             py = py_lookups(path, keys, fresh)
+        assert [got for got, _, _ in py] == with_c
         js = js_lookups(path, keys, fresh, keep)
         differ = [(k, p, j) for k, p, j in zip(keys, py, js, strict=True) if p != j]
         assert not differ, f"fresh={fresh} keep={keep}: {len(differ)} of {len(keys)} differ, e.g. {differ[:3]}"

@@ -46,9 +46,11 @@ export function fingerprintBits(width: number, offBits: number): number {
   return Math.min(32, 8 * width - offBits);
 }
 
-/** `h AND (2^bits - 1)` for `bits` <= 32: from the hash's low half. */
-export function fingerprintOf(lo: number, bits: number): number {
-  return lo % 2 ** bits;
+/** The `bits` (at most 32) bits of a hash after its group's `groupBits` (at most 26):
+ * `((h << groupBits) mod 2^64) >> (64 - bits)`, from the top half of the shifted hash. */
+export function fingerprintOf(hi: number, lo: number, groupBits: number, bits: number): number {
+  const top = groupBits === 0 ? hi : (hi % 2 ** (32 - groupBits)) * 2 ** groupBits + Math.floor(lo / 2 ** (32 - groupBits));
+  return Math.floor(top / 2 ** (32 - bits));
 }
 
 /** The group of a hash: its top `groupBits` bits (at most 26, all in its high half). */
@@ -232,7 +234,7 @@ export function build(hashes: Hashes, offs: number[], kids: Set<number>, shape: 
     lo = Math.max(lo, est - pos);
     hi = Math.max(hi, pos - est);
     const c = Math.floor(pos / chunk);
-    putRecord(region, c * step + (pos - c * chunk) * width, width, offBits, fingerprintOf(h0, fpBits), offs[e]);
+    putRecord(region, c * step + (pos - c * chunk) * width, width, offBits, fingerprintOf(h1, h0, groupBits, fpBits), offs[e]);
   }
   const view = new DataView(region.buffer);
   for (let c = 0; c * chunk < n; c++) {

@@ -6,7 +6,8 @@
  *    none when every one of them is kept: chunks are kept once checked while the dict's
  *    records take at most `INDEX_MEMORY.records`;
  * 2. for each record of the window with the key's fingerprint, one read of the entry it
- *    names (`entry_read` bytes, at least the key's and one more, clipped to the dict's end),
+ *    names (`entry_read` bytes, at least the key's and one more, at most 64 KB, clipped to
+ *    the dict's end),
  *    and more only where the entry does not fit (`EntryWindow`, Python's `_Window`).
  *
  * Entries whose value has a node of its own are answered from the node (views.ts) and never
@@ -32,6 +33,9 @@ import { INDEX_MEMORY, type Found, type IndexReads } from "./lookup.js";
 /** How much an entry's next read asks for (Python's `WALK_OVER`), clipped to the dict's end:
  * an item across the end of what was read is read again from its start, this much or twice
  * that; a long string or bytes value is stepped over by its header and then read alone. */
+/** The first read of an entry asks for at most this much (Python: format/direct.py FIRST_READ_MAX). */
+const FIRST_READ_MAX = 65536;
+
 export const WALK_OVER = 1 << 20;
 
 /** The direct index of one dict: `find` gives the value of an encoded key, or null. */
@@ -59,37 +63,51 @@ export class DirectIndex {
   async find(kb: Uint8Array): Promise<Found | null> {
     const node = this.node;
     const h = keyHash(kb);
-    const fp = fingerprintOf(h.lo, this.fpBits);
+    const fp = fingerprintOf(h.hi, h.lo, this.node.pageBits, this.fpBits);
     const first = node.offs[0];
     const end = node.offs[node.offs.length - 1];
     for (const off of await this.candidates(h, fp)) {
       if (!(off >= first && off < end)) throw this.damaged(`a record names its offset ${off}, outside its entries (${first}..${end - 1})`);
       // (at least the key and one byte more in the first read, as Python's reader)
-      const entry = new EntryWindow(this.a, this.base, off, end, Math.max(node.entryRead, kb.length + 1));
+      const entry = new EntryWindow(this.a, this.base, off, end, Math.min(Math.max(node.entryRead, kb.length + 1), FIRST_READ_MAX));
       const keyEnd = await entry.itemEnd(off);
       const stored = await entry.bytes(off, keyEnd);
       if (equalBytes(stored, kb)) {
         const valueEnd = await entry.itemEnd(keyEnd);
         return { at: this.base + keyEnd, bytes: await entry.bytes(keyEnd, valueEnd) };
       }
-      if (fingerprintOf(keyHash(stored).lo, this.fpBits) !== fp) {
+      const other = keyHash(stored);
+      if (fingerprintOf(other.hi, other.lo, this.node.pageBits, this.fpBits) !== fp) {
         throw this.damaged(`the entry at data offset ${this.base + off} does not match its record`);
       }
     }
     return null;
   }
 
-  /** The offsets that the records of `h`'s window name with fingerprint `fp`. */
+  /** The offsets that the records of `h`'s window name with fingerprint `fp`: the window
+   * ascends by fingerprint, so bisection finds the first and the run ends at the first other
+   * (as Python's `direct.candidates`, whatever a damaged window's order). */
   private async candidates(h: Hash, fp: number): Promise<number[]> {
     const node = this.node;
     const [start, stop] = window(h, this.firsts, node.pageBits, node.lo, node.hi);
     if (start >= stop) return [];
     const chunks = await this.chunks(Math.floor(start / node.chunk), Math.floor((stop - 1) / node.chunk));
-    const out: number[] = [];
-    for (let i = start; i < stop; i++) {
+    const record = (i: number) => {
       const c = Math.floor(i / node.chunk);
-      const r = splitRecord(chunks.get(c)!, (i - c * node.chunk) * node.offsWidth, node.offsWidth, node.offBits);
-      if (r.fp === fp) out.push(r.off);
+      return splitRecord(chunks.get(c)!, (i - c * node.chunk) * node.offsWidth, node.offsWidth, node.offBits);
+    };
+    let lo = start;
+    let hi = stop;
+    while (lo < hi) {
+      const mid = Math.floor((lo + hi) / 2);
+      if (record(mid).fp < fp) lo = mid + 1;
+      else hi = mid;
+    }
+    const out: number[] = [];
+    for (let i = lo; i < stop; i++) {
+      const r = record(i);
+      if (r.fp !== fp) break;
+      out.push(r.off);
     }
     return out;
   }
