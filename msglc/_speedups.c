@@ -1808,6 +1808,22 @@ static int direct_chunks(DirectProbe *self, PyObject *src, Py_ssize_t c0, Py_ssi
     return 1;
 }
 
+/* The whole length of the str, bin or ext item whose header is at v (end: where the bytes
+ * read end), from its header alone; -1 for any other item or a header cut short. */
+static Py_ssize_t scalar_total(const unsigned char *v, const unsigned char *end) {
+    static const signed char size_bytes[] = {1, 2, 4}; /* of the length after the marker */
+    int m = v < end ? *v : -1, kind;
+    if (m >= 0xd9 && m <= 0xdb) kind = m - 0xd9; /* str 8, 16, 32 */
+    else if (m >= 0xc4 && m <= 0xc6) kind = m - 0xc4; /* bin 8, 16, 32 */
+    else if (m >= 0xc7 && m <= 0xc9) kind = m - 0xc7; /* ext 8, 16, 32: a type byte follows the length */
+    else return -1;
+    int n = size_bytes[kind], ext = m >= 0xc7 && m <= 0xc9;
+    if (end - v < 1 + n + ext) return -1;
+    uint64_t len = 0;
+    for (int i = 0; i < n; i++) len = len << 8 | v[1 + i];
+    return (Py_ssize_t)(1 + n + ext + len);
+}
+
 /* Where the value of the key encoded as key is, in the dict whose first byte is at base, read
  * through src: 1 with *at, *len pointing into entrybuf or held (release it) and *where its
  * offset; 0 for a key the dict does not hold; 2 for anything unusual (the Python path
@@ -1860,11 +1876,23 @@ static int direct_locate(DirectProbe *self, PyObject *src, Py_ssize_t base, cons
         if (got <= 0) return got < 0 ? -1 : 2;
         const unsigned char *v = skip(buf, buf + size), *q = v ? skip(v, buf + size) : NULL;
         if (v && v - buf == klen && memcmp(buf, key, (size_t)klen) == 0) {
-            if (!q) { /* longer than entry_read: the Python path reads the rest */
-                status = 2;
-                break;
+            *where = base + (Py_ssize_t)o + (v - buf);
+            if (!q) { /* longer than the first read: a str, bin or ext value read whole, a
+                       * container with a window of 1 MB or twice the first read, as
+                       * read/dict_index.py _Window reads them */
+                Py_ssize_t total = scalar_total(v, buf + size), room = self->span_hi - (Py_ssize_t)o - klen;
+                Py_ssize_t ask = total >= 0 ? total : (2 * size > (1 << 20) ? 2 * size : (1 << 20));
+                held_release(held);
+                if (total > room) return 2;
+                if (ask > room) ask = room;
+                got = src_read(src, *where, ask, entrybuf, DIRECT_READ_CAP, &buf, held);
+                if (got <= 0) return got < 0 ? -1 : 2;
+                q = skip(buf, buf + ask);
+                if (!q) return 2;
+                *at = buf, *len = q - buf;
+                return 1;
             }
-            *at = v, *len = q - v, *where = base + (Py_ssize_t)o + (v - buf);
+            *at = v, *len = q - v;
             return 1;
         }
         int other = v && direct_fingerprint(direct_hash(buf, v - buf), gb, self->fp_bits) == fp;

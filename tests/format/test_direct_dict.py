@@ -255,3 +255,29 @@ def test_the_index_costs_a_few_bytes_per_key():
         plain = len(msgspec.msgpack.encode(doc))
         archive = msglc.dumps(doc)
         assert len(archive) - plain <= 6 * n + 4 * n // 200 + 8300, n
+
+
+def test_c_and_python_lookups_make_the_same_reads(tmp_path):
+    """A value longer than a lookup's first read (a str, bytes, a NumPy array, a list) costs
+    one read more, in C as in Python: the same reads as the JavaScript reader makes."""
+    doc: dict[str, object] = {f"k{i}": "v" * 20 for i in range(5000)}
+    doc |= {"str": "z" * 50_000, "bin": b"y" * 70_000, "list": list(range(1000)), "array": np.arange(3000.0)}
+    path = tmp_path / "long.mlc"
+    msglc.dump(path, doc, small_obj_optimization_threshold=1 << 16)
+    reads = {}
+    for pure in (False, True):
+        with pytest.MonkeyPatch.context() as m:
+            if pure:
+                m.setattr(accel, "speedups", None)
+            for key in ("str", "bin", "list", "array", "k5"):
+                stats = LazyStats()
+                with msglc.LazyReader(path, counter=stats, cached=False) as r:
+                    root = r.read()
+                    stats.clear()
+                    assert _same(root[key], doc[key])
+                    first = stats.requests
+                    stats.clear()
+                    assert _same(root[key], doc[key])
+                    reads[pure, key] = (first, stats.requests)
+    assert all(reads[False, k] == reads[True, k] for k in ("str", "bin", "list", "array", "k5")), reads
+    assert reads[False, "k5"] == (2, 1) and reads[False, "str"] == (3, 2)
