@@ -30,9 +30,38 @@ export interface Hash {
   lo: number;
 }
 
-/** The hash of a key's smallest msgpack encoding: type 7's hash with seed 0. */
+/** The hash of a key's smallest msgpack encoding: type 7's hash with seed 0 (murmur3's
+ * finalizer of `crc32(kb) << 32 | crc32(kb reversed)`), on 32-bit halves: no BigInt on a
+ * lookup's path. */
 export function keyHash(kb: Uint8Array): Hash {
-  return hashOf(baseHash(kb));
+  let hi = crc32(kb);
+  let lo = crc32Reversed(kb);
+  // x ^= x >> 33; x *= 0xff51afd7ed558ccd; x ^= x >> 33; x *= 0xc4ceb9fe1a85ec53; x ^= x >> 33
+  lo = (lo ^ (hi >>> 1)) >>> 0;
+  [hi, lo] = mul64(hi, lo, 0xff51afd7, 0xed558ccd);
+  lo = (lo ^ (hi >>> 1)) >>> 0;
+  [hi, lo] = mul64(hi, lo, 0xc4ceb9fe, 0x1a85ec53);
+  lo = (lo ^ (hi >>> 1)) >>> 0;
+  return { hi, lo };
+}
+
+/** The low 64 bits of `(ahi, alo) * (bhi, blo)`, as unsigned 32-bit halves. */
+function mul64(ahi: number, alo: number, bhi: number, blo: number): [number, number] {
+  const a0 = alo & 0xffff;
+  const a1 = alo >>> 16;
+  const b0 = blo & 0xffff;
+  const b1 = blo >>> 16;
+  const low = a0 * b0;
+  const mid = a1 * b0 + a0 * b1 + Math.floor(low / 0x10000); // below 2^34: exact
+  const lo = ((mid & 0xffff) * 0x10000 + (low & 0xffff)) >>> 0;
+  const carry = Math.floor(mid / 0x10000) + a1 * b1; // the product's bits 32.. of alo * blo
+  const hi = (carry + Math.imul(ahi, blo) + Math.imul(alo, bhi)) >>> 0;
+  return [hi, lo];
+}
+
+/** CRC-32 of `kb` read backwards. */
+function crc32Reversed(kb: Uint8Array): number {
+  return crc32(kb.slice().reverse());
 }
 
 /** The hash of a key of fuse hash `base` (`crc32(kb) << 32 | crc32(kb reversed)`). */
@@ -103,6 +132,23 @@ export function splitRecord(b: Uint8Array, at: number, width: number, offBits: n
   }
   const low = 2 ** offBits;
   return { off: lo % low, fp: hi * 2 ** (32 - offBits) + Math.floor(lo / low) };
+}
+
+/** The fingerprint of the record at `b[at]` (`splitRecord(...).fp` without an object: a
+ * bisection reads eight of them a lookup). */
+export function recordFp(b: Uint8Array, at: number, width: number, offBits: number): number {
+  if (width <= 6) {
+    // (48 bits at most: exact in a double)
+    let v = 0;
+    for (let i = width - 1; i >= 0; i--) v = v * 256 + b[at + i];
+    return Math.floor(v / 2 ** offBits);
+  }
+  let lo = 0;
+  let hi = 0;
+  for (let i = 3; i >= 0; i--) lo = lo * 256 + b[at + i];
+  for (let i = width - 1; i >= 4; i--) hi = hi * 256 + b[at + i];
+  if (offBits >= 32) return Math.floor(hi / 2 ** (offBits - 32));
+  return hi * 2 ** (32 - offBits) + Math.floor(lo / 2 ** offBits);
 }
 
 /** `fp << offBits | off` as `width` little-endian bytes at `b[at]` (`fp` below 2^32, of at

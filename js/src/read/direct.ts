@@ -24,6 +24,7 @@ import {
   firstsOf,
   keyHash,
   splitRecord,
+  recordFp,
   window,
   type Hash,
 } from "../format/direct.js";
@@ -66,10 +67,19 @@ export class DirectIndex {
     const fp = fingerprintOf(h.hi, h.lo, this.node.pageBits, this.fpBits);
     const first = node.offs[0];
     const end = node.offs[node.offs.length - 1];
-    for (const off of await this.candidates(h, fp)) {
+    let offs = this.candidates(h, fp);
+    if (offs instanceof Promise) offs = await offs; // (no promise round trip when the chunks are kept)
+    for (const off of offs) {
       if (!(off >= first && off < end)) throw this.damaged(`a record names its offset ${off}, outside its entries (${first}..${end - 1})`);
       // (at least the key and one byte more in the first read, as Python's reader)
-      const entry = new EntryWindow(this.a, this.base, off, end, Math.min(Math.max(node.entryRead, kb.length + 1), FIRST_READ_MAX));
+      const size = Math.min(Math.max(node.entryRead, kb.length + 1), FIRST_READ_MAX, end - off);
+      const head = await this.a.readData(this.base + off, size);
+      const whole = this.inRead(head, kb, this.base + off);
+      if (whole !== undefined) {
+        if (whole === null) continue; // another key, its fingerprint checked
+        return { at: this.base + off + whole[0], bytes: head.subarray(whole[0], whole[1]) };
+      }
+      const entry = new EntryWindow(this.a, this.base, off, end, size, head);
       const keyEnd = await entry.itemEnd(off);
       const stored = await entry.bytes(off, keyEnd);
       if (equalBytes(stored, kb)) {
@@ -84,30 +94,65 @@ export class DirectIndex {
     return null;
   }
 
+  /** The usual entry, whole in its first read `head`: where its value starts and ends when its
+   * key is `kb`, null for another key (whose hash must have the record's fingerprint), and
+   * undefined when the entry runs past the read (``EntryWindow`` reads on, as Python does). */
+  private inRead(head: Uint8Array, kb: Uint8Array, where: number): [number, number] | null | undefined {
+    const keyEnd = itemEnd(head, 0, where);
+    if (keyEnd < 0 || keyEnd > head.length) return undefined;
+    const stored = head.subarray(0, keyEnd);
+    if (!equalBytes(stored, kb)) {
+      const other = keyHash(stored);
+      const h = keyHash(kb);
+      if (fingerprintOf(other.hi, other.lo, this.node.pageBits, this.fpBits) !== fingerprintOf(h.hi, h.lo, this.node.pageBits, this.fpBits)) {
+        return undefined; // (the window's checks say what is wrong)
+      }
+      return null;
+    }
+    const valueEnd = itemEnd(head, keyEnd, where);
+    return valueEnd < 0 || valueEnd > head.length ? undefined : [keyEnd, valueEnd];
+  }
+
   /** The offsets that the records of `h`'s window name with fingerprint `fp`: the window
    * ascends by fingerprint, so bisection finds the first and the run ends at the first other
    * (as Python's `direct.candidates`, whatever a damaged window's order). */
-  private async candidates(h: Hash, fp: number): Promise<number[]> {
+  private candidates(h: Hash, fp: number): number[] | Promise<number[]> {
     const node = this.node;
     const [start, stop] = window(h, this.firsts, node.pageBits, node.lo, node.hi);
     if (start >= stop) return [];
-    const chunks = await this.chunks(Math.floor(start / node.chunk), Math.floor((stop - 1) / node.chunk));
-    const record = (i: number) => {
-      const c = Math.floor(i / node.chunk);
-      return splitRecord(chunks.get(c)!, (i - c * node.chunk) * node.offsWidth, node.offsWidth, node.offBits);
+    const chunk = node.chunk;
+    const c0 = Math.floor(start / chunk);
+    const c1 = Math.floor((stop - 1) / chunk);
+    const kept = this.kept;
+    let all = kept !== null;
+    for (let c = c0; all && c <= c1; c++) all = kept!.has(c);
+    if (all) return this.matching(kept!, start, stop, fp);
+    return this.chunks(c0, c1).then((chunks) => this.matching(chunks, start, stop, fp));
+  }
+
+  /** The offsets of the records `[start, stop)` (in `chunks`) with fingerprint `fp`. */
+  private matching(chunks: Map<number, Uint8Array>, start: number, stop: number, fp: number): number[] {
+    const node = this.node;
+    const chunk = node.chunk;
+    const width = node.offsWidth;
+    const offBits = node.offBits;
+    const c0 = Math.floor(start / chunk);
+    const first = chunks.get(c0)!; // (a window lies in one or two chunks: no map lookup for most probes)
+    const fpAt = (i: number) => {
+      const c = Math.floor(i / chunk);
+      return recordFp(c === c0 ? first : chunks.get(c)!, (i - c * chunk) * width, width, offBits);
     };
     let lo = start;
     let hi = stop;
     while (lo < hi) {
       const mid = Math.floor((lo + hi) / 2);
-      if (record(mid).fp < fp) lo = mid + 1;
+      if (fpAt(mid) < fp) lo = mid + 1;
       else hi = mid;
     }
     const out: number[] = [];
-    for (let i = lo; i < stop; i++) {
-      const r = record(i);
-      if (r.fp !== fp) break;
-      out.push(r.off);
+    for (let i = lo; i < stop && fpAt(i) === fp; i++) {
+      const c = Math.floor(i / chunk);
+      out.push(splitRecord(chunks.get(c)!, (i - c * chunk) * width, width, offBits).off);
     }
     return out;
   }
@@ -145,8 +190,10 @@ export class DirectIndex {
  * alone; a small container that crosses the piece's end is read again from its start.
  */
 class EntryWindow {
-  private at = 0;
-  private buf: Uint8Array | null = null;
+  private at: number;
+  private buf: Uint8Array | null;
+  /** Whether `itemEnd` has run: its first call grows the first read as Python's does. */
+  private begun = false;
 
   constructor(
     private readonly a: IndexReads,
@@ -156,7 +203,12 @@ class EntryWindow {
     /** The dict's end (relative to `base`): no item runs past it. */
     private readonly stop: number,
     private readonly first: number,
-  ) {}
+    /** The entry's first read (`first` bytes at `start`), when already made. */
+    head: Uint8Array | null = null,
+  ) {
+    this.at = start;
+    this.buf = head;
+  }
 
   private damaged(why: string): CorruptedError {
     return new CorruptedError(`dict entry at data offset ${this.base + this.start}: ${why}`);
@@ -165,7 +217,8 @@ class EntryWindow {
   /** Where the item at `pos` (relative to the dict) ends. */
   async itemEnd(pos: number): Promise<number> {
     if (pos >= this.stop) throw this.damaged("an entry runs past the dict's end");
-    let size = this.buf === null ? this.first : WALK_OVER;
+    let size = this.begun ? WALK_OVER : this.first;
+    this.begun = true;
     for (;;) {
       const buf = this.buf;
       if (buf !== null && pos - this.at >= 0 && pos - this.at < buf.length) {
