@@ -102,6 +102,8 @@ class _Pending(NamedTuple):
     length: int
 
 
+_LITTLE = sys.byteorder == "little"
+
 class TocBuilder:
     """Accumulates framed TOC nodes for one encoded object ``buf``.
 
@@ -474,10 +476,7 @@ class TocBuilder:
         direct index where this builder writes them, else a block index."""
         if not self.direct:
             return self.hash_node(n, koffs, entry_kids, self.hash_index(list(key_raws), koffs))
-        hashes = array("Q", (fuse.base_hash(bytes(raw)) for raw in key_raws))
-        if sys.byteorder == "big":
-            hashes.byteswap()
-        return self.direct_node(n, koffs, entry_kids, hashes.tobytes())
+        return self.direct_node(n, koffs, entry_kids, base_hashes(key_raws))
 
     def direct_node(
         self,
@@ -493,8 +492,12 @@ class TocBuilder:
         speedups = accel.speedups
         if speedups is not None:
             kids = array("Q", sorted(entry_kids)).tobytes()
-            offs_bytes, width = fuse.block_offsets(koffs, n, 0)
-            built = direct.Built(*speedups.direct_build(hashes, offs_bytes, width, kids, *shape))
+            offs: Any
+            if isinstance(koffs, array) and koffs.itemsize in (4, 8) and len(koffs) == n + 1 and _LITTLE:
+                offs, width = koffs, koffs.itemsize  # (as they are: no copy of 4 or 8 bytes a key)
+            else:
+                offs, width = fuse.block_offsets(koffs, n, 0)
+            built = direct.Built(*speedups.direct_build(hashes, offs, width, kids, *shape))
         else:
             mixed = [fuse.mix(base, 0) for base in le_array("Q", hashes)]
             built = direct.build(mixed, koffs, set(entry_kids), shape)
@@ -752,3 +755,19 @@ def key_records(keys: bytes | bytearray, n: int) -> tuple[memoryview | array[int
     raws = map_raws(keys, 0, 0, len(keys), n)
     records, firsts = hash_records(list(map(zlib.crc32, raws[0::2])))
     return records, firsts, list(accumulate(map(len, raws), initial=0))[0::2]
+
+
+def key_hashes(keys: bytes | bytearray, n: int) -> bytes:
+    """The base hashes (``fuse.base_hash``, u64 LE) of the n keys whose encodings, each
+    followed by a nil byte, make ``keys`` (as in ``key_records``): a direct index's input."""
+    if accel.speedups is not None:
+        return accel.speedups.map_hashed(keys, 0, n, 0, 1)[2]
+    return base_hashes(map_raws(keys, 0, 0, len(keys), n)[0::2])
+
+
+def base_hashes(key_raws: Iterable[bytes] | Iterable[msgspec.Raw]) -> bytes:
+    """The base hashes (``fuse.base_hash``, u64 LE) of these key encodings."""
+    hashes = array("Q", (fuse.base_hash(bytes(raw)) for raw in key_raws))
+    if sys.byteorder == "big":
+        hashes.byteswap()
+    return hashes.tobytes()

@@ -41,11 +41,12 @@ from msglc.io.uploads import spooled_target
 from msglc.util import accel
 from msglc.util.checksum import crc32_combine, data_crc32
 from msglc.util.runtime import gc_paused
+from msglc.write import encoder
 from msglc.write import values as validate
 from msglc.write.arrays import ArrayEncoder, DataSection
 from msglc.write.compress import HEAD_FRAME, FrameWriter, Slot, frame_size
 from msglc.write.encoder import encode_value
-from msglc.write.indexer import GARBLED, TocBuilder, key_records, map_raws
+from msglc.write.indexer import GARBLED, TocBuilder, key_hashes, key_records, map_raws
 from msglc.write.unsized import Pairs, Streamed, is_streamed, stop_iteration_error
 
 BATCH = 4096  # at most this many items per msgspec call when streaming a list
@@ -135,8 +136,10 @@ class _Streamer:
         # plain-archive blocks, compressed too: frames are cut at fixed sizes here, not at block
         # starts, and a block across a cut costs its lookup a second frame (2 KB blocks: 11% slower)
         self.block_bytes = BLOCK_BYTES
-        # writes the streamed containers' nodes (and indexes)
-        self.nodes = TocBuilder(b"", self.threshold, block_bytes=self.block_bytes)
+        # writes the streamed containers' nodes (and indexes): big dicts of a plain archive get
+        # a direct index (type 10) as dump gives them; of a compressed one, a block index
+        direct = data.frames is None and encoder.DIRECT_INDEX
+        self.nodes = TocBuilder(b"", self.threshold, block_bytes=self.block_bytes, direct=direct)
         self.toc = self.nodes.toc  # the whole TOC: batches' nodes are appended to it in place
 
     def emit(self, obj: Any) -> tuple[int, tuple[int, int] | None]:
@@ -168,7 +171,14 @@ class _Streamer:
         return cast(_V, validate.converted(value, self.enc_hook))
 
     def _builder(self, buf: bytes, section: DataSection) -> TocBuilder:
-        return TocBuilder(buf, self.threshold, section.splices, toc_base=len(self.toc), block_bytes=self.block_bytes)
+        return TocBuilder(
+            buf,
+            self.threshold,
+            section.splices,
+            toc_base=len(self.toc),
+            block_bytes=self.block_bytes,
+            direct=self.nodes.direct,
+        )
 
     def _container(self, obj: Any) -> tuple[int, tuple[int, int] | None]:
         """A list, tuple, set or dict holding streamed values, or a streamed value itself."""
@@ -305,6 +315,11 @@ class _Streamer:
         if (total <= self.whole or not keys.count) and not keys.kids:
             return None
         kids = {j: (keys.key(j, starts), ref) for j, ref in keys.kids.items()}
+        if self.nodes.direct:
+            del starts, records, firsts  # (before the hashes: a streamed dict's peak is its index)
+            hashes = key_hashes(keys.blob, keys.count)
+            keys.blob = bytearray()
+            return self.nodes.direct_node(keys.count, keys.koffs, kids, hashes)
         keys.blob = bytearray()  # not needed for the index: freed before it is written
         del starts
         region = self.nodes.add_region(
