@@ -4,6 +4,7 @@ key's entry by its offset, so that a lookup is one read of records and one of th
 import random
 import struct
 import zlib
+from typing import Any
 
 import msgspec
 import numpy as np
@@ -281,3 +282,24 @@ def test_c_and_python_lookups_make_the_same_reads(tmp_path):
                     reads[pure, key] = (first, stats.requests)
     assert all(reads[False, k] == reads[True, k] for k in ("str", "bin", "list", "array", "k5")), reads
     assert reads[False, "k5"] == (2, 1) and reads[False, "str"] == (3, 2)
+
+
+def test_streamed_big_dicts_get_the_direct_index_in_plain_archives_only():
+    """``LazyWriter`` indexes a big dict as ``dump`` does: type 10 in a plain archive (its
+    lookups then take two reads), type 6 in a compressed one (it has no fuse)."""
+    import io
+
+    from msglc import LazyWriter, Pairs
+    from msglc.format.nodes import BlockHashMapNode
+
+    cases: list[tuple[dict[str, Any], type]] = [({}, DirectMapNode), ({"compression": "zstd"}, BlockHashMapNode)]
+    for options, kind in cases:
+        out = io.BytesIO()
+        with LazyWriter(out, **options) as w:
+            w.write(Pairs((f"p{i}", [i]) for i in range(5000)))
+        with msglc.LazyReader(out.getvalue()) as r:
+            a = archive_of(r)
+            t = a.opened.trailer
+            assert type(a.node(t.toc_off + t.root_pos, t.root_len)) is kind
+            assert r["p4321"] == [4321] and "p5000" not in r
+            r.verify()
