@@ -1568,6 +1568,34 @@ static int pair_after(const HashEntry *x, const HashEntry *y) {
     return x->h > y->h || (x->h == y->h && x->e > y->e);
 }
 
+/* qsort's order of pairs: the records' order. */
+static int cmp_pairs(const void *a, const void *b) {
+    return pair_after(a, b) - pair_after(b, a);
+}
+
+/* The n pairs at p, already in order by their top `bits` bits of hash, put in the records'
+ * order: each run alike in those bits sorted, by insertion where short (the usual: a run
+ * holds one or two pairs), by qsort where long (keys chosen to share those bits must not
+ * make the build quadratic). */
+static void sort_runs(HashEntry *p, size_t n, int bits) {
+    size_t i = 0;
+    while (i < n) {
+        size_t j = i + 1;
+        while (j < n && p[j].h >> (64 - bits) == p[i].h >> (64 - bits)) j++;
+        if (j - i > 16) {
+            qsort(p + i, j - i, sizeof(HashEntry), cmp_pairs);
+        } else {
+            for (size_t a = i + 1; a < j; a++) {
+                HashEntry x = p[a];
+                size_t b = a;
+                for (; b > i && pair_after(&p[b - 1], &x); b--) p[b] = p[b - 1];
+                p[b] = x;
+            }
+        }
+        i = j;
+    }
+}
+
 /* The n pairs of in sorted into out by the bits of their hash at shift (bits of them), stably;
  * count: 2**bits + 1 counters, zeroed. */
 static void radix_pass(const HashEntry *in, HashEntry *out, size_t n, int shift, int bits, size_t *count) {
@@ -1652,7 +1680,7 @@ static PyObject *direct_build(PyObject *self, PyObject *args) {
     }
     for (size_t g = 0; g < ng; g++) firsts[g + 1] += firsts[g];
     /* the records' order: a stable radix sort by the 16 bits after the group's, then by the
-     * group, which leaves only runs of pairs alike in both (a few) for an insertion sort */
+     * group, which leaves only runs of pairs alike in both (a few) to sort */
     radix_pass(pairs, sorted, (size_t)n, 48 - group_bits, 16, counts);
     if (group_bits) {
         memset(counts, 0, (ng + 1) * sizeof(size_t));
@@ -1660,12 +1688,7 @@ static PyObject *direct_build(PyObject *self, PyObject *args) {
         HashEntry *swap = pairs;
         pairs = sorted, sorted = swap;
     }
-    for (Py_ssize_t i = 1; i < n; i++) {
-        HashEntry x = sorted[i];
-        Py_ssize_t j = i;
-        for (; j > 0 && pair_after(&sorted[j - 1], &x); j--) sorted[j] = sorted[j - 1];
-        sorted[j] = x;
-    }
+    sort_runs(sorted, (size_t)n, group_bits + 16);
     unsigned char *out = (unsigned char *)PyBytes_AS_STRING(region);
     size_t g = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -1760,7 +1783,8 @@ static PyObject *direct_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     self->entry_read = entry_read, self->span_lo = span_lo, self->span_hi = span_hi;
     self->group_bits = group_bits, self->width = width, self->off_bits = off_bits;
     self->fp_bits = 8 * width - off_bits > 32 ? 32 : 8 * width - off_bits;
-    self->nchunks = (n + chunk - 1) / chunk;
+    if (self->chunk > n) self->chunk = n; /* (one chunk either way: no overflow below) */
+    self->nchunks = (n + self->chunk - 1) / self->chunk;
     self->kept = NULL;
     if ((uint64_t)width * (uint64_t)n <= RECORDS_KEPT) /* NULL (no memory to spare): read them each time */
         self->kept = PyMem_Calloc((size_t)self->nchunks, sizeof(unsigned char *));
@@ -1885,10 +1909,15 @@ static int direct_locate(DirectProbe *self, PyObject *src, Py_ssize_t base, cons
                 held_release(held);
                 if (total > room) return 2;
                 if (ask > room) ask = room;
-                got = src_read(src, *where, ask, entrybuf, DIRECT_READ_CAP, &buf, held);
-                if (got <= 0) return got < 0 ? -1 : 2;
-                q = skip(buf, buf + ask);
-                if (!q) return 2;
+                for (;;) { /* a container across the read's end: read again from its start, twice as much */
+                    got = src_read(src, *where, ask, entrybuf, DIRECT_READ_CAP, &buf, held);
+                    if (got <= 0) return got < 0 ? -1 : 2;
+                    q = skip(buf, buf + ask);
+                    if (q) break;
+                    held_release(held);
+                    if (ask >= room) return 2; /* it runs past the dict: the Python path says so */
+                    ask = 2 * ask < room ? 2 * ask : room;
+                }
                 *at = buf, *len = q - buf;
                 return 1;
             }

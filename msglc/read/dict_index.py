@@ -527,6 +527,7 @@ class DirectIndex:
         node whose fields ``nodes.direct_size`` accepted; ``span``: (first, end) of its
         entries, where every record's offset must lie."""
         n, group_bits, width, off_bits, chunk, lo, hi, entry_read, groups = node
+        chunk = min(chunk, n)  # (a chunk of n records or more is the one chunk: the same layout)
         # (bounds past what the dict can need change nothing, and keep them C-sized)
         self.lo, self.hi, self.entry_read = min(lo, n), min(hi, n), min(entry_read, span[1] - span[0])
         self.region, self.n, self.span = region, n, span

@@ -263,14 +263,15 @@ def test_c_and_python_lookups_make_the_same_reads(tmp_path):
     one read more, in C as in Python: the same reads as the JavaScript reader makes."""
     doc: dict[str, object] = {f"k{i}": "v" * 20 for i in range(5000)}
     doc |= {"str": "z" * 50_000, "bin": b"y" * 70_000, "list": list(range(1000)), "array": np.arange(3000.0)}
+    doc["huge"] = list(range(2**16, 2**16 + 380_000))  # 1.9 MB: past a second read of 1 MB
     path = tmp_path / "long.mlc"
-    msglc.dump(path, doc, small_obj_optimization_threshold=1 << 16)
+    msglc.dump(path, doc, small_obj_optimization_threshold=1 << 21)
     reads = {}
     for pure in (False, True):
         with pytest.MonkeyPatch.context() as m:
             if pure:
                 m.setattr(accel, "speedups", None)
-            for key in ("str", "bin", "list", "array", "k5"):
+            for key in ("str", "bin", "list", "array", "huge", "k5"):
                 stats = LazyStats()
                 with msglc.LazyReader(path, counter=stats, cached=False) as r:
                     root = r.read()
@@ -280,7 +281,7 @@ def test_c_and_python_lookups_make_the_same_reads(tmp_path):
                     stats.clear()
                     assert _same(root[key], doc[key])
                     reads[pure, key] = (first, stats.requests)
-    assert all(reads[False, k] == reads[True, k] for k in ("str", "bin", "list", "array", "k5")), reads
+    assert all(reads[False, k] == reads[True, k] for k in ("str", "bin", "list", "array", "huge", "k5")), reads
     assert reads[False, "k5"] == (2, 1) and reads[False, "str"] == (3, 2)
 
 
@@ -303,3 +304,70 @@ def test_streamed_big_dicts_get_the_direct_index_in_plain_archives_only():
             assert type(a.node(t.toc_off + t.root_pos, t.root_len)) is kind
             assert r["p4321"] == [4321] and "p5000" not in r
             r.verify()
+
+
+def _one_chunk(data: bytes, chunk: int) -> bytes:
+    """``data`` (a type-10 root dict) with its region laid out again as one chunk, its CRC
+    right, and the node's ``chunk`` set to ``chunk`` (n or more: the same layout)."""
+    with msglc.LazyReader(data) as r:
+        t = archive_of(r).opened.trailer
+    pos, size = t.toc_off + t.root_pos, t.root_len
+    node = unframe_node(data[pos : pos + size], pos)
+    assert isinstance(node, DirectMapNode)
+    back, length = node.index
+    start, width = pos - back, node.offs_width
+    old, records, left, at = data[start : start + length], b"", node.n, 0
+    while left:
+        k = min(node.chunk, left)
+        records += old[at : at + k * width]
+        at, left = at + k * width + 4, left - k
+    region = records + zlib.crc32(records).to_bytes(4, "little")
+    gap = data[start + length : pos]
+    new_pos = start + len(region) + len(gap)
+    framed = frame_node(msgspec.structs.replace(node, chunk=chunk, index=(new_pos - start, len(region))))
+    trailer = msgspec.structs.replace(
+        t, toc_len=new_pos + len(framed) - t.toc_off, root_pos=new_pos - t.toc_off, root_len=len(framed)
+    )
+    return data[:start] + region + gap + framed + trailer.pack(data[:HEADER_SIZE])
+
+
+@pytest.mark.parametrize("chunk", [2000, 2**63 - 1, 2**63, 2**64 - 1], ids=hex)
+def test_a_chunk_of_any_size_past_n_is_the_one_chunk(chunk):
+    """The spec allows any ``chunk`` of at least 1; one of n or more is one chunk, whatever its
+    size (the C probe once overflowed its chunk count there, or refused the number)."""
+    doc = {f"k{i}": i for i in range(2000)}
+    data = _one_chunk(msglc.dumps(doc), chunk)
+    for pure in (False, True):
+        with pytest.MonkeyPatch.context() as m:
+            if pure:
+                m.setattr(accel, "speedups", None)
+            with msglc.LazyReader(data, cached=False) as r:
+                assert r["k5"] == 5 and r["k1999"] == 1999 and "k2000" not in r
+
+
+def test_hashes_alike_in_their_top_bits_are_sorted_as_the_spec_sorts_them():
+    """Keys whose hashes share the bits the build's radix passes sort by (keys can be chosen
+    so: CRC-32 is affine and the mix invertible) leave long runs to sort: the order is still
+    (hash, entry), as ``format.direct.build`` has it."""
+    from msglc.format.fuse import MASK64
+
+    speedups = accel.speedups
+    assert speedups is not None
+    n = 3000
+    inverse = (pow(0xC4CEB9FE1A85EC53, -1, 1 << 64), pow(0xFF51AFD7ED558CCD, -1, 1 << 64))
+
+    def unmix(h: int) -> int:  # the base hash that ``mix(base, 0)`` takes to h
+        x = (h ^ (h >> 33)) * inverse[0] & MASK64
+        x = ((x ^ (x >> 33)) * inverse[1]) & MASK64
+        return x ^ (x >> 33)
+
+    rng = random.Random(3)
+    hashes = [(0x2D2D2D2D2D2 << 22) | rng.getrandbits(22) for _ in range(n)]  # 42 bits alike: one run
+    hashes[7] = hashes[9]  # two equal: by entry
+    bases = [unmix(h) for h in hashes]
+    assert [mix(b, 0) for b in bases] == hashes
+    offs = list(range(3, 3 + 10 * (n + 1), 10))
+    shape = direct.writer_shape(n, offs[-1])
+    packed = b"".join(b.to_bytes(8, "little") for b in bases)
+    offs_bytes = b"".join(o.to_bytes(4, "little") for o in offs)
+    assert speedups.direct_build(packed, offs_bytes, 4, b"", *shape) == tuple(direct.build(hashes, offs, set(), shape))
