@@ -104,6 +104,7 @@ class _Pending(NamedTuple):
 
 _LITTLE = sys.byteorder == "little"
 
+
 class TocBuilder:
     """Accumulates framed TOC nodes for one encoded object ``buf``.
 
