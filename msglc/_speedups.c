@@ -1413,6 +1413,17 @@ done:
     return status;
 }
 
+/* What find() returns for a lookup's status (probe_locate, direct_locate): (offset, value
+ * bytes), None or NotImplemented; NULL for -1 (an exception). The bytes are let go. */
+static PyObject *found_tuple(int status, const unsigned char *at, Py_ssize_t len, Py_ssize_t where, Held *held) {
+    PyObject *result = NULL;
+    if (status == 1) result = Py_BuildValue("(ny#)", where, (const char *)at, len);
+    else if (status == 0) result = Py_NewRef(Py_None);
+    else if (status == 2) result = Py_NewRef(Py_NotImplemented);
+    held_release(held);
+    return result;
+}
+
 /* probe.find(read, base, key, h) -> (offset, value bytes) | None | NotImplemented. Mirrors
  * read/dict_index.py BlockIndex.find, which calls it first. */
 static PyObject *probe_find(BlockProbe *self, PyObject *const *args, Py_ssize_t nargs) {
@@ -1429,16 +1440,11 @@ static PyObject *probe_find(BlockProbe *self, PyObject *const *args, Py_ssize_t 
     }
     unsigned char blockbuf[BLOCK_CAP];
     Held held;
-    const unsigned char *at;
-    Py_ssize_t len, where;
+    const unsigned char *at = NULL;
+    Py_ssize_t len = 0, where = 0;
     int status = probe_locate(self, args[0], base, (const unsigned char *)PyBytes_AS_STRING(args[2]),
                               PyBytes_GET_SIZE(args[2]), (uint32_t)hl, blockbuf, &held, &at, &len, &where);
-    PyObject *result = NULL;
-    if (status == 1) result = Py_BuildValue("(ny#)", where, (const char *)at, len);
-    else if (status == 0) result = Py_NewRef(Py_None);
-    else if (status == 2) result = Py_NewRef(Py_NotImplemented);
-    held_release(&held);
-    return result;
+    return found_tuple(status, at, len, where, &held);
 }
 
 /* A dict key as msgspec encodes it (str or exact int, the key types msglc stores) into out
@@ -1505,6 +1511,18 @@ static PyObject *decoded(PyObject *decode, const unsigned char *at, Py_ssize_t l
     return value;
 }
 
+/* What get() returns for a lookup's status: the value decoded, missing, or NotImplemented;
+ * NULL for -1 (an exception). The bytes are let go. */
+static PyObject *found_value(int status, const unsigned char *at, Py_ssize_t len, PyObject *decode, PyObject *missing,
+                             Held *held) {
+    PyObject *result = NULL;
+    if (status == 1) result = decoded(decode, at, len);
+    else if (status == 0) result = Py_NewRef(missing);
+    else if (status == 2) result = Py_NewRef(Py_NotImplemented);
+    held_release(held);
+    return result;
+}
+
 /* probe.get(src, base, key, decode, missing): the value of key (str or int) decoded, missing
  * for a key the dict does not hold, NotImplemented to ask the Python path. src: a File or
  * read(). Mirrors read/views.py LazyHashDict._lookup. */
@@ -1519,16 +1537,11 @@ static PyObject *probe_get(BlockProbe *self, PyObject *const *args, Py_ssize_t n
     Py_ssize_t klen = encode_key(args[2], kb, sizeof kb);
     if (!klen) Py_RETURN_NOTIMPLEMENTED;
     Held held;
-    const unsigned char *at;
-    Py_ssize_t len, where;
+    const unsigned char *at = NULL;
+    Py_ssize_t len = 0, where = 0;
     int status =
         probe_locate(self, args[0], base, kb, klen, crc32_of(kb, (size_t)klen), blockbuf, &held, &at, &len, &where);
-    PyObject *result = NULL;
-    if (status == 1) result = decoded(args[3], at, len);
-    else if (status == 0) result = Py_NewRef(args[4]);
-    else if (status == 2) result = Py_NewRef(Py_NotImplemented);
-    held_release(&held);
-    return result;
+    return found_value(status, at, len, args[3], args[4], &held);
 }
 
 /* BlockProbe's methods and type. */
@@ -1946,16 +1959,11 @@ static PyObject *direct_find(DirectProbe *self, PyObject *const *args, Py_ssize_
     }
     unsigned char entrybuf[DIRECT_READ_CAP];
     Held held;
-    const unsigned char *at;
-    Py_ssize_t len, where;
+    const unsigned char *at = NULL;
+    Py_ssize_t len = 0, where = 0;
     int status = direct_locate(self, args[0], base, (const unsigned char *)PyBytes_AS_STRING(args[2]),
                                PyBytes_GET_SIZE(args[2]), entrybuf, &held, &at, &len, &where);
-    PyObject *result = NULL;
-    if (status == 1) result = Py_BuildValue("(ny#)", where, (const char *)at, len);
-    else if (status == 0) result = Py_NewRef(Py_None);
-    else if (status == 2) result = Py_NewRef(Py_NotImplemented);
-    held_release(&held);
-    return result;
+    return found_tuple(status, at, len, where, &held);
 }
 
 /* probe.get(src, base, key, decode, missing): probe_get for a direct index. */
@@ -1970,15 +1978,10 @@ static PyObject *direct_get(DirectProbe *self, PyObject *const *args, Py_ssize_t
     Py_ssize_t klen = encode_key(args[2], kb, sizeof kb);
     if (!klen) Py_RETURN_NOTIMPLEMENTED;
     Held held;
-    const unsigned char *at;
-    Py_ssize_t len, where;
+    const unsigned char *at = NULL;
+    Py_ssize_t len = 0, where = 0;
     int status = direct_locate(self, args[0], base, kb, klen, entrybuf, &held, &at, &len, &where);
-    PyObject *result = NULL;
-    if (status == 1) result = decoded(args[3], at, len);
-    else if (status == 0) result = Py_NewRef(args[4]);
-    else if (status == 2) result = Py_NewRef(Py_NotImplemented);
-    held_release(&held);
-    return result;
+    return found_value(status, at, len, args[3], args[4], &held);
 }
 
 static PyMethodDef direct_methods[] = {
@@ -1992,8 +1995,8 @@ static PyMethodDef direct_methods[] = {
 static PyTypeObject DirectProbeType = {
     /* clang-format off */
     PyVarObject_HEAD_INIT(NULL, 0)
-        /* clang-format on */
-        .tp_name = "msglc._speedups.DirectProbe",
+    .tp_name = "msglc._speedups.DirectProbe",
+    /* clang-format on */
     .tp_basicsize = sizeof(DirectProbe),
     .tp_dealloc = (destructor)direct_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,
