@@ -29,6 +29,7 @@ GROUP_KEYS = 1024  # writers: groups of 1024 to 2047 keys (the node holds 4 byte
 CHUNK_BYTES = 1024  # writers: a chunk of records and its CRC fit in this many bytes
 FINGERPRINT_BITS = 16  # writers: at least this many bits of the hash in each record
 MAX_GROUP_BITS = 26  # readers refuse more groups than this (a node of 256 MB)
+MAX_WIDTH = 8  # bytes a record at most (writers give larger dicts a block index)
 FIRST_READ_MAX = 1 << 16  # readers: the first read of an entry asks for at most this much
 
 

@@ -488,8 +488,12 @@ class TocBuilder:
     ) -> tuple[int, int]:
         """The node of a direct-indexed dict (type 10) and its region, from the keys' base
         hashes (u64 LE, ``fuse.base_hash``); its spans are cut at about a 1024th of it (its
-        lookups do not use them)."""
+        lookups do not use them). A dict of 2**48 bytes or more, whose records would pass 8
+        bytes, gets a block index (type 6) from the CRC-32s the base hashes begin with."""
         shape = direct.writer_shape(n, koffs[-1])
+        if shape.width > direct.MAX_WIDTH:
+            crcs = [base >> 32 for base in le_array("Q", hashes)]
+            return self.hash_node(n, koffs, entry_kids, self.hash_index_of(crcs, koffs))
         speedups = accel.speedups
         if speedups is not None:
             kids = array("Q", sorted(entry_kids)).tobytes()

@@ -371,3 +371,20 @@ def test_hashes_alike_in_their_top_bits_are_sorted_as_the_spec_sorts_them():
     packed = b"".join(b.to_bytes(8, "little") for b in bases)
     offs_bytes = b"".join(o.to_bytes(4, "little") for o in offs)
     assert speedups.direct_build(packed, offs_bytes, 4, b"", *shape) == tuple(direct.build(hashes, offs, set(), shape))
+
+
+def test_a_dict_too_big_for_8_byte_records_gets_a_block_index(monkeypatch):
+    """A dict of 2**48 bytes or more would need records of 9 bytes, which readers refuse: it
+    gets type 6 (here a small dict made to look that big to the writer)."""
+    from msglc.format.nodes import BlockHashMapNode
+
+    real = direct.writer_shape
+    monkeypatch.setattr(direct, "writer_shape", lambda n, length: real(n, length)._replace(width=9))
+    data = msglc.dumps({f"k{i}": i for i in range(3000)})
+    monkeypatch.undo()
+    with msglc.LazyReader(data) as r:
+        a = archive_of(r)
+        t = a.opened.trailer
+        assert type(a.node(t.toc_off + t.root_pos, t.root_len)) is BlockHashMapNode
+        assert r["k2999"] == 2999 and "k3000" not in r
+        r.verify()
