@@ -1,4 +1,4 @@
-"""docs/format.md, "Compressed archives (format 2.1)" and node types 7, 8 and 9, followed by
+"""docs/format.md, "Compressed archives (format 2.1)" and node types 7, 8, 9 and 10, followed by
 hand: archives that msglc writes are decoded here with struct, zlib, zstandard and the
 reference msgpack alone, using the constants and layouts the spec states (nothing from msglc
 but the writers and, to compare, its reader). If the writers or the spec change, this fails
@@ -487,6 +487,112 @@ def _kid_of(s: Section, j: int) -> tuple[int, int]:
     root = s.node(*s.root)
     back, length = root[5][j]
     return s.root[0] - back, length
+
+
+# ---- node type 10 in a plain (1.4) archive ------------------------------------------------------
+class DirectDict:
+    """A dict of node type 10 at data offset ``base`` of the plain archive ``file``, looked up
+    from its node and region alone, as docs/format.md "Type 10" says."""
+
+    def __init__(self, file: bytes, base: int, pos: int, node: list[Any]) -> None:
+        kind, n, _starts, offs, _kids, _kid_keys, gbits, width, groups_crc, (back, length) = node[:10]
+        off_bits, chunk, lo, hi, entry_read, groups = node[10:]
+        assert kind == 10 and zlib.crc32(groups) == groups_crc and len(groups) == 4 * ((1 << gbits) + 1)
+        self.file, self.base, self.n, self.end = file, base, n, offs[-1]
+        self.gbits, self.width, self.off_bits, self.chunk, self.lo, self.hi = gbits, width, off_bits, chunk, lo, hi
+        self.entry_read = entry_read
+        self.first = struct.unpack(f"<{len(groups) // 4}I", groups)
+        self.fp_bits = min(32, 8 * width - off_bits)
+        region = file[pos - back : pos - back + length]
+        chunks = -(-n // chunk)
+        assert len(region) == n * width + 4 * chunks
+        self.records = []
+        for c in range(chunks):
+            count = min(chunk, n - c * chunk)
+            part = region[c * (chunk * width + 4) :][: count * width + 4]
+            assert zlib.crc32(part[:-4]) == struct.unpack("<I", part[-4:])[0]
+            self.records += [int.from_bytes(part[i * width : (i + 1) * width], "little") for i in range(count)]
+
+    def fingerprint(self, h: int) -> int:
+        return ((h << self.gbits) & M64) >> (64 - self.fp_bits)
+
+    def estimate(self, h: int) -> tuple[int, int, int]:
+        g = h >> (64 - self.gbits) if self.gbits else 0
+        first, end = self.first[g], self.first[g + 1]
+        return first, end, first + ((((h >> (48 - self.gbits)) & 0xFFFF) * (end - first)) >> 16)
+
+    def __getitem__(self, key: str | int) -> Any:
+        kb = encode_key(key)
+        h = fuse_hash(kb, 0)
+        first, end, e = self.estimate(h)
+        for i in range(max(first, e - self.lo), min(end, e + self.hi + 1)):
+            r = self.records[i]
+            if r >> self.off_bits != self.fingerprint(h):
+                continue
+            at = self.base + (r & ((1 << self.off_bits) - 1))
+            unpacker = msgpack.Unpacker(strict_map_key=False, raw=False)
+            unpacker.feed(self.file[at : self.base + self.end])
+            unpacker.skip()
+            if self.file[at : at + unpacker.tell()] == kb:
+                return unpacker.unpack()
+        raise KeyError(key)
+
+
+def _plain_root(file: bytes) -> tuple[int, int, list[Any]]:
+    """(data offset, TOC offset, root node) of a plain archive, from its header and trailer."""
+    assert file[:8] == MAGIC and (file[8], file[9]) == (1, 4)
+    data_off, _data_len, toc_off, _toc_len, root_pos, root_len, *_ = struct.unpack("<QQQQQIII", file[-64:-12])
+    pos = toc_off + root_pos
+    framed = file[pos : pos + root_len]
+    assert zlib.crc32(framed[:-4]) == struct.unpack("<I", framed[-4:])[0]
+    return data_off, pos, msgpack.unpackb(framed[:-4], strict_map_key=False, raw=False)
+
+
+@pytest.mark.parametrize("keys", ["str", "int"])
+def test_direct_lookups_and_region_by_the_spec(keys):
+    rng = random.Random(10)
+    d = {(f"k{rng.getrandbits(48):012x}" if keys == "str" else rng.getrandbits(40) - (1 << 39)): i for i in range(9000)}
+    d |= {"long" if keys == "str" else 1 << 50: "z" * 5000}
+    data = msglc.dumps(d)
+    data_off, pos, node = _plain_root(data)
+    table = DirectDict(data, data_off, pos, node)
+    for key in rng.sample(list(d), 300):
+        assert table[key] == d[key]
+    for absent in ["absent", -1 if keys == "str" else "k", 2**63]:
+        with pytest.raises(KeyError):
+            table[absent]
+    # the writer's region and fields, built as the spec says
+    n, offs = len(d), []
+    at = data_off + len(msgpack.packb({}) if n < 16 else b"\xde\x00\x00")  # (a map16 header)
+    for key, value in d.items():
+        offs.append(at - data_off)
+        at += len(encode_key(key)) + len(msgpack.packb(value, use_bin_type=True))
+    end = at - data_off
+    assert end == node[3][-1]
+    gbits = max(0, (n // 1024).bit_length() - 1)
+    off_bits = end.bit_length()
+    width = -(-(off_bits + 16) // 8)
+    chunk = 1020 // width
+    assert (node[6], node[7], node[10], node[11]) == (gbits, width, off_bits, chunk)
+    hashes = [fuse_hash(encode_key(key), 0) for key in d]
+    order = sorted(range(n), key=lambda e: (hashes[e], e))
+    assert [table.records[i] & ((1 << off_bits) - 1) for i in range(n)] == [offs[e] for e in order]
+    assert [table.records[i] >> off_bits for i in range(n)] == [table.fingerprint(hashes[e]) for e in order]
+    est = [table.estimate(hashes[e])[2] for e in order]
+    assert (node[12], node[13]) == (
+        max(0, *(x - i for i, x in enumerate(est))),
+        max(0, *(i - x for i, x in enumerate(est))),
+    )
+    lengths = sorted(b - a for a, b in zip(offs, [*offs[1:], end], strict=True))  # (no kids here)
+    by_bits: dict[int, int] = {}
+    for length in lengths:
+        by_bits[length.bit_length()] = by_bits.get(length.bit_length(), 0) + 1
+    total = 0
+    for bits in sorted(by_bits):
+        total += by_bits[bits]
+        if total * 1000 >= n * 999:
+            break
+    assert node[14] == max(x for x in lengths if x.bit_length() <= bits)
 
 
 # ---- what a reader refuses, and with which error ----------------------------------------------
