@@ -514,7 +514,8 @@ class DirectDict:
             self.records += [int.from_bytes(part[i * width : (i + 1) * width], "little") for i in range(count)]
 
     def fingerprint(self, h: int) -> int:
-        return ((h << self.gbits) & M64) >> (64 - self.fp_bits)
+        fp: int = ((h << self.gbits) & M64) >> (64 - self.fp_bits)
+        return fp
 
     def estimate(self, h: int) -> tuple[int, int, int]:
         g = h >> (64 - self.gbits) if self.gbits else 0
@@ -551,8 +552,10 @@ def _plain_root(file: bytes) -> tuple[int, int, list[Any]]:
 @pytest.mark.parametrize("keys", ["str", "int"])
 def test_direct_lookups_and_region_by_the_spec(keys):
     rng = random.Random(10)
-    d = {(f"k{rng.getrandbits(48):012x}" if keys == "str" else rng.getrandbits(40) - (1 << 39)): i for i in range(9000)}
-    d |= {"long" if keys == "str" else 1 << 50: "z" * 5000}
+    d: dict[str | int, Any] = {
+        (f"k{rng.getrandbits(48):012x}" if keys == "str" else rng.getrandbits(40) - (1 << 39)): i for i in range(9000)
+    }
+    d["long" if keys == "str" else 1 << 50] = "z" * 5000
     data = msglc.dumps(d)
     data_off, pos, node = _plain_root(data)
     table = DirectDict(data, data_off, pos, node)
