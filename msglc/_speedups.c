@@ -1845,20 +1845,89 @@ static int direct_chunks(DirectProbe *self, PyObject *src, Py_ssize_t c0, Py_ssi
     return 1;
 }
 
-/* The whole length of the str, bin or ext item whose header is at v (end: where the bytes
- * read end), from its header alone; -1 for any other item or a header cut short. */
-static Py_ssize_t scalar_total(const unsigned char *v, const unsigned char *end) {
-    static const signed char size_bytes[] = {1, 2, 4}; /* of the length after the marker */
-    int m = v < end ? *v : -1, kind;
-    if (m >= 0xd9 && m <= 0xdb) kind = m - 0xd9; /* str 8, 16, 32 */
-    else if (m >= 0xc4 && m <= 0xc6) kind = m - 0xc4; /* bin 8, 16, 32 */
-    else if (m >= 0xc7 && m <= 0xc9) kind = m - 0xc7; /* ext 8, 16, 32: a type byte follows the length */
-    else return -1;
-    int n = size_bytes[kind], ext = m >= 0xc7 && m <= 0xc9;
-    if (end - v < 1 + n + ext) return -1;
-    uint64_t len = 0;
-    for (int i = 0; i < n; i++) len = len << 8 | v[1 + i];
-    return (Py_ssize_t)(1 + n + ext + len);
+/* Where the item at buf[p] ends (len bytes read), from its headers alone, as
+ * format/msgpack.py item_end finds it: past len for a str, bin, ext or fixed-size item (or a
+ * container whose last item is one); -1 when a header, or an item inside a container, lies
+ * past len; -2 on a byte no item starts with. */
+static int64_t item_end_at(const unsigned char *buf, Py_ssize_t len, Py_ssize_t p) {
+    uint64_t pending = 1, size = (uint64_t)len, q = (uint64_t)p;
+    while (pending) {
+        if (q >= size) return -1;
+        unsigned char m = buf[q], k = kind[m];
+        uint64_t f = fixed[m];
+        pending--;
+        if (k == KIND_BAD) return -2;
+        if (k == KIND_FIXED) {
+            q += 1 + f;
+        } else if (k == KIND_ITEMS) {
+            pending += f, q += 1;
+        } else {
+            if (q + 1 + f > size) return -1;
+            uint64_t n = be(buf + q + 1, (int)f);
+            if (k == KIND_ARRAY) pending += n, q += 1 + f;
+            else if (k == KIND_MAP) pending += 2 * n, q += 1 + f;
+            else q += 1 + f + n + (k == KIND_SIZED_EXT);
+        }
+        if (pending && q > size) return -1;
+    }
+    return (int64_t)q;
+}
+
+#define DIRECT_WALK_OVER (1 << 20) /* read/dict_index.py WALK_OVER */
+
+/* The reads of one entry's items, as read/dict_index.py _Window makes them (read for read):
+ * the dict's bytes [at, at + len) in buf, the first read of `first` bytes, a small container
+ * across a read's end read again from its start with twice as much (at least WALK_OVER), a
+ * long str, bin or ext item read alone. Offsets are from the dict's first byte, at base. */
+typedef struct {
+    PyObject *src;
+    Py_ssize_t base, stop, first, at, len;
+    const unsigned char *buf;
+    Held held;
+    unsigned char *stack; /* DIRECT_READ_CAP bytes for the reads that fit */
+    int begun;
+} EntryReads;
+
+/* _Window.item_end(pos): 0 with *end set; 2 for the Python path (what it finds damaged, it
+ * reports); -1 with an exception. */
+static int entry_item_end(EntryReads *w, Py_ssize_t pos, Py_ssize_t *end) {
+    if (pos >= w->stop) return 2;
+    Py_ssize_t size = w->begun ? DIRECT_WALK_OVER : w->first;
+    w->begun = 1;
+    for (;;) {
+        if (w->buf && pos - w->at >= 0 && pos - w->at < w->len) {
+            int64_t e = item_end_at(w->buf, w->len, pos - w->at);
+            if (e == -2) return 2;
+            if (e >= 0) {
+                if (w->at + (Py_ssize_t)e > w->stop) return 2;
+                *end = w->at + (Py_ssize_t)e;
+                return 0;
+            }
+            if (w->at + w->len >= w->stop) return 2;
+            if (2 * w->len > size) size = 2 * w->len;
+        }
+        held_release(&w->held);
+        w->buf = NULL;
+        Py_ssize_t ask = size < w->stop - pos ? size : w->stop - pos;
+        int got = src_read(w->src, w->base + pos, ask, w->stack, DIRECT_READ_CAP, &w->buf, &w->held);
+        if (got <= 0) {
+            w->buf = NULL;
+            return got < 0 ? -1 : 2;
+        }
+        w->at = pos, w->len = ask;
+    }
+}
+
+/* _Window.bytes(pos, end): *out points at them, in the window or in one read of their own
+ * (held by *own: release it). 0 with *out set; 2 for the Python path; -1 with an exception. */
+static int entry_bytes(EntryReads *w, Py_ssize_t pos, Py_ssize_t end, const unsigned char **out, Held *own) {
+    own->holder = NULL, own->has_view = 0;
+    if (w->buf && w->at <= pos && end <= w->at + w->len) {
+        *out = w->buf + (pos - w->at);
+        return 0;
+    }
+    int got = src_read(w->src, w->base + pos, end - pos, NULL, 0, out, own);
+    return got < 0 ? -1 : got == 0 ? 2 : 0;
 }
 
 /* Where the value of the key encoded as key is, in the dict whose first byte is at base, read
@@ -1886,7 +1955,7 @@ static int direct_locate(DirectProbe *self, PyObject *src, Py_ssize_t base, cons
     int got = direct_chunks(self, src, c0, c1, recbuf, sizeof recbuf, ptr, &rh);
     if (got <= 0) return got < 0 ? -1 : 2;
     uint64_t offs[16], fp = direct_fingerprint(h, gb, self->fp_bits), lo = start, hi = stop;
-    int found = 0, status = 0, width = self->width, ob = self->off_bits;
+    int found = 0, width = self->width, ob = self->off_bits;
     while (lo < hi) { /* the window ascends by fingerprint: the first record of fp's */
         uint64_t mid = lo + (hi - lo) / 2;
         if (le(ptr[mid / chunk - c0] + (mid % chunk) * width, width) >> ob < fp) lo = mid + 1;
@@ -1907,41 +1976,48 @@ static int direct_locate(DirectProbe *self, PyObject *src, Py_ssize_t base, cons
         if (o < (uint64_t)self->span_lo || o >= (uint64_t)self->span_hi) return 2;
         Py_ssize_t size = self->entry_read > klen + 1 ? self->entry_read : klen + 1; /* direct.first_read */
         if (size > DIRECT_FIRST_READ_MAX) size = DIRECT_FIRST_READ_MAX;
-        if (size > self->span_hi - (Py_ssize_t)o) size = self->span_hi - (Py_ssize_t)o;
-        const unsigned char *buf;
-        got = src_read(src, base + (Py_ssize_t)o, size, entrybuf, DIRECT_READ_CAP, &buf, held);
-        if (got <= 0) return got < 0 ? -1 : 2;
-        const unsigned char *v = skip(buf, buf + size), *q = v ? skip(v, buf + size) : NULL;
-        if (v && v - buf == klen && memcmp(buf, key, (size_t)klen) == 0) {
-            *where = base + (Py_ssize_t)o + (v - buf);
-            if (!q) { /* longer than the first read: a str, bin or ext value read whole, a
-                       * container with a window of 1 MB or twice the first read, as
-                       * read/dict_index.py _Window reads them */
-                Py_ssize_t total = scalar_total(v, buf + size), room = self->span_hi - (Py_ssize_t)o - klen;
-                Py_ssize_t ask = total >= 0 ? total : (2 * size > (1 << 20) ? 2 * size : (1 << 20));
-                held_release(held);
-                if (total > room) return 2;
-                if (ask > room) ask = room;
-                for (;;) { /* a container across the read's end: read again from its start, twice as much */
-                    got = src_read(src, *where, ask, entrybuf, DIRECT_READ_CAP, &buf, held);
-                    if (got <= 0) return got < 0 ? -1 : 2;
-                    q = skip(buf, buf + ask);
-                    if (q) break;
-                    held_release(held);
-                    if (ask >= room) return 2; /* it runs past the dict: the Python path says so */
-                    ask = 2 * ask < room ? 2 * ask : room;
-                }
-                *at = buf, *len = q - buf;
-                return 1;
+        EntryReads w = {.src = src,
+                        .base = base,
+                        .stop = self->span_hi,
+                        .first = size,
+                        .at = (Py_ssize_t)o,
+                        .len = 0,
+                        .buf = NULL,
+                        .held = {.holder = NULL, .has_view = 0},
+                        .stack = entrybuf,
+                        .begun = 0};
+        Py_ssize_t key_end, value_end;
+        const unsigned char *stored, *value;
+        Held own;
+        int s = entry_item_end(&w, (Py_ssize_t)o, &key_end);
+        if (!s) s = entry_bytes(&w, (Py_ssize_t)o, key_end, &stored, &own);
+        if (s) {
+            held_release(&w.held);
+            return s;
+        }
+        if (key_end - (Py_ssize_t)o == klen && memcmp(stored, key, (size_t)klen) == 0) {
+            held_release(&own);
+            s = entry_item_end(&w, key_end, &value_end);
+            if (!s) s = entry_bytes(&w, key_end, value_end, &value, &own);
+            if (s) {
+                held_release(&w.held);
+                return s;
             }
-            *at = v, *len = q - v;
+            if (own.holder) { /* read on its own: the window goes */
+                held_release(&w.held);
+                *held = own;
+            } else {
+                *held = w.held;
+            }
+            *at = value, *len = value_end - key_end, *where = base + key_end;
             return 1;
         }
-        int other = v && direct_fingerprint(direct_hash(buf, v - buf), gb, self->fp_bits) == fp;
-        held_release(held);
-        if (!other) return 2; /* not a key, or one its record does not fit */
+        int other = direct_fingerprint(direct_hash(stored, key_end - (Py_ssize_t)o), gb, self->fp_bits) == fp;
+        held_release(&own);
+        held_release(&w.held);
+        if (!other) return 2; /* a key its record does not fit: the Python path says so */
     }
-    return status;
+    return 0;
 }
 
 /* probe.find(read, base, key, h) -> (offset, value bytes) | None | NotImplemented. Mirrors

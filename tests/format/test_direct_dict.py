@@ -259,30 +259,35 @@ def test_the_index_costs_a_few_bytes_per_key():
 
 
 def test_c_and_python_lookups_make_the_same_reads(tmp_path):
-    """A value longer than a lookup's first read (a str, bytes, a NumPy array, a list) costs
-    one read more, in C as in Python: the same reads as the JavaScript reader makes."""
+    """A value longer than a lookup's first read (a str, bytes, a NumPy array, a list, a float
+    after a long key, a dict whose last item is a long str) costs the same reads in C as in
+    Python: the reads the JavaScript reader makes. The C probe once read a MB on where the
+    headers give the end."""
     doc: dict[str, object] = {f"k{i}": "v" * 20 for i in range(5000)}
     doc |= {"str": "z" * 50_000, "bin": b"y" * 70_000, "list": list(range(1000)), "array": np.arange(3000.0)}
+    doc |= {"a-key-longer-than-the-first-read-" + "x" * 40: 2.5, "bio": {"id": 1, "text": "y" * 5000}}
     doc["huge"] = list(range(2**16, 2**16 + 380_000))  # 1.9 MB: past a second read of 1 MB
     path = tmp_path / "long.mlc"
     msglc.dump(path, doc, small_obj_optimization_threshold=1 << 21)
+    keys = ["str", "bin", "list", "array", "huge", "k5", "bio", next(k for k in doc if k.startswith("a-key"))]
     reads = {}
     for pure in (False, True):
         with pytest.MonkeyPatch.context() as m:
             if pure:
                 m.setattr(accel, "speedups", None)
-            for key in ("str", "bin", "list", "array", "huge", "k5"):
+            for key in keys:
                 stats = LazyStats()
                 with msglc.LazyReader(path, counter=stats, cached=False) as r:
                     root = r.read()
                     stats.clear()
                     assert _same(root[key], doc[key])
-                    first = stats.requests
+                    first = (stats.requests, stats.bytes)
                     stats.clear()
                     assert _same(root[key], doc[key])
-                    reads[pure, key] = (first, stats.requests)
-    assert all(reads[False, k] == reads[True, k] for k in ("str", "bin", "list", "array", "huge", "k5")), reads
-    assert reads[False, "k5"] == (2, 1) and reads[False, "str"] == (3, 2)
+                    reads[pure, key] = (first, (stats.requests, stats.bytes))
+    assert all(reads[False, k] == reads[True, k] for k in keys), reads
+    assert reads[False, "k5"][0][0] == 2 and reads[False, "k5"][1][0] == 1
+    assert reads[False, "str"][0][0] == 3 and reads[False, "str"][1][0] == 2
 
 
 def test_streamed_big_dicts_get_the_direct_index_in_plain_archives_only():
