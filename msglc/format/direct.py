@@ -109,8 +109,9 @@ class Built(NamedTuple):
 
 def entry_read(lengths: Iterable[int]) -> int:
     """How much a lookup reads for an entry, from the lengths of the entries whose value has
-    no node of its own: the longest of those in the fewest bit lengths that hold at least 999
-    in 1000 of them (so that one long string does not make every lookup read it)."""
+    no node of its own: grouped by bit length and taken from the shortest up until they hold
+    at least 999 in 1000 of them, the longest taken (so that one long string does not make
+    every lookup read it)."""
     by_bits: dict[int, list[int]] = {}
     for length in lengths:
         by_bits.setdefault(length.bit_length(), []).append(length)

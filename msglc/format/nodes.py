@@ -139,7 +139,7 @@ class DirectMapNode(HashMapNode, tag=10, frozen=True):
     chunk: int  # records per chunk (each chunk is followed by its CRC-32)
     lo: int  # a record lies at most lo before ...
     hi: int  # ... and hi after its key's estimate
-    entry_read: int  # the longest entry without a node of its own: how much a lookup reads
+    entry_read: int  # how much a lookup's first read of an entry asks for (a hint: format.direct)
     groups: bytes
 
 
