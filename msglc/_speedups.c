@@ -1741,11 +1741,12 @@ done:
 /* DirectProbe(groups, region_at, n, group_bits, width, off_bits, chunk, lo, hi, entry_read,
  * span_lo, span_hi): one dict's direct index (read/dict_index.py DirectIndex, which makes it);
  * probe.find(read, base, key, h) looks the key up with one read of the chunks of records
- * that hold its window and one of each entry they name with its fingerprint: (offset, value
- * bytes), or None for a key the dict does not hold (h is not used). NotImplemented for
- * anything unusual (a checksum that fails, an offset out of bounds, an entry longer than
- * entry_read, a key whose hash lacks its record's fingerprint, a window of more than 8
- * chunks): the Python path then answers, with its errors. Checked chunks are kept, each in an
+ * that hold its window and the reads of each entry they name with its fingerprint (those of
+ * read/dict_index.py _Window: EntryReads): (offset, value bytes), or None for a key the dict
+ * does not hold (h is not used). NotImplemented for anything unusual (a checksum that fails,
+ * an offset out of bounds, bytes that are not an entry, a key whose hash lacks its record's
+ * fingerprint, a window of more than 8 chunks): the Python path then answers, with its
+ * errors. Checked chunks are kept, each in an
  * allocation of its own, while all the records take at most RECORDS_KEPT bytes. Mirrors
  * read/dict_index.py DirectIndex.find (direct_find) and read/views.py LazyHashDict._lookup
  * (direct_get). */
