@@ -19,11 +19,15 @@ Layouts and pure functions on bytes only: the lookups that read a region are in
 
 from __future__ import annotations
 
+import sys
 import zlib
+from array import array
 from collections.abc import Collection, Iterable, Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
-from msglc.format.fuse import MASK64, base_hash, mix
+from msglc.format.fuse import MASK64, base_hash, block_offsets, mix
+from msglc.format.hash_index import le_array
+from msglc.util import accel
 
 GROUP_KEYS = 1024  # writers: groups of 1024 to 2047 keys (the node holds 4 bytes a group)
 CHUNK_BYTES = 1024  # writers: a chunk of records and its CRC fit in this many bytes
@@ -154,9 +158,21 @@ def build(hashes: Sequence[int], offs: Sequence[int], kids: Collection[int], sha
     return Built(bytes(region), groups, lo, hi, entry_read(lengths))
 
 
-def le_u32(data: bytes) -> list[int]:
-    """The u32 LE values of ``data``."""
-    return [int.from_bytes(data[i : i + 4], "little") for i in range(0, len(data), 4)]
+def build_from_bases(bases: bytes, offs: Sequence[int], kids: Collection[int], shape: Shape) -> Built:
+    """``build`` from the keys' base hashes (u64 LE, ``fuse.base_hash``, in entry order): in C
+    (``_speedups.direct_build``) when built, which takes ``offs`` as they are when they are a
+    little-endian array of u32 or u64 (a streamed dict's), else here."""
+    n = len(bases) // 8
+    speedups = accel.speedups
+    if speedups is None:
+        return build([mix(base, 0) for base in le_array("Q", bases)], offs, set(kids), shape)
+    packed: Any
+    if isinstance(offs, array) and offs.itemsize in (4, 8) and len(offs) == n + 1 and sys.byteorder == "little":
+        packed, width = offs, offs.itemsize  # (as they are: no copy of 4 or 8 bytes a key)
+    else:
+        packed, width = block_offsets(offs, n, 0)
+    kid_bytes = array("Q", sorted(kids)).tobytes()
+    return Built(*speedups.direct_build(bases, packed, width, kid_bytes, *shape))
 
 
 def candidates(records: bytes | memoryview, h: int, shape: Shape) -> list[int]:

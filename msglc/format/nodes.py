@@ -3,7 +3,6 @@ node must pass before a reader trusts it."""
 
 from __future__ import annotations
 
-import sys
 import zlib
 from collections.abc import Sequence
 from itertools import accumulate
@@ -16,7 +15,7 @@ from msglc.errors import (
 )
 from msglc.format import direct
 from msglc.format.fuse import MAX_SEG_BITS, fuse_layout, slot_count
-from msglc.format.hash_index import READ_MAX_BLOCK_BITS, block_count, block_layout, region_layout
+from msglc.format.hash_index import READ_MAX_BLOCK_BITS, block_count, block_layout, le_view, region_layout
 from msglc.format.layout import U32
 from msglc.util import accel
 
@@ -346,13 +345,10 @@ def direct_size(node: DirectMapNode) -> int:
     ok = ok and node.chunk >= 1 and node.lo >= 0 and node.hi >= 0 and node.entry_read >= 0
     if not ok or zlib.crc32(groups) != node.offs_crc:
         return -1
-    firsts = memoryview(groups).cast("I") if _LITTLE else direct.le_u32(groups)
+    firsts = le_view("I", groups)
     if firsts[0] != 0 or firsts[-1] != n or not _rising(firsts):
         return -1
     return direct.region_size(n, node.offs_width, node.chunk)
-
-
-_LITTLE = sys.byteorder == "little"
 
 
 def _rising(xs: Sequence[int]) -> bool:

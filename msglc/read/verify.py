@@ -633,20 +633,10 @@ def _check_direct(archive: Archive, node: DirectMapNode, pos: int, entries: _Ent
     offs, n = entries.offs, node.n
     assert entries.rcrcs is not None
     shape = direct.writer_shape(n, offs[-1])
-    kids = sorted(node.starts[k] for k in node.kids)
-    speedups = accel.speedups
-    if speedups is not None:
-        bases = array("Q", (c << 32 | r for c, r in zip(entries.crcs, entries.rcrcs, strict=True)))
-        width = 4 if offs[-1] < 1 << 32 else 8
-        offs_bytes = array("I" if width == 4 else "Q", offs)
-        if sys.byteorder == "big":
-            bases.byteswap()
-            offs_bytes.byteswap()
-        kid_bytes = array("Q", kids).tobytes()
-        built = direct.Built(*speedups.direct_build(bases.tobytes(), offs_bytes.tobytes(), width, kid_bytes, *shape))
-    else:
-        hashes = [mix(c << 32 | r, 0) for c, r in zip(entries.crcs, entries.rcrcs, strict=True)]
-        built = direct.build(hashes, offs, set(kids), shape)
+    bases = array("Q", (c << 32 | r for c, r in zip(entries.crcs, entries.rcrcs, strict=True)))
+    if sys.byteorder == "big":
+        bases.byteswap()
+    built = direct.build_from_bases(bases.tobytes(), offs, [node.starts[k] for k in node.kids], shape)
     fields = (node.page_bits, node.offs_width, node.off_bits, node.chunk, node.lo, node.hi, node.entry_read)
     if fields != (*shape, built.lo, built.hi, built.entry_read) or node.groups != built.groups:
         raise archive.damaged(f"{label}: its direct index is not shaped as the dict's keys call for")

@@ -102,9 +102,6 @@ class _Pending(NamedTuple):
     length: int
 
 
-_LITTLE = sys.byteorder == "little"
-
-
 class TocBuilder:
     """Accumulates framed TOC nodes for one encoded object ``buf``.
 
@@ -448,16 +445,10 @@ class TocBuilder:
     ) -> tuple[int, int]:
         """Write the node of a hash-indexed dict whose index region is already written."""
         position, length, page_bits, width, offs_crc, block_bits = region
-        starts, span_offs, span_kids = self.spans(koffs, n, {e: ref for e, (_, ref) in entry_kids.items()})
-        span_of_entry = {starts[k]: k for k in span_kids}
         here = self._here()
         return self.add_node(
             BlockHashMapNode(
-                n=n,
-                starts=starts,
-                offs=span_offs,
-                kids=self.refs(span_kids),
-                kid_keys={key: span_of_entry[e] for e, (key, _) in entry_kids.items()},
+                **self._span_fields(n, koffs, entry_kids),
                 page_bits=page_bits,
                 offs_width=width,
                 offs_crc=offs_crc,
@@ -494,33 +485,14 @@ class TocBuilder:
         if shape.width > direct.MAX_WIDTH:
             crcs = [base >> 32 for base in le_array("Q", hashes)]
             return self.hash_node(n, koffs, entry_kids, self.hash_index_of(crcs, koffs))
-        speedups = accel.speedups
-        if speedups is not None:
-            kids = array("Q", sorted(entry_kids)).tobytes()
-            offs: Any
-            if isinstance(koffs, array) and koffs.itemsize in (4, 8) and len(koffs) == n + 1 and _LITTLE:
-                offs, width = koffs, koffs.itemsize  # (as they are: no copy of 4 or 8 bytes a key)
-            else:
-                offs, width = fuse.block_offsets(koffs, n, 0)
-            built = direct.Built(*speedups.direct_build(hashes, offs, width, kids, *shape))
-        else:
-            mixed = [fuse.mix(base, 0) for base in le_array("Q", hashes)]
-            built = direct.build(mixed, koffs, set(entry_kids), shape)
-        data, groups, lo, hi, entry_read = built
+        data, groups, lo, hi, entry_read = direct.build_from_bases(hashes, koffs, entry_kids.keys(), shape)
         position = self._here()
         self.toc += data
         self.regions.append((len(self.toc) - len(data), len(self.toc) - len(data), len(self.toc)))
         index = (self._here() - position, len(data))
-        refs = {e: ref for e, (_, ref) in entry_kids.items()}
-        starts, span_offs, span_kids = self.spans(koffs, n, refs, max(self.threshold, koffs[-1] >> 10))
-        span_of_entry = {starts[k]: k for k in span_kids}
         return self.add_node(
             DirectMapNode(
-                n=n,
-                starts=starts,
-                offs=span_offs,
-                kids=self.refs(span_kids),
-                kid_keys={key: span_of_entry[e] for e, (key, _) in entry_kids.items()},
+                **self._span_fields(n, koffs, entry_kids, max(self.threshold, koffs[-1] >> 10)),
                 page_bits=shape.group_bits,
                 offs_width=shape.width,
                 offs_crc=zlib.crc32(groups),
@@ -642,6 +614,26 @@ class TocBuilder:
             SortedMapNode(**fields, index=index, keys_len=len(keys_part), keys_crc=zlib.crc32(keys_part))
         )
 
+    def _span_fields(
+        self,
+        n: int,
+        koffs: Sequence[int],
+        entry_kids: Mapping[int, tuple[str | int, tuple[int, int]]],
+        size: int | None = None,
+    ) -> dict[str, Any]:
+        """The fields every big dict's node has: its entries cut into spans (of about ``size``
+        bytes, the threshold unless given), each large value's span, and their keys. Called
+        once its region is written (the references count back from here)."""
+        starts, span_offs, span_kids = self.spans(koffs, n, {e: ref for e, (_, ref) in entry_kids.items()}, size)
+        span_of_entry = {starts[k]: k for k in span_kids}
+        return {
+            "n": n,
+            "starts": starts,
+            "offs": span_offs,
+            "kids": self.refs(span_kids),
+            "kid_keys": {key: span_of_entry[e] for e, (key, _) in entry_kids.items()},
+        }
+
     def _block_node_fields(
         self,
         n: int,
@@ -652,14 +644,8 @@ class TocBuilder:
         block_bits: int,
     ) -> dict[str, Any]:
         """The fields that the nodes of types 7 and 9 share with type 6 (``index`` aside)."""
-        starts, span_offs, span_kids = self.spans(koffs, n, {e: ref for e, (_, ref) in entry_kids.items()})
-        span_of_entry = {starts[k]: k for k in span_kids}
         return {
-            "n": n,
-            "starts": starts,
-            "offs": span_offs,
-            "kids": self.refs(span_kids),
-            "kid_keys": {key: span_of_entry[e] for e, (key, _) in entry_kids.items()},
+            **self._span_fields(n, koffs, entry_kids),
             "page_bits": 0,
             "offs_width": width,
             "offs_crc": zlib.crc32(offs_bytes),
