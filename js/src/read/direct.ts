@@ -74,7 +74,7 @@ export class DirectIndex {
       // (at least the key and one byte more in the first read, as Python's reader)
       const size = Math.min(Math.max(node.entryRead, kb.length + 1), FIRST_READ_MAX, end - off);
       const head = await this.a.readData(this.base + off, size);
-      const whole = this.inRead(head, kb, this.base + off);
+      const whole = this.inRead(head, kb, fp, this.base + off);
       if (whole !== undefined) {
         if (whole === null) continue; // another key, its fingerprint checked
         return { at: this.base + off + whole[0], bytes: head.subarray(whole[0], whole[1]) };
@@ -95,19 +95,16 @@ export class DirectIndex {
   }
 
   /** The usual entry, whole in its first read `head`: where its value starts and ends when its
-   * key is `kb`, null for another key (whose hash must have the record's fingerprint), and
+   * key is `kb`, null for another key (whose hash must have the record's fingerprint `fp`), and
    * undefined when the entry runs past the read (``EntryWindow`` reads on, as Python does). */
-  private inRead(head: Uint8Array, kb: Uint8Array, where: number): [number, number] | null | undefined {
+  private inRead(head: Uint8Array, kb: Uint8Array, fp: number, where: number): [number, number] | null | undefined {
     const keyEnd = itemEnd(head, 0, where);
     if (keyEnd < 0 || keyEnd > head.length) return undefined;
     const stored = head.subarray(0, keyEnd);
     if (!equalBytes(stored, kb)) {
       const other = keyHash(stored);
-      const h = keyHash(kb);
-      if (fingerprintOf(other.hi, other.lo, this.node.pageBits, this.fpBits) !== fingerprintOf(h.hi, h.lo, this.node.pageBits, this.fpBits)) {
-        return undefined; // (the window's checks say what is wrong)
-      }
-      return null;
+      // (a key without the record's fingerprint: the window's checks say what is wrong)
+      return fingerprintOf(other.hi, other.lo, this.node.pageBits, this.fpBits) === fp ? null : undefined;
     }
     const valueEnd = itemEnd(head, keyEnd, where);
     return valueEnd < 0 || valueEnd > head.length ? undefined : [keyEnd, valueEnd];
