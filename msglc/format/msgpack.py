@@ -34,6 +34,9 @@ def recount_header(head: bytes, n: int) -> bytes | None:
     return head[:1] + n.to_bytes(size - 1, "big") if n < 1 << 8 * (size - 1) else None
 
 
+HEAD_MAX = 5  # the longest array or map header (array32, map32)
+
+
 def container_header_size(first: int) -> int:
     """Header size of an array or map from its first byte; 0 if it is neither."""
     if 0x80 <= first <= 0x9F:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Sequence
-from itertools import accumulate
+from itertools import accumulate, chain
 
 import msgspec
 
@@ -254,10 +254,13 @@ def _increasing(xs: list[int]) -> bool:
     return all(map(int.__lt__, xs, xs[1:]))
 
 
-def check_node(node: Node, where: int, toc_off: int) -> None:
+def check_node(node: Node, where: int, toc_off: int) -> dict[str | int, int] | None:
     """Structural checks, once per decoded node at absolute offset ``where``, so that later
     arithmetic on it stays in bounds (every offset is then also checked against the
-    container's length, and the container's header against the node)."""
+    container's length, and the container's header against the node). Returns an inline
+    dict's key map (each key's index), made to find a key listed twice and kept for lookups."""
+    if isinstance(node, MapNode):
+        return _check_map(node, where)
     bad = None
     if isinstance(node, ArrayNode):
         if not (3 <= node.head <= 6 + 4 + (1 << 20) and 0 <= node.size):  # ext header, H, header of at most 1 MiB
@@ -275,14 +278,6 @@ def check_node(node: Node, where: int, toc_off: int) -> None:
                 ):
                     bad = f"inconsistent dims {node.dims}"
                     break
-    elif isinstance(node, MapNode):
-        n = len(node.keys)
-        ok = len(node.koffs) == n + 1 and len(node.voffs) == n and n > 0 and 1 <= node.koffs[0] <= 5
-        ok = ok and all(map(int.__lt__, node.koffs, node.voffs)) and all(map(int.__lt__, node.voffs, node.koffs[1:]))
-        if not ok or not all(0 <= k < n for k in node.kids):
-            bad = "inconsistent key offsets"
-        elif len(set(node.keys)) != n:
-            bad = "a key listed twice"
     else:  # ListNode, HashMapNode: spans
         ok = len(node.offs) == len(node.starts) + 1 and bool(node.starts)
         ok = ok and node.starts[0] == 0 and 1 <= node.offs[0] <= 5
@@ -304,6 +299,22 @@ def check_node(node: Node, where: int, toc_off: int) -> None:
             bad = "inconsistent spans"
     if bad:
         raise CorruptedError(f"TOC node at offset {where} is malformed: {bad}")
+    return None
+
+
+def _check_map(node: MapNode, where: int) -> dict[str | int, int]:
+    """``check_node`` for an inline dict: entries in order (each key before its value, each
+    value before the next key), kids naming entries, no key twice."""
+    keys, koffs, voffs, kids = node.keys, node.koffs, node.voffs, node.kids
+    n = len(keys)
+    ok = len(koffs) == n + 1 and len(voffs) == n and n > 0 and 1 <= koffs[0] <= 5
+    ok = ok and _increasing([*chain.from_iterable(zip(koffs, voffs, strict=False)), koffs[-1]])  # (koffs: one more)
+    if not ok or (kids and not (0 <= min(kids) and max(kids) < n)):
+        raise CorruptedError(f"TOC node at offset {where} is malformed: inconsistent key offsets")
+    index = dict(zip(keys, range(n), strict=True))
+    if len(index) != n:
+        raise CorruptedError(f"TOC node at offset {where} is malformed: a key listed twice")
+    return index
 
 
 def index_size(node: HashMapNode) -> int:

@@ -46,6 +46,7 @@ class Source:
     max_gap = 4096
     local = True  # a read costs about a microsecond (False: a request over the network)
     max_request = 4 << 20
+    node_window = 0
 
     def read(self, offset: int, size: int) -> bytes | memoryview:
         raise NotImplementedError

@@ -26,6 +26,8 @@ STAMP_BYTES = HEADER_SIZE + 5  # the header and the root's msgpack header
 class FileSource(Source):
     """A local file by a descriptor of its own, closed with the source."""
 
+    node_window = 4096
+
     def __init__(self, fd: int) -> None:
         self.fd = fd
         self.size = os.fstat(fd).st_size

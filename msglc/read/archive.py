@@ -38,7 +38,7 @@ from msglc.format.legacy import HEADER_SIZE as LEGACY_HEADER_SIZE
 from msglc.format.legacy import MAGIC as LEGACY_MAGIC
 from msglc.format.legacy import Header as LegacyHeader
 from msglc.format.legacy import is_legacy, parse_header
-from msglc.format.msgpack import container_header
+from msglc.format.msgpack import HEAD_MAX, container_header
 from msglc.format.nodes import (
     ArrayNode,
     HashMapNode,
@@ -117,24 +117,28 @@ class Opened(NamedTuple):
 
 class NodeCache:
     """The TOC nodes an archive has read, by position, and what was learnt from them: the
-    containers checked against their nodes (``Archive.container``) and inline dicts' key
-    maps (shared by the views of one dict)."""
+    containers checked against their nodes (``Archive.container``), inline dicts' key
+    maps (shared by the views of one dict) and the TOC bytes last read around a node
+    (``Archive.toc_read``). Emptied with the state an open found."""
 
-    __slots__ = ("nodes", "fitted", "key_maps")
+    __slots__ = ("nodes", "fitted", "key_maps", "window")
 
     def __init__(self) -> None:
         self.nodes: dict[int, Node] = {}
+        self.window: tuple[int, memoryview] | None = None  # TOC bytes read before a node (toc_read)
         # container() results: a node checked against its container's header is not read again
         self.fitted: dict[tuple[int, int, int, int], tuple[Node, ArrayHead | None]] = {}
         self.key_maps: dict[int, dict[str | int, int]] = {}
 
-    def keep(self, pos: int, node: Node) -> None:
-        """Keep the node at ``pos``: every node and key map is dropped when ``MAX_NODE_CACHE``
-        are kept."""
+    def keep(self, pos: int, node: Node, keys: dict[str | int, int] | None = None) -> None:
+        """Keep the node at ``pos`` (and an inline dict's key map, if made): every node and
+        key map is dropped when ``MAX_NODE_CACHE`` are kept."""
         if len(self.nodes) >= MAX_NODE_CACHE:
             self.nodes.clear()
             self.key_maps.clear()
         self.nodes[pos] = node
+        if keys is not None:
+            self.key_maps[pos] = keys
 
     def fit(self, where: tuple[int, int, int, int], result: tuple[Node, ArrayHead | None]) -> None:
         if len(self.fitted) >= MAX_NODE_CACHE:
@@ -145,13 +149,14 @@ class NodeCache:
         """Each key of the inline dict whose node is at ``pos``, with its index."""
         keys = self.key_maps.get(pos)
         if keys is None:
-            keys = self.key_maps[pos] = {k: j for j, k in enumerate(node.keys)}
+            keys = self.key_maps[pos] = dict(zip(node.keys, range(len(node.keys)), strict=True))
         return keys
 
     def clear(self) -> None:
         self.nodes.clear()
         self.fitted.clear()
         self.key_maps.clear()
+        self.window = None
 
 
 class Archive:
@@ -489,12 +494,27 @@ class Archive:
             if size < 5:
                 raise CorruptedError(f"TOC node at offset {pos} is {size} bytes, too short")
             try:
-                node = unframe_node(self.read(pos, size), pos)
-                check_node(node, pos, t.toc_off)
+                node = unframe_node(self.toc_read(pos, size), pos)
+                keys = check_node(node, pos, t.toc_off)
             except CorruptedError as e:
                 raise self.damaged(str(e)) from None
-            self.nodes.keep(pos, node)
+            self.nodes.keep(pos, node, keys)
         return node
+
+    def toc_read(self, pos: int, size: int) -> bytes | memoryview:
+        """The ``size`` TOC bytes at ``pos`` (a node). Where a read is a call to the system
+        (``Source.node_window``), it takes the bytes before the node too: the nodes a walk
+        reads next, its kids, precede it, and are then read from memory."""
+        w = self.nodes.window
+        if w is not None and w[0] <= pos and pos + size <= w[0] + len(w[1]):
+            return w[1][pos - w[0] : pos - w[0] + size]
+        ahead = self.src.node_window
+        if not ahead:
+            return self.read(pos, size)
+        lo = max(self.opened.trailer.toc_off, pos - ahead)
+        data = memoryview(self.read(lo, pos + size - lo))
+        self.nodes.window = (lo, data)
+        return data[pos - lo :]
 
     @staticmethod
     def referred(parent_pos: int, ref: tuple[int, int]) -> int:
@@ -528,11 +548,14 @@ class Archive:
             lo = min(lo, here - node.index[0] if isinstance(node, HashMapNode) else here)
         return lo, pos + size
 
-    def container(self, base: int, span: int, pos: int, size: int) -> tuple[Node, ArrayHead | None]:
+    def container(
+        self, base: int, span: int, pos: int, size: int, head: bytes | memoryview = b""
+    ) -> tuple[Node, ArrayHead | None]:
         """The TOC node at ``pos`` (``size`` bytes) checked against the container it describes,
         stored at ``base`` (``span`` bytes): its length and header must match. For a NumPy array
         also its (dtype, shape, start of the elements). Checked once per container while the
-        node cache keeps its node."""
+        node cache keeps its node. ``head``: the container's first bytes, if the caller read
+        them (else they are read here)."""
         fitted = self.nodes.fitted.get((base, span, pos, size))
         if fitted is not None and pos in self.nodes.nodes:
             return fitted
@@ -542,17 +565,21 @@ class Archive:
                 f"TOC node at offset {pos} describes {node_span(node)} bytes where {span} are stored at offset {base}"
             )
         if isinstance(node, ArrayNode):
-            head = parse_head(self.read(base, node.head), base, span)
-            if head[2] != node.head:
+            array = parse_head(self.read(base, node.head), base, span)
+            if array[2] != node.head:
                 raise CorruptedError(f"NumPy array at offset {base} does not match its TOC node at offset {pos}")
-            result: tuple[Node, ArrayHead | None] = (node, head)
+            result: tuple[Node, ArrayHead | None] = (node, array)
             self.nodes.fit((base, span, pos, size), result)
             return result
         if isinstance(node, StrideNode):
             heads = stride_headers(node)
-            fits = heads is not None and bytes(self.read(base, len(heads))) == heads
+            if heads is not None and len(head) < len(heads):
+                head = self.read(base, len(heads))
+            fits = heads is not None and bytes(head[: len(heads)]) == heads
         else:
-            fits = container_header(self.read(base, min(5, span))) == node_header(node)
+            if len(head) < min(HEAD_MAX, span):
+                head = self.read(base, min(HEAD_MAX, span))
+            fits = container_header(head[:HEAD_MAX]) == node_header(node)
         if not fits:
             raise self.damaged(f"container at offset {base} does not match its TOC node at offset {pos}")
         self.nodes.fit((base, span, pos, size), (node, None))
