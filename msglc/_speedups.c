@@ -23,7 +23,7 @@
 #define PY_SSIZE_T_CLEAN
 /* What msglc/util/accel.py expects (API there): raised whenever a function is added or changes,
  * so that a stale build is set aside instead of failing at a call. */
-#define SPEEDUPS_API 11
+#define SPEEDUPS_API 12
 #include <Python.h>
 #include <structmember.h>
 #include <stdint.h>
@@ -2250,6 +2250,28 @@ static PyObject *span_item(PyObject *self, PyObject *const *args, Py_ssize_t nar
     return value;
 }
 
+/* descend_value(data, tail, decode): the value that the path tail (a list of segments, as
+ * descend takes them) names inside the one msgpack value data holds, decoded; NotImplemented
+ * when data is not exactly one value, descend does not take the tail, or the value does not
+ * decode: the Python path then decodes data whole and resolves the tail in it, and raises
+ * what it raises. Mirrors read/paths.py resolve over the value decoded whole
+ * (read/views.py LazyInlineDict.value_at). */
+static int buffer_arg(const char *fn, const char *name, PyObject *o, Py_buffer *view, int writable); /* below */
+
+static PyObject *descend_value(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *data, *tail, *decode;
+    if (!PyArg_ParseTuple(args, "OO!O:descend_value", &data, &PyList_Type, &tail, &decode)) return NULL;
+    Py_buffer v;
+    if (buffer_arg("descend_value", "data", data, &v, 0) < 0) return NULL;
+    const unsigned char *at = v.buf, *stop = at + v.len;
+    PyObject *result;
+    if (v.len < 1 || skip(at, stop) != stop || !descend(tail, &at, &stop)) result = Py_NewRef(Py_NotImplemented);
+    else result = decoded(decode, at, stop - at);
+    PyBuffer_Release(&v);
+    return result;
+}
+
 /* group_indices(members, depth, n): read_many's grouping of paths under a list of n items
  * (msglc/read/local_many.py): members are (position, segments) pairs whose segment at depth must
  * be an exact str of 1 to 18 ASCII digits naming an item in range. Returns (indices, groups,
@@ -3279,6 +3301,7 @@ static PyMethodDef methods[] = {
     {"span_items", (PyCFunction)(void (*)(void))span_items, METH_FASTCALL,
      "Some items of a run of msgpack items, decoded."},
     {"group_indices", group_indices, METH_VARARGS, "read_many's paths under a list, grouped by the item they name."},
+    {"descend_value", descend_value, METH_VARARGS, "The value a path names inside one msgpack value, decoded."},
     /* both */
     {"direct_build", direct_build, METH_VARARGS, "The index region of a direct-indexed dict (node type 10)."},
     {"fuse_build", fuse_build, METH_VARARGS, "The packed slots of a binary fuse mapping hashes to values."},

@@ -14,7 +14,7 @@ from typing import Any
 import msgspec
 
 from msglc.errors import CorruptedError
-from msglc.format.msgpack import array_header, item_end, map_header, scalar_size
+from msglc.format.msgpack import HEAD_MAX, array_header, item_end, map_header, scalar_size
 from msglc.format.nodes import (
     BlockHashMapNode,
     DirectMapNode,
@@ -464,6 +464,11 @@ class LazyDict(LazyPart, Mapping[Any, Any]):
             cache[key] = value
         return value
 
+    def value_at(self, key: Any, tail: list[Any]) -> tuple[Any, bool]:
+        """For path resolution (``read.paths``), not part of the documented API: the value of
+        ``key``, and whether the segments ``tail`` were taken in it too (here never)."""
+        return self[key], False
+
     def __contains__(self, key: object) -> bool:
         """Answered from the TOC and the keys stored, never by reading a value: a dict's
         value may be a string of gigabytes."""
@@ -566,16 +571,38 @@ class LazyInlineDict(LazyDict):
         if ref is not None:
             made = a.views.get((self._base + start, end - start, self._pos - ref[0], ref[1]))
             if made is None:
-                entry_at = self._base + node.koffs[j]
-                _check_key(a.read(entry_at, start - node.koffs[j]), _encode_key(key), entry_at)
-                made = child(a, self._base + start, end - start, self._pos, ref)
+                head = _checked_key(a, self._base + node.koffs[j], _encode_key(key), self._base + end)
+                made = child(a, self._base + start, end - start, self._pos, ref, head)
             a.views.keep(where, made)  # found with one lookup next time (from C: ``FastGet`` "inline")
             return made
+        return self._a.decode(self._value_bytes(j, key), self._base + start)
+
+    def _value_bytes(self, j: int, key: Any) -> bytes | memoryview:
+        """The encoded value of entry ``j`` (``key``'s, which has no node), read with its key
+        in one request and the key checked."""
+        node = self._node
         entry_at = self._base + node.koffs[j]
-        kb = _encode_key(key)
-        entry = self._a.read(entry_at, end - node.koffs[j])
-        _check_key(entry[: start - node.koffs[j]], kb, entry_at)
-        return self._a.decode(entry[start - node.koffs[j] :], self._base + start)
+        entry = self._a.read(entry_at, node.koffs[j + 1] - node.koffs[j])
+        key_len = node.voffs[j] - node.koffs[j]
+        _check_key(entry[:key_len], _encode_key(key), entry_at)
+        return entry[key_len:]
+
+    def value_at(self, key: Any, tail: list[Any]) -> tuple[Any, bool]:
+        """For path resolution (``read.paths``), not part of the documented API: the value of
+        ``key``, and whether the segments ``tail`` were taken in it too. A value without a node
+        of its own is then not decoded whole: the C walk finds what ``tail`` names in its bytes
+        and decodes that alone (a reader that keeps values decodes it whole, to keep it)."""
+        speedups = accel.speedups
+        if (type(key) is not str and type(key) is not int) or self._cache is not None or speedups is None:
+            return self[key], False
+        j = self._key_map().get(key) if not self._a.closed else None
+        if j is None or j in self._node.kids:
+            return self[key], False
+        data = self._value_bytes(j, key)
+        value = speedups.descend_value(data, tail, _decode)
+        if value is not NotImplemented:
+            return value, True
+        return self._a.decode(data, self._base + self._node.voffs[j]), False
 
 
 class LazyHashDict(LazyDict):
@@ -610,9 +637,8 @@ class LazyHashDict(LazyDict):
         made = self._a.views.get((self._base + start, node.offs[k + 1] - start, self._pos - ref[0], ref[1]))
         if made is not None:  # its key was checked when it was made
             return made
-        entry_at = self._base + node.offs[k]
-        _check_key(self._a.read(entry_at, min(len(kb), node.offs[k + 1] - node.offs[k])), kb, entry_at)
-        return child(self._a, self._base + start, node.offs[k + 1] - start, self._pos, ref)
+        head = _checked_key(self._a, self._base + node.offs[k], kb, self._base + node.offs[k + 1])
+        return child(self._a, self._base + start, node.offs[k + 1] - start, self._pos, ref, head)
 
     def _block(self, k: int) -> dict[Any, Any]:
         block: dict[Any, Any] = _decode_block(self._a, self._base, self._node, k, map_header)
@@ -737,6 +763,15 @@ def _encode_key(key: Any) -> bytes:
         raise KeyError(key) from None  # no such key can have been stored
 
 
+def _checked_key(archive: Archive, entry_at: int, kb: bytes, end: int) -> bytes | memoryview:
+    """Check that the entry at ``entry_at`` (ending at ``end``) holds the encoded key ``kb``;
+    returns the first bytes of its value (up to 5: a container's header, for ``container``),
+    read with the key in one request."""
+    data = archive.read(entry_at, min(len(kb) + HEAD_MAX, end - entry_at))
+    _check_key(data[: len(kb)], kb, entry_at)
+    return data[len(kb) :]
+
+
 def _check_key(stored: bytes | memoryview, expected: bytes, where: int) -> None:
     """The key bytes in the data must be the key the TOC says is there."""
     if stored != expected:
@@ -755,14 +790,15 @@ def make_view(archive: Archive, base: int, pos: int, node: Node, nsize: int) -> 
     raise CorruptedError(f"unknown TOC node type at offset {pos}")
 
 
-def view(archive: Archive, base: int, span: int, pos: int, size: int) -> LazyPart:
+def view(archive: Archive, base: int, span: int, pos: int, size: int, head: bytes | memoryview = b"") -> LazyPart:
     """The lazy view of the container stored at ``base`` (``span`` bytes) that the TOC node
-    at ``pos`` (``size`` bytes) describes; its header must match the node."""
+    at ``pos`` (``size`` bytes) describes; its header must match the node. ``head``: its
+    first bytes if the caller has them."""
     where = (base, span, pos, size)
     made: LazyPart | None = archive.views.get(where)
     if made is not None:
         return made
-    node, array = archive.container(base, span, pos, size)
+    node, array = archive.container(base, span, pos, size, head)
     if array is not None:
         dtype, shape, start, tile = array
         made = LazyArray(archive, base, pos, span, dtype, shape, start, size, tile)
@@ -772,10 +808,12 @@ def view(archive: Archive, base: int, span: int, pos: int, size: int) -> LazyPar
     return made
 
 
-def child(archive: Archive, base: int, span: int, parent_pos: int, ref: tuple[int, int]) -> LazyPart:
+def child(
+    archive: Archive, base: int, span: int, parent_pos: int, ref: tuple[int, int], head: bytes | memoryview = b""
+) -> LazyPart:
     """The lazy view of a container at ``base`` (``span`` bytes) whose node the parent node
-    at ``parent_pos`` references with ``ref``."""
-    return view(archive, base, span, archive.referred(parent_pos, ref), ref[1])
+    at ``parent_pos`` references with ``ref`` (``head``: as ``view``'s)."""
+    return view(archive, base, span, archive.referred(parent_pos, ref), ref[1], head)
 
 
 def root_view(archive: Archive) -> LazyPart | None:

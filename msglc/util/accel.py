@@ -183,6 +183,11 @@ class Speedups(Protocol):
         the value each item's tail of segments names in it (``missing``: resolve it in Python)."""
         ...
 
+    def descend_value(self, data: bytes | memoryview, tail: list[Any], decode: Callable[[bytes], object], /) -> object:
+        """The value the segments ``tail`` name inside the one msgpack value ``data`` holds,
+        decoded; NotImplemented: decode ``data`` whole and resolve ``tail`` in Python."""
+        ...
+
     def group_indices(
         self, members: list[tuple[int, list[Any]]], depth: int, n: int, /
     ) -> tuple[list[int], list[list[tuple[int, list[Any]]]], list[list[Any] | None]] | None:
@@ -232,7 +237,7 @@ class Speedups(Protocol):
         ...
 
 
-API = 11  # the version of ``_speedups`` this code calls (SPEEDUPS_API in _speedups.c)
+API = 12  # the version of ``_speedups`` this code calls (SPEEDUPS_API in _speedups.c)
 
 
 def _load() -> Speedups | None:
