@@ -69,7 +69,12 @@ def short_steps(obj: Any, segments: list[Any], depth: int = 0) -> tuple[Any, int
             kind = kind_of(obj)
         if kind is DICT:
             try:
-                obj = obj[seg]
+                if depth + 1 < n and type(obj) is not dict and isinstance(obj, LazyDict):
+                    obj, taken = obj.value_at(seg, segments[depth + 1 :])
+                    if taken:
+                        return obj, n
+                else:
+                    obj = obj[seg]
             except KeyError:
                 obj = _missing_key(obj, seg, segments[: depth + 1])
         elif kind is LIST and len(seg) < 19 and seg.isdigit() and seg.isascii():  # (at most 18 digits)
@@ -101,43 +106,70 @@ def kind_of(obj: Any) -> str:
 
 def resolve(obj: Any, segments: list[Any], done: tuple[Any, ...] = ()) -> Any:
     """The value at ``segments`` below ``obj``; ``done``: the segments that led to ``obj``
-    (errors name the whole path)."""
-    for depth, seg in enumerate(segments):
-        where = [*done, *segments[: depth + 1]]
-        if isinstance(obj, LazyArray) or is_ndarray(obj):
-            # the next ndim segments index the array at once: "m/3/4" is m[3, 4]
-            take = segments[depth : depth + max(obj.ndim, 1)]
-            shape = obj.shape
-            key = tuple(
-                _list_index(s, shape[k] if k < len(shape) else 0, [*done, *segments[: depth + k + 1]])
-                for k, s in enumerate(take)
-            )
+    (errors name the whole path). A key of a dict and an int index of a list are taken here
+    at the cost of one lookup each; every other step by ``_step``."""
+    depth, n = 0, len(segments)
+    while depth < n:
+        seg = segments[depth]
+        kind = _kinds.get(type(obj))
+        if kind is None:
+            kind = kind_of(obj)
+        if kind is DICT:
             try:
-                value = obj[key]
-            except IndexError as e:
-                raise IndexError(f"{e} (at {_joined([*done, *segments[: depth + len(take)]])})") from None
-            return resolve(value, segments[depth + len(take) :], (*done, *segments[: depth + len(take)]))
-        if isinstance(obj, (list, LazyList)):
-            index = _list_index(seg, len(obj), where)
-            if isinstance(index, slice):
-                before = (*done, *segments[:depth])
-                try:
-                    positions = range(*index.indices(len(obj)))
-                except ValueError as e:  # a step of 0
-                    raise ValueError(f"{e} (at {_joined(where)})") from None
-                return [
-                    resolve(x, segments[depth + 1 :], (*before, i)) for i, x in zip(positions, obj[index], strict=True)
-                ]
+                if depth + 1 < n and type(obj) is not dict and isinstance(obj, LazyDict):
+                    obj, taken = obj.value_at(seg, segments[depth + 1 :])
+                    if taken:
+                        return obj
+                else:
+                    obj = obj[seg]
+            except KeyError:
+                obj = _missing_key(obj, seg, [*done, *segments[: depth + 1]])
+        elif kind is LIST and type(seg) is int:
             try:
-                obj = obj[index]
+                obj = obj[seg]
             except IndexError:
-                raise IndexError(f"index {index} out of range for a list of {len(obj)} (at {_joined(where)})") from None
-        elif isinstance(obj, (dict, LazyDict)):
-            obj = _dict_value(obj, seg, where)
+                where = [*done, *segments[: depth + 1]]
+                raise IndexError(f"index {seg} out of range for a list of {len(obj)} (at {_joined(where)})") from None
         else:
-            kind = type(obj).__name__ if obj is not None else "None"
-            raise TypeError(f"cannot look up {seg!r} in a {kind} (at {_joined(where[:-1]) or 'the root'})")
+            return _step(obj, segments, depth, done)
+        depth += 1
     return obj
+
+
+def _step(obj: Any, segments: list[Any], depth: int, done: tuple[Any, ...]) -> Any:
+    """``resolve`` from ``segments[depth]`` on, where that step is not a dict key or a list's
+    int index: an array's index (the next ``ndim`` segments), a list's str index or slice, or
+    a step into a value that is not a container (an error)."""
+    seg, where = segments[depth], [*done, *segments[: depth + 1]]
+    if isinstance(obj, LazyArray) or is_ndarray(obj):
+        # the next ndim segments index the array at once: "m/3/4" is m[3, 4]
+        take = segments[depth : depth + max(obj.ndim, 1)]
+        shape = obj.shape
+        key = tuple(
+            _list_index(s, shape[k] if k < len(shape) else 0, [*done, *segments[: depth + k + 1]])
+            for k, s in enumerate(take)
+        )
+        try:
+            value = obj[key]
+        except IndexError as e:
+            raise IndexError(f"{e} (at {_joined([*done, *segments[: depth + len(take)]])})") from None
+        return resolve(value, segments[depth + len(take) :], (*done, *segments[: depth + len(take)]))
+    if kind_of(obj) is LIST:
+        index = _list_index(seg, len(obj), where)
+        if isinstance(index, slice):
+            before = (*done, *segments[:depth])
+            try:
+                positions = range(*index.indices(len(obj)))
+            except ValueError as e:  # a step of 0
+                raise ValueError(f"{e} (at {_joined(where)})") from None
+            return [resolve(x, segments[depth + 1 :], (*before, i)) for i, x in zip(positions, obj[index], strict=True)]
+        try:
+            value = obj[index]
+        except IndexError:
+            raise IndexError(f"index {index} out of range for a list of {len(obj)} (at {_joined(where)})") from None
+        return resolve(value, segments[depth + 1 :], tuple(where))
+    kind = type(obj).__name__ if obj is not None else "None"
+    raise TypeError(f"cannot look up {seg!r} in a {kind} (at {_joined(where[:-1]) or 'the root'})")
 
 
 def _joined(path: list[Any]) -> str:
@@ -184,13 +216,6 @@ def normalised_slice(start: int, step: int, stop: int, n: int) -> slice:
         if not 1 - n <= stop <= n:
             stop = (stop - 1) % n + (1 - n if stop < 0 else 1)
     return slice(start, stop, step)
-
-
-def _dict_value(d: Any, seg: Any, where: list[Any]) -> Any:
-    try:
-        return d[seg]
-    except KeyError:
-        return _missing_key(d, seg, where)
 
 
 def _missing_key(d: Any, seg: Any, where: list[Any]) -> Any:
