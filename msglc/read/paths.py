@@ -13,7 +13,7 @@ import re
 from typing import Any, cast
 
 from msglc.read.array import LazyArray
-from msglc.read.views import LazyDict, LazyList
+from msglc.read.views import LazyBlockList, LazyDict, LazyList
 from msglc.util.optional import is_ndarray
 
 
@@ -79,7 +79,12 @@ def short_steps(obj: Any, segments: list[Any], depth: int = 0) -> tuple[Any, int
                 obj = _missing_key(obj, seg, segments[: depth + 1])
         elif kind is LIST and len(seg) < 19 and seg.isdigit() and seg.isascii():  # (at most 18 digits)
             try:
-                obj = obj[int(seg)]
+                if depth + 1 < n and type(obj) is not list and isinstance(obj, LazyBlockList):
+                    obj, taken = obj.value_at(int(seg), segments[depth + 1 :])
+                    if taken:
+                        return obj, n
+                else:
+                    obj = obj[int(seg)]
             except IndexError:
                 break
         else:
@@ -126,7 +131,12 @@ def resolve(obj: Any, segments: list[Any], done: tuple[Any, ...] = ()) -> Any:
                 obj = _missing_key(obj, seg, [*done, *segments[: depth + 1]])
         elif kind is LIST and type(seg) is int:
             try:
-                obj = obj[seg]
+                if depth + 1 < n and type(obj) is not list and isinstance(obj, LazyBlockList):
+                    obj, taken = obj.value_at(seg, segments[depth + 1 :])
+                    if taken:
+                        return obj
+                else:
+                    obj = obj[seg]
             except IndexError:
                 where = [*done, *segments[: depth + 1]]
                 raise IndexError(f"index {seg} out of range for a list of {len(obj)} (at {_joined(where)})") from None
@@ -164,7 +174,12 @@ def _step(obj: Any, segments: list[Any], depth: int, done: tuple[Any, ...]) -> A
                 raise ValueError(f"{e} (at {_joined(where)})") from None
             return [resolve(x, segments[depth + 1 :], (*before, i)) for i, x in zip(positions, obj[index], strict=True)]
         try:
-            value = obj[index]
+            if depth + 1 < len(segments) and isinstance(obj, LazyBlockList):
+                value, taken = obj.value_at(index, segments[depth + 1 :])
+                if taken:
+                    return value
+            else:
+                value = obj[index]
         except IndexError:
             raise IndexError(f"index {index} out of range for a list of {len(obj)} (at {_joined(where)})") from None
         return resolve(value, segments[depth + 1 :], tuple(where))

@@ -177,6 +177,25 @@ class LazyBlockList(LazyList):
             return _decode_item(self._a, self._base, node, k, i - starts[k])
         return self._block(k)[i - node.starts[k]]
 
+    def value_at(self, i: int, tail: list[Any]) -> tuple[Any, bool]:
+        """For path resolution (``read.paths``), not part of the documented API: item ``i``
+        (an int), and whether the segments ``tail`` were taken in it too. An item without a
+        node of its own is then not decoded whole (``LazyInlineDict.value_at``): the C walk
+        of its span finds what ``tail`` names and decodes that alone."""
+        node, speedups = self._node, accel.speedups
+        if self._cache is not None or speedups is None or not 0 <= i < node.n or self._a.closed:
+            return self[i], False
+        k = bisect_right(node.starts, i) - 1
+        if k in node.kids:
+            return self._kid(k), False
+        starts, offs = node.starts, node.offs
+        count = (starts[k + 1] if k + 1 < len(starts) else node.n) - starts[k]
+        start, size = self._base + offs[k], offs[k + 1] - offs[k]
+        got = speedups.span_items(self._a.c_read, start, size, count, [i - starts[k]], _decode, [tail], _MISSING)
+        if got is NotImplemented or got[0] is _MISSING:
+            return self[i], False
+        return got[0], True
+
     def _kid(self, k: int) -> Any:
         if self._cache is not None and ("k", k) in self._cache:
             self._check_open()

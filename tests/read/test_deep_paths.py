@@ -1,0 +1,142 @@
+"""Deep paths: a walk down nested containers reads each level once on a local file, and a
+path that goes on into a value without a node of its own (``cached=False``) decodes only what
+it names (``value_at``, ``_speedups.descend_value``), with the values and errors that
+decoding the value whole and resolving the rest gives."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import msgspec
+import numpy as np
+import pytest
+
+import msglc
+from msglc.read import views as views_module
+from msglc.read.paths import resolve, split_path
+from msglc.read.stats import LazyStats
+from msglc.util import accel
+from tests.read.test_c_read_path import _answer, _both_modes, _plain
+
+needs_c = pytest.mark.skipif(accel.speedups is None, reason="the C accelerator is not built (or MSGLC_PURE_PYTHON)")
+
+
+def _record(i: int) -> dict[str | int, Any]:
+    return {
+        "id": i,
+        "name": f"n{i}",
+        "tags": [f"t{j}" for j in range(i % 4)],
+        "nested": {"a": {"b": [i, {"c": "deep", "3": "str three", 3: "int three"}]}, "e": {}},
+        "ints": {1: "one", -2: "minus two", 2**40: "big"},
+        "mixed": [None, True, 1.5, b"bytes", [], [[1], [2, [3]]]],
+        "arr": np.arange(6).reshape(2, 3),
+        "dup": {"x": 1, "y": 2},
+    }
+
+
+_DOC: dict[str, Any] = {
+    "inline": {f"r{i}": _record(i) for i in range(40)},  # an inline dict of small values
+    "list": [_record(i) for i in range(300)],  # a list cut into spans of small items
+    "big": {f"k{i}": _record(i) for i in range(1500)},  # a hash-indexed dict
+    "wrap": {"w": {"w": {"w": {"inline": {f"r{i}": _record(i) for i in range(8)}}}}},
+}
+
+_SEGS = ["id", "name", "tags", "nested", "a", "b", "c", "3", "e", "ints", "1", "-2", "mixed", "arr", "dup", "x"]
+_SEGS += ["0", "1", "2", "5", "-1", "0:2", "::-1", "nope", "", "00", "+1", "２", "99999", "1.5"]
+
+
+def _paths(rng: random.Random, n: int = 600) -> list[list[Any]]:
+    """Random walks down the document to a leaf (or, one in ten, stopping at a container
+    below the top tables): mostly keys and indices it has (an index as an int or a str,
+    some negative); some a segment it does not have, some one past a leaf."""
+    out: list[list[Any]] = []
+    for _ in range(n):
+        obj: Any = _DOC
+        path: list[Any] = []
+        while isinstance(obj, (dict, list)) and obj and (len(path) < 3 or rng.random() < 0.9):
+            if rng.random() < 0.05:
+                path.append(rng.choice(_SEGS))
+                break
+            if isinstance(obj, dict):
+                seg = rng.choice(list(obj))
+                obj = obj[seg]
+            else:
+                i = rng.randrange(-len(obj), len(obj))
+                seg, obj = rng.choice([i, str(i)]), obj[i]
+            path.append(seg)
+        if rng.random() < 0.05:
+            path.append(rng.choice(_SEGS))
+        out.append(path)
+    return out
+
+
+@pytest.fixture(scope="module")
+def archive(tmp_path_factory):
+    path = tmp_path_factory.mktemp("deep") / "deep.mlc"
+    msglc.dump(path, _DOC, small_obj_optimization_threshold=256)
+    return path
+
+
+@pytest.mark.parametrize("cached", [False, True])
+def test_deep_paths_give_what_decoding_whole_gives(archive, cached, monkeypatch):
+    """The C walk of a value's bytes answers what the Python path answers (decode the value
+    whole, resolve the rest), error messages included; every value is the document's."""
+    paths = _paths(random.Random(31))
+
+    def run() -> list[Any]:
+        with msglc.LazyReader(archive, cached=cached) as r:
+            out = [_answer(lambda p=p: r[p]) for p in paths]
+            out += [_answer(lambda p=p: r["/".join(map(str, p))]) for p in paths]
+            return out
+
+    with_c, pure = _both_modes(monkeypatch, run)
+    assert with_c == pure
+    for p, got in zip(paths, with_c, strict=False):
+        if got[0] == "ok":
+            assert got == ("ok", _plain(resolve(_DOC, split_path(p)))), p
+    assert sum(got[0] == "ok" for got in with_c) > len(with_c) * 3 // 4  # (most paths are not errors)
+
+
+@needs_c
+@pytest.mark.parametrize(
+    "path",
+    [
+        ["inline", "r3", "nested", "a", "b", 1, "c"],
+        ["list", 7, "nested", "a", "b", 1, "c"],
+        ["list", "7", "nested", "a", "b", "1", "c"],
+        ["wrap", "w", "w", "w", "inline", "r5", "nested", "a", "b", 1, "c"],
+    ],
+)
+def test_a_deep_path_decodes_only_the_value_it_names(archive, path, monkeypatch):
+    """With ``cached=False`` the record on the way is not decoded: only "deep" is."""
+    decoded: list[bytes] = []
+    decode = views_module._decode  # noqa: SLF001 (the decoder the C walk is handed)
+
+    def counting(data: bytes) -> Any:
+        decoded.append(bytes(data))
+        return decode(data)
+
+    monkeypatch.setattr(views_module, "_decode", counting)
+    for form in (path, "/".join(map(str, path))):
+        decoded.clear()
+        with msglc.LazyReader(archive, cached=False) as r:
+            assert r[form] == "deep"
+        assert decoded == [msgspec.msgpack.encode("deep")]
+
+
+def test_a_walk_down_nested_nodes_reads_each_level_once(tmp_path):
+    """On a local file a node's kids come with the node's read (they precede it in the TOC),
+    and each entry's key comes with its container's header: a level costs one read."""
+    depth = 8
+    doc: Any = {"leaf": "x", "pad": list(range(100))}
+    for level in range(depth):
+        doc = {f"k{level}": doc, f"pad{level}": "p" * 100}
+    path = tmp_path / "nested.mlc"
+    msglc.dump(path, doc, small_obj_optimization_threshold=64)
+    keys = [f"k{level}" for level in reversed(range(depth))]
+    stats = LazyStats()
+    with msglc.LazyReader(path, cached=False, counter=stats) as r:
+        stats.clear()
+        assert r[[*keys, "leaf"]] == "x"
+        assert stats.requests == depth + 1  # a read per level, then the leaf's entry
