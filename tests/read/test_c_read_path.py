@@ -14,6 +14,7 @@ import zlib
 import msgspec
 import numpy as np
 import pytest
+from outcomes import answer, both_modes, plain
 
 import msglc
 from msglc.format.msgpack import array_header
@@ -24,42 +25,6 @@ from msglc.read.stats import LazyStats
 from msglc.util import accel
 
 needs_c = pytest.mark.skipif(accel.speedups is None, reason="the C accelerator is not built (or MSGLC_PURE_PYTHON)")
-
-
-def _plain(v):
-    """A value as plain objects, its floats as their bits (so that NaN and -0.0 compare)."""
-    if isinstance(v, LazyPart):
-        v = v.to_obj()
-    if isinstance(v, float):
-        return ("float", struct.pack(">d", v))
-    if isinstance(v, tuple):
-        return tuple(_plain(x) for x in v)
-    if isinstance(v, np.ndarray):
-        return ("ndarray", v.dtype.str, v.tolist())
-    if isinstance(v, np.generic):
-        return ("numpy", v.dtype.str, v.item())
-    if isinstance(v, list):
-        return [_plain(x) for x in v]
-    if isinstance(v, dict):
-        return {k: _plain(x) for k, x in v.items()}
-    return v
-
-
-def _answer(f):
-    """What ``f()`` gives: ("ok", value as plain objects) or (exception type, message)."""
-    try:
-        return ("ok", _plain(f()))
-    except Exception as e:  # the outcome compared, whatever it is
-        return (type(e).__name__, str(e))
-
-
-def _both_modes(monkeypatch, run):
-    """``run()`` with the C accelerator, then with the pure-Python path."""
-    with_c = run()
-    with monkeypatch.context() as m:
-        m.setattr(accel, "speedups", None)
-        pure = run()
-    return with_c, pure
 
 
 # -- keys: the C encoding is msgspec's for every str and int ------------------------------------
@@ -127,12 +92,12 @@ def test_keys_c_and_python_agree_on_hits_and_misses(key_archive, monkeypatch):
             table = r.read()
             out = []
             for k in probes:
-                out.append(_answer(lambda k=k: table[k]))
+                out.append(answer(lambda k=k: table[k]))
                 out.append(k in table if not isinstance(k, float) else None)
-                out.append(_answer(lambda k=k: table.get(k, "default")))
+                out.append(answer(lambda k=k: table.get(k, "default")))
             return out
 
-    with_c, pure = _both_modes(monkeypatch, run)
+    with_c, pure = both_modes(monkeypatch, run)
     assert with_c == pure
 
 
@@ -167,11 +132,11 @@ def test_list_items_and_slices_c_and_python(items, monkeypatch):
     def run():
         with msglc.LazyReader(data, cached=False) as r:
             x = r["x"]
-            got = [_answer(lambda i=i: x[i]) for i in indexes]
-            return got + [[_plain(v) for v in x[s]] for s in slices]
+            got = [answer(lambda i=i: x[i]) for i in indexes]
+            return got + [[plain(v) for v in x[s]] for s in slices]
 
-    want = [_answer(lambda i=i: items[i]) for i in indexes] + [[_plain(v) for v in items[s]] for s in slices]
-    for got in _both_modes(monkeypatch, run):  # (IndexError: a lazy list words it otherwise)
+    want = [answer(lambda i=i: items[i]) for i in indexes] + [[plain(v) for v in items[s]] for s in slices]
+    for got in both_modes(monkeypatch, run):  # (IndexError: a lazy list words it otherwise)
         assert [g if g[0] == "ok" else g[0] for g in got[: len(indexes)]] == [
             w if w[0] == "ok" else w[0] for w in want[: len(indexes)]
         ]
@@ -299,7 +264,7 @@ def _outcomes(source, messages=True):
     block walks word their errors differently)."""
 
     def kind(f):
-        got = _answer(f)
+        got = answer(f)
         return got if messages or got[0] == "ok" else got[0]
 
     try:
@@ -328,7 +293,7 @@ def test_sources_c_and_python_agree(compression, kind, tmp_path, monkeypatch):
     def source():
         return {"file": path, "bytes": data, "stream": io.BytesIO(data)}[kind]
 
-    with_c, pure = _both_modes(monkeypatch, lambda: _outcomes(source()))
+    with_c, pure = both_modes(monkeypatch, lambda: _outcomes(source()))
     assert with_c == pure
     assert with_c[0] == ("ok", [0, ""])
 
@@ -345,7 +310,7 @@ def test_damaged_archives_c_answers_only_what_python_answers(tmp_path, monkeypat
             at = rng.randrange(len(b)) if rng.random() < 0.5 else rng.randrange(len(b) - 20000, len(b))
             b[at] ^= 1 << rng.randrange(8)
         path.write_bytes(b)
-        with_c, pure = _both_modes(monkeypatch, lambda: _outcomes(path, messages=False))
+        with_c, pure = both_modes(monkeypatch, lambda: _outcomes(path, messages=False))
         assert with_c == pure
 
 
@@ -363,7 +328,7 @@ def test_counted_reads_are_the_same_with_c(tmp_path, monkeypatch):
         out = []
         with msglc.LazyReader(path, cached=False, counter=stats) as r:
             for p in paths * 2:
-                out.append(_answer(lambda p=p: r[p]))
+                out.append(answer(lambda p=p: r[p]))
                 out.append((stats.requests, stats.bytes))
             table = r["s"]
             for k in ("k5", "k6", "nope"):
@@ -372,7 +337,7 @@ def test_counted_reads_are_the_same_with_c(tmp_path, monkeypatch):
             out += [k in table for k in ("k5", "k6", "nope")]  # (Python in both: not counted)
         return out
 
-    with_c, pure = _both_modes(monkeypatch, run)
+    with_c, pure = both_modes(monkeypatch, run)
     assert with_c == pure
 
 
@@ -458,9 +423,9 @@ def test_read_many_and_batches_give_what_single_reads_give(tmp_path):
     path.write_bytes(msglc.dumps(_DOC))
     paths = ["s/k5", "d/7", "l/9", "w/97", "w/97/2", "s/k3000", "l/-1"]
     with msglc.LazyReader(path, cached=False) as r:
-        singles = [_answer(lambda p=p: r[p]) for p in paths[:-2]]
+        singles = [answer(lambda p=p: r[p]) for p in paths[:-2]]
         got = r.read_many(paths[:-2])
-        assert [("ok", _plain(v)) for v in got] == singles
+        assert [("ok", plain(v)) for v in got] == singles
         table = r.read_many(["s"])[0]
         assert table["k8"] == [8, "v"] and r["s"]["k8"] == [8, "v"]
         with pytest.raises(KeyError):
@@ -499,7 +464,7 @@ def test_str_paths_mean_what_resolve_says(cached, threshold):
     with msglc.LazyReader(msglc.dumps(_PATH_DOC, small_obj_optimization_threshold=threshold), cached=cached) as r:
         root = r.read()
         for p in paths:
-            assert _answer(lambda p=p: r[p]) == _answer(lambda p=p: resolve(root, split_path(p))), p
+            assert answer(lambda p=p: r[p]) == answer(lambda p=p: resolve(root, split_path(p))), p
 
 
 def test_a_str_path_costs_the_reads_of_its_list_path(tmp_path):
@@ -514,7 +479,7 @@ def test_a_str_path_costs_the_reads_of_its_list_path(tmp_path):
             with msglc.LazyReader(path, cached=False, counter=stats) as r:
                 r[p.split("/")[0]]["k0" if p[0] == "s" else 0]  # the index loaded
                 stats.clear()
-                outcome = _answer(lambda form=form: r[form])
+                outcome = answer(lambda form=form: r[form])
                 counts.append((outcome, stats.requests, stats.bytes))
         assert counts[0] == counts[1], p
 
@@ -559,15 +524,15 @@ def _stride_outcomes(source, cached):
             x = r[name]
             n = len(x)
             for i in (0, 1, n - 1, n, n + 7, -1, -n, -n - 1, True, np.int64(2), 2**70, "1", 1.0):
-                out.append(_answer(lambda x=x, i=i: x[i]))
-                out.append(_answer(lambda x=x, i=i: x[i][1]))
-                out.append(_answer(lambda x=x, i=i: x[i][-1]))
-                out.append(_answer(lambda name=name, i=i: r[name][i][0]))
-            out.append(_answer(lambda x=x: [type(row).__name__ for row in x][:3]))
-            out.append(_answer(lambda x=x: x[2:5]))
+                out.append(answer(lambda x=x, i=i: x[i]))
+                out.append(answer(lambda x=x, i=i: x[i][1]))
+                out.append(answer(lambda x=x, i=i: x[i][-1]))
+                out.append(answer(lambda name=name, i=i: r[name][i][0]))
+            out.append(answer(lambda x=x: [type(row).__name__ for row in x][:3]))
+            out.append(answer(lambda x=x: x[2:5]))
             if isinstance(x[0], LazyPart):
                 row = x[3]
-                out.append(_answer(lambda row=row: (len(row), row.location(), row[2], row.__getitem__(2), row[1:3])))
+                out.append(answer(lambda row=row: (len(row), row.location(), row[2], row.__getitem__(2), row[1:3])))
     return out
 
 
@@ -578,12 +543,12 @@ def test_strided_items_and_rows_c_and_python(cached, tmp_path, monkeypatch):
     doc = _strided_docs()
     path = tmp_path / "m.mlc"
     path.write_bytes(msglc.dumps(doc, small_obj_optimization_threshold=64))
-    with_c, pure = _both_modes(monkeypatch, lambda: _stride_outcomes(path, cached))
+    with_c, pure = both_modes(monkeypatch, lambda: _stride_outcomes(path, cached))
     assert with_c == pure
     with msglc.LazyReader(path, cached=cached) as r:
         assert type(r["floats"]).__name__ == "LazyStrideList"  # the path under test
-        assert _plain(r.to_obj()) == _plain(doc)
-        assert all(_plain(r[name][i]) == _plain(v[i]) for name, v in doc.items() for i in range(len(v)))
+        assert plain(r.to_obj()) == plain(doc)
+        assert all(plain(r[name][i]) == plain(v[i]) for name, v in doc.items() for i in range(len(v)))
 
 
 def test_strided_reads_counted_closed_and_damaged_c_and_python(tmp_path, monkeypatch):
@@ -599,18 +564,18 @@ def test_strided_reads_counted_closed_and_damaged_c_and_python(tmp_path, monkeyp
         with msglc.LazyReader(path, cached=False, counter=stats) as r:
             views, rows = [r[name] for name in doc], [r[name][1] for name in doc]
             for name, row in zip(doc, rows, strict=True):
-                out.append(_answer(lambda row=row: row[0] if isinstance(row, msglc.LazyList) else row))
-                out.append(_answer(lambda name=name: r[name][2][1] if isinstance(r[name][2], LazyPart) else r[name][2]))
+                out.append(answer(lambda row=row: row[0] if isinstance(row, msglc.LazyList) else row))
+                out.append(answer(lambda name=name: r[name][2][1] if isinstance(r[name][2], LazyPart) else r[name][2]))
                 out.append((stats.requests, stats.bytes))
-        out += [_answer(lambda v=v: type(v[1]).__name__) for v in views]  # no row view once closed
+        out += [answer(lambda v=v: type(v[1]).__name__) for v in views]  # no row view once closed
         for row in rows:
             if isinstance(row, LazyPart):
-                out.append(_answer(lambda row=row: row[0]))
-                out.append(_answer(lambda row=row: row[0:1]))
+                out.append(answer(lambda row=row: row[0]))
+                out.append(answer(lambda row=row: row[0:1]))
         return out
 
     path.write_bytes(data)
-    with_c, pure = _both_modes(monkeypatch, run)
+    with_c, pure = both_modes(monkeypatch, run)
     assert with_c == pure
     closed = with_c[-(len(doc) + 8) :]
     assert len(closed) == len(doc) + 8 and all(a[0] == "ValueError" for a in closed)
@@ -620,7 +585,7 @@ def test_strided_reads_counted_closed_and_damaged_c_and_python(tmp_path, monkeyp
         at = rng.randrange(16, len(data) // 2)  # in the data section
         b[at] ^= 1 << rng.randrange(8)
         path.write_bytes(b)
-        with_c, pure = _both_modes(monkeypatch, lambda: _answer(lambda: _stride_outcomes(path, False)))
+        with_c, pure = both_modes(monkeypatch, lambda: answer(lambda: _stride_outcomes(path, False)))
         assert with_c == pure
 
 
@@ -664,14 +629,14 @@ def _inline_outcomes(source, cached, counter=None):
         inl = r["inl"]
         for _ in range(2):  # the second time: the views kept by key
             for k in _INLINE_PROBES:
-                out.append(_answer(lambda k=k: inl[k]))
-                out.append(_answer(lambda k=k: r["inl"][k]))
-                out.append(_answer(lambda k=k: k in inl))
-                out.append(_answer(lambda k=k: inl.get(k, "default")))
+                out.append(answer(lambda k=k: inl[k]))
+                out.append(answer(lambda k=k: r["inl"][k]))
+                out.append(answer(lambda k=k: k in inl))
+                out.append(answer(lambda k=k: inl.get(k, "default")))
                 if counter is not None:
                     out.append((counter.requests, counter.bytes))
-            out += [_answer(lambda k=k: r[k]) for k in ("inl/k1", "inl/5", "inl/-3", "other/y3", "top", "nope")]
-    out.append(_answer(lambda: inl["k1"]))  # closed
+            out += [answer(lambda k=k: r[k]) for k in ("inl/k1", "inl/5", "inl/-3", "other/y3", "top", "nope")]
+    out.append(answer(lambda: inl["k1"]))  # closed
     return out
 
 
@@ -683,11 +648,11 @@ def test_inline_dict_values_c_and_python(cached, tmp_path, monkeypatch):
     path.write_bytes(msglc.dumps(_inline_doc(), small_obj_optimization_threshold=64))
     with msglc.LazyReader(path) as r:
         assert type(r.read()).__name__ == type(r["inl"]).__name__ == "LazyInlineDict"  # the path under test
-        assert _plain(r["inl"].to_obj()) == _plain(_inline_doc()["inl"])
-    with_c, pure = _both_modes(monkeypatch, lambda: _inline_outcomes(path, cached))
+        assert plain(r["inl"].to_obj()) == plain(_inline_doc()["inl"])
+    with_c, pure = both_modes(monkeypatch, lambda: _inline_outcomes(path, cached))
     assert with_c == pure
     assert with_c[-1][0] == "ValueError"
-    counted = _both_modes(monkeypatch, lambda: _inline_outcomes(path, cached, LazyStats()))
+    counted = both_modes(monkeypatch, lambda: _inline_outcomes(path, cached, LazyStats()))
     assert counted[0] == counted[1]
 
 
@@ -753,7 +718,7 @@ def test_inline_dicts_damaged_c_answers_only_what_python_answers(tmp_path, monke
             at = rng.randrange(16, len(b)) if rng.random() < 0.7 else rng.randrange(len(b) - 4000, len(b))
             b[at] ^= 1 << rng.randrange(8)
         path.write_bytes(b)
-        with_c, pure = _both_modes(monkeypatch, lambda: _answer(lambda: _inline_outcomes(path, False)))
+        with_c, pure = both_modes(monkeypatch, lambda: answer(lambda: _inline_outcomes(path, False)))
         assert with_c == pure
 
 
@@ -777,14 +742,14 @@ def test_fast_get_is_called_and_pickled_as_the_python_getitem(tmp_path, monkeypa
         with msglc.LazyReader(path, cached=False) as r:
             for name, k, kw in probes:
                 get = r[name].__getitem__
-                out.append(_answer(lambda get=get, k=k, kw=kw: get(**{kw: k})))
-                out.append(_answer(lambda get=get: get()))
-                out.append(_answer(lambda get=get, k=k: get(k, k)))
-                out.append(_answer(lambda get=get: (get.__name__, get.__qualname__, get.__doc__)))
-                out.append(_answer(lambda get=get, k=k: pickle.loads(pickle.dumps(get))(k)))
+                out.append(answer(lambda get=get, k=k, kw=kw: get(**{kw: k})))
+                out.append(answer(lambda get=get: get()))
+                out.append(answer(lambda get=get, k=k: get(k, k)))
+                out.append(answer(lambda get=get: (get.__name__, get.__qualname__, get.__doc__)))
+                out.append(answer(lambda get=get, k=k: pickle.loads(pickle.dumps(get))(k)))
         return out
 
-    with_c, pure = _both_modes(monkeypatch, run)
+    with_c, pure = both_modes(monkeypatch, run)
     assert with_c == pure
     assert with_c[0] == with_c[4] == ("ok", 1)
     if accel.speedups is not None:
@@ -796,7 +761,7 @@ def test_fast_get_is_called_and_pickled_as_the_python_getitem(tmp_path, monkeypa
     cloudpickle = pytest.importorskip("cloudpickle")
     with msglc.LazyReader(path, cached=False) as r:
         for name, k, _ in probes:
-            assert _plain(cloudpickle.loads(cloudpickle.dumps(r[name].__getitem__))(k)) == _plain(r[name][k])
+            assert plain(cloudpickle.loads(cloudpickle.dumps(r[name].__getitem__))(k)) == plain(r[name][k])
 
 
 def _grouped_by_python(members, depth, n):

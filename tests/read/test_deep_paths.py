@@ -11,13 +11,13 @@ from typing import Any
 import msgspec
 import numpy as np
 import pytest
+from outcomes import answer, both_modes, plain
 
 import msglc
 from msglc.read import views as views_module
 from msglc.read.paths import resolve, split_path
 from msglc.read.stats import LazyStats
 from msglc.util import accel
-from tests.read.test_c_read_path import _answer, _both_modes, _plain
 
 needs_c = pytest.mark.skipif(accel.speedups is None, reason="the C accelerator is not built (or MSGLC_PURE_PYTHON)")
 
@@ -86,15 +86,15 @@ def test_deep_paths_give_what_decoding_whole_gives(archive, cached, monkeypatch)
 
     def run() -> list[Any]:
         with msglc.LazyReader(archive, cached=cached) as r:
-            out = [_answer(lambda p=p: r[p]) for p in paths]
-            out += [_answer(lambda p=p: r["/".join(map(str, p))]) for p in paths]
+            out = [answer(lambda p=p: r[p]) for p in paths]
+            out += [answer(lambda p=p: r["/".join(map(str, p))]) for p in paths]
             return out
 
-    with_c, pure = _both_modes(monkeypatch, run)
+    with_c, pure = both_modes(monkeypatch, run)
     assert with_c == pure
     for p, got in zip(paths, with_c, strict=False):
         if got[0] == "ok":
-            assert got == ("ok", _plain(resolve(_DOC, split_path(p)))), p
+            assert got == ("ok", plain(resolve(_DOC, split_path(p)))), p
     assert sum(got[0] == "ok" for got in with_c) > len(with_c) * 3 // 4  # (most paths are not errors)
 
 
