@@ -49,6 +49,9 @@ TASK_BYTES = 1 << 20  # plain bytes per task of a bulk read (a few frames: the p
 Entry = tuple[bytes | bytearray, int]  # a decompressed frame as stored, and its shuffle's element size (0: plain)
 
 
+_FAR: tuple[int, int, memoryview] = (-1, -1, memoryview(b""))  # no frame read yet
+
+
 class FramedSource(Source):
     """``raw`` holds ``data_off`` bytes, then the compressed section (``stored`` bytes: its
     frames as ``frames`` maps them, then its tables), then the rest; this source shows
@@ -93,6 +96,9 @@ class FramedSource(Source):
         self._dicts: OrderedDict[int, tuple[Any, int]] = OrderedDict()  # number -> (dictionary, its size),
         self._dict_bytes = 0  # least recently used first, ``DICT_CACHE`` bytes of them at most
         self._raw_frames: set[int] = set()  # raw frames whose layout was checked (read in place)
+        # the plain bytes of the data frame and of the TOC frame read last (unshuffled ones), as
+        # (logical start, end, bytes): a read inside one is a slice, with no lookup
+        self._near_data = self._near_toc = _FAR
 
     def _in_place(self, i: int, page: Page, k: int) -> int:
         """Where raw frame ``i`` (``k``-th of ``page``) holds its plain bytes in the file: its
@@ -128,6 +134,12 @@ class FramedSource(Source):
         return self._read(offset, size, False)
 
     def _read(self, offset: int, size: int, in_place: bool) -> bytes | memoryview:
+        near = self._near_data  # the frames last read: a walk reads on in them
+        if near[0] <= offset and offset + size <= near[1]:
+            return near[2][offset - near[0] : offset - near[0] + size]
+        near = self._near_toc
+        if near[0] <= offset and offset + size <= near[1]:
+            return near[2][offset - near[0] : offset - near[0] + size]
         end, data_end = offset + size, self.data_off + self.plain
         if end <= self.data_off:
             return self._raw(offset, size)
@@ -145,7 +157,13 @@ class FramedSource(Source):
             entry = self._entry(i)
             a = lo - page.logical[k]
             if not entry[1]:
-                return memoryview(entry[0])[a : a + size]
+                view = memoryview(entry[0])
+                near = (offset - a, offset - a + len(view), view)
+                if page.logical[k] < self._toc_at:
+                    self._near_data = near
+                else:
+                    self._near_toc = near
+                return view[a : a + size]
             return self._piece(i, entry, a, a + size)
         if size >= BULK_BYTES and end - self.data_off <= self.plain:  # to_obj, raw_data, ...
             # decompressed in the pool straight into one buffer, allocated before any frame is
@@ -654,6 +672,7 @@ class FramedSource(Source):
         super().close()
         self._frames.clear()
         self._toc_frames.clear()
+        self._near_data = self._near_toc = _FAR
         self.raw.close()
 
 
