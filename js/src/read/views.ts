@@ -79,6 +79,10 @@ export class Archive implements IndexReads {
   readonly indexes = new Lru<string, DictIndex | DirectIndex>(MAX_INDEXES);
   readonly keyMaps = new Lru<number, Map<string, number>>(MAX_INDEXES);
   closed = false;
+  /** The TOC bytes the last node read took (`nodeBytes`), from TOC offset `at`; replaced by
+   * the next such read. (Python drops them where it empties its node cache, when it retries
+   * an open; this reader does neither.) */
+  private window: { at: number; bytes: Uint8Array } | null = null;
 
   constructor(readonly body: Body) {}
 
@@ -111,9 +115,28 @@ export class Archive implements IndexReads {
     const cached = this.nodes.get(ref.pos);
     if (cached !== undefined) return cached;
     if (ref.len < 5) throw new CorruptedError(`TOC node at offset ${ref.pos} is ${ref.len} bytes, too short`);
-    const node = parseNode(await this.readToc(ref.pos, ref.len), ref);
+    const node = parseNode(await this.nodeBytes(ref.pos, ref.len), ref);
     this.nodes.set(ref.pos, node);
     return node;
+  }
+
+  /** The `len` TOC bytes of a node at `pos` (Python's `Archive.toc_read`). Where the body
+   * says so (`nodeWindow`: a local file) the read takes the bytes before the node too, kept
+   * until the next one: kids precede their parent, so a walk down reads most nodes from
+   * them. A node outside the TOC is read as any TOC span, to fail as one. */
+  private nodeBytes(pos: number, len: number): Promise<Uint8Array> | Uint8Array {
+    const w = this.window;
+    if (w !== null && w.at <= pos && pos + len <= w.at + w.bytes.length) {
+      this.checkOpen();
+      return w.bytes.subarray(pos - w.at, pos - w.at + len);
+    }
+    const ahead = this.body.nodeWindow;
+    if (!ahead || !(pos >= 0 && pos + len <= this.body.tocLength)) return this.readToc(pos, len);
+    const at = Math.max(0, pos - ahead);
+    return this.readToc(at, pos + len - at).then((bytes) => {
+      this.window = { at, bytes };
+      return bytes.subarray(pos - at);
+    });
   }
 
   /** Decode `bytes` read at data offset `where`. */
