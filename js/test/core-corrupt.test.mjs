@@ -167,3 +167,24 @@ test("truncated data inside a span is CorruptedError naming the offset", async (
   const reader = await open(withRoot([1, 3, [0, 2], [1, 3, 4], {}], Uint8Array.from([0x93, 1, 0xcd, 3])));
   await assert.rejects(reader.read("0"), (e) => e instanceof CorruptedError && /offset/.test(e.message));
 });
+
+test("a kid's key or container header that does not match its node is CorruptedError, after one read", async () => {
+  // core-t64.mlc: the root's key "ints" at data offset 3 (5 bytes), its list (a node of its
+  // own, at TOC offset 0) at 8, starting with an array16 header of 25 items
+  const bytes = fixture("core-t64.mlc");
+  assert.deepEqual([...bytes.subarray(16 + 3, 16 + 11)], [0xa4, 0x69, 0x6e, 0x74, 0x73, 0xdc, 0, 25]);
+  const cases = [
+    [19 + 3, 0x54, "dict entry at data offset 3 does not hold the key its TOC node names"], // "inTs"
+    [19 + 7, 24, "container at data offset 8 does not match its TOC node at offset 0"], // 24 items
+  ];
+  for (const [at, byte, message] of cases) {
+    const bad = bytes.slice();
+    bad[at] = byte;
+    const reader = await open(bad);
+    const before = reader.stats.requests;
+    await assert.rejects(reader.lazy("ints"), (e) => e instanceof CorruptedError && e.message === message);
+    // the key and the header in one read (the node too, from bytes in memory)
+    assert.equal(reader.stats.requests - before, message.startsWith("dict") ? 1 : 2);
+    await reader.close();
+  }
+});

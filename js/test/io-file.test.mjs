@@ -5,13 +5,16 @@ import { mkdtempSync, writeFileSync, truncateSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
+import { open } from "../dist/index.js";
 import { openSource } from "../dist/io/open.js";
+import { MemorySource } from "../dist/io/source.js";
 import { openBody } from "../dist/io/body.js";
 import { FileSource } from "../dist/io/file.js";
 import { BlobSource } from "../dist/io/blob.js";
 import { ArchiveChangedError, TruncatedError, NotAnArchiveError } from "../dist/errors.js";
 import { File } from "node:buffer"; // (a global from Node 20 on)
 import { golden, withFreeSpace } from "./support/craft.mjs";
+import { fixture } from "./core-helpers.mjs";
 
 const dir = mkdtempSync(join(tmpdir(), "msglc-io-"));
 test.after(() => rmSync(dir, { recursive: true, force: true }));
@@ -132,4 +135,61 @@ test("a Blob slice that comes back short: ArchiveChangedError", async () => {
   }
   const source = new BlobSource(new ShortBlob([golden("scalar.mlc")]));
   await assert.rejects(source.read(0, 16), ArchiveChangedError);
+});
+
+/** A source over `bytes` that lists its reads, with `nodeWindow` if given. */
+function recording(bytes, nodeWindow) {
+  const inner = new MemorySource(bytes, "recorded");
+  const reads = [];
+  const source = {
+    size: inner.size,
+    name: inner.name,
+    stats: inner.stats,
+    read(offset, length) {
+      reads.push([offset, length]);
+      return inner.read(offset, length);
+    },
+    close: () => inner.close(),
+  };
+  if (nodeWindow !== undefined) source.nodeWindow = nodeWindow;
+  return { source, reads };
+}
+
+test("a local file's node reads take the TOC bytes before the node, its kids then from memory", async () => {
+  // core-t64.mlc: its TOC at 3390 (708 bytes), the root's node last in it (at 3806, 292
+  // bytes), the node of the root's list "ints" first (3390, 15 bytes); the data at 16, the
+  // root's map header 3 bytes, then the key "ints" (5 bytes) and its list
+  const bytes = fixture("core-t64.mlc");
+  const walk = async (input) => {
+    const reader = await open(input);
+    const opened = { ...reader.stats };
+    const ints = await reader.read("ints");
+    const got = [reader.stats.requests - opened.requests, reader.stats.bytes - opened.bytes];
+    await reader.close();
+    return { opened, ints, got };
+  };
+  const windowed = recording(bytes, 4096);
+  const plain = recording(bytes);
+  const fromWindow = await walk(windowed.source);
+  const fromMemory = await walk(plain.source);
+  // the header, the trailer, the root's node (with the TOC before it: all of it), its header;
+  // then the key "ints" with the first 5 bytes of its list, its node (from memory, or read),
+  // and the list, read whole
+  assert.deepEqual(windowed.reads.slice(0, 5), [[0, 16], [4098, 64], [3390, 708], [16, 5], [19, 10]]);
+  assert.deepEqual(plain.reads.slice(0, 6), [[0, 16], [4098, 64], [3806, 292], [16, 5], [19, 10], [3390, 15]]);
+  assert.deepEqual(windowed.reads.slice(5), plain.reads.slice(6));
+  assert.deepEqual(fromWindow.ints, fromMemory.ints);
+  // a path: the same reads as the source that says it reads 4 KB before a node
+  const fromFile = await walk(copy("t64.mlc", bytes));
+  assert.deepEqual(fromFile, fromWindow);
+});
+
+test("a compressed archive's nodes are read alone, from a file too", async () => {
+  const reader = await open(copy("zstd.mlc", golden("hash-dict-zstd.mlc")));
+  assert.equal(reader.body.source.nodeWindow, 4096);
+  assert.equal(reader.body.nodeWindow, 0);
+  await reader.close();
+  const memory = await open(golden("hash-dict.mlc"));
+  assert.equal(memory.body.nodeWindow, 0);
+  await memory.close();
 });

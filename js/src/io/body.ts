@@ -33,6 +33,9 @@ export interface Body {
   readonly end: number;
   /** Frames decompressed so far (0 for a plain archive). */
   readonly framesDecompressed: number;
+  /** TOC bytes a node read takes before the node too (`Source.nodeWindow`): the source's
+   * for a plain archive, 0 for a compressed one (whose TOC comes from frames, as Python's). */
+  readonly nodeWindow: number;
   /** `length` plain bytes at `offset` of the data section. */
   readData(offset: number, length: number): Promise<Uint8Array>;
   /** `length` plain bytes at `offset` of the TOC section. */
@@ -63,6 +66,7 @@ export class PlainBody implements Body {
   readonly root: RootRef;
   readonly threshold: number;
   readonly dataCrc: number;
+  readonly nodeWindow: number;
 
   constructor(
     readonly source: Source,
@@ -70,6 +74,7 @@ export class PlainBody implements Body {
     private readonly trailer: Trailer,
     readonly end: number,
   ) {
+    this.nodeWindow = source.nodeWindow ?? 0;
     this.major = header.major;
     this.minor = header.minor;
     this.dataLength = trailer.dataLen;

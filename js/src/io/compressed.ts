@@ -96,6 +96,7 @@ export async function openCompressedBody(source: Source, header: Header, trailer
 /** A compressed archive's plain data and TOC. */
 export class CompressedBody implements Body {
   readonly compression = "zstd" as const;
+  readonly nodeWindow = 0;
   readonly major: number;
   readonly minor: number;
   readonly dataLength: number;

@@ -31,6 +31,8 @@ function bytesFor(length: number): Uint8Array {
 
 export class FileSource implements Source {
   readonly stats: ReadStats = { requests: 0, bytes: 0 };
+  /** (Python's `FileSource.node_window`: the same reads.) */
+  readonly nodeWindow = 4096;
   private constructor(
     private readonly handle: FileHandle,
     readonly size: number,

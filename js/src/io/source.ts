@@ -19,6 +19,11 @@ export interface Source {
   /** A name for messages: the path, URL or "bytes". */
   readonly name: string;
   readonly stats: ReadStats;
+  /** TOC bytes a read of a node takes before the node too (Python's `Source.node_window`):
+   * where a read is a system call, a local file's, the nodes a walk reads next (its kids,
+   * which precede it) then come from memory. 0 or absent: the node alone (bytes in memory,
+   * HTTP, a Blob). */
+  readonly nodeWindow?: number;
   /** Exactly `length` bytes at `offset`, else `TruncatedError` (or `ArchiveChangedError`
    * when the source can tell that the file changed since it was opened). */
   read(offset: number, length: number): Promise<Uint8Array>;

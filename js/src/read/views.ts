@@ -34,6 +34,8 @@ import { ArrayReader, parseArrayHeader, type ArrayHeader } from "./array.js";
 import { halfToFloat32 } from "../format/dtype.js";
 import type { AxisSelection, Key, Kind, LazyView, NDArray } from "./types.js";
 
+/** The longest array or map header (array32, map32): what `checkedKey` reads after a key. */
+const HEAD_MAX = 5;
 /** Parsed nodes kept (by TOC position). */
 export const MAX_NODES = 4096;
 /** Lazy views kept for reuse (with the index tables they loaded). */
@@ -79,6 +81,10 @@ export class Archive implements IndexReads {
   readonly indexes = new Lru<string, DictIndex | DirectIndex>(MAX_INDEXES);
   readonly keyMaps = new Lru<number, Map<string, number>>(MAX_INDEXES);
   closed = false;
+  /** The TOC bytes the last node read took (`nodeBytes`), from TOC offset `at`; replaced by
+   * the next such read. (Python drops them where it empties its node cache, when it retries
+   * an open; this reader does neither.) */
+  private window: { at: number; bytes: Uint8Array } | null = null;
 
   constructor(readonly body: Body) {}
 
@@ -111,9 +117,28 @@ export class Archive implements IndexReads {
     const cached = this.nodes.get(ref.pos);
     if (cached !== undefined) return cached;
     if (ref.len < 5) throw new CorruptedError(`TOC node at offset ${ref.pos} is ${ref.len} bytes, too short`);
-    const node = parseNode(await this.readToc(ref.pos, ref.len), ref);
+    const node = parseNode(await this.nodeBytes(ref.pos, ref.len), ref);
     this.nodes.set(ref.pos, node);
     return node;
+  }
+
+  /** The `len` TOC bytes of a node at `pos` (Python's `Archive.toc_read`). Where the body
+   * says so (`nodeWindow`: a local file) the read takes the bytes before the node too, kept
+   * until the next one: kids precede their parent, so a walk down reads most nodes from
+   * them. A node outside the TOC is read as any TOC span, to fail as one. */
+  private nodeBytes(pos: number, len: number): Promise<Uint8Array> | Uint8Array {
+    const w = this.window;
+    if (w !== null && w.at <= pos && pos + len <= w.at + w.bytes.length) {
+      this.checkOpen();
+      return w.bytes.subarray(pos - w.at, pos - w.at + len);
+    }
+    const ahead = this.body.nodeWindow;
+    if (!ahead || !(pos >= 0 && pos + len <= this.body.tocLength)) return this.readToc(pos, len);
+    const at = Math.max(0, pos - ahead);
+    return this.readToc(at, pos + len - at).then((bytes) => {
+      this.window = { at, bytes };
+      return bytes.subarray(pos - at);
+    });
   }
 
   /** Decode `bytes` read at data offset `where`. */
@@ -154,8 +179,9 @@ export class Archive implements IndexReads {
   }
 
   /** The view of the container at data offset `base` (`span` bytes) that the node at `ref`
-   * describes, its header checked against the node once. */
-  async view(base: number, span: number, ref: NodeRef, path: string): Promise<LazyView> {
+   * describes, its header checked against the node once. `head`: the container's first
+   * bytes when the caller read them (`checkedKey`), else they are read here. */
+  async view(base: number, span: number, ref: NodeRef, path: string, head?: Uint8Array): Promise<LazyView> {
     const where = `${base}:${span}:${ref.pos}:${ref.len}`;
     const made = this.views.get(where);
     if (made !== undefined && made.path === path) return made;
@@ -170,10 +196,10 @@ export class Archive implements IndexReads {
     else {
       if (node.type === 4) {
         const heads = strideHeaders(node);
-        const fits = heads !== null && equalBytes(await this.readData(base, heads.length), heads);
+        const fits = heads !== null && equalBytes(await this.headOf(base, heads.length, head), heads);
         if (!fits) throw new CorruptedError(`container at data offset ${base} does not match its TOC node at offset ${ref.pos}`);
       } else {
-        const got = containerHeader(await this.readData(base, Math.min(5, span)), 0, base);
+        const got = containerHeader(await this.headOf(base, Math.min(HEAD_MAX, span), head), 0, base);
         const want = nodeHeader(node);
         if (got.isMap !== want.isMap || got.count !== want.count || got.size !== want.size) {
           throw new CorruptedError(`container at data offset ${base} does not match its TOC node at offset ${ref.pos}`);
@@ -183,6 +209,12 @@ export class Archive implements IndexReads {
     }
     this.views.set(where, view);
     return view;
+  }
+
+  /** The first `n` bytes of the container at `base`: of `head` (what a caller read) when it
+   * holds them, else read. */
+  private headOf(base: number, n: number, head: Uint8Array | undefined): Uint8Array | Promise<Uint8Array> {
+    return head !== undefined && head.length >= n ? head.subarray(0, n) : this.readData(base, n);
   }
 
   private async arrayView(base: number, span: number, ref: NodeRef, node: ArrayNode, path: string): Promise<LazyView> {
@@ -198,9 +230,20 @@ export class Archive implements IndexReads {
     return new ArrayView(this, base, node, header, path);
   }
 
-  /** The view of a child at `base` (`span` bytes) whose node the parent refers to. */
-  child(base: number, span: number, ref: NodeRef, path: string): Promise<LazyView> {
-    return this.view(base, span, ref, path);
+  /** The view of a child at `base` (`span` bytes) whose node the parent refers to (`head`:
+   * as `view`'s). */
+  child(base: number, span: number, ref: NodeRef, path: string, head?: Uint8Array): Promise<LazyView> {
+    return this.view(base, span, ref, path, head);
+  }
+
+  /** The first bytes of the value of the dict entry at data offset `entryAt` (up to
+   * `HEAD_MAX`: a container's header, for `view`), read with its key in one request (Python's
+   * `_checked_key`): the entry (ending at `end`) must hold the key encoded as `kb` up to
+   * `valueAt`, where its node says its value starts. */
+  async checkedKey(entryAt: number, valueAt: number, end: number, kb: Uint8Array): Promise<Uint8Array> {
+    const data = await this.readData(entryAt, Math.min(kb.length + HEAD_MAX, end - entryAt));
+    checkKey(data.subarray(0, valueAt - entryAt), kb, entryAt);
+    return data.subarray(kb.length);
   }
 }
 
@@ -425,8 +468,8 @@ class InlineDictView extends NodeView {
     const end = this.base + node.koffs[j + 1];
     const kid = node.kids.get(j);
     if (kid !== undefined) {
-      checkKey(await this.a.readData(entryAt, valueAt - entryAt), kb, entryAt);
-      const view = await this.a.child(valueAt, end - valueAt, kid, path);
+      const head = await this.a.checkedKey(entryAt, valueAt, end, kb);
+      const view = await this.a.child(valueAt, end - valueAt, kid, path, head);
       this.a.views.set(cacheKey, view);
       return view;
     }
@@ -521,8 +564,8 @@ class HashDictView extends NodeView {
       const valueAt = entryAt + kb.length;
       const end = this.base + node.offs[k + 1];
       if (valueAt >= end) throw new CorruptedError(`dict entry at data offset ${entryAt} does not hold the key its TOC node names`);
-      checkKey(await this.a.readData(entryAt, kb.length), kb, entryAt);
-      const view = await this.a.child(valueAt, end - valueAt, node.kids.get(k)!, path);
+      const head = await this.a.checkedKey(entryAt, valueAt, end, kb);
+      const view = await this.a.child(valueAt, end - valueAt, node.kids.get(k)!, path, head);
       this.a.views.set(cacheKey, view);
       return view;
     }

@@ -1,13 +1,16 @@
 #!/usr/bin/env node
-// Key lookups in one dict with the storage reads each makes, for the cross-implementation
-// tests of big dicts (tests/js/test_js_direct.py). Usage:
+// Key lookups in one dict, or paths from the root, with the storage reads each makes, for the
+// cross-implementation tests of reads (tests/js/test_js_direct.py, test_js_path_reads.py).
+// Usage:
 //
 //   node lookup-reads.mjs < job.json
 //
 // job: {"archive", "dict": path of the dict, "keys": [...], "fresh": bool, "keep": bool}, a
 // key an int, a str or {"$int": "digits"}. "fresh": a reader opened for each key, else one
 // for all; "keep": false makes the dict's index keep nothing it reads (INDEX_MEMORY 0).
-// stdout: one JSON line, a list of [outcome, requests, bytes] per key, the outcome
+// Or {"archive", "paths": [...], "fresh"}: each path (a str "a/b/3" or a list of keys and
+// indices) resolved from the root (`reader.lazy(path)`) instead of a key of "dict".
+// stdout: one JSON line, a list of [outcome, requests, bytes] per key or path, the outcome
 // {"value": tagged} (a value decoded whole: numbers, strs, lists, {"$obj": [[k, v]...]},
 // {"$int": digits}), {"lazy": kind, "length": n} (a value with a node of its own) or
 // {"error": name}.
@@ -36,11 +39,13 @@ function tag(v) {
   return v;
 }
 
+const pathOf = (p) => (Array.isArray(p) ? p.map(keyOf) : p);
+
 async function lookup(reader, d, k) {
   const { requests, bytes } = reader.stats;
   let got;
   try {
-    const v = await d.get(keyOf(k));
+    const v = await (d === null ? reader.lazy(pathOf(k)) : d.get(keyOf(k)));
     got = v.lazyPart ? { lazy: v.kind, length: v.length } : { value: tag(await v.value()) };
   } catch (e) {
     got = { error: e?.name ?? String(e) };
@@ -51,11 +56,11 @@ async function lookup(reader, d, k) {
 const out = [];
 let reader = null;
 let d = null;
-for (const k of job.keys) {
+for (const k of job.paths ?? job.keys) {
   if (reader === null || job.fresh) {
     await reader?.close();
     reader = await open(job.archive);
-    d = await reader.lazy(job.dict);
+    d = job.paths ? null : await reader.lazy(job.dict);
   }
   out.push(await lookup(reader, d, k));
 }
