@@ -46,6 +46,8 @@ class Source:
     max_gap = 4096
     local = True  # a read costs about a microsecond (False: a request over the network)
     max_request = 4 << 20
+    # a TOC node read also takes up to this many bytes before the node, where the next
+    # nodes a walk reads (its kids) lie; for sources where a read is a system call
     node_window = 0
 
     def read(self, offset: int, size: int) -> bytes | memoryview:

@@ -183,6 +183,8 @@ class SeekableFile(Protocol):
 class StreamSource(Source):
     """A seekable file object without a usable descriptor (e.g. ``io.BytesIO``, ``gzip``)."""
 
+    node_window = 4096
+
     def __init__(self, f: SeekableFile) -> None:
         self.f = f
         self.lock = threading.Lock()

@@ -188,12 +188,13 @@ class LazyBlockList(LazyList):
         k = bisect_right(node.starts, i) - 1
         if k in node.kids:
             return self._kid(k), False
-        starts, offs = node.starts, node.offs
+        starts = node.starts
         count = (starts[k + 1] if k + 1 < len(starts) else node.n) - starts[k]
-        start, size = self._base + offs[k], offs[k + 1] - offs[k]
-        got = speedups.span_items(self._a.c_read, start, size, count, [i - starts[k]], _decode, [tail], _MISSING)
-        if got is NotImplemented or got[0] is _MISSING:
-            return self[i], False
+        start, data = _span_bytes(self._a, self._base, node, k)
+        j = i - starts[k]
+        got = speedups.span_items(speedups.Memory(data), 0, len(data), count, [j], _decode, [tail], _MISSING)
+        if got is NotImplemented or got[0] is _MISSING:  # (the span read once: as many reads as without C)
+            return _item_of(self._a, data, start, count, j), False
         return got[0], True
 
     def _kid(self, k: int) -> Any:
@@ -288,13 +289,25 @@ def _decode_block(
 
 
 def _decode_item(archive: Archive, base: int, node: ListNode, k: int, j: int) -> Any:
-    """Item ``j`` of span ``k``: the span read as raw items (msgspec skips them at C speed,
-    making no objects) and only item ``j`` decoded."""
+    """Item ``j`` of span ``k``, the span read."""
     count = (node.starts[k + 1] if k + 1 < len(node.starts) else node.n) - node.starts[k]
+    start, data = _span_bytes(archive, base, node, k)
+    return _item_of(archive, data, start, count, j)
+
+
+def _span_bytes(archive: Archive, base: int, node: ListNode, k: int) -> tuple[int, bytes | memoryview]:
+    """(where it starts, its bytes) of span ``k``, checked to lie in the data section."""
     start, size = base + node.offs[k], node.offs[k + 1] - node.offs[k]
     if start < archive.opened.trailer.data_off or start + size > archive.opened.data_end or size <= 0:
         raise archive.damaged(f"data span {start}+{size} lies outside the data section")
-    data = archive.read(start, size)
+    return start, archive.read(start, size)
+
+
+def _item_of(archive: Archive, data: bytes | memoryview, start: int, count: int, j: int) -> Any:
+    """Item ``j`` of the ``count`` items that ``data`` (read at ``start``) holds: the span
+    read as raw items (msgspec skips them at C speed, making no objects) and only item ``j``
+    decoded."""
+    size = len(data)
     try:
         raws = _raw_items.decode(array_header(count) + data)
     except RecursionError:  # an item nested deeper than msgspec skips: stepped over (walk)
@@ -590,7 +603,8 @@ class LazyInlineDict(LazyDict):
         if ref is not None:
             made = a.views.get((self._base + start, end - start, self._pos - ref[0], ref[1]))
             if made is None:
-                head = _checked_key(a, self._base + node.koffs[j], _encode_key(key), self._base + end)
+                kb, base = _encode_key(key), self._base
+                head = _checked_key(a, base + node.koffs[j], kb, base + start, base + end)
                 made = child(a, self._base + start, end - start, self._pos, ref, head)
             a.views.keep(where, made)  # found with one lookup next time (from C: ``FastGet`` "inline")
             return made
@@ -656,7 +670,7 @@ class LazyHashDict(LazyDict):
         made = self._a.views.get((self._base + start, node.offs[k + 1] - start, self._pos - ref[0], ref[1]))
         if made is not None:  # its key was checked when it was made
             return made
-        head = _checked_key(self._a, self._base + node.offs[k], kb, self._base + node.offs[k + 1])
+        head = _checked_key(self._a, self._base + node.offs[k], kb, self._base + start, self._base + node.offs[k + 1])
         return child(self._a, self._base + start, node.offs[k + 1] - start, self._pos, ref, head)
 
     def _block(self, k: int) -> dict[Any, Any]:
@@ -782,13 +796,13 @@ def _encode_key(key: Any) -> bytes:
         raise KeyError(key) from None  # no such key can have been stored
 
 
-def _checked_key(archive: Archive, entry_at: int, kb: bytes, end: int) -> bytes | memoryview:
-    """Check that the entry at ``entry_at`` (ending at ``end``) holds the encoded key ``kb``;
-    returns the first bytes of its value (up to 5: a container's header, for ``container``),
-    read with the key in one request."""
-    data = archive.read(entry_at, min(len(kb) + HEAD_MAX, end - entry_at))
-    _check_key(data[: len(kb)], kb, entry_at)
-    return data[len(kb) :]
+def _checked_key(archive: Archive, entry_at: int, kb: bytes, value_at: int, end: int) -> bytes | memoryview:
+    """Check that the entry at ``entry_at`` holds the encoded key ``kb`` up to ``value_at``,
+    where its value begins (it ends at ``end``); returns the value's first bytes (up to 5: a
+    container's header, for ``container``), read with the key in one request."""
+    data = archive.read(entry_at, min(value_at + HEAD_MAX, end) - entry_at)
+    _check_key(data[: value_at - entry_at], kb, entry_at)
+    return data[value_at - entry_at :]
 
 
 def _check_key(stored: bytes | memoryview, expected: bytes, where: int) -> None:
