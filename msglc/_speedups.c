@@ -2250,6 +2250,52 @@ static PyObject *span_item(PyObject *self, PyObject *const *args, Py_ssize_t nar
     return value;
 }
 
+/* span_value(src, offset, size, count, j, decode, tail): item j of the count msgpack items
+ * that must make the size bytes at offset exactly, and the value the segments tail name in
+ * it (descend): (that value decoded, True); (the item decoded whole, False) where descend does
+ * not take the tail; NotImplemented when the span is not such items or a value does not
+ * decode (the Python path reads and answers). One read of the span either way. Mirrors
+ * read/views.py LazyBlockList.value_at. */
+static PyObject *span_value(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 7 || !PyList_CheckExact(args[6])) {
+        PyErr_SetString(PyExc_TypeError, "span_value(src, offset, size, count, j, decode, tail: list)");
+        return NULL;
+    }
+    Py_ssize_t offset = PyLong_AsSsize_t(args[1]), size = PyLong_AsSsize_t(args[2]);
+    Py_ssize_t count = PyLong_AsSsize_t(args[3]), j = PyLong_AsSsize_t(args[4]);
+    if (PyErr_Occurred()) return NULL;
+    if (j < 0 || j >= count) Py_RETURN_NOTIMPLEMENTED;
+    unsigned char buf[16384];
+    const unsigned char *data;
+    Held held;
+    int got = src_read(args[0], offset, size, buf, sizeof buf, &data, &held);
+    if (got <= 0) {
+        if (got < 0) return NULL;
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    const unsigned char *p = data, *end = data + size, *item = NULL, *item_end = NULL;
+    for (Py_ssize_t i = 0; i < count && p; i++) {
+        const unsigned char *q = skip(p, end);
+        if (i == j) item = p, item_end = q;
+        p = q;
+    }
+    PyObject *result = NULL;
+    if (p != end || !item_end) {
+        result = Py_NewRef(Py_NotImplemented);
+    } else {
+        const unsigned char *v = item, *vend = item_end;
+        int taken = descend(args[6], &v, &vend);
+        PyObject *value = taken ? decoded(args[5], v, vend - v) : decoded(args[5], item, item_end - item);
+        if (value == Py_NotImplemented || !value) result = value;
+        else {
+            result = Py_BuildValue("(NO)", value, taken ? Py_True : Py_False);
+        }
+    }
+    held_release(&held);
+    return result;
+}
+
 /* descend_value(data, tail, decode): the value that the path tail (a list of segments, as
  * descend takes them) names inside the one msgpack value data holds, decoded; NotImplemented
  * when data is not exactly one value, descend does not take the tail, or the value does not
@@ -3302,6 +3348,8 @@ static PyMethodDef methods[] = {
      "Some items of a run of msgpack items, decoded."},
     {"group_indices", group_indices, METH_VARARGS, "read_many's paths under a list, grouped by the item they name."},
     {"descend_value", descend_value, METH_VARARGS, "The value a path names inside one msgpack value, decoded."},
+    {"span_value", (PyCFunction)(void (*)(void))span_value, METH_FASTCALL,
+     "One item of a run of msgpack items, or the value a path names inside it, decoded."},
     /* both */
     {"direct_build", direct_build, METH_VARARGS, "The index region of a direct-indexed dict (node type 10)."},
     {"fuse_build", fuse_build, METH_VARARGS, "The packed slots of a binary fuse mapping hashes to values."},

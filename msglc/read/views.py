@@ -188,14 +188,11 @@ class LazyBlockList(LazyList):
         k = bisect_right(node.starts, i) - 1
         if k in node.kids:
             return self._kid(k), False
-        starts = node.starts
+        starts, offs = node.starts, node.offs
         count = (starts[k + 1] if k + 1 < len(starts) else node.n) - starts[k]
-        start, data = _span_bytes(self._a, self._base, node, k)
-        j = i - starts[k]
-        got = speedups.span_items(speedups.Memory(data), 0, len(data), count, [j], _decode, [tail], _MISSING)
-        if got is NotImplemented or got[0] is _MISSING:  # (the span read once: as many reads as without C)
-            return _item_of(self._a, data, start, count, j), False
-        return got[0], True
+        start, size = self._base + offs[k], offs[k + 1] - offs[k]
+        got = speedups.span_value(self._a.c_read, start, size, count, i - starts[k], _decode, tail)
+        return (_decode_item(self._a, self._base, node, k, i - starts[k]), False) if got is NotImplemented else got
 
     def _kid(self, k: int) -> Any:
         if self._cache is not None and ("k", k) in self._cache:

@@ -183,6 +183,21 @@ class Speedups(Protocol):
         the value each item's tail of segments names in it (``missing``: resolve it in Python)."""
         ...
 
+    def span_value(
+        self,
+        src: object,
+        offset: int,
+        size: int,
+        count: int,
+        j: int,
+        decode: Callable[[bytes], object],
+        tail: list[Any],
+        /,
+    ) -> tuple[object, bool] | NotImplementedType:
+        """Item ``j`` of such a span as ``span_item``, and the value ``tail`` names in it:
+        (that value, True), or (the item, False) where the C walk does not take the tail."""
+        ...
+
     def descend_value(self, data: bytes | memoryview, tail: list[Any], decode: Callable[[bytes], object], /) -> object:
         """The value the segments ``tail`` name inside the one msgpack value ``data`` holds,
         decoded; NotImplemented: decode ``data`` whole and resolve ``tail`` in Python."""
