@@ -2288,9 +2288,7 @@ static PyObject *span_value(PyObject *self, PyObject *const *args, Py_ssize_t na
         int taken = descend(args[6], &v, &vend);
         PyObject *value = taken ? decoded(args[5], v, vend - v) : decoded(args[5], item, item_end - item);
         if (value == Py_NotImplemented || !value) result = value;
-        else {
-            result = Py_BuildValue("(NO)", value, taken ? Py_True : Py_False);
-        }
+        else { result = Py_BuildValue("(NO)", value, taken ? Py_True : Py_False); }
     }
     held_release(&held);
     return result;
