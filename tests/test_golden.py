@@ -19,7 +19,7 @@ import msglc
 from msglc import FileInfo, Pairs
 
 GOLDEN = Path(__file__).with_name("golden")
-EARLIER = ["1.1", "1.3", "2.0"]  # the versions writers wrote before, kept in golden/<version>/
+EARLIER = ["1.1", "1.3", "1.4", "2.0", "2.1"]  # the versions writers wrote before, kept in golden/<version>/
 
 
 def _objects() -> dict[str, Any]:
@@ -57,8 +57,18 @@ def _tiled_objects() -> dict[str, Any]:
     }
 
 
+def _paged_list() -> list[Any]:
+    """A list of more than 1024 spans at threshold 8 (node type 11, in 3 pages), two items of
+    it with nodes of their own, in the first page and the last."""
+    items: list[Any] = [i if i % 2 else f"s{i}" for i in range(2600)]
+    items[100] = {"k": 100, "v": [1, 2, 3]}
+    items[2500] = [["x"] * 3, {"y": 2}]
+    return items
+
+
 # writer options (msglc takes them as **options: Any)
 ZSTD: dict[str, Any] = {"compression": "zstd"}
+PAGED: dict[str, Any] = {"small_obj_optimization_threshold": 8}
 
 
 def _archive(name: str) -> bytes:
@@ -71,6 +81,8 @@ def _archive(name: str) -> bytes:
         return msglc.dumps(objects[name], **small)
     if name == "numpy":
         return msglc.dumps(_numpy_objects()["numpy"], **small)
+    if name == "paged-list":
+        return msglc.dumps(_paged_list(), **PAGED)
     if name == "combined":
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "combined.mlc"
@@ -105,6 +117,8 @@ def _compressed(name: str, small: dict[str, Any]) -> bytes:
         return msglc.dumps(_numpy_objects()["numpy"], **small, **ZSTD)
     if name == "tiled":
         return msglc.dumps(_tiled_objects(), **small, **ZSTD, tiles=(8, 7))
+    if name == "paged-list":
+        return msglc.dumps(_paged_list(), **PAGED, **ZSTD)
     if name == "sorted-dict":  # order="sorted": the big dict indexed by its blocks' first keys (type 9)
         return msglc.dumps(dict(reversed(_objects()["hash-dict"].items())), **small, **ZSTD, order="sorted")
     if name == "streamed":
@@ -125,6 +139,7 @@ def _compressed(name: str, small: dict[str, Any]) -> bytes:
 
 COMPRESSED = [
     "block-list-zstd",
+    "paged-list-zstd",
     "hash-dict-zstd",
     "sorted-dict-zstd",
     "matrix-zstd",
@@ -133,13 +148,15 @@ COMPRESSED = [
     "streamed-zstd",
     "combined-zstd",
 ]
-NAMES = [*_objects(), "numpy", "combined", "streamed", "appended", *COMPRESSED]
+NAMES = [*_objects(), "numpy", "paged-list", "combined", "streamed", "appended", *COMPRESSED]
 
 
 def _expected(name: str):
     if name == "combined-zstd":
         return {"runs": _objects()["block-list"], "m": _objects()["matrix"]}
     name = name.removesuffix("-zstd")
+    if name == "paged-list":
+        return _paged_list()
     if name == "sorted-dict":
         return _objects()["hash-dict"]
     if name in _objects():

@@ -72,9 +72,11 @@ from msglc.format.nodes import (
     HashMapNode,
     ListNode,
     MapNode,
+    PagedListNode,
     Ref,
     StrideNode,
     frame_node,
+    unframe_page,
     whole_max,
 )
 from msglc.io.atomic import refuse_read_only
@@ -444,6 +446,17 @@ def _data_crc(existing: Existing, root_head: bytes, keys: list[bytes], inputs: l
     return entries_crc(keys, inputs, crc)
 
 
+def _back_to_back(pages: list[Ref]) -> bool:
+    """Do a paged list's pages lie in order right before its node, one after another (as
+    writers put them), so that they move with it?"""
+    end = pages[0][0]
+    for back, size in pages:
+        if back != end:
+            return False
+        end = back - size
+    return end == 0
+
+
 class Existing:
     """The archive ``append`` adds to: its root's header, node and entries, kept as bytes."""
 
@@ -490,6 +503,8 @@ class Existing:
         end = self.pos - t.toc_off
         if isinstance(self.node, HashMapNode) and self.node.index[0] == self.node.index[1]:
             end -= self.node.index[0]  # the index region, right before the node, goes with it
+        elif isinstance(self.node, PagedListNode) and _back_to_back(self.node.pages):
+            end -= self.node.pages[0][0]  # its pages, right before the node, go with it
         self.toc_len = end if t.root_len else 0
 
     def small_root(self) -> Any:
@@ -514,10 +529,11 @@ class Existing:
     @property
     def root(self) -> ListNode | MapNode | HashMapNode | StrideNode:
         """The root's node, for a root that has one (``small_root()`` None); ``_open`` checked
-        it against the root's header, a list's or a dict's."""
+        it against the root's header, a list's or a dict's. A paged list's is the list node
+        its pages make (its kids referenced from the root's position, as the pages' are not)."""
         node = self.node
         assert node is not None and not isinstance(node, ArrayNode)
-        return node
+        return self.archive.spans(self.pos, node) if isinstance(node, PagedListNode) else node
 
     def _abs(self, kids: dict[int, Ref]) -> dict[int, Ref]:
         """Kid references as absolute TOC positions (the existing TOC is copied first)."""
@@ -528,8 +544,11 @@ class Existing:
         bytes further from the kept TOC than it was (its references to children grow by that
         much); and the framed node's length, which ends the bytes."""
         t = self.trailer
+        node = self.node
+        assert node is not None and not isinstance(node, ArrayNode)
+        if isinstance(node, PagedListNode):
+            return self._moved_pages(node, delta)
         before = bytes(self.archive.read(t.toc_off + self.toc_len, t.root_pos - self.toc_len))
-        node = self.root
         if not isinstance(node, StrideNode):  # a fixed-stride node refers to nothing
             node = msgspec.structs.replace(
                 node, kids={k: (back + delta, size) for k, (back, size) in node.kids.items()}
@@ -538,6 +557,26 @@ class Existing:
             node = msgspec.structs.replace(node, index=(node.index[0] + delta, node.index[1]))
         framed = frame_node(node)
         return before + framed, len(framed)
+
+    def _moved_pages(self, node: PagedListNode, delta: int) -> tuple[bytes, int]:
+        """``moved_root`` of a paged list: its pages (when they lie back to back before it, as
+        writers put them; else they stay in the kept TOC), each framed anew with its kids'
+        references lengthened by as much as it moves, then the node."""
+        if not _back_to_back(node.pages):
+            framed = frame_node(msgspec.structs.replace(node, pages=[(b + delta, n) for b, n in node.pages]))
+            return framed, len(framed)
+        out = bytearray()
+        moved: list[tuple[int, int]] = []  # (position, size) of each page where it will be
+        for back, size in node.pages:
+            was, now = self.pos - back, self.pos - node.pages[0][0] + delta + len(out)
+            page = unframe_page(self.archive.toc_read(was, size), was)
+            kids = {k: (b + now - was, n) for k, (b, n) in page.kids.items()}
+            framed = frame_node(msgspec.structs.replace(page, kids=kids))
+            moved.append((now, len(framed)))
+            out += framed
+        here = self.pos - node.pages[0][0] + delta + len(out)
+        framed = frame_node(msgspec.structs.replace(node, pages=[(here - at, n) for at, n in moved]))
+        return bytes(out + framed), len(framed)
 
     def root_node(
         self, inputs: list[Input], keys: list[bytes], header: bytes, threshold: int, toc_base: int
@@ -570,9 +609,7 @@ class Existing:
             kids.update({len(starts) + k: ref for k, ref in new_kids.items()})
             starts = [*starts, *(self.count + s for s in new_starts)]
             offs = [o + shift for o in offs[:-1]] + new_offs
-            return builder.add_node(ListNode(n=n, starts=starts, offs=offs, kids=builder.refs(kids))), bytes(
-                builder.toc
-            )
+            return builder.add_list(n, starts, offs, kids), bytes(builder.toc)
         koffs, hashes, entry_kids = self._entries(node, shift)
         koffs = koffs[:-1] + offs_new
         hashes += [zlib.crc32(k) for k in keys]

@@ -38,7 +38,7 @@ from msglc.errors import CorruptedError
 from msglc.format.hash_index import MAP_INLINE_MAX
 from msglc.format.layout import HEADER_SIZE, Trailer, compressed_header, pack_header
 from msglc.format.msgpack import array_header, map_header
-from msglc.format.nodes import ListNode, MapNode, whole_max
+from msglc.format.nodes import MapNode, whole_max
 from msglc.io.atomic import output
 from msglc.read.archive import Archive
 from msglc.util.checksum import crc32_combine
@@ -173,7 +173,7 @@ def _root_node(
     builder = TocBuilder(b"", threshold, toc_base=toc_base)
     if not keys or not keys[0]:
         starts, span_offs, span_kids = builder.spans(offs, n, kids)
-        root = builder.add_node(ListNode(n=n, starts=starts, offs=span_offs, kids=builder.refs(span_kids)))
+        root = builder.add_list(n, starts, span_offs, span_kids)
     elif n <= MAP_INLINE_MAX:
         voffs = [o + len(k) for o, k in zip(offs, keys, strict=False)]
         root = builder.add_node(MapNode(keys=entry_names(inputs), koffs=offs, voffs=voffs, kids=builder.refs(kids)))

@@ -26,7 +26,7 @@ from msglc.edit.sections import Sink, compressed, copy_data
 from msglc.errors import CorruptedError
 from msglc.format.layout import HEADER_SIZE, Trailer, compressed_header, pack_header
 from msglc.format.msgpack import array_header
-from msglc.format.nodes import ListNode, StrideNode
+from msglc.format.nodes import ListNode, PagedListNode, StrideNode
 from msglc.io.atomic import output
 from msglc.io.compose import Span, compose
 from msglc.io.names import RemotePath
@@ -53,6 +53,8 @@ class _Items:
         self.crc = t.data_crc ^ crc32_combine(zlib.crc32(head[: self.head]), 0, self.size)
         self.spans: list[tuple[int, int, tuple[int, int] | None]] = []
         node = a.node(t.toc_off + t.root_pos, t.root_len) if t.root_len else None
+        if isinstance(node, PagedListNode):  # its spans from its pages, kids referenced from the root
+            node = a.spans(t.toc_off + t.root_pos, node)
         if isinstance(node, ListNode):
             if node.offs[0] != self.head or node.n != self.count:
                 raise CorruptedError(f"{part.label}: its root node does not describe its root list")
@@ -170,5 +172,5 @@ def _root_node(
     if not count:
         return (0, 0), b""
     builder = TocBuilder(b"", threshold, toc_base=toc_base)
-    root = builder.add_node(ListNode(n=count, starts=starts, offs=[*offs, end], kids=builder.refs(kids)))
+    root = builder.add_list(count, starts, [*offs, end], kids)
     return root, bytes(builder.toc)

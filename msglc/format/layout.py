@@ -32,8 +32,8 @@ MAJOR = 1
 
 
 COMPRESSED = 2  # the major version of compressed archives (docs/compression.md)
-COMPRESSED_MINOR = 1  # what writers put in every compressed archive: 2.1, the data and TOC framed
-MINOR = 4  # what writers put in every 1.x archive: 1.4, the direct-indexed dict (node type 10)
+COMPRESSED_MINOR = 2  # what writers put in every compressed archive: 2.2, the 2.1 layout with paged lists
+MINOR = 5  # what writers put in every 1.x archive: 1.5, paged lists (node types 11 and 12)
 
 
 FREE_SPACE_MINOR = 2  # 1.2 and later: free space between the data and the TOC (left by append)

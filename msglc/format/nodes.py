@@ -4,6 +4,7 @@ node must pass before a reader trusts it."""
 from __future__ import annotations
 
 import zlib
+from bisect import bisect_right
 from collections.abc import Sequence
 from itertools import accumulate, chain
 
@@ -42,6 +43,31 @@ class ListNode(msgspec.Struct, array_like=True, tag=1, frozen=True):
     starts: list[int]
     offs: list[int]
     kids: dict[int, Ref]
+
+
+class PagedListNode(msgspec.Struct, array_like=True, tag=11, frozen=True):
+    """A list whose span table is kept in pages (docs/format.md, node types 11 and 12): page p
+    (a ``SpanPage`` at ``pages[p]``) holds the spans of items firsts[p].. at bytes
+    offs[p]..offs[p + 1], so that opening a long list reads a small node and an item one
+    page. It describes the list of the ``ListNode`` its pages make (``whole_list``)."""
+
+    n: int
+    firsts: list[int]
+    offs: list[int]
+    pages: list[Ref]
+
+
+class SpanPage(msgspec.Struct, array_like=True, tag=12, frozen=True):
+    """A page of a ``PagedListNode``: spans as a ``ListNode``'s (item ``starts`` counted from
+    the list's first item, ``offs`` from the list's first byte, one more than ``starts``), with
+    ``kids`` referenced from the page's own position."""
+
+    starts: list[int]
+    offs: list[int]
+    kids: dict[int, Ref]
+
+
+PAGE_SPANS = 1024  # writers page a list of more spans than this, in pages of this many
 
 
 class MapNode(msgspec.Struct, array_like=True, tag=2, frozen=True):
@@ -163,6 +189,7 @@ class ArrayNode(msgspec.Struct, array_like=True, tag=5, frozen=True):
 
 Node = (
     ListNode
+    | PagedListNode
     | MapNode
     | HashMapNode
     | BlockHashMapNode
@@ -180,7 +207,7 @@ _node_encoder = msgspec.msgpack.Encoder()
 _node_decoder: msgspec.msgpack.Decoder[Node | CompactMapNode] = msgspec.msgpack.Decoder(Node | CompactMapNode)
 
 
-def frame_node(node: Node | CompactMapNode) -> bytes:
+def frame_node(node: Node | CompactMapNode | SpanPage) -> bytes:
     payload = _node_encoder.encode(node)
     return payload + U32.pack(zlib.crc32(payload))
 
@@ -206,9 +233,83 @@ def unframe_node(buf: bytes | memoryview, where: int) -> Node:
         ) from None
 
 
+_page_decoder = msgspec.msgpack.Decoder(SpanPage)
+
+
+def unframe_page(buf: bytes | memoryview, where: int) -> SpanPage:
+    """``unframe_node`` for a page of a paged list (type 12), which is read only as one."""
+    if len(buf) < 5:
+        raise CorruptedError(f"TOC node at offset {where} is {len(buf)} bytes, too short")
+    payload = buf[:-4]
+    if zlib.crc32(payload) != U32.unpack_from(buf, len(buf) - 4)[0]:
+        raise CorruptedError(f"TOC node checksum mismatch at offset {where}")
+    try:
+        return _page_decoder.decode(payload)
+    except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError, RecursionError):
+        raise CorruptedError(
+            f"TOC node at offset {where} is not the span page (type 12) its paged list names"
+        ) from None
+
+
+def page_bounds(node: PagedListNode, p: int) -> int:
+    """The item after page ``p``'s last (the next page's first, or ``n``)."""
+    return node.firsts[p + 1] if p + 1 < len(node.firsts) else node.n
+
+
+def check_page(page: SpanPage, node: PagedListNode, p: int, where: int) -> ListNode:
+    """A page (at ``where``) must hold spans of a list as type 1 says, between where its
+    paged node says it begins and the next page begins. Returns its spans as a ``ListNode``
+    whose ``n`` is the item after the page (its last span's end; not a list's node)."""
+    starts, offs, kids = page.starts, page.offs, page.kids
+    end = page_bounds(node, p)
+    ok = bool(starts) and len(offs) == len(starts) + 1 and starts[0] == node.firsts[p] and starts[-1] < end
+    ok = ok and offs[0] == node.offs[p] and offs[-1] == node.offs[p + 1]
+    ok = ok and _increasing(starts) and _increasing(offs)
+    spans = len(starts)
+    ok = ok and all(0 <= k < spans and starts[k] + 1 == (starts[k + 1] if k + 1 < spans else end) for k in kids)
+    if not ok:
+        raise CorruptedError(f"TOC node at offset {where} is malformed: a span page that does not fit its paged list")
+    return ListNode(n=end, starts=starts, offs=offs, kids=kids)
+
+
+def page_of(node: PagedListNode, i: int) -> int:
+    """The page holding item ``i`` (0 <= i < n)."""
+    return bisect_right(node.firsts, i) - 1
+
+
+def whole_list(node: PagedListNode, pos: int, pages: Sequence[tuple[int, ListNode]]) -> ListNode:
+    """The ``ListNode`` the paged list at ``pos`` describes, from its pages (each with its
+    position, as ``check_page`` gives them): their spans in order, kid references made
+    relative to ``pos``."""
+    starts: list[int] = []
+    offs: list[int] = []
+    kids: dict[int, Ref] = {}
+    for page_pos, page in pages:
+        shift = pos - page_pos
+        kids.update({len(starts) + k: (back + shift, size) for k, (back, size) in page.kids.items()})
+        starts += page.starts
+        offs += page.offs[:-1]
+    return ListNode(n=node.n, starts=starts, offs=[*offs, node.offs[-1]], kids=kids)
+
+
+def paged_spans(toc: bytes | bytearray | memoryview, pos: int, node: PagedListNode) -> ListNode:
+    """``whole_list`` of the paged list at ``pos`` in the TOC bytes ``toc`` (positions are
+    offsets in it), its pages unframed and checked from there: for the writers and tools that
+    hold a TOC whole."""
+    pages = []
+    for p, (back, size) in enumerate(node.pages):
+        at = pos - back
+        if back <= 0 or at < 0 or at + size > pos:
+            raise CorruptedError(f"TOC node at offset {pos} references a node at {at} that does not precede it")
+        pages.append((at, check_page(unframe_page(memoryview(toc)[at : at + size], at), node, p, at)))
+    return whole_list(node, pos, pages)
+
+
 _NODE_TYPES = {
     cls.__struct_config__.tag
     for cls in (
+        SpanPage,
+        PagedListNode,
         ListNode,
         MapNode,
         HashMapNode,
@@ -278,6 +379,13 @@ def check_node(node: Node, where: int, toc_off: int) -> dict[str | int, int] | N
                 ):
                     bad = f"inconsistent dims {node.dims}"
                     break
+    elif isinstance(node, PagedListNode):
+        pages = len(node.firsts)
+        ok = pages > 0 and len(node.offs) == pages + 1 and len(node.pages) == pages and node.firsts[0] == 0
+        ok = ok and node.firsts[-1] < node.n < 2**32 and node.n <= node.offs[-1] - node.offs[0]
+        ok = ok and 1 <= node.offs[0] <= 5 and _increasing(node.firsts) and _increasing(node.offs)
+        if not ok:
+            bad = "inconsistent pages"
     else:  # ListNode, HashMapNode: spans
         ok = len(node.offs) == len(node.starts) + 1 and bool(node.starts)
         ok = ok and node.starts[0] == 0 and 1 <= node.offs[0] <= 5
@@ -383,7 +491,7 @@ def stride_headers(node: StrideNode) -> bytes | None:
     return out
 
 
-def node_header(node: ListNode | MapNode | HashMapNode | StrideNode) -> tuple[bool, int, int]:
+def node_header(node: ListNode | PagedListNode | MapNode | HashMapNode | StrideNode) -> tuple[bool, int, int]:
     """The (is_map, item count, header size) the container of ``node`` must start with (an
     ``ArrayNode`` describes an extension value, not a container)."""
     if isinstance(node, StrideNode):

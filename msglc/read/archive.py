@@ -42,14 +42,19 @@ from msglc.format.msgpack import HEAD_MAX, container_header
 from msglc.format.nodes import (
     ArrayNode,
     HashMapNode,
+    ListNode,
     MapNode,
     Node,
+    PagedListNode,
     StrideNode,
     check_node,
+    check_page,
     node_header,
     node_span,
     stride_headers,
     unframe_node,
+    unframe_page,
+    whole_list,
 )
 from msglc.format.numpy_ext import ArrayHead, ext_hook, parse_head
 from msglc.format.walk import deep_decode
@@ -72,6 +77,7 @@ class _NoTrailer(TruncatedError):
 
 
 MAX_NODE_CACHE = 65536
+MAX_PAGE_CACHE = 4096  # span pages kept (a page holds 1024 spans, about 8 KB of node)
 
 
 STALE_SCAN = 1 << 24  # how far back an archive followed by stale bytes is looked for
@@ -121,10 +127,12 @@ class NodeCache:
     maps (shared by the views of one dict) and the TOC bytes last read around a node
     (``Archive.toc_read``). Emptied with the state an open found."""
 
-    __slots__ = ("nodes", "fitted", "key_maps", "window")
+    __slots__ = ("nodes", "fitted", "key_maps", "window", "pages", "wholes")
 
     def __init__(self) -> None:
         self.nodes: dict[int, Node] = {}
+        self.pages: dict[int, ListNode] = {}  # paged lists' pages, by position (checked: Archive.span_page)
+        self.wholes: dict[int, ListNode] = {}  # paged lists' whole span tables, by the node's position
         self.window: tuple[int, memoryview] | None = None  # TOC bytes read before a node (toc_read)
         # container() results: a node checked against its container's header is not read again
         self.fitted: dict[tuple[int, int, int, int], tuple[Node, ArrayHead | None]] = {}
@@ -136,9 +144,16 @@ class NodeCache:
         if len(self.nodes) >= MAX_NODE_CACHE:
             self.nodes.clear()
             self.key_maps.clear()
+            self.wholes.clear()
         self.nodes[pos] = node
         if keys is not None:
             self.key_maps[pos] = keys
+
+    def keep_page(self, pos: int, page: ListNode) -> None:
+        """Keep a checked page: all are dropped when ``MAX_PAGE_CACHE`` are kept."""
+        if len(self.pages) >= MAX_PAGE_CACHE:
+            self.pages.clear()
+        self.pages[pos] = page
 
     def fit(self, where: tuple[int, int, int, int], result: tuple[Node, ArrayHead | None]) -> None:
         if len(self.fitted) >= MAX_NODE_CACHE:
@@ -156,6 +171,8 @@ class NodeCache:
         self.nodes.clear()
         self.fitted.clear()
         self.key_maps.clear()
+        self.pages.clear()
+        self.wholes.clear()
         self.window = None
 
 
@@ -526,15 +543,45 @@ class Archive:
             raise CorruptedError(f"TOC node at offset {parent_pos} references a node at {pos} that does not precede it")
         return pos
 
+    def span_page(self, pos: int, node: PagedListNode, p: int) -> tuple[int, ListNode]:
+        """(position, spans) of page ``p`` of the paged list whose node is at ``pos``, read and
+        checked against the node once while the node cache keeps it (``check_page``: its
+        spans as a ``ListNode`` whose ``n`` is the item after the page)."""
+        ref = node.pages[p]
+        where = self.referred(pos, ref)
+        page = self.nodes.pages.get(where)
+        if page is None:
+            t = self.opened.trailer
+            if not (t.toc_off <= where and where + ref[1] <= self.opened.toc_end):
+                raise self.damaged(f"TOC node {where}+{ref[1]} lies outside the TOC")
+            try:
+                page = check_page(unframe_page(self.toc_read(where, ref[1]), where), node, p, where)
+            except CorruptedError as e:
+                raise self.damaged(str(e)) from None
+            self.nodes.keep_page(where, page)
+        return where, page
+
+    def spans(self, pos: int, node: ListNode | PagedListNode) -> ListNode:
+        """The span table of the list whose node is at ``pos``: its own, or a paged list's
+        from all its pages (read once while the node cache keeps it)."""
+        if isinstance(node, ListNode):
+            return node
+        whole = self.nodes.wholes.get(pos)
+        if whole is None:
+            whole = whole_list(node, pos, [self.span_page(pos, node, p) for p in range(len(node.pages))])
+            self.nodes.wholes[pos] = whole
+        return whole
+
     def iter_nodes(self, pos: int, size: int) -> Iterator[tuple[int, Node]]:
         """(position, node) of every TOC node reachable from the one at ``pos``, each once,
-        reading TOC nodes only."""
+        reading TOC nodes only (a paged list's pages too)."""
         stack, seen = [(pos, size)], {pos}
         while stack:
             here, length = stack.pop()
             node = self.node(here, length)
             yield here, node
-            for ref in getattr(node, "kids", {}).values():
+            kids = self.spans(here, node).kids if isinstance(node, PagedListNode) else getattr(node, "kids", {})
+            for ref in kids.values():
                 child = self.referred(here, ref)
                 if child not in seen:
                     seen.add(child)
@@ -545,7 +592,11 @@ class Archive:
         (nodes precede the nodes that refer to them)."""
         lo = pos
         for here, node in self.iter_nodes(pos, size):
-            lo = min(lo, here - node.index[0] if isinstance(node, HashMapNode) else here)
+            if isinstance(node, HashMapNode):
+                here -= node.index[0]
+            elif isinstance(node, PagedListNode):
+                here -= max(back for back, _ in node.pages)
+            lo = min(lo, here)
         return lo, pos + size
 
     def container(

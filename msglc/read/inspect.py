@@ -8,7 +8,7 @@ from typing import NamedTuple
 
 from msglc.format.layout import COMPRESSED, header_version
 from msglc.format.legacy import MAGIC_TEXT
-from msglc.format.nodes import ArrayNode, HashMapNode, ListNode, MapNode, Node, StrideNode, node_span
+from msglc.format.nodes import ArrayNode, HashMapNode, ListNode, MapNode, PagedListNode, StrideNode, node_span
 from msglc.io.framed import FramedSource
 from msglc.read.archive import Archive
 
@@ -113,10 +113,19 @@ def archive_info(archive: Archive) -> ArchiveInfo:
 
 def node_info(archive: Archive, pos: int, size: int) -> NodeInfo:
     """The node at ``pos`` (``size`` bytes), checked as every read checks it."""
-    return info_of(archive.node(pos, size), pos, size)
+    return info_of(_node(archive, pos, size), pos, size)
 
 
-def info_of(node: Node, pos: int, size: int) -> NodeInfo:
+def _node(archive: Archive, pos: int, size: int) -> Shown:
+    """The node at ``pos``; of a paged list, the spans of all its pages (a list's node)."""
+    node = archive.node(pos, size)
+    return archive.spans(pos, node) if isinstance(node, PagedListNode) else node
+
+
+Shown = ListNode | MapNode | HashMapNode | StrideNode | ArrayNode  # what node_info shows (no paged list)
+
+
+def info_of(node: Shown, pos: int, size: int) -> NodeInfo:
     span, kids = node_span(node), len(getattr(node, "kids", ()))
     if isinstance(node, StrideNode):
         dims = tuple(n for _, n, _ in node.dims)
@@ -141,7 +150,7 @@ def walk_tree(
     seen = {pos}
     while stack:
         depth, label, here, length, expand = stack.pop()
-        node = archive.node(here, length)
+        node = _node(archive, here, length)
         yield depth, label, info_of(node, here, length)
         if not expand or max_depth is not None and depth >= max_depth or isinstance(node, (StrideNode, ArrayNode)):
             continue

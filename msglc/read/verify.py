@@ -252,8 +252,8 @@ def _checks(archive: Archive, stream: DataStream, where: Child) -> Iterator[Chil
         yield from _check_map(archive, stream, node, start, pos, label)
     elif isinstance(node, HashMapNode):
         yield from _check_hash_map(archive, stream, node, start, end, pos, label)
-    else:
-        yield from _check_list(archive, stream, node, start, pos, label)
+    else:  # a list; a paged list's spans from its pages (each read and checked as a reader does)
+        yield from _check_list(archive, stream, archive.spans(pos, node), start, pos, label)
 
 
 def _kid(archive: Archive, stream: DataStream, at: int, end: int, pos: int, ref: tuple[int, int], label: str) -> Child:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import zlib
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, ItemsView, Iterator, Mapping, Sequence, ValuesView
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 
@@ -23,8 +23,10 @@ from msglc.format.nodes import (
     ListNode,
     MapNode,
     Node,
+    PagedListNode,
     SortedMapNode,
     StrideNode,
+    page_of,
 )
 from msglc.format.numpy_ext import ext_hook
 from msglc.format.walk import item_ends
@@ -142,8 +144,9 @@ class LazyBlockList(LazyList):
     """A list cut into spans of about the threshold (``ListNode``)."""
 
     __slots__ = ("_node",)
+    _node: ListNode | PagedListNode
 
-    def __init__(self, archive: Archive, base: int, pos: int, node: ListNode, nsize: int = 0) -> None:
+    def __init__(self, archive: Archive, base: int, pos: int, node: ListNode | PagedListNode, nsize: int = 0) -> None:
         super().__init__(archive, base, pos, nsize)
         self._node = node
 
@@ -154,83 +157,97 @@ class LazyBlockList(LazyList):
     def _span(self) -> int:
         return self._node.offs[-1]
 
+    def _spans(self) -> ListNode:
+        """The whole span table (a paged list's: all its pages)."""
+        return cast(ListNode, self._node)
+
+    def _locate(self, i: int) -> tuple[ListNode, int, int]:
+        """(spans, k, the position their kids are referenced from): item ``i`` (in range) is in
+        span ``k`` of ``spans``, the whole table here, its page for a paged list."""
+        node = cast(ListNode, self._node)
+        return node, bisect_right(node.starts, i) - 1, self._pos
+
     def __getitem__(self, i: Any) -> Any:
-        node = self._node
-        if type(i) is not int or not 0 <= i < node.n:
+        if type(i) is not int or not 0 <= i < self._node.n:
             self._check_open()
             if isinstance(i, slice):
                 return self._slice(i)
             i = self._index(i)
         elif self._a.closed:
             self._check_open()
-        k = bisect_right(node.starts, i) - 1
-        if k in node.kids:
-            return self._kid(k)
+        spans, k, parent = self._locate(i)
+        if k in spans.kids:
+            return self._kid(spans, k, parent)
         if self._cache is None:  # one item of the span: its neighbours skipped, not decoded
-            speedups, starts = accel.speedups, node.starts
+            speedups, starts = accel.speedups, spans.starts
             if speedups is not None:  # in one C call (the span lies in the view: check_node)
-                count = (starts[k + 1] if k + 1 < len(starts) else node.n) - starts[k]
-                start, offs = self._base + node.offs[k], node.offs
+                count = (starts[k + 1] if k + 1 < len(starts) else spans.n) - starts[k]
+                start, offs = self._base + spans.offs[k], spans.offs
                 value = speedups.span_item(self._a.c_read, start, offs[k + 1] - offs[k], count, i - starts[k], _decode)
                 if value is not NotImplemented:
                     return value
-            return _decode_item(self._a, self._base, node, k, i - starts[k])
-        return self._block(k)[i - node.starts[k]]
+            return _decode_item(self._a, self._base, spans, k, i - starts[k])
+        return self._block(spans, k)[i - spans.starts[k]]
 
     def value_at(self, i: int, tail: list[Any]) -> tuple[Any, bool]:
         """For path resolution (``read.paths``), not part of the documented API: item ``i``
         (an int), and whether the segments ``tail`` were taken in it too. An item without a
         node of its own is then not decoded whole (``LazyInlineDict.value_at``): the C walk
         of its span finds what ``tail`` names and decodes that alone."""
-        node, speedups = self._node, accel.speedups
-        if self._cache is not None or speedups is None or not 0 <= i < node.n or self._a.closed:
+        speedups = accel.speedups
+        if self._cache is not None or speedups is None or not 0 <= i < self._node.n or self._a.closed:
             return self[i], False
-        k = bisect_right(node.starts, i) - 1
-        if k in node.kids:
-            return self._kid(k), False
-        starts, offs = node.starts, node.offs
-        count = (starts[k + 1] if k + 1 < len(starts) else node.n) - starts[k]
+        spans, k, parent = self._locate(i)
+        if k in spans.kids:
+            return self._kid(spans, k, parent), False
+        starts, offs = spans.starts, spans.offs
+        count = (starts[k + 1] if k + 1 < len(starts) else spans.n) - starts[k]
         start, size = self._base + offs[k], offs[k + 1] - offs[k]
         got = speedups.span_value(self._a.c_read, start, size, count, i - starts[k], _decode, tail)
-        return (_decode_item(self._a, self._base, node, k, i - starts[k]), False) if got is NotImplemented else got
+        return (_decode_item(self._a, self._base, spans, k, i - starts[k]), False) if got is NotImplemented else got
 
-    def _kid(self, k: int) -> Any:
-        if self._cache is not None and ("k", k) in self._cache:
+    def _kid(self, spans: ListNode, k: int, parent: int) -> Any:
+        """The item of span ``k`` of ``spans`` (whose kids are referenced from ``parent``), a
+        container with a node of its own; kept by its index."""
+        item = spans.starts[k]
+        if self._cache is not None and ("k", item) in self._cache:
             self._check_open()
-            return self._cache["k", k]
-        node = self._node
-        obj = child(self._a, self._base + node.offs[k], node.offs[k + 1] - node.offs[k], self._pos, node.kids[k])
+            return self._cache["k", item]
+        obj = child(self._a, self._base + spans.offs[k], spans.offs[k + 1] - spans.offs[k], parent, spans.kids[k])
         if self._cache is not None:
-            self._cache["k", k] = obj
+            self._cache["k", item] = obj
         return obj
 
-    def _block(self, k: int) -> list[Any]:
-        cache = self._cache
-        if cache is not None and k in cache:
+    def _block(self, spans: ListNode, k: int) -> list[Any]:
+        """Span ``k`` of ``spans`` decoded; kept by its first item's index."""
+        cache, item = self._cache, spans.starts[k]
+        if cache is not None and item in cache:
             self._check_open()
-            cached: list[Any] = cache[k]
+            cached: list[Any] = cache[item]
             return cached
-        block: list[Any] = _decode_block(self._a, self._base, self._node, k, array_header)
+        block: list[Any] = _decode_block(self._a, self._base, spans, k, array_header)
         if cache is not None:
-            cache[k] = block
+            cache[item] = block
         return block
 
     def __iter__(self) -> Iterator[Any]:
-        for k in range(len(self._node.starts)):
-            if k in self._node.kids:
-                yield self._kid(k)
+        spans = self._spans()
+        for k in range(len(spans.starts)):
+            if k in spans.kids:
+                yield self._kid(spans, k, self._pos)
             else:
-                yield from self._block(k)
+                yield from self._block(spans, k)
 
     def block_starts(self) -> list[int]:
         self._check_open()
-        return [*self._node.starts, self._node.n]
+        spans = self._spans()
+        return [*spans.starts, spans.n]
 
     def read_items(self, start: int, stop: int) -> list[Any]:
         start, stop = self._bounds(start, stop)
         if start == stop:
             return []
-        node = self._node
+        node = self._spans()
         first, last = bisect_right(node.starts, start) - 1, bisect_right(node.starts, stop - 1)
         begin = node.starts[first]
         end = node.starts[last] if last < len(node.starts) else node.n
@@ -240,12 +257,30 @@ class LazyBlockList(LazyList):
         return items[start - begin : stop - begin] if (start, stop) != (begin, end) else items
 
 
+class LazyPagedList(LazyBlockList):
+    """A list whose span table is in pages (``PagedListNode``): an item reads its page once,
+    what reads every span (iteration, ``read_items``) all of them."""
+
+    __slots__ = ()
+    _node: PagedListNode
+
+    def _spans(self) -> ListNode:
+        return self._a.spans(self._pos, self._node)
+
+    def _locate(self, i: int) -> tuple[ListNode, int, int]:
+        where, page = self._a.span_page(self._pos, self._node, page_of(self._node, i))
+        return page, bisect_right(page.starts, i) - 1, where
+
+
 MISSING = object()  # list_items: an item whose tail the C walk left to the Python path
 
 
 def walks_spans(view: Any) -> bool:
     """Does ``list_items`` read ``view``'s spans in C (and so take tails)?"""
-    return type(view) is LazyBlockList and view._cache is None and accel.speedups is not None  # noqa: SLF001 (this module's class)
+    return type(view) in _BLOCK_LISTS and view._cache is None and accel.speedups is not None  # noqa: SLF001 (this module's class)
+
+
+_BLOCK_LISTS = (LazyBlockList, LazyPagedList)
 
 
 def list_items(view: Any, indices: list[int], tails: list[list[Any] | None] | None = None) -> Iterator[Any]:
@@ -257,11 +292,11 @@ def list_items(view: Any, indices: list[int], tails: list[list[Any] | None] | No
     if not walks_spans(view) or speedups is None or view._a.closed:  # noqa: SLF001 (a LazyBlockList: walks_spans)
         yield from (view[i] for i in indices)
         return
-    node, base, src = view._node, view._base, view._a.c_read  # noqa: SLF001 (a LazyBlockList: walks_spans)
-    starts, offs = node.starts, node.offs
+    base, src = view._base, view._a.c_read  # noqa: SLF001 (a LazyBlockList: walks_spans)
     at = 0
     while at < len(indices):
-        k = bisect_right(starts, indices[at]) - 1
+        node, k, _ = view._locate(indices[at])  # noqa: SLF001 (a LazyBlockList: walks_spans)
+        starts, offs = node.starts, node.offs
         first, end = starts[k], starts[k + 1] if k + 1 < len(starts) else node.n
         stop = bisect_left(indices, end, at)
         chunk, ends = indices[at:stop], None if tails is None else tails[at:stop]
@@ -813,6 +848,8 @@ def make_view(archive: Archive, base: int, pos: int, node: Node, nsize: int) -> 
         return LazyStrideList(archive, base, pos, node.dims, node.lazy_min, nsize)
     if isinstance(node, ListNode):
         return LazyBlockList(archive, base, pos, node, nsize)
+    if isinstance(node, PagedListNode):
+        return LazyPagedList(archive, base, pos, node, nsize)
     if isinstance(node, MapNode):
         return LazyInlineDict(archive, base, pos, node, nsize)
     if isinstance(node, HashMapNode):

@@ -45,9 +45,11 @@ from msglc.format.nodes import (
     HashMapNode,
     ListNode,
     MapNode,
+    PagedListNode,
     SortedMapNode,
     StrideNode,
     node_span,
+    paged_spans,
     unframe_node,
 )
 from msglc.format.numpy_ext import parse_head
@@ -431,6 +433,8 @@ def toc_layout(
         pos, length, at, is_base = work.pop()
         node = unframe_node(memoryview(toc)[pos : pos + length], pos)
         base = at if is_base else at - node_span(node)
+        if isinstance(node, PagedListNode):
+            node = paged_spans(toc, pos, node)
         if isinstance(node, ListNode):
             boundaries.extend(base + o for o in node.offs)
             if _scalar_table(data, base, node):  # read by index like a lookup table: a frame a span

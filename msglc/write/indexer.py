@@ -45,6 +45,7 @@ from msglc.format.msgpack import (
     gets_node,
 )
 from msglc.format.nodes import (
+    PAGE_SPANS,
     ArrayNode,
     BlockHashMapNode,
     CompactMapNode,
@@ -53,8 +54,10 @@ from msglc.format.nodes import (
     ListNode,
     MapNode,
     Node,
+    PagedListNode,
     Ref,
     SortedMapNode,
+    SpanPage,
     StrideNode,
     frame_node,
     whole_max,
@@ -202,12 +205,38 @@ class TocBuilder:
         _, _, start, _ = parse_head(memoryview(self.buf)[a:b] if head is None else head, a, total)
         return self.add_node(ArrayNode(head=start, size=total - start))
 
-    def add_node(self, node: Node) -> tuple[int, int]:
+    def add_node(self, node: Node | SpanPage) -> tuple[int, int]:
         """Write ``node`` (an inline dict's in its compact form, type 8, in a compressed archive)."""
         pos = self._here()
         framed = frame_node(CompactMapNode.of(node) if self.fuse and isinstance(node, MapNode) else node)
         self.toc += framed
         return pos, len(framed)
+
+    def add_list(
+        self, n: int, starts: Sequence[int], offs: Sequence[int], kids: Mapping[int, tuple[int, int]]
+    ) -> tuple[int, int]:
+        """Write the node of a list of ``n`` items cut into spans (``ListNode``'s ``starts`` and
+        ``offs``; ``kids``: span -> the (position, size) of its item's node): type 1, or past
+        ``PAGE_SPANS`` spans the pages of a type 11 and then its node."""
+        if len(starts) <= PAGE_SPANS:
+            return self.add_node(ListNode(n=n, starts=list(starts), offs=list(offs), kids=self.refs(kids)))
+        by_page: dict[int, dict[int, tuple[int, int]]] = {}
+        for k, kid in kids.items():
+            by_page.setdefault(k // PAGE_SPANS, {})[k % PAGE_SPANS] = kid
+        cuts = range(0, len(starts), PAGE_SPANS)
+        pages = []
+        for a in cuts:
+            b, page_kids = a + PAGE_SPANS, self.refs(by_page.get(a // PAGE_SPANS, {}))
+            pages.append(self.add_node(SpanPage(starts=list(starts[a:b]), offs=list(offs[a : b + 1]), kids=page_kids)))
+        here = self._here()
+        return self.add_node(
+            PagedListNode(
+                n=n,
+                firsts=[starts[a] for a in cuts],
+                offs=[*(offs[a] for a in cuts), offs[-1]],
+                pages=[(here - pos, size) for pos, size in pages],
+            )
+        )
 
     def refs(self, kids: Mapping[int, tuple[int, int]]) -> dict[int, Ref]:
         """Child positions as distances back from the node about to be written."""
@@ -229,7 +258,7 @@ class TocBuilder:
             return self.add_node(StrideNode(dims=dims, lazy_min=lazy_min))
         real_offs, kids = self.list_items(seq, a, b, h)
         starts, span_offs, span_kids = self.spans(real_offs, n, kids)
-        return self.add_node(ListNode(n=n, starts=starts, offs=span_offs, kids=self.refs(span_kids)))
+        return self.add_list(n, starts, span_offs, span_kids)
 
     def list_items(self, seq: validate.Seq, a: int, b: int, h: int) -> tuple[Sequence[int], dict[int, tuple[int, int]]]:
         """Item offsets (from ``a``, as in the data section, plus the end) of the list at

@@ -19,7 +19,7 @@ import msgspec
 
 from msglc.format.hash_index import MAP_INLINE_MAX, le_array
 from msglc.format.msgpack import array_header, container_header, container_header_size, gets_node, scalar_size
-from msglc.format.nodes import ArrayNode, ListNode, MapNode, StrideNode
+from msglc.format.nodes import ArrayNode, MapNode, StrideNode
 from msglc.format.numpy_ext import parse_head
 from msglc.format.strides import STRIDE_LAZY_MIN, stride_dims
 from msglc.format.walk import item_ends
@@ -145,7 +145,7 @@ def _close(builder: TocBuilder, top: _Open) -> tuple[int, int]:
     """The node of a container whose children are indexed."""
     if top.kind == "list":
         starts, span_offs, span_kids = builder.spans(top.offs, top.n, top.refs)
-        return builder.add_node(ListNode(n=top.n, starts=starts, offs=span_offs, kids=builder.refs(span_kids)))
+        return builder.add_list(top.n, starts, span_offs, span_kids)
     if top.kind == "map":
         return builder.add_node(
             MapNode(keys=top.keys, koffs=top.offs, voffs=top.voffs, kids=builder.refs(dict(sorted(top.refs.items()))))

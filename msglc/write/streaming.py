@@ -34,7 +34,7 @@ from msglc.config import Config, current, refuse_order
 from msglc.format.hash_index import BLOCK_BYTES, MAP_INLINE_MAX, block_bits_for, region_of
 from msglc.format.layout import HEADER_SIZE, Trailer, compressed_header, pack_header
 from msglc.format.msgpack import array_header, container_header_size, map_header
-from msglc.format.nodes import ListNode, MapNode, whole_max
+from msglc.format.nodes import MapNode, whole_max
 from msglc.io.atomic import atomic_file, end_here, is_named
 from msglc.io.names import RemotePath, resolve_name
 from msglc.io.uploads import spooled_target
@@ -227,9 +227,7 @@ class _Streamer:
         total = self.data.pos - start
         if (total <= self.whole or not spans.count) and not spans.kids:
             return total, None
-        return total, self.nodes.add_node(
-            ListNode(n=spans.count, starts=spans.starts, offs=[*spans.offs, total], kids=self.nodes.refs(spans.kids))
-        )
+        return total, self.nodes.add_list(spans.count, spans.starts, [*spans.offs, total], spans.kids)
 
     def _list_batch(self, batch: list[Any], start: int, spans: _Spans) -> int:
         """Write a batch of the list's items (the list starts at ``start``); returns the bytes

@@ -61,7 +61,7 @@ def files(tmp_path_factory):
 
 def test_info(files):
     _, out, _ = run("info", files / "a.mlc")
-    assert "format      1.4" in out and "threshold   1,024 bytes" in out and "root        dict of 3" in out
+    assert "format      1.5" in out and "threshold   1,024 bytes" in out and "root        dict of 3" in out
     assert "1 list, 200 fixed-stride list, 201 dict, 0 hash-indexed dict, 1 array" in out
 
 
@@ -271,7 +271,7 @@ def test_convert_and_combine_with_compression(tmp_path):
 
     run("convert", tmp_path / "u.jsonl", tmp_path / "s.mlc", "--compression", "zstd")  # streamed
     run("convert", tmp_path / "u.json", tmp_path / "j.mlc", "--compression", "zstd:19")
-    assert version(tmp_path / "s.mlc") == version(tmp_path / "j.mlc") == (2, 1)
+    assert version(tmp_path / "s.mlc") == version(tmp_path / "j.mlc") == (2, 2)
     assert "zstd frames" in run("info", tmp_path / "j.mlc")[1]
     run("convert", tmp_path / "j.mlc", tmp_path / "kept.mlc")  # archive -> archive keeps the compression
     assert (tmp_path / "kept.mlc").read_bytes() == (tmp_path / "j.mlc").read_bytes()
@@ -279,7 +279,7 @@ def test_convert_and_combine_with_compression(tmp_path):
     assert version(tmp_path / "plain.mlc")[0] == 1
     assert (tmp_path / "plain.mlc").read_bytes() == msglc.dumps(users)
     run("convert", tmp_path / "plain.mlc", tmp_path / "z.mlc", "--compression", "zstd", "--threshold", "1024")
-    assert version(tmp_path / "z.mlc") == (2, 1)
+    assert version(tmp_path / "z.mlc") == (2, 2)
     run("combine", tmp_path / "c.mlc", tmp_path / "j.mlc", tmp_path / "z.mlc", "--list")  # all compressed: compressed
     run("combine", tmp_path / "p.mlc", tmp_path / "j.mlc", tmp_path / "z.mlc", "--list", "--compression", "none")
     for path, major in (("c.mlc", 2), ("p.mlc", 1)):

@@ -60,7 +60,7 @@ def test_mixed_inputs_combine_to_the_same_values(parts, threshold):
     expected = {f"n{i}": doc for i, doc in enumerate(docs)}
     msglc.combine(tmp_path / "plain.mlc", infos, small_obj_optimization_threshold=threshold)
     msglc.combine(tmp_path / "c.mlc", infos, small_obj_optimization_threshold=threshold, **ZSTD)
-    assert version(tmp_path / "plain.mlc")[0] == 1 and version(tmp_path / "c.mlc") == (2, 1)
+    assert version(tmp_path / "plain.mlc")[0] == 1 and version(tmp_path / "c.mlc") == (2, 2)
     check(tmp_path / "plain.mlc", expected)
     check(tmp_path / "c.mlc", expected)
     with LazyReader(tmp_path / "plain.mlc") as a, LazyReader(tmp_path / "c.mlc", cached=False) as b:
@@ -75,7 +75,7 @@ def test_combined_frames_are_copied_not_recompressed(parts):
     tmp_path, docs, paths = parts
     compressed = [FileInfo(paths[0]), FileInfo(paths[2])]
     msglc.combine(tmp_path / "c.mlc", compressed)  # every input compressed: so is the result
-    assert version(tmp_path / "c.mlc") == (2, 1)
+    assert version(tmp_path / "c.mlc") == (2, 2)
     with LazyReader(tmp_path / "c.mlc") as r:
         assert next(iter(r.frames())).plain_size == 1  # only the root's one-byte header was compressed
     assert frames_bytes(tmp_path / "c.mlc", skip=1) == frames_bytes(paths[0]) + frames_bytes(paths[2])
@@ -85,7 +85,7 @@ def test_combined_frames_are_copied_not_recompressed(parts):
     msglc.combine(tmp_path / "m.mlc", [FileInfo(paths[0]), FileInfo(paths[1])])  # a plain input: plain
     assert version(tmp_path / "m.mlc")[0] == 1
     msglc.combine(tmp_path / "o.mlc", [FileInfo(paths[0]), FileInfo(None, obj=[1, 2])])  # obj= does not count
-    assert version(tmp_path / "o.mlc") == (2, 1)
+    assert version(tmp_path / "o.mlc") == (2, 2)
     check(tmp_path / "o.mlc", [docs[0], [1, 2]])
 
 
@@ -144,7 +144,7 @@ def test_append_to_a_compressed_archive(runs):
     msglc.combine(out, [FileInfo(None, k, obj=BIG) for k in ("big0", "big1")], mode="a")
     old_frames = frames_bytes(out, skip=1)
     msglc.append(out, [FileInfo(runs / "run2.mlc", "run2"), FileInfo(None, "big", obj=BIG)])
-    assert version(out) == (2, 1)
+    assert version(out) == (2, 2)
     check(out, {**old, "run2": RUN2, "big": BIG})
     assert len(old_frames) > 1000 and old_frames in out.read_bytes()  # all but the root header's frame copied
     with pytest.raises(ValueError, match="keeps the archive's compression"):
@@ -172,7 +172,7 @@ def test_append_to_a_small_compressed_root(tmp_path, runs):
     out = tmp_path / "small.mlc"
     msglc.dump(out, {"a": 1}, **ZSTD)
     msglc.append(out, [FileInfo(runs / "run1.mlc", "r")])
-    assert version(out) == (2, 1)
+    assert version(out) == (2, 2)
     check(out, {"a": 1, "r": RUN1})
 
 

@@ -57,7 +57,7 @@ class Section:
     dictionary (a lazy reader reads them when needed; here all of them, to check them all)."""
 
     def __init__(self, file: bytes) -> None:
-        assert file[:8] == MAGIC and (file[8], file[9]) == (2, 1)
+        assert file[:8] == MAGIC and (file[8], file[9]) == (2, 2)
         end = int.from_bytes(file[10:16], "little") or len(file)
         trailer = file[end - 64 : end]
         assert trailer[56:] == END_MAGIC
@@ -541,7 +541,7 @@ class DirectDict:
 
 def _plain_root(file: bytes) -> tuple[int, int, list[Any]]:
     """(data offset, TOC offset, root node) of a plain archive, from its header and trailer."""
-    assert file[:8] == MAGIC and (file[8], file[9]) == (1, 4)
+    assert file[:8] == MAGIC and (file[8], file[9]) == (1, 5)
     data_off, _data_len, toc_off, _toc_len, root_pos, root_len, *_ = struct.unpack("<QQQQQIII", file[-64:-12])
     pos = toc_off + root_pos
     framed = file[pos : pos + root_len]

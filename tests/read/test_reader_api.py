@@ -196,7 +196,7 @@ def test_inspection_api_describes_layout_and_nodes(tmp_path):
     msglc.append(path, [msglc.FileInfo(None, obj=[0.5] * 1200)], small_obj_optimization_threshold=1024)
     with LazyReader(path) as r:
         info = r.info()
-        assert info.version == (1, 4) and info.data_offset == 16 and info.threshold == 1024
+        assert info.version == (1, 5) and info.data_offset == 16 and info.threshold == 1024
         end = int.from_bytes(path.read_bytes()[10:16], "little")  # the archive's end (slack after it)
         assert info.file_size == end <= path.stat().st_size and info.root is not None and info.root.kind == "list"
         nodes = list(r.nodes())

@@ -67,7 +67,7 @@ def test_lazy_writer_compressed_reads_back_exactly(threshold, tmp_path):
         w.write(streamed(3000))
     value = expected(3000)
     with LazyReader(path, cached=False) as r:
-        assert r.info().version == (2, 1)
+        assert r.info().version == (2, 2)
         assert r["records/2345/sub/7"] == 7 and r["lookup/k2999"] == 2999
         assert r.to_obj() == value
         r.verify()

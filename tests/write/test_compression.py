@@ -39,7 +39,7 @@ DOC = document()
 def test_compressed_archives_read_like_plain_ones(tmp_path):
     plain = msglc.dumps(DOC)
     data = msglc.dumps(DOC, **ZSTD)
-    assert data[8:10] == b"\x02\x01" and len(data) < len(plain)  # format 2.1, smaller
+    assert data[8:10] == b"\x02\x02" and len(data) < len(plain)  # format 2.2, smaller
     msglc.dump(tmp_path / "c.mlc", DOC, **ZSTD)
     assert (tmp_path / "c.mlc").read_bytes() == data
     out = io.BytesIO()
@@ -54,7 +54,7 @@ def test_compressed_archives_read_like_plain_ones(tmp_path):
             assert r.protocol_raw_data() == LazyReader(plain).protocol_raw_data()  # plain msgpack
             assert r.raw_data() == data  # the file as stored
             info = r.info()
-            assert info.version == (2, 1) and info.data_size == len(r.protocol_raw_data())
+            assert info.version == (2, 2) and info.data_size == len(r.protocol_raw_data())
             r.verify()
 
 
@@ -91,7 +91,7 @@ def test_repacking_keeps_the_compression_unless_asked():
         again = io.BytesIO()
         msglc.dump(again, r, compression_level=9)  # recompressed at another level
         with LazyReader(again.getvalue()) as r9:
-            assert r9.info().version == (2, 1) and r9.to_obj() == DOC
+            assert r9.info().version == (2, 2) and r9.to_obj() == DOC
         part = io.BytesIO()
         msglc.dump(part, r["runs"])  # a part of a compressed archive: compressed too
         assert part.getvalue() == msglc.dumps(DOC["runs"], **ZSTD)
@@ -105,7 +105,7 @@ def test_every_writer_compresses(tmp_path):
     msglc.dump(tmp_path / "c.mlc", DOC, **ZSTD)
     streamed = msglc.dumps({"a": (i for i in range(3000))}, **ZSTD)  # a generator: streamed by LazyWriter
     with LazyReader(streamed) as r:
-        assert r.info().version == (2, 1) and r.to_obj() == {"a": list(range(3000))}
+        assert r.info().version == (2, 2) and r.to_obj() == {"a": list(range(3000))}
     msglc.combine(tmp_path / "out.mlc", [FileInfo(tmp_path / "c.mlc", "c")], compression=None)
     with LazyReader(tmp_path / "out.mlc") as r:  # asked for plain: the frames decompressed
         assert r.info().version[0] == 1 and r["c"].to_obj() == DOC
@@ -113,7 +113,7 @@ def test_every_writer_compresses(tmp_path):
     msglc.append(tmp_path / "c2.mlc", [FileInfo(tmp_path / "c.mlc", "c")], **ZSTD)  # created
     msglc.append(tmp_path / "c2.mlc", [FileInfo(None, "x", obj=1)])
     with LazyReader(tmp_path / "c2.mlc") as r:
-        assert r.info().version == (2, 1) and r.to_obj() == {"c": DOC, "x": 1}
+        assert r.info().version == (2, 2) and r.to_obj() == {"c": DOC, "x": 1}
         r.verify()
 
 
