@@ -1,4 +1,4 @@
-"""docs/format.md, "Compressed archives (format 2.1)" and node types 7, 8, 9 and 10, followed by
+"""docs/format.md, "Compressed archives (format 2.1)" and node types 7 to 12, followed by
 hand: archives that msglc writes are decoded here with struct, zlib, zstandard and the
 reference msgpack alone, using the constants and layouts the spec states (nothing from msglc
 but the writers and, to compare, its reader). If the writers or the spec change, this fails
@@ -654,3 +654,70 @@ def test_a_raw_frame_must_store_its_plain_bytes_and_16_more():
     bad = _with_page(data, one_more)
     with pytest.raises(msglc.CorruptedError, match="raw frame"), msglc.LazyReader(bad, cached=False) as r:
         r[inside]
+
+
+# ---- paged lists (node types 11 and 12) ---------------------------------------------------------
+def _paged_spans(node: list[Any], pos: int, read_node: Any) -> tuple[list[int], list[int], dict[int, int]]:
+    """The type-1 span table a type-11 node at ``pos`` describes, from its pages as the spec
+    says (each checked against the node); kids as (span -> absolute position of their node)."""
+    assert node[0] == 11
+    _, n, firsts, offs, pages = node
+    assert firsts[0] == 0 and len(offs) == len(firsts) + 1 and len(pages) == len(firsts)
+    starts: list[int] = []
+    span_offs: list[int] = []
+    kids: dict[int, int] = {}
+    for p, (back, length) in enumerate(pages):
+        page = read_node(pos - back, length)
+        assert page[0] == 12
+        _, p_starts, p_offs, p_kids = page
+        end = firsts[p + 1] if p + 1 < len(firsts) else n
+        assert p_starts[0] == firsts[p] and p_starts[-1] < end and len(p_offs) == len(p_starts) + 1
+        assert p_offs[0] == offs[p] and p_offs[-1] == offs[p + 1]
+        kids.update({len(starts) + k: pos - back - kid_back for k, (kid_back, _) in p_kids.items()})
+        starts += p_starts
+        span_offs += p_offs[:-1]
+    return starts, [*span_offs, offs[-1]], kids
+
+
+def _check_spans(data: bytes, n: int, starts: list[int], offs: list[int], kids: dict[int, int]) -> list[Any]:
+    """The items the spans of a list stored at ``data`` (its encoding) hold: each span decoded
+    behind an array header for its item count, a kid's span as one value."""
+    items: list[Any] = []
+    for k, start in enumerate(starts):
+        count = (starts[k + 1] if k + 1 < len(starts) else n) - start
+        span = data[offs[k] : offs[k + 1]]
+        if k in kids:
+            assert count == 1
+            items.append(msgpack.unpackb(span, strict_map_key=False))
+        else:
+            head = bytes([0x90 | count]) if count < 16 else b"\xdc" + count.to_bytes(2, "big")
+            items += msgpack.unpackb(head + span, strict_map_key=False)
+    return items
+
+
+@pytest.mark.parametrize("compressed", [False, True])
+def test_paged_lists_by_the_spec(compressed):
+    items: list[Any] = [i if i % 2 else f"s{i}" for i in range(5000)]
+    items[10] = {"k": [1, 2, 3] * 5}
+    items[4000] = [list(range(12))]
+    data = msglc.dumps(items, small_obj_optimization_threshold=8, **({"compression": "zstd"} if compressed else {}))
+    if compressed:
+        s, plain = _checked(data)
+        pos, length = s.root
+        node = s.node(pos, length)
+        starts, offs, kids = _paged_spans(node, pos, s.node)
+        stored = plain[: s.data_len]
+    else:
+        data_off, pos, node = _plain_root(data)
+        _, _, toc_off, *_ = struct.unpack("<QQQQQIII", data[-64:-12])
+
+        def read_node(at: int, length: int) -> list[Any]:
+            framed = data[at : at + length]
+            assert zlib.crc32(framed[:-4]) == struct.unpack("<I", framed[-4:])[0]
+            page: list[Any] = msgpack.unpackb(framed[:-4], strict_map_key=False)
+            return page
+
+        starts, offs, kids = _paged_spans(node, pos, read_node)
+        stored = data[data_off : data_off + offs[-1]]
+    assert len(node[4]) >= 3 and len(kids) == 2 and offs[0] == 3  # (array16 header)
+    assert _check_spans(stored, node[1], starts, offs, kids) == items
