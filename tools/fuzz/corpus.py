@@ -185,6 +185,7 @@ def _docs() -> dict[str, Any]:
         "smalllist": [1, 2.5, None, "x", [True]],
         "special": special,
         "deep": deep,
+        "paged": _paged_doc(),
         "doc": {
             "list": list(range(300)),
             "rows": [[float(i), float(-i)] for i in range(40)],
@@ -193,6 +194,15 @@ def _docs() -> dict[str, Any]:
             "nested": [{"x": [i] * 10} for i in range(20)],
         },
     }
+
+
+def _paged_doc() -> list[Any]:
+    """A list of more than 1024 spans at threshold 8 (node type 11 in 3 pages), with items
+    that have nodes of their own in its first and last pages."""
+    items: list[Any] = [i if i % 2 else f"s{i}" for i in range(2600)]
+    items[30] = {"k": list(range(12)), "s": "x" * 20}
+    items[2550] = [["y"] * 4, {"z": 2}]
+    return items
 
 
 # (kind, thresholds)
@@ -212,6 +222,7 @@ _PLAIN = [
     ("special", (64, 8192)),
     ("deep", (64, 1024)),
     ("doc", (64,)),
+    ("paged", (8,)),
 ]
 _SCALARS = {"int": 42, "str": "x" * 10000, "bytes": b"\x01\x02" * 3000, "float": 1.5, "none": None, "neg": -(2**63)}
 _COMPRESSED = [
@@ -226,6 +237,7 @@ _COMPRESSED = [
     ("matrix", 64),
     ("bulk", 1024),
     ("tiles", 1024),
+    ("paged", 8),
 ]
 _COMPRESSED_OPTIONS = {"tiles": {"tiles": (64, 48)}}  # options of a compressed kind, beyond its threshold
 
@@ -339,6 +351,15 @@ def _raw_samples() -> list[tuple[str, int, bytes, Any]]:
             64,
             _appended(msglc.dumps(base_list, small_obj_optimization_threshold=64), adds),
             base_list + [{"x": list(range(50))}, by_name["matrix@64"][1]],
+        )
+    )
+    paged_adds = [[FileInfo(None, obj={"x": list(range(50))})], [FileInfo(None, obj="tail")]]
+    out.append(
+        (
+            "appended-paged",
+            8,
+            _appended(by_name["paged@8"][0], paged_adds),
+            [*docs["paged"], {"x": list(range(50))}, "tail"],
         )
     )
     for t in (64, 1024):
@@ -464,6 +485,7 @@ def _check_coverage(samples: list[Sample]) -> None:
             isinstance(it.node, FuseMapNode) for s in sections if s.vtoc is not None for it in s.vtoc[0]
         ),
         "a compact dict node": any(it.compact for s in sections if s.vtoc is not None for it in s.vtoc[0]),
+        "a paged list": any(it.kind == "page" for s in sections if s.vtoc is not None for it in s.vtoc[0]),
         "a tiled NumPy array": any(find_tiled(s.plain) is not None for s in sections if s.plain is not None),
     }
     missing = [what for what, ok in found.items() if not ok]

@@ -18,8 +18,10 @@ from msglc.format.nodes import (
     FuseMapNode,
     HashMapNode,
     MapNode,
+    PagedListNode,
     frame_node,
     unframe_node,
+    unframe_page,
 )
 
 # ---- the TOC, laid out again ----------------------------------------------------------------------
@@ -29,7 +31,7 @@ from msglc.format.nodes import (
 class TocItem:
     pos: int  # absolute offset in the archive
     size: int
-    kind: str  # "node", "region" (a hash index) or "gap" (bytes nothing refers to)
+    kind: str  # "node", "page" (of a paged list), "region" (a hash index) or "gap" (bytes nothing refers to)
     node: Any = None
     owner: int = -1  # for a region: the position of its node
     compact: bool = False  # a dict node stored as type 8 (key and value lengths): laid out again so
@@ -53,6 +55,11 @@ def toc_layout(data: bytes) -> tuple[list[TocItem], int] | None:
         items[pos] = TocItem(pos, size, "node", node, compact=compact)
         for back, length in getattr(node, "kids", {}).values():
             stack.append((pos - back, length))
+        for back, length in node.pages if isinstance(node, PagedListNode) else ():
+            at = pos - back
+            page = unframe_page(data[at : at + length], at)
+            items[at] = TocItem(at, length, "page", page, owner=pos)
+            stack.extend((at - b, n) for b, n in page.kids.values())
         if isinstance(node, HashMapNode):
             at = pos - node.index[0]
             items[at] = TocItem(at, node.index[1], "region", owner=pos)
@@ -86,12 +93,15 @@ def relayout(data: bytes, items: list[TocItem], root: int, edit: Any = None) -> 
         here = t.toc_off + len(out)
         new_pos[it.pos] = here
         blob = None
-        if it.kind == "node":
+        if it.kind in ("node", "page"):
             node = it.node
             if getattr(node, "kids", None):
                 node = msgspec.structs.replace(
                     node, kids={k: (here - new_pos[it.pos - b], new_len[it.pos - b]) for k, (b, _) in node.kids.items()}
                 )
+            if isinstance(node, PagedListNode):
+                pages = [(here - new_pos[it.pos - b], new_len[it.pos - b]) for b, _ in node.pages]
+                node = msgspec.structs.replace(node, pages=pages)
             if isinstance(node, HashMapNode):
                 at = it.pos - node.index[0]
                 node = msgspec.structs.replace(node, index=(here - new_pos[at], new_len[at]))

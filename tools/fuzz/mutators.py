@@ -250,7 +250,7 @@ def _mutate_payload(rng: random.Random, payload: list[Any], names: tuple[str, ..
         _slots(payload, i, "tag" if i == 0 else names[i - 1], slots)
     holder, key, value, where = rng.choice(slots)
     if where == "tag":
-        new: Any = rng.choice([1, 2, 3, 4, 5, 6, 0, 255])
+        new: Any = rng.choice([1, 2, 3, 4, 5, 6, 11, 12, 0, 255])
     elif isinstance(value, bool) or value is None:
         new = rng.choice([0, 1, "x", None, True])
     elif isinstance(value, int):
@@ -308,7 +308,7 @@ def toc_edit(rng: random.Random, data: bytes, toc: tuple[list[TocItem], int]) ->
     type-8 node a key's length moved into its value's), the TOC laid out again with every
     reference and CRC recomputed."""
     items, root = toc
-    nodes = [i for i, it in enumerate(items) if it.kind == "node"]
+    nodes = [i for i, it in enumerate(items) if it.kind in ("node", "page")]
     target = items[root_index(items, root)] if rng.random() < 0.25 else items[rng.choice(nodes)]
     mode = rng.random()
     desc = []
@@ -318,7 +318,8 @@ def toc_edit(rng: random.Random, data: bytes, toc: tuple[list[TocItem], int]) ->
             return None
         kids = getattr(node, "kids", None)
         if mode < 0.15 and kids:  # point a child reference at another node before this one
-            earlier = [p for p in new_pos if p != it.pos and any(x.pos == p and x.kind == "node" for x in items)]
+            framed = {x.pos for x in items if x.kind in ("node", "page")}
+            earlier = [p for p in new_pos if p != it.pos and p in framed]
             if earlier:
                 k = rng.choice(list(kids))
                 other = rng.choice(earlier)
