@@ -521,7 +521,7 @@ class TocBuilder:
         index = (self._here() - position, len(data))
         return self.add_node(
             DirectMapNode(
-                **self._span_fields(n, koffs, entry_kids, max(self.threshold, koffs[-1] >> 10)),
+                **self._span_fields(n, koffs, entry_kids, self._coarse(koffs)),
                 page_bits=shape.group_bits,
                 offs_width=shape.width,
                 offs_crc=zlib.crc32(groups),
@@ -663,6 +663,12 @@ class TocBuilder:
             "kid_keys": {key: span_of_entry[e] for e, (key, _) in entry_kids.items()},
         }
 
+    def _coarse(self, koffs: Sequence[int]) -> int:
+        """Span size for a dict whose lookups use its index, not its spans (types 7, 9, 10):
+        about a 1024th of it, so that its node stays a few KB whatever its size (opening a
+        compressed archive of a 500 MB dict reads it), the threshold at least."""
+        return max(self.threshold, koffs[-1] >> 10)
+
     def _block_node_fields(
         self,
         n: int,
@@ -672,9 +678,10 @@ class TocBuilder:
         width: int,
         block_bits: int,
     ) -> dict[str, Any]:
-        """The fields that the nodes of types 7 and 9 share with type 6 (``index`` aside)."""
+        """The fields that the nodes of types 7 and 9 share with type 6 (``index`` aside); their
+        spans cut coarse, as type 10's (``_coarse``)."""
         return {
-            **self._span_fields(n, koffs, entry_kids),
+            **self._span_fields(n, koffs, entry_kids, self._coarse(koffs)),
             "page_bits": 0,
             "offs_width": width,
             "offs_crc": zlib.crc32(offs_bytes),
