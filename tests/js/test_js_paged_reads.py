@@ -20,20 +20,24 @@ from typing import Any
 import msgspec
 import pytest
 from jsread import js_read_many
-from test_js_path_reads import MISSING, js_paths, py_paths
+from path_reads import MISSING, js_paths, py_paths
 
 import msglc
 import msglc.read.views as views
 from msglc.format.nodes import PagedListNode
 
-ONE_READER = 150  # paths on one reader: as test_js_path_reads.ONE_READER, well inside both caches
+ONE_READER = 150  # paths on one reader: well inside both readers' caches (test_js_path_reads.py)
 
 
 def item(rng: random.Random, i: int) -> Any:
     """Mostly short scalars; every 13th a small list (no node at these thresholds); every 97th
     a dict with nodes of its own a few levels down."""
     if i % 97 == 5:
-        return {"id": i, "vals": [rng.randrange(1000) for _ in range(20)], "deep": {"a": {"b": [i, {"c": "x" * (i % 30)}]}}}
+        return {
+            "id": i,
+            "vals": [rng.randrange(1000) for _ in range(20)],
+            "deep": {"a": {"b": [i, {"c": "x" * (i % 30)}]}},
+        }
     if i % 13 == 0:
         return [i, "s", [1, 2]]
     return [i, f"v{i}", None, True, i * 0.25, -i][i % 6]
@@ -88,7 +92,14 @@ def paths_in(doc: Any, at: list[Any], node: PagedListNode, rng: random.Random) -
     for i in rng.sample(big, min(12, len(big))):
         x = items[i]
         if isinstance(x, dict):
-            out += [[i], [i, "deep", "a", "b", 1, "c"], [i, "vals", 19], [i, "vals", 20], [i, "vals", -20], [i, MISSING]]
+            out += [
+                [i],
+                [i, "deep", "a", "b", 1, "c"],
+                [i, "vals", 19],
+                [i, "vals", 20],
+                [i, "vals", -20],
+                [i, MISSING],
+            ]
             out += [[i - n, "deep", "a"], [i, "deep", "a", "b", 0]]
         else:  # a long list with a node of its own (a paged list in ``nested``)
             out += [[i], [i, 0], [i, len(x) - 1], [i, 2500], [i, -1], [i, len(x)]]
@@ -120,7 +131,7 @@ def archive(request, tmp_path_factory) -> tuple[Path, list[list[Any]]]:
 def test_the_lists_are_paged_with_nodes_in_every_page(archive):
     path, paths = archive
     with msglc.LazyReader(str(path)) as r:
-        lists = [[]] if isinstance(r.read(), msglc.LazyList) else [["rows"], ["rows", 1500]]
+        lists: list[list[Any]] = [[]] if isinstance(r.read(), msglc.LazyList) else [["rows"], ["rows", 1500]]
         for at in lists:
             node = paged(r, at)
             assert 2 <= len(node.pages) <= 5
@@ -140,7 +151,8 @@ def test_both_readers_open_a_paged_list_with_the_same_reads(archive):
     stats = msglc.LazyStats()
     with msglc.LazyReader(str(path), counter=stats, cached=False):
         py = {"requests": stats.requests, "bytes": stats.bytes}
-    (got,) = js_read_many([path], [[]])
+    no_paths: list[list[str]] = [[]]
+    (got,) = js_read_many([path], no_paths)  # its "opened": the reads to open
     assert {k: got["opened"][k] for k in py} == py
     assert py["bytes"] < 8192  # the node, not its pages
 
