@@ -5,7 +5,7 @@ import type { SourceInput, SourceOptions } from "./io/source.js";
 import type { LazyView, Path, ReaderStats } from "./read/types.js";
 import { Archive, rootView } from "./read/views.js";
 import { resolve, splitPath } from "./read/paths.js";
-import { nodeSpan, type Node, type NodeRef } from "./format/nodes.js";
+import { nodeSpan, type Node, type NodeRef, type PagedListNode } from "./format/nodes.js";
 import { verifyArchive } from "./read/verify.js";
 import { HEADER_SIZE } from "./format/container.js";
 
@@ -71,8 +71,7 @@ export class LazyReader {
     const tocOffset = dataOffset + b.dataLength + free;
     let root: Record<string, unknown> | null = null;
     if (b.root.len) {
-      const node = await this.archive.node(b.root);
-      root = nodeInfo(node, tocOffset + b.root.pos, b.root.len);
+      root = nodeInfo(await this.shown(b.root), tocOffset + b.root.pos, b.root.len);
     }
     return {
       version: [b.major, b.minor],
@@ -106,7 +105,7 @@ export class LazyReader {
       const ref = stack.pop() as NodeRef;
       if (seen.has(ref.pos)) continue;
       seen.add(ref.pos);
-      const node = await this.archive.node(ref);
+      const node = await this.shown(ref);
       counts[nodeKind(node)]++;
       if (node.type === 1 || node.type === 3 || node.type === 6 || node.type === 7 || node.type === 9 || node.type === 10) {
         counts.blocks += node.starts.length - node.kids.size;
@@ -114,6 +113,13 @@ export class LazyReader {
       if ("kids" in node) for (const kid of node.kids.values()) stack.push(kid);
     }
     return counts;
+  }
+
+  /** The node at `ref` as `info()` and `nodeCounts()` show it: a paged list's as the type-1
+   * node of all its pages' spans (Python's `inspect._node`), which reads them all. */
+  private async shown(ref: NodeRef): Promise<Exclude<Node, PagedListNode>> {
+    const node = await this.archive.node(ref);
+    return node.type === 11 ? this.archive.spans(ref, node) : node;
   }
 
   /** Every check Python's `verify()` makes; resolves when the archive is sound. */
@@ -145,6 +151,7 @@ export type NodeCounts = Record<NodeKind | "blocks", number>;
 export function nodeKind(node: Node): NodeKind {
   switch (node.type) {
     case 1:
+    case 11:
       return "list";
     case 4:
       return "fixed-stride list";
@@ -158,8 +165,9 @@ export function nodeKind(node: Node): NodeKind {
   }
 }
 
-/** Python's `NodeInfo` of a node at absolute file offset `position`. */
-export function nodeInfo(node: Node, position: number, size: number): Record<string, unknown> {
+/** Python's `NodeInfo` of a node at absolute file offset `position` (a paged list's: of the
+ * type-1 node of its pages' spans, `Archive.spans`). */
+export function nodeInfo(node: Exclude<Node, PagedListNode>, position: number, size: number): Record<string, unknown> {
   const span = nodeSpan(node);
   const base = { position, size, encoded_size: span };
   switch (node.type) {

@@ -97,7 +97,7 @@ test("a sound crafted archive reads", async () => {
 });
 
 test("an unknown node type is UnsupportedVersionError naming it", async () => {
-  await assert.rejects(open(withRoot([11, 3])), (e) => e instanceof UnsupportedVersionError && /type 11/.test(e.message));
+  await assert.rejects(open(withRoot([13, 3])), (e) => e instanceof UnsupportedVersionError && /type 13/.test(e.message));
 });
 
 test("a node failing its checksum is CorruptedError", async () => {

@@ -57,12 +57,20 @@ def test_the_command_lines_forms_of_every_golden_value(tmp_path):
 
 
 def test_both_readers_agree_on_every_golden_path():
-    """Every path of every golden archive (1.3, 2.1 and the earlier 1.1 and 2.0): the two
-    command lines print the same msgpack bytes and equal JSON, and the two libraries read
-    equal values."""
+    """Every path of every golden archive (1.5 and 2.2, paged lists among them, and the
+    earlier 1.1, 1.3, 1.4, 2.0 and 2.1): the two command lines print the same msgpack bytes
+    and equal JSON, and the two libraries read equal values."""
     plan = [expected_at(archive, all_paths) for archive in ARCHIVES]
     answers = js_read_many([a for a, *_ in plan], [paths for _, paths, *_ in plan], "--api", timeout=120)
     _report(*differences(plan, answers, lambda archive: str(archive.relative_to(GOLDEN))))
+
+
+def test_every_golden_folder_is_read():
+    """The archives of every version's folder, and the current version's paged lists (node
+    types 11 and 12), are among those both readers read."""
+    folders = {p.parent.relative_to(GOLDEN).as_posix() for p in ARCHIVES}
+    assert {".", "1.1", "1.3", "1.4", "2.0", "2.1"} <= folders
+    assert {GOLDEN / "paged-list.mlc", GOLDEN / "paged-list-zstd.mlc"} <= set(ARCHIVES)
 
 
 def test_several_archives_in_one_process():

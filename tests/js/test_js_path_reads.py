@@ -14,38 +14,21 @@ there (at any level)."""
 
 from __future__ import annotations
 
-import json
 import random
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import msgspec
 import pytest
-from jsread import JS, require_dist
+from path_reads import MISSING, js_paths, py_paths
 
 import msglc
 import msglc.read.views as views
-from msglc import LazyDict, LazyList
 
-LOOKUPS = JS / "test" / "support" / "lookup-reads.mjs"
-MISSING = "no such key"
 # Paths read on one reader: as many as keep both readers' caches of views (1024 each) and
 # nodes (JS: 4096) from filling, where their policies differ (Python empties a full cache, JS
 # drops the views and nodes least recently used), and with them the reads of a path read again.
 ONE_READER = 120
-VIEWS_KEPT = views.MAX_VIEWS  # (JS's MAX_VIEWS too)
-JS_NODES_KEPT = 4096  # (JS's MAX_NODES; Python keeps more)
-
-
-def tagged(v: Any) -> Any:
-    if isinstance(v, int) and not isinstance(v, bool) and abs(v) > 2**53:
-        return {"$int": str(v)}
-    if isinstance(v, list):
-        return [tagged(x) for x in v]
-    if isinstance(v, dict):
-        return {"$obj": [[tagged(k), tagged(x)] for k, x in v.items()]}
-    return v
 
 
 def document(seed: int) -> dict[str, Any]:
@@ -115,49 +98,6 @@ def paths_of(doc: dict[str, Any], seed: int, n: int, threshold: int) -> list[lis
     out = chosen + missing
     rng.shuffle(out)
     return out
-
-
-def outcome(r: msglc.LazyReader, path: list[Any], form: str, stats: msglc.LazyStats) -> list[Any]:
-    """[outcome, requests, bytes] of ``r[path]``, as lookup-reads.mjs writes them."""
-    before, read = stats.requests, stats.bytes
-    got: dict[str, Any]
-    try:
-        v = r[path if form == "list" else "/".join(map(str, path))]
-        if isinstance(v, (LazyDict, LazyList)):
-            got = {"lazy": "dict" if isinstance(v, LazyDict) else "list", "length": len(v)}
-        else:
-            got = {"value": tagged(v)}
-    except KeyError:
-        got = {"error": "KeyNotFoundError"}
-    except IndexError:
-        got = {"error": "IndexOutOfRangeError"}
-    return [got, stats.requests - before, stats.bytes - read]
-
-
-def py_paths(archive: Path, paths: list[list[Any]], form: str, fresh: bool) -> list[Any]:
-    """Each path's [outcome, requests, bytes] on a fresh reader each, or all on one, whose
-    caches must not have filled (``ONE_READER``)."""
-    out = []
-    for group in [[p] for p in paths] if fresh else [paths]:
-        stats = msglc.LazyStats()
-        with msglc.LazyReader(str(archive), counter=stats, cached=False) as r:
-            out += [outcome(r, p, form, stats) for p in group]
-            a = r._a  # noqa: SLF001  (its caches: never full, MAX_VIEWS raised by the test)
-            assert len(a.views) < VIEWS_KEPT and len(a.nodes.nodes) < JS_NODES_KEPT
-    result: list[Any] = json.loads(json.dumps(out))
-    return result
-
-
-def js_paths(archive: Path, paths: list[list[Any]], form: str, fresh: bool) -> list[Any]:
-    require_dist()
-    given = paths if form == "list" else ["/".join(map(str, p)) for p in paths]
-    job = {"archive": str(archive), "paths": given, "fresh": fresh}
-    proc = subprocess.run(
-        ["node", str(LOOKUPS)], input=json.dumps(job), capture_output=True, text=True, timeout=300, check=False
-    )
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    result: list[Any] = json.loads(proc.stdout)
-    return result
 
 
 @pytest.fixture(scope="module", params=[64, 128])

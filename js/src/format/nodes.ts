@@ -3,7 +3,8 @@
  * A node is located by its position in the TOC and its framed length (payload + CRC-32); a
  * reference to a child is `(back, length)`, the child starting `back` bytes before the
  * referring node. Data offsets inside a node are relative to the container it describes.
- *
+ * A span page (type 12) is no container's node: it is parsed only as a page of the paged
+ * list (type 11) that names it (`parsePage`), and refused anywhere else.
  */
 import type { Key } from "../read/types.js";
 import { CorruptedError, UnsupportedVersionError } from "../errors.js";
@@ -26,6 +27,17 @@ export interface ListNode {
   starts: number[];
   offs: number[];
   kids: Map<number, NodeRef>;
+}
+
+/** Type 11: a list whose span table is kept in pages (type-12 nodes): page `p`, at
+ * `pages[p]`, holds the spans of items `firsts[p]..` at bytes `offs[p]..offs[p + 1]`. It
+ * describes the list of the type-1 node its pages make (`wholeList`). */
+export interface PagedListNode {
+  type: 11;
+  n: number;
+  firsts: number[];
+  offs: number[];
+  pages: NodeRef[];
 }
 
 /** Types 2 and 8 (8 expanded into 2's offsets): a dict with its keys inline. */
@@ -90,7 +102,7 @@ export interface ArrayNode {
   size: number;
 }
 
-export type Node = ListNode | MapNode | IndexedMapNode | StrideNode | ArrayNode;
+export type Node = ListNode | PagedListNode | MapNode | IndexedMapNode | StrideNode | ArrayNode;
 
 /** A key's identity for maps keyed by keys: ints and strs never collide. */
 export function keyId(key: Key): string {
@@ -206,16 +218,37 @@ export function indexSize(node: IndexedMapNode): number {
   return ok ? fuseLayout(node).size : -1;
 }
 
-const KNOWN = new Set([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+const KNOWN = new Set([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
+/** A span page's type: a node only a paged list's `pages` name (`parsePage`). */
+const PAGE = 12;
 
 /**
  * Parse and check the framed node `bytes` found at TOC offset `ref.pos` (its CRC, its type,
  * its fields: every check of docs/format.md "The TOC section" that needs the node alone).
- * Child references come out resolved to TOC positions, checked to precede the node.
+ * Child references come out resolved to TOC positions, checked to precede the node. A span
+ * page (type 12) is corrupted here: a container's node is expected.
  */
 export function parseNode(bytes: Uint8Array, at: NodeRef): Node {
   const where = at.pos;
   const head = `TOC node at offset ${where}`;
+  const raw = unframe(bytes, head);
+  const type = raw[0] as number;
+  if (type === PAGE) {
+    throw new CorruptedError(`${head} is a span page (type 12), which only a paged list (type 11) names, where a container's node is expected`);
+  }
+  if (!KNOWN.has(type)) {
+    throw new UnsupportedVersionError(`${head} has type ${type}, unknown to this reader (written by a newer version?)`);
+  }
+  try {
+    return build(type, raw, where);
+  } catch (e) {
+    if (e instanceof Bad) throw new CorruptedError(`${head} is malformed: ${e.message}`);
+    throw e;
+  }
+}
+
+/** A framed node's payload (its CRC checked) decoded: an array starting with its type. */
+function unframe(bytes: Uint8Array, head: string): unknown[] {
   if (bytes.length < 5) throw new CorruptedError(`${head} is ${bytes.length} bytes, too short`);
   const payload = bytes.subarray(0, bytes.length - 4);
   if (crc32(payload) !== u32(bytes, bytes.length - 4)) throw new CorruptedError(`${head}: checksum mismatch`);
@@ -228,19 +261,96 @@ export function parseNode(bytes: Uint8Array, at: NodeRef): Node {
   if (!Array.isArray(raw) || raw.length === 0 || typeof raw[0] !== "number") {
     throw new CorruptedError(`${head} is malformed: not an array starting with its type`);
   }
-  const type = raw[0];
-  if (!KNOWN.has(type)) {
-    throw new UnsupportedVersionError(`${head} has type ${type}, unknown to this reader (written by a newer version?)`);
+  return raw;
+}
+
+/** The item after page `p` of a paged list: the next page's first, or `n`. */
+export function pageEnd(node: PagedListNode, p: number): number {
+  return p + 1 < node.firsts.length ? node.firsts[p + 1] : node.n;
+}
+
+/** The page of a paged list that holds item `i` (0 <= i < n): bisection over `firsts`. */
+export function pageOf(node: PagedListNode, i: number): number {
+  return bisectRight(node.firsts, i);
+}
+
+/** The last index `k` with `xs[k] <= x` (-1 when none). */
+export function bisectRight(xs: number[], x: number): number {
+  let lo = 0;
+  let hi = xs.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (xs[mid] <= x) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo - 1;
+}
+
+/**
+ * Parse and check the framed span page `bytes` found at `at`, page `p` of the paged list
+ * `node` (at TOC offset `from`): read only as a page (a node of any other type there is
+ * corrupted), its spans as a type-1 node's whose `n` is the item after the page (not the
+ * list's), its kids resolved to TOC positions (relative to the page, checked to precede it).
+ */
+export function parsePage(bytes: Uint8Array, at: NodeRef, node: PagedListNode, p: number, from: number): ListNode {
+  const head = `TOC node at offset ${at.pos}`;
+  const named = `page ${p} of the paged list at TOC offset ${from}`;
+  const raw = unframe(bytes, head);
+  if (raw[0] !== PAGE) {
+    throw new CorruptedError(`${head} has type ${String(raw[0])} where ${named} expects a span page (type 12)`);
   }
   try {
-    return build(type, raw, where);
+    if (raw.length !== 4) fail(`${raw.length - 1} fields where a span page has 3`);
+    const starts = ints(raw[1], "starts");
+    const offs = ints(raw[2], "offs");
+    const kids = kidsOf(raw[3], at.pos);
+    const why = pageFault(starts, offs, kids, node, p);
+    if (why) fail(`it does not fit its paged list: ${why}`);
+    return { type: 1, n: pageEnd(node, p), starts, offs, kids };
   } catch (e) {
-    if (e instanceof Bad) throw new CorruptedError(`${head} is malformed: ${e.message}`);
+    if (e instanceof Bad) throw new CorruptedError(`${head}, ${named}, is malformed: ${e.message}`);
     throw e;
   }
 }
 
-const FIELDS: Record<number, number> = { 1: 5, 2: 5, 3: 10, 4: 3, 5: 3, 6: 11, 7: 16, 8: 6, 9: 13, 10: 16 };
+/** What makes a page's fields not fit page `p` of `node` (docs/format.md, type 12), or "". */
+function pageFault(starts: number[], offs: number[], kids: Map<number, NodeRef>, node: PagedListNode, p: number): string {
+  const spans = starts.length;
+  const end = pageEnd(node, p);
+  if (spans === 0) return "no span";
+  if (offs.length !== spans + 1) return `${spans} starts and ${offs.length} offsets, where one more offset than starts is expected`;
+  if (starts[0] !== node.firsts[p]) return `its first item is ${starts[0]}, where the list's page begins at item ${node.firsts[p]}`;
+  if (starts[spans - 1] >= end) return `its last span starts at item ${starts[spans - 1]}, where the page ends before item ${end}`;
+  if (offs[0] !== node.offs[p] || offs[spans] !== node.offs[p + 1]) {
+    return `its spans take bytes ${offs[0]}..${offs[spans]}, where the list's page takes ${node.offs[p]}..${node.offs[p + 1]}`;
+  }
+  if (!increasing(starts)) return "its starts do not rise";
+  if (!increasing(offs)) return "its offsets do not rise";
+  for (const k of kids.keys()) {
+    if (!(k >= 0 && k < spans)) return `a kid names span ${k} of ${spans}`;
+    const count = (k + 1 < spans ? starts[k + 1] : end) - starts[k];
+    if (count !== 1) return `span ${k} has a node of its own but ${count} items`;
+  }
+  return "";
+}
+
+/** The type-1 node a paged list describes: its pages' spans (each checked by `parsePage`) in
+ * order. Kid references are TOC positions, so they are taken as they are. */
+export function wholeList(node: PagedListNode, pages: ListNode[]): ListNode {
+  const starts: number[] = [];
+  const offs: number[] = [];
+  const kids = new Map<number, NodeRef>();
+  for (const page of pages) {
+    const first = starts.length;
+    for (const [k, r] of page.kids) kids.set(first + k, r);
+    for (const s of page.starts) starts.push(s);
+    for (let k = 0; k < page.starts.length; k++) offs.push(page.offs[k]);
+  }
+  offs.push(node.offs[node.offs.length - 1]);
+  return { type: 1, n: node.n, starts, offs, kids };
+}
+
+const FIELDS: Record<number, number> = { 1: 5, 2: 5, 3: 10, 4: 3, 5: 3, 6: 11, 7: 16, 8: 6, 9: 13, 10: 16, 11: 5 };
 
 function build(type: number, f: unknown[], where: number): Node {
   if (f.length !== FIELDS[type]) fail(`${f.length - 1} fields where type ${type} has ${FIELDS[type] - 1}`);
@@ -267,6 +377,25 @@ function build(type: number, f: unknown[], where: number): Node {
       }
     }
     return { type: 4, dims, lazyMin };
+  }
+  if (type === 11) {
+    const n = int(f[1], "n");
+    const firsts = ints(f[2], "firsts");
+    const offs = ints(f[3], "offs");
+    if (!Array.isArray(f[4])) fail("pages is not a list");
+    const pages = (f[4] as unknown[]).map((r) => ref(r, where, "a page"));
+    const P = firsts.length;
+    if (P === 0) fail("no page");
+    if (offs.length !== P + 1 || pages.length !== P) {
+      fail(`${P} pages, ${offs.length} offsets and ${pages.length} page references, where P, P + 1 and P are expected`);
+    }
+    if (firsts[0] !== 0) fail(`the first page begins at item ${firsts[0]}, not 0`);
+    if (!(firsts[P - 1] < n && n < 2 ** 32 && n <= offs[P] - offs[0])) {
+      fail(`inconsistent pages: ${n} items, the last page beginning at item ${firsts[P - 1]}, in ${offs[P] - offs[0]} bytes`);
+    }
+    if (!(offs[0] >= 1 && offs[0] <= 5)) fail(`the first page starts at byte ${offs[0]}, outside 1..5 (a header's length)`);
+    if (!increasing(firsts) || !increasing(offs)) fail("inconsistent pages: firsts or offsets do not rise");
+    return { type: 11, n, firsts, offs, pages };
   }
   if (type === 2 || type === 8) {
     if (!Array.isArray(f[1])) fail("keys is not a list");
@@ -448,8 +577,8 @@ export function strideHeaders(node: StrideNode): Uint8Array | null {
 }
 
 /** (isMap, count, header size) the container of a node must start with. */
-export function nodeHeader(node: ListNode | MapNode | IndexedMapNode | StrideNode): { isMap: boolean; count: number; size: number } {
+export function nodeHeader(node: ListNode | PagedListNode | MapNode | IndexedMapNode | StrideNode): { isMap: boolean; count: number; size: number } {
   if (node.type === 4) return { isMap: false, count: node.dims[0][1], size: node.dims[0][0] };
   if ("keys" in node) return { isMap: true, count: node.keys.length, size: node.koffs[0] };
-  return { isMap: node.type !== 1, count: node.n, size: node.offs[0] };
+  return { isMap: node.type !== 1 && node.type !== 11, count: node.n, size: node.offs[0] };
 }

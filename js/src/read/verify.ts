@@ -4,10 +4,11 @@
  *
  * The data section is read once, in order, `CHUNK` bytes at a time, its CRC-32 computed as it
  * passes; the TOC nodes are walked in the same order (a node's check yields its children in
- * data order and resumes after each), every node parsed and CRC-checked by `parseNode`, its
- * span and container header checked against the data, every span decoded as exactly the
- * items the node says (format/msgcheck.ts: UTF-8 strs, hashable keys, timestamps, NumPy
- * headers), dict keys compared with the node's, index regions rebuilt from the keys (types 3,
+ * data order and resumes after each), every node parsed and CRC-checked by `parseNode` (a
+ * paged list's pages by `parsePage`: its spans are checked as a list's), its span and
+ * container header checked against the data, every span decoded as exactly the items the
+ * node says (format/msgcheck.ts: UTF-8 strs, hashable keys, timestamps, NumPy headers), dict
+ * keys compared with the node's, index regions rebuilt from the keys (types 3,
  * 6, 9 and 10 byte for byte, with type 10's index fields; type 7's block offsets and
  * checksums) and compared, NumPy array values' headers checked, fixed-stride lists proven
  * item by item. A failure in damaged data is reported as the data checksum's mismatch, as
@@ -16,13 +17,27 @@
  *
  * Memory: two pieces of the data section, plus what one check looks at: a span, a run of
  * spans of at most `WINDOW` bytes, a window of rows of a fixed-stride list, 16 bytes a key of
- * a big dict being checked. Unlike Python's walker, a span holding one long value (a long str
- * or bin, or a whole data section whose root has no node) is held whole.
+ * a big dict being checked, a paged list's whole span table (as Python's). Unlike Python's
+ * walker, a span holding one long value (a long str or bin, or a whole data section whose
+ * root has no node) is held whole.
  */
 import type { Body } from "../io/body.js";
 import { CorruptedError, MsglcError } from "../errors.js";
 import { crc32 } from "../util/crc32.js";
-import { keyId, parseNode as realParseNode, type Node, type NodeRef, type IndexedMapNode, type MapNode, type ListNode, type StrideNode, type ArrayNode } from "../format/nodes.js";
+import {
+  keyId,
+  parseNode as realParseNode,
+  parsePage,
+  wholeList,
+  type Node,
+  type NodeRef,
+  type IndexedMapNode,
+  type MapNode,
+  type ListNode,
+  type PagedListNode,
+  type StrideNode,
+  type ArrayNode,
+} from "../format/nodes.js";
 import { checkItems, containerHeader, decodeKey, getsNode } from "../format/msgcheck.js";
 import { MAX_HEADER, parseArrayValue } from "./array.js";
 import { badText } from "../format/dtype.js";
@@ -199,13 +214,28 @@ async function* checks(ctx: Ctx, { start, end, ref }: Child): AsyncGenerator<Chi
   const head = await stream.take(start, Math.min(end, start + 5));
   const h = containerHeader(head, 0, head.length);
   const want: [boolean, number, number] =
-    node.type === 1 ? [false, node.n, node.offs[0]] : isMapNode(node) ? [true, node.keys.length, node.koffs[0]] : [true, node.n, node.offs[0]];
+    node.type === 1 || node.type === 11
+      ? [false, node.n, node.offs[0]]
+      : isMapNode(node)
+        ? [true, node.keys.length, node.koffs[0]]
+        : [true, node.n, node.offs[0]];
   if (h === null || h[0] !== want[0] || h[1] !== want[1] || h[2] !== want[2]) {
     throw new CorruptedError(`${label} does not describe the container at data offset ${start}`);
   }
   if (node.type === 1) yield* checkList(ctx, node, start, ref, label);
+  else if (node.type === 11) yield* checkList(ctx, await pagedSpans(ctx, ref, node), start, ref, label);
   else if (isMapNode(node)) yield* checkMap(ctx, node, start, ref, label);
   else yield* checkIndexed(ctx, node, start, end, ref, label);
+}
+
+/** A paged list's whole span table: every page read and checked as a reader does. */
+async function pagedSpans(ctx: Ctx, ref: NodeRef, node: PagedListNode): Promise<ListNode> {
+  const pages: ListNode[] = [];
+  for (let p = 0; p < node.pages.length; p++) {
+    const at = node.pages[p];
+    pages.push(parsePage(await ctx.body.readToc(at.pos, at.len), at, node, p, ref.pos));
+  }
+  return wholeList(node, pages);
 }
 
 function isMapNode(node: Node): node is MapNode {

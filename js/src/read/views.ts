@@ -12,18 +12,23 @@ import { CorruptedError, IndexOutOfRangeError, KeyNotFoundError, MsglcError } fr
 import { crc32 } from "../util/crc32.js";
 import { equalBytes } from "../util/bytes.js";
 import {
+  bisectRight,
   keyId,
   keyOfId,
   nodeHeader,
   nodeSpan,
+  pageOf,
   parseNode,
+  parsePage,
   strideHeaders,
+  wholeList,
   type ArrayNode,
   type IndexedMapNode,
   type ListNode,
   type MapNode,
   type Node,
   type NodeRef,
+  type PagedListNode,
   type StrideNode,
 } from "../format/nodes.js";
 import { containerHeader, encodeKey, itemEnd, parseExtHeader } from "../format/msgpack.js";
@@ -42,6 +47,11 @@ export const MAX_NODES = 4096;
 export const MAX_VIEWS = 1024;
 /** Dict indexes kept (their block offsets, page tables and kept pages). */
 export const MAX_INDEXES = 256;
+/** Span pages of paged lists kept (by TOC position), checked: 1024 spans each, about 8 KB
+ * of node (Python's MAX_PAGE_CACHE). */
+export const MAX_PAGES = 4096;
+/** Whole span tables of paged lists kept (by the paged node's position). */
+export const MAX_WHOLES = 64;
 
 /** A small least-recently-used map. */
 export class Lru<K, V> {
@@ -80,6 +90,8 @@ export class Archive implements IndexReads {
   readonly views = new Lru<string, LazyView>(MAX_VIEWS);
   readonly indexes = new Lru<string, DictIndex | DirectIndex>(MAX_INDEXES);
   readonly keyMaps = new Lru<number, Map<string, number>>(MAX_INDEXES);
+  readonly pages = new Lru<number, ListNode>(MAX_PAGES);
+  readonly wholes = new Lru<number, ListNode>(MAX_WHOLES);
   closed = false;
   /** The TOC bytes the last node read took (`nodeBytes`), from TOC offset `at`; replaced by
    * the next such read. (Python drops them where it empties its node cache, when it retries
@@ -120,6 +132,36 @@ export class Archive implements IndexReads {
     const node = parseNode(await this.nodeBytes(ref.pos, ref.len), ref);
     this.nodes.set(ref.pos, node);
     return node;
+  }
+
+  /** Page `p` of the paged list whose node is at `ref`: its spans as a type-1 node's whose
+   * `n` is the item after the page (`parsePage`), read (as a node is, `nodeBytes`) and checked
+   * once while the cache keeps it (Python's `Archive.span_page`). The one place pages are read. */
+  spanPage(ref: NodeRef, node: PagedListNode, p: number): ListNode | Promise<ListNode> {
+    const at = node.pages[p];
+    const cached = this.pages.get(at.pos);
+    if (cached !== undefined) return cached;
+    const parse = (bytes: Uint8Array): ListNode => {
+      const page = parsePage(bytes, at, node, p, ref.pos);
+      this.pages.set(at.pos, page);
+      return page;
+    };
+    const bytes = this.nodeBytes(at.pos, at.len);
+    return bytes instanceof Uint8Array ? parse(bytes) : bytes.then(parse);
+  }
+
+  /** The span table of the list whose node is at `ref`: its own, or a paged list's from all
+   * its pages, read in order (kept while the cache keeps it: Python's `Archive.spans`). */
+  async spans(ref: NodeRef, node: ListNode | PagedListNode): Promise<ListNode> {
+    if (node.type === 1) return node;
+    let whole = this.wholes.get(ref.pos);
+    if (whole === undefined) {
+      const pages: ListNode[] = [];
+      for (let p = 0; p < node.pages.length; p++) pages.push(await this.spanPage(ref, node, p));
+      whole = wholeList(node, pages);
+      this.wholes.set(ref.pos, whole);
+    }
+    return whole;
   }
 
   /** The `len` TOC bytes of a node at `pos` (Python's `Archive.toc_read`). Where the body
@@ -263,6 +305,8 @@ function makeView(a: Archive, base: number, ref: NodeRef, node: Exclude<Node, Ar
   switch (node.type) {
     case 1:
       return new ListView(a, base, node, path);
+    case 11:
+      return new PagedListView(a, base, ref, node, path);
     case 4:
       return StrideView.of(a, base, node, path);
     case 2:
@@ -289,18 +333,6 @@ export function listIndex(i: Key, n: number, path: string): number {
   const k = j < 0 ? j + n : j;
   if (!(k >= 0 && k < n)) throw new IndexOutOfRangeError(j, n, joinPath(path, j));
   return k;
-}
-
-/** The last index `k` with `xs[k] <= x`. */
-function bisectRight(xs: number[], x: number): number {
-  let lo = 0;
-  let hi = xs.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (xs[mid] <= x) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo - 1;
 }
 
 abstract class NodeView implements LazyView {
@@ -338,7 +370,7 @@ class ListView extends NodeView {
   constructor(
     a: Archive,
     base: number,
-    private readonly node: ListNode,
+    protected readonly node: ListNode | PagedListNode,
     path: string,
   ) {
     super(a, base, path);
@@ -349,19 +381,41 @@ class ListView extends NodeView {
   span(): number {
     return this.node.offs[this.node.offs.length - 1];
   }
+  /** The spans that hold item `j` (in range): the whole table here, its page for a paged
+   * list (a type-1 node whose `n` is the item after the page's last). */
+  protected locate(_j: number): ListNode | Promise<ListNode> {
+    return this.node as ListNode;
+  }
   async get(i: Key): Promise<LazyView> {
-    const node = this.node;
-    const j = listIndex(i, node.n, this.path);
+    const j = listIndex(i, this.node.n, this.path);
     const path = joinPath(this.path, j);
-    const k = bisectRight(node.starts, j);
-    const kid = node.kids.get(k);
-    const start = this.base + node.offs[k];
-    const size = node.offs[k + 1] - node.offs[k];
+    const spans = await this.locate(j);
+    const k = bisectRight(spans.starts, j);
+    const kid = spans.kids.get(k);
+    const start = this.base + spans.offs[k];
+    const size = spans.offs[k + 1] - spans.offs[k];
     if (kid !== undefined) return this.a.child(start, size, kid, path);
-    const count = (k + 1 < node.starts.length ? node.starts[k + 1] : node.n) - node.starts[k];
+    const count = (k + 1 < spans.starts.length ? spans.starts[k + 1] : spans.n) - spans.starts[k];
     const data = await this.a.readData(start, size);
-    const [value, bytes] = decodeNth(data, count, j - node.starts[k], start);
+    const [value, bytes] = decodeNth(data, count, j - spans.starts[k], start);
     return new PlainView(value, path, bytes);
+  }
+}
+
+/** Type 11: a list whose span table is in pages; an item reads its page once (then kept). */
+class PagedListView extends ListView {
+  constructor(
+    a: Archive,
+    base: number,
+    private readonly ref: NodeRef,
+    node: PagedListNode,
+    path: string,
+  ) {
+    super(a, base, node, path);
+  }
+  protected override locate(j: number): ListNode | Promise<ListNode> {
+    const node = this.node as PagedListNode;
+    return this.a.spanPage(this.ref, node, pageOf(node, j));
   }
 }
 
