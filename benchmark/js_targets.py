@@ -153,8 +153,8 @@ def frame_rows(path: Path, n: int) -> list[Row]:
     return [
         Row("Node: frames decompressed for one record, once the records list's node is read, worst of 20", other,
             "= 1", other == 1, f"mean {sum(o['other']['frames'] for o in out) / len(out):.2f}"),
-        Row(f"Node: frames decompressed for the first record on a fresh reader (the list's node of {n:,} "
-            "spans fills TOC frames too), worst of 20", first, "= Python's", first == py_first,
+        Row(f"Node: frames decompressed for the first record of {n:,} on a fresh reader (its TOC frames: "
+            "the paged list's node, then a page), worst of 20", first, "= Python's", first == py_first,
             f"Python {py_first}; {out[0]['open_frames']} at open"),
     ]  # fmt: skip
 

@@ -34,7 +34,7 @@ def whole_max(threshold: int) -> int:
 Ref = tuple[int, int]
 
 
-class ListNode(msgspec.Struct, array_like=True, tag=1, frozen=True):
+class ListNode(msgspec.Struct, array_like=True, tag=1, frozen=True, forbid_unknown_fields=True):
     """A list cut into spans. Span k holds items starts[k]..starts[k+1]-1 at bytes
     offs[k]..offs[k+1] (relative to the list's first byte); a span in ``kids`` is one large
     container item with a node of its own."""
@@ -45,7 +45,7 @@ class ListNode(msgspec.Struct, array_like=True, tag=1, frozen=True):
     kids: dict[int, Ref]
 
 
-class PagedListNode(msgspec.Struct, array_like=True, tag=11, frozen=True):
+class PagedListNode(msgspec.Struct, array_like=True, tag=11, frozen=True, forbid_unknown_fields=True):
     """A list whose span table is kept in pages (docs/format.md, node types 11 and 12): page p
     (a ``SpanPage`` at ``pages[p]``) holds the spans of items firsts[p].. at bytes
     offs[p]..offs[p + 1], so that opening a long list reads a small node and an item one
@@ -57,7 +57,7 @@ class PagedListNode(msgspec.Struct, array_like=True, tag=11, frozen=True):
     pages: list[Ref]
 
 
-class SpanPage(msgspec.Struct, array_like=True, tag=12, frozen=True):
+class SpanPage(msgspec.Struct, array_like=True, tag=12, frozen=True, forbid_unknown_fields=True):
     """A page of a ``PagedListNode``: spans as a ``ListNode``'s (item ``starts`` counted from
     the list's first item, ``offs`` from the list's first byte, one more than ``starts``), with
     ``kids`` referenced from the page's own position."""
@@ -70,7 +70,7 @@ class SpanPage(msgspec.Struct, array_like=True, tag=12, frozen=True):
 PAGE_SPANS = 1024  # writers page a list of more spans than this, in pages of this many
 
 
-class MapNode(msgspec.Struct, array_like=True, tag=2, frozen=True):
+class MapNode(msgspec.Struct, array_like=True, tag=2, frozen=True, forbid_unknown_fields=True):
     """A dict with its keys inline: entry j starts at koffs[j], its value at voffs[j] and it
     ends at koffs[j + 1]. ``kids``, ``koffs`` and ``voffs`` are read by name in _speedups.c."""
 
@@ -80,7 +80,7 @@ class MapNode(msgspec.Struct, array_like=True, tag=2, frozen=True):
     kids: dict[int, Ref]
 
 
-class CompactMapNode(msgspec.Struct, array_like=True, tag=8, frozen=True):
+class CompactMapNode(msgspec.Struct, array_like=True, tag=8, frozen=True, forbid_unknown_fields=True):
     """A ``MapNode`` as compressed archives store it (type 8): the first key's offset and each
     key's and value's length instead of the offsets, which compress to a third. Readers turn
     it into the ``MapNode`` it stands for (``expanded``)."""
@@ -107,7 +107,7 @@ class CompactMapNode(msgspec.Struct, array_like=True, tag=8, frozen=True):
         return MapNode(keys=self.keys, koffs=ends, voffs=voffs, kids=self.kids)
 
 
-class HashMapNode(msgspec.Struct, array_like=True, tag=3, frozen=True):
+class HashMapNode(msgspec.Struct, array_like=True, tag=3, frozen=True, forbid_unknown_fields=True):
     """A dict too large to list its keys in one node. Entries are grouped into spans for
     ordered iteration (as in ``ListNode``); a hash index answers one key (docs/format.md)."""
 
@@ -168,7 +168,7 @@ class DirectMapNode(HashMapNode, tag=10, frozen=True):
     groups: bytes
 
 
-class StrideNode(msgspec.Struct, array_like=True, tag=4, frozen=True):
+class StrideNode(msgspec.Struct, array_like=True, tag=4, frozen=True, forbid_unknown_fields=True):
     """A list whose items all have one encoded size, nested as deep as that holds.
     dims[d] = (header size, item count, item stride) at depth d; the innermost items are
     scalars of ``dims[-1][2]`` bytes. Sub-lists of at least ``lazy_min`` bytes are returned
@@ -178,7 +178,7 @@ class StrideNode(msgspec.Struct, array_like=True, tag=4, frozen=True):
     lazy_min: int
 
 
-class ArrayNode(msgspec.Struct, array_like=True, tag=5, frozen=True):
+class ArrayNode(msgspec.Struct, array_like=True, tag=5, frozen=True, forbid_unknown_fields=True):
     """A NumPy array stored as an msgpack extension value (type ``ARRAY_EXT``): its element
     data starts ``head`` bytes after the value's first byte and is ``size`` bytes long. The
     dtype and shape are in the value's own header, read when the array is opened."""
@@ -261,14 +261,20 @@ def check_page(page: SpanPage, node: PagedListNode, p: int, where: int) -> ListN
     paged node says it begins and the next page begins. Returns its spans as a ``ListNode``
     whose ``n`` is the item after the page (its last span's end; not a list's node)."""
     starts, offs, kids = page.starts, page.offs, page.kids
-    end = page_bounds(node, p)
-    ok = bool(starts) and len(offs) == len(starts) + 1 and starts[0] == node.firsts[p] and starts[-1] < end
-    ok = ok and offs[0] == node.offs[p] and offs[-1] == node.offs[p + 1]
-    ok = ok and _increasing(starts) and _increasing(offs)
-    spans = len(starts)
-    ok = ok and all(0 <= k < spans and starts[k] + 1 == (starts[k + 1] if k + 1 < spans else end) for k in kids)
-    if not ok:
-        raise CorruptedError(f"TOC node at offset {where} is malformed: a span page that does not fit its paged list")
+    end, spans = page_bounds(node, p), len(starts)
+    bad = None
+    if not starts or len(offs) != spans + 1:
+        bad = f"{spans} spans and {len(offs)} offsets"
+    elif starts[0] != node.firsts[p] or starts[-1] >= end:
+        bad = f"items {starts[0]} to {starts[-1]}, where the page holds {node.firsts[p]} to {end - 1}"
+    elif offs[0] != node.offs[p] or offs[-1] != node.offs[p + 1]:
+        bad = f"bytes {offs[0]} to {offs[-1]}, where the page holds {node.offs[p]} to {node.offs[p + 1]}"
+    elif not (_increasing(starts) and _increasing(offs)):
+        bad = "spans that do not rise"
+    elif not all(0 <= k < spans and starts[k] + 1 == (starts[k + 1] if k + 1 < spans else end) for k in kids):
+        bad = "a kid on a span of other than one item"
+    if bad:
+        raise CorruptedError(f"TOC node at offset {where}, page {p} of its paged list, is malformed: {bad}")
     return ListNode(n=end, starts=starts, offs=offs, kids=kids)
 
 

@@ -78,6 +78,7 @@ class _NoTrailer(TruncatedError):
 
 MAX_NODE_CACHE = 65536
 MAX_PAGE_CACHE = 4096  # span pages kept (a page holds 1024 spans, about 8 KB of node)
+MAX_WHOLES = 64  # whole span tables of paged lists kept (all dropped when full)
 
 
 STALE_SCAN = 1 << 24  # how far back an archive followed by stale bytes is looked for
@@ -569,6 +570,8 @@ class Archive:
         whole = self.nodes.wholes.get(pos)
         if whole is None:
             whole = whole_list(node, pos, [self.span_page(pos, node, p) for p in range(len(node.pages))])
+            if len(self.nodes.wholes) >= MAX_WHOLES:
+                self.nodes.wholes.clear()
             self.nodes.wholes[pos] = whole
         return whole
 

@@ -5,6 +5,7 @@ import gzip
 import io
 import os
 import threading
+import zlib
 
 import msgspec
 import pytest
@@ -305,3 +306,21 @@ def test_hash_dict_naming_one_large_value_under_two_keys():
             assert r["a1"][5] == 5
             r["c1"]
     errors(crafted, "c1", "a1")
+
+
+def test_a_node_with_a_field_more_or_less_is_refused():
+    """A node holds exactly the fields its type lists (docs/format.md, "Framing"): one with a
+    trailing field more, or one fewer, is corrupted, as the JavaScript reader says too."""
+    data = msglc.dumps({"a": [1] * 300, "b": 2}, small_obj_optimization_threshold=64)
+    header = data[:HEADER_SIZE]
+    t = unpack_trailer(data[-TRAILER_SIZE:], len(data), header)
+    root_at = t.toc_off + t.root_pos
+    payload = msgspec.msgpack.decode(data[root_at : root_at + t.root_len - 4])
+    for changed in ([*payload, 0], payload[:-1]):
+        body = msgspec.msgpack.encode(changed)
+        new = body + zlib.crc32(body).to_bytes(4, "little")
+        toc = data[t.toc_off : root_at] + new
+        fields = msgspec.structs.astuple(t)[:3] + (len(toc), t.root_pos, len(new)) + msgspec.structs.astuple(t)[6:]
+        crafted = data[: t.toc_off] + toc + Trailer(*fields).pack(pack_header())
+        with pytest.raises(CorruptedError, match="malformed"):
+            msglc.LazyReader(crafted)

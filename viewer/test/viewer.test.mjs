@@ -84,7 +84,7 @@ describe("a file opened with the file picker", () => {
     // the info panel
     await page.locator("#info-panel summary").click();
     const info = await page.locator("#info-panel").textContent();
-    assert.match(info, /msglc 1\.4/);
+    assert.match(info, /msglc 1\.5/);
     assert.match(info, /threshold\s*64 bytes/);
     // the TOC's node counts, as msglc info counts them
     const lazy = execFileSync(PYTHON, ["-m", "msglc", "info", file], { cwd: ROOT, encoding: "utf8" })
