@@ -232,6 +232,46 @@ def test_a_page_is_no_container_node_and_a_node_is_no_page():
         r[0]
 
 
+def _with_node(data: bytes, change_node: Any) -> bytes:
+    """The plain archive ``data`` (a paged list root) with its root node replaced by what
+    ``change_node(node)`` gives, the pages left where they are (references as given)."""
+    t = unpack_trailer(data[-TRAILER_SIZE:], len(data), data[:HEADER_SIZE])
+    root_at = t.toc_off + t.root_pos
+    node = unframe_node(data[root_at : root_at + t.root_len], root_at)
+    assert isinstance(node, PagedListNode)
+    new = frame_node(change_node(node))
+    toc = data[t.toc_off : root_at] + new
+    fields = msgspec.structs.astuple(t)[:3] + (len(toc), t.root_pos, len(new)) + msgspec.structs.astuple(t)[6:]
+    return data[: t.toc_off] + toc + Trailer(*fields).pack(pack_header())
+
+
+@pytest.mark.parametrize("cached", [False, True])
+def test_a_page_named_twice_is_checked_for_each_place(cached, monkeypatch):
+    """A paged node whose second page reference names the first page: once the first page
+    was read (and kept), an item of the second page is still refused as corrupted, by every
+    read, where it used to be taken from the first page (an IndexError, and a read_many that
+    never returned)."""
+    data = msglc.dumps(ITEMS, **T)
+    crafted = _with_node(data, lambda n: msgspec.structs.replace(n, pages=[n.pages[0], *n.pages[:-1]]))
+    i = root_node(data).firsts[1] + 5
+    with msglc.LazyReader(crafted, cached=cached) as r:
+        assert r[3] == ITEMS[3]
+        with pytest.raises(CorruptedError, match="span page"):
+            r[i]
+
+    def run() -> list[Any]:
+        out = []
+        for read in (lambda r: r[i], lambda r: r[[i, "x"]], lambda r: r.read_many([3, i]), lambda r: r.verify()):
+            with msglc.LazyReader(crafted, cached=cached) as r:
+                assert r[3] == ITEMS[3]  # the first page, read and kept
+                out.append(answer(lambda r=r, read=read: read(r)))
+        return out
+
+    with_c, pure = both_modes(monkeypatch, run)
+    assert with_c == pure
+    assert all(got[0] == "CorruptedError" and "span page" in got[1] for got in with_c), with_c
+
+
 # -- append ----------------------------------------------------------------------------------------
 
 
