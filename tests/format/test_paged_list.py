@@ -232,19 +232,6 @@ def test_a_page_is_no_container_node_and_a_node_is_no_page():
         r[0]
 
 
-def _with_node(data: bytes, change_node: Any) -> bytes:
-    """The plain archive ``data`` (a paged list root) with its root node replaced by what
-    ``change_node(node)`` gives, the pages left where they are (references as given)."""
-    t = unpack_trailer(data[-TRAILER_SIZE:], len(data), data[:HEADER_SIZE])
-    root_at = t.toc_off + t.root_pos
-    node = unframe_node(data[root_at : root_at + t.root_len], root_at)
-    assert isinstance(node, PagedListNode)
-    new = frame_node(change_node(node))
-    toc = data[t.toc_off : root_at] + new
-    fields = msgspec.structs.astuple(t)[:3] + (len(toc), t.root_pos, len(new)) + msgspec.structs.astuple(t)[6:]
-    return data[: t.toc_off] + toc + Trailer(*fields).pack(pack_header())
-
-
 @pytest.mark.parametrize("cached", [False, True])
 def test_a_page_named_twice_is_checked_for_each_place(cached, monkeypatch):
     """A paged node whose second page reference names the first page: once the first page
@@ -252,7 +239,7 @@ def test_a_page_named_twice_is_checked_for_each_place(cached, monkeypatch):
     read, where it used to be taken from the first page (an IndexError, and a read_many that
     never returned)."""
     data = msglc.dumps(ITEMS, **T)
-    crafted = _with_node(data, lambda n: msgspec.structs.replace(n, pages=[n.pages[0], *n.pages[:-1]]))
+    crafted = _rewrite(data, change_node=lambda n: msgspec.structs.replace(n, pages=[n.pages[0], *n.pages[:-1]]))
     i = root_node(data).firsts[1] + 5
     with msglc.LazyReader(crafted, cached=cached) as r:
         assert r[3] == ITEMS[3]
