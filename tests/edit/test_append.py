@@ -8,6 +8,7 @@ import os
 import pathlib
 import threading
 from types import SimpleNamespace
+from typing import Any
 from unittest.mock import ANY
 
 import msgpack
@@ -269,7 +270,7 @@ def test_a_process_killed_at_any_write_leaves_a_paged_root_readable(tmp_path):
     after an earlier append left free space: killed at any write, the old list is read and
     verified, and by a reader opened before the append too; a later append then lands."""
     out = tmp_path / "paged.mlc"
-    items = [i if i % 3 else f"s{i}" for i in range(6000)]
+    items: list[Any] = [i if i % 3 else f"s{i}" for i in range(6000)]
     items[2500] = {"k": list(range(30))}
     msglc.dump(out, items, small_obj_optimization_threshold=16)
     msglc.append(out, [FileInfo(None, obj="first")])
