@@ -132,7 +132,9 @@ class NodeCache:
 
     def __init__(self) -> None:
         self.nodes: dict[int, Node] = {}
-        self.pages: dict[int, ListNode] = {}  # paged lists' pages, by position (checked: Archive.span_page)
+        # paged lists' pages, by (the paged node's position, page number): checked against that
+        # node (Archive.span_page), so not by the page's own position, which another node may name
+        self.pages: dict[tuple[int, int], ListNode] = {}
         self.wholes: dict[int, ListNode] = {}  # paged lists' whole span tables, by the node's position
         self.window: tuple[int, memoryview] | None = None  # TOC bytes read before a node (toc_read)
         # container() results: a node checked against its container's header is not read again
@@ -150,11 +152,11 @@ class NodeCache:
         if keys is not None:
             self.key_maps[pos] = keys
 
-    def keep_page(self, pos: int, page: ListNode) -> None:
+    def keep_page(self, key: tuple[int, int], page: ListNode) -> None:
         """Keep a checked page: all are dropped when ``MAX_PAGE_CACHE`` are kept."""
         if len(self.pages) >= MAX_PAGE_CACHE:
             self.pages.clear()
-        self.pages[pos] = page
+        self.pages[key] = page
 
     def fit(self, where: tuple[int, int, int, int], result: tuple[Node, ArrayHead | None]) -> None:
         if len(self.fitted) >= MAX_NODE_CACHE:
@@ -550,7 +552,7 @@ class Archive:
         spans as a ``ListNode`` whose ``n`` is the item after the page)."""
         ref = node.pages[p]
         where = self.referred(pos, ref)
-        page = self.nodes.pages.get(where)
+        page = self.nodes.pages.get((pos, p))
         if page is None:
             t = self.opened.trailer
             if not (t.toc_off <= where and where + ref[1] <= self.opened.toc_end):
@@ -559,7 +561,7 @@ class Archive:
                 page = check_page(unframe_page(self.toc_read(where, ref[1]), where), node, p, where)
             except CorruptedError as e:
                 raise self.damaged(str(e)) from None
-            self.nodes.keep_page(where, page)
+            self.nodes.keep_page((pos, p), page)
         return where, page
 
     def spans(self, pos: int, node: ListNode | PagedListNode) -> ListNode:

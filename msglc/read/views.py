@@ -195,7 +195,14 @@ class LazyBlockList(LazyList):
         node of its own is then not decoded whole (``LazyInlineDict.value_at``): the C walk
         of its span finds what ``tail`` names and decodes that alone."""
         speedups = accel.speedups
-        if self._cache is not None or speedups is None or not 0 <= i < self._node.n or self._a.closed:
+        # (an index that is not an int in range: what indexing with it gives, or its error)
+        if (
+            type(i) is not int
+            or not 0 <= i < self._node.n
+            or self._cache is not None
+            or speedups is None
+            or self._a.closed
+        ):
             return self[i], False
         spans, k, parent = self._locate(i)
         if k in spans.kids:

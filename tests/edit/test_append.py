@@ -8,10 +8,13 @@ import os
 import pathlib
 import threading
 from types import SimpleNamespace
+from typing import Any
+from unittest.mock import ANY
 
 import msgpack
 import pytest
 from archives import RUN1, RUN2, check
+from outcomes import answer
 
 import msglc
 from msglc import CorruptedError, FileInfo, TruncatedError
@@ -259,6 +262,42 @@ def test_a_process_killed_at_any_write_leaves_a_readable_archive(appending):
         assert archive_end(out.read_bytes()) == t.toc_off + t.toc_len + TRAILER_SIZE
         assert out.stat().st_size >= len(appending.original)
     assert k >= 8 and ends == {False, True}  # killed in each state: as it was, with an end set, after
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="kills a forked child")
+def test_a_process_killed_at_any_write_leaves_a_paged_root_readable(tmp_path):
+    """A list root of more than 1024 spans (a paged node, its pages moved with it in state 2),
+    after an earlier append left free space: killed at any write, the old list is read and
+    verified, and by a reader opened before the append too; a later append then lands."""
+    out = tmp_path / "paged.mlc"
+    items: list[Any] = [i if i % 3 else f"s{i}" for i in range(6000)]
+    items[2500] = {"k": list(range(30))}
+    msglc.dump(out, items, small_obj_optimization_threshold=16)
+    msglc.append(out, [FileInfo(None, obj="first")])
+    original, old = out.read_bytes(), [*items, "first"]
+    new = [*old, "tail", {"z": list(range(300))}]
+
+    def add():
+        msglc.append(out, [FileInfo(None, obj="tail"), FileInfo(None, obj={"z": list(range(300))})])
+
+    for k in itertools.count():
+        out.write_bytes(original)
+        with msglc.LazyReader(out, cached=False) as early:
+            assert early[3] == old[3]
+            status = _dies_at(k, add)
+            assert status in (0, 9)
+            for i in (1024, 2500, 4000, len(old) - 1):  # the old values, or the error that says why not
+                assert answer(lambda i=i: early[i]) in (("ok", old[i]), ("ArchiveChangedError", ANY))
+        with msglc.LazyReader(out) as r:
+            r.verify()
+            got = r.to_obj()
+        if status == 0:
+            assert got == new
+            break
+        assert got == old
+        add()
+        check(out, new)
+    assert k >= 8
 
 
 def test_a_failed_write_or_flush_rolls_back(appending):

@@ -232,6 +232,33 @@ def test_a_page_is_no_container_node_and_a_node_is_no_page():
         r[0]
 
 
+@pytest.mark.parametrize("cached", [False, True])
+def test_a_page_named_twice_is_checked_for_each_place(cached, monkeypatch):
+    """A paged node whose second page reference names the first page: once the first page
+    was read (and kept), an item of the second page is still refused as corrupted, by every
+    read, where it used to be taken from the first page (an IndexError, and a read_many that
+    never returned)."""
+    data = msglc.dumps(ITEMS, **T)
+    crafted = _rewrite(data, change_node=lambda n: msgspec.structs.replace(n, pages=[n.pages[0], *n.pages[:-1]]))
+    i = root_node(data).firsts[1] + 5
+    with msglc.LazyReader(crafted, cached=cached) as r:
+        assert r[3] == ITEMS[3]
+        with pytest.raises(CorruptedError, match="span page"):
+            r[i]
+
+    def run() -> list[Any]:
+        out = []
+        for read in (lambda r: r[i], lambda r: r[[i, "x"]], lambda r: r.read_many([3, i]), lambda r: r.verify()):
+            with msglc.LazyReader(crafted, cached=cached) as r:
+                assert r[3] == ITEMS[3]  # the first page, read and kept
+                out.append(answer(lambda r=r, read=read: read(r)))
+        return out
+
+    with_c, pure = both_modes(monkeypatch, run)
+    assert with_c == pure
+    assert all(got[0] == "CorruptedError" and "span page" in got[1] for got in with_c), with_c
+
+
 # -- append ----------------------------------------------------------------------------------------
 
 

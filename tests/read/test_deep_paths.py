@@ -140,3 +140,18 @@ def test_a_walk_down_nested_nodes_reads_each_level_once(tmp_path):
         stats.clear()
         assert r[[*keys, "leaf"]] == "x"
         assert stats.requests == depth + 1  # a read per level, then the leaf's entry
+
+
+@pytest.mark.parametrize("seg", [1.0, None, ("a",), 2**70, -(2**70)])
+def test_a_list_segment_of_another_type_fails_as_indexing_fails(archive, seg, monkeypatch):
+    """A segment that is no int on a list of spans (followed by more) raises the TypeError
+    (or IndexError) of indexing the list with it, with the C accelerator as without."""
+
+    def run() -> list[Any]:
+        with msglc.LazyReader(archive, cached=False) as r:
+            return [answer(lambda: r[["list", seg, "id"]]), answer(lambda: r[["list", seg]])]
+
+    with_c, pure = both_modes(monkeypatch, run)
+    assert with_c == pure
+    assert with_c[0] == with_c[1]
+    assert with_c[0][0] in ("TypeError", "IndexError")
