@@ -2163,6 +2163,21 @@ static int descend(PyObject *tail, const unsigned char **at, const unsigned char
  * holding for each item None (the item) or a list of segments (the value they name in it, see
  * descend; missing where it does not). Mirrors read/views.py list_items (view[i] for each
  * index, and read/local_many.py's lookups of the tails). */
+/* The bounds of items js (n ascending indexes below count) of the count msgpack items that
+ * must make the size bytes at data exactly: at[2k] and at[2k + 1] for js[k]. 1 when they
+ * make them (and so every item's bounds are set), else 0. */
+static int item_bounds(const unsigned char *data, Py_ssize_t size, Py_ssize_t count, const Py_ssize_t *js, Py_ssize_t n,
+                       const unsigned char **at) {
+    const unsigned char *p = data, *end = data + size;
+    Py_ssize_t k = 0;
+    for (Py_ssize_t i = 0; i < count && p; i++) {
+        const unsigned char *q = skip(p, end);
+        if (k < n && i == js[k]) at[2 * k] = p, at[2 * k + 1] = q, k++;
+        p = q;
+    }
+    return p == end && k == n;
+}
+
 static PyObject *span_items(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
     if (nargs != 8 || !PyList_CheckExact(args[4]) ||
@@ -2176,14 +2191,19 @@ static PyObject *span_items(PyObject *self, PyObject *const *args, Py_ssize_t na
     if (PyErr_Occurred()) return NULL;
     PyObject *js = args[4];
     Py_ssize_t n = PyList_GET_SIZE(js), prev = -1;
+    /* the items' bounds, then their indexes: one allocation */
+    const unsigned char **at = PyMem_Malloc((sizeof(*at) * 2 + sizeof(Py_ssize_t)) * (size_t)(n ? n : 1));
+    if (!at) return PyErr_NoMemory();
+    Py_ssize_t *jv = (Py_ssize_t *)(at + 2 * (n ? n : 1));
     for (Py_ssize_t k = 0; k < n; k++) {
         Py_ssize_t j = PyLong_AsSsize_t(PyList_GET_ITEM(js, k));
-        if (j == -1 && PyErr_Occurred()) return NULL;
-        if (j <= prev || j >= count) Py_RETURN_NOTIMPLEMENTED;
-        prev = j;
+        if ((j == -1 && PyErr_Occurred()) || j <= prev || j >= count) {
+            PyMem_Free(at);
+            if (PyErr_Occurred()) return NULL;
+            Py_RETURN_NOTIMPLEMENTED;
+        }
+        jv[k] = prev = j;
     }
-    const unsigned char **at = PyMem_Malloc(sizeof(*at) * 2 * (size_t)(n ? n : 1));
-    if (!at) return PyErr_NoMemory();
     unsigned char buf[16384];
     const unsigned char *data;
     Held held;
@@ -2194,17 +2214,7 @@ static PyObject *span_items(PyObject *self, PyObject *const *args, Py_ssize_t na
         if (got < 0) return NULL;
         Py_RETURN_NOTIMPLEMENTED;
     }
-    const unsigned char *p = data, *end = data + size;
-    Py_ssize_t k = 0, next = n ? PyLong_AsSsize_t(PyList_GET_ITEM(js, 0)) : -1;
-    for (Py_ssize_t i = 0; i < count && p; i++) {
-        const unsigned char *q = skip(p, end);
-        if (i == next) {
-            at[2 * k] = p, at[2 * k + 1] = q;
-            next = ++k < n ? PyLong_AsSsize_t(PyList_GET_ITEM(js, k)) : -1;
-        }
-        p = q;
-    }
-    if (p != end || k != n) {
+    if (!item_bounds(data, size, count, jv, n, at)) {
         result = Py_NewRef(Py_NotImplemented);
         goto done;
     }
@@ -2274,21 +2284,16 @@ static PyObject *span_value(PyObject *self, PyObject *const *args, Py_ssize_t na
         if (got < 0) return NULL;
         Py_RETURN_NOTIMPLEMENTED;
     }
-    const unsigned char *p = data, *end = data + size, *item = NULL, *item_end = NULL;
-    for (Py_ssize_t i = 0; i < count && p; i++) {
-        const unsigned char *q = skip(p, end);
-        if (i == j) item = p, item_end = q;
-        p = q;
-    }
+    const unsigned char *bounds[2];
     PyObject *result = NULL;
-    if (p != end || !item_end) {
+    if (!item_bounds(data, size, count, &j, 1, bounds)) {
         result = Py_NewRef(Py_NotImplemented);
     } else {
-        const unsigned char *v = item, *vend = item_end;
+        const unsigned char *v = bounds[0], *vend = bounds[1]; /* moved by descend only when it takes the tail */
         int taken = descend(args[6], &v, &vend);
-        PyObject *value = taken ? decoded(args[5], v, vend - v) : decoded(args[5], item, item_end - item);
-        if (value == Py_NotImplemented || !value) result = value;
-        else { result = Py_BuildValue("(NO)", value, taken ? Py_True : Py_False); }
+        PyObject *value = decoded(args[5], v, vend - v);
+        result =
+            !value || value == Py_NotImplemented ? value : Py_BuildValue("(NO)", value, taken ? Py_True : Py_False);
     }
     held_release(&held);
     return result;

@@ -350,6 +350,18 @@ test("a page reference to a node that is not a span page is corrupted", async ()
   await damaged(relay(laid), [String(root.firsts[1])], ["0", "-1"], /TOC node at offset \d+ has type 2 where page 1 of the paged list at TOC offset \d+ expects a span page \(type 12\)/);
 });
 
+test("a page named at two places is checked at each (not served from the first)", async () => {
+  const laid = laidOut();
+  laid.refs = [null, { pos: laid.prefix.length, len: laid.pages[0].len }, null]; // page 1 names page 0
+  const reader = await open(relay(laid));
+  try {
+    assert.deepEqual(await reader.read([0]), items[0]); // page 0 read and kept
+    await assert.rejects(reader.read([root.firsts[1] + 5]), CorruptedError);
+  } finally {
+    await reader.close();
+  }
+});
+
 test("a span page used as a container's node, or as the root, is corrupted", async () => {
   const laid = laidOut();
   const page0 = { pos: laid.pages[0].pos, len: laid.pages[0].len };

@@ -212,13 +212,19 @@ def frame_node(node: Node | CompactMapNode | SpanPage) -> bytes:
     return payload + U32.pack(zlib.crc32(payload))
 
 
-def unframe_node(buf: bytes | memoryview, where: int) -> Node:
-    """Check the CRC of a framed node read from absolute offset ``where`` and decode it."""
+def _payload(buf: bytes | memoryview, where: int) -> bytes | memoryview:
+    """The payload of a framed node read from absolute offset ``where``, its CRC checked."""
     if len(buf) < 5:
         raise CorruptedError(f"TOC node at offset {where} is {len(buf)} bytes, too short")
     payload = buf[:-4]
     if zlib.crc32(payload) != U32.unpack_from(buf, len(buf) - 4)[0]:
         raise CorruptedError(f"TOC node checksum mismatch at offset {where}")
+    return payload
+
+
+def unframe_node(buf: bytes | memoryview, where: int) -> Node:
+    """Check the CRC of a framed node read from absolute offset ``where`` and decode it."""
+    payload = _payload(buf, where)
     try:
         node = _node_decoder.decode(payload)
         return node.expanded(where) if isinstance(node, CompactMapNode) else node
@@ -238,17 +244,19 @@ _page_decoder = msgspec.msgpack.Decoder(SpanPage)
 
 def unframe_page(buf: bytes | memoryview, where: int) -> SpanPage:
     """``unframe_node`` for a page of a paged list (type 12), which is read only as one."""
-    if len(buf) < 5:
-        raise CorruptedError(f"TOC node at offset {where} is {len(buf)} bytes, too short")
-    payload = buf[:-4]
-    if zlib.crc32(payload) != U32.unpack_from(buf, len(buf) - 4)[0]:
-        raise CorruptedError(f"TOC node checksum mismatch at offset {where}")
+    payload = _payload(buf, where)
     try:
         return _page_decoder.decode(payload)
     except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError, RecursionError):
         raise CorruptedError(
             f"TOC node at offset {where} is not the span page (type 12) its paged list names"
         ) from None
+
+
+def span_end(node: ListNode | HashMapNode, k: int) -> int:
+    """The item after span ``k``'s last: the next span's first, or ``n``."""
+    starts = node.starts
+    return starts[k + 1] if k + 1 < len(starts) else node.n
 
 
 def page_bounds(node: PagedListNode, p: int) -> int:
@@ -274,13 +282,21 @@ def check_page(page: SpanPage, node: PagedListNode, p: int, where: int) -> ListN
     elif not all(0 <= k < spans and starts[k] + 1 == (starts[k + 1] if k + 1 < spans else end) for k in kids):
         bad = "a kid on a span of other than one item"
     if bad:
-        raise CorruptedError(f"TOC node at offset {where}, page {p} of its paged list, is malformed: {bad}")
+        raise CorruptedError(f"TOC node at offset {where}, span page {p} of its paged list, is malformed: {bad}")
     return ListNode(n=end, starts=starts, offs=offs, kids=kids)
 
 
 def page_of(node: PagedListNode, i: int) -> int:
     """The page holding item ``i`` (0 <= i < n)."""
     return bisect_right(node.firsts, i) - 1
+
+
+def joined_pages(pages: Sequence[ListNode]) -> ListNode:
+    """Consecutive pages (as ``check_page`` gives them) as one span table of the items they
+    hold, without their kids (``n``: the item after the last page)."""
+    starts = [s for page in pages for s in page.starts]
+    offs = [o for page in pages for o in page.offs[:-1]]
+    return ListNode(n=pages[-1].n, starts=starts, offs=[*offs, pages[-1].offs[-1]], kids={})
 
 
 def whole_list(node: PagedListNode, pos: int, pages: Sequence[tuple[int, ListNode]]) -> ListNode:

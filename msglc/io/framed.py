@@ -135,10 +135,10 @@ class FramedSource(Source):
 
     def _read(self, offset: int, size: int, in_place: bool) -> bytes | memoryview:
         near = self._near_data  # the frames last read: a walk reads on in them
-        if near[0] <= offset and offset + size <= near[1]:
+        if near[0] <= offset <= offset + size <= near[1]:
             return near[2][offset - near[0] : offset - near[0] + size]
         near = self._near_toc
-        if near[0] <= offset and offset + size <= near[1]:
+        if near[0] <= offset <= offset + size <= near[1]:
             return near[2][offset - near[0] : offset - near[0] + size]
         end, data_end = offset + size, self.data_off + self.plain
         if end <= self.data_off:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from math import prod
-from typing import Any, NamedTuple, NoReturn
+from typing import Any, NamedTuple, NoReturn, TypeVar
 
 import msgspec
 
@@ -76,8 +76,10 @@ class _NoTrailer(TruncatedError):
         self.size = size
 
 
+_T = TypeVar("_T")
+
 MAX_NODE_CACHE = 65536
-MAX_PAGE_CACHE = 4096  # span pages kept (a page holds 1024 spans, about 8 KB of node)
+MAX_PAGE_CACHE = 256  # span pages kept: 1024 spans each, about 70 KB decoded (18 MB), a list of 2 GB's
 MAX_WHOLES = 64  # whole span tables of paged lists kept (all dropped when full)
 
 
@@ -508,18 +510,27 @@ class Archive:
     def node(self, pos: int, size: int) -> Node:
         node = self.nodes.nodes.get(pos)
         if node is None:
-            t = self.opened.trailer
-            if not (t.toc_off <= pos and pos + size <= self.opened.toc_end):
-                raise self.damaged(f"TOC node {pos}+{size} lies outside the TOC")
             if size < 5:
                 raise CorruptedError(f"TOC node at offset {pos} is {size} bytes, too short")
-            try:
-                node = unframe_node(self.toc_read(pos, size), pos)
-                keys = check_node(node, pos, t.toc_off)
-            except CorruptedError as e:
-                raise self.damaged(str(e)) from None
+            toc_off = self.opened.trailer.toc_off
+
+            def checked(buf: bytes | memoryview) -> tuple[Node, dict[str | int, int] | None]:
+                node = unframe_node(buf, pos)
+                return node, check_node(node, pos, toc_off)
+
+            node, keys = self._toc_item(pos, size, checked)
             self.nodes.keep(pos, node, keys)
         return node
+
+    def _toc_item(self, pos: int, size: int, parse: Callable[[bytes | memoryview], _T]) -> _T:
+        """``parse`` of the ``size`` TOC bytes at ``pos`` (a node or a page), which must lie in
+        the TOC; what it finds wrong is reported as damage (``damaged``)."""
+        if not (self.opened.trailer.toc_off <= pos and pos + size <= self.opened.toc_end):
+            raise self.damaged(f"TOC node {pos}+{size} lies outside the TOC")
+        try:
+            return parse(self.toc_read(pos, size))
+        except CorruptedError as e:
+            raise self.damaged(str(e)) from None
 
     def toc_read(self, pos: int, size: int) -> bytes | memoryview:
         """The ``size`` TOC bytes at ``pos`` (a node). Where a read is a call to the system
@@ -554,13 +565,7 @@ class Archive:
         where = self.referred(pos, ref)
         page = self.nodes.pages.get((pos, p))
         if page is None:
-            t = self.opened.trailer
-            if not (t.toc_off <= where and where + ref[1] <= self.opened.toc_end):
-                raise self.damaged(f"TOC node {where}+{ref[1]} lies outside the TOC")
-            try:
-                page = check_page(unframe_page(self.toc_read(where, ref[1]), where), node, p, where)
-            except CorruptedError as e:
-                raise self.damaged(str(e)) from None
+            page = self._toc_item(where, ref[1], lambda buf: check_page(unframe_page(buf, where), node, p, where))
             self.nodes.keep_page((pos, p), page)
         return where, page
 

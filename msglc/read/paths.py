@@ -69,22 +69,16 @@ def short_steps(obj: Any, segments: list[Any], depth: int = 0) -> tuple[Any, int
             kind = kind_of(obj)
         if kind is DICT:
             try:
-                if depth + 1 < n and type(obj) is not dict and isinstance(obj, LazyDict):
-                    obj, taken = obj.value_at(seg, segments[depth + 1 :])
-                    if taken:
-                        return obj, n
-                else:
-                    obj = obj[seg]
+                obj, taken = _look(obj, seg, segments, depth, LazyDict)
+                if taken:
+                    return obj, n
             except KeyError:
                 obj = _missing_key(obj, seg, segments[: depth + 1])
         elif kind is LIST and len(seg) < 19 and seg.isdigit() and seg.isascii():  # (at most 18 digits)
             try:
-                if depth + 1 < n and type(obj) is not list and isinstance(obj, LazyBlockList):
-                    obj, taken = obj.value_at(int(seg), segments[depth + 1 :])
-                    if taken:
-                        return obj, n
-                else:
-                    obj = obj[int(seg)]
+                obj, taken = _look(obj, int(seg), segments, depth, LazyBlockList)
+                if taken:
+                    return obj, n
             except IndexError:
                 break
         else:
@@ -121,22 +115,16 @@ def resolve(obj: Any, segments: list[Any], done: tuple[Any, ...] = ()) -> Any:
             kind = kind_of(obj)
         if kind is DICT:
             try:
-                if depth + 1 < n and type(obj) is not dict and isinstance(obj, LazyDict):
-                    obj, taken = obj.value_at(seg, segments[depth + 1 :])
-                    if taken:
-                        return obj
-                else:
-                    obj = obj[seg]
+                obj, taken = _look(obj, seg, segments, depth, LazyDict)
+                if taken:
+                    return obj
             except KeyError:
                 obj = _missing_key(obj, seg, [*done, *segments[: depth + 1]])
         elif kind is LIST and type(seg) is int:
             try:
-                if depth + 1 < n and type(obj) is not list and isinstance(obj, LazyBlockList):
-                    obj, taken = obj.value_at(seg, segments[depth + 1 :])
-                    if taken:
-                        return obj
-                else:
-                    obj = obj[seg]
+                obj, taken = _look(obj, seg, segments, depth, LazyBlockList)
+                if taken:
+                    return obj
             except IndexError:
                 where = [*done, *segments[: depth + 1]]
                 raise IndexError(f"index {seg} out of range for a list of {len(obj)} (at {_joined(where)})") from None
@@ -144,6 +132,16 @@ def resolve(obj: Any, segments: list[Any], done: tuple[Any, ...] = ()) -> Any:
             return _step(obj, segments, depth, done)
         depth += 1
     return obj
+
+
+def _look(obj: Any, key: Any, segments: list[Any], depth: int, lazy: type[Any]) -> tuple[Any, bool]:
+    """(``obj[key]``, False), ``key`` being ``segments[depth]`` as a key or an index; or, when
+    segments follow and ``obj`` is a lazy view of the kind ``lazy``, its ``value_at``: the
+    value, and True when it took the rest of the path too (decoding only what that names)."""
+    if depth + 1 < len(segments) and type(obj) is not dict and type(obj) is not list and isinstance(obj, lazy):
+        value, taken = obj.value_at(key, segments[depth + 1 :])
+        return value, taken
+    return obj[key], False
 
 
 def _step(obj: Any, segments: list[Any], depth: int, done: tuple[Any, ...]) -> Any:
@@ -174,12 +172,9 @@ def _step(obj: Any, segments: list[Any], depth: int, done: tuple[Any, ...]) -> A
                 raise ValueError(f"{e} (at {_joined(where)})") from None
             return [resolve(x, segments[depth + 1 :], (*before, i)) for i, x in zip(positions, obj[index], strict=True)]
         try:
-            if depth + 1 < len(segments) and isinstance(obj, LazyBlockList):
-                value, taken = obj.value_at(index, segments[depth + 1 :])
-                if taken:
-                    return value
-            else:
-                value = obj[index]
+            value, taken = _look(obj, index, segments, depth, LazyBlockList)
+            if taken:
+                return value
         except IndexError:
             raise IndexError(f"index {index} out of range for a list of {len(obj)} (at {_joined(where)})") from None
         return resolve(value, segments[depth + 1 :], tuple(where))

@@ -75,6 +75,7 @@ from msglc.format.nodes import (
     StrideNode,
     node_header,
     node_span,
+    span_end,
 )
 from msglc.format.numpy_ext import parse_head
 from msglc.format.strides import stride_proven, stride_template, template_dims
@@ -277,7 +278,7 @@ def _check_list(
         if ref is not None:
             yield _kid(archive, stream, a_, b_, pos, ref, label)
             continue
-        count = (starts[k + 1] if k + 1 < spans else node.n) - starts[k]
+        count = span_end(node, k) - starts[k]
         _items(archive, stream, a_, b_, count, False, label)
 
 

@@ -26,7 +26,9 @@ from msglc.format.nodes import (
     PagedListNode,
     SortedMapNode,
     StrideNode,
+    joined_pages,
     page_of,
+    span_end,
 )
 from msglc.format.numpy_ext import ext_hook
 from msglc.format.walk import item_ends
@@ -161,6 +163,11 @@ class LazyBlockList(LazyList):
         """The whole span table (a paged list's: all its pages)."""
         return cast(ListNode, self._node)
 
+    def _spans_over(self, start: int, stop: int) -> ListNode:
+        """Spans covering items ``start`` to ``stop`` (0 <= start < stop <= len): the whole
+        table here, a paged list's pages holding them (kids left out)."""
+        return self._spans()
+
     def _locate(self, i: int) -> tuple[ListNode, int, int]:
         """(spans, k, the position their kids are referenced from): item ``i`` (in range) is in
         span ``k`` of ``spans``, the whole table here, its page for a paged list."""
@@ -181,7 +188,7 @@ class LazyBlockList(LazyList):
         if self._cache is None:  # one item of the span: its neighbours skipped, not decoded
             speedups, starts = accel.speedups, spans.starts
             if speedups is not None:  # in one C call (the span lies in the view: check_node)
-                count = (starts[k + 1] if k + 1 < len(starts) else spans.n) - starts[k]
+                count = span_end(spans, k) - starts[k]
                 start, offs = self._base + spans.offs[k], spans.offs
                 value = speedups.span_item(self._a.c_read, start, offs[k + 1] - offs[k], count, i - starts[k], _decode)
                 if value is not NotImplemented:
@@ -208,7 +215,7 @@ class LazyBlockList(LazyList):
         if k in spans.kids:
             return self._kid(spans, k, parent), False
         starts, offs = spans.starts, spans.offs
-        count = (starts[k + 1] if k + 1 < len(starts) else spans.n) - starts[k]
+        count = span_end(spans, k) - starts[k]
         start, size = self._base + offs[k], offs[k + 1] - offs[k]
         got = speedups.span_value(self._a.c_read, start, size, count, i - starts[k], _decode, tail)
         return (_decode_item(self._a, self._base, spans, k, i - starts[k]), False) if got is NotImplemented else got
@@ -254,7 +261,7 @@ class LazyBlockList(LazyList):
         start, stop = self._bounds(start, stop)
         if start == stop:
             return []
-        node = self._spans()
+        node = self._spans_over(start, stop)
         first, last = bisect_right(node.starts, start) - 1, bisect_right(node.starts, stop - 1)
         begin = node.starts[first]
         end = node.starts[last] if last < len(node.starts) else node.n
@@ -277,6 +284,11 @@ class LazyPagedList(LazyBlockList):
     def _locate(self, i: int) -> tuple[ListNode, int, int]:
         where, page = self._a.span_page(self._pos, self._node, page_of(self._node, i))
         return page, bisect_right(page.starts, i) - 1, where
+
+    def _spans_over(self, start: int, stop: int) -> ListNode:
+        node = self._node
+        first, last = page_of(node, start), page_of(node, stop - 1)
+        return joined_pages([self._a.span_page(self._pos, node, p)[1] for p in range(first, last + 1)])
 
 
 MISSING = object()  # list_items: an item whose tail the C walk left to the Python path
@@ -304,7 +316,7 @@ def list_items(view: Any, indices: list[int], tails: list[list[Any] | None] | No
     while at < len(indices):
         node, k, _ = view._locate(indices[at])  # noqa: SLF001 (a LazyBlockList: walks_spans)
         starts, offs = node.starts, node.offs
-        first, end = starts[k], starts[k + 1] if k + 1 < len(starts) else node.n
+        first, end = starts[k], span_end(node, k)
         stop = bisect_left(indices, end, at)
         chunk, ends = indices[at:stop], None if tails is None else tails[at:stop]
         values: Any = NotImplemented
@@ -323,13 +335,13 @@ def _decode_block(
     archive: Archive, base: int, node: ListNode | HashMapNode, k: int, header: Callable[[int], bytes]
 ) -> Any:
     """Span ``k`` of a spanned node, decoded behind an array or map header for its item count."""
-    count = (node.starts[k + 1] if k + 1 < len(node.starts) else node.n) - node.starts[k]
+    count = span_end(node, k) - node.starts[k]
     return archive.decode_span(base + node.offs[k], node.offs[k + 1] - node.offs[k], header(count))
 
 
 def _decode_item(archive: Archive, base: int, node: ListNode, k: int, j: int) -> Any:
     """Item ``j`` of span ``k``, the span read."""
-    count = (node.starts[k + 1] if k + 1 < len(node.starts) else node.n) - node.starts[k]
+    count = span_end(node, k) - node.starts[k]
     start, data = _span_bytes(archive, base, node, k)
     return _item_of(archive, data, start, count, j)
 
@@ -652,12 +664,9 @@ class LazyInlineDict(LazyDict):
     def _value_bytes(self, j: int, key: Any) -> bytes | memoryview:
         """The encoded value of entry ``j`` (``key``'s, which has no node), read with its key
         in one request and the key checked."""
-        node = self._node
-        entry_at = self._base + node.koffs[j]
-        entry = self._a.read(entry_at, node.koffs[j + 1] - node.koffs[j])
-        key_len = node.voffs[j] - node.koffs[j]
-        _check_key(entry[:key_len], _encode_key(key), entry_at)
-        return entry[key_len:]
+        node, base = self._node, self._base
+        end = base + node.koffs[j + 1]
+        return _checked_key(self._a, base + node.koffs[j], _encode_key(key), base + node.voffs[j], end, end)
 
     def value_at(self, key: Any, tail: list[Any]) -> tuple[Any, bool]:
         """For path resolution (``read.paths``), not part of the documented API: the value of
@@ -835,11 +844,14 @@ def _encode_key(key: Any) -> bytes:
         raise KeyError(key) from None  # no such key can have been stored
 
 
-def _checked_key(archive: Archive, entry_at: int, kb: bytes, value_at: int, end: int) -> bytes | memoryview:
+def _checked_key(
+    archive: Archive, entry_at: int, kb: bytes, value_at: int, end: int, upto: int | None = None
+) -> bytes | memoryview:
     """Check that the entry at ``entry_at`` holds the encoded key ``kb`` up to ``value_at``,
-    where its value begins (it ends at ``end``); returns the value's first bytes (up to 5: a
-    container's header, for ``container``), read with the key in one request."""
-    data = archive.read(entry_at, min(value_at + HEAD_MAX, end) - entry_at)
+    where its value begins (it ends at ``end``); returns the value's bytes up to ``upto``
+    (default: its first 5, a container's header, for ``container``), read with the key in
+    one request."""
+    data = archive.read(entry_at, min(value_at + HEAD_MAX, end) - entry_at if upto is None else upto - entry_at)
     _check_key(data[: value_at - entry_at], kb, entry_at)
     return data[value_at - entry_at :]
 

@@ -287,3 +287,17 @@ def test_append_to_a_compressed_paged_root(tmp_path):
         r.verify()
         assert r.info().version == (2, 2) and r.to_obj() == [*ITEMS, "tail"]
         assert isinstance(root_node(path.read_bytes()), PagedListNode)
+
+
+def test_read_items_reads_the_pages_it_needs_only():
+    items = [f"name-{i}" for i in range(300_000)]
+    data = msglc.dumps(items, small_obj_optimization_threshold=256)
+    assert isinstance(root_node(data), PagedListNode)
+    stats = msglc.LazyStats()
+    with msglc.LazyReader(data, cached=False, counter=stats) as r:
+        v = r.read()
+        stats.clear()
+        assert v.read_items(150_000, 150_100) == items[150_000:150_100]
+        assert stats.requests == 2  # the page holding them, then their spans in one read
+        assert v.read_items(21_000, 27_000) == items[21_000:27_000]  # across two pages
+        assert v.read_items(0, 0) == [] and v.read_items(299_990, 300_000) == items[-10:]

@@ -20,6 +20,7 @@ from msglc.format.nodes import (
     DirectMapNode,
     FuseMapNode,
     HashMapNode,
+    PagedListNode,
     frame_node,
 )
 
@@ -316,6 +317,12 @@ def toc_edit(rng: random.Random, data: bytes, toc: tuple[list[TocItem], int]) ->
     def edit(it: TocItem, node: Any, new_pos: dict[int, int], new_len: dict[int, int], here: int) -> bytes | None:
         if it is not target:
             return None
+        if mode < 0.15 and isinstance(node, PagedListNode) and len(node.pages) > 1:  # a page named twice
+            p, q = rng.sample(range(len(node.pages)), 2)
+            pages = [*node.pages]
+            pages[p] = pages[q]
+            desc.append(f"page {p} -> page {q}")
+            return frame_node(msgspec.structs.replace(node, pages=pages))
         kids = getattr(node, "kids", None)
         if mode < 0.15 and kids:  # point a child reference at another node before this one
             framed = {x.pos for x in items if x.kind in ("node", "page")}

@@ -47,9 +47,9 @@ export const MAX_NODES = 4096;
 export const MAX_VIEWS = 1024;
 /** Dict indexes kept (their block offsets, page tables and kept pages). */
 export const MAX_INDEXES = 256;
-/** Span pages of paged lists kept (by TOC position), checked: 1024 spans each, about 8 KB
- * of node (Python's MAX_PAGE_CACHE). */
-export const MAX_PAGES = 4096;
+/** Span pages of paged lists kept, checked: 1024 spans each (Python's MAX_PAGE_CACHE: all
+ * the pages of a list of about 2 GB). */
+export const MAX_PAGES = 256;
 /** Whole span tables of paged lists kept (by the paged node's position). */
 export const MAX_WHOLES = 64;
 
@@ -90,7 +90,7 @@ export class Archive implements IndexReads {
   readonly views = new Lru<string, LazyView>(MAX_VIEWS);
   readonly indexes = new Lru<string, DictIndex | DirectIndex>(MAX_INDEXES);
   readonly keyMaps = new Lru<number, Map<string, number>>(MAX_INDEXES);
-  readonly pages = new Lru<number, ListNode>(MAX_PAGES);
+  readonly pages = new Lru<string, ListNode>(MAX_PAGES);
   readonly wholes = new Lru<number, ListNode>(MAX_WHOLES);
   closed = false;
   /** The TOC bytes the last node read took (`nodeBytes`), from TOC offset `at`; replaced by
@@ -139,11 +139,14 @@ export class Archive implements IndexReads {
    * once while the cache keeps it (Python's `Archive.span_page`). The one place pages are read. */
   spanPage(ref: NodeRef, node: PagedListNode, p: number): ListNode | Promise<ListNode> {
     const at = node.pages[p];
-    const cached = this.pages.get(at.pos);
+    // kept by the paged node and the page's place in it: a page is checked against both
+    // (a crafted node may name one page at two places)
+    const key = `${ref.pos}/${p}`;
+    const cached = this.pages.get(key);
     if (cached !== undefined) return cached;
     const parse = (bytes: Uint8Array): ListNode => {
       const page = parsePage(bytes, at, node, p, ref.pos);
-      this.pages.set(at.pos, page);
+      this.pages.set(key, page);
       return page;
     };
     const bytes = this.nodeBytes(at.pos, at.len);
