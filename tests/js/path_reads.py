@@ -74,3 +74,14 @@ def js_paths(archive: Path, paths: list[list[Any]], form: str, fresh: bool) -> l
     assert proc.returncode == 0, proc.stderr[-4000:]
     result: list[Any] = json.loads(proc.stdout)
     return result
+
+
+def assert_same_reads(archive: Path, paths: list[list[Any]], form: str, fresh: bool) -> None:
+    """Both readers give the same value or error, and make the same requests and bytes, for
+    each path (``views.MAX_VIEWS`` raised by the caller, so ``py_paths`` sees whether Python's
+    view cache would have filled)."""
+    py = py_paths(archive, paths, form, fresh)
+    js = js_paths(archive, paths, form, fresh)
+    differ = [(p, a, b) for p, a, b in zip(paths, py, js, strict=True) if a != b]
+    assert not differ, f"{len(differ)} of {len(paths)} paths differ, e.g. {differ[:3]}"
+    assert sum(reads for _, reads, _ in py) > 0

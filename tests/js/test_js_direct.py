@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 from jsread import JS, require_dist
+from path_reads import tagged
 
 import msglc
 import msglc.read.dict_index as dict_index
@@ -27,16 +28,6 @@ from msglc.util import accel
 LOOKUPS = JS / "test" / "support" / "lookup-reads.mjs"
 
 pytestmark = pytest.mark.skipif(accel.speedups is None, reason="writers build type 10 with the C accelerator only")
-
-
-def tagged(v: Any) -> Any:
-    if isinstance(v, int) and not isinstance(v, bool) and abs(v) > 2**53:
-        return {"$int": str(v)}
-    if isinstance(v, list):
-        return [tagged(x) for x in v]
-    if isinstance(v, dict):
-        return {"$obj": [[tagged(k), tagged(x)] for k, x in v.items()]}
-    return v
 
 
 def lookup(d: Any, k: Any, stats: msglc.LazyStats) -> list[Any]:

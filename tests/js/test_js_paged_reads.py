@@ -20,7 +20,7 @@ from typing import Any
 import msgspec
 import pytest
 from jsread import js_read_many
-from path_reads import MISSING, js_paths, py_paths
+from path_reads import MISSING, assert_same_reads, py_paths
 
 import msglc
 import msglc.read.views as views
@@ -163,8 +163,4 @@ def test_both_readers_read_paged_lists_with_the_same_reads(archive, form, fresh,
     path, paths = archive
     paths = paths if fresh else paths[:ONE_READER]
     monkeypatch.setattr(views, "MAX_VIEWS", 1 << 30)  # (so py_paths sees whether it would have filled)
-    py = py_paths(path, paths, form, fresh)
-    js = js_paths(path, paths, form, fresh)
-    differ = [(p, a, b) for p, a, b in zip(paths, py, js, strict=True) if a != b]
-    assert not differ, f"{len(differ)} of {len(paths)} paths differ, e.g. {differ[:3]}"
-    assert sum(reads for _, reads, _ in py) > 0
+    assert_same_reads(path, paths, form, fresh)
