@@ -1,6 +1,7 @@
 // Helpers of the core tests: fixtures, Python's tagged JSON (make_core.py) as JS values.
 import { readFileSync } from "node:fs";
 import { gunzipSync } from "node:zlib";
+import { MemorySource } from "../dist/index.js";
 
 export const FIXTURES = new URL("./fixtures/", import.meta.url);
 export const GOLDEN = new URL("../../tests/golden/", import.meta.url);
@@ -53,3 +54,15 @@ export async function viaViews(view, limit = 5000) {
 }
 
 export const PY_ERRORS = { KeyError: "KeyNotFoundError", IndexError: "IndexOutOfRangeError", TypeError: "TypeError", ValueError: "RangeError" };
+
+/** A source that records the ranges read (`log`: [offset, length] each). */
+export class Recording extends MemorySource {
+  constructor(bytes) {
+    super(bytes);
+    this.log = [];
+  }
+  async read(offset, length) {
+    this.log.push([offset, length]);
+    return super.read(offset, length);
+  }
+}

@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { open, MemorySource } from "../dist/index.js";
-import { fixture, loadJson, untag, viaViews } from "./core-helpers.mjs";
+import { open } from "../dist/index.js";
+import { Recording, fixture, loadJson, untag, viaViews } from "./core-helpers.mjs";
 
 const expected = loadJson("core-expected.json.gz");
 
@@ -102,17 +102,6 @@ test("big dicts: keys(start, stop) reads only the spans that cover them", async 
   await reader.close();
 });
 
-/** A source that records the ranges read. */
-class Recording extends MemorySource {
-  constructor(bytes) {
-    super(bytes);
-    this.log = [];
-  }
-  async read(offset, length) {
-    this.log.push([offset, length]);
-    return super.read(offset, length);
-  }
-}
 
 test("a second read of a path reads no TOC node again", async () => {
   const source = new Recording(fixture("core-t0.mlc"));

@@ -3,28 +3,17 @@
 // from it here by writing its pages and its root node anew (`relay`).
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { open, MemorySource, CorruptedError, IndexOutOfRangeError } from "../dist/index.js";
+import { open, CorruptedError, IndexOutOfRangeError } from "../dist/index.js";
 import { parseNode, parsePage, pageOf, wholeList } from "../dist/format/nodes.js";
 import { decodeValue } from "../dist/read/decode.js";
 import { crc32 } from "../dist/util/crc32.js";
-import { fixture, loadJson, untag, viaViews } from "./core-helpers.mjs";
+import { Recording, fixture, loadJson, untag, viaViews } from "./core-helpers.mjs";
 import { makeArchive, golden } from "./support/craft.mjs";
 
 const FIXTURE = "paged-t8.mlc";
 const expect = loadJson("paged-expect.json");
 const items = untag(expect.items);
 const { root } = expect;
-
-class Recording extends MemorySource {
-  constructor(bytes) {
-    super(bytes);
-    this.log = [];
-  }
-  async read(offset, length) {
-    this.log.push([offset, length]);
-    return super.read(offset, length);
-  }
-}
 
 // ---- crafting: msgpack in its smallest forms (as msgspec writes nodes), pages laid anew ----
 
