@@ -74,9 +74,9 @@ from msglc.format.nodes import (
     MapNode,
     PagedListNode,
     Ref,
+    SpanPage,
     StrideNode,
     frame_node,
-    unframe_page,
     whole_max,
 )
 from msglc.io.atomic import refuse_read_only
@@ -567,11 +567,11 @@ class Existing:
             return framed, len(framed)
         out = bytearray()
         moved: list[tuple[int, int]] = []  # (position, size) of each page where it will be
-        for back, size in node.pages:
-            was, now = self.pos - back, self.pos - node.pages[0][0] + delta + len(out)
-            page = unframe_page(self.archive.toc_read(was, size), was)
+        for p in range(len(node.pages)):
+            was, page = self.archive.span_page(self.pos, node, p)  # (read and checked for root_node)
+            now = self.pos - node.pages[0][0] + delta + len(out)
             kids = {k: (b + now - was, n) for k, (b, n) in page.kids.items()}
-            framed = frame_node(msgspec.structs.replace(page, kids=kids))
+            framed = frame_node(SpanPage(starts=page.starts, offs=page.offs, kids=kids))
             moved.append((now, len(framed)))
             out += framed
         here = self.pos - node.pages[0][0] + delta + len(out)

@@ -303,15 +303,14 @@ def whole_list(node: PagedListNode, pos: int, pages: Sequence[tuple[int, ListNod
     """The ``ListNode`` the paged list at ``pos`` describes, from its pages (each with its
     position, as ``check_page`` gives them): their spans in order, kid references made
     relative to ``pos``."""
-    starts: list[int] = []
-    offs: list[int] = []
+    spans = joined_pages([page for _, page in pages])
     kids: dict[int, Ref] = {}
+    first = 0  # the span each page's spans are counted from
     for page_pos, page in pages:
         shift = pos - page_pos
-        kids.update({len(starts) + k: (back + shift, size) for k, (back, size) in page.kids.items()})
-        starts += page.starts
-        offs += page.offs[:-1]
-    return ListNode(n=node.n, starts=starts, offs=[*offs, node.offs[-1]], kids=kids)
+        kids.update({first + k: (back + shift, size) for k, (back, size) in page.kids.items()})
+        first += len(page.starts)
+    return msgspec.structs.replace(spans, kids=kids)
 
 
 def paged_spans(toc: bytes | bytearray | memoryview, pos: int, node: PagedListNode) -> ListNode:

@@ -116,13 +116,13 @@ def node_info(archive: Archive, pos: int, size: int) -> NodeInfo:
     return info_of(_node(archive, pos, size), pos, size)
 
 
+Shown = ListNode | MapNode | HashMapNode | StrideNode | ArrayNode  # what node_info shows (no paged list)
+
+
 def _node(archive: Archive, pos: int, size: int) -> Shown:
     """The node at ``pos``; of a paged list, the spans of all its pages (a list's node)."""
     node = archive.node(pos, size)
     return archive.spans(pos, node) if isinstance(node, PagedListNode) else node
-
-
-Shown = ListNode | MapNode | HashMapNode | StrideNode | ArrayNode  # what node_info shows (no paged list)
 
 
 def info_of(node: Shown, pos: int, size: int) -> NodeInfo:

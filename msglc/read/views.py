@@ -340,25 +340,13 @@ def _decode_block(
 
 
 def _decode_item(archive: Archive, base: int, node: ListNode, k: int, j: int) -> Any:
-    """Item ``j`` of span ``k``, the span read."""
+    """Item ``j`` of span ``k``: the span read as raw items (msgspec skips them at C speed,
+    making no objects) and only item ``j`` decoded."""
     count = span_end(node, k) - node.starts[k]
-    start, data = _span_bytes(archive, base, node, k)
-    return _item_of(archive, data, start, count, j)
-
-
-def _span_bytes(archive: Archive, base: int, node: ListNode, k: int) -> tuple[int, bytes | memoryview]:
-    """(where it starts, its bytes) of span ``k``, checked to lie in the data section."""
     start, size = base + node.offs[k], node.offs[k + 1] - node.offs[k]
     if start < archive.opened.trailer.data_off or start + size > archive.opened.data_end or size <= 0:
         raise archive.damaged(f"data span {start}+{size} lies outside the data section")
-    return start, archive.read(start, size)
-
-
-def _item_of(archive: Archive, data: bytes | memoryview, start: int, count: int, j: int) -> Any:
-    """Item ``j`` of the ``count`` items that ``data`` (read at ``start``) holds: the span
-    read as raw items (msgspec skips them at C speed, making no objects) and only item ``j``
-    decoded."""
-    size = len(data)
+    data = archive.read(start, size)
     try:
         raws = _raw_items.decode(array_header(count) + data)
     except RecursionError:  # an item nested deeper than msgspec skips: stepped over (walk)
@@ -655,7 +643,7 @@ class LazyInlineDict(LazyDict):
             made = a.views.get((self._base + start, end - start, self._pos - ref[0], ref[1]))
             if made is None:
                 kb, base = _encode_key(key), self._base
-                head = _checked_key(a, base + node.koffs[j], kb, base + start, base + end)
+                head = _key_and_head(a, base + node.koffs[j], kb, base + start, base + end)
                 made = child(a, self._base + start, end - start, self._pos, ref, head)
             a.views.keep(where, made)  # found with one lookup next time (from C: ``FastGet`` "inline")
             return made
@@ -666,7 +654,7 @@ class LazyInlineDict(LazyDict):
         in one request and the key checked."""
         node, base = self._node, self._base
         end = base + node.koffs[j + 1]
-        return _checked_key(self._a, base + node.koffs[j], _encode_key(key), base + node.voffs[j], end, end)
+        return _checked_key(self._a, base + node.koffs[j], _encode_key(key), base + node.voffs[j], end)
 
     def value_at(self, key: Any, tail: list[Any]) -> tuple[Any, bool]:
         """For path resolution (``read.paths``), not part of the documented API: the value of
@@ -718,7 +706,7 @@ class LazyHashDict(LazyDict):
         made = self._a.views.get((self._base + start, node.offs[k + 1] - start, self._pos - ref[0], ref[1]))
         if made is not None:  # its key was checked when it was made
             return made
-        head = _checked_key(self._a, self._base + node.offs[k], kb, self._base + start, self._base + node.offs[k + 1])
+        head = _key_and_head(self._a, self._base + node.offs[k], kb, self._base + start, self._base + node.offs[k + 1])
         return child(self._a, self._base + start, node.offs[k + 1] - start, self._pos, ref, head)
 
     def _block(self, k: int) -> dict[Any, Any]:
@@ -844,16 +832,19 @@ def _encode_key(key: Any) -> bytes:
         raise KeyError(key) from None  # no such key can have been stored
 
 
-def _checked_key(
-    archive: Archive, entry_at: int, kb: bytes, value_at: int, end: int, upto: int | None = None
-) -> bytes | memoryview:
+def _checked_key(archive: Archive, entry_at: int, kb: bytes, value_at: int, upto: int) -> bytes | memoryview:
     """Check that the entry at ``entry_at`` holds the encoded key ``kb`` up to ``value_at``,
-    where its value begins (it ends at ``end``); returns the value's bytes up to ``upto``
-    (default: its first 5, a container's header, for ``container``), read with the key in
-    one request."""
-    data = archive.read(entry_at, min(value_at + HEAD_MAX, end) - entry_at if upto is None else upto - entry_at)
+    where its value begins; returns the value's bytes up to ``upto`` (all of it, or a
+    container's header for ``container``), read with the key in one request."""
+    data = archive.read(entry_at, upto - entry_at)
     _check_key(data[: value_at - entry_at], kb, entry_at)
     return data[value_at - entry_at :]
+
+
+def _key_and_head(archive: Archive, entry_at: int, kb: bytes, value_at: int, end: int) -> bytes | memoryview:
+    """``_checked_key`` of an entry (ending at ``end``) whose value has a node of its own:
+    the value's first bytes, up to a container header's longest."""
+    return _checked_key(archive, entry_at, kb, value_at, min(value_at + HEAD_MAX, end))
 
 
 def _check_key(stored: bytes | memoryview, expected: bytes, where: int) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,10 +36,15 @@ def tagged(v: Any) -> Any:
 
 def outcome(r: msglc.LazyReader, path: list[Any], form: str, stats: msglc.LazyStats) -> list[Any]:
     """[outcome, requests, bytes] of ``r[path]``, as lookup-reads.mjs writes them."""
+    return counted(lambda: r[path if form == "list" else "/".join(map(str, path))], stats)
+
+
+def counted(get: Callable[[], Any], stats: msglc.LazyStats) -> list[Any]:
+    """[outcome, requests, bytes] of ``get()`` (a read), as lookup-reads.mjs writes them."""
     before, read = stats.requests, stats.bytes
     got: dict[str, Any]
     try:
-        v = r[path if form == "list" else "/".join(map(str, path))]
+        v = get()
         if isinstance(v, (LazyDict, LazyList)):
             got = {"lazy": "dict" if isinstance(v, LazyDict) else "list", "length": len(v)}
         else:

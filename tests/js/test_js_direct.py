@@ -18,11 +18,10 @@ from typing import Any
 
 import pytest
 from jsread import JS, require_dist
-from path_reads import tagged
+from path_reads import counted, tagged
 
 import msglc
 import msglc.read.dict_index as dict_index
-from msglc import LazyDict, LazyList
 from msglc.util import accel
 
 LOOKUPS = JS / "test" / "support" / "lookup-reads.mjs"
@@ -32,17 +31,7 @@ pytestmark = pytest.mark.skipif(accel.speedups is None, reason="writers build ty
 
 def lookup(d: Any, k: Any, stats: msglc.LazyStats) -> list[Any]:
     """[outcome, requests, bytes] of ``d[k]``, as lookup-reads.mjs writes them."""
-    before, read = stats.requests, stats.bytes
-    got: dict[str, Any]
-    try:
-        v = d[k]
-        if isinstance(v, (LazyDict, LazyList)):
-            got = {"lazy": "dict" if isinstance(v, LazyDict) else "list", "length": len(v)}
-        else:
-            got = {"value": tagged(v)}
-    except KeyError:
-        got = {"error": "KeyNotFoundError"}
-    return [got, stats.requests - before, stats.bytes - read]
+    return counted(lambda: d[k], stats)
 
 
 def without_probe(monkeypatch: pytest.MonkeyPatch) -> None:
