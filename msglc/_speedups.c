@@ -23,7 +23,7 @@
 #define PY_SSIZE_T_CLEAN
 /* What msglc/util/accel.py expects (API there): raised whenever a function is added or changes,
  * so that a stale build is set aside instead of failing at a call. */
-#define SPEEDUPS_API 12
+#define SPEEDUPS_API 13
 #include <Python.h>
 #include <structmember.h>
 #include <stdint.h>
@@ -3204,12 +3204,12 @@ static int buffer_arg(const char *fn, const char *name, PyObject *o, Py_buffer *
     return -1;
 }
 
-/* The element size (2..255, the filter's parameter) of a buffer of len bytes. Mirrors the
- * checks of format/shuffle.py _source. */
-static int element_arg(const char *fn, PyObject *o, Py_ssize_t len, Py_ssize_t *e) {
+/* The element size (2..255, the filter's parameter; from 1, plain bytes, where `plain`) of a
+ * buffer of len bytes. Mirrors the checks of format/shuffle.py _source. */
+static int element_size_arg(const char *fn, PyObject *o, Py_ssize_t len, Py_ssize_t *e, int plain) {
     if (size_arg(fn, "the element size", o, e) < 0) return -1;
-    if (*e < 2 || *e > 255) {
-        PyErr_Format(PyExc_ValueError, "%s: the element size must be 2 to 255, not %R", fn, o);
+    if (*e < 2 - plain || *e > 255) {
+        PyErr_Format(PyExc_ValueError, "%s: the element size must be %d to 255, not %R", fn, 2 - plain, o);
         return -1;
     }
     if (len % *e) {
@@ -3217,6 +3217,10 @@ static int element_arg(const char *fn, PyObject *o, Py_ssize_t len, Py_ssize_t *
         return -1;
     }
     return 0;
+}
+
+static int element_arg(const char *fn, PyObject *o, Py_ssize_t len, Py_ssize_t *e) {
+    return element_size_arg(fn, o, len, e, 0);
 }
 
 /* shuffle(src, element) -> bytes: src (any contiguous buffer, a whole number of elements)
@@ -3325,6 +3329,126 @@ done:
     return result;
 }
 
+/* The largest grid gather_grid takes: as many axes as a tiled array has (format/tiles.py). */
+#define GRID_MAX_AXES 16
+
+/* A tuple of n ints >= 0 (n <= GRID_MAX_AXES) into v; -1 with an error saying which is not. */
+static int grid_arg(PyObject *o, const char *name, Py_ssize_t n, Py_ssize_t *v) {
+    if (!PyTuple_Check(o) || PyTuple_GET_SIZE(o) != n) {
+        PyErr_Format(PyExc_TypeError, "gather_grid: %s must be a tuple of %zd ints", name, n);
+        return -1;
+    }
+    for (Py_ssize_t k = 0; k < n; k++) {
+        if (size_arg("gather_grid", name, PyTuple_GET_ITEM(o, k), &v[k]) < 0) return -1;
+        if (v[k] < 0) {
+            PyErr_Format(PyExc_ValueError, "gather_grid: %s must be ints >= 0", name);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The end of the last run of a grid (first + sum((count - 1) * stride) + run), or -1 when it
+ * passes limit (no overflow on the way). */
+static Py_ssize_t grid_end(Py_ssize_t first, const Py_ssize_t *counts, const Py_ssize_t *strides, Py_ssize_t n,
+                           Py_ssize_t run, Py_ssize_t limit) {
+    Py_ssize_t end = first;
+    if (end > limit) return -1;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        if (counts[k] > 1 && strides[k] > (limit - end) / (counts[k] - 1)) return -1;
+        end += (counts[k] - 1) * strides[k];
+    }
+    return run > limit - end ? -1 : end + run;
+}
+
+/* gather_grid(src, element, lo, counts, strides, run, out, out_lo, out_strides): for every
+ * index i below counts (C order), plain bytes [p, p + run) of the shuffled src, p = lo +
+ * sum(i * strides), into out at out_lo + sum(i * out_strides) (src read as it was before out
+ * is written where the two overlap; element 1: plain bytes, copied as they are). A block of a
+ * tile read from its shuffled frame: only the bytes selected are unshuffled, straight into
+ * place. Mirrors
+ * format/shuffle.py gather_grid. */
+static PyObject *py_gather_grid(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer sv, ov;
+    PyObject *so, *eo, *lo_o, *co, *sto, *run_o, *oo, *olo_o, *osto, *result = NULL;
+    Py_ssize_t e, lo, run, olo, counts[GRID_MAX_AXES], strides[GRID_MAX_AXES], ostrides[GRID_MAX_AXES];
+    if (!PyArg_ParseTuple(args, "OOOOOOOOO:gather_grid", &so, &eo, &lo_o, &co, &sto, &run_o, &oo, &olo_o, &osto) ||
+        buffer_arg("gather_grid", "src", so, &sv, 0) < 0)
+        return NULL;
+    if (buffer_arg("gather_grid", "out", oo, &ov, 1) < 0) {
+        PyBuffer_Release(&sv);
+        return NULL;
+    }
+    if (element_size_arg("gather_grid", eo, sv.len, &e, 1) < 0) goto done;
+    if (!PyTuple_Check(co) || PyTuple_GET_SIZE(co) > GRID_MAX_AXES) {
+        PyErr_Format(PyExc_TypeError, "gather_grid: counts must be a tuple of at most %d ints", GRID_MAX_AXES);
+        goto done;
+    }
+    Py_ssize_t n = PyTuple_GET_SIZE(co);
+    if (grid_arg(co, "counts", n, counts) < 0 || grid_arg(sto, "strides", n, strides) < 0 ||
+        grid_arg(osto, "out_strides", n, ostrides) < 0 || size_arg("gather_grid", "lo", lo_o, &lo) < 0 ||
+        size_arg("gather_grid", "run", run_o, &run) < 0 || size_arg("gather_grid", "out_lo", olo_o, &olo) < 0)
+        goto done;
+    Py_ssize_t total = run;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        if (!counts[k]) total = 0;
+        else if (total && counts[k] > PY_SSIZE_T_MAX / total) total = PY_SSIZE_T_MAX;
+        else total *= counts[k];
+    }
+    if (!total) {
+        result = Py_None;
+        Py_INCREF(result);
+        goto done;
+    }
+    if (lo < 0 || run < 0 || olo < 0 || grid_end(lo, counts, strides, n, run, sv.len) < 0 ||
+        grid_end(olo, counts, ostrides, n, run, ov.len) < 0) {
+        PyErr_Format(PyExc_ValueError, "gather_grid: the grid does not fit src (%zd bytes) or out (%zd bytes)", sv.len,
+                     ov.len);
+        goto done;
+    }
+    const unsigned char *s = sv.buf;
+    unsigned char *d = ov.buf, *copy = NULL;
+    if (d < s + sv.len && s < d + ov.len) { /* read src whole first: the result is a separate src's */
+        copy = PyMem_Malloc((size_t)sv.len);
+        if (!copy) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        memcpy(copy, s, (size_t)sv.len);
+        s = copy;
+    }
+    size_t m = (size_t)(sv.len / e);
+    Py_ssize_t idx[GRID_MAX_AXES] = {0};
+    Py_ssize_t p = lo, q = olo;
+    int nogil = total >= SHUFFLE_NOGIL;
+    PyThreadState *ts = nogil ? PyEval_SaveThread() : NULL;
+    for (;;) {
+        if (e == 1) memcpy(d + q, s + p, (size_t)run);
+        else gather_run(s, m, (size_t)e, (size_t)p, d + q, (size_t)run);
+        Py_ssize_t k = n - 1;
+        for (; k >= 0; k--) { /* the odometer: the last axis turns fastest */
+            if (++idx[k] < counts[k]) {
+                p += strides[k];
+                q += ostrides[k];
+                break;
+            }
+            p -= (counts[k] - 1) * strides[k];
+            q -= (counts[k] - 1) * ostrides[k];
+            idx[k] = 0;
+        }
+        if (k < 0) break;
+    }
+    if (ts) PyEval_RestoreThread(ts);
+    PyMem_Free(copy);
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    PyBuffer_Release(&sv);
+    PyBuffer_Release(&ov);
+    return result;
+}
+
 /* ============================================================================================
  * The module
  * ============================================================================================ */
@@ -3360,6 +3484,8 @@ static PyMethodDef methods[] = {
     {"shuffle", py_shuffle, METH_VARARGS, "The bytes of a run of fixed-size elements, byte-shuffled."},
     {"unshuffle_into", py_unshuffle_into, METH_VARARGS, "The plain bytes of byte-shuffled elements, into a buffer."},
     {"gather_into", py_gather_into, METH_VARARGS, "Some plain bytes of byte-shuffled elements, into a buffer."},
+    {"gather_grid", py_gather_grid, METH_VARARGS,
+     "A grid of runs of plain bytes of byte-shuffled elements, into place."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -8,6 +8,7 @@ so that the compression threads and the ``read_threads`` pool shuffle in paralle
 
 from __future__ import annotations
 
+from itertools import product
 from operator import index
 from typing import Any
 
@@ -86,8 +87,77 @@ def gather_into(src: Any, element: int, lo: int, out: Any) -> None:
     target[:] = part[lo - first * e : lo - first * e + n]
 
 
-def _source(src: Any, element: Any, fn: str) -> memoryview:
-    """``src`` as bytes, checked to hold whole elements of a valid size (errors as the C path's)."""
+def gather_grid(
+    src: Any,
+    element: int,
+    lo: int,
+    counts: tuple[int, ...],
+    strides: tuple[int, ...],
+    run: int,
+    out: Any,
+    out_lo: int,
+    out_strides: tuple[int, ...],
+) -> None:
+    """For every index ``i`` below ``counts`` (C order), plain bytes ``[p, p + run)`` of the
+    byte-shuffled ``src``, ``p = lo + sum(i * strides)``, into ``out`` (writable, contiguous) at
+    ``out_lo + sum(i * out_strides)``: a block of a tile read from its shuffled frame, only the
+    selected bytes unshuffled, straight into place. ``element`` 1 names plain bytes: the runs
+    are copied as they are. Every offset and stride is >= 0 and every run lies inside both
+    buffers (which may overlap: the result is the same)."""
+    speedups = accel.speedups
+    if speedups is not None:
+        speedups.gather_grid(src, element, lo, counts, strides, run, out, out_lo, out_strides)
+        return
+    view = _source(src, element, "gather_grid", plain=True)
+    target = _target(out, "gather_grid")
+    n = len(counts) if type(counts) is tuple else -1
+    if not 0 <= n <= MAX_GRID_AXES:
+        raise TypeError(f"gather_grid: counts must be a tuple of at most {MAX_GRID_AXES} ints")
+    counts, strides, out_strides = (
+        _grid(counts, "counts", n),
+        _grid(strides, "strides", n),
+        _grid(out_strides, "out_strides", n),
+    )
+    lo, run, out_lo = (
+        _int(lo, "gather_grid", "lo"),
+        _int(run, "gather_grid", "run"),
+        _int(out_lo, "gather_grid", "out_lo"),
+    )
+    if not run or not all(counts):
+        return
+    if min(lo, run, out_lo) < 0 or not (
+        _grid_end(lo, counts, strides, run) <= len(view) and _grid_end(out_lo, counts, out_strides, run) <= len(target)
+    ):
+        raise ValueError(f"gather_grid: the grid does not fit src ({len(view)} bytes) or out ({len(target)} bytes)")
+    data = bytes(view)  # read whole before ``out`` is written: the two may share memory
+    for i in product(*(range(c) for c in counts)):
+        p = lo + sum(x * s for x, s in zip(i, strides, strict=True))
+        q = out_lo + sum(x * s for x, s in zip(i, out_strides, strict=True))
+        if element == 1:
+            target[q : q + run] = data[p : p + run]
+        else:
+            gather_into(data, element, p, target[q : q + run])
+
+
+MAX_GRID_AXES = 16  # the axes of a grid ``gather_grid`` takes: as many as a tiled array has
+
+
+def _grid(values: Any, name: str, n: int) -> tuple[int, ...]:
+    if type(values) is not tuple or len(values) != n:
+        raise TypeError(f"gather_grid: {name} must be a tuple of {n} ints")
+    out = tuple(_int(v, "gather_grid", name) for v in values)
+    if any(v < 0 for v in out):
+        raise ValueError(f"gather_grid: {name} must be ints >= 0")
+    return out
+
+
+def _grid_end(first: int, counts: tuple[int, ...], strides: tuple[int, ...], run: int) -> int:
+    return first + sum((c - 1) * s for c, s in zip(counts, strides, strict=True)) + run
+
+
+def _source(src: Any, element: Any, fn: str, plain: bool = False) -> memoryview:
+    """``src`` as bytes, checked to hold whole elements of a valid size (1, plain bytes, where
+    ``plain`` allows it; errors as the C path's)."""
     try:
         view = memoryview(src)
     except TypeError:
@@ -95,8 +165,8 @@ def _source(src: Any, element: Any, fn: str) -> memoryview:
     if not view.c_contiguous:
         raise TypeError(f"{fn}: src must be a contiguous bytes-like object, not a non-contiguous {type(src).__name__}")
     e = _int(element, fn, "the element size")
-    if not 2 <= e <= MAX_ELEMENT:
-        raise ValueError(f"{fn}: the element size must be 2 to {MAX_ELEMENT}, not {element!r}")
+    if not 2 - plain <= e <= MAX_ELEMENT:
+        raise ValueError(f"{fn}: the element size must be {2 - plain} to {MAX_ELEMENT}, not {element!r}")
     if view.nbytes % e:
         raise ValueError(f"{fn}: src holds {view.nbytes} bytes, not a whole number of {e}-byte elements")
     return view.cast("B") if view.ndim != 1 or view.format != "B" else view

@@ -231,12 +231,14 @@ class FramedSource(Source):
             else:
                 out[a_ - lo : b_ - lo] = memoryview(frame)[a_ - start : b_ - start]
 
-    def decode_frames(self, offset: int, size: int, sink: Callable[[int, memoryview], None]) -> bool:
+    def decode_frames(self, offset: int, size: int, sink: Callable[[int, memoryview, int], None]) -> bool:
         """Hand the frames that make up logical [offset, offset + size) to ``sink(logical
-        offset, plain bytes)``, in order, in this thread: their stored bytes in one read, each
-        decompressed (checked, and unshuffled in C without the GIL) into a buffer of this
-        thread's own that ``sink`` must copy from before it returns; nothing is cached. False,
-        and nothing done, when the range does not begin and end where frames do."""
+        offset, bytes, element)``, in order, in this thread: their stored bytes in one read,
+        each decompressed (and checked) into a buffer of this thread's own that ``sink`` must
+        copy from before it returns, left as stored: shuffled with ``element``-byte elements,
+        or plain (0), so that the sink unshuffles each byte once, where it puts it; nothing is
+        cached. False, and nothing done, when the range does not begin and end where frames
+        do."""
         lo = offset - self.data_off
         hi = lo + size
         if lo < 0 or size <= 0 or hi > self.plain:
@@ -250,37 +252,33 @@ class FramedSource(Source):
         for i in range(first, last + 1):
             page, k = table.at(i)
             start, end = page.logical[k], page.logical[k + 1]
-            plain = self._scratch(end - start, "unshuffled")  # (a shuffled frame decompresses into "scratch")
-            self._decompress_into(i, data[page.stored[k] - stored_a : page.stored[k + 1] - stored_a], plain)
-            sink(self.data_off + start, plain)
+            stored = self._scratch(end - start)
+            self._decompress_frame_into(i, data[page.stored[k] - stored_a : page.stored[k + 1] - stored_a], stored)
+            sink(self.data_off + start, stored, self.table.shuffle(i) if self.table.filtered else 0)
         return True
 
-    def _scratch(self, size: int, slot: str = "scratch") -> memoryview:
-        """A buffer of ``size`` bytes of this thread's own (one per ``slot``), reused from
-        frame to frame."""
-        buf: bytearray | None = getattr(self._local, slot, None)
+    def _scratch(self, size: int) -> memoryview:
+        """A buffer of ``size`` bytes of this thread's own, reused from frame to frame."""
+        buf: bytearray | None = getattr(self._local, "scratch", None)
         if buf is None or len(buf) < size:
             buf = bytearray(max(size, 1 << 16))
-            setattr(self._local, slot, buf)
+            self._local.scratch = buf
         return memoryview(buf)[:size]
 
-    def frame_at(self, offset: int) -> tuple[int, int, bytes | bytearray] | None:
-        """The data frame holding logical ``offset``, decompressed and unshuffled (``frame``:
-        cached as a read caches it, shuffled frames unshuffled once): (its first logical
-        offset, its end, its plain bytes), or None for a raw frame or an offset outside the
-        frames."""
+    def frame_at(self, offset: int) -> tuple[int, int, bytes | bytearray, int] | None:
+        """The data frame holding logical ``offset``, decompressed (and cached as a read caches
+        it) but left as stored: (its first logical offset, its end, its bytes, its shuffle's
+        element size or 0 when they are plain), or None for a raw frame or an offset outside
+        the frames. A block of a shuffled frame is unshuffled where it is needed
+        (``gather_grid``), not the whole frame."""
         lo = offset - self.data_off
         if not 0 <= lo < self.plain:
             return None
         page, k, i = self.table.locate(lo)
         if page.codes and page.codes[k] == RAW:
             return None
-        return self.data_off + page.logical[k], self.data_off + page.logical[k + 1], self.frame(i)
-
-    def frame(self, i: int) -> bytes | bytearray:
-        """Frame ``i`` decompressed (and unshuffled): from the cache, or read and decompressed
-        (and checked: its declared size must be the table's, its zstd checksum must hold)."""
-        return self._plain(i, self._entry(i))
+        data, element = self._entry(i)
+        return self.data_off + page.logical[k], self.data_off + page.logical[k + 1], data, element
 
     def _holder(self, i: int) -> OrderedDict[int, Entry] | None:
         """The cache that keeps frame ``i`` (TOC frames have their own), or None (with the lock

@@ -438,16 +438,18 @@ class Archive:
             raise CorruptedError(f"data span {offset}+{len(buf)} lies outside the data section")
         self.fill(offset, buf, threads)
 
-    def frame_at(self, offset: int) -> tuple[int, int, bytes | bytearray] | None:
-        """In a compressed archive, the plain bytes of the data frame holding ``offset``
-        (``FramedSource.frame_at``); None otherwise, or where reads must go through ``read``."""
+    def frame_at(self, offset: int) -> tuple[int, int, bytes | bytearray, int] | None:
+        """In a compressed archive, the data frame holding ``offset``, decompressed, as stored
+        (``FramedSource.frame_at``: shuffled or not); None otherwise, or where reads must go
+        through ``read``."""
         if self.closed:
             raise ValueError("I/O operation on a closed LazyReader")
         return self.src.frame_at(offset) if isinstance(self.src, FramedSource) else None
 
-    def decode_frames(self, offset: int, size: int, sink: Callable[[int, memoryview], None]) -> bool:
+    def decode_frames(self, offset: int, size: int, sink: Callable[[int, memoryview, int], None]) -> bool:
         """In a compressed archive, the frames of logical [offset, offset + size) handed to
-        ``sink`` as plain bytes (``FramedSource.decode_frames``); False when they cannot be."""
+        ``sink`` decompressed, as stored (``FramedSource.decode_frames``); False when they
+        cannot be."""
         if self.closed:
             raise ValueError("I/O operation on a closed LazyReader")
         if offset < self.opened.trailer.data_off or offset + size > self.opened.data_end:

@@ -19,6 +19,7 @@ from typing import Any
 
 from msglc.config import current
 from msglc.format.numpy_ext import check_text, has_text
+from msglc.format.shuffle import gather_grid
 from msglc.format.tiles import is_trivial, tile_at, tile_start, untile
 from msglc.read.archive import Archive
 from msglc.read.part import LazyPart
@@ -67,12 +68,7 @@ class LazyArray(LazyPart):
         self._size = prod(shape)
         self._void = dtype.kind == "V"  # structured items are views: copy them out of the read buffer
         self._text = has_text(dtype)  # str elements: their code points are checked as they are read
-        strides = []
-        step = dtype.itemsize
-        for n in reversed(shape):
-            strides.append(step)
-            step *= n
-        self._strides = tuple(reversed(strides))
+        self._strides = _c_strides(shape, dtype.itemsize)
         # tiles that lie in C order anyway (every axis after the first whole) are read as C order
         self._tile = None if tile is None or is_trivial(shape, tile) else tile
 
@@ -181,27 +177,40 @@ class LazyArray(LazyPart):
 
     def _tiles_from_frames(self, first: int, end: int, out: Any) -> bool:
         """Elements [first, end) of the tile order (whole rows of tiles) put in place in
-        ``out`` straight from their frames, each tile unshuffled and moved in one copy, when
-        the frames hold whole tiles (as writers lay them out); False when they do not (then
-        the caller reads them; what was put in place is overwritten)."""
-        np = self._np
+        ``out`` straight from their frames, each tile unshuffled into its place in one pass
+        (``gather_grid``, in C without the GIL: the pool's threads run together), when the
+        frames hold whole tiles (as writers lay them out); False when they do not (then the
+        caller reads them; what was put in place is overwritten)."""
         tile = self._tile
         assert tile is not None
         itemsize = self.dtype.itemsize
+        shape = self.shape
+        out_strides = out.strides
 
-        def sink(at: int, data: memoryview) -> None:
+        def sink(at: int, data: memoryview, element: int) -> None:
             e, rem = divmod(at - self._data, itemsize)
             n = len(data) // itemsize
             if rem or len(data) % itemsize:
                 raise _NotTiles
             done = 0
             while done < n:
-                g, ext, start = tile_at(self.shape, tile, e + done)
+                g, ext, start = tile_at(shape, tile, e + done)
                 size = prod(ext)
                 if start != e + done or done + size > n:
                     raise _NotTiles
-                region = tuple(slice(i * t, i * t + x) for i, t, x in zip(g, tile, ext, strict=True))
-                out[region] = np.frombuffer(data, self.dtype, size, done * itemsize).reshape(ext)
+                strides = _c_strides(ext, itemsize)
+                out_lo = sum(i * t * s for i, t, s in zip(g, tile, out_strides, strict=True))
+                gather_grid(
+                    data,
+                    element or 1,
+                    done * itemsize,
+                    ext[:-1],
+                    strides[:-1],
+                    ext[-1] * itemsize,
+                    out,
+                    out_lo,
+                    out_strides[:-1],
+                )
                 done += size
 
         try:
@@ -285,41 +294,68 @@ class LazyArray(LazyPart):
         return self._checked(out, self._data)
 
     def _tile_reads(self, sel: list[tuple[int, int, int]], touched: list[list[tuple[int, int, int]]], out: Any) -> None:
+        """Each tile the selection touches, its selected elements put in place in ``out`` (a
+        fresh C-ordered array): from the decompressed frame holding the tile when one does,
+        else read as a C-ordered block of its own."""
         tile = self._tile
         assert tile is not None
-        itemsize = self.dtype.itemsize
-        for pick in product(*touched):
-            at, ext = tile_start(self.shape, tile, tuple(g for g, _, _ in pick))
-            where = tuple(slice(j0, j1) for _, j0, j1 in pick)
-            local = tuple(
-                slice(f + j0 * st - g * t, f + (j1 - 1) * st - g * t + 1, st)
-                for (g, j0, j1), (f, _, st), t in zip(pick, sel, tile, strict=True)
+        # per axis, per tile touched: (its first element along the axis times the elements
+        # after the axis, its extent, the selection's first index in it, count, step, and
+        # where its part goes in ``out``); a tile's place and shape follow from these
+        axes = []
+        after = self._size
+        for (f, _, st), tiles, n, t, o in zip(sel, touched, self.shape, tile, out.strides, strict=True):
+            after //= n
+            axes.append(
+                [(g * t * after, min(t, n - g * t), f + j0 * st - g * t, j1 - j0, st, j0 * o) for g, j0, j1 in tiles]
             )
-            if self._from_frame(at, ext, local, out[where]):
-                continue
-            strides = [itemsize] * len(ext)  # the tile's own C order
-            for k in range(len(ext) - 2, -1, -1):
-                strides[k] = strides[k + 1] * ext[k + 1]
-            part = [(x.start, j1 - j0, x.step) for x, (_, j0, j1) in zip(local, pick, strict=True)]
-            read_selection(self._a, self._data + at * itemsize, tuple(strides), part, out[where])
+        for pick in product(*axes):
+            at, before = 0, 1
+            for first, ext, *_ in pick:
+                at += first * before
+                before *= ext
+            if not self._from_frame(at, before, pick, out):
+                self._tile_read(at, pick, out)
 
-    def _from_frame(self, at: int, ext: tuple[int, ...], local: tuple[slice, ...], dest: Any) -> bool:
-        """Copy the elements ``local`` of the tile at element ``at`` (of extents ``ext``) into
-        ``dest`` straight from the decompressed frame holding the tile (unshuffled once, in
-        C, and cached so: picking the elements read plane by plane, a byte at a time, took
-        longer), when one frame holds it. False when the frame does not hold the whole tile
-        (the caller reads it)."""
-        np = self._np
+    def _tile_read(self, at: int, pick: tuple[tuple[int, int, int, int, int, int], ...], out: Any) -> None:
+        """The selected elements of a tile read as a C-ordered block of its own."""
+        where = tuple(slice(o // s, o // s + c) for (*_, c, _, o), s in zip(pick, out.strides, strict=True))
+        part = [(f, c, st) for _, _, f, c, st, _ in pick]
+        strides = _c_strides(tuple(ext for _, ext, *_ in pick), self.dtype.itemsize)
+        read_selection(self._a, self._data + at * self.dtype.itemsize, strides, part, out[where])
+
+    def _from_frame(self, at: int, size: int, pick: tuple[tuple[int, int, int, int, int, int], ...], out: Any) -> bool:
+        """Put the selected elements of the tile of ``size`` elements at element ``at`` in
+        place in ``out``, straight from the decompressed frame holding the tile (kept in the
+        frame cache as stored: a shuffled frame has just the selected bytes unshuffled, by
+        ``gather_grid``, where unshuffling it whole and copying out took twice as long),
+        when one frame holds it. False when it does not (the caller reads the tile)."""
         itemsize = self.dtype.itemsize
         start = self._data + at * itemsize
-        n = prod(ext)
         found = self._a.frame_at(start)
         if found is None:
             return False
-        first, end, data = found
-        if start + n * itemsize > end:
+        first, end, data, element = found
+        if start + size * itemsize > end:
             return False
-        dest[...] = np.frombuffer(data, self.dtype, n, start - first).reshape(ext)[local]
+        strides = _c_strides(tuple(ext for _, ext, *_ in pick), itemsize)
+        lo = start - first
+        out_lo = 0
+        counts = []
+        steps = []
+        for (_, _, f, c, st, o), s in zip(pick, strides, strict=True):
+            lo += f * s
+            out_lo += o
+            counts.append(c)
+            steps.append(st * s)
+        element = element or 1  # (plain bytes: runs are copied as they are)
+        run = itemsize
+        out_steps = out.strides
+        if steps[-1] == itemsize:  # runs of the last axis's elements
+            run *= counts.pop()
+            steps.pop()
+            out_steps = out_steps[:-1]
+        gather_grid(data, element, lo, tuple(counts), tuple(steps), run, out, out_lo, out_steps)
         return True
 
     def _row_reads(self, sel: list[tuple[int, int, int]], rows: list[tuple[int, int, int]], out: Any) -> None:
@@ -353,6 +389,16 @@ class LazyArray(LazyPart):
 
 class _NotTiles(Exception):
     """The frames of a tiled array do not hold whole tiles: read it another way."""
+
+
+def _c_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
+    """The strides (bytes) of C order over ``shape``."""
+    strides = []
+    step = itemsize
+    for n in reversed(shape):
+        strides.append(step)
+        step *= n
+    return tuple(reversed(strides))
 
 
 def _touched(first: int, count: int, step: int, t: int) -> list[tuple[int, int, int]]:
@@ -471,6 +517,15 @@ def _selection(
 ) -> tuple[list[tuple[int, int, int]], list[int], list[bool], bool]:
     """NumPy basic indexing of an array of ``shape`` by ``key``: per axis (lowest index, count,
     positive step); the result's shape; which axes to reverse; whether the result is a scalar."""
+    if len(key) == len(shape):  # a block (a slice of step 1 per axis): the usual read, quickly
+        block = []
+        for k, n in zip(key, shape, strict=True):
+            if type(k) is not slice or k.step not in (None, 1):
+                break
+            start, stop, _ = k.indices(n)
+            block.append((start, max(stop - start, 0), 1))
+        else:
+            return block, [c for _, c, _ in block], [], False
     if sum(k is Ellipsis for k in key) > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
     used = sum(k is not None and k is not Ellipsis for k in key)

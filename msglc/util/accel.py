@@ -251,8 +251,25 @@ class Speedups(Protocol):
         """Plain bytes [lo, lo + len(out)) of the byte-shuffled ``src`` into ``out``."""
         ...
 
+    def gather_grid(
+        self,
+        src: Any,
+        element: int,
+        lo: int,
+        counts: tuple[int, ...],
+        strides: tuple[int, ...],
+        run: int,
+        out: Any,
+        out_lo: int,
+        out_strides: tuple[int, ...],
+        /,
+    ) -> None:
+        """A grid of runs of plain bytes of the byte-shuffled ``src`` into ``out``
+        (``format.shuffle.gather_grid``)."""
+        ...
 
-API = 12  # the version of ``_speedups`` this code calls (SPEEDUPS_API in _speedups.c)
+
+API = 13  # the version of ``_speedups`` this code calls (SPEEDUPS_API in _speedups.c)
 
 
 def _load() -> Speedups | None:

@@ -76,6 +76,44 @@ def test_gather_picks_any_range_of_the_plain_bytes(path, e):
             assert out[0] == out[-1] == out[-2] == 0
 
 
+@pytest.mark.parametrize("e", [1, 2, 3, 8, 9, 16])
+def test_gather_grid_puts_a_block_of_the_plain_elements_in_place(path, e):
+    """A strided block of an N-d tile of e-byte elements, picked out of its shuffled bytes
+    (e 1: plain bytes) into its place in a larger array, as NumPy indexing the plain tile."""
+    rng = np.random.default_rng(e)
+    for _ in range(40):
+        ext = tuple(int(n) for n in rng.integers(1, 9, size=int(rng.integers(1, 5))))
+        plain = rng.integers(0, 256, size=(*ext, e), dtype=np.uint8)
+        stored = definition(plain.tobytes(), e) if e > 1 else plain.tobytes()
+        part = []
+        for n in ext:
+            st = int(rng.integers(1, 4))
+            f = int(rng.integers(0, n))
+            part.append((f, int(rng.integers(1, (n - 1 - f) // st + 2)), st))
+        counts = tuple(c for _, c, _ in part)
+        out = np.zeros((*(c + 2 for c in counts), e), np.uint8)
+        where = tuple(slice(1, 1 + c) for c in counts)
+        tile_strides = [e * int(np.prod(ext[k + 1 :])) for k in range(len(ext))]
+        lo = sum(f * s for (f, _, _), s in zip(part, tile_strides, strict=True))
+        steps = tuple(st * s for (_, _, st), s in zip(part, tile_strides, strict=True))
+        out_lo = sum(out.strides[:-1])
+        if part[-1][2] == 1:  # runs of the last axis
+            S.gather_grid(stored, e, lo, counts[:-1], steps[:-1], counts[-1] * e, out, out_lo, out.strides[:-2])
+        else:  # an element at a time
+            S.gather_grid(stored, e, lo, counts, steps, e, out, out_lo, out.strides[:-1])
+        expected = np.zeros_like(out)
+        expected[where] = plain[tuple(slice(f, f + (c - 1) * st + 1, st) for f, c, st in part)]
+        assert np.array_equal(out, expected)
+
+
+def test_gather_grid_of_no_axes_is_one_run_and_of_no_bytes_is_nothing(path):
+    plain = bytes(range(64))
+    out = bytearray(10)
+    S.gather_grid(definition(plain, 8), 8, 3, (), (), 5, out, 2, ())
+    assert out == bytes(2) + plain[3:8] + bytes(3)
+    S.gather_grid(b"", 8, 10**6, (0, 5), (1, 1), 8, bytearray(), 10**6, (1, 1))  # nothing read, nothing checked
+
+
 def test_any_buffer_goes_in_and_out(path):
     """NumPy arrays, ``array.array`` and typed memoryviews are taken as their bytes."""
     a = np.linspace(0, 1, 3000).reshape(100, 30)
@@ -161,6 +199,19 @@ BAD_CALLS = {
     "gather hi before lo": lambda: S.gather(b"abcd", 2, 3, 1),
     "gather hi past the end": lambda: S.gather(b"abcd", 2, 0, 5),
     "gather of a huge range": lambda: S.gather(b"abcd", 2, 0, 2**62),  # refused, not allocated
+    "grid element 0": lambda: S.gather_grid(b"abcd", 0, 0, (), (), 1, bytearray(4), 0, ()),
+    "grid counts a list": lambda: S.gather_grid(b"abcd", 2, 0, [1], (1,), 1, bytearray(4), 0, (1,)),  # type: ignore[arg-type]
+    "grid of 17 axes": lambda: S.gather_grid(b"abcd", 2, 0, (1,) * 17, (0,) * 17, 1, bytearray(4), 0, (0,) * 17),
+    "grid strides too few": lambda: S.gather_grid(b"abcd", 2, 0, (1, 1), (1,), 1, bytearray(4), 0, (1, 1)),
+    "grid out_strides a list": lambda: S.gather_grid(b"abcd", 2, 0, (1,), (1,), 1, bytearray(4), 0, [1]),  # type: ignore[arg-type]
+    "grid count a float": lambda: S.gather_grid(b"abcd", 2, 0, (1.0,), (1,), 1, bytearray(4), 0, (1,)),  # type: ignore[arg-type]
+    "grid negative stride": lambda: S.gather_grid(b"abcd", 2, 2, (2,), (-1,), 1, bytearray(4), 0, (1,)),
+    "grid lo negative": lambda: S.gather_grid(b"abcd", 2, -1, (1,), (1,), 1, bytearray(4), 0, (1,)),
+    "grid run a float": lambda: S.gather_grid(b"abcd", 2, 0, (1,), (1,), 1.0, bytearray(4), 0, (1,)),  # type: ignore[arg-type]
+    "grid past src": lambda: S.gather_grid(b"abcd", 2, 0, (3,), (2,), 1, bytearray(4), 0, (1,)),
+    "grid past out": lambda: S.gather_grid(b"abcd", 2, 0, (2,), (1,), 2, bytearray(4), 0, (3,)),
+    "grid of a huge stride": lambda: S.gather_grid(b"abcd", 2, 0, (3,), (2**62,), 1, bytearray(4), 0, (1,)),
+    "grid out read-only": lambda: S.gather_grid(b"abcd", 2, 0, (1,), (1,), 1, b"wxyz", 0, (1,)),
 }
 
 
@@ -174,7 +225,7 @@ def test_bad_arguments_are_refused_alike_by_both_paths(name, monkeypatch):
     from_python = _refusal(BAD_CALLS[name])
     assert from_c == from_python
     kind, message = from_c
-    assert message.split(":")[0] in ("shuffle", "unshuffle_into", "gather_into", "gather")
+    assert message.split(":")[0] in ("shuffle", "unshuffle_into", "gather_into", "gather", "gather_grid")
     if "element" in name and not name.startswith("src"):
         assert "element size" in message
     if name.startswith("out"):
