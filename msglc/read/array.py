@@ -186,6 +186,7 @@ class LazyArray(LazyPart):
         itemsize = self.dtype.itemsize
         shape = self.shape
         out_strides = out.strides
+        dest = _bytes_of(out)
 
         def sink(at: int, data: memoryview, element: int) -> None:
             e, rem = divmod(at - self._data, itemsize)
@@ -207,7 +208,7 @@ class LazyArray(LazyPart):
                     ext[:-1],
                     strides[:-1],
                     ext[-1] * itemsize,
-                    out,
+                    dest,
                     out_lo,
                     out_strides[:-1],
                 )
@@ -309,12 +310,13 @@ class LazyArray(LazyPart):
             axes.append(
                 [(g * t * after, min(t, n - g * t), f + j0 * st - g * t, j1 - j0, st, j0 * o) for g, j0, j1 in tiles]
             )
+        dest = _bytes_of(out)
         for pick in product(*axes):
             at, before = 0, 1
             for first, ext, *_ in pick:
                 at += first * before
                 before *= ext
-            if not self._from_frame(at, before, pick, out):
+            if not self._from_frame(at, before, pick, out.strides, dest):
                 self._tile_read(at, pick, out)
 
     def _tile_read(self, at: int, pick: tuple[tuple[int, int, int, int, int, int], ...], out: Any) -> None:
@@ -324,12 +326,20 @@ class LazyArray(LazyPart):
         strides = _c_strides(tuple(ext for _, ext, *_ in pick), self.dtype.itemsize)
         read_selection(self._a, self._data + at * self.dtype.itemsize, strides, part, out[where])
 
-    def _from_frame(self, at: int, size: int, pick: tuple[tuple[int, int, int, int, int, int], ...], out: Any) -> bool:
+    def _from_frame(
+        self,
+        at: int,
+        size: int,
+        pick: tuple[tuple[int, int, int, int, int, int], ...],
+        out_strides: tuple[int, ...],
+        dest: Any,
+    ) -> bool:
         """Put the selected elements of the tile of ``size`` elements at element ``at`` in
-        place in ``out``, straight from the decompressed frame holding the tile (kept in the
-        frame cache as stored: a shuffled frame has just the selected bytes unshuffled, by
-        ``gather_grid``, where unshuffling it whole and copying out took twice as long),
-        when one frame holds it. False when it does not (the caller reads the tile)."""
+        place in ``dest`` (the bytes of a C-ordered array of ``out_strides``), straight from
+        the decompressed frame holding the tile (kept in the frame cache as stored: a
+        shuffled frame has just the selected bytes unshuffled, by ``gather_grid``, where
+        unshuffling it whole and copying out took twice as long), when one frame holds it.
+        False when it does not (the caller reads the tile)."""
         itemsize = self.dtype.itemsize
         start = self._data + at * itemsize
         found = self._a.frame_at(start)
@@ -350,12 +360,12 @@ class LazyArray(LazyPart):
             steps.append(st * s)
         element = element or 1  # (plain bytes: runs are copied as they are)
         run = itemsize
-        out_steps = out.strides
+        out_steps = out_strides
         if steps[-1] == itemsize:  # runs of the last axis's elements
             run *= counts.pop()
             steps.pop()
             out_steps = out_steps[:-1]
-        gather_grid(data, element, lo, tuple(counts), tuple(steps), run, out, out_lo, out_steps)
+        gather_grid(data, element, lo, tuple(counts), tuple(steps), run, dest, out_lo, out_steps)
         return True
 
     def _row_reads(self, sel: list[tuple[int, int, int]], rows: list[tuple[int, int, int]], out: Any) -> None:
@@ -389,6 +399,13 @@ class LazyArray(LazyPart):
 
 class _NotTiles(Exception):
     """The frames of a tiled array do not hold whole tiles: read it another way."""
+
+
+def _bytes_of(out: Any) -> Any:
+    """The bytes of the C-ordered array ``out`` as a uint8 view (never a copy: NumPy raises
+    where it cannot view): ``gather_grid``'s pure-Python path takes buffers through
+    ``memoryview``, which NumPy refuses for datetime64 and timedelta64 (no buffer format)."""
+    return out.view(sys.modules["numpy"].uint8)
 
 
 def _c_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:

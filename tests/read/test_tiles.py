@@ -146,6 +146,20 @@ def without_speedups(pure: bool):
         accel.speedups = saved
 
 
+@pytest.mark.parametrize("pure", [False, True])
+@pytest.mark.parametrize("dtype", ["<M8[ns]", ">m8[s]", [("t", "<M8[us]"), ("n", "<i2")]])
+def test_dates_and_durations_read_by_either_path(dtype, pure):
+    """datetime64 and timedelta64 elements (NumPy gives such arrays no buffer format, which
+    a memoryview needs) come out of their tiles' frames by the C and the pure-Python path."""
+    a = np.frombuffer(np.random.default_rng(6).bytes(60 * 70 * np.dtype(dtype).itemsize), dtype).reshape(60, 70)
+    with msglc.LazyReader(dumped(a, tiles=(16, 16))) as r, without_speedups(pure):
+        lazy = r["a"]
+        assert lazy.tiles == (16, 16)
+        same(a[3:40, 5:50], lazy[3:40, 5:50])  # runs of each tile's rows
+        same(a[::3, ::-2], lazy[::3, ::-2])  # an element at a time
+        same(a, np.asarray(lazy))  # tile by tile, from whole frames
+
+
 def test_every_source_reads_tiles(tmp_path):
     a = np.random.default_rng(2).random((700, 600))
     path = tmp_path / "a.mlc"
