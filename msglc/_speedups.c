@@ -23,7 +23,7 @@
 #define PY_SSIZE_T_CLEAN
 /* What msglc/util/accel.py expects (API there): raised whenever a function is added or changes,
  * so that a stale build is set aside instead of failing at a call. */
-#define SPEEDUPS_API 13
+#define SPEEDUPS_API 14
 #include <Python.h>
 #include <structmember.h>
 #include <stdint.h>
@@ -3364,7 +3364,8 @@ static Py_ssize_t grid_end(Py_ssize_t first, const Py_ssize_t *counts, const Py_
 /* gather_grid(src, element, lo, counts, strides, run, out, out_lo, out_strides): for every
  * index i below counts (C order), plain bytes [p, p + run) of the shuffled src, p = lo +
  * sum(i * strides), into out at out_lo + sum(i * out_strides) (src read as it was before out
- * is written where the two overlap; element 1: plain bytes, copied as they are). A block of a
+ * is written where the two overlap; element 1: plain bytes, copied as they are; runs that
+ * would write more than out holds overlap, and are refused). A block of a
  * tile read from its shuffled frame: only the bytes selected are unshuffled, straight into
  * place. Mirrors
  * format/shuffle.py gather_grid. */
@@ -3404,6 +3405,11 @@ static PyObject *py_gather_grid(PyObject *self, PyObject *args) {
     if (lo < 0 || run < 0 || olo < 0 || grid_end(lo, counts, strides, n, run, sv.len) < 0 ||
         grid_end(olo, counts, ostrides, n, run, ov.len) < 0) {
         PyErr_Format(PyExc_ValueError, "gather_grid: the grid does not fit src (%zd bytes) or out (%zd bytes)", sv.len,
+                     ov.len);
+        goto done;
+    }
+    if (total > ov.len) { /* runs that overlap in out: refused, so the work is bounded by out's size */
+        PyErr_Format(PyExc_ValueError, "gather_grid: the grid writes more bytes than out holds (%zd): its runs overlap",
                      ov.len);
         goto done;
     }

@@ -9,6 +9,7 @@ so that the compression threads and the ``read_threads`` pool shuffle in paralle
 from __future__ import annotations
 
 from itertools import product
+from math import prod
 from operator import index
 from typing import Any
 
@@ -102,8 +103,9 @@ def gather_grid(
     byte-shuffled ``src``, ``p = lo + sum(i * strides)``, into ``out`` (writable, contiguous) at
     ``out_lo + sum(i * out_strides)``: a block of a tile read from its shuffled frame, only the
     selected bytes unshuffled, straight into place. ``element`` 1 names plain bytes: the runs
-    are copied as they are. Every offset and stride is >= 0 and every run lies inside both
-    buffers (which may overlap: the result is the same)."""
+    are copied as they are. Every offset and stride is >= 0, every run lies inside both
+    buffers (which may overlap: the result is the same), and no two runs overlap in ``out``
+    (runs that write more bytes than it holds are refused)."""
     speedups = accel.speedups
     if speedups is not None:
         speedups.gather_grid(src, element, lo, counts, strides, run, out, out_lo, out_strides)
@@ -129,6 +131,8 @@ def gather_grid(
         _grid_end(lo, counts, strides, run) <= len(view) and _grid_end(out_lo, counts, out_strides, run) <= len(target)
     ):
         raise ValueError(f"gather_grid: the grid does not fit src ({len(view)} bytes) or out ({len(target)} bytes)")
+    if run * prod(counts) > len(target):  # (so the work is bounded by the size of ``out``)
+        raise ValueError(f"gather_grid: the grid writes more bytes than out holds ({len(target)}): its runs overlap")
     data = bytes(view)  # read whole before ``out`` is written: the two may share memory
     for i in product(*(range(c) for c in counts)):
         p = lo + sum(x * s for x, s in zip(i, strides, strict=True))

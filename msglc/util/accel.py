@@ -269,7 +269,7 @@ class Speedups(Protocol):
         ...
 
 
-API = 13  # the version of ``_speedups`` this code calls (SPEEDUPS_API in _speedups.c)
+API = 14  # the version of ``_speedups`` this code calls (SPEEDUPS_API in _speedups.c)
 
 
 def _load() -> Speedups | None:

@@ -212,6 +212,10 @@ BAD_CALLS = {
     "grid past out": lambda: S.gather_grid(b"abcd", 2, 0, (2,), (1,), 2, bytearray(4), 0, (3,)),
     "grid of a huge stride": lambda: S.gather_grid(b"abcd", 2, 0, (3,), (2**62,), 1, bytearray(4), 0, (1,)),
     "grid out read-only": lambda: S.gather_grid(b"abcd", 2, 0, (1,), (1,), 1, b"wxyz", 0, (1,)),
+    "grid runs overlapping in out": lambda: S.gather_grid(b"abcd", 2, 0, (3,), (0,), 2, bytearray(4), 0, (1,)),
+    # 2**62 runs into one byte: refused at once (it ran for ever in C without the GIL)
+    "grid of a huge count in place": lambda: S.gather_grid(b"abcd", 2, 0, (2**62,), (0,), 1, bytearray(4), 0, (0,)),
+    "grid of two huge counts": lambda: S.gather_grid(b"ab", 2, 0, (2**31, 2**31), (0, 0), 1, bytearray(1), 0, (0, 0)),
 }
 
 
