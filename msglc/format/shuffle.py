@@ -112,7 +112,7 @@ def gather_grid(
         return
     view = _source(src, element, "gather_grid", plain=True)
     target = _target(out, "gather_grid")
-    n = len(counts) if type(counts) is tuple else -1
+    n = len(counts) if isinstance(counts, tuple) else -1  # (a subclass too, as C takes it)
     if not 0 <= n <= MAX_GRID_AXES:
         raise TypeError(f"gather_grid: counts must be a tuple of at most {MAX_GRID_AXES} ints")
     counts, strides, out_strides = (
@@ -147,7 +147,7 @@ MAX_GRID_AXES = 16  # the axes of a grid ``gather_grid`` takes: as many as a til
 
 
 def _grid(values: Any, name: str, n: int) -> tuple[int, ...]:
-    if type(values) is not tuple or len(values) != n:
+    if not isinstance(values, tuple) or len(values) != n:
         raise TypeError(f"gather_grid: {name} must be a tuple of {n} ints")
     out = tuple(_int(v, "gather_grid", name) for v in values)
     if any(v < 0 for v in out):

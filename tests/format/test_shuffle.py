@@ -106,6 +106,17 @@ def test_gather_grid_puts_a_block_of_the_plain_elements_in_place(path, e):
         assert np.array_equal(out, expected)
 
 
+class Grid(tuple[int, ...]):
+    """A subclass of tuple (a named tuple is one)."""
+
+
+def test_gather_grid_takes_subclasses_of_tuple(path):
+    plain = bytes(range(64))
+    out = bytearray(16)
+    S.gather_grid(definition(plain, 8), 8, 1, Grid((2,)), Grid((16,)), 8, out, 0, Grid((8,)))
+    assert out == plain[1:9] + plain[17:25]
+
+
 def test_gather_grid_of_no_axes_is_one_run_and_of_no_bytes_is_nothing(path):
     plain = bytes(range(64))
     out = bytearray(10)
