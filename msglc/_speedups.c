@@ -3170,12 +3170,19 @@ static void gather_run(const unsigned char *s, size_t m, size_t e, size_t lo, un
 
 #define SHUFFLE_NOGIL 8192 /* bytes from which a call lets other threads run while it works */
 
+/* The name of o's type as Python's type(o).__name__ gives it (tp_name without its module),
+ * so that an error names it as format/shuffle.py's does. */
+static const char *type_name(PyObject *o) {
+    const char *name = Py_TYPE(o)->tp_name, *dot = strrchr(name, '.');
+    return dot ? dot + 1 : name;
+}
+
 /* An int argument, clipped to the Py_ssize_t range (a larger one is out of range anyway, and
  * says so as a ValueError, not an OverflowError); -1 with TypeError if it is not an int.
  * Mirrors format/shuffle.py _int (the same errors). */
 static int size_arg(const char *fn, const char *name, PyObject *o, Py_ssize_t *out) {
     if (!PyIndex_Check(o)) {
-        PyErr_Format(PyExc_TypeError, "%s: %s must be an int, not %.100s", fn, name, Py_TYPE(o)->tp_name);
+        PyErr_Format(PyExc_TypeError, "%s: %s must be an int, not %.100s", fn, name, type_name(o));
         return -1;
     }
     *out = PyNumber_AsSsize_t(o, NULL);
@@ -3183,24 +3190,29 @@ static int size_arg(const char *fn, const char *name, PyObject *o, Py_ssize_t *o
 }
 
 /* A contiguous buffer argument (writable: out), or -1 with TypeError saying what it is not.
- * Mirrors format/shuffle.py _source and _target (the same errors). */
+ * Mirrors format/shuffle.py _source and _target (the same errors): why a buffer is refused is
+ * found as they find it, from a memoryview's request (a strided buffer with its format), since
+ * exporters refuse in their own words (NumPy: a ValueError); an object that gives not even
+ * that raises its own error there, as memoryview() does, unless it has no buffer at all. */
 static int buffer_arg(const char *fn, const char *name, PyObject *o, Py_buffer *view, int writable) {
     if (PyObject_GetBuffer(o, view, writable ? PyBUF_WRITABLE : PyBUF_SIMPLE) == 0) return 0;
-    if (!PyErr_ExceptionMatches(PyExc_BufferError) && !PyErr_ExceptionMatches(PyExc_TypeError)) return -1;
+    if (!PyErr_ExceptionMatches(PyExc_BufferError) && !PyErr_ExceptionMatches(PyExc_TypeError) &&
+        !PyErr_ExceptionMatches(PyExc_ValueError))
+        return -1;
     PyErr_Clear();
     const char *what = "";
-    if (PyObject_CheckBuffer(o)) {
-        Py_buffer plain;
-        if (writable && PyObject_GetBuffer(o, &plain, PyBUF_SIMPLE) == 0) {
-            PyBuffer_Release(&plain);
-            what = "a read-only ";
-        } else {
-            PyErr_Clear();
-            what = "a non-contiguous ";
-        }
+    Py_buffer full;
+    if (PyObject_GetBuffer(o, &full, PyBUF_FULL_RO) == 0) {
+        if (!PyBuffer_IsContiguous(&full, 'C')) what = "a non-contiguous ";
+        else if (writable && full.readonly) what = "a read-only ";
+        PyBuffer_Release(&full);
+    } else if (PyErr_ExceptionMatches(PyExc_TypeError)) {
+        PyErr_Clear();
+    } else {
+        return -1;
     }
     PyErr_Format(PyExc_TypeError, "%s: %s must be a %scontiguous bytes-like object, not %s%.100s", fn, name,
-                 writable ? "writable " : "", what, Py_TYPE(o)->tp_name);
+                 writable ? "writable " : "", what, type_name(o));
     return -1;
 }
 

@@ -3,6 +3,7 @@ functions give the bytes of the definition (plain byte j*e + k is stored byte k*
 every element size, length and alignment, and refuse bad arguments as the Python path does."""
 
 import array
+import mmap
 import os
 import random
 import threading
@@ -202,6 +203,11 @@ BAD_CALLS = {
     "out read-only view": lambda: S.unshuffle_into(b"abcd", 2, memoryview(bytearray(4)).toreadonly()),
     "out strided": lambda: S.unshuffle_into(b"abcd", 2, memoryview(bytearray(8))[::2]),
     "out not a buffer": lambda: S.gather_into(b"abcd", 2, 0, 7),
+    # NumPy refuses a buffer with a ValueError of its own: the C path says why as Python does
+    "out a read-only ndarray": lambda: S.gather_grid(b"ab", 2, 0, (), (), 1, np.frombuffer(bytes(2), np.uint8), 0, ()),
+    "out a strided ndarray": lambda: S.unshuffle_into(b"abcd", 2, np.zeros(8, np.uint8)[::2]),
+    "out a read-only mmap": lambda: S.gather_into(b"abcd", 2, 0, mmap.mmap(-1, 2, prot=mmap.PROT_READ)),
+    "src a strided ndarray": lambda: S.shuffle(np.zeros(8, np.uint8)[::2], 2),
     "lo negative": lambda: S.gather_into(b"abcd", 2, -1, bytearray(1)),
     "lo past the end": lambda: S.gather_into(b"abcd", 2, 3, bytearray(2)),
     "lo beyond any size": lambda: S.gather_into(b"abcd", 2, 2**70, bytearray(1)),
@@ -216,6 +222,7 @@ BAD_CALLS = {
     "grid strides too few": lambda: S.gather_grid(b"abcd", 2, 0, (1, 1), (1,), 1, bytearray(4), 0, (1, 1)),
     "grid out_strides a list": lambda: S.gather_grid(b"abcd", 2, 0, (1,), (1,), 1, bytearray(4), 0, [1]),  # type: ignore[arg-type]
     "grid count a float": lambda: S.gather_grid(b"abcd", 2, 0, (1.0,), (1,), 1, bytearray(4), 0, (1,)),  # type: ignore[arg-type]
+    "grid count a NumPy float": lambda: S.gather_grid(b"ab", 2, 0, (np.float64(1),), (1,), 1, bytearray(2), 0, (1,)),
     "grid negative stride": lambda: S.gather_grid(b"abcd", 2, 2, (2,), (-1,), 1, bytearray(4), 0, (1,)),
     "grid lo negative": lambda: S.gather_grid(b"abcd", 2, -1, (1,), (1,), 1, bytearray(4), 0, (1,)),
     "grid run a float": lambda: S.gather_grid(b"abcd", 2, 0, (1,), (1,), 1.0, bytearray(4), 0, (1,)),  # type: ignore[arg-type]
