@@ -42,8 +42,7 @@ def unshuffle_into(src: Any, element: int, out: Any) -> None:
     if speedups is not None:
         speedups.unshuffle_into(src, element, out)
         return
-    view = _source(src, element, "unshuffle_into")
-    target = _target(out, "unshuffle_into")
+    view, target = _source_and_target(src, element, out, "unshuffle_into")
     if len(target) != len(view):
         raise ValueError(
             f"unshuffle_into: out holds {len(target)} bytes; the {len(view)} plain bytes of src need as many"
@@ -73,8 +72,7 @@ def gather_into(src: Any, element: int, lo: int, out: Any) -> None:
     if speedups is not None:
         speedups.gather_into(src, element, lo, out)
         return
-    view = _source(src, element, "gather_into")
-    target = _target(out, "gather_into")
+    view, target = _source_and_target(src, element, out, "gather_into")
     lo = _int(lo, "gather_into", "lo")
     n = len(target)
     if lo < 0 or lo + n > len(view):
@@ -110,8 +108,7 @@ def gather_grid(
     if speedups is not None:
         speedups.gather_grid(src, element, lo, counts, strides, run, out, out_lo, out_strides)
         return
-    view = _source(src, element, "gather_grid", plain=True)
-    target = _target(out, "gather_grid")
+    view, target = _source_and_target(src, element, out, "gather_grid", plain=True)
     n = len(counts) if isinstance(counts, tuple) else -1  # (a subclass too, as C takes it)
     if not 0 <= n <= MAX_GRID_AXES:
         raise TypeError(f"gather_grid: counts must be a tuple of at most {MAX_GRID_AXES} ints")
@@ -162,12 +159,30 @@ def _grid_end(first: int, counts: tuple[int, ...], strides: tuple[int, ...], run
 def _source(src: Any, element: Any, fn: str, plain: bool = False) -> memoryview:
     """``src`` as bytes, checked to hold whole elements of a valid size (1, plain bytes, where
     ``plain`` allows it; errors as the C path's)."""
+    return _elements(_contiguous(src, fn), element, fn, plain)
+
+
+def _source_and_target(src: Any, element: Any, out: Any, fn: str, plain: bool = False) -> tuple[memoryview, memoryview]:
+    """``_source`` and ``_target``, checked in the C path's order (src's buffer, out's, then
+    the element size), so that a call with several faults is refused for the same one."""
+    view = _contiguous(src, fn)
+    target = _target(out, fn)
+    return _elements(view, element, fn, plain), target
+
+
+def _contiguous(src: Any, fn: str) -> memoryview:
+    """``src`` as a contiguous buffer (errors as the C path's)."""
     try:
         view = memoryview(src)
     except TypeError:
         raise TypeError(f"{fn}: src must be a contiguous bytes-like object, not {type(src).__name__}") from None
     if not view.c_contiguous:
         raise TypeError(f"{fn}: src must be a contiguous bytes-like object, not a non-contiguous {type(src).__name__}")
+    return view
+
+
+def _elements(view: memoryview, element: Any, fn: str, plain: bool) -> memoryview:
+    """``view`` cast to bytes, checked to hold whole elements of a valid size."""
     e = _int(element, fn, "the element size")
     if not 2 - plain <= e <= MAX_ELEMENT:
         raise ValueError(f"{fn}: the element size must be {2 - plain} to {MAX_ELEMENT}, not {element!r}")

@@ -203,6 +203,11 @@ BAD_CALLS = {
     "out read-only view": lambda: S.unshuffle_into(b"abcd", 2, memoryview(bytearray(4)).toreadonly()),
     "out strided": lambda: S.unshuffle_into(b"abcd", 2, memoryview(bytearray(8))[::2]),
     "out not a buffer": lambda: S.gather_into(b"abcd", 2, 0, 7),
+    # several faults (e: a bad element size): refused for the first, in the same order: src, out, e
+    "out read-only, e 0": lambda: S.unshuffle_into(b"abcd", 0, b"wxyz"),
+    "out a str, e 1": lambda: S.gather_into(b"abcd", 1, 0, "ab"),
+    "out read-only, e 256": lambda: S.gather_grid(b"abcd", 256, 0, (), (), 1, b"wxyz", 0, ()),
+    "src a str, out read-only": lambda: S.gather_grid("abcd", 2, 0, (), (), 1, b"wxyz", 0, ()),
     # NumPy refuses a buffer with a ValueError of its own: the C path says why as Python does
     "out a read-only ndarray": lambda: S.gather_grid(b"ab", 2, 0, (), (), 1, np.frombuffer(bytes(2), np.uint8), 0, ()),
     "out a strided ndarray": lambda: S.unshuffle_into(b"abcd", 2, np.zeros(8, np.uint8)[::2]),
