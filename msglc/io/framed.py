@@ -266,10 +266,11 @@ class FramedSource(Source):
         return memoryview(buf)[:size]
 
     def frame_at(self, offset: int) -> tuple[int, int, bytes | bytearray, int] | None:
-        """The data frame holding logical ``offset``, decompressed (and cached as a read caches
-        it) but left as stored: (its first logical offset, its end, its bytes, its shuffle's
-        element size or 0 when they are plain), or None for a raw frame or an offset outside
-        the frames. A block of a shuffled frame is unshuffled where it is needed
+        """The data frame holding logical ``offset``, decompressed and cached as a read caches
+        it: (its first logical offset, its end, its bytes, its shuffle's element size or 0 when
+        they are plain), or None for a raw frame or an offset outside the frames. A shuffled
+        frame is handed out shuffled, as the cache holds it until a larger read unshuffles it
+        whole (``_plain``), so that a block of it is unshuffled where it is needed
         (``gather_grid``), not the whole frame."""
         lo = offset - self.data_off
         if not 0 <= lo < self.plain:

@@ -311,35 +311,35 @@ class LazyArray(LazyPart):
                 [(g * t * after, min(t, n - g * t), f + j0 * st - g * t, j1 - j0, st, j0 * o) for g, j0, j1 in tiles]
             )
         dest = _bytes_of(out)
+        itemsize = self.dtype.itemsize
         for pick in product(*axes):
             at, before = 0, 1
             for first, ext, *_ in pick:
                 at += first * before
                 before *= ext
-            if not self._from_frame(at, before, pick, out.strides, dest):
-                self._tile_read(at, pick, out)
-
-    def _tile_read(self, at: int, pick: tuple[tuple[int, int, int, int, int, int], ...], out: Any) -> None:
-        """The selected elements of a tile read as a C-ordered block of its own."""
-        where = tuple(slice(o // s, o // s + c) for (*_, c, _, o), s in zip(pick, out.strides, strict=True))
-        part = [(f, c, st) for _, _, f, c, st, _ in pick]
-        strides = _c_strides(tuple(ext for _, ext, *_ in pick), self.dtype.itemsize)
-        read_selection(self._a, self._data + at * self.dtype.itemsize, strides, part, out[where])
+            strides = _c_strides(tuple(ext for _, ext, *_ in pick), itemsize)  # the tile's own C order
+            part = [(f, c, st) for _, _, f, c, st, _ in pick]
+            out_lo = sum(o for *_, o in pick)
+            if not self._from_frame(at, before, strides, part, out.strides, out_lo, dest):
+                where = tuple(slice(o // s, o // s + c) for (*_, c, _, o), s in zip(pick, out.strides, strict=True))
+                read_selection(self._a, self._data + at * itemsize, strides, part, out[where])
 
     def _from_frame(
         self,
         at: int,
         size: int,
-        pick: tuple[tuple[int, int, int, int, int, int], ...],
+        strides: tuple[int, ...],
+        part: list[tuple[int, int, int]],
         out_strides: tuple[int, ...],
+        out_lo: int,
         dest: Any,
     ) -> bool:
-        """Put the selected elements of the tile of ``size`` elements at element ``at`` in
-        place in ``dest`` (the bytes of a C-ordered array of ``out_strides``), straight from
-        the decompressed frame holding the tile (kept in the frame cache as stored: a
-        shuffled frame has just the selected bytes unshuffled, by ``gather_grid``, where
-        unshuffling it whole and copying out took twice as long), when one frame holds it.
-        False when it does not (the caller reads the tile)."""
+        """Put the elements ``part`` [(first, count, step) per axis] of the tile of ``size``
+        elements at element ``at`` (C ``strides``) in place in ``dest`` (the bytes of a
+        C-ordered array of ``out_strides``, from byte ``out_lo``), straight from the
+        decompressed frame holding the tile: of a shuffled frame only the selected bytes are
+        unshuffled (``gather_grid``; unshuffling it whole and copying out took twice as
+        long). False when one frame does not hold the whole tile (the caller reads it)."""
         itemsize = self.dtype.itemsize
         start = self._data + at * itemsize
         found = self._a.frame_at(start)
@@ -348,24 +348,14 @@ class LazyArray(LazyPart):
         first, end, data, element = found
         if start + size * itemsize > end:
             return False
-        strides = _c_strides(tuple(ext for _, ext, *_ in pick), itemsize)
-        lo = start - first
-        out_lo = 0
-        counts = []
-        steps = []
-        for (_, _, f, c, st, o), s in zip(pick, strides, strict=True):
-            lo += f * s
-            out_lo += o
-            counts.append(c)
-            steps.append(st * s)
+        lo, counts, steps = _grid(part, strides)
         element = element or 1  # (plain bytes: runs are copied as they are)
         run = itemsize
-        out_steps = out_strides
         if steps[-1] == itemsize:  # runs of the last axis's elements
             run *= counts.pop()
             steps.pop()
-            out_steps = out_steps[:-1]
-        gather_grid(data, element, lo, tuple(counts), tuple(steps), run, dest, out_lo, out_steps)
+            out_strides = out_strides[:-1]
+        gather_grid(data, element, start - first + lo, tuple(counts), tuple(steps), run, dest, out_lo, out_strides)
         return True
 
     def _row_reads(self, sel: list[tuple[int, int, int]], rows: list[tuple[int, int, int]], out: Any) -> None:
@@ -408,6 +398,19 @@ def _bytes_of(out: Any) -> Any:
     return out.view(sys.modules["numpy"].uint8)
 
 
+def _grid(sel: list[tuple[int, int, int]], strides: tuple[int, ...]) -> tuple[int, list[int], list[int]]:
+    """A selection [(first, count, step) per axis] of a C-ordered block of ``strides``: the
+    byte offset of its first element, and its counts and byte steps per axis."""
+    first = 0
+    counts = []
+    steps = []
+    for (low, count, step), s in zip(sel, strides, strict=True):
+        first += low * s
+        counts.append(count)
+        steps.append(step * s)
+    return first, counts, steps
+
+
 def _c_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
     """The strides (bytes) of C order over ``shape``."""
     strides = []
@@ -447,13 +450,8 @@ def read_selection(
     np = sys.modules["numpy"]
     dtype = out.dtype
     itemsize = dtype.itemsize
-    counts = []
-    steps = []
-    first = data
-    for (low, count, step), s in zip(sel, strides, strict=True):
-        first += low * s
-        counts.append(count)
-        steps.append(step * s)
+    first, counts, steps = _grid(sel, strides)
+    first += data
     if archive.src.zero_copy:  # already in memory: one strided copy out of it
         span = itemsize + sum((c - 1) * st for c, st in zip(counts, steps, strict=True))
         out[...] = np.ndarray(counts, dtype, buffer=archive.view(first, span, out.size * itemsize), strides=steps)
@@ -537,9 +535,11 @@ def _selection(
     if len(key) == len(shape):  # a block (a slice of step 1 per axis): the usual read, quickly
         block = []
         for k, n in zip(key, shape, strict=True):
-            if type(k) is not slice or k.step not in (None, 1):
+            if type(k) is not slice:
                 break
-            start, stop, _ = k.indices(n)
+            start, stop, step = k.indices(n)
+            if step != 1:
+                break
             block.append((start, max(stop - start, 0), 1))
         else:
             return block, [c for _, c, _ in block], [], False
