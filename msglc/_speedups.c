@@ -23,7 +23,7 @@
 #define PY_SSIZE_T_CLEAN
 /* What msglc/util/accel.py expects (API there): raised whenever a function is added or changes,
  * so that a stale build is set aside instead of failing at a call. */
-#define SPEEDUPS_API 14
+#define SPEEDUPS_API 15
 #include <Python.h>
 #include <structmember.h>
 #include <stdint.h>
@@ -851,8 +851,38 @@ static int file_copy(File *f, Py_ssize_t offset, Py_ssize_t size, unsigned char 
 #endif
 }
 
+/* File.read(offset, size) -> bytes | None: size bytes at offset copied from the file's memory
+ * map ("Mapped reads" above: guarded, with the GIL), where a read from Python costs a copy
+ * instead of a system call; None when they cannot come from the map (none, closed, in or past
+ * its last page, or the file is shorter now): the caller reads them with pread, which reports
+ * why. Mirrors io/local.py FileSource.read, which asks it first for reads of at most MAP_READ
+ * bytes. */
+static PyObject *file_read(File *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "read(offset, size)");
+        return NULL;
+    }
+    Py_ssize_t offset = PyLong_AsSsize_t(args[0]), size = PyLong_AsSsize_t(args[1]);
+    if (PyErr_Occurred()) return NULL;
+    if (offset < 0 || size < 0) {
+        PyErr_SetString(PyExc_ValueError, "read: offset and size must be >= 0");
+        return NULL;
+    }
+#ifdef MSGLC_MAP
+    if (!self->tried) file_map(self);
+    if (self->map && !self->closed && offset <= self->map_safe - size) { /* else nothing is allocated */
+        PyObject *out = PyBytes_FromStringAndSize(NULL, size);
+        if (!out) return NULL;
+        if (file_copy(self, offset, size, (unsigned char *)PyBytes_AS_STRING(out))) return out;
+        Py_DECREF(out);
+    }
+#endif
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef file_methods[] = {
     {"close", (PyCFunction)file_close, METH_NOARGS, "Refuse reads from now on."},
+    {"read", (PyCFunction)(void (*)(void))file_read, METH_FASTCALL, "Bytes copied from the memory map, or None."},
     {"read_grid", (PyCFunction)(void (*)(void))file_read_grid, METH_FASTCALL,
      "Pieces of a strided grid, read into a buffer."},
     {NULL, NULL, 0, NULL},

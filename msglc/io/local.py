@@ -21,6 +21,8 @@ from msglc.io.base import Source, closed_error, grid
 from msglc.util import accel
 
 STAMP_BYTES = HEADER_SIZE + 5  # the header and the root's msgpack header
+MAP_READ = 1 << 20  # reads up to this size copy from the guarded memory map (holding the GIL, as a
+# copy must), larger ones go by pread (letting other threads run: bulk reads on the pool)
 
 
 class FileSource(Source):
@@ -47,6 +49,11 @@ class FileSource(Source):
         return st.st_size, st.st_mtime_ns
 
     def read(self, offset: int, size: int) -> bytes | memoryview:
+        direct = self.direct
+        if direct is not None and size <= MAP_READ and accel.speedups is not None:
+            mapped = direct.read(offset, size)  # a copy out of the guarded map: no system call
+            if mapped is not None:
+                return mapped
         try:  # the usual read, in one call: every key lookup makes two
             data: bytes | memoryview = os.pread(self.fd, size, offset)
         except OSError:

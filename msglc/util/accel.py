@@ -36,6 +36,12 @@ class File(Protocol):
 
     def close(self) -> None: ...
 
+    def read(self, offset: int, size: int, /) -> bytes | None:
+        """``size`` bytes at ``offset`` copied from the memory map, or None when they cannot
+        come from it (no map, closed, its last page, the file shorter now): read them by
+        ``pread``, which says why."""
+        ...
+
     def read_grid(
         self, offset: int, counts: tuple[int, ...], strides: tuple[int, ...], size: int, out: memoryview, /
     ) -> int:
@@ -269,7 +275,7 @@ class Speedups(Protocol):
         ...
 
 
-API = 14  # the version of ``_speedups`` this code calls (SPEEDUPS_API in _speedups.c)
+API = 15  # the version of ``_speedups`` this code calls (SPEEDUPS_API in _speedups.c)
 
 
 def _load() -> Speedups | None:

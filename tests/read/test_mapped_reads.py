@@ -211,7 +211,77 @@ def test_a_file_cut_short_under_slab_reads_from_the_map_gives_errors(tmp_path):
     _cut_in_a_child(tmp_path, _CUT_UNDER_SLABS)
 
 
+_CUT_UNDER_COMPRESSED = textwrap.dedent(
+    """
+    import os, sys
+    import numpy as np
+    import msglc
+    from msglc.read.part import archive_of
+    from msglc.util import accel
+
+    path = sys.argv[1]
+    a = np.random.default_rng(1).random((1500, 1500))
+    msglc.dump(path, {"a": a}, compression="zstd")
+    reader = msglc.LazyReader(path, cached=False)
+    lazy = reader["a"]
+    assert lazy.tiles is not None and np.array_equal(lazy[10:74, 20:84], a[10:74, 20:84])
+    assert accel.speedups is None or archive_of(reader).src.raw.direct.mapped
+    os.truncate(path, os.path.getsize(path) // 2 // 4096 * 4096 + 100)  # mid-page: half the tiles gone
+    right = wrong = errors = 0
+    for i in range(0, 1500 - 64, 11):
+        for j in (0, 700, 1400):
+            try:
+                got = lazy[i : i + 64, j : j + 64]
+            except msglc.MsglcError:
+                errors += 1
+            else:
+                right += bool(np.array_equal(got, a[i : i + 64, j : j + 64]))
+                wrong += not np.array_equal(got, a[i : i + 64, j : j + 64])
+    print(right, wrong, errors)
+    """
+)
+
+
+def test_a_compressed_file_cut_short_under_a_reader_gives_errors(tmp_path):
+    """A compressed archive's frames are copied from the map too: a file cut short by another
+    program (mid-page) gives errors for the tiles past its end, never a SIGBUS nor a wrong
+    value, and right values before it."""
+    _cut_in_a_child(tmp_path, _CUT_UNDER_COMPRESSED)
+
+
 # -- the same answers from the map as from pread ------------------------------------------------
+
+
+def test_reads_from_python_come_from_the_map_as_pread_gives_them(tmp_path, monkeypatch):
+    """``FileSource.read`` copies reads of up to ``MAP_READ`` bytes from the guarded map (no
+    system call) and reads the rest, and whatever the map cannot serve (its last page, past
+    the end), with ``pread``: the same bytes either way, and the same errors."""
+    from msglc import TruncatedError
+    from msglc.io import local
+
+    path = tmp_path / "bytes.bin"
+    data = os.urandom(3 * 4096 + 1234)
+    path.write_bytes(data)
+    preads: list[tuple[int, int]] = []
+    real_pread = os.pread
+
+    def pread(fd: int, n: int, at: int) -> bytes:
+        preads.append((n, at))
+        return real_pread(fd, n, at)
+
+    monkeypatch.setattr(os, "pread", pread)
+    source = local.FileSource(os.open(path, os.O_RDONLY))
+    try:
+        for at, n in [(0, 16), (100, 4000), (4095, 2), (0, 2 * 4096), (2 * 4096, 4096), (len(data) - 10, 10), (5, 0)]:
+            assert bytes(source.read(at, n)) == data[at : at + n], (at, n)
+        expected_preads = 1 if accel.speedups is not None else 7  # the map's last page: pread
+        assert len(preads) == expected_preads, preads
+        with pytest.raises(TruncatedError):
+            source.read(len(data) - 10, 11)
+    finally:
+        source.close()
+    with pytest.raises(ValueError, match="closed"):
+        source.read(0, 16)
 
 
 def test_mapped_reads_answer_as_pread_does(tmp_path, monkeypatch):
