@@ -231,14 +231,12 @@ class FramedSource(Source):
             else:
                 out[a_ - lo : b_ - lo] = memoryview(frame)[a_ - start : b_ - start]
 
-    def decode_frames(self, offset: int, size: int, sink: Callable[[int, memoryview, int], None]) -> bool:
+    def decode_frames(self, offset: int, size: int, sink: Callable[[int, memoryview], None]) -> bool:
         """Hand the frames that make up logical [offset, offset + size) to ``sink(logical
-        offset, bytes, element)``, in order, in this thread: their stored bytes in one read,
-        each decompressed (and checked) into a buffer of this thread's own that ``sink`` must
-        copy from before it returns, left as stored: shuffled with ``element``-byte elements,
-        or plain (0), so that the sink unshuffles each byte once, where it puts it; nothing is
-        cached. False, and nothing done, when the range does not begin and end where frames
-        do."""
+        offset, plain bytes)``, in order, in this thread: their stored bytes in one read, each
+        decompressed (checked, and unshuffled in C without the GIL) into a buffer of this
+        thread's own that ``sink`` must copy from before it returns; nothing is cached. False,
+        and nothing done, when the range does not begin and end where frames do."""
         lo = offset - self.data_off
         hi = lo + size
         if lo < 0 or size <= 0 or hi > self.plain:
@@ -252,17 +250,18 @@ class FramedSource(Source):
         for i in range(first, last + 1):
             page, k = table.at(i)
             start, end = page.logical[k], page.logical[k + 1]
-            stored = self._scratch(end - start)
-            self._decompress_frame_into(i, data[page.stored[k] - stored_a : page.stored[k + 1] - stored_a], stored)
-            sink(self.data_off + start, stored, self.table.shuffle(i) if self.table.filtered else 0)
+            plain = self._scratch(end - start, "unshuffled")  # (a shuffled frame decompresses into "scratch")
+            self._decompress_into(i, data[page.stored[k] - stored_a : page.stored[k + 1] - stored_a], plain)
+            sink(self.data_off + start, plain)
         return True
 
-    def _scratch(self, size: int) -> memoryview:
-        """A buffer of ``size`` bytes of this thread's own, reused from frame to frame."""
-        buf: bytearray | None = getattr(self._local, "scratch", None)
+    def _scratch(self, size: int, slot: str = "scratch") -> memoryview:
+        """A buffer of ``size`` bytes of this thread's own (one per ``slot``), reused from
+        frame to frame."""
+        buf: bytearray | None = getattr(self._local, slot, None)
         if buf is None or len(buf) < size:
             buf = bytearray(max(size, 1 << 16))
-            self._local.scratch = buf
+            setattr(self._local, slot, buf)
         return memoryview(buf)[:size]
 
     def frame_at(self, offset: int) -> tuple[int, int, bytes | bytearray, int] | None:

@@ -21,8 +21,9 @@ from msglc.io.base import Source, closed_error, grid
 from msglc.util import accel
 
 STAMP_BYTES = HEADER_SIZE + 5  # the header and the root's msgpack header
-MAP_READ = 1 << 20  # reads up to this size copy from the guarded memory map (holding the GIL, as a
-# copy must), larger ones go by pread (letting other threads run: bulk reads on the pool)
+# reads of MAP_READ_MIN to MAP_READ bytes copy from the guarded memory map (docs/performance.md):
+MAP_READ_MIN = 1 << 16  # a smaller read costs more from a map whose pages it is the first to touch
+MAP_READ = 1 << 20  # a larger one holds the GIL too long (a copy must): pread lets other threads run
 
 
 class FileSource(Source):
@@ -50,7 +51,7 @@ class FileSource(Source):
 
     def read(self, offset: int, size: int) -> bytes | memoryview:
         direct = self.direct
-        if direct is not None and size <= MAP_READ and accel.speedups is not None:
+        if MAP_READ_MIN <= size <= MAP_READ and direct is not None and accel.speedups is not None:
             mapped = direct.read(offset, size)  # a copy out of the guarded map: no system call
             if mapped is not None:
                 return mapped

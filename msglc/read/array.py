@@ -177,41 +177,27 @@ class LazyArray(LazyPart):
 
     def _tiles_from_frames(self, first: int, end: int, out: Any) -> bool:
         """Elements [first, end) of the tile order (whole rows of tiles) put in place in
-        ``out`` straight from their frames, each tile unshuffled into its place in one pass
-        (``gather_grid``, in C without the GIL: the pool's threads run together), when the
-        frames hold whole tiles (as writers lay them out); False when they do not (then the
-        caller reads them; what was put in place is overwritten)."""
+        ``out`` straight from their frames, each tile unshuffled and moved in one copy, when
+        the frames hold whole tiles (as writers lay them out); False when they do not (then
+        the caller reads them; what was put in place is overwritten)."""
+        np = self._np
         tile = self._tile
         assert tile is not None
         itemsize = self.dtype.itemsize
-        shape = self.shape
-        out_strides = out.strides
-        dest = _bytes_of(out)
 
-        def sink(at: int, data: memoryview, element: int) -> None:
+        def sink(at: int, data: memoryview) -> None:
             e, rem = divmod(at - self._data, itemsize)
             n = len(data) // itemsize
             if rem or len(data) % itemsize:
                 raise _NotTiles
             done = 0
             while done < n:
-                g, ext, start = tile_at(shape, tile, e + done)
+                g, ext, start = tile_at(self.shape, tile, e + done)
                 size = prod(ext)
                 if start != e + done or done + size > n:
                     raise _NotTiles
-                strides = _c_strides(ext, itemsize)
-                out_lo = sum(i * t * s for i, t, s in zip(g, tile, out_strides, strict=True))
-                gather_grid(
-                    data,
-                    element or 1,
-                    done * itemsize,
-                    ext[:-1],
-                    strides[:-1],
-                    ext[-1] * itemsize,
-                    dest,
-                    out_lo,
-                    out_strides[:-1],
-                )
+                region = tuple(slice(i * t, i * t + x) for i, t, x in zip(g, tile, ext, strict=True))
+                out[region] = np.frombuffer(data, self.dtype, size, done * itemsize).reshape(ext)
                 done += size
 
         try:

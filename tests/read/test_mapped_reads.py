@@ -253,14 +253,16 @@ def test_a_compressed_file_cut_short_under_a_reader_gives_errors(tmp_path):
 
 
 def test_reads_from_python_come_from_the_map_as_pread_gives_them(tmp_path, monkeypatch):
-    """``FileSource.read`` copies reads of up to ``MAP_READ`` bytes from the guarded map (no
-    system call) and reads the rest, and whatever the map cannot serve (its last page, past
-    the end), with ``pread``: the same bytes either way, and the same errors."""
+    """``FileSource.read`` copies reads of ``MAP_READ_MIN`` to ``MAP_READ`` bytes from the
+    guarded map (no system call), and makes the others, and whatever the map cannot serve
+    (its last page, past the end), with ``pread``: the same bytes either way, and the same
+    errors."""
     from msglc import TruncatedError
     from msglc.io import local
 
+    page = 1 << 16
     path = tmp_path / "bytes.bin"
-    data = os.urandom(3 * 4096 + 1234)
+    data = os.urandom(3 * page + 1234)
     path.write_bytes(data)
     preads: list[tuple[int, int]] = []
     real_pread = os.pread
@@ -272,16 +274,20 @@ def test_reads_from_python_come_from_the_map_as_pread_gives_them(tmp_path, monke
     monkeypatch.setattr(os, "pread", pread)
     source = local.FileSource(os.open(path, os.O_RDONLY))
     try:
-        for at, n in [(0, 16), (100, 4000), (4095, 2), (0, 2 * 4096), (2 * 4096, 4096), (len(data) - 10, 10), (5, 0)]:
+        mapped = [(100, page), (page - 1, page + 3), (0, 2 * page)]
+        small = [(0, 16), (5, 0), (len(data) - 10, 10), (4095, page - 1)]
+        last_page = [(len(data) - page - 10, page)]  # reaches into the map's last page
+        for at, n in mapped + small + last_page:
             assert bytes(source.read(at, n)) == data[at : at + n], (at, n)
-        expected_preads = 1 if accel.speedups is not None else 7  # the map's last page: pread
-        assert len(preads) == expected_preads, preads
+        expected = small + last_page if accel.speedups is not None else mapped + small + last_page
+        assert [(at, n) for n, at in preads] == expected
+        assert local.MAP_READ_MIN == page and local.MAP_READ >= 2 * page
         with pytest.raises(TruncatedError):
-            source.read(len(data) - 10, 11)
+            source.read(len(data) - page, page + 1)
     finally:
         source.close()
     with pytest.raises(ValueError, match="closed"):
-        source.read(0, 16)
+        source.read(0, page)
 
 
 def test_mapped_reads_answer_as_pread_does(tmp_path, monkeypatch):
