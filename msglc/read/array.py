@@ -518,7 +518,7 @@ def _selection(
 ) -> tuple[list[tuple[int, int, int]], list[int], list[bool], bool]:
     """NumPy basic indexing of an array of ``shape`` by ``key``: per axis (lowest index, count,
     positive step); the result's shape; which axes to reverse; whether the result is a scalar."""
-    if len(key) == len(shape):  # a block (a slice of step 1 per axis): the usual read, quickly
+    if key and len(key) == len(shape):  # a block (a slice of step 1 per axis): the usual read, quickly
         block = []
         for k, n in zip(key, shape, strict=True):
             if type(k) is not slice:
