@@ -23,7 +23,7 @@
 #define PY_SSIZE_T_CLEAN
 /* What msglc/util/accel.py expects (API there): raised whenever a function is added or changes,
  * so that a stale build is set aside instead of failing at a call. */
-#define SPEEDUPS_API 15
+#define SPEEDUPS_API 16
 #include <Python.h>
 #include <structmember.h>
 #include <stdint.h>
@@ -854,9 +854,9 @@ static int file_copy(File *f, Py_ssize_t offset, Py_ssize_t size, unsigned char 
 /* File.read(offset, size) -> bytes | None: size bytes at offset copied from the file's memory
  * map ("Mapped reads" above: guarded, with the GIL), where a read from Python costs a copy
  * instead of a system call; None when they cannot come from the map (none, closed, in or past
- * its last page, or the file is shorter now): the caller reads them with pread, which reports
- * why. Mirrors io/local.py FileSource.read, which asks it first for reads of at most MAP_READ
- * bytes. */
+ * its last page, msglc's SIGBUS handler no longer the process's, or the file is shorter now):
+ * the caller reads them with pread, which reports why. Mirrors io/local.py FileSource.read,
+ * which asks it first for reads of MAP_READ_MIN to MAP_READ bytes. */
 static PyObject *file_read(File *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 2) {
         PyErr_SetString(PyExc_TypeError, "read(offset, size)");
@@ -870,7 +870,10 @@ static PyObject *file_read(File *self, PyObject *const *args, Py_ssize_t nargs) 
     }
 #ifdef MSGLC_MAP
     if (!self->tried) file_map(self);
-    if (self->map && !self->closed && offset <= self->map_safe - size) { /* else nothing is allocated */
+    /* msglc's SIGBUS handler checked at each call (a system call, small beside a copy of 64 KB
+     * or more): a handler put in its place since the map was made (faulthandler.disable(),
+     * signal.signal) would let a file cut short kill or hang the process (docs/reliability.md) */
+    if (self->map && !self->closed && offset <= self->map_safe - size && bus_ready()) { /* else nothing is allocated */
         PyObject *out = PyBytes_FromStringAndSize(NULL, size);
         if (!out) return NULL;
         if (file_copy(self, offset, size, (unsigned char *)PyBytes_AS_STRING(out))) return out;

@@ -38,8 +38,8 @@ class File(Protocol):
 
     def read(self, offset: int, size: int, /) -> bytes | None:
         """``size`` bytes at ``offset`` copied from the memory map, or None when they cannot
-        come from it (no map, closed, its last page, the file shorter now): read them by
-        ``pread``, which says why."""
+        come from it (no map, closed, its last page, msglc's SIGBUS handler no longer the
+        process's, the file shorter now): read them by ``pread``, which says why."""
         ...
 
     def read_grid(
@@ -275,7 +275,7 @@ class Speedups(Protocol):
         ...
 
 
-API = 15  # the version of ``_speedups`` this code calls (SPEEDUPS_API in _speedups.c)
+API = 16  # the version of ``_speedups`` this code calls (SPEEDUPS_API in _speedups.c)
 
 
 def _load() -> Speedups | None:

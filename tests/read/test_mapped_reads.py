@@ -249,6 +249,60 @@ def test_a_compressed_file_cut_short_under_a_reader_gives_errors(tmp_path):
     _cut_in_a_child(tmp_path, _CUT_UNDER_COMPRESSED)
 
 
+_CUT_AFTER_THE_GUARD_WENT = textwrap.dedent(
+    """
+    import faulthandler, os, signal, sys
+    import numpy as np
+    import msglc
+    from msglc.read.part import archive_of
+    from msglc.util import accel
+
+    path, how = sys.argv[1], sys.argv[2]
+    a = np.random.default_rng(1).random((1500, 1500))
+    msglc.dump(path, {"a": a}, compression="zstd")
+    faulthandler.enable()  # before msglc's first map, as python -X faulthandler and pytest do
+    reader = msglc.LazyReader(path, cached=False, counter=msglc.LazyStats())
+    lazy = reader["a"]
+    assert np.array_equal(lazy[10:74, 20:84], a[10:74, 20:84])
+    assert accel.speedups is None or archive_of(reader).src.raw.direct.mapped
+    if how == "faulthandler.disable":
+        faulthandler.disable()  # puts back the handler it replaced: msglc's is gone
+    else:
+        signal.signal(signal.SIGBUS, signal.SIG_DFL)
+    os.truncate(path, os.path.getsize(path) // 2 // 4096 * 4096 + 100)
+    right = wrong = errors = 0
+    for i in range(0, 1500 - 64, 11):
+        for j in (0, 700, 1400):
+            try:
+                got = lazy[i : i + 64, j : j + 64]
+            except msglc.MsglcError:
+                errors += 1
+            else:
+                right += bool(np.array_equal(got, a[i : i + 64, j : j + 64]))
+                wrong += not np.array_equal(got, a[i : i + 64, j : j + 64])
+    print(right, wrong, errors)
+    """
+)
+
+
+@pytest.mark.parametrize("how", ["faulthandler.disable", "SIG_DFL"])
+def test_a_file_cut_after_msglcs_sigbus_handler_was_replaced_gives_errors(how, tmp_path):
+    """A read from Python copies from the map only while msglc's SIGBUS handler is the
+    process's, checked at each read: once code put another handler in its place after the
+    map was made (``faulthandler.disable()`` putting back the default, ``signal.signal``), a
+    compressed archive cut short by another program gives errors, not a process killed by
+    SIGBUS. (A reader with a counter, which makes all its reads in Python.)"""
+    script = tmp_path / "cut.py"
+    script.write_text(_CUT_AFTER_THE_GUARD_WENT)
+    run = subprocess.run(
+        [sys.executable, str(script), str(tmp_path / "a.mlc"), how], capture_output=True, text=True, timeout=120
+    )
+    assert run.returncode not in (-signal.SIGBUS, 128 + signal.SIGBUS), run.stderr
+    assert run.returncode == 0, run.stderr
+    right, wrong, errors = map(int, run.stdout.split())
+    assert wrong == 0 and errors > 0 and right > 0
+
+
 # -- the same answers from the map as from pread ------------------------------------------------
 
 
