@@ -743,6 +743,7 @@ static PyObject *file_close(File *self, PyObject *unused) {
 #define GRID_DIMS 64 /* the most axes a NumPy array has (NumPy 2) */
 
 static int file_copy(File *f, Py_ssize_t offset, Py_ssize_t size, unsigned char *out); /* below */
+static int file_guarded(File *f);
 
 /* The next index of a grid in C order (idx, below counts), and its offset at. */
 static inline void grid_next(Py_ssize_t *at, Py_ssize_t *idx, const Py_ssize_t *counts, const Py_ssize_t *strides,
@@ -810,8 +811,9 @@ static PyObject *file_read_grid(File *self, PyObject *const *args, Py_ssize_t na
         Py_ssize_t at = offset;
         /* from the memory map while it serves (guarded, with the GIL: "Mapped reads" above), a
          * copy per piece instead of a system call; then by pread without the GIL */
-        for (; done < total && file_copy(self, at, size, buf + done * size); done++)
-            grid_next(&at, idx, counts, strides, nd);
+        if (file_guarded(self))
+            for (; done < total && file_copy(self, at, size, buf + done * size); done++)
+                grid_next(&at, idx, counts, strides, nd);
         if (done < total) {
             Py_BEGIN_ALLOW_THREADS
             for (; done < total; done++) {
@@ -851,6 +853,21 @@ static int file_copy(File *f, Py_ssize_t offset, Py_ssize_t size, unsigned char 
 #endif
 }
 
+/* Whether copies from f's map may be made now: a map, not closed, and msglc's SIGBUS handler
+ * the process's. The reads made from Python (File.read, File.read_grid) check this at each
+ * call: a system call, small beside their copies; a handler put in msglc's place since the map
+ * was made (faulthandler.disable(), signal.signal) would let a file cut short kill or hang the
+ * process (docs/reliability.md). The lookups rely on the check made when the map was made. */
+static int file_guarded(File *f) {
+#ifdef MSGLC_MAP
+    if (!f->tried) file_map(f);
+    return f->map && !f->closed && bus_ready();
+#else
+    (void)f;
+    return 0;
+#endif
+}
+
 /* File.read(offset, size) -> bytes | None: size bytes at offset copied from the file's memory
  * map ("Mapped reads" above: guarded, with the GIL), where a read from Python costs a copy
  * instead of a system call; None when they cannot come from the map (none, closed, in or past
@@ -869,11 +886,7 @@ static PyObject *file_read(File *self, PyObject *const *args, Py_ssize_t nargs) 
         return NULL;
     }
 #ifdef MSGLC_MAP
-    if (!self->tried) file_map(self);
-    /* msglc's SIGBUS handler checked at each call (a system call, small beside a copy of 64 KB
-     * or more): a handler put in its place since the map was made (faulthandler.disable(),
-     * signal.signal) would let a file cut short kill or hang the process (docs/reliability.md) */
-    if (self->map && !self->closed && offset <= self->map_safe - size && bus_ready()) { /* else nothing is allocated */
+    if (file_guarded(self) && offset <= self->map_safe - size) { /* else nothing is allocated */
         PyObject *out = PyBytes_FromStringAndSize(NULL, size);
         if (!out) return NULL;
         if (file_copy(self, offset, size, (unsigned char *)PyBytes_AS_STRING(out))) return out;

@@ -257,14 +257,14 @@ _CUT_AFTER_THE_GUARD_WENT = textwrap.dedent(
     from msglc.read.part import archive_of
     from msglc.util import accel
 
-    path, how = sys.argv[1], sys.argv[2]
+    path, how, compression = sys.argv[1], sys.argv[2], sys.argv[3]
     a = np.random.default_rng(1).random((1500, 1500))
-    msglc.dump(path, {"a": a}, compression="zstd")
+    msglc.dump(path, {"a": a}, compression=None if compression == "none" else compression)
     faulthandler.enable()  # before msglc's first map, as python -X faulthandler and pytest do
     reader = msglc.LazyReader(path, cached=False, counter=msglc.LazyStats())
     lazy = reader["a"]
     assert np.array_equal(lazy[10:74, 20:84], a[10:74, 20:84])
-    assert accel.speedups is None or archive_of(reader).src.raw.direct.mapped
+    assert accel.speedups is None or archive_of(reader).file.direct.mapped
     if how == "faulthandler.disable":
         faulthandler.disable()  # puts back the handler it replaced: msglc's is gone
     else:
@@ -285,17 +285,22 @@ _CUT_AFTER_THE_GUARD_WENT = textwrap.dedent(
 )
 
 
+@pytest.mark.parametrize("compression", ["zstd", "none"])
 @pytest.mark.parametrize("how", ["faulthandler.disable", "SIG_DFL"])
-def test_a_file_cut_after_msglcs_sigbus_handler_was_replaced_gives_errors(how, tmp_path):
+def test_a_file_cut_after_msglcs_sigbus_handler_was_replaced_gives_errors(how, compression, tmp_path):
     """A read from Python copies from the map only while msglc's SIGBUS handler is the
     process's, checked at each read: once code put another handler in its place after the
-    map was made (``faulthandler.disable()`` putting back the default, ``signal.signal``), a
-    compressed archive cut short by another program gives errors, not a process killed by
-    SIGBUS. (A reader with a counter, which makes all its reads in Python.)"""
+    map was made (``faulthandler.disable()`` putting back the default, ``signal.signal``), an
+    archive cut short by another program gives errors, not a process killed by SIGBUS: a
+    compressed one (its frames: ``FileSource.read``) and a plain one (a slab's rows:
+    ``read_grid``). A reader with a counter, which makes all its reads in Python."""
     script = tmp_path / "cut.py"
     script.write_text(_CUT_AFTER_THE_GUARD_WENT)
     run = subprocess.run(
-        [sys.executable, str(script), str(tmp_path / "a.mlc"), how], capture_output=True, text=True, timeout=120
+        [sys.executable, str(script), str(tmp_path / "a.mlc"), how, compression],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert run.returncode not in (-signal.SIGBUS, 128 + signal.SIGBUS), run.stderr
     assert run.returncode == 0, run.stderr
