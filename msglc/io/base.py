@@ -53,6 +53,12 @@ class Source:
     def read(self, offset: int, size: int) -> bytes | memoryview:
         raise NotImplementedError
 
+    def read_bulk(self, offset: int, size: int) -> bytes | memoryview:
+        """``read``, for one of the many reads of a bulk read (a pool's, or a large batch):
+        a source whose ``read`` may wait holding the GIL (a local file's memory map) reads
+        these in a way that lets other threads run meanwhile."""
+        return self.read(offset, size)
+
     def cached(self, offset: int, size: int) -> bytes | memoryview | None:
         """The bytes, if the source holds them without a request (a remote block cache)."""
         return None

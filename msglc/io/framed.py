@@ -119,11 +119,12 @@ class FramedSource(Source):
             f"({plain + RAW_HEAD + 4} stored), but it is {stored} bytes or its header says otherwise"
         )
 
-    def _raw(self, offset: int, size: int) -> bytes | memoryview:
-        """A read of the file, counted as one request when the file does not count itself."""
+    def _raw(self, offset: int, size: int, bulk: bool = False) -> bytes | memoryview:
+        """A read of the file, counted as one request when the file does not count itself;
+        ``bulk``: one of a bulk read's (``Source.read_bulk``)."""
         if self._count and self.counter is not None:
             self.counter.add(size)
-        return self.raw.read(offset, size)
+        return self.raw.read_bulk(offset, size) if bulk else self.raw.read(offset, size)
 
     def read(self, offset: int, size: int) -> bytes | memoryview:
         return self._read(offset, size, True)
@@ -214,7 +215,7 @@ class FramedSource(Source):
         table = self.table
         stored_a = table.stored(a)
         base = self.data_off + stored_a
-        data = memoryview(self._raw(base, table.stored(b) - stored_a))
+        data = memoryview(self._raw(base, table.stored(b) - stored_a, bulk=True))
         for i in range(a, b):
             page, k = table.at(i)
             start, end = page.logical[k], page.logical[k + 1]
@@ -246,7 +247,7 @@ class FramedSource(Source):
         if table.logical(first) != lo or table.logical(last + 1) != hi:
             return False
         stored_a = table.stored(first)
-        data = memoryview(self._raw(self.data_off + stored_a, table.stored(last + 1) - stored_a))
+        data = memoryview(self._raw(self.data_off + stored_a, table.stored(last + 1) - stored_a, bulk=True))
         for i in range(first, last + 1):
             page, k = table.at(i)
             start, end = page.logical[k], page.logical[k + 1]

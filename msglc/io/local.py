@@ -97,10 +97,17 @@ class FileSource(Source):
         workers = min(8, len(ranges) // 32)
         parts = [ranges[k::workers] for k in range(workers)]
         with ThreadPoolExecutor(workers) as pool:
-            done = list(pool.map(super().fetch_many, parts))
+            done = list(pool.map(lambda part: [self.read_bulk(a, b - a) for a, b in part], parts))
         out: list[Any] = [None] * len(ranges)
         for k, part in enumerate(done):
             out[k::workers] = part
+        return out
+
+    def read_bulk(self, offset: int, size: int) -> bytes | memoryview:
+        """By ``pread`` (``read_into``), never from the map: the system call lets other threads
+        run while it waits, where a copy from the map holds the GIL (``MAP_READ``)."""
+        out = memoryview(bytearray(size))
+        self.read_into(offset, out)
         return out
 
     if hasattr(os, "preadv"):

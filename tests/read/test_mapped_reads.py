@@ -349,6 +349,47 @@ def test_reads_from_python_come_from_the_map_as_pread_gives_them(tmp_path, monke
         source.read(0, page)
 
 
+class _Recording:
+    """A ``_speedups.File`` stand-in that records the reads asked of the map."""
+
+    def __init__(self, direct):
+        self.direct, self.reads = direct, []
+
+    def read(self, offset, size):
+        self.reads.append((offset, size))
+        return self.direct.read(offset, size)
+
+    def __getattr__(self, name):
+        return getattr(self.direct, name)
+
+
+def test_bulk_reads_on_the_pool_go_by_pread(tmp_path):
+    """A bulk read's frames, read on a pool's threads, use ``pread``, which lets the other
+    threads run while it waits (a copy from the map holds the GIL, and the pool is there to
+    wait for the disk in parallel): ``to_obj()`` of a compressed document, whose frames
+    compress to well under 1 MB, and a large batch of ranges (``fetch_many``)."""
+    from msglc.io import local
+
+    path = tmp_path / "doc.mlc"
+    doc = [{"i": i, "s": "y" * (i % 40), "f": i / 7} for i in range(100_000)]
+    msglc.dump(path, {"d": doc}, compression="zstd")
+    data = path.read_bytes()
+    with msglc.LazyReader(path, cached=False) as reader:
+        source = archive_of(reader).file
+        assert isinstance(source, local.FileSource)
+        recording = _Recording(source.direct)
+        if source.direct is not None:
+            source.direct = recording
+        assert reader["d"].to_obj() == doc
+        step = len(data) // 2 // 64
+        ranges = [(at, at + local.MAP_READ_MIN) for at in range(0, 64 * step, step)]
+        assert [bytes(b) for b in source.fetch_many(ranges)] == [data[a:b] for a, b in ranges]
+        assert recording.reads == []
+        assert bytes(source.read(0, local.MAP_READ_MIN)) == data[: local.MAP_READ_MIN]
+        if source.direct is not None:
+            assert recording.reads == [(0, local.MAP_READ_MIN)]  # a single read keeps the map
+
+
 def test_mapped_reads_answer_as_pread_does(tmp_path, monkeypatch):
     path = tmp_path / "table.mlc"
     table = _table(path)
