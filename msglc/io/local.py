@@ -49,9 +49,10 @@ class FileSource(Source):
         self.size = st.st_size
         return st.st_size, st.st_mtime_ns
 
-    def read(self, offset: int, size: int) -> bytes | memoryview:
+    def read(self, offset: int, size: int, bulk: bool = False) -> bytes | memoryview:
+        """``bulk``: by ``pread`` whatever the size (``read_bulk``)."""
         direct = self.direct
-        if MAP_READ_MIN <= size <= MAP_READ and direct is not None and accel.speedups is not None:
+        if MAP_READ_MIN <= size <= MAP_READ and not bulk and direct is not None and accel.speedups is not None:
             mapped = direct.read(offset, size)  # a copy out of the guarded map: no system call
             if mapped is not None:
                 return mapped
@@ -97,18 +98,16 @@ class FileSource(Source):
         workers = min(8, len(ranges) // 32)
         parts = [ranges[k::workers] for k in range(workers)]
         with ThreadPoolExecutor(workers) as pool:
-            done = list(pool.map(lambda part: [self.read_bulk(a, b - a) for a, b in part], parts))
+            done = list(pool.map(lambda part: [self.read(a, b - a, True) for a, b in part], parts))
         out: list[Any] = [None] * len(ranges)
         for k, part in enumerate(done):
             out[k::workers] = part
         return out
 
     def read_bulk(self, offset: int, size: int) -> bytes | memoryview:
-        """By ``pread`` (``read_into``), never from the map: the system call lets other threads
-        run while it waits, where a copy from the map holds the GIL (``MAP_READ``)."""
-        out = memoryview(bytearray(size))
-        self.read_into(offset, out)
-        return out
+        """By ``pread``, never from the map: the system call lets other threads run while it
+        waits, where a copy from the map holds the GIL (``MAP_READ``)."""
+        return self.read(offset, size, True)
 
     if hasattr(os, "preadv"):
 
