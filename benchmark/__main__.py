@@ -3,7 +3,9 @@
 Writes write_time, read_time_log_1k, read_time_log_10k and file_size (PNG and PDF), with
 msglc's zstd-compressed series beside h5py's gzip and lzf, records_size (JSON-like records:
 msglc plain and zstd against plain msgpack and the whole file zstd-compressed) and bulk_read
-(MB/s reading a compressed array whole, by read_threads), dask_reduce (an array summed through
+(MB/s reading a compressed array whole, by read_threads), slab_read (a random 64 x 64 block of a
+float64 array, msglc plain and with zstd in tiles against h5py's chunks without a filter and
+with hdf5plugin's Blosc2 and Zstd), dask_reduce (an array summed through
 Dask by 1 and 2 worker processes, msglc.dask against h5py), realdata (archives of real public
 JSON: size against the whole file by zstd -3 and one-value read time, per dataset; the datasets
 are fetched once with npm and pip into --data-dir), and results.json to --out, and prints
@@ -69,6 +71,12 @@ def parse(argv: list[str] | None) -> tuple[Settings, argparse.Namespace]:
     )
     parser.add_argument("--threads", type=_ints, help="read_threads of the bulk-read figure (default 1,2)")
     parser.add_argument(
+        "--slabs", type=int, help="random 64 x 64 blocks read by the slab figure (default 1000; 200 quick; 0: none)"
+    )
+    parser.add_argument(
+        "--slab-mb", type=int, help="size in MB of the slab figure's array (default 200; 64 with --quick; 0: none)"
+    )
+    parser.add_argument(
         "--dask-mb", type=int, help="size in MB of the array reduced through Dask (default 1024; 16 quick; 0: none)"
     )
     parser.add_argument("--workers", type=_ints, help="Dask worker processes of the scale figure (default 1,2)")
@@ -91,6 +99,8 @@ def parse(argv: list[str] | None) -> tuple[Settings, argparse.Namespace]:
             paths=300,
             records=2000,
             bulk_mb=2,
+            slabs=200,
+            slab_mb=64,
             dask_mb=16,
             datasets=SUITE_QUICK,
         )
@@ -107,6 +117,8 @@ def parse(argv: list[str] | None) -> tuple[Settings, argparse.Namespace]:
         ("records", args.records),
         ("bulk_mb", args.bulk_mb),
         ("threads", args.threads),
+        ("slabs", args.slabs),
+        ("slab_mb", args.slab_mb),
         ("dask_mb", args.dask_mb),
         ("workers", args.workers),
         ("datasets", args.datasets),
@@ -115,8 +127,8 @@ def parse(argv: list[str] | None) -> tuple[Settings, argparse.Namespace]:
             setattr(s, name, value)
     if s.size < 2 or any(not 6 <= e <= 30 for e in s.thresholds):
         parser.error("--size must be at least 2 and thresholds between 6 and 30")
-    if s.records < 0 or s.bulk_mb < 0 or s.dask_mb < 0:
-        parser.error("--records, --bulk-mb and --dask-mb must not be negative")
+    if min(s.records, s.bulk_mb, s.dask_mb, s.slabs, s.slab_mb) < 0:
+        parser.error("--records, --bulk-mb, --slabs, --slab-mb and --dask-mb must not be negative")
     if args.no_realdata:
         s.datasets = ()
     refused = check_options(args.options) if s.datasets else None
@@ -153,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     results = Results(settings=asdict(settings), machine=machine(), date=time.strftime("%Y-%m-%d"))
     k = len(settings.thresholds)
     steps = ["matrix"] + ["write"] * (2 + 5 * k) + ["read"] * (2 + 4 * k) + ["paths"] * 3
-    steps += ["records"] * (1 + 2 * k) + ["bulk"] * 11 + ["dask"] * (1 + len(settings.workers))
+    steps += ["records"] * (1 + 2 * k) + ["bulk"] * 11 + ["slabs"] * 6 + ["dask"] * (1 + len(settings.workers))
     steps += ["realdata"] * len(folders)
     try:
         from tqdm import tqdm
@@ -175,6 +187,7 @@ def main(argv: list[str] | None = None) -> int:
         experiment.paths()
         experiment.records()
         experiment.bulk()
+        experiment.slab_reads()
         experiment.scale()
         results.realdata = collect(folders, args.quick, series_of(args.options), tmp, progress)
     if bar is not None:

@@ -14,7 +14,7 @@ import os
 import random
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -26,7 +26,7 @@ import msglc
 
 from .compressed import LEVEL, have_zstd, note_once, read_threads, records, row_chunks, smooth_field, zstd_whole
 from .datasets import DATASETS
-from .timing import best_of
+from .timing import best_of, calls, interleaved
 
 
 class DumpOptions(TypedDict, total=False):
@@ -39,6 +39,8 @@ class DumpOptions(TypedDict, total=False):
 COMPRESSIONS = (None, "gzip", "lzf")
 ZSTD: DumpOptions = {"compression": "zstd", "compression_level": LEVEL}
 BULK_FRAME = 1 << 20  # frames of the bulk-read array and h5py's chunk bytes there
+SLAB = 64  # the side of the blocks the slab figure reads
+SLAB_CHUNK = 128  # h5py's chunks there (128 x 128 float64, 128 KB), as msglc's tiles
 
 
 @dataclass
@@ -54,6 +56,8 @@ class Settings:
     records: int = 300_000  # JSON-like records for the records figure (0: none)
     bulk_mb: int = 400  # the smooth array read whole by threads (0: none)
     threads: tuple[int, ...] = (1, 2)  # read_threads of the bulk figure
+    slabs: int = 1000  # random 64 x 64 blocks read by the slab figure (0: none) ...
+    slab_mb: int = 200  # ... of a random float64 array of this size (larger than h5py's chunk cache)
     dask_mb: int = 1024  # the array reduced through Dask (0: none)
     workers: tuple[int, ...] = (1, 2)  # Dask worker processes of the scale figure
     datasets: tuple[str, ...] = tuple(DATASETS)  # real public JSON of the realdata figure (none: ())
@@ -70,6 +74,9 @@ class Results:
     paths: dict[str, Any] = field(default_factory=dict)
     records: list[dict[str, Any]] = field(default_factory=list)  # series, threshold, bytes, dump_seconds, read_seconds
     bulk: list[dict[str, Any]] = field(default_factory=list)  # series, threads, seconds, bytes, nbytes
+    slabs: list[dict[str, Any]] = field(
+        default_factory=list
+    )  # series, seconds (a block), bytes, blocks, side, chunk, n
     scale: list[dict[str, Any]] = field(default_factory=list)  # series, workers, seconds, nbytes, chunk_rows
     realdata: list[dict[str, Any]] = field(default_factory=list)  # one per dataset: targets.realdata.measure
 
@@ -421,6 +428,63 @@ class Experiment:
                 self._bulk(series, None, best_of(partial(h5_whole, path)), path, nbytes, True)
             path.unlink()
 
+    # -- blocks of the matrix as an array, against h5py's chunks and codecs --------------------
+    def slab_reads(self) -> None:
+        """Random 64 x 64 blocks of a random float64 array, the reads chunked HDF5 serves best:
+        msglc plain (C order) and with zstd (in 128 x 128 tiles), against h5py in 128 x 128
+        chunks without a filter and, with hdf5plugin, with Blosc2 (zstd level 3 and the byte
+        shuffle) and with Zstd (level 3). The array is larger than h5py's chunk cache (8 MB)
+        and msglc's frame cache (16 frames), as a user's large array is. Each file is opened
+        once; the series read the same blocks in turns, the best of 3 rounds kept."""
+        if self.s.slabs <= 0 or self.s.slab_mb <= 0:
+            return
+        import h5py
+        import numpy as np
+
+        n = max(2, int((self.s.slab_mb * 10**6 / 8) ** 0.5))
+        array = np.random.default_rng(self.s.seed).random((n, n))
+        side, chunk = min(SLAB, n), min(SLAB_CHUNK, n)
+        rng = random.Random(self.s.seed + 1)
+        corners = [(rng.randrange(n - side + 1), rng.randrange(n - side + 1)) for _ in range(self.s.slabs)]
+        files = {"msglc NumPy array": self.dir / "slabs.mlc"}
+        if self.zstd:
+            files["msglc NumPy array zstd"] = self.dir / "slabs-zstd.mlc"
+        for series, path in files.items():
+            self.step(f"slabs: writing {series}")
+            msglc.dump(path, array, compression="zstd" if series.endswith("zstd") else None)
+        for series, options in _h5_codecs().items():
+            self.step(f"slabs: writing {series}")
+            files[series] = self.dir / f"slabs-{len(files)}.h5"
+            with h5py.File(files[series], "w") as f:
+                f.create_dataset("a", data=array, chunks=(chunk, chunk), **options)
+        self.step("slabs: reading")
+        with ExitStack() as stack:
+            loops = {}
+            for series, path in files.items():
+                self.warm(path)
+                if series.startswith("msglc"):
+                    x = stack.enter_context(msglc.LazyReader(path)).read()
+                else:
+                    x = stack.enter_context(h5py.File(path, "r"))["a"]
+                i, j = corners[0]
+                if not np.array_equal(x[i : i + side, j : j + side], array[i : i + side, j : j + side]):
+                    raise AssertionError(f"{series}: wrong values read")
+                loops[series] = calls(partial(_block, x, side), corners)
+            best = interleaved(loops, rounds=3)
+        for series, seconds in best.items():
+            self.r.slabs.append(
+                {
+                    "series": series,
+                    "seconds": seconds / len(corners),
+                    "bytes": files[series].stat().st_size,
+                    "blocks": len(corners),
+                    "side": side,
+                    "chunk": chunk,
+                    "n": n,
+                }
+            )
+            files[series].unlink()
+
     def scale(self) -> None:
         """``sum(axis=0)`` over a float64 array through Dask by 1, 2, ... worker processes:
         msglc.dask.to_array against h5py's dataset through ``da.from_array``, the same 16
@@ -465,6 +529,27 @@ class Experiment:
                 "read_threads_applied": applied,
             }
         )
+
+
+def _block(x: Any, side: int, corner: tuple[int, int]) -> Any:
+    """The ``side`` x ``side`` block of ``x`` at ``corner``."""
+    i, j = corner
+    return x[i : i + side, j : j + side]
+
+
+def _h5_codecs() -> dict[str, dict[str, Any]]:
+    """The h5py series of the slab figure and their filter keywords: chunked without a filter,
+    and hdf5plugin's Blosc2 (zstd 3, byte shuffle) and Zstd (3) where it is installed."""
+    codecs: dict[str, dict[str, Any]] = {"h5py uncompressed": {}}
+    try:
+        import hdf5plugin
+    except ImportError:
+        note_once("hdf5plugin is not installed (pip install -e '.[bench]'): no h5py Blosc2 or Zstd slabs")
+        return codecs
+    shuffled = hdf5plugin.Blosc2(cname="zstd", clevel=3, filters=hdf5plugin.Blosc2.SHUFFLE)
+    codecs["h5py Blosc2 zstd + shuffle"] = dict(shuffled)
+    codecs["h5py Zstd"] = dict(hdf5plugin.Zstd(clevel=3))
+    return codecs
 
 
 def _h5_write(h5py: Any, path: Path, array: Any, chunks: tuple[int, int] | None, compression: str | None) -> None:

@@ -26,6 +26,7 @@ FIGURES = (
     "file_size",
     "records_size",
     "bulk_read",
+    "slab_read",
     "dask_reduce",
     "realdata",
 )
@@ -58,6 +59,8 @@ LIBRARIES = (
     Library("h5py gzip", "#d62728", "h5py"),  # red
     Library("h5py gzip + shuffle", "#e377c2", "h5py"),  # pink
     Library("h5py lzf", "#bcbd22", "h5py"),  # olive
+    Library("h5py Blosc2 zstd + shuffle", "#ff9896", "h5py"),  # salmon
+    Library("h5py Zstd", "#c49c94", "h5py"),  # tan
     Library("floor: msgspec encode + write", "#000000", "floor"),  # plain msgpack floors: black
     Library("floor: pread + decode", "#000000", "floor"),
     Library("floor: plain msgpack", "#000000", "floor"),
@@ -299,6 +302,7 @@ def _drawers() -> dict[str, Callable[[Any, dict[str, Any]], Any]]:
         "file_size": _file_size,
         "records_size": _records_size,
         "bulk_read": _bulk,
+        "slab_read": _slabs,
         "dask_reduce": _scale,
         "realdata": _realdata,
     }
@@ -472,6 +476,39 @@ def _bulk(plt: Any, results: dict[str, Any]) -> Any:
         "A smooth field that compresses well, stored in zstd frames (msglc) or compressed chunks "
         "(h5py) of 1 MB of whole rows; each read opens the file afresh, so nothing is cached. h5py "
         "decompresses on one thread: its line across is the one-thread value.",
+        results,
+        drawn,
+    )
+    return fig
+
+
+def _slabs(plt: Any, results: dict[str, Any]) -> Any:
+    """Microseconds per random block of the matrix as an array, a bar per series."""
+    rows = sorted(results.get("slabs") or [], key=lambda r: _order(r["series"]))
+    if not rows:
+        return None
+    fig, ax = _figure(plt)
+    for k, row in enumerate(rows):
+        us = row["seconds"] * 1e6
+        bars = ax.barh([len(rows) - 1 - k], [us], color=style(row["series"])["color"], label=row["series"])
+        ax.bar_label(bars, [f"{us:,.0f} us"], padding=3, fontsize=8)
+    ax.set_yticks([])
+    ax.set_xlim(0, max(r["seconds"] for r in rows) * 1e6 * 1.2)
+    ax.set_xlabel(f"time to read one block (us; best of 3 rounds of {rows[0]['blocks']:,} blocks)")
+    ax.grid(True, axis="x", alpha=0.3)
+    _legend(ax)
+    _note(ax, ["File sizes:", *(f"{r['series']}: {r['bytes'] / 1e6:,.2f} MB" for r in rows)])
+    side, chunk, n = rows[0]["side"], rows[0]["chunk"], rows[0]["n"]
+    drawn = [r["series"] for r in rows]
+    _header(
+        fig,
+        ax,
+        f"Time to read a random {side} x {side} block of a {n:,} x {n:,} float64 array ({n * n * 8 / 1e6:,.0f} MB)",
+        f"Random floats, the blocks chunked storage serves best: msglc stores the array in C order (plain) or "
+        f"in {chunk} x {chunk} tiles (zstd), h5py in {chunk} x {chunk} chunks, without a filter or compressed by "
+        "hdf5plugin's codecs at level 3. Each file is opened once with the default caches of decompressed "
+        "chunks or frames (h5py's, msglc's 16 frames), both smaller than the array, and every series reads "
+        "the same blocks, in turns; the file in the OS page cache.",
         results,
         drawn,
     )

@@ -60,7 +60,8 @@ def markdown(results: dict[str, Any]) -> str:
             f"| msglc dump of the document | {p['msglc_dump_seconds']:.2f} s |",
             f"| file size, archive / plain msgpack | {p['archive_bytes'] / p['plain_bytes']:.3f} |",
         ]
-    lines += _records(results) + _bulk(results) + _scale(results) + realdata_table(results.get("realdata") or [])
+    lines += _records(results) + _bulk(results) + _slabs(results) + _scale(results)
+    lines += realdata_table(results.get("realdata") or [])
     return "\n".join(lines)
 
 
@@ -105,6 +106,23 @@ def _bulk(results: dict[str, Any]) -> list[str]:
             f"| {r['series']} | {threads} | {r['bytes'] / 1e6:.1f} | {r['seconds']:.3f} "
             f"| {r['nbytes'] / r['seconds'] / 1e6:.0f} |"
         )
+    return lines
+
+
+def _slabs(results: dict[str, Any]) -> list[str]:
+    rows = results.get("slabs") or []
+    if not rows:
+        return []
+    n, side = rows[0]["n"], rows[0]["side"]
+    lines = [
+        "",
+        f"A random {side} x {side} block of a {n:,} x {n:,} float64 array of random floats "
+        f"({rows[0]['chunk']} x {rows[0]['chunk']} tiles and chunks; best of 3 rounds of {rows[0]['blocks']:,}):",
+        "",
+        "| series | file (MB) | one block (us) |",
+        "|---|---|---|",
+    ]
+    lines += [f"| {r['series']} | {r['bytes'] / 1e6:.1f} | {r['seconds'] * 1e6:.1f} |" for r in rows]
     return lines
 
 

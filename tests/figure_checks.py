@@ -35,6 +35,8 @@ LIBRARIES = (
     "h5py gzip",
     "h5py gzip + shuffle",
     "h5py lzf",
+    "h5py Blosc2 zstd + shuffle",
+    "h5py Zstd",
     "floor: msgspec encode + write",
     "floor: pread + decode",
     "floor: plain msgpack",
@@ -243,7 +245,9 @@ def check_all(results: dict[str, Any], out: Path) -> dict[str, Figure]:
     """Every check on every figure drawn from ``results``; returns the figures."""
     figures = draw(results, out)
     series = {
-        r["series"] for part in ("write", "read", "size", "records", "bulk", "scale") for r in results.get(part) or []
+        r["series"]
+        for part in ("write", "read", "size", "records", "bulk", "slabs", "scale")
+        for r in results.get(part) or []
     }
     if results.get("realdata"):  # its floors come from each dataset's sizes, not from rows
         series |= {s["series"] for m in results["realdata"] for s in m["series"]}

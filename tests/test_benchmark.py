@@ -85,7 +85,7 @@ def test_default_counts_give_every_named_figure_and_each_tells_the_truth(quick, 
     out, run = quick
     for name in plots.FIGURES:
         assert (out / f"{name}.png").stat().st_size > 1000 and (out / f"{name}.pdf").stat().st_size > 1000
-    assert run.stdout.rstrip().splitlines()[-1] == f"wrote 8 figures, each as PNG and PDF, and results.json to {out}/"
+    assert run.stdout.rstrip().splitlines()[-1] == f"wrote 9 figures, each as PNG and PDF, and results.json to {out}/"
     figures = check_all(json.loads((out / "results.json").read_text()), tmp_path)
     assert set(figures) == set(plots.FIGURES)
     for name in ("bulk_read", "dask_reduce"):  # quick mode's data is too small to show scaling
@@ -95,7 +95,7 @@ def test_default_counts_give_every_named_figure_and_each_tells_the_truth(quick, 
 def test_quick_run_without_its_real_data_says_so_and_draws_the_rest(tmp_path):
     out = tmp_path / "out"
     small = ("--size", "40", "--thresholds", "12", "--repeat", "50,100", "--budget", "0.2", "--records", "0")
-    run = quick_run(out, *small, "--bulk-mb", "0", "--dask-mb", "0", data=tmp_path / "nothing")
+    run = quick_run(out, *small, "--bulk-mb", "0", "--slabs", "0", "--dask-mb", "0", data=tmp_path / "nothing")
     assert "the realdata figure is left out" in run.stdout and "mdn-browser-compat-data-8.1.9" in run.stdout
     results = json.loads((out / "results.json").read_text())
     assert results["realdata"] == []

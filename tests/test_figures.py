@@ -156,6 +156,16 @@ def synthetic(bulk_mb: int = 2, dask_mb: int = 16, records: bool = True) -> dict
                     "read_threads_applied": True,
                 }
             )
+    results["slabs"] = [
+        {"series": series, "seconds": us / 1e6, "bytes": nbytes, "blocks": 200, "side": 64, "chunk": 128, "n": 2000}
+        for series, us, nbytes in (
+            ("msglc NumPy array", 8.4, 8_000_300),
+            ("msglc NumPy array zstd", 92.0, 7_010_000),
+            ("h5py uncompressed", 26.8, 8_300_000),
+            ("h5py Blosc2 zstd + shuffle", 101.0, 7_020_000),
+            ("h5py Zstd", 197.0, 7_800_000),
+        )
+    ]
     for workers in (1, 2):
         for series in ("msglc NumPy array", "h5py contiguous"):
             results["scale"].append(
@@ -237,9 +247,25 @@ def test_write_times_spread_over_a_log_axis(tmp_path):
 
 def test_figures_without_data_are_not_drawn(tmp_path):
     results = synthetic(records=False)
-    results["bulk"] = results["scale"] = results["realdata"] = []
+    results["bulk"] = results["slabs"] = results["scale"] = results["realdata"] = []
     figures = check_all(results, tmp_path)
     assert set(figures) == {"write_time", "read_time_log_1k", "read_time_log_10k", "file_size"}
+    close(figures)
+
+
+def test_slab_figure_draws_a_bar_a_series_with_its_time_and_the_sizes(tmp_path):
+    figures = check_all(synthetic(), tmp_path)
+    fig = figures["slab_read"]
+    assert legend_labels(fig) == [
+        "msglc NumPy array",
+        "msglc NumPy array zstd",
+        "h5py uncompressed",
+        "h5py Blosc2 zstd + shuffle",
+        "h5py Zstd",
+    ]
+    words = " ".join(texts(fig))
+    assert "92 us" in words and "197 us" in words and "h5py Blosc2 zstd + shuffle: 7.02 MB" in words
+    assert "64 x 64 block" in words
     close(figures)
 
 
@@ -294,7 +320,7 @@ def test_option_alternatives_are_tints_of_their_base_in_the_order_given(tmp_path
 @pytest.mark.parametrize("series", ["zarr", "zarr, level=3"])
 def test_a_realdata_series_without_a_colour_is_refused(tmp_path, series):
     results = synthetic()
-    for section in ("write", "read", "size", "records", "bulk", "scale"):  # only the figure at issue drawn
+    for section in ("write", "read", "size", "records", "bulk", "slabs", "scale"):  # only the figure at issue drawn
         results[section] = []
     results["realdata"] = realdata((series,))
     with pytest.raises(ValueError, match=f"no colour for the series '{series}'.*plots.LIBRARIES"):
