@@ -2330,7 +2330,7 @@ static PyObject *span_value(PyObject *self, PyObject *const *args, Py_ssize_t na
         if (got < 0) return NULL;
         Py_RETURN_NOTIMPLEMENTED;
     }
-    const unsigned char *bounds[2];
+    const unsigned char *bounds[2] = {NULL, NULL}; /* (set by item_bounds when it succeeds) */
     PyObject *result = NULL;
     if (!item_bounds(data, size, count, &j, 1, bounds)) {
         result = Py_NewRef(Py_NotImplemented);
