@@ -4,6 +4,7 @@ import { open, CorruptedError, UnsupportedVersionError } from "../dist/index.js"
 import { crc32 } from "../dist/util/crc32.js";
 import { parseNode } from "../dist/format/nodes.js";
 import { fixture } from "./core-helpers.mjs";
+import { encodeNode, framed } from "./support/craft.mjs";
 
 const MAGIC = [0x89, 0x4d, 0x4c, 0x43, 0x0d, 0x0a, 0x1a, 0x0a];
 const END_MAGIC = [0x89, 0x4d, 0x4c, 0x43, 0x2d, 0x54, 0x4f, 0x43];
@@ -37,56 +38,10 @@ function craft(data, toc, rootPos, rootLen) {
   return out;
 }
 
-/** msgpack of node fields: ints, strs, arrays, Maps (int keys), plain objects, and a
- * `Float64Array` of one element as a float64. */
-function encode(x) {
-  const out = [];
-  const head = (n, fix, m16, m32) => {
-    if (n < 16) out.push(fix | n);
-    else if (n < 65536) out.push(m16, n >> 8, n & 0xff);
-    else out.push(m32, (n >>> 24) & 0xff, (n >>> 16) & 0xff, (n >>> 8) & 0xff, n & 0xff);
-  };
-  const walk = (v) => {
-    if (typeof v === "number") {
-      if (v >= 0 && v < 128) out.push(v);
-      else if (v < 0 && v >= -32) out.push(v & 0xff);
-      else if (v >= 0 && v < 65536) out.push(0xcd, v >> 8, v & 0xff);
-      else if (v >= 0) out.push(0xce, (v >>> 24) & 0xff, (v >>> 16) & 0xff, (v >>> 8) & 0xff, v & 0xff);
-      else out.push(0xd2, (v >>> 24) & 0xff, (v >>> 16) & 0xff, (v >>> 8) & 0xff, v & 0xff);
-    } else if (v instanceof Float64Array) {
-      const f = new DataView(new ArrayBuffer(8));
-      f.setFloat64(0, v[0]);
-      out.push(0xcb, ...new Uint8Array(f.buffer));
-    } else if (typeof v === "string") {
-      const e = new TextEncoder().encode(v);
-      out.push(0xa0 | e.length, ...e);
-    } else if (Array.isArray(v)) {
-      head(v.length, 0x90, 0xdc, 0xdd);
-      v.forEach(walk);
-    } else {
-      const entries = v instanceof Map ? [...v] : Object.entries(v);
-      head(entries.length, 0x80, 0xde, 0xdf);
-      for (const [k, val] of entries) {
-        walk(k);
-        walk(val);
-      }
-    }
-  };
-  walk(x);
-  return Uint8Array.from(out);
-}
-
-function frame(payload) {
-  const out = new Uint8Array(payload.length + 4);
-  out.set(payload);
-  le(out, payload.length, crc32(payload), 4);
-  return out;
-}
-
 const DATA = Uint8Array.from([0x93, 1, 2, 3]); // [1, 2, 3]
 
 function withRoot(nodeValue, data = DATA) {
-  const node = frame(encode(nodeValue));
+  const node = framed(encodeNode(nodeValue));
   return craft(data, node, 0, node.length);
 }
 

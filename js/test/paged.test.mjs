@@ -6,60 +6,15 @@ import assert from "node:assert/strict";
 import { open, CorruptedError, IndexOutOfRangeError } from "../dist/index.js";
 import { parseNode, parsePage, pageOf, wholeList } from "../dist/format/nodes.js";
 import { decodeValue } from "../dist/read/decode.js";
-import { crc32 } from "../dist/util/crc32.js";
 import { Recording, fixture, loadJson, untag, viaViews } from "./core-helpers.mjs";
-import { makeArchive, golden } from "./support/craft.mjs";
+import { makeArchive, golden, encodeNode, framed } from "./support/craft.mjs";
 
 const FIXTURE = "paged-t8.mlc";
 const expect = loadJson("paged-expect.json");
 const items = untag(expect.items);
 const { root } = expect;
 
-// ---- crafting: msgpack in its smallest forms (as msgspec writes nodes), pages laid anew ----
-
-function encode(x) {
-  const out = [];
-  const uint = (v, c8, c16, c32) => {
-    if (v < 256) out.push(c8, v);
-    else if (v < 65536) out.push(c16, v >> 8, v & 0xff);
-    else out.push(c32, (v >>> 24) & 0xff, (v >>> 16) & 0xff, (v >>> 8) & 0xff, v & 0xff);
-  };
-  const head = (n, fix, m16, m32) => {
-    if (n < 16) out.push(fix | n);
-    else if (n < 65536) out.push(m16, n >> 8, n & 0xff);
-    else out.push(m32, (n >>> 24) & 0xff, (n >>> 16) & 0xff, (n >>> 8) & 0xff, n & 0xff);
-  };
-  const walk = (v) => {
-    if (typeof v === "number") {
-      if (v >= 0 && v < 128) out.push(v);
-      else if (v >= 0) uint(v, 0xcc, 0xcd, 0xce);
-      else if (v >= -32) out.push(v & 0xff);
-      else out.push(0xd2, (v >>> 24) & 0xff, (v >>> 16) & 0xff, (v >>> 8) & 0xff, v & 0xff);
-    } else if (typeof v === "string") {
-      const e = new TextEncoder().encode(v);
-      out.push(0xa0 | e.length, ...e); // (short strs only)
-    } else if (Array.isArray(v)) {
-      head(v.length, 0x90, 0xdc, 0xdd);
-      v.forEach(walk);
-    } else {
-      head(v.size, 0x80, 0xde, 0xdf);
-      for (const [k, val] of v) {
-        walk(k);
-        walk(val);
-      }
-    }
-  };
-  walk(x);
-  return Uint8Array.from(out);
-}
-
-function frame(value) {
-  const payload = encode(value);
-  const out = new Uint8Array(payload.length + 4);
-  out.set(payload);
-  new DataView(out.buffer).setUint32(payload.length, crc32(payload), true);
-  return out;
-}
+// ---- crafting: pages laid anew (nodes encoded as msgspec writes them: support/craft.mjs) ----
 
 function concat(parts) {
   const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
@@ -112,14 +67,14 @@ function relay(laid) {
   let at = laid.prefix.length;
   const placed = laid.pages.map((page) => {
     const kids = new Map([...page.kids].map(([k, r]) => [k, [at - r.pos, r.len]]));
-    const bytes = page.raw ?? frame([...page.fields, kids]);
+    const bytes = page.raw ?? framed(encodeNode([...page.fields, kids]));
     parts.push(bytes);
     const ref = { pos: at, len: bytes.length };
     at += bytes.length;
     return ref;
   });
   const refs = placed.map((ref, p) => laid.refs?.[p] ?? ref);
-  const node = frame([...laid.node, refs.map((r) => [at - r.pos, r.len])]);
+  const node = framed(encodeNode([...laid.node, refs.map((r) => [at - r.pos, r.len])]));
   parts.push(node);
   const rootRef = laid.rootRef ?? { pos: at, len: node.length };
   return makeArchive({ minor: 5, data: laid.data, toc: concat(parts), rootPos: rootRef.pos, rootLen: rootRef.len, threshold: laid.threshold });
@@ -364,7 +319,7 @@ test("a span page used as a container's node, or as the root, is corrupted", asy
 
 test("a page failing its checksum, or not a page's fields, is corrupted", async () => {
   const flipped = laidOut();
-  const raw = frame([...flipped.pages[1].fields, new Map()]);
+  const raw = framed(encodeNode([...flipped.pages[1].fields, new Map()]));
   raw[raw.length - 1] ^= 1;
   flipped.pages[1].raw = raw;
   await damaged(relay(flipped), [String(root.firsts[1])], ["0", "-1"], /checksum mismatch/);
@@ -375,7 +330,7 @@ test("a page failing its checksum, or not a page's fields, is corrupted", async 
     [[12, [root.firsts[1]], [root.offs[1], 9, root.offs[2]], new Map()], /1 starts and 3 offsets/],
   ]) {
     const laid = laidOut();
-    laid.pages[1].raw = frame(fields);
+    laid.pages[1].raw = framed(encodeNode(fields));
     await damaged(relay(laid), [String(root.firsts[1])], ["0", "-1"], why);
   }
 });

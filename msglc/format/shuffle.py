@@ -47,7 +47,9 @@ def unshuffle_into(src: Any, element: int, out: Any) -> None:
         raise ValueError(
             f"unshuffle_into: out holds {len(target)} bytes; the {len(view)} plain bytes of src need as many"
         )
-    data = bytes(view)  # read whole before ``out`` is written: the two may share memory
+    # read whole before ``out`` is written where the two may share memory (bytes cannot: a
+    # cached frame's are used as they are)
+    data = src if type(src) is bytes else bytes(view)
     m = len(data) // element
     for k in range(element):
         target[k::element] = data[k * m : (k + 1) * m]
@@ -130,7 +132,9 @@ def gather_grid(
         raise ValueError(f"gather_grid: the grid does not fit src ({len(view)} bytes) or out ({len(target)} bytes)")
     if run * prod(counts) > len(target):  # (so the work is bounded by the size of ``out``)
         raise ValueError(f"gather_grid: the grid writes more bytes than out holds ({len(target)}): its runs overlap")
-    data = bytes(view)  # read whole before ``out`` is written: the two may share memory
+    # read whole before ``out`` is written where the two may share memory (bytes cannot: a
+    # cached frame's are used as they are)
+    data = src if type(src) is bytes else bytes(view)
     for i in product(*(range(c) for c in counts)):
         p = lo + sum(x * s for x, s in zip(i, strides, strict=True))
         q = out_lo + sum(x * s for x, s in zip(i, out_strides, strict=True))

@@ -103,3 +103,57 @@ export function withFreeSpace(bytes, free) {
   out.set(t, out.length - 64);
   return out;
 }
+
+/** msgpack of TOC node fields in their smallest forms, as msgspec writes nodes: ints, short
+ * strs, arrays, Maps (int keys), plain objects, and a `Float64Array` of one element as a
+ * float64. */
+export function encodeNode(x) {
+  const out = [];
+  const push = (code, v, n) => {
+    out.push(code);
+    for (let i = n - 1; i >= 0; i--) out.push(Math.floor(v / 2 ** (8 * i)) & 0xff);
+  };
+  const head = (n, fix, m16, m32) => {
+    if (n < 16) out.push(fix | n);
+    else if (n < 65536) push(m16, n, 2);
+    else push(m32, n, 4);
+  };
+  const walk = (v) => {
+    if (typeof v === "number") {
+      if (v >= 0 && v < 128) out.push(v);
+      else if (v >= 0 && v < 256) push(0xcc, v, 1);
+      else if (v >= 0 && v < 65536) push(0xcd, v, 2);
+      else if (v >= 0) push(0xce, v, 4);
+      else if (v >= -32) out.push(v & 0xff);
+      else push(0xd2, v >>> 0, 4);
+    } else if (v instanceof Float64Array) {
+      const f = new DataView(new ArrayBuffer(8));
+      f.setFloat64(0, v[0]);
+      out.push(0xcb, ...new Uint8Array(f.buffer));
+    } else if (typeof v === "string") {
+      const e = new TextEncoder().encode(v);
+      out.push(0xa0 | e.length, ...e); // (short strs only)
+    } else if (Array.isArray(v)) {
+      head(v.length, 0x90, 0xdc, 0xdd);
+      v.forEach(walk);
+    } else {
+      const entries = v instanceof Map ? [...v] : Object.entries(v);
+      head(entries.length, 0x80, 0xde, 0xdf);
+      for (const [k, val] of entries) {
+        walk(k);
+        walk(val);
+      }
+    }
+  };
+  walk(x);
+  return Uint8Array.from(out);
+}
+
+/** `payload` followed by its CRC-32, little-endian: a TOC node or page as stored. */
+export function framed(payload) {
+  const out = new Uint8Array(payload.length + 4);
+  out.set(payload);
+  new DataView(out.buffer).setUint32(payload.length, crc32(payload), true);
+  return out;
+}
+
