@@ -23,7 +23,7 @@
 #define PY_SSIZE_T_CLEAN
 /* What msglc/util/accel.py expects (API there): raised whenever a function is added or changes,
  * so that a stale build is set aside instead of failing at a call. */
-#define SPEEDUPS_API 16
+#define SPEEDUPS_API 17
 #include <Python.h>
 #include <structmember.h>
 #include <stdint.h>
@@ -1278,9 +1278,17 @@ static PyObject *find_entry(PyObject *self, PyObject *args) {
  * kept, so memory grows with the pages looked up (plus a pointer a page), never past that: one
  * buffer for all the records, even calloc'd, costs them all at the first lookup (calloc clears
  * what it takes from the heap: most dicts are far below malloc's mmap threshold).
+ * With fuse = (slot_bits, seed, seg_bits, seg_count, slots_size) it is the probe of a fuse index
+ * (type 7, read/dict_index.py FuseIndex) instead: pages is then the CRC-32 (u32 LE) of each
+ * FUSE_CHUNK bytes of the slots, which start at records_at (page_bits 0); a key's block is the
+ * xor of its three slots, each read with its chunk (checked, and kept while the slots take at
+ * most FUSE_KEPT bytes), and a key its block does not hold is simply absent.
  * Mirrors read/dict_index.py BlockIndex.find (probe_find) and read/views.py
  * LazyHashDict._lookup (probe_get: find, then decode). */
 #define RECORDS_KEPT (16 << 20)
+#define FUSE_CHUNK 1024 /* format/fuse.py CHUNK: slot bytes per CRC */
+#define FUSE_KEPT (16 << 20) /* read/dict_index.py FUSE_KEPT */
+#define FUSE_MAX_SEG_BITS 18 /* format/fuse.py MAX_SEG_BITS */
 
 static unsigned char kept_empty[1]; /* the records of a page without any, kept */
 
@@ -1289,7 +1297,12 @@ typedef struct {
     PyObject *pages, *offs, *kids; /* bytes */
     Py_ssize_t records_at, n, blocks, span_lo, span_hi, nkids;
     int width, page_bits, block_bits, size;
-    unsigned char **kept; /* a page's records once read and checked (NULL: not yet), or NULL: none kept */
+    unsigned char *
+        *kept; /* a page's records (a fuse's chunk) once read and checked (NULL: not yet), or NULL: none kept */
+    Py_ssize_t nkept; /* pages (chunks) that kept covers */
+    int fuse, slot_bits, seg_bits; /* a fuse index (type 7): its shape (fuse_block) */
+    uint64_t seed, seg_count;
+    Py_ssize_t slots_size;
 } BlockProbe;
 
 /* Frees the kept records (C only). */
@@ -1298,7 +1311,7 @@ static void probe_dealloc(BlockProbe *self) {
     Py_XDECREF(self->offs);
     Py_XDECREF(self->kids);
     if (self->kept) {
-        for (size_t p = 0; p < (size_t)1 << self->page_bits; p++)
+        for (Py_ssize_t p = 0; p < self->nkept; p++)
             if (self->kept[p] != kept_empty) PyMem_Free(self->kept[p]);
         PyMem_Free(self->kept);
     }
@@ -1314,20 +1327,32 @@ static uint64_t le(const unsigned char *p, int n) {
 
 /* BlockProbe(...): the arguments checked (ValueError), as BlockIndex.__init__ makes them. */
 static PyObject *probe_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
-    PyObject *pages, *offs, *kids;
-    int width, page_bits, block_bits;
-    Py_ssize_t records_at, n, blocks, span_lo, span_hi;
+    PyObject *pages, *offs, *kids, *fuse = Py_None;
+    int width, page_bits, block_bits, slot_bits = 0, seg_bits = 0;
+    Py_ssize_t records_at, n, blocks, span_lo, span_hi, slots_size = 0;
+    unsigned long long seed = 0, seg_count = 0;
     if (kw && PyDict_GET_SIZE(kw)) {
         PyErr_SetString(PyExc_TypeError, "BlockProbe takes no keyword arguments");
         return NULL;
     }
-    if (!PyArg_ParseTuple(args, "SSiSnnininn", &pages, &offs, &width, &kids, &records_at, &n, &page_bits, &blocks,
-                          &block_bits, &span_lo, &span_hi))
+    if (!PyArg_ParseTuple(args, "SSiSnnininn|O", &pages, &offs, &width, &kids, &records_at, &n, &page_bits, &blocks,
+                          &block_bits, &span_lo, &span_hi, &fuse))
+        return NULL;
+    if (fuse != Py_None && !PyArg_ParseTuple(fuse, "iKiKn", &slot_bits, &seed, &seg_bits, &seg_count, &slots_size))
         return NULL;
     Py_ssize_t size = 1;
     while (size < 8 && (blocks - 1) >> (8 * size)) size++; /* block_width(): the fewest bytes that hold the largest */
-    if ((width != 4 && width != 8) || page_bits < 0 || page_bits > 31 || block_bits < 0 || block_bits > 30 || n < 0 ||
-        blocks < 1 || size > 4 || PyBytes_GET_SIZE(pages) != (((Py_ssize_t)1 << page_bits) + 1) * 8 ||
+    Py_ssize_t nkept = page_bits >= 0 && page_bits <= 31 ? (Py_ssize_t)1 << page_bits : 0, table = (nkept + 1) * 8;
+    int fits = 1;
+    if (fuse != Py_None) { /* the slots' size and chunk CRCs as format/fuse.py fuse_layout has them */
+        fits = slot_bits >= 1 && slot_bits <= 32 && seg_bits >= 0 && seg_bits <= FUSE_MAX_SEG_BITS && seg_count >= 1 &&
+               seg_count <= (1ull << 32) && page_bits == 0 &&
+               (unsigned long long)slots_size ==
+                   ((((seg_count + 2) << seg_bits) * (unsigned long long)slot_bits + 7) >> 3);
+        nkept = (slots_size + FUSE_CHUNK - 1) / FUSE_CHUNK, table = 4 * nkept;
+    }
+    if (!fits || (width != 4 && width != 8) || page_bits < 0 || page_bits > 31 || block_bits < 0 || block_bits > 30 ||
+        n < 0 || blocks < 1 || size > 4 || PyBytes_GET_SIZE(pages) != table ||
         PyBytes_GET_SIZE(offs) != (blocks + 1) * width || PyBytes_GET_SIZE(kids) % 16) {
         PyErr_SetString(PyExc_ValueError, "BlockProbe: arguments out of range");
         return NULL;
@@ -1339,9 +1364,12 @@ static PyObject *probe_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     self->width = width, self->page_bits = page_bits, self->block_bits = block_bits, self->size = 1 + (int)size;
     self->records_at = records_at, self->n = n, self->blocks = blocks, self->span_lo = span_lo, self->span_hi = span_hi;
     self->nkids = PyBytes_GET_SIZE(kids) / 16;
-    self->kept = NULL;
-    if (n > 0 && (size + 1) * n <= RECORDS_KEPT) /* NULL (no memory to spare): read them each time */
-        self->kept = PyMem_Calloc((size_t)1 << page_bits, sizeof(unsigned char *));
+    self->fuse = fuse != Py_None, self->slot_bits = slot_bits, self->seg_bits = seg_bits;
+    self->seed = seed, self->seg_count = seg_count, self->slots_size = slots_size;
+    self->kept = NULL, self->nkept = nkept;
+    if (self->fuse ? slots_size <= FUSE_KEPT : n > 0 && (size + 1) * n <= RECORDS_KEPT) /* NULL (no memory to
+                                                                                          * spare): read each time */
+        self->kept = PyMem_Calloc((size_t)nkept, sizeof(unsigned char *));
     return (PyObject *)self;
 }
 
@@ -1377,26 +1405,93 @@ static Py_ssize_t sharing_keys(const unsigned char *p, const unsigned char *end,
 #define RECS_CAP 1024
 #define BLOCK_CAP 8192
 
-/* Where the value of the key encoded as key (CRC-32 h) is, in the dict whose first byte is at
- * base, read through src: 1 with *at, *len pointing into blockbuf or held (release it) and
- * *where its offset; 0 for a key the dict does not hold; 2 for anything unusual (the Python
- * path answers); -1 with an exception. Mirrors read/dict_index.py BlockIndex.find
- * (_candidates, _in_block). */
-static int probe_locate(BlockProbe *self, PyObject *src, Py_ssize_t base, const unsigned char *key, Py_ssize_t klen,
-                        uint32_t h, unsigned char *blockbuf, Held *held, const unsigned char **at, Py_ssize_t *len,
-                        Py_ssize_t *where) {
-    int bits = self->page_bits, size = self->size, width = self->width, bb = self->block_bits;
+static uint64_t fuse_mix(uint64_t x, uint64_t seed);
+static void fuse_slots(uint64_t h, int seg_bits, uint64_t seg_count, uint64_t *slot);
+
+/* Chunk c of a fuse's slots (*len bytes) at *chunk: kept, or read (into buf, FUSE_CHUNK
+ * bytes, or held) and checked against its CRC, then kept: 1, 0 for the Python path (a read
+ * that fails, a chunk that fails its checksum or lies past the slots), -1 with an exception.
+ * Mirrors read/dict_index.py FuseIndex._chunk. */
+static int fuse_chunk(BlockProbe *self, PyObject *src, uint64_t c, unsigned char *buf, const unsigned char **chunk,
+                      Py_ssize_t *len, Held *held) {
+    held->holder = NULL, held->has_view = 0;
+    if (c >= (uint64_t)self->nkept) return 0;
+    Py_ssize_t size = self->slots_size - (Py_ssize_t)c * FUSE_CHUNK;
+    *len = size = size < FUSE_CHUNK ? size : FUSE_CHUNK;
+    if (self->kept && self->kept[c]) {
+        *chunk = self->kept[c];
+        return 1;
+    }
+    int got = src_read(src, self->records_at + (Py_ssize_t)c * FUSE_CHUNK, size, buf, FUSE_CHUNK, chunk, held);
+    if (got <= 0) return got;
+    const unsigned char *crcs = (const unsigned char *)PyBytes_AS_STRING(self->pages);
+    if (crc32_of(*chunk, (size_t)size) != (uint32_t)le(crcs + 4 * c, 4)) {
+        held_release(held);
+        return 0;
+    }
+    if (self->kept && !self->kept[c]) { /* checked: kept for later lookups (unless another thread's was first) */
+        unsigned char *copy = PyMem_Malloc((size_t)size);
+        if (copy) memcpy(copy, *chunk, (size_t)size);
+        self->kept[c] = copy;
+    }
+    return 1;
+}
+
+/* The block that the fuse's three slots name for the key encoded as key: 1 with *block, 2
+ * for the Python path, -1 with an exception. Mirrors read/dict_index.py FuseIndex._candidates
+ * (_slot: a slot's bytes may lie in two chunks; those past the slots' end count as 0). */
+static int fuse_block(BlockProbe *self, PyObject *src, const unsigned char *key, Py_ssize_t klen, uint64_t *block) {
+    uint64_t base_hash = (uint64_t)crc32_of(key, (size_t)klen) << 32 | crc32_reversed(key, (size_t)klen), slot[3];
+    fuse_slots(fuse_mix(base_hash, self->seed), self->seg_bits, self->seg_count, slot);
+    int w = self->slot_bits;
+    uint64_t x = 0, mask = ((uint64_t)1 << w) - 1;
+    unsigned char buf[FUSE_CHUNK];
+    for (int s = 0; s < 3; s++) {
+        uint64_t bit = slot[s] * (uint64_t)w, first = bit >> 3;
+        int nbytes = (int)(((bit & 7) + (uint64_t)w + 7) >> 3); /* 5 at most */
+        unsigned char word[8] = {0};
+        for (uint64_t c = first / FUSE_CHUNK; c <= (first + (uint64_t)nbytes - 1) / FUSE_CHUNK; c++) {
+            const unsigned char *chunk;
+            Py_ssize_t len;
+            Held held;
+            int got = fuse_chunk(self, src, c, buf, &chunk, &len, &held);
+            if (got <= 0) return got < 0 ? -1 : 2;
+            for (int k = 0; k < nbytes; k++) {
+                uint64_t at = first + (uint64_t)k;
+                if (at / FUSE_CHUNK == c && at % FUSE_CHUNK < (uint64_t)len) word[k] = chunk[at % FUSE_CHUNK];
+            }
+            held_release(&held);
+        }
+        x ^= (le(word, nbytes) >> (bit & 7)) & mask;
+    }
+    *block = x;
+    return 1;
+}
+
+/* The candidate blocks of hash h: the distinct blocks its page's records name with its
+ * fingerprint, with how many name each (c: candidates_init'd here; *found of them, or -1 for a
+ * record naming no block), or for a fuse the block its slots name (one, or none: *found 0).
+ * 1, 2 for the Python path (a read or checksum that fails, page bounds that do not fit), -1
+ * with an exception. Mirrors read/dict_index.py BlockIndex._candidates (FuseIndex's). */
+static int probe_candidates(BlockProbe *self, PyObject *src, const unsigned char *key, Py_ssize_t klen, uint32_t h,
+                            Candidates *c, Py_ssize_t *found) {
+    int bits = self->page_bits, size = self->size, got;
+    *found = -1;
+    if (self->fuse) {
+        uint64_t block;
+        if ((got = fuse_block(self, src, key, klen, &block)) != 1) return got;
+        if (candidates_init(c, 1) < 0) return -1;
+        c->seen[0] = block, c->counts[0] = 1, *found = block < (uint64_t)self->blocks;
+        return 1;
+    }
     uint32_t page = bits ? h >> (32 - bits) : 0;
-    int fp = (int)((uint32_t)((uint64_t)h << bits) >> 24);
     const unsigned char *slot = (const unsigned char *)PyBytes_AS_STRING(self->pages) + 8 * (size_t)page;
     uint64_t first = le(slot, 4), crc = le(slot + 4, 4), end = le(slot + 8, 4);
-    held->holder = NULL, held->has_view = 0;
     if (!(first <= end && end <= (uint64_t)self->n)) return 2;
     Py_ssize_t nrecs = (Py_ssize_t)(end - first);
     unsigned char recbuf[RECS_CAP];
     const unsigned char *recs;
     Held rh = {.holder = NULL, .has_view = 0};
-    int got;
     if (self->kept && self->kept[page]) {
         recs = self->kept[page];
     } else {
@@ -1413,16 +1508,34 @@ static int probe_locate(BlockProbe *self, PyObject *src, Py_ssize_t base, const 
             self->kept[page] = copy;
         }
     }
-    Candidates c = {.seen = NULL};
-    Py_ssize_t found = -1;
-    if (candidates_init(&c, nrecs) == 0)
-        found = fp_blocks(recs, nrecs, size, fp, (uint64_t)self->blocks, c.seen, c.counts, c.slots, c.cap);
+    int fp = (int)((uint32_t)((uint64_t)h << bits) >> 24);
+    if (candidates_init(c, nrecs) == 0)
+        *found = fp_blocks(recs, nrecs, size, fp, (uint64_t)self->blocks, c->seen, c->counts, c->slots, c->cap);
     held_release(&rh);
-    int status = 0;
-    if (found < 0) {
-        status = PyErr_Occurred() ? -1 : 2;
-        goto done;
+    if (*found < 0) return PyErr_Occurred() ? -1 : 2;
+    return 1;
+}
+
+/* Where the value of the key encoded as key (CRC-32 h) is, in the dict whose first byte is at
+ * base, read through src: 1 with *at, *len pointing into blockbuf or held (release it) and
+ * *where its offset; 0 for a key the dict does not hold; 2 for anything unusual (the Python
+ * path answers); -1 with an exception. Mirrors read/dict_index.py BlockIndex.find
+ * (_candidates, _in_block). */
+static int probe_locate(BlockProbe *self, PyObject *src, Py_ssize_t base, const unsigned char *key, Py_ssize_t klen,
+                        uint32_t h, unsigned char *blockbuf, Held *held, const unsigned char **at, Py_ssize_t *len,
+                        Py_ssize_t *where) {
+    int bits = self->page_bits, width = self->width, bb = self->block_bits;
+    uint32_t page = bits ? h >> (32 - bits) : 0;
+    int fp = (int)((uint32_t)((uint64_t)h << bits) >> 24);
+    held->holder = NULL, held->has_view = 0;
+    Candidates c = {.seen = NULL};
+    Py_ssize_t found;
+    int status = probe_candidates(self, src, key, klen, h, &c, &found), got;
+    if (status != 1) {
+        candidates_free(&c);
+        return status;
     }
+    status = 0;
     const unsigned char *offs = (const unsigned char *)PyBytes_AS_STRING(self->offs);
     for (Py_ssize_t j = 0; j < found; j++) {
         uint64_t block = c.seen[j];
@@ -1447,7 +1560,7 @@ static int probe_locate(BlockProbe *self, PyObject *src, Py_ssize_t base, const 
             status = 1;
             goto done;
         }
-        int clean_miss = ok && sharing_keys(buf, bend, entries, bits, page, fp) == c.counts[j];
+        int clean_miss = ok && (self->fuse || sharing_keys(buf, bend, entries, bits, page, fp) == c.counts[j]);
         held_release(held);
         if (!clean_miss) {
             status = 2; /* not its entries, or other keys than the records say */

@@ -410,6 +410,13 @@ class FuseIndex(BlockIndex):
         slots_size = end - self.slots_at
         self.kept = {} if slots_size <= FUSE_KEPT else None  # chunk -> its bytes, once checked
         self.chunks = (slots_size + CHUNK - 1) // CHUNK
+        speedups = accel.speedups
+        if speedups is not None:  # the whole lookup in C, with the same reads (a BlockProbe of a fuse)
+            ranges = array("Q", [x for start, end, _ in self.kids for x in (start, end)]).tobytes()
+            fields = (region_at + self.slots_at, n, 0, self.blocks, block_bits, *span)
+            shape = (slot_bits, seed, seg_bits, seg_count, slots_size)
+            crcs, offs = bytes(head[crcs_at:]), bytes(head[:crcs_at])
+            self.probe = speedups.BlockProbe(crcs, offs, width, ranges, *fields, shape)
 
     def crcs_crc(self) -> int:
         """The CRC-32 of the chunk CRCs (the node holds it)."""

@@ -113,9 +113,12 @@ class Speedups(Protocol):
         block_bits: int,
         span_lo: int,
         span_hi: int,
+        fuse: tuple[int, int, int, int, int] | None = None,
         /,
     ) -> BlockProbe:
-        """A probe over a block index whose page table and block offsets are in memory."""
+        """A probe over a block index whose page table and block offsets are in memory; with
+        ``fuse`` (slot_bits, seed, seg_bits, seg_count, slots size), over a fuse index whose
+        chunk CRCs (``pages``) and block offsets are."""
         ...
 
     def DirectProbe(  # noqa: N802 (a class of the C module)
@@ -275,7 +278,7 @@ class Speedups(Protocol):
         ...
 
 
-API = 16  # the version of ``_speedups`` this code calls (SPEEDUPS_API in _speedups.c)
+API = 17  # the version of ``_speedups`` this code calls (SPEEDUPS_API in _speedups.c)
 
 
 def _load() -> Speedups | None:

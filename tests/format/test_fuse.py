@@ -3,6 +3,7 @@ times the bits of a block number per key. Lookups of every key, absent keys, lar
 with nodes of their own, damage caught by the chunk CRCs, crafted slots caught by verify."""
 
 import random
+import zlib
 from typing import Any
 
 import pytest
@@ -283,3 +284,119 @@ def test_a_toc_built_again_keeps_what_earlier_roots_of_the_builder_wrote(monkeyp
         roots.append(builder.build_root(second))
         tocs.append((bytes(builder.toc), roots, list(builder.regions)))
     assert tocs[1] == tocs[0]
+
+
+class _Bytes:
+    """An archive's reads (``dict_index.Reads``) over bytes."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    def read(self, offset: int, size: int) -> memoryview:
+        if offset < 0 or size < 0 or offset + size > len(self.data):
+            raise msglc.TruncatedError(f"{size} bytes at {offset}")
+        return memoryview(self.data)[offset : offset + size]
+
+    def damaged(self, message: str) -> Exception:
+        return CorruptedError(message)
+
+
+def _crafted_fuse(rng):
+    """A dict's entries and its fuse region (as writers make them), then changed as an
+    attacker would (slots, block offsets, entries, the slots cut short), every chunk CRC made
+    to fit: the bytes and the ``FuseIndex`` fields."""
+    import msgspec
+
+    n = rng.choice([1, 2, 40, 300, 3000])
+    block_bits = rng.choice([0, 2, 5])
+    keys = list(dict.fromkeys(rng.choice([f"s{rng.getrandbits(20)}", rng.getrandbits(14) - 99]) for _ in range(n)))
+    n = len(keys)
+    body, koffs, kids = bytearray(b"\xdd" + n.to_bytes(4, "big")), [], []
+    for i, key in enumerate(keys):
+        koffs.append(len(body))
+        kb = msgspec.msgpack.encode(key)
+        large = i % 97 == 50
+        body += kb + msgspec.msgpack.encode(list(range(60)) if large else rng.choice([i, f"v{i}", None, [i]]))
+        if large:
+            kids.append((koffs[-1], len(body), kb))
+    koffs.append(len(body))
+    hashes = b"".join(fuse.base_hash(msgspec.msgpack.encode(k)).to_bytes(8, "little") for k in keys)
+    built = fuse.build(hashes, n, block_bits)
+    assert built is not None
+    seed, slot_bits, seg_bits, seg_count, built_slots = built
+    offs, width = fuse.block_offsets(koffs, n, block_bits)
+    blocks = len(offs) // width - 1
+    at = len(body)
+    slots, data, crcs = bytearray(built_slots), bytearray(body), None
+    for _ in range(rng.randint(1, 3)):
+        kind = rng.randrange(4)
+        if kind == 0:  # a slot's bit
+            slots[rng.randrange(len(slots))] ^= 1 << rng.randrange(8)
+        elif kind == 1:  # a block offset
+            o = width * rng.randrange(blocks + 1)
+            old = int.from_bytes(offs[o : o + width], "little")
+            new = rng.choice([old + 1, old - 1, 0, koffs[-1] + 1, rng.randrange(koffs[-1] + 1)]) % (1 << 8 * width)
+            offs = offs[:o] + new.to_bytes(width, "little") + offs[o + width :]
+        elif kind == 2:  # an entry's byte
+            data[rng.randrange(5, at)] ^= 1 << rng.randrange(8)
+        else:  # a slot's byte after its chunk's CRC was taken: that chunk fails its checksum
+            crcs = crcs or fuse.chunk_crcs(bytes(slots))
+            slots[rng.randrange(len(slots))] ^= 0x10
+    data += offs + (crcs or fuse.chunk_crcs(bytes(slots))) + slots
+    fields = (n, width, zlib.crc32(offs), block_bits, slot_bits, seed, seg_bits, seg_count)
+    return data, keys, at, fields, (koffs[0], koffs[-1]), kids
+
+
+@needs_c
+def test_c_fuse_lookups_agree_with_python_on_crafted_indexes():
+    """The fuse lookup in C (a ``BlockProbe`` of a fuse) answers as the Python path does on
+    crafted fuses whose checksums fit (slots naming other blocks, block offsets out of place,
+    entries changed): value, miss or error message alike; it answers most lookups itself."""
+    import msgspec
+
+    from msglc.read.dict_index import FuseIndex
+
+    rng = random.Random(17)
+    answered = asked = 0
+    seen: set[str] = set()
+    for _ in range(120):
+        data, keys, at, fields, span, kids = _crafted_fuse(rng)
+        a = _Bytes(data)
+        index = FuseIndex(a, at, fields, span, kids)
+        probe = index.probe
+        assert probe is not None
+        for key in [*rng.sample(keys, min(len(keys), 25)), "none", 5000, -5000, "s1"]:
+            kb = msgspec.msgpack.encode(key)
+            outcomes: list[object] = []
+            for with_c in (True, False):
+                index.probe = probe if with_c else None
+                try:
+                    found = index.find(a, 0, kb, zlib.crc32(kb))
+                    outcomes.append(None if found is None else (found[0], bytes(found[1])))
+                except msglc.MsglcError as e:
+                    outcomes.append(f"{type(e).__name__}: {e}")
+            asked += 1
+            answered += probe.find(a.read, 0, kb, zlib.crc32(kb)) is not NotImplemented
+            assert outcomes[0] == outcomes[1], (key, outcomes)
+            seen.add("miss" if outcomes[0] is None else "error" if isinstance(outcomes[0], str) else "value")
+    assert seen == {"value", "miss", "error"}
+    assert answered > asked / 2, (answered, asked)
+
+
+@needs_c
+def test_a_fuse_probe_refuses_a_shape_its_slots_do_not_fit():
+    """The probe's fields are checked when it is made: slots and chunk CRCs of the sizes the
+    fuse's shape gives, or ValueError (never a read past them)."""
+    assert accel.speedups is not None
+    make = accel.speedups.BlockProbe
+    slots = fuse.slot_bytes(4, 3, 5)
+    crcs, offs = b"\0" * (4 * ((slots + 1023) // 1024)), b"\0" * 8
+    make(crcs, offs, 4, b"", 0, 10, 0, 1, 4, 0, 0, (4, 1, 3, 5, slots))
+    for shape in [(4, 1, 3, 5, slots + 1), (0, 1, 3, 5, slots), (33, 1, 3, 5, slots), (4, 1, 19, 5, slots),
+                  (4, 1, 3, 0, slots), (4, 1, 3, 2**32 + 1, slots), (4, 1, -1, 5, slots)]:  # fmt: skip
+        with pytest.raises(ValueError, match="out of range"):
+            make(crcs, offs, 4, b"", 0, 10, 0, 1, 4, 0, 0, shape)
+    with pytest.raises(ValueError, match="out of range"):
+        make(crcs + b"\0\0\0\0", offs, 4, b"", 0, 10, 0, 1, 4, 0, 0, (4, 1, 3, 5, slots))
+    with pytest.raises(ValueError, match="out of range"):  # a fuse has no pages
+        make(crcs, offs, 4, b"", 0, 10, 1, 1, 4, 0, 0, (4, 1, 3, 5, slots))
