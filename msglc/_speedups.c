@@ -23,7 +23,7 @@
 #define PY_SSIZE_T_CLEAN
 /* What msglc/util/accel.py expects (API there): raised whenever a function is added or changes,
  * so that a stale build is set aside instead of failing at a call. */
-#define SPEEDUPS_API 17
+#define SPEEDUPS_API 18
 #include <Python.h>
 #include <structmember.h>
 #include <stdint.h>
@@ -1283,7 +1283,8 @@ static PyObject *find_entry(PyObject *self, PyObject *args) {
  * FUSE_CHUNK bytes of the slots, which start at records_at (page_bits 0); a key's block is the
  * xor of its three slots, each read with its chunk (checked, and kept while the slots take at
  * most FUSE_KEPT bytes), and a key its block does not hold is simply absent.
- * Mirrors read/dict_index.py BlockIndex.find (probe_find) and read/views.py
+ * Mirrors read/dict_index.py BlockIndex.find (probe_find), BlockIndex._candidates (probe_blocks:
+ * what a lookup walks, for the Python path, from what the probe keeps) and read/views.py
  * LazyHashDict._lookup (probe_get: find, then decode). */
 #define RECORDS_KEPT (16 << 20)
 #define FUSE_CHUNK 1024 /* format/fuse.py CHUNK: slot bytes per CRC */
@@ -1703,12 +1704,51 @@ static PyObject *probe_get(BlockProbe *self, PyObject *const *args, Py_ssize_t n
     return found_value(status, at, len, args[3], args[4], &held);
 }
 
+/* probe.candidates(read, key, h) -> [(block, count), ...] | NotImplemented: the blocks a
+ * lookup of the key encoded as key (CRC-32 h) walks, as probe_candidates finds them with the
+ * page records or slot chunks this probe keeps: the Python path (contains, a block around a
+ * large value) asks here, so that a dict keeps them once, not once in C and again in Python.
+ * Mirrors read/dict_index.py BlockIndex._read_candidates (FuseIndex's). */
+static PyObject *probe_blocks(BlockProbe *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "candidates(read, key, h)");
+        return NULL;
+    }
+    unsigned long hl = PyLong_AsUnsignedLong(args[2]);
+    if (PyErr_Occurred()) return NULL;
+    if (!PyBytes_Check(args[1]) || hl > 0xFFFFFFFFul) {
+        PyErr_SetString(PyExc_TypeError, "candidates: key must be bytes and h a CRC-32");
+        return NULL;
+    }
+    Candidates c = {.seen = NULL};
+    Py_ssize_t found = 0;
+    int status = probe_candidates(self, args[0], (const unsigned char *)PyBytes_AS_STRING(args[1]),
+                                  PyBytes_GET_SIZE(args[1]), (uint32_t)hl, &c, &found);
+    PyObject *out = NULL;
+    if (status == 2) {
+        out = Py_NewRef(Py_NotImplemented);
+    } else if (status == 1 && (out = PyList_New(found))) {
+        for (Py_ssize_t j = 0; j < found; j++) {
+            PyObject *item = Py_BuildValue("(Kn)", (unsigned long long)c.seen[j], c.counts[j]);
+            if (!item) {
+                Py_CLEAR(out);
+                break;
+            }
+            PyList_SET_ITEM(out, j, item);
+        }
+    }
+    candidates_free(&c);
+    return out;
+}
+
 /* BlockProbe's methods and type. */
 static PyMethodDef probe_methods[] = {
     {"find", (PyCFunction)(void (*)(void))probe_find, METH_FASTCALL,
      "(offset, value bytes) of a key, None, or NotImplemented."},
     {"get", (PyCFunction)(void (*)(void))probe_get, METH_FASTCALL,
      "A key's value decoded, missing, or NotImplemented."},
+    {"candidates", (PyCFunction)(void (*)(void))probe_blocks, METH_FASTCALL,
+     "The (block, count) a key's lookup walks, or NotImplemented."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -36,7 +36,7 @@ from msglc.format.hash_index import (
 from msglc.format.layout import U32
 from msglc.format.msgpack import item_end
 from msglc.util import accel
-from msglc.util.accel import BlockProbe
+from msglc.util.accel import BlockProbe, Probe
 
 _LITTLE_ENDIAN = sys.byteorder == "little"
 
@@ -171,9 +171,9 @@ class BlockIndex:
         self.pages = le_array("I", bytes(pages))
         speedups = accel.speedups
         if speedups is not None:  # the whole lookup in C, with the same reads
-            ranges = array("Q", [x for start, end, _ in self.kids for x in (start, end)]).tobytes()
             fields = (self.region + self.records, n, page_bits, self.blocks, block_bits, *span)
-            self.probe = speedups.BlockProbe(bytes(pages), bytes(head[: self.table]), width, ranges, *fields)
+            self.probe = speedups.BlockProbe(bytes(pages), bytes(head[: self.table]), width, self.kid_ranges(), *fields)
+            self.kept = None  # the probe keeps them, for the Python path too (_candidates)
 
     def find(self, a: Reads, base: int, key: bytes, h: int) -> tuple[int, bytes | memoryview] | None:
         """(offset, bytes) of the value of the key encoded as ``key`` (hash ``h``) in the dict
@@ -202,7 +202,22 @@ class BlockIndex:
                 return True
         return False
 
+    def kid_ranges(self) -> bytes:
+        """(start, end) of each large value's entry, as native u64 (a ``BlockProbe``'s kids)."""
+        return array("Q", [x for start, end, _ in self.kids for x in (start, end)]).tobytes()
+
     def _candidates(self, a: Reads, key: bytes, h: int) -> list[tuple[int, int]]:
+        """The blocks that a lookup of the key encoded as ``key`` (hash ``h``) walks, each with
+        how many index records name it: from the C probe, which reads and keeps the index's
+        pieces for both paths (a dict keeps them once), else ``_read_candidates``."""
+        probe = self.probe
+        if probe is not None and accel.speedups is not None:
+            found = probe.candidates(a.read, key, h)
+            if found is not NotImplemented:
+                return found
+        return self._read_candidates(a, key, h)
+
+    def _read_candidates(self, a: Reads, key: bytes, h: int) -> list[tuple[int, int]]:
         """The blocks that the records of hash ``h``'s page name with its fingerprint, each
         with how many records name it (its page's records read and checked, or kept)."""
         bits, size, pages = self.page_bits, self.size, self.pages
@@ -378,7 +393,7 @@ def _le_u32(values: array[int]) -> bytes:
 class FuseIndex(BlockIndex):
     """The fuse index of one dict, its tables read once: the block offsets and the chunk CRCs
     (each checked by the node's CRCs); a lookup reads the chunks of its three slots (checked,
-    kept while the dict's slots take at most ``RECORDS_KEPT``) and its block."""
+    kept while the dict's slots take at most ``FUSE_KEPT``) and its block."""
 
     __slots__ = ("seed", "slot_bits", "seg_bits", "seg_count", "crcs", "slots_at", "chunks")
 
@@ -412,17 +427,17 @@ class FuseIndex(BlockIndex):
         self.chunks = (slots_size + CHUNK - 1) // CHUNK
         speedups = accel.speedups
         if speedups is not None:  # the whole lookup in C, with the same reads (a BlockProbe of a fuse)
-            ranges = array("Q", [x for start, end, _ in self.kids for x in (start, end)]).tobytes()
             fields = (region_at + self.slots_at, n, 0, self.blocks, block_bits, *span)
             shape = (slot_bits, seed, seg_bits, seg_count, slots_size)
             crcs, offs = bytes(head[crcs_at:]), bytes(head[:crcs_at])
-            self.probe = speedups.BlockProbe(crcs, offs, width, ranges, *fields, shape)
+            self.probe = speedups.BlockProbe(crcs, offs, width, self.kid_ranges(), *fields, shape)
+            self.kept = None  # the probe keeps them, for the Python path too (_candidates)
 
     def crcs_crc(self) -> int:
         """The CRC-32 of the chunk CRCs (the node holds it)."""
         return zlib.crc32(self.crcs.tobytes() if _LITTLE_ENDIAN else _le_u32(self.crcs))
 
-    def _candidates(self, a: Reads, key: bytes, h: int) -> list[tuple[int, int]]:
+    def _read_candidates(self, a: Reads, key: bytes, h: int) -> list[tuple[int, int]]:
         block = 0
         for slot in slots_of(mix(base_hash(key), self.seed), self.seg_bits, self.seg_count):
             block ^= self._slot(a, slot)
@@ -541,7 +556,7 @@ class DirectIndex:
         self.shape = direct.Shape(group_bits, width, off_bits, chunk)
         self.firsts = le_array("I", groups)
         self.kept: dict[int, bytes] | None = {} if width * n <= RECORDS_KEPT else None  # chunk -> its records
-        self.probe: BlockProbe | None = None  # the lookup in C (read by name in _speedups.c FastGet)
+        self.probe: Probe | None = None  # the lookup in C (read by name in _speedups.c FastGet)
         speedups = accel.speedups
         if speedups is not None:
             fields = (group_bits, width, off_bits, chunk, self.lo, self.hi, self.entry_read, *span)

@@ -13,8 +13,9 @@ from typing import Any, Protocol
 Big = list[tuple[int, int, int]]  # (item or entry, its value's start, its end) of each large container value
 
 
-class BlockProbe(Protocol):
-    """``_speedups.BlockProbe``: one dict's block index lookups in C (``BlockIndex.find``)."""
+class Probe(Protocol):
+    """A dict index's lookups in C: ``_speedups.BlockProbe`` (``BlockIndex.find``) and
+    ``_speedups.DirectProbe`` (``DirectIndex.find``)."""
 
     def find(
         self, read: Callable[[int, int], bytes | memoryview], base: int, key: bytes, h: int, /
@@ -25,6 +26,17 @@ class BlockProbe(Protocol):
     def get(self, src: object, base: int, key: object, decode: Callable[[bytes], object], missing: object, /) -> object:
         """The value of ``key`` decoded, ``missing`` for a key not held, NotImplemented: ask
         the Python path. ``src``: a ``File`` or ``read(offset, size)``."""
+        ...
+
+
+class BlockProbe(Probe, Protocol):
+    """``_speedups.BlockProbe``: one dict's block or fuse index lookups in C."""
+
+    def candidates(
+        self, read: Callable[[int, int], bytes | memoryview], key: bytes, h: int, /
+    ) -> list[tuple[int, int]] | NotImplementedType:
+        """The (block, count) that a lookup of ``key`` walks, from the index pieces this probe
+        reads and keeps (``BlockIndex._candidates``); NotImplemented: ask the Python path."""
         ...
 
 
@@ -50,9 +62,6 @@ class File(Protocol):
         ``pread`` without the GIL; returns how many were read whole (it stops at the first
         that was not, for the caller to read again and report)."""
         ...
-
-
-Probe = BlockProbe  # what a direct index probe offers too (the name BlockProbe is a method below)
 
 
 class Speedups(Protocol):
@@ -278,7 +287,7 @@ class Speedups(Protocol):
         ...
 
 
-API = 17  # the version of ``_speedups`` this code calls (SPEEDUPS_API in _speedups.c)
+API = 18  # the version of ``_speedups`` this code calls (SPEEDUPS_API in _speedups.c)
 
 
 def _load() -> Speedups | None:

@@ -400,3 +400,33 @@ def test_a_fuse_probe_refuses_a_shape_its_slots_do_not_fit():
         make(crcs + b"\0\0\0\0", offs, 4, b"", 0, 10, 0, 1, 4, 0, 0, (4, 1, 3, 5, slots))
     with pytest.raises(ValueError, match="out of range"):  # a fuse has no pages
         make(crcs, offs, 4, b"", 0, 10, 1, 1, 4, 0, 0, (4, 1, 3, 5, slots))
+
+
+@needs_c
+def test_lookups_and_in_keep_the_fuse_slots_once():
+    """The slot chunks a fuse-indexed dict keeps once read (up to ``FUSE_KEPT`` a dict) are
+    kept once: ``in`` walks the block the C lookup's chunks name, so a dict looked up with
+    both ``[]`` and ``in`` holds its slots once, not twice (and reads them once)."""
+    import tracemalloc
+
+    d = {f"k{i}": i for i in range(100_000)}
+    keys = random.Random(3).sample(list(d), 10_000)
+    with LazyReader(msglc.dumps(d, **ZSTD), cached=False) as r:
+        node = root_node(r)
+        assert isinstance(node, FuseMapNode)
+        slots = fuse.slot_bytes(node.slot_bits, node.seg_bits, node.seg_count)
+        root = r.read()
+        assert root["k0"] == 0
+        tracemalloc.start()
+        try:
+            before = tracemalloc.get_traced_memory()[0]
+            for k in keys:
+                assert root[k] == d[k]
+            looked_up = tracemalloc.get_traced_memory()[0]
+            for k in keys:
+                assert k in root
+            both = tracemalloc.get_traced_memory()[0]
+        finally:
+            tracemalloc.stop()
+    assert looked_up - before > slots / 2, (looked_up - before, slots)  # the chunks kept by the lookups
+    assert both - looked_up < slots / 8, (both - looked_up, slots)  # and not again by ``in``

@@ -502,3 +502,33 @@ def test_c_keeps_only_the_records_of_the_pages_looked_up():
         finally:
             tracemalloc.stop()
     assert grown < records / 2, (grown, records)  # its tables, a pointer a page and one page's records
+
+
+@pytest.mark.skipif(accel.speedups is None, reason="the C accelerator is not built")
+def test_lookups_and_in_keep_the_page_records_once():
+    """A page's records, once read, are kept once (up to ``RECORDS_KEPT`` a dict): ``in``
+    walks the blocks the C lookup's kept records name, so a dict looked up with both ``[]``
+    and ``in`` holds its records once, not twice."""
+    import tracemalloc
+
+    n = 100_000
+    keys = random.Random(3).sample(range(n), 10_000)
+    with msglc.LazyReader(msglc.dumps({f"k{i}": i for i in range(n)}), cached=False) as r:
+        root = r.read()
+        assert root["k0"] == 0
+        index = root.loaded_index()
+        assert isinstance(index, dict_index.BlockIndex) and index.probe is not None
+        records = index.size * n
+        tracemalloc.start()
+        try:
+            before = tracemalloc.get_traced_memory()[0]
+            for i in keys:
+                assert root[f"k{i}"] == i
+            looked_up = tracemalloc.get_traced_memory()[0]
+            for i in keys:
+                assert f"k{i}" in root
+            both = tracemalloc.get_traced_memory()[0]
+        finally:
+            tracemalloc.stop()
+    assert looked_up - before > records / 2, (looked_up - before, records)  # the records kept by the lookups
+    assert both - looked_up < records / 8, (both - looked_up, records)  # and not again by ``in``
