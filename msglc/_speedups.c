@@ -23,7 +23,7 @@
 #define PY_SSIZE_T_CLEAN
 /* What msglc/util/accel.py expects (API there): raised whenever a function is added or changes,
  * so that a stale build is set aside instead of failing at a call. */
-#define SPEEDUPS_API 18
+#define SPEEDUPS_API 19
 #include <Python.h>
 #include <structmember.h>
 #include <stdint.h>
@@ -1287,6 +1287,7 @@ static PyObject *find_entry(PyObject *self, PyObject *args) {
  * what a lookup walks, for the Python path, from what the probe keeps) and read/views.py
  * LazyHashDict._lookup (probe_get: find, then decode). */
 #define RECORDS_KEPT (16 << 20)
+/* Python's values, exported for tests/format/test_fuse.py to compare: */
 #define FUSE_CHUNK 1024 /* format/fuse.py CHUNK: slot bytes per CRC */
 #define FUSE_KEPT (16 << 20) /* read/dict_index.py FUSE_KEPT */
 #define FUSE_MAX_SEG_BITS 18 /* format/fuse.py MAX_SEG_BITS */
@@ -3732,6 +3733,9 @@ PyMODINIT_FUNC PyInit__speedups(void) {
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
     if (PyModule_AddIntConstant(m, "RECORDS_KEPT", RECORDS_KEPT) < 0 ||
+        PyModule_AddIntConstant(m, "FUSE_CHUNK", FUSE_CHUNK) < 0 ||
+        PyModule_AddIntConstant(m, "FUSE_KEPT", FUSE_KEPT) < 0 ||
+        PyModule_AddIntConstant(m, "FUSE_MAX_SEG_BITS", FUSE_MAX_SEG_BITS) < 0 ||
         PyModule_AddIntConstant(m, "API", SPEEDUPS_API) < 0) {
         Py_DECREF(m);
         return NULL;

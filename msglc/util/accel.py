@@ -68,6 +68,9 @@ class Speedups(Protocol):
     """The functions of ``msglc._speedups`` (``_speedups.c``); buffers are msgpack bytes."""
 
     RECORDS_KEPT: int  # a dict's page records up to this size are kept once read
+    FUSE_CHUNK: int  # format/fuse.py CHUNK, FUSE_KEPT and MAX_SEG_BITS, as the fuse probe has them
+    FUSE_KEPT: int
+    FUSE_MAX_SEG_BITS: int
 
     def list_index(
         self, buf: bytes | bytearray | memoryview, start: int, n: int, base: int, threshold: int, /
@@ -287,7 +290,7 @@ class Speedups(Protocol):
         ...
 
 
-API = 18  # the version of ``_speedups`` this code calls (SPEEDUPS_API in _speedups.c)
+API = 19  # the version of ``_speedups`` this code calls (SPEEDUPS_API in _speedups.c)
 
 
 def _load() -> Speedups | None:

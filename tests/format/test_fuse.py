@@ -430,3 +430,15 @@ def test_lookups_and_in_keep_the_fuse_slots_once():
             tracemalloc.stop()
     assert looked_up - before > slots / 2, (looked_up - before, slots)  # the chunks kept by the lookups
     assert both - looked_up < slots / 8, (both - looked_up, slots)  # and not again by ``in``
+
+
+@needs_c
+def test_c_and_python_agree_on_the_fuse_constants():
+    """The C probe's slot bytes per CRC, the slots a dict keeps and the largest segments it
+    accepts are Python's (``_speedups.c`` defines its own copies)."""
+    from msglc.read import dict_index
+
+    assert accel.speedups is not None
+    assert accel.speedups.FUSE_CHUNK == fuse.CHUNK
+    assert accel.speedups.FUSE_KEPT == dict_index.FUSE_KEPT
+    assert accel.speedups.FUSE_MAX_SEG_BITS == fuse.MAX_SEG_BITS
