@@ -23,7 +23,7 @@
 #define PY_SSIZE_T_CLEAN
 /* What msglc/util/accel.py expects (API there): raised whenever a function is added or changes,
  * so that a stale build is set aside instead of failing at a call. */
-#define SPEEDUPS_API 19
+#define SPEEDUPS_API 20
 #include <Python.h>
 #include <structmember.h>
 #include <stdint.h>
@@ -357,6 +357,12 @@ static uint32_t crc32_reversed(const unsigned char *p, size_t n) {
     uint32_t c = 0xFFFFFFFFu;
     while (n) c = crc_table[0][(c ^ p[--n]) & 0xFF] ^ (c >> 8);
     return c ^ 0xFFFFFFFFu;
+}
+
+/* A key's 64-bit base hash: the CRC-32 of its msgpack bytes, then that of the bytes reversed.
+ * Mirrors format/fuse.py base_hash (the fuse's and the direct index's keys). */
+static uint64_t key_base_hash(const unsigned char *key, size_t n) {
+    return (uint64_t)crc32_of(key, n) << 32 | crc32_reversed(key, n);
 }
 
 /* The walk of the n entries of a msgpack map body at buf[start] (map_index, map_hashed): each
@@ -1410,6 +1416,12 @@ static Py_ssize_t sharing_keys(const unsigned char *p, const unsigned char *end,
 static uint64_t fuse_mix(uint64_t x, uint64_t seed);
 static void fuse_slots(uint64_t h, int seg_bits, uint64_t seg_count, uint64_t *slot);
 
+/* The w bits (32 at most) that start at bit shift (0-7) of b, least significant bit first:
+ * a slot's value from the (shift + w + 7) / 8 bytes that hold it. */
+static uint32_t bits_at(const unsigned char *b, int shift, int w) {
+    return (uint32_t)((le(b, (shift + w + 7) >> 3) >> shift) & (((uint64_t)1 << w) - 1));
+}
+
 /* Chunk c of a fuse's slots (*len bytes) at *chunk: kept, or read (into buf, FUSE_CHUNK
  * bytes, or held) and checked against its CRC, then kept: 1, 0 for the Python path (a read
  * that fails, a chunk that fails its checksum or lies past the slots), -1 with an exception.
@@ -1443,10 +1455,10 @@ static int fuse_chunk(BlockProbe *self, PyObject *src, uint64_t c, unsigned char
  * for the Python path, -1 with an exception. Mirrors read/dict_index.py FuseIndex._candidates
  * (_slot: a slot's bytes may lie in two chunks; those past the slots' end count as 0). */
 static int fuse_block(BlockProbe *self, PyObject *src, const unsigned char *key, Py_ssize_t klen, uint64_t *block) {
-    uint64_t base_hash = (uint64_t)crc32_of(key, (size_t)klen) << 32 | crc32_reversed(key, (size_t)klen), slot[3];
-    fuse_slots(fuse_mix(base_hash, self->seed), self->seg_bits, self->seg_count, slot);
+    uint64_t slot[3];
+    fuse_slots(fuse_mix(key_base_hash(key, (size_t)klen), self->seed), self->seg_bits, self->seg_count, slot);
     int w = self->slot_bits;
-    uint64_t x = 0, mask = ((uint64_t)1 << w) - 1;
+    uint64_t x = 0;
     unsigned char buf[FUSE_CHUNK];
     for (int s = 0; s < 3; s++) {
         uint64_t bit = slot[s] * (uint64_t)w, first = bit >> 3;
@@ -1464,7 +1476,7 @@ static int fuse_block(BlockProbe *self, PyObject *src, const unsigned char *key,
             }
             held_release(&held);
         }
-        x ^= (le(word, nbytes) >> (bit & 7)) & mask;
+        x ^= bits_at(word, (int)(bit & 7), w);
     }
     *block = x;
     return 1;
@@ -2007,7 +2019,7 @@ static PyObject *direct_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
 
 /* The hash that orders and finds a key's record (format/direct.py key_hash). */
 static uint64_t direct_hash(const unsigned char *key, Py_ssize_t klen) {
-    return fuse_mix((uint64_t)crc32_of(key, (size_t)klen) << 32 | crc32_reversed(key, (size_t)klen), 0);
+    return fuse_mix(key_base_hash(key, (size_t)klen), 0);
 }
 
 /* Pointers to the records of chunks c0..c1 in ptr[], read (in one read into buf, cap bytes)
@@ -2135,27 +2147,40 @@ static int entry_bytes(EntryReads *w, Py_ssize_t pos, Py_ssize_t end, const unsi
  * through src: 1 with *at, *len pointing into entrybuf or held (release it) and *where its
  * offset; 0 for a key the dict does not hold; 2 for anything unusual (the Python path
  * answers); -1 with an exception. Mirrors read/dict_index.py DirectIndex._entry. */
-static int direct_locate(DirectProbe *self, PyObject *src, Py_ssize_t base, const unsigned char *key, Py_ssize_t klen,
-                         unsigned char *entrybuf, Held *held, const unsigned char **at, Py_ssize_t *len,
-                         Py_ssize_t *where) {
-    held->holder = NULL, held->has_view = 0;
-    uint64_t h = direct_hash(key, klen);
+/* The window of records of hash h, [*start, *stop): 1 with its chunks' records in ptr[]
+ * (the first chunk's c0 = *start / chunk; read into recbuf, DIRECT_READ_CAP bytes, or held
+ * in rh: release it), 0 for an empty window, 2 for the Python path (bounds that do not fit,
+ * a read or a checksum that fails), -1 with an exception. Mirrors read/dict_index.py
+ * DirectIndex._records. */
+static int direct_window(DirectProbe *self, PyObject *src, uint64_t h, uint64_t *start, uint64_t *stop,
+                         const unsigned char **ptr, unsigned char *recbuf, Held *rh) {
+    rh->holder = NULL, rh->has_view = 0;
     int gb = self->group_bits;
     const unsigned char *groups = (const unsigned char *)PyBytes_AS_STRING(self->groups);
     uint64_t g = gb ? h >> (64 - gb) : 0, first = le(groups + 4 * g, 4), end = le(groups + 4 * g + 4, 4);
     if (first > end || end > (uint64_t)self->n) return 2;
     uint64_t est = direct_estimate(h, gb, first, end);
-    uint64_t start = est - first > (uint64_t)self->lo ? est - (uint64_t)self->lo : first;
-    uint64_t stop = est + (uint64_t)self->hi + 1 < end ? est + (uint64_t)self->hi + 1 : end;
-    if (start >= stop) return 0;
-    Py_ssize_t chunk = self->chunk, c0 = (Py_ssize_t)start / chunk, c1 = (Py_ssize_t)(stop - 1) / chunk;
+    *start = est - first > (uint64_t)self->lo ? est - (uint64_t)self->lo : first;
+    *stop = est + (uint64_t)self->hi + 1 < end ? est + (uint64_t)self->hi + 1 : end;
+    if (*start >= *stop) return 0;
+    Py_ssize_t chunk = self->chunk, c0 = (Py_ssize_t)*start / chunk, c1 = (Py_ssize_t)(*stop - 1) / chunk;
     if (c1 - c0 >= DIRECT_CHUNKS) return 2;
+    int got = direct_chunks(self, src, c0, c1, recbuf, DIRECT_READ_CAP, ptr, rh);
+    return got < 0 ? -1 : got == 0 ? 2 : 1;
+}
+
+static int direct_locate(DirectProbe *self, PyObject *src, Py_ssize_t base, const unsigned char *key, Py_ssize_t klen,
+                         unsigned char *entrybuf, Held *held, const unsigned char **at, Py_ssize_t *len,
+                         Py_ssize_t *where) {
+    held->holder = NULL, held->has_view = 0;
+    uint64_t h = direct_hash(key, klen), start, stop;
     unsigned char recbuf[DIRECT_READ_CAP];
     const unsigned char *ptr[DIRECT_CHUNKS];
     Held rh;
-    int got = direct_chunks(self, src, c0, c1, recbuf, sizeof recbuf, ptr, &rh);
-    if (got <= 0) return got < 0 ? -1 : 2;
-    uint64_t offs[16], fp = direct_fingerprint(h, gb, self->fp_bits), lo = start, hi = stop;
+    int got = direct_window(self, src, h, &start, &stop, ptr, recbuf, &rh);
+    if (got != 1) return got;
+    Py_ssize_t chunk = self->chunk, c0 = (Py_ssize_t)start / chunk;
+    uint64_t offs[16], fp = direct_fingerprint(h, self->group_bits, self->fp_bits), lo = start, hi = stop;
     int found = 0, width = self->width, ob = self->off_bits;
     while (lo < hi) { /* the window ascends by fingerprint: the first record of fp's */
         uint64_t mid = lo + (hi - lo) / 2;
@@ -2213,7 +2238,8 @@ static int direct_locate(DirectProbe *self, PyObject *src, Py_ssize_t base, cons
             *at = value, *len = value_end - key_end, *where = base + key_end;
             return 1;
         }
-        int other = direct_fingerprint(direct_hash(stored, key_end - (Py_ssize_t)o), gb, self->fp_bits) == fp;
+        int other =
+            direct_fingerprint(direct_hash(stored, key_end - (Py_ssize_t)o), self->group_bits, self->fp_bits) == fp;
         held_release(&own);
         held_release(&w.held);
         if (!other) return 2; /* a key its record does not fit: the Python path says so */
@@ -2243,6 +2269,39 @@ static PyObject *direct_find(DirectProbe *self, PyObject *const *args, Py_ssize_
     return found_tuple(status, at, len, where, &held);
 }
 
+/* probe.records(read, h) -> bytes | NotImplemented: the records of hash h's window (u64
+ * key_hash), from the chunks this probe keeps (or reads, checks and keeps): the Python path
+ * (contains, a lookup the probe left to it) asks here, so that a dict keeps them once.
+ * Mirrors read/dict_index.py DirectIndex._read_records. */
+static PyObject *direct_records(DirectProbe *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "records(read, h)");
+        return NULL;
+    }
+    unsigned long long h = PyLong_AsUnsignedLongLong(args[1]);
+    if (h == (unsigned long long)-1 && PyErr_Occurred()) return NULL;
+    uint64_t start = 0, stop = 0;
+    unsigned char recbuf[DIRECT_READ_CAP];
+    const unsigned char *ptr[DIRECT_CHUNKS];
+    Held rh;
+    int got = direct_window(self, args[0], (uint64_t)h, &start, &stop, ptr, recbuf, &rh);
+    if (got < 0) return NULL;
+    if (got == 2) Py_RETURN_NOTIMPLEMENTED;
+    Py_ssize_t width = self->width, chunk = self->chunk, n = got ? (Py_ssize_t)(stop - start) : 0;
+    PyObject *out = PyBytes_FromStringAndSize(NULL, n * width);
+    if (out) {
+        unsigned char *to = (unsigned char *)PyBytes_AS_STRING(out);
+        Py_ssize_t c0 = (Py_ssize_t)start / chunk;
+        for (Py_ssize_t i = (Py_ssize_t)start; i < (Py_ssize_t)start + n;) { /* a chunk's part at a time */
+            Py_ssize_t upto = (i / chunk + 1) * chunk, k = (upto < (Py_ssize_t)stop ? upto : (Py_ssize_t)stop) - i;
+            memcpy(to, ptr[i / chunk - c0] + (i % chunk) * width, (size_t)(k * width));
+            to += k * width, i += k;
+        }
+    }
+    held_release(&rh);
+    return out;
+}
+
 /* probe.get(src, base, key, decode, missing): probe_get for a direct index. */
 static PyObject *direct_get(DirectProbe *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 5) {
@@ -2266,6 +2325,8 @@ static PyMethodDef direct_methods[] = {
      "(offset, value bytes) of a key, None, or NotImplemented."},
     {"get", (PyCFunction)(void (*)(void))direct_get, METH_FASTCALL,
      "A key's value decoded, missing, or NotImplemented."},
+    {"records", (PyCFunction)(void (*)(void))direct_records, METH_FASTCALL,
+     "The records of a hash's window, or NotImplemented."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -3003,20 +3064,10 @@ static void fuse_slots(uint64_t h, int seg_bits, uint64_t seg_count, uint64_t *s
     slot[2] = (hi + 2 * len) ^ (h & mask);
 }
 
-/* int.from_bytes(p[:8], "little"): a base hash. */
-static uint64_t le64(const unsigned char *p) {
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
-    return v;
-}
-
 /* Slot i of w bits (LSB first). Mirrors format/fuse.py slot_value. */
 static uint32_t slot_get(const unsigned char *packed, uint64_t i, int w) {
-    uint64_t bit = i * (uint64_t)w, v = 0;
-    const unsigned char *b = packed + (bit >> 3);
-    int nbytes = (int)(((bit & 7) + (uint64_t)w + 7) >> 3);
-    for (int k = nbytes - 1; k >= 0; k--) v = (v << 8) | b[k];
-    return (uint32_t)((v >> (bit & 7)) & (((uint64_t)1 << w) - 1));
+    uint64_t bit = i * (uint64_t)w;
+    return bits_at(packed + (bit >> 3), (int)(bit & 7), w);
 }
 
 /* fuse_build(hashes, values, slot_bits, seg_bits, seg_count, seed) -> bytes or None: the
@@ -3057,7 +3108,7 @@ static int fuse_peel(const unsigned char *hb, const unsigned char *vb, Py_ssize_
        match the placement would write past ``sh`` */
     uint64_t *mixed = (uint64_t *)stack;
     for (Py_ssize_t i = 0; i < n; i++) {
-        mixed[i] = fuse_mix(le64(hb + 8 * i), seed);
+        mixed[i] = fuse_mix(le(hb + 8 * i, 8), seed);
         fuse_slots(mixed[i], seg_bits, seg_count, s);
         start[(s[0] >> seg_bits) + 1]++;
     }
@@ -3227,7 +3278,7 @@ static PyObject *fuse_check(PyObject *self, PyObject *args) {
     uint64_t mask = ((uint64_t)1 << w) - 1, s[3];
     Py_ssize_t bad = -1;
     for (Py_ssize_t i = 0; i < n && bad < 0; i++) {
-        fuse_slots(fuse_mix(le64(hb + 8 * i), seed), seg_bits, seg_count, s);
+        fuse_slots(fuse_mix(le(hb + 8 * i, 8), seed), seg_bits, seg_count, s);
         uint32_t want =
             (uint32_t)((vb[4 * i] | vb[4 * i + 1] << 8 | vb[4 * i + 2] << 16 | (uint32_t)vb[4 * i + 3] << 24) & mask);
         if ((slot_get(packed, s[0], w) ^ slot_get(packed, s[1], w) ^ slot_get(packed, s[2], w)) != want) bad = i;

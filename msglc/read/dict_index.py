@@ -36,7 +36,7 @@ from msglc.format.hash_index import (
 from msglc.format.layout import U32
 from msglc.format.msgpack import item_end
 from msglc.util import accel
-from msglc.util.accel import BlockProbe, Probe
+from msglc.util.accel import BlockProbe, DirectProbe
 
 _LITTLE_ENDIAN = sys.byteorder == "little"
 
@@ -173,7 +173,6 @@ class BlockIndex:
         if speedups is not None:  # the whole lookup in C, with the same reads
             fields = (self.region + self.records, n, page_bits, self.blocks, block_bits, *span)
             self.probe = speedups.BlockProbe(bytes(pages), bytes(head[: self.table]), width, self.kid_ranges(), *fields)
-            self.kept = None  # the probe keeps them, for the Python path too (_candidates)
 
     def find(self, a: Reads, base: int, key: bytes, h: int) -> tuple[int, bytes | memoryview] | None:
         """(offset, bytes) of the value of the key encoded as ``key`` (hash ``h``) in the dict
@@ -431,7 +430,6 @@ class FuseIndex(BlockIndex):
             shape = (slot_bits, seed, seg_bits, seg_count, slots_size)
             crcs, offs = bytes(head[crcs_at:]), bytes(head[:crcs_at])
             self.probe = speedups.BlockProbe(crcs, offs, width, self.kid_ranges(), *fields, shape)
-            self.kept = None  # the probe keeps them, for the Python path too (_candidates)
 
     def crcs_crc(self) -> int:
         """The CRC-32 of the chunk CRCs (the node holds it)."""
@@ -556,7 +554,7 @@ class DirectIndex:
         self.shape = direct.Shape(group_bits, width, off_bits, chunk)
         self.firsts = le_array("I", groups)
         self.kept: dict[int, bytes] | None = {} if width * n <= RECORDS_KEPT else None  # chunk -> its records
-        self.probe: Probe | None = None  # the lookup in C (read by name in _speedups.c FastGet)
+        self.probe: DirectProbe | None = None  # the lookup in C (read by name in _speedups.c FastGet)
         speedups = accel.speedups
         if speedups is not None:
             fields = (group_bits, width, off_bits, chunk, self.lo, self.hi, self.entry_read, *span)
@@ -601,6 +599,16 @@ class DirectIndex:
         return None
 
     def _records(self, a: Reads, h: int) -> bytes:
+        """The records of hash ``h``'s window: from the C probe, which reads and keeps the
+        chunks for both paths (a dict keeps them once), else ``_read_records``."""
+        probe = self.probe
+        if probe is not None and accel.speedups is not None:
+            got = probe.records(a.read, h)
+            if got is not NotImplemented:
+                return got
+        return self._read_records(a, h)
+
+    def _read_records(self, a: Reads, h: int) -> bytes:
         """The records of hash ``h``'s window, their chunks read (in one read) and checked
         unless kept."""
         group_bits, width, _, chunk = self.shape

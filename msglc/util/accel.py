@@ -40,6 +40,15 @@ class BlockProbe(Probe, Protocol):
         ...
 
 
+class DirectProbe(Probe, Protocol):
+    """``_speedups.DirectProbe``: one dict's direct index lookups in C."""
+
+    def records(self, read: Callable[[int, int], bytes | memoryview], h: int, /) -> bytes | NotImplementedType:
+        """The records of the window of ``h`` (``direct.key_hash``), from the chunks this probe
+        reads and keeps (``DirectIndex._records``); NotImplemented: ask the Python path."""
+        ...
+
+
 class File(Protocol):
     """``_speedups.File(fd, map_size)``: a local file's descriptor (and a memory map of its first
     ``map_size`` bytes, where reads of it cannot kill the process) for the C reads; or
@@ -148,7 +157,7 @@ class Speedups(Protocol):
         span_lo: int,
         span_hi: int,
         /,
-    ) -> Probe:
+    ) -> DirectProbe:
         """A probe over a direct index (node type 10): ``find`` and ``get`` as a block probe's."""
         ...
 
@@ -290,7 +299,7 @@ class Speedups(Protocol):
         ...
 
 
-API = 19  # the version of ``_speedups`` this code calls (SPEEDUPS_API in _speedups.c)
+API = 20  # the version of ``_speedups`` this code calls (SPEEDUPS_API in _speedups.c)
 
 
 def _load() -> Speedups | None:

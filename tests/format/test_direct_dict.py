@@ -393,3 +393,35 @@ def test_a_dict_too_big_for_8_byte_records_gets_a_block_index(monkeypatch):
         assert type(a.node(t.toc_off + t.root_pos, t.root_len)) is BlockHashMapNode
         assert r["k2999"] == 2999 and "k3000" not in r
         r.verify()
+
+
+@pytest.mark.skipif(accel.speedups is None, reason="the C probe keeps the records")
+def test_lookups_and_in_keep_the_record_chunks_once():
+    """A chunk of records, once read and checked, is kept once (up to ``RECORDS_KEPT`` a
+    dict): ``in`` and the Python path's lookups take the window's records from the C probe,
+    so a dict looked up with both ``[]`` and ``in`` holds its records once, not twice."""
+    import tracemalloc
+
+    from msglc.read.dict_index import DirectIndex
+
+    n = 200_000
+    keys = random.Random(3).sample(range(n), 20_000)
+    with msglc.LazyReader(msglc.dumps({f"k{i}": i for i in range(n)}), cached=False) as r:
+        root = r.read()
+        assert root["k0"] == 0
+        index = root.loaded_index()
+        assert isinstance(index, DirectIndex) and index.probe is not None
+        records = index.shape.width * n
+        tracemalloc.start()
+        try:
+            before = tracemalloc.get_traced_memory()[0]
+            for i in keys:
+                assert root[f"k{i}"] == i
+            looked_up = tracemalloc.get_traced_memory()[0]
+            for i in [*keys, *range(n, n + 2000)]:
+                assert (f"k{i}" in root) == (i < n)
+            both = tracemalloc.get_traced_memory()[0]
+        finally:
+            tracemalloc.stop()
+    assert looked_up - before > records / 2, (looked_up - before, records)  # the records kept by the lookups
+    assert both - looked_up < records / 8, (both - looked_up, records)  # and not again by ``in``
