@@ -2143,18 +2143,9 @@ static int entry_bytes(EntryReads *w, Py_ssize_t pos, Py_ssize_t end, const unsi
     return got < 0 ? -1 : got == 0 ? 2 : 0;
 }
 
-/* Where the value of the key encoded as key is, in the dict whose first byte is at base, read
- * through src: 1 with *at, *len pointing into entrybuf or held (release it) and *where its
- * offset; 0 for a key the dict does not hold; 2 for anything unusual (the Python path
- * answers); -1 with an exception. Mirrors read/dict_index.py DirectIndex._entry. */
-/* The window of records of hash h, [*start, *stop): 1 with its chunks' records in ptr[]
- * (the first chunk's c0 = *start / chunk; read into recbuf, DIRECT_READ_CAP bytes, or held
- * in rh: release it), 0 for an empty window, 2 for the Python path (bounds that do not fit,
- * a read or a checksum that fails), -1 with an exception. Mirrors read/dict_index.py
- * DirectIndex._records. */
-static int direct_window(DirectProbe *self, PyObject *src, uint64_t h, uint64_t *start, uint64_t *stop,
-                         const unsigned char **ptr, unsigned char *recbuf, Held *rh) {
-    rh->holder = NULL, rh->has_view = 0;
+/* The records of hash h's window, [*start, *stop): 1, 0 for an empty window, 2 for bounds
+ * that do not fit (the Python path). Mirrors format/direct.py window. */
+static int direct_bounds(DirectProbe *self, uint64_t h, uint64_t *start, uint64_t *stop) {
     int gb = self->group_bits;
     const unsigned char *groups = (const unsigned char *)PyBytes_AS_STRING(self->groups);
     uint64_t g = gb ? h >> (64 - gb) : 0, first = le(groups + 4 * g, 4), end = le(groups + 4 * g + 4, 4);
@@ -2162,13 +2153,29 @@ static int direct_window(DirectProbe *self, PyObject *src, uint64_t h, uint64_t 
     uint64_t est = direct_estimate(h, gb, first, end);
     *start = est - first > (uint64_t)self->lo ? est - (uint64_t)self->lo : first;
     *stop = est + (uint64_t)self->hi + 1 < end ? est + (uint64_t)self->hi + 1 : end;
-    if (*start >= *stop) return 0;
+    return *start < *stop;
+}
+
+/* The window of records of hash h, [*start, *stop): 1 with its chunks' records in ptr[]
+ * (DIRECT_CHUNKS at most; the first chunk's c0 = *start / chunk; read into recbuf,
+ * DIRECT_READ_CAP bytes, or held in rh: release it), 0 for an empty window, 2 for the Python
+ * path (bounds that do not fit, more chunks, a read or a checksum that fails), -1 with an
+ * exception. */
+static int direct_window(DirectProbe *self, PyObject *src, uint64_t h, uint64_t *start, uint64_t *stop,
+                         const unsigned char **ptr, unsigned char *recbuf, Held *rh) {
+    rh->holder = NULL, rh->has_view = 0;
+    int got = direct_bounds(self, h, start, stop);
+    if (got != 1) return got;
     Py_ssize_t chunk = self->chunk, c0 = (Py_ssize_t)*start / chunk, c1 = (Py_ssize_t)(*stop - 1) / chunk;
     if (c1 - c0 >= DIRECT_CHUNKS) return 2;
-    int got = direct_chunks(self, src, c0, c1, recbuf, DIRECT_READ_CAP, ptr, rh);
+    got = direct_chunks(self, src, c0, c1, recbuf, DIRECT_READ_CAP, ptr, rh);
     return got < 0 ? -1 : got == 0 ? 2 : 1;
 }
 
+/* Where the value of the key encoded as key is, in the dict whose first byte is at base, read
+ * through src: 1 with *at, *len pointing into entrybuf or held (release it) and *where its
+ * offset; 0 for a key the dict does not hold; 2 for anything unusual (the Python path
+ * answers); -1 with an exception. Mirrors read/dict_index.py DirectIndex._entry. */
 static int direct_locate(DirectProbe *self, PyObject *src, Py_ssize_t base, const unsigned char *key, Py_ssize_t klen,
                          unsigned char *entrybuf, Held *held, const unsigned char **at, Py_ssize_t *len,
                          Py_ssize_t *where) {
@@ -2271,8 +2278,10 @@ static PyObject *direct_find(DirectProbe *self, PyObject *const *args, Py_ssize_
 
 /* probe.records(read, h) -> bytes | NotImplemented: the records of hash h's window (u64
  * key_hash), from the chunks this probe keeps (or reads, checks and keeps): the Python path
- * (contains, a lookup the probe left to it) asks here, so that a dict keeps them once.
- * Mirrors read/dict_index.py DirectIndex._read_records. */
+ * (contains, a lookup the probe left to it) asks here, so that a dict keeps them once. A
+ * window of any number of chunks (those of more than DIRECT_CHUNKS are left to the Python
+ * path by find, not here: else it would keep their chunks a second time). Mirrors
+ * read/dict_index.py DirectIndex._read_records. */
 static PyObject *direct_records(DirectProbe *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 2) {
         PyErr_SetString(PyExc_TypeError, "records(read, h)");
@@ -2281,24 +2290,29 @@ static PyObject *direct_records(DirectProbe *self, PyObject *const *args, Py_ssi
     unsigned long long h = PyLong_AsUnsignedLongLong(args[1]);
     if (h == (unsigned long long)-1 && PyErr_Occurred()) return NULL;
     uint64_t start = 0, stop = 0;
-    unsigned char recbuf[DIRECT_READ_CAP];
-    const unsigned char *ptr[DIRECT_CHUNKS];
-    Held rh;
-    int got = direct_window(self, args[0], (uint64_t)h, &start, &stop, ptr, recbuf, &rh);
-    if (got < 0) return NULL;
+    int got = direct_bounds(self, (uint64_t)h, &start, &stop);
     if (got == 2) Py_RETURN_NOTIMPLEMENTED;
-    Py_ssize_t width = self->width, chunk = self->chunk, n = got ? (Py_ssize_t)(stop - start) : 0;
-    PyObject *out = PyBytes_FromStringAndSize(NULL, n * width);
-    if (out) {
+    if (got == 0) return PyBytes_FromStringAndSize(NULL, 0);
+    Py_ssize_t width = self->width, chunk = self->chunk, n = (Py_ssize_t)(stop - start);
+    Py_ssize_t c0 = (Py_ssize_t)start / chunk, c1 = (Py_ssize_t)(stop - 1) / chunk;
+    unsigned char recbuf[DIRECT_READ_CAP];
+    const unsigned char *few[DIRECT_CHUNKS], **ptr = few;
+    if (c1 - c0 >= DIRECT_CHUNKS && !(ptr = PyMem_New(const unsigned char *, (size_t)(c1 - c0 + 1))))
+        return PyErr_NoMemory();
+    Held rh;
+    PyObject *out = NULL;
+    got = direct_chunks(self, args[0], c0, c1, recbuf, DIRECT_READ_CAP, ptr, &rh);
+    if (got == 0) out = Py_NewRef(Py_NotImplemented);
+    if (got == 1 && (out = PyBytes_FromStringAndSize(NULL, n * width))) {
         unsigned char *to = (unsigned char *)PyBytes_AS_STRING(out);
-        Py_ssize_t c0 = (Py_ssize_t)start / chunk;
-        for (Py_ssize_t i = (Py_ssize_t)start; i < (Py_ssize_t)start + n;) { /* a chunk's part at a time */
+        for (Py_ssize_t i = (Py_ssize_t)start; i < (Py_ssize_t)stop;) { /* a chunk's part at a time */
             Py_ssize_t upto = (i / chunk + 1) * chunk, k = (upto < (Py_ssize_t)stop ? upto : (Py_ssize_t)stop) - i;
             memcpy(to, ptr[i / chunk - c0] + (i % chunk) * width, (size_t)(k * width));
             to += k * width, i += k;
         }
     }
     held_release(&rh);
+    if (ptr != few) PyMem_Free(ptr);
     return out;
 }
 

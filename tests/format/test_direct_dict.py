@@ -425,3 +425,39 @@ def test_lookups_and_in_keep_the_record_chunks_once():
             tracemalloc.stop()
     assert looked_up - before > records / 2, (looked_up - before, records)  # the records kept by the lookups
     assert both - looked_up < records / 8, (both - looked_up, records)  # and not again by ``in``
+
+
+@pytest.mark.parametrize("pure", [False, True], ids=["c", "python"])
+def test_windows_wider_than_a_c_lookup_reads_keep_their_chunks_once(monkeypatch, pure):
+    """Bounds that make a window span more than the 8 chunks a C lookup reads (9 here; a
+    writer's windows span two or three) send its lookups to the Python path, which takes
+    the window's records from the probe too: the dict keeps its records once, not once in
+    the probe and again in ``DirectIndex`` (twice, before), and once every key was asked a
+    lookup reads entries only."""
+    import tracemalloc
+
+    if pure:
+        monkeypatch.setattr(accel, "speedups", None)
+    n = 2000
+    data = msglc.dumps({f"k{i}": "v" * 40 for i in range(n)})
+    with msglc.LazyReader(data) as r:
+        node = _node(r)
+    assert (node.page_bits, node.offs_width, node.chunk) == (0, 5, 204)  # one group of 10 chunks
+    chunk_bytes = node.offs_width * node.chunk
+    stats = LazyStats()
+    with msglc.LazyReader(_renode(data, lo=4 * node.chunk, hi=4 * node.chunk), counter=stats, cached=False) as r:
+        root = r.read()
+        tracemalloc.start()
+        try:
+            before = tracemalloc.get_traced_memory()[0]
+            for i in range(n):
+                assert root[f"k{i}"] == "v" * 40 and f"k{i}" in root
+            kept = tracemalloc.get_traced_memory()[0] - before
+        finally:
+            tracemalloc.stop()
+        for i in range(n):
+            for ask in (lambda k: root[k], lambda k: k in root):
+                stats.clear()
+                assert ask(f"k{i}")
+                assert stats.bytes < chunk_bytes, (i, stats.bytes)  # entries, no chunk of records
+    assert kept < 1.3 * node.offs_width * n, (kept, node.offs_width * n)
