@@ -1298,7 +1298,26 @@ static PyObject *find_entry(PyObject *self, PyObject *args) {
 #define FUSE_KEPT (16 << 20) /* read/dict_index.py FUSE_KEPT */
 #define FUSE_MAX_SEG_BITS 18 /* format/fuse.py MAX_SEG_BITS */
 
-static unsigned char kept_empty[1]; /* the records of a page without any, kept */
+static unsigned char kept_empty[1]; /* the records of a page without any (or an empty chunk), kept */
+
+/* Keeps a copy of the size bytes at data, checked, in *slot for later lookups, unless a copy
+ * is there (another thread's lookup kept them while this one read); nothing when the
+ * allocation fails (the next lookup reads them again). The index pieces of BlockProbe (page
+ * records, a fuse's slot chunks) and DirectProbe (record chunks); free them with kept_free. */
+static void keep_checked(unsigned char **slot, const unsigned char *data, size_t size) {
+    if (*slot) return;
+    unsigned char *copy = size ? PyMem_Malloc(size) : kept_empty;
+    if (copy && size) memcpy(copy, data, size);
+    *slot = copy;
+}
+
+/* Frees the n pieces keep_checked kept in kept, and kept itself. */
+static void kept_free(unsigned char **kept, Py_ssize_t n) {
+    if (!kept) return;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (kept[i] != kept_empty) PyMem_Free(kept[i]);
+    PyMem_Free(kept);
+}
 
 typedef struct {
     PyObject_HEAD
@@ -1318,11 +1337,7 @@ static void probe_dealloc(BlockProbe *self) {
     Py_XDECREF(self->pages);
     Py_XDECREF(self->offs);
     Py_XDECREF(self->kids);
-    if (self->kept) {
-        for (Py_ssize_t p = 0; p < self->nkept; p++)
-            if (self->kept[p] != kept_empty) PyMem_Free(self->kept[p]);
-        PyMem_Free(self->kept);
-    }
+    kept_free(self->kept, self->nkept);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -1443,11 +1458,7 @@ static int fuse_chunk(BlockProbe *self, PyObject *src, uint64_t c, unsigned char
         held_release(held);
         return 0;
     }
-    if (self->kept && !self->kept[c]) { /* checked: kept for later lookups (unless another thread's was first) */
-        unsigned char *copy = PyMem_Malloc((size_t)size);
-        if (copy) memcpy(copy, *chunk, (size_t)size);
-        self->kept[c] = copy;
-    }
+    if (self->kept) keep_checked(&self->kept[c], *chunk, (size_t)size);
     return 1;
 }
 
@@ -1515,12 +1526,7 @@ static int probe_candidates(BlockProbe *self, PyObject *src, const unsigned char
             held_release(&rh);
             return 2;
         }
-        if (self->kept && !self->kept[page]) { /* checked: kept for the next lookup in this page (unless another
-                                                  * thread's lookup kept it while this one read) */
-            unsigned char *copy = nrecs ? PyMem_Malloc((size_t)(size * nrecs)) : kept_empty;
-            if (copy && copy != kept_empty) memcpy(copy, recs, (size_t)(size * nrecs));
-            self->kept[page] = copy;
-        }
+        if (self->kept) keep_checked(&self->kept[page], recs, (size_t)(size * nrecs));
     }
     int fp = (int)((uint32_t)((uint64_t)h << bits) >> 24);
     if (candidates_init(c, nrecs) == 0)
@@ -1976,10 +1982,7 @@ typedef struct {
 
 static void direct_dealloc(DirectProbe *self) {
     Py_XDECREF(self->groups);
-    if (self->kept) {
-        for (Py_ssize_t c = 0; c < self->nchunks; c++) PyMem_Free(self->kept[c]);
-        PyMem_Free(self->kept);
-    }
+    kept_free(self->kept, self->nchunks);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -2049,11 +2052,7 @@ static int direct_chunks(DirectProbe *self, PyObject *src, Py_ssize_t c0, Py_ssi
             return 0;
         }
         ptr[c - c0] = part;
-        if (self->kept && !self->kept[c]) { /* checked: kept for later lookups in this chunk */
-            unsigned char *copy = PyMem_Malloc(size ? size : 1);
-            if (copy) memcpy(copy, part, size);
-            self->kept[c] = copy;
-        }
+        if (self->kept) keep_checked(&self->kept[c], part, size);
     }
     return 1;
 }
