@@ -1361,8 +1361,19 @@ static PyObject *probe_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     if (!PyArg_ParseTuple(args, "SSiSnnininn|O", &pages, &offs, &width, &kids, &records_at, &n, &page_bits, &blocks,
                           &block_bits, &span_lo, &span_hi, &fuse))
         return NULL;
-    if (fuse != Py_None && !PyArg_ParseTuple(fuse, "iKiKn", &slot_bits, &seed, &seg_bits, &seg_count, &slots_size))
-        return NULL;
+    PyObject *seed_obj, *seg_count_obj;
+    if (fuse != Py_None) { /* seed and seg_count range-checked (a "K" format would take them modulo 2**64) */
+        if (!PyArg_ParseTuple(fuse, "iO!iO!n", &slot_bits, &PyLong_Type, &seed_obj, &seg_bits, &PyLong_Type,
+                              &seg_count_obj, &slots_size))
+            return NULL;
+        seed = PyLong_AsUnsignedLongLong(seed_obj);
+        seg_count = PyLong_AsUnsignedLongLong(seg_count_obj);
+        if (PyErr_Occurred()) {
+            if (!PyErr_ExceptionMatches(PyExc_OverflowError)) return NULL;
+            PyErr_Clear();
+            seg_count = 0; /* refused below */
+        }
+    }
     Py_ssize_t size = 1;
     while (size < 8 && (blocks - 1) >> (8 * size)) size++; /* block_width(): the fewest bytes that hold the largest */
     Py_ssize_t nkept = page_bits >= 0 && page_bits <= 31 ? (Py_ssize_t)1 << page_bits : 0, table = (nkept + 1) * 8;

@@ -393,7 +393,8 @@ def test_a_fuse_probe_refuses_a_shape_its_slots_do_not_fit():
     crcs, offs = b"\0" * (4 * ((slots + 1023) // 1024)), b"\0" * 8
     make(crcs, offs, 4, b"", 0, 10, 0, 1, 4, 0, 0, (4, 1, 3, 5, slots))
     for shape in [(4, 1, 3, 5, slots + 1), (0, 1, 3, 5, slots), (33, 1, 3, 5, slots), (4, 1, 19, 5, slots),
-                  (4, 1, 3, 0, slots), (4, 1, 3, 2**32 + 1, slots), (4, 1, -1, 5, slots)]:  # fmt: skip
+                  (4, 1, 3, 0, slots), (4, 1, 3, 2**32 + 1, slots), (4, 1, -1, 5, slots),
+                  (4, 1, 3, 2**64 + 5, slots), (4, -1, 3, 5, slots), (4, 2**64, 3, 5, slots)]:  # fmt: skip
         with pytest.raises(ValueError, match="out of range"):
             make(crcs, offs, 4, b"", 0, 10, 0, 1, 4, 0, 0, shape)
     with pytest.raises(ValueError, match="out of range"):
