@@ -1448,12 +1448,21 @@ static uint32_t bits_at(const unsigned char *b, int shift, int w) {
     return (uint32_t)((le(b, (shift + w + 7) >> 3) >> shift) & (((uint64_t)1 << w) - 1));
 }
 
-/* Chunk c of a fuse's slots (*len bytes) at *chunk: kept, or read (into buf, FUSE_CHUNK
- * bytes, or held) and checked against its CRC, then kept: 1, 0 for the Python path (a read
- * that fails, a chunk that fails its checksum or lies past the slots), -1 with an exception.
- * Mirrors read/dict_index.py FuseIndex._chunk. */
-static int fuse_chunk(BlockProbe *self, PyObject *src, uint64_t c, unsigned char *buf, const unsigned char **chunk,
-                      Py_ssize_t *len, Held *held) {
+#define FUSE_SPAN_CHUNKS 16 /* a lookup's three slots within this many chunks are read in one */
+
+/* Chunks c0..c1 of a fuse's slots read in one request (data NULL: none), their CRCs not yet
+ * checked. */
+typedef struct {
+    const unsigned char *data;
+    uint64_t c0, c1;
+} SlotSpan;
+
+/* Chunk c of a fuse's slots (*len bytes) at *chunk: kept, or taken from span, or read (into
+ * buf, FUSE_CHUNK bytes, or held), then checked against its CRC and kept: 1, 0 for the Python
+ * path (a read that fails, a chunk that fails its checksum or lies past the slots), -1 with
+ * an exception. Mirrors read/dict_index.py FuseIndex._chunk. */
+static int fuse_chunk(BlockProbe *self, PyObject *src, uint64_t c, const SlotSpan *span, unsigned char *buf,
+                      const unsigned char **chunk, Py_ssize_t *len, Held *held) {
     held->holder = NULL, held->has_view = 0;
     if (c >= (uint64_t)self->nkept) return 0;
     Py_ssize_t size = self->slots_size - (Py_ssize_t)c * FUSE_CHUNK;
@@ -1462,8 +1471,12 @@ static int fuse_chunk(BlockProbe *self, PyObject *src, uint64_t c, unsigned char
         *chunk = self->kept[c];
         return 1;
     }
-    int got = src_read(src, self->records_at + (Py_ssize_t)c * FUSE_CHUNK, size, buf, FUSE_CHUNK, chunk, held);
-    if (got <= 0) return got;
+    if (span->data && span->c0 <= c && c <= span->c1) {
+        *chunk = span->data + (c - span->c0) * FUSE_CHUNK;
+    } else {
+        int got = src_read(src, self->records_at + (Py_ssize_t)c * FUSE_CHUNK, size, buf, FUSE_CHUNK, chunk, held);
+        if (got <= 0) return got;
+    }
     const unsigned char *crcs = (const unsigned char *)PyBytes_AS_STRING(self->pages);
     if (crc32_of(*chunk, (size_t)size) != (uint32_t)le(crcs + 4 * c, 4)) {
         held_release(held);
@@ -1474,34 +1487,56 @@ static int fuse_chunk(BlockProbe *self, PyObject *src, uint64_t c, unsigned char
 }
 
 /* The block that the fuse's three slots name for the key encoded as key: 1 with *block, 2
- * for the Python path, -1 with an exception. Mirrors read/dict_index.py FuseIndex._candidates
- * (_slot: a slot's bytes may lie in two chunks; those past the slots' end count as 0). */
+ * for the Python path, -1 with an exception. The slots lie in three consecutive segments: of
+ * a dict of up to about 500,000 keys, within FUSE_SPAN_CHUNKS chunks, which are then read in
+ * one request where not all kept (of a larger dict, a chunk at a time). Mirrors
+ * read/dict_index.py FuseIndex._candidates (_slot: a slot's bytes may lie in two chunks;
+ * those past the slots' end count as 0). */
 static int fuse_block(BlockProbe *self, PyObject *src, const unsigned char *key, Py_ssize_t klen, uint64_t *block) {
-    uint64_t slot[3];
+    uint64_t slot[3], first[3], c_lo = UINT64_MAX, c_hi = 0;
+    int w = self->slot_bits, nbytes[3], kept = self->kept != NULL;
     fuse_slots(fuse_mix(key_base_hash(key, (size_t)klen), self->seed), self->seg_bits, self->seg_count, slot);
-    int w = self->slot_bits;
-    uint64_t x = 0;
-    unsigned char buf[FUSE_CHUNK];
     for (int s = 0; s < 3; s++) {
-        uint64_t bit = slot[s] * (uint64_t)w, first = bit >> 3;
-        int nbytes = (int)(((bit & 7) + (uint64_t)w + 7) >> 3); /* 5 at most */
+        uint64_t bit = slot[s] * (uint64_t)w;
+        first[s] = bit >> 3, nbytes[s] = (int)(((bit & 7) + (uint64_t)w + 7) >> 3); /* 5 at most */
+        for (uint64_t c = first[s] / FUSE_CHUNK; c <= (first[s] + (uint64_t)nbytes[s] - 1) / FUSE_CHUNK; c++) {
+            c_lo = c < c_lo ? c : c_lo, c_hi = c > c_hi ? c : c_hi;
+            kept = kept && c < (uint64_t)self->nkept && self->kept[c];
+        }
+    }
+    unsigned char buf[FUSE_CHUNK], spanbuf[FUSE_SPAN_CHUNKS * FUSE_CHUNK];
+    SlotSpan span = {.data = NULL, .c0 = c_lo, .c1 = c_hi};
+    Held sh = {.holder = NULL, .has_view = 0};
+    if (!kept && c_hi > c_lo && c_hi - c_lo < FUSE_SPAN_CHUNKS && c_hi < (uint64_t)self->nkept) {
+        Py_ssize_t at = (Py_ssize_t)c_lo * FUSE_CHUNK, end = ((Py_ssize_t)c_hi + 1) * FUSE_CHUNK;
+        end = end < self->slots_size ? end : self->slots_size;
+        int got = src_read(src, self->records_at + at, end - at, spanbuf, sizeof spanbuf, &span.data, &sh);
+        if (got <= 0) return got < 0 ? -1 : 2;
+    }
+    uint64_t x = 0;
+    int status = 1;
+    for (int s = 0; s < 3 && status == 1; s++) {
         unsigned char word[8] = {0};
-        for (uint64_t c = first / FUSE_CHUNK; c <= (first + (uint64_t)nbytes - 1) / FUSE_CHUNK; c++) {
+        for (uint64_t c = first[s] / FUSE_CHUNK; c <= (first[s] + (uint64_t)nbytes[s] - 1) / FUSE_CHUNK; c++) {
             const unsigned char *chunk;
             Py_ssize_t len;
             Held held;
-            int got = fuse_chunk(self, src, c, buf, &chunk, &len, &held);
-            if (got <= 0) return got < 0 ? -1 : 2;
-            for (int k = 0; k < nbytes; k++) {
-                uint64_t at = first + (uint64_t)k;
+            int got = fuse_chunk(self, src, c, &span, buf, &chunk, &len, &held);
+            if (got <= 0) {
+                status = got < 0 ? -1 : 2;
+                break;
+            }
+            for (int k = 0; k < nbytes[s]; k++) {
+                uint64_t at = first[s] + (uint64_t)k;
                 if (at / FUSE_CHUNK == c && at % FUSE_CHUNK < (uint64_t)len) word[k] = chunk[at % FUSE_CHUNK];
             }
             held_release(&held);
         }
-        x ^= bits_at(word, (int)(bit & 7), w);
+        x ^= bits_at(word, (int)((slot[s] * (uint64_t)w) & 7), w);
     }
+    held_release(&sh);
     *block = x;
-    return 1;
+    return status;
 }
 
 /* The candidate blocks of hash h: the distinct blocks its page's records name with its

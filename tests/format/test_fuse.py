@@ -301,14 +301,14 @@ class _Bytes:
         return CorruptedError(message)
 
 
-def _crafted_fuse(rng):
+def _crafted_fuse(rng, n=None, block_bits=None, changes=(1, 3)):
     """A dict's entries and its fuse region (as writers make them), then changed as an
     attacker would (slots, block offsets, entries, the slots cut short), every chunk CRC made
-    to fit: the bytes and the ``FuseIndex`` fields."""
+    to fit: the bytes and the ``FuseIndex`` fields. ``changes``: how many, at least and most."""
     import msgspec
 
-    n = rng.choice([1, 2, 40, 300, 3000])
-    block_bits = rng.choice([0, 2, 5])
+    n = rng.choice([1, 2, 40, 300, 3000]) if n is None else n
+    block_bits = rng.choice([0, 2, 5]) if block_bits is None else block_bits
     keys = list(dict.fromkeys(rng.choice([f"s{rng.getrandbits(20)}", rng.getrandbits(14) - 99]) for _ in range(n)))
     n = len(keys)
     body, koffs, kids = bytearray(b"\xdd" + n.to_bytes(4, "big")), [], []
@@ -328,7 +328,7 @@ def _crafted_fuse(rng):
     blocks = len(offs) // width - 1
     at = len(body)
     slots, data, crcs = bytearray(built_slots), bytearray(body), None
-    for _ in range(rng.randint(1, 3)):
+    for _ in range(rng.randint(*changes)):
         kind = rng.randrange(4)
         if kind == 0:  # a slot's bit
             slots[rng.randrange(len(slots))] ^= 1 << rng.randrange(8)
@@ -381,6 +381,53 @@ def test_c_fuse_lookups_agree_with_python_on_crafted_indexes():
             seen.add("miss" if outcomes[0] is None else "error" if isinstance(outcomes[0], str) else "value")
     assert seen == {"value", "miss", "error"}
     assert answered > asked / 2, (answered, asked)
+
+
+class _Counted(_Bytes):
+    def __init__(self, data: bytes) -> None:
+        super().__init__(data)
+        self.reads = 0
+
+    def read(self, offset: int, size: int) -> memoryview:
+        self.reads += 1
+        return super().read(offset, size)
+
+
+@needs_c
+@pytest.mark.parametrize("n", [3000, 300_000], ids=["slots read at once", "a chunk at a time"])
+def test_the_c_lookup_reads_a_key_s_slots_in_one_request_where_they_lie_close(n):
+    """A key's three slots lie in three consecutive segments: in a dict of a few thousand keys
+    within a few KB, which the C lookup reads in one request (then the block: two in all); in
+    a larger dict a chunk at a time. Either way it answers as the Python path does, a slot
+    damaged behind its CRC included."""
+    import msgspec
+
+    from msglc.read.dict_index import FuseIndex
+
+    rng = random.Random(n)
+    for changes in ((0, 0), (1, 1)):
+        data, keys, at, fields, span, kids = _crafted_fuse(rng, n, block_bits=0, changes=changes)
+        a = _Counted(data)
+        index = FuseIndex(a, at, fields, span, kids)
+        probe = index.probe
+        assert probe is not None
+        reads = []
+        for key in [*rng.sample(keys, 300), "none", -5000]:
+            kb = msgspec.msgpack.encode(key)
+            outcomes: list[object] = []
+            for with_c in (True, False):
+                index.probe = probe if with_c else None
+                before = a.reads
+                try:
+                    found = index.find(a, 0, kb, zlib.crc32(kb))
+                    outcomes.append(None if found is None else (found[0], bytes(found[1])))
+                except msglc.MsglcError as e:
+                    outcomes.append(f"{type(e).__name__}: {e}")
+                if with_c and changes == (0, 0):
+                    reads.append(a.reads - before)
+            assert outcomes[0] == outcomes[1], (key, outcomes)
+        if changes == (0, 0):  # the first lookups, before chunks are kept: slots then the block
+            assert reads[0] == (2 if n == 3000 else 4), reads[:5]
 
 
 @needs_c
