@@ -1487,9 +1487,9 @@ static int fuse_chunk(BlockProbe *self, PyObject *src, uint64_t c, const SlotSpa
 }
 
 /* The block that the fuse's three slots name for the key encoded as key: 1 with *block, 2
- * for the Python path, -1 with an exception. The slots lie in three consecutive segments: of
- * a dict of up to about 500,000 keys, within FUSE_SPAN_CHUNKS chunks, which are then read in
- * one request where not all kept (of a larger dict, a chunk at a time). Mirrors
+ * for the Python path, -1 with an exception. The slots lie in three consecutive segments: in
+ * a lookup table of up to about 400,000 keys (4 KB blocks) mostly within FUSE_SPAN_CHUNKS
+ * chunks, which are then read in one request where not all kept (else a chunk at a time). Mirrors
  * read/dict_index.py FuseIndex._candidates (_slot: a slot's bytes may lie in two chunks;
  * those past the slots' end count as 0). */
 static int fuse_block(BlockProbe *self, PyObject *src, const unsigned char *key, Py_ssize_t klen, uint64_t *block) {
