@@ -1,12 +1,16 @@
 """What a read gives, as plain comparable objects, and the same read with the C accelerator
-and with the pure-Python path (tests of the C read paths)."""
+and with the pure-Python path (tests of the C read paths); reads over bytes and the memory
+lookups keep, for the tests of the dict indexes' C probes."""
 
 from __future__ import annotations
 
 import struct
+import tracemalloc
+from collections.abc import Callable
 
 import numpy as np
 
+import msglc
 from msglc.read.part import LazyPart
 from msglc.util import accel
 
@@ -45,3 +49,37 @@ def both_modes(monkeypatch, run):
         m.setattr(accel, "speedups", None)
         pure = run()
     return with_c, pure
+
+
+class BytesReads:
+    """An archive's reads (``dict_index.Reads``) over bytes, counted: an index's lookups
+    tested without an archive around them."""
+
+    def __init__(self, data: bytes | bytearray) -> None:
+        self.data = data
+        self.reads = 0
+
+    def read(self, offset: int, size: int) -> memoryview:
+        self.reads += 1
+        if offset < 0 or size < 0 or offset + size > len(self.data):
+            raise msglc.TruncatedError(f"{size} bytes at {offset}")
+        return memoryview(self.data)[offset : offset + size]
+
+    def damaged(self, message: str) -> Exception:
+        return msglc.CorruptedError(message)
+
+
+def traced_growth(*steps: Callable[[], object]) -> list[int]:
+    """The bytes of memory each step left allocated (``tracemalloc``), in order: what a
+    dict's index keeps as lookups read it."""
+    tracemalloc.start()
+    try:
+        grown, last = [], tracemalloc.get_traced_memory()[0]
+        for step in steps:
+            step()
+            now = tracemalloc.get_traced_memory()[0]
+            grown.append(now - last)
+            last = now
+        return grown
+    finally:
+        tracemalloc.stop()

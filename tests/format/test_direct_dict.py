@@ -9,6 +9,7 @@ from typing import Any
 import msgspec
 import numpy as np
 import pytest
+from outcomes import traced_growth
 
 import msglc
 from msglc import CorruptedError, LazyStats
@@ -400,8 +401,6 @@ def test_lookups_and_in_keep_the_record_chunks_once():
     """A chunk of records, once read and checked, is kept once (up to ``RECORDS_KEPT`` a
     dict): ``in`` and the Python path's lookups take the window's records from the C probe,
     so a dict looked up with both ``[]`` and ``in`` holds its records once, not twice."""
-    import tracemalloc
-
     from msglc.read.dict_index import DirectIndex
 
     n = 200_000
@@ -412,19 +411,18 @@ def test_lookups_and_in_keep_the_record_chunks_once():
         index = root.loaded_index()
         assert isinstance(index, DirectIndex) and index.probe is not None
         records = index.shape.width * n
-        tracemalloc.start()
-        try:
-            before = tracemalloc.get_traced_memory()[0]
+
+        def lookups():
             for i in keys:
                 assert root[f"k{i}"] == i
-            looked_up = tracemalloc.get_traced_memory()[0]
+
+        def contains():
             for i in [*keys, *range(n, n + 2000)]:
                 assert (f"k{i}" in root) == (i < n)
-            both = tracemalloc.get_traced_memory()[0]
-        finally:
-            tracemalloc.stop()
-    assert looked_up - before > records / 2, (looked_up - before, records)  # the records kept by the lookups
-    assert both - looked_up < records / 8, (both - looked_up, records)  # and not again by ``in``
+
+        by_lookups, by_in = traced_growth(lookups, contains)
+    assert by_lookups > records / 2, (by_lookups, records)  # the records kept by the lookups
+    assert by_in < records / 8, (by_in, records)  # and not again by ``in``
 
 
 @pytest.mark.parametrize("pure", [False, True], ids=["c", "python"])

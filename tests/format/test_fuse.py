@@ -7,6 +7,7 @@ import zlib
 from typing import Any
 
 import pytest
+from outcomes import BytesReads, traced_growth
 
 import msglc
 from msglc import CorruptedError, LazyReader
@@ -286,21 +287,6 @@ def test_a_toc_built_again_keeps_what_earlier_roots_of_the_builder_wrote(monkeyp
     assert tocs[1] == tocs[0]
 
 
-class _Bytes:
-    """An archive's reads (``dict_index.Reads``) over bytes."""
-
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-
-    def read(self, offset: int, size: int) -> memoryview:
-        if offset < 0 or size < 0 or offset + size > len(self.data):
-            raise msglc.TruncatedError(f"{size} bytes at {offset}")
-        return memoryview(self.data)[offset : offset + size]
-
-    def damaged(self, message: str) -> Exception:
-        return CorruptedError(message)
-
-
 def _crafted_fuse(rng, n=None, block_bits=None, changes=(1, 3)):
     """A dict's entries and its fuse region (as writers make them), then changed as an
     attacker would (slots, block offsets, entries, the slots cut short), every chunk CRC made
@@ -361,7 +347,7 @@ def test_c_fuse_lookups_agree_with_python_on_crafted_indexes():
     seen: set[str] = set()
     for _ in range(120):
         data, keys, at, fields, span, kids = _crafted_fuse(rng)
-        a = _Bytes(data)
+        a = BytesReads(data)
         index = FuseIndex(a, at, fields, span, kids)
         probe = index.probe
         assert probe is not None
@@ -383,16 +369,6 @@ def test_c_fuse_lookups_agree_with_python_on_crafted_indexes():
     assert answered > asked / 2, (answered, asked)
 
 
-class _Counted(_Bytes):
-    def __init__(self, data: bytes) -> None:
-        super().__init__(data)
-        self.reads = 0
-
-    def read(self, offset: int, size: int) -> memoryview:
-        self.reads += 1
-        return super().read(offset, size)
-
-
 @needs_c
 @pytest.mark.parametrize("n", [3000, 300_000], ids=["slots read at once", "a chunk at a time"])
 def test_the_c_lookup_reads_a_key_s_slots_in_one_request_where_they_lie_close(n):
@@ -407,7 +383,7 @@ def test_the_c_lookup_reads_a_key_s_slots_in_one_request_where_they_lie_close(n)
     rng = random.Random(n)
     for changes in ((0, 0), (1, 1)):
         data, keys, at, fields, span, kids = _crafted_fuse(rng, n, block_bits=0, changes=changes)
-        a = _Counted(data)
+        a = BytesReads(data)
         index = FuseIndex(a, at, fields, span, kids)
         probe = index.probe
         assert probe is not None
@@ -455,8 +431,6 @@ def test_lookups_and_in_keep_the_fuse_slots_once():
     """The slot chunks a fuse-indexed dict keeps once read (up to ``FUSE_KEPT`` a dict) are
     kept once: ``in`` walks the block the C lookup's chunks name, so a dict looked up with
     both ``[]`` and ``in`` holds its slots once, not twice (and reads them once)."""
-    import tracemalloc
-
     d = {f"k{i}": i for i in range(100_000)}
     keys = random.Random(3).sample(list(d), 10_000)
     with LazyReader(msglc.dumps(d, **ZSTD), cached=False) as r:
@@ -465,19 +439,18 @@ def test_lookups_and_in_keep_the_fuse_slots_once():
         slots = fuse.slot_bytes(node.slot_bits, node.seg_bits, node.seg_count)
         root = r.read()
         assert root["k0"] == 0
-        tracemalloc.start()
-        try:
-            before = tracemalloc.get_traced_memory()[0]
+
+        def lookups():
             for k in keys:
                 assert root[k] == d[k]
-            looked_up = tracemalloc.get_traced_memory()[0]
+
+        def contains():
             for k in keys:
                 assert k in root
-            both = tracemalloc.get_traced_memory()[0]
-        finally:
-            tracemalloc.stop()
-    assert looked_up - before > slots / 2, (looked_up - before, slots)  # the chunks kept by the lookups
-    assert both - looked_up < slots / 8, (both - looked_up, slots)  # and not again by ``in``
+
+        by_lookups, by_in = traced_growth(lookups, contains)
+    assert by_lookups > slots / 2, (by_lookups, slots)  # the chunks kept by the lookups
+    assert by_in < slots / 8, (by_in, slots)  # and not again by ``in``
 
 
 @needs_c

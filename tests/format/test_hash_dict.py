@@ -9,6 +9,7 @@ import zlib
 import msgspec
 import numpy as np
 import pytest
+from outcomes import BytesReads, traced_growth
 
 import msglc
 from msglc.format import hash_index
@@ -314,21 +315,6 @@ def test_a_c_lookup_out_of_memory_raises_memory_error():
         assert not broken, broken[:3]
 
 
-class _Bytes:
-    """An archive's reads (``dict_index.Reads``) over bytes."""
-
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-
-    def read(self, offset: int, size: int) -> memoryview:
-        if offset < 0 or size < 0 or offset + size > len(self.data):
-            raise msglc.TruncatedError(f"{size} bytes at {offset}")
-        return memoryview(self.data)[offset : offset + size]
-
-    def damaged(self, message: str) -> Exception:
-        return msglc.CorruptedError(message)
-
-
 def _crafted_index(rng):
     """A dict's entries and its block index (as writers make it), then changed as an attacker
     would (records, page bounds, block offsets, entries), every checksum made to fit: the
@@ -395,7 +381,7 @@ def test_c_lookups_agree_with_python_on_crafted_indexes():
     answered = asked = 0
     for _ in range(150):
         data, keys, at, fields, span, kids = _crafted_index(rng)
-        a = _Bytes(data)
+        a = BytesReads(data)
         try:
             index = dict_index.BlockIndex(a, at, fields, span, kids)
         except msglc.CorruptedError:
@@ -509,8 +495,6 @@ def test_lookups_and_in_keep_the_page_records_once():
     """A page's records, once read, are kept once (up to ``RECORDS_KEPT`` a dict): ``in``
     walks the blocks the C lookup's kept records name, so a dict looked up with both ``[]``
     and ``in`` holds its records once, not twice."""
-    import tracemalloc
-
     n = 100_000
     keys = random.Random(3).sample(range(n), 10_000)
     with msglc.LazyReader(msglc.dumps({f"k{i}": i for i in range(n)}), cached=False) as r:
@@ -519,16 +503,15 @@ def test_lookups_and_in_keep_the_page_records_once():
         index = root.loaded_index()
         assert isinstance(index, dict_index.BlockIndex) and index.probe is not None
         records = index.size * n
-        tracemalloc.start()
-        try:
-            before = tracemalloc.get_traced_memory()[0]
+
+        def lookups():
             for i in keys:
                 assert root[f"k{i}"] == i
-            looked_up = tracemalloc.get_traced_memory()[0]
+
+        def contains():
             for i in keys:
                 assert f"k{i}" in root
-            both = tracemalloc.get_traced_memory()[0]
-        finally:
-            tracemalloc.stop()
-    assert looked_up - before > records / 2, (looked_up - before, records)  # the records kept by the lookups
-    assert both - looked_up < records / 8, (both - looked_up, records)  # and not again by ``in``
+
+        by_lookups, by_in = traced_growth(lookups, contains)
+    assert by_lookups > records / 2, (by_lookups, records)  # the records kept by the lookups
+    assert by_in < records / 8, (by_in, records)  # and not again by ``in``
