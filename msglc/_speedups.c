@@ -1489,7 +1489,8 @@ static int fuse_chunk(BlockProbe *self, PyObject *src, uint64_t c, const SlotSpa
 /* The block that the fuse's three slots name for the key encoded as key: 1 with *block, 2
  * for the Python path, -1 with an exception. The slots lie in three consecutive segments: in
  * a lookup table of up to about 400,000 keys (4 KB blocks) mostly within FUSE_SPAN_CHUNKS
- * chunks, which are then read in one request where not all kept (else a chunk at a time). Mirrors
+ * chunks, which are then read in one request where not all kept (else, or where that read
+ * reports damage, a chunk at a time). Mirrors
  * read/dict_index.py FuseIndex._candidates (_slot: a slot's bytes may lie in two chunks;
  * those past the slots' end count as 0). */
 static int fuse_block(BlockProbe *self, PyObject *src, const unsigned char *key, Py_ssize_t klen, uint64_t *block) {
@@ -1511,7 +1512,15 @@ static int fuse_block(BlockProbe *self, PyObject *src, const unsigned char *key,
         Py_ssize_t at = (Py_ssize_t)c_lo * FUSE_CHUNK, end = ((Py_ssize_t)c_hi + 1) * FUSE_CHUNK;
         end = end < self->slots_size ? end : self->slots_size;
         int got = src_read(src, self->records_at + at, end - at, spanbuf, sizeof spanbuf, &span.data, &sh);
-        if (got <= 0) return got < 0 ? -1 : 2;
+        if (got < 0 && PyErr_ExceptionMatches(PyExc_ValueError)) {
+            /* Damage the read reports (an MsglcError) may lie between the slots, in bytes this
+             * lookup does not need (a frame of their own): the slots' chunks alone are read,
+             * as the Python path reads them, and report it if it is theirs. */
+            PyErr_Clear();
+            span.data = NULL;
+        } else if (got <= 0) {
+            return got < 0 ? -1 : 2;
+        }
     }
     uint64_t x = 0;
     int status = 1;

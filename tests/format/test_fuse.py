@@ -406,6 +406,55 @@ def test_the_c_lookup_reads_a_key_s_slots_in_one_request_where_they_lie_close(n)
             assert reads[0] == (2 if n == 3000 else 4), reads[:5]
 
 
+class _Unreadable(_Bytes):
+    """Bytes of which [lo, hi) cannot be read, as if they lay in a frame that fails its
+    checksum."""
+
+    def __init__(self, data: bytes, lo: int, hi: int) -> None:
+        super().__init__(data)
+        self.lo, self.hi = lo, hi
+
+    def read(self, offset: int, size: int) -> memoryview:
+        if offset < self.hi and self.lo < offset + size:
+            raise CorruptedError(f"the frame of bytes {self.lo}..{self.hi} fails its checksum")
+        return super().read(offset, size)
+
+
+@needs_c
+def test_the_c_lookup_answers_when_bytes_between_a_key_s_slots_cannot_be_read():
+    """The C lookup reads a key's slots in one request, the chunks between them included. A
+    chunk between them that cannot be read (a damaged frame that holds none of the slots)
+    is not the lookup's business: it answers, as the Python path, which reads the slots'
+    chunks alone, does."""
+    import msgspec
+
+    from msglc.read.dict_index import FuseIndex
+
+    rng = random.Random(20)
+    data, keys, at, fields, span, kids = _crafted_fuse(rng, 20_000, block_bits=0, changes=(0, 0))
+    slot_bits, seed, seg_bits, seg_count = fields[4:]
+    clean = FuseIndex(_Bytes(data), at, fields, span, kids)
+    slots_at = at + clean.slots_at
+    tried = 0
+    for key in rng.sample(keys, 400):
+        kb = msgspec.msgpack.encode(key)
+        needed = set()
+        for slot in fuse.slots_of(fuse.mix(fuse.base_hash(kb), seed), seg_bits, seg_count):
+            bit = slot * slot_bits
+            needed |= {(bit >> 3) // fuse.CHUNK, ((bit + slot_bits - 1) >> 3) // fuse.CHUNK}
+        between = [c for c in range(min(needed), max(needed)) if c not in needed]
+        if not between or max(needed) - min(needed) >= 16:  # (read a chunk at a time anyway)
+            continue
+        lo = slots_at + between[0] * fuse.CHUNK
+        a = _Unreadable(data, lo, lo + fuse.CHUNK)
+        found = FuseIndex(a, at, fields, span, kids).find(a, 0, kb, zlib.crc32(kb))
+        expected = clean.find(_Bytes(data), 0, kb, zlib.crc32(kb))
+        assert found is not None and expected is not None
+        assert (found[0], bytes(found[1])) == (expected[0], bytes(expected[1])), key
+        tried += 1
+    assert tried > 20, tried
+
+
 @needs_c
 def test_a_fuse_probe_refuses_a_shape_its_slots_do_not_fit():
     """The probe's fields are checked when it is made: slots and chunk CRCs of the sizes the
