@@ -1367,7 +1367,7 @@ static PyObject *probe_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
                               &seg_count_obj, &slots_size))
             return NULL;
         seed = PyLong_AsUnsignedLongLong(seed_obj);
-        seg_count = PyLong_AsUnsignedLongLong(seg_count_obj);
+        if (!PyErr_Occurred()) seg_count = PyLong_AsUnsignedLongLong(seg_count_obj); /* no call with an error set */
         if (PyErr_Occurred()) {
             if (!PyErr_ExceptionMatches(PyExc_OverflowError)) return NULL;
             PyErr_Clear();
