@@ -406,7 +406,7 @@ def test_the_c_lookup_reads_a_key_s_slots_in_one_request_where_they_lie_close(n)
             assert reads[0] == (2 if n == 3000 else 4), reads[:5]
 
 
-class _Unreadable(_Bytes):
+class _Unreadable(BytesReads):
     """Bytes of which [lo, hi) cannot be read, as if they lay in a frame that fails its
     checksum."""
 
@@ -433,7 +433,7 @@ def test_the_c_lookup_answers_when_bytes_between_a_key_s_slots_cannot_be_read():
     rng = random.Random(20)
     data, keys, at, fields, span, kids = _crafted_fuse(rng, 20_000, block_bits=0, changes=(0, 0))
     slot_bits, seed, seg_bits, seg_count = fields[4:]
-    clean = FuseIndex(_Bytes(data), at, fields, span, kids)
+    clean = FuseIndex(BytesReads(data), at, fields, span, kids)
     slots_at = at + clean.slots_at
     tried = 0
     for key in rng.sample(keys, 400):
@@ -448,7 +448,7 @@ def test_the_c_lookup_answers_when_bytes_between_a_key_s_slots_cannot_be_read():
         lo = slots_at + between[0] * fuse.CHUNK
         a = _Unreadable(data, lo, lo + fuse.CHUNK)
         found = FuseIndex(a, at, fields, span, kids).find(a, 0, kb, zlib.crc32(kb))
-        expected = clean.find(_Bytes(data), 0, kb, zlib.crc32(kb))
+        expected = clean.find(BytesReads(data), 0, kb, zlib.crc32(kb))
         assert found is not None and expected is not None
         assert (found[0], bytes(found[1])) == (expected[0], bytes(expected[1])), key
         tried += 1
