@@ -47,9 +47,7 @@ def unshuffle_into(src: Any, element: int, out: Any) -> None:
         raise ValueError(
             f"unshuffle_into: out holds {len(target)} bytes; the {len(view)} plain bytes of src need as many"
         )
-    # read whole before ``out`` is written where the two may share memory (bytes cannot: a
-    # cached frame's are used as they are)
-    data = src if type(src) is bytes else bytes(view)
+    data = _read_whole(src, view)
     m = len(data) // element
     for k in range(element):
         target[k::element] = data[k * m : (k + 1) * m]
@@ -132,9 +130,7 @@ def gather_grid(
         raise ValueError(f"gather_grid: the grid does not fit src ({len(view)} bytes) or out ({len(target)} bytes)")
     if run * prod(counts) > len(target):  # (so the work is bounded by the size of ``out``)
         raise ValueError(f"gather_grid: the grid writes more bytes than out holds ({len(target)}): its runs overlap")
-    # read whole before ``out`` is written where the two may share memory (bytes cannot: a
-    # cached frame's are used as they are)
-    data = src if type(src) is bytes else bytes(view)
+    data = _read_whole(src, view)
     for i in product(*(range(c) for c in counts)):
         p = lo + sum(x * s for x, s in zip(i, strides, strict=True))
         q = out_lo + sum(x * s for x, s in zip(i, out_strides, strict=True))
@@ -158,6 +154,12 @@ def _grid(values: Any, name: str, n: int) -> tuple[int, ...]:
 
 def _grid_end(first: int, counts: tuple[int, ...], strides: tuple[int, ...], run: int) -> int:
     return first + sum((c - 1) * s for c, s in zip(counts, strides, strict=True)) + run
+
+
+def _read_whole(src: Any, view: memoryview) -> bytes:
+    """``src``'s bytes (``view``), read whole before ``out`` is written, since the two may
+    share memory; a ``bytes`` cannot, and is used as it is (a cached frame: no copy)."""
+    return src if type(src) is bytes else bytes(view)
 
 
 def _source(src: Any, element: Any, fn: str, plain: bool = False) -> memoryview:
@@ -188,8 +190,9 @@ def _contiguous(src: Any, fn: str) -> memoryview:
 def _elements(view: memoryview, element: Any, fn: str, plain: bool) -> memoryview:
     """``view`` cast to bytes, checked to hold whole elements of a valid size."""
     e = _int(element, fn, "the element size")
-    if not 2 - plain <= e <= MAX_ELEMENT:
-        raise ValueError(f"{fn}: the element size must be {2 - plain} to {MAX_ELEMENT}, not {element!r}")
+    least = 1 if plain else 2
+    if not least <= e <= MAX_ELEMENT:
+        raise ValueError(f"{fn}: the element size must be {least} to {MAX_ELEMENT}, not {element!r}")
     if view.nbytes % e:
         raise ValueError(f"{fn}: src holds {view.nbytes} bytes, not a whole number of {e}-byte elements")
     return view.cast("B") if view.ndim != 1 or view.format != "B" else view
