@@ -432,7 +432,8 @@ def test_verify_checks_the_checksums_of_raw_frames():
     archive's data bytes); verify() checks what they skip. A raw frame whose zstd checksum
     was damaged passed verify() (unless it lay in a read of 2 MB or more), while batched
     reads, which decompress frames, refused it; and ``zstd -d`` refuses the section."""
-    value = {"head": list(range(30_000)), "blob": random.Random(1).randbytes(100_000), "tail": "end" * 10}
+    blob, words = random.Random(1).randbytes(100_000), {f"w{i}": i for i in range(20_000)}  # (words: its index raw)
+    value = {"head": list(range(30_000)), "blob": blob, "tail": "end" * 10, "words": words}
     data, sec = _zstd(value, small_obj_optimization_threshold=1024)
     spans = sec.spans(HEADER_SIZE)
     data_raw = next(b for a, b, lo, hi, i in spans if sec.frames[i].code == RAW and hi <= sec.data and b - a > 1000)

@@ -39,7 +39,9 @@ from msglc.util.optional import zstandard
 BULK_BYTES = 1 << 21  # a read of the data this long decompresses its frames in the thread pool (read_into)
 BULK_RATIO = 64  # ... when it is at most this many times its frames' stored bytes (else frame by frame)
 CACHE_FRAMES = 16  # decompressed data frames kept (at most 16 MB; 16 x 64 KB typically)
-TOC_CACHE = 1 << 22  # bytes of decompressed TOC frames kept apart (a walk down many levels reads them again)
+WALK_CACHE = 1 << 22  # bytes of decompressed frames kept apart that walks down many levels read again: ...
+SMALL_FRAME = 1 << 10  # ... TOC frames, and data frames this small (the heads of big containers)
+SMALL_COST = 128  # bytes a kept frame is counted for besides its own (the entry: a cache of small ones stays small)
 DICT_CACHE = 1 << 26  # bytes of dictionaries kept loaded (but the one in use): writers make them of 1 MB
 DECOMPRESSORS_KEPT = 32  # decompressors a thread keeps, one per dictionary (a dictionary per region: 32 at most)
 GATHER_MAX = 64  # reads of at most this many bytes of a shuffled frame gather them, unshuffling nothing
@@ -70,8 +72,10 @@ class FramedSource(Source):
     ) -> None:
         """``counter``: where a reader counts its reads (``raw``'s own when it counts itself).
         ``toc_at``: where the TOC starts in the plain stream (2.1), None when it is not framed:
-        the frames from there on are kept in a cache of their own (``TOC_CACHE`` bytes), so that
-        data reads do not push out the nodes of the levels above them."""
+        the frames from there on are kept in a cache of their own (``WALK_CACHE`` bytes), so that
+        data reads do not push out the nodes of the levels above them; small data frames are
+        kept there too (``SMALL_FRAME``: writers cut a big container's key and header out as
+        one, which every walk through the container checks)."""
         self._zstd = zstandard()
         self.raw = raw
         self.data_off = data_off
@@ -88,8 +92,8 @@ class FramedSource(Source):
         self.max_request = raw.max_request
         self._frames: OrderedDict[int, Entry] = OrderedDict()
         self._toc_at = self.plain if toc_at is None else toc_at
-        self._toc_frames: OrderedDict[int, Entry] = OrderedDict()  # TOC frames, least recently used first,
-        self._toc_bytes = 0  # ``TOC_CACHE`` bytes of them at most (the newest stays)
+        self._walk_frames: OrderedDict[int, Entry] = OrderedDict()  # TOC and small frames, least recently
+        self._walk_bytes = 0  # used first, ``WALK_CACHE`` bytes of them at most (the newest stays)
         self._lock = threading.Lock()
         self._local = threading.local()
         self._dict_places = dicts or []
@@ -286,7 +290,7 @@ class FramedSource(Source):
         held)."""
         if i in self._frames:
             return self._frames
-        return self._toc_frames if i in self._toc_frames else None
+        return self._walk_frames if i in self._walk_frames else None
 
     def _kept(self, i: int) -> Entry | None:
         """Frame ``i`` from the cache that keeps it, or None (with the lock held)."""
@@ -467,22 +471,22 @@ class FramedSource(Source):
         return entry
 
     def _keep(self, i: int, entry: Entry) -> None:
-        """Cache frame ``i``: a data frame among the last ``CACHE_FRAMES``, a TOC frame among
-        the last ``TOC_CACHE`` bytes of them."""
-        if self.table.logical(i) < self._toc_at:
+        """Cache frame ``i``: a data frame among the last ``CACHE_FRAMES``; a TOC frame or a
+        data frame of at most ``SMALL_FRAME`` bytes among the last ``WALK_CACHE`` bytes of them."""
+        if self.table.logical(i) < self._toc_at and len(entry[0]) > SMALL_FRAME:
             frames = self._frames
             with self._lock:
                 frames[i] = entry
                 if len(frames) > CACHE_FRAMES:
                     frames.popitem(last=False)
             return
-        toc = self._toc_frames
+        walk = self._walk_frames
         with self._lock:
-            if i not in toc:
-                toc[i] = entry
-                self._toc_bytes += len(entry[0])
-                while self._toc_bytes > TOC_CACHE and len(toc) > 1:
-                    self._toc_bytes -= len(toc.popitem(last=False)[1][0])
+            if i not in walk:
+                walk[i] = entry
+                self._walk_bytes += len(entry[0]) + SMALL_COST
+                while self._walk_bytes > WALK_CACHE and len(walk) > 1:
+                    self._walk_bytes -= len(walk.popitem(last=False)[1][0]) + SMALL_COST
 
     def _decompress_into(self, i: int, data: bytes | memoryview, out: memoryview) -> None:
         """The plain bytes of frame ``i`` from its stored bytes into ``out``, which is exactly
@@ -670,7 +674,8 @@ class FramedSource(Source):
     def close(self) -> None:
         super().close()
         self._frames.clear()
-        self._toc_frames.clear()
+        self._walk_frames.clear()
+        self._walk_bytes = 0
         self._near_data = self._near_toc = _FAR
         self.raw.close()
 

@@ -12,13 +12,13 @@ import sys
 import threading
 import zlib
 from array import array
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from itertools import accumulate, groupby
 from operator import add
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 
@@ -37,7 +37,7 @@ from msglc.format.frames import (
 )
 from msglc.format.fuse import is_table
 from msglc.format.hash_index import block_count, le_array
-from msglc.format.msgpack import FIXED_SCALAR_SIZE, array_header
+from msglc.format.msgpack import FIXED_SCALAR_SIZE, HEAD_MAX, array_header
 from msglc.format.nodes import (
     ArrayNode,
     BlockHashMapNode,
@@ -45,11 +45,13 @@ from msglc.format.nodes import (
     HashMapNode,
     ListNode,
     MapNode,
+    Node,
     PagedListNode,
     SortedMapNode,
     StrideNode,
     node_span,
     paged_spans,
+    stride_headers,
     unframe_node,
 )
 from msglc.format.numpy_ext import parse_head
@@ -64,16 +66,20 @@ ARRAY_FRAME = 1 << 16  # least plain bytes per frame of NumPy elements: bulk rea
 # the per-frame Python work of 8 KB frames, and one element read decompresses 64 KB (~70 us)
 
 # A planned frame: (end offset in the plain data, element size it may be shuffled by, or 0;
-# the run it belongs to, or -1: frames of one run are shuffled or not together; or TABLE)
+# the run it belongs to, or -1: frames of one run are shuffled or not together; or TABLE, HEAD)
 Frame = tuple[int, int, int]
 TABLE = -2  # a planned frame's run: a frame of a lookup table (read a small frame at a time)
+HEAD = -3  # ... the key and header of a container of HEAD_SPAN frames or more (toc_layout)
+HEAD_SPAN = 2  # such a container (with a node, in a dict or list with a node) spans this many frames' bytes
+HEAD_ITEMS = 256  # a head takes the container's first items too when they end within this many bytes
 
 
 DATA_FRAME = 1 << 16  # plain bytes per frame of the data (docs/compression.md measures the trade-off)
 TOC_FRAME = 1 << 15  # ... of the TOC: opening decompresses the one holding the root node
 TABLE_FRAME = 1 << 13  # plain bytes per frame inside a fuse- or sorted-indexed lookup table (fuse.is_table)
 RAW_FRAME = 1 << 15  # plain bytes per frame written raw on purpose (write_raw)
-RAW_RATIO = 0.97  # a frame that zstd shrinks by less than 3% is stored raw (read in place)
+RAW_RATIO = 0.97  # a frame that zstd shrinks by less than 3% is stored raw (read in place) ...
+RAW_MIN = 1 << 10  # ... unless smaller: a reader decompresses such a frame once and keeps it (heads)
 HEAD_FRAME = 5  # the data's first bytes (the root's header, as a reader reads it) make a frame of their own
 DICT_SAMPLE = 4 << 20  # a streamed section's first bytes, buffered to choose its dictionary from
 DICT_PIECE = 4096  # a dictionary is pieces of this size taken evenly from the data
@@ -297,7 +303,7 @@ def table_dictionaries(
     used = {  # the regions of the frames that keep a dictionary
         max(0, bisect_right(offsets, a) - 1)
         for (end, _, run), a in zip(frames, starts, strict=True)
-        if run != TABLE and end > head
+        if run != TABLE and run != HEAD and end > head
     }
     kept = [entry for r, entry in enumerate(chosen) if r in used]
     if not kept:
@@ -356,6 +362,7 @@ def plan_frames(
     runs: Sequence[tuple[int, int, int, int, int]] = (),
     forced: Sequence[int] = (),
     tables: Sequence[tuple[int, int]] = (),
+    heads: Sequence[tuple[int, int]] = (),
 ) -> list[Frame]:
     """Frames for ``total`` plain bytes of about ``size`` each: outside runs, cut at the last
     item boundary (``boundaries``, any order) within ``size`` (plus a little slack), else at
@@ -364,8 +371,11 @@ def plan_frames(
     about ``max(size, least)`` (its last frame takes the rest). Runs of one ``kind`` (the
     tiles of one array) are shuffled or not together. A frame that lies mostly inside
     ``tables`` (lookup tables: disjoint [start, end) ranges) is marked ``TABLE`` (the first
-    frame of a table mostly begins a little before it: at its key, or its list's header)."""
+    frame of a table mostly begins a little before it: at its key, or its list's header). A
+    frame that is one of ``heads`` ([start, end) ranges, cut at both ends by ``forced``) is
+    marked ``HEAD``."""
     cuts = sorted(set(boundaries).union(forced))
+    head_frames = set(heads)
     must = sorted(set(forced))
     runs = sorted(runs)
     table_starts, table_ends = [a for a, _ in sorted(tables)], [b for _, b in sorted(tables)]
@@ -392,7 +402,10 @@ def plan_frames(
         # run of items the TOC does not list: cut it at the frame size instead)
         early = pos + size // 4 if not (f < len(must) and must[f] == limit) else pos
         stop = cuts[k] if k >= 0 and cuts[k] > early else min(limit, pos + size)
-        out.append((stop, 0, TABLE if 2 * _overlap(table_starts, table_ends, pos, stop) > stop - pos else -1))
+        if (pos, stop) in head_frames:
+            out.append((stop, 0, HEAD))
+        else:
+            out.append((stop, 0, TABLE if 2 * _overlap(table_starts, table_ends, pos, stop) > stop - pos else -1))
         pos = stop
     return out
 
@@ -406,9 +419,17 @@ def _overlap(starts: Sequence[int], ends: Sequence[int], pos: int, stop: int) ->
     return inside
 
 
-def toc_layout(
-    toc: bytes | bytearray, root: tuple[int, int], data: bytes | memoryview, size: int
-) -> tuple[list[int], list[tuple[int, int, int, int, int]], list[int], list[tuple[int, int]]]:
+class Layout(NamedTuple):
+    """What ``toc_layout`` finds in the data for ``plan_frames`` (its arguments after the size)."""
+
+    boundaries: list[int]
+    runs: list[tuple[int, int, int, int, int]]
+    forced: list[int]
+    tables: list[tuple[int, int]]
+    heads: list[tuple[int, int]]
+
+
+def toc_layout(toc: bytes | bytearray, root: tuple[int, int], data: bytes | memoryview, size: int) -> Layout:
     """Where frames may be cut in ``data`` (the plain data section) whose TOC is ``toc``
     with its root node at ``root`` (position, length; (0, 0): none): the offsets where the
     spans and entries of its list and dict nodes and the blocks of its block-indexed dicts
@@ -421,26 +442,37 @@ def toc_layout(
     block starts of a block-indexed dict about ``lookup_frame(size)`` apart (a lookup reads
     one block and decompresses its frame: smaller frames, at little cost in ratio); and the
     [start, end) of its lookup tables (lists of small scalars; fuse- or sorted-indexed dicts
-    of small entries, none with a node of its own), read a small frame at a time."""
-    boundaries: list[int] = []
-    runs: list[tuple[int, int, int, int, int]] = []
-    forced: list[int] = []
-    tables: list[tuple[int, int]] = []
+    of small entries, none with a node of its own), read a small frame at a time; and the
+    ``heads`` of the root and of the containers of ``HEAD_SPAN`` frames or more in dict and
+    list nodes (from the entry's key, or a list item's start, to the end of the container's
+    header as a walk reads it: ``head_length``), which are cut out as frames of their own (a
+    walk through such a container checks those bytes, and would otherwise decompress a whole
+    frame for them; opening reads the root's)."""
+    layout = Layout([], [], [], [], [])
+    boundaries, runs, forced, tables, heads = layout
     if not root[1]:
-        return boundaries, runs, forced, tables
-    work: list[tuple[int, int, int, bool]] = [(root[0], root[1], 0, True)]  # pos, length, base or end, is base
+        return layout
+    big = HEAD_SPAN * size
+    # pos, length, base or end, is base, where its entry starts when its head gets a frame (else -1)
+    work: list[tuple[int, int, int, bool, int]] = [(root[0], root[1], 0, True, 0)]  # (opening reads the root's head)
     while work:
-        pos, length, at, is_base = work.pop()
+        pos, length, at, is_base, entry = work.pop()
         node = unframe_node(memoryview(toc)[pos : pos + length], pos)
         base = at if is_base else at - node_span(node)
         if isinstance(node, PagedListNode):
             node = paged_spans(toc, pos, node)
+        if entry >= 0:
+            heads.append((entry, base + min(head_length(node), node_span(node))))
         if isinstance(node, ListNode):
-            boundaries.extend(base + o for o in node.offs)
+            offs = node.offs
+            boundaries.extend(base + o for o in offs)
             if _scalar_table(data, base, node):  # read by index like a lookup table: a frame a span
-                forced.extend(base + o for o in _spaced(node.offs, TABLE_FRAME))
-                tables.append((base, base + node.offs[-1]))  # (its header too)
-            work.extend((pos - back, size, base + node.offs[k], True) for k, (back, size) in node.kids.items())
+                forced.extend(base + o for o in _spaced(offs, TABLE_FRAME))
+                tables.append((base, base + offs[-1]))  # (its header too)
+            work.extend(
+                (pos - back, n, base + offs[k], True, base + offs[k] if offs[k + 1] - offs[k] >= big else -1)
+                for k, (back, n) in node.kids.items()
+            )
         elif isinstance(node, BlockHashMapNode):  # a lookup reads one block: never cut one in two
             starts = _block_starts(toc, pos, node)
             boundaries.extend(base + o for o in starts)
@@ -449,15 +481,19 @@ def toc_layout(
             forced.extend(base + o for o in _spaced(starts, step))
             if table and not node.kids:
                 tables.append((base, base + node.offs[-1]))  # (its header too)
-            work.extend((pos - back, size, base + node.offs[k + 1], False) for k, (back, size) in node.kids.items())
+            work.extend((pos - back, n, base + node.offs[k + 1], False, -1) for k, (back, n) in node.kids.items())
         elif isinstance(node, HashMapNode):
             forced.extend(base + o for o in node.offs)
             forced.extend(_middles(data, base, node))
             # a kid span holds a key, then the value with the node: the value ends the span
-            work.extend((pos - back, size, base + node.offs[k + 1], False) for k, (back, size) in node.kids.items())
+            work.extend((pos - back, n, base + node.offs[k + 1], False, -1) for k, (back, n) in node.kids.items())
         elif isinstance(node, MapNode):
-            boundaries.extend(base + o for o in node.koffs)
-            work.extend((pos - back, size, base + node.voffs[j], True) for j, (back, size) in node.kids.items())
+            koffs, voffs = node.koffs, node.voffs
+            boundaries.extend(base + o for o in koffs)
+            work.extend(
+                (pos - back, n, base + voffs[j], True, base + koffs[j] if koffs[j + 1] - voffs[j] >= big else -1)
+                for j, (back, n) in node.kids.items()
+            )
         elif isinstance(node, StrideNode):
             first = base + sum(h for h, _, _ in node.dims)
             element = node.dims[-1][2]
@@ -476,7 +512,34 @@ def toc_layout(
                     forced.extend([at, *cuts, end])
             elif 2 <= dtype.itemsize <= MAX_ELEMENT and node.size:
                 runs.append((at, end, dtype.itemsize, ARRAY_FRAME, at))
-    return boundaries, runs, forced, tables
+    layout.heads[:] = _merged(heads)
+    forced.extend(x for head in layout.heads for x in head)
+    return layout
+
+
+def head_length(node: Node) -> int:
+    """The bytes at a container's start that a walk into it reads to check them against its
+    node (``Archive.container``; a dict entry's key before them), and on to the end of its
+    first items when they end within ``HEAD_ITEMS`` bytes (a read of one then stays in the
+    head's frame)."""
+    if isinstance(node, ArrayNode):
+        return node.head
+    if isinstance(node, StrideNode):
+        return max(HEAD_MAX, len(stride_headers(node) or b""))
+    offs = node.koffs if isinstance(node, MapNode) else node.offs if isinstance(node, ListNode) else ()
+    k = bisect_left(offs, HEAD_MAX)
+    return offs[k] if k < len(offs) and offs[k] <= HEAD_ITEMS else HEAD_MAX
+
+
+def _merged(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Ranges [a, b) joined where they overlap or touch (a dict's first entry's head lies in its own)."""
+    out: list[tuple[int, int]] = []
+    for a, b in sorted(ranges):
+        if out and a <= out[-1][1]:
+            out[-1] = (out[-1][0], max(b, out[-1][1]))
+        else:
+            out.append((a, b))
+    return out
 
 
 _raws = msgspec.msgpack.Decoder(list[msgspec.Raw])
@@ -725,14 +788,16 @@ class FrameWriter:
             (start, end, element, shuffled[run]) if element and shuffled[run] else (start, end, 0, 0)
             for (end, element, run), start in zip(frames, starts, strict=True)
         ]
-        if planned and 0 < self.head < planned[0][1] and not planned[0][2]:  # the root header alone first
+        if planned and 0 < self.head < planned[0][1] and not planned[0][2] and frames[0][2] != HEAD:  # the root's head
             self._queue.append(self._pool.submit(self._compress_planned, view, [(0, self.head, 0, 0)], 0))
             planned[0] = (self.head, planned[0][1], 0, 0)
-        # (by their ends: the first frame may have lost the root's header to a frame of its own)
-        tables = {end for end, _, run in frames if run == TABLE} if plain_tables else set()
+        # frames without a dictionary, by their ends (the first frame may have lost the root's
+        # header to a frame of its own): heads (a walk that reads one then loads no dictionary
+        # for it), and lookup tables' when table_dictionaries says so
+        alone = {end for end, _, run in frames if run == HEAD or (plain_tables and run == TABLE)}
 
         def dictionary(frame: tuple[int, int, int, int]) -> int:
-            return 0 if frame[1] in tables else self._planned_dictionary(frame)
+            return 0 if frame[1] in alone else self._planned_dictionary(frame)
 
         for group in _groups([end - start for start, end, _, _ in planned]):
             for d, same in groupby((planned[i] for i in group), key=dictionary):
@@ -927,14 +992,14 @@ class FrameWriter:
     ) -> list[tuple[bytes, int, tuple[int, int], int]]:
         """Frames [start, end) of ``view`` (each shuffled by its element size, or not),
         compressed with dictionary ``d`` at their level (0: the writer's): (frame, plain size,
-        filter, dictionary). A frame that zstd does not shrink by ``1 - RAW_RATIO`` is stored
-        raw: read in place, unchecked."""
+        filter, dictionary). A frame of ``RAW_MIN`` bytes or more that zstd does not shrink by
+        ``1 - RAW_RATIO`` is stored raw: read in place, unchecked."""
         out = []
         for start, end, element, level in planned:
             piece = view[start:end]
             c = self._compressor(d, level or None)
             frame = planes_compressed(c, shuffle(piece, element), element) if element else c.compress(piece)
-            if not element and len(frame) >= RAW_RATIO * len(piece) and len(piece) <= RAW_MAX:
+            if not element and len(frame) >= RAW_RATIO * len(piece) and RAW_MIN <= len(piece) <= RAW_MAX:
                 out.append((pack_raw_frame(piece, frame[-4:]), end - start, (RAW, 0), 0))  # read in place
             else:
                 out.append((frame, end - start, (SHUFFLE, element) if element else (NO_FILTER, 0), d))

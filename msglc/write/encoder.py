@@ -229,8 +229,8 @@ class Encoded:
         frames = FrameWriter(out, size, self.level, head=HEAD_FRAME)
         meanwhile = None if self.dictionary is None else self.dictionary.result
         try:
-            boundaries, runs, forced, tables = toc_layout(self.toc, self.root, plain, size)
-            frames.write_planned(plain, plan_frames(len(plain), size, boundaries, runs, forced, tables), meanwhile)
+            layout = toc_layout(self.toc, self.root, plain, size)
+            frames.write_planned(plain, plan_frames(len(plain), size, *layout), meanwhile)
             frames.end_data()
             # frames of their own for the root node (opening decompresses no more than it) and
             # each index region (mostly random bytes: stored raw, so a lookup reads its bytes in place)

@@ -7,6 +7,7 @@ import io
 import random
 import threading
 from itertools import accumulate
+from typing import Any
 
 import msgspec
 import pytest
@@ -16,8 +17,9 @@ from benchmark.targets.realdata import CountingFile
 from msglc import CorruptedError
 from msglc.format.frames import MAX_FRAME, Index, pack_index, pack_page
 from msglc.format.msgpack import array_header, container_header
-from msglc.io.framed import FramedSource, open_section
+from msglc.io.framed import SMALL_FRAME, FramedSource, open_section
 from msglc.io.local import BufferSource
+from msglc.read.part import archive_of
 from msglc.util import accel
 from msglc.write.compress import DATA_FRAME, HEAD_FRAME, FrameWriter, frame_size
 
@@ -239,6 +241,54 @@ def test_shuffled_frames_are_shuffled_and_unshuffled_on_the_pools_threads(monkey
 def test_read_threads_must_be_a_positive_int(bad):
     with pytest.raises(ValueError, match="read_threads"):
         msglc.configure(read_threads=bad)
+
+
+def _icon_sets(sets: int, icons: int) -> dict[str, Any]:
+    """Documents of several frames each under their names, like a set of icon sets: a read
+    walks through one to a small value."""
+    rng = random.Random(8)
+
+    def body() -> str:
+        return "".join(rng.choice("MLHVCZ0123456789 .-") for _ in range(300))
+
+    return {
+        f"set{i}": {"prefix": f"p{i}", "icons": {f"icon{j}": {"body": body(), "w": 24} for j in range(icons)}}
+        for i in range(sets)
+    }
+
+
+def test_a_walk_through_big_containers_decompresses_the_value_frame_alone(tmp_path):
+    """The key and header of a container of two frames or more, which a walk through it
+    checks, lie in a small frame of their own without a dictionary: a read of a value deep in
+    it decompresses that value's frame, not also the frame where the container begins. The
+    reader keeps such small frames apart, as it keeps TOC frames: many data frames read
+    later do not push them out."""
+    value = _icon_sets(6, 1000)
+    path = tmp_path / "a.mlc"
+    msglc.dump(path, value, compression="zstd")
+    file = CountingFile(path)
+    with msglc.LazyReader(file, cached=False) as r:  # type: ignore[arg-type]
+        frames = list(r.frames())
+        for name in value:
+            key_at = r[name].location().offset - len(msgspec.msgpack.encode(name))
+            head = next(f for f in frames if f.plain_offset <= key_at < f.plain_offset + f.plain_size)
+            assert head.plain_offset in (key_at, 16), head  # (the first: in the root's head)
+            assert head.plain_size <= SMALL_FRAME and head.dictionary == 0, head
+        toc_at = 16 + r.info().data_size
+        big = [(f.offset, f.offset + f.size) for f in frames if f.plain_offset < toc_at and f.plain_size > SMALL_FRAME]
+    with msglc.LazyReader(file, cached=False) as r:  # type: ignore[arg-type]
+        file.reads.clear()
+        assert r["set2/icons/icon350/body"] == value["set2"]["icons"]["icon350"]["body"]
+        touched = [(a, b) for a, b in big if any(at < b and a < at + n for at, n in file.reads)]
+        assert len(touched) == 1, touched  # the value's frame alone (and TOC frames)
+        src = archive_of(r).src
+        key_at = r["set5"].location().offset - 5
+        assert bytes(src.read(key_at, 5)) == b"\xa4set5"
+        for icon in range(0, 1000, 50):  # more data frames than the reader keeps
+            for name in list(value)[:5]:
+                assert r[f"{name}/icons/icon{icon}/w"] == 24
+        file.reads.clear()
+        assert bytes(src.read(key_at, 5)) == b"\xa4set5" and not file.reads  # (still kept)
 
 
 def test_toc_frames_stay_cached_while_data_frames_come_and_go(tmp_path):
