@@ -41,7 +41,8 @@ BULK_RATIO = 64  # ... when it is at most this many times its frames' stored byt
 CACHE_FRAMES = 16  # decompressed data frames kept (at most 16 MB; 16 x 64 KB typically)
 WALK_CACHE = 1 << 22  # bytes of decompressed frames kept apart that walks down many levels read again: ...
 SMALL_FRAME = 1 << 10  # ... TOC frames, and data frames this small (the heads of big containers)
-SMALL_COST = 128  # bytes a kept frame is counted for besides its own (the entry: a cache of small ones stays small)
+SMALL_COST = 320  # bytes a kept frame is counted for besides its own: its entry (bytes object, tuple, ordered
+# dict node and key: about 260 bytes in CPython 3.11), so that many tiny frames stay within WALK_CACHE
 DICT_CACHE = 1 << 26  # bytes of dictionaries kept loaded (but the one in use): writers make them of 1 MB
 DECOMPRESSORS_KEPT = 32  # decompressors a thread keeps, one per dictionary (a dictionary per region: 32 at most)
 GATHER_MAX = 64  # reads of at most this many bytes of a shuffled frame gather them, unshuffling nothing

@@ -51,7 +51,6 @@ from msglc.format.nodes import (
     StrideNode,
     node_span,
     paged_spans,
-    stride_headers,
     unframe_node,
 )
 from msglc.format.numpy_ext import parse_head
@@ -498,7 +497,14 @@ def toc_layout(toc: bytes | bytearray, root: tuple[int, int], data: bytes | memo
             first = base + sum(h for h, _, _ in node.dims)
             element = node.dims[-1][2]
             if 2 <= element <= MAX_ELEMENT and FIXED_SCALAR_SIZE.get(data[first]) == element:
-                runs.append((first, base + node_span(node), element, 0, first))
+                start, end = first, base + node_span(node)
+                if entry >= 0 and heads[-1][1] > first:  # (its head: headers of less than HEAD_MAX)
+                    # the head takes the numbers a walk's read reaches into, and the run starts
+                    # after them: else it would begin in the run's first frame, and not be a frame
+                    start = min(end, first + -(-(heads[-1][1] - first) // element) * element)
+                    heads[-1] = (entry, start)
+                if start < end:
+                    runs.append((start, end, element, 0, start))
         elif isinstance(node, ArrayNode) and "numpy" in sys.modules:
             dtype, shape, start, tile = parse_head(data[base : base + node.head], base, node.head + node.size)
             at, end = base + start, base + start + node.size
@@ -525,7 +531,7 @@ def head_length(node: Node) -> int:
     if isinstance(node, ArrayNode):
         return node.head
     if isinstance(node, StrideNode):
-        return max(HEAD_MAX, len(stride_headers(node) or b""))
+        return max(HEAD_MAX, sum(h for h, _, _ in node.dims))  # (toc_layout: on to a number's end)
     offs = node.koffs if isinstance(node, MapNode) else node.offs if isinstance(node, ListNode) else ()
     k = bisect_left(offs, HEAD_MAX)
     return offs[k] if k < len(offs) and offs[k] <= HEAD_ITEMS else HEAD_MAX

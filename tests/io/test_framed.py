@@ -3,9 +3,11 @@ reads back through io/framed.py as the plain bytes, at any offset and across the
 edges; damaged frames, and frames that claim another size than the frame table (a
 decompression bomb), raise CorruptedError."""
 
+import gc
 import io
 import random
 import threading
+import tracemalloc
 from itertools import accumulate
 from typing import Any
 
@@ -13,6 +15,7 @@ import msgspec
 import pytest
 
 import msglc
+import msglc.io.framed as framed_module
 from benchmark.targets.realdata import CountingFile
 from msglc import CorruptedError
 from msglc.format.frames import MAX_FRAME, Index, pack_index, pack_page
@@ -289,6 +292,35 @@ def test_a_walk_through_big_containers_decompresses_the_value_frame_alone(tmp_pa
                 assert r[f"{name}/icons/icon{icon}/w"] == 24
         file.reads.clear()
         assert bytes(src.read(key_at, 5)) == b"\xa4set5" and not file.reads  # (still kept)
+
+
+def test_many_small_frames_kept_take_no_more_memory_than_the_walk_cache(monkeypatch):
+    """Frames of at most ``SMALL_FRAME`` bytes are kept with the TOC frames, within
+    ``WALK_CACHE`` bytes; each is counted with what its entry costs besides its bytes (the
+    bytes object, a tuple, the ordered dict's node). That cost was counted as 128 bytes for
+    about 230, so a file of many tiny frames (any writer may make them) held 1.8 times the
+    cache's bytes."""
+    monkeypatch.setattr(framed_module, "WALK_CACHE", 1 << 18)  # (filled by a few thousand frames)
+    n = 5000
+    plain = (bytes(range(256)) * 20)[:n]
+    out = io.BytesIO()
+    writer = FrameWriter(out, 4096, 3)
+    writer.write_planned(plain, [(i + 1, 0, -1) for i in range(n)])  # frames of one byte
+    writer.end_data()
+    writer.close((0, 0))
+    section = out.getvalue()
+    source = open_section(BufferSource(HEAD + section + TAIL), len(HEAD), len(section))[0]
+    tracemalloc.start()
+    try:
+        for i in range(n):
+            assert source.read(len(HEAD) + i, 1)[0] == plain[i]
+        gc.collect()
+        snapshot = tracemalloc.take_snapshot()
+    finally:
+        tracemalloc.stop()
+    kept = snapshot.filter_traces([tracemalloc.Filter(True, framed_module.__file__)])
+    held = sum(stat.size for stat in kept.statistics("filename"))
+    assert 0.5 * framed_module.WALK_CACHE < held <= framed_module.WALK_CACHE, held
 
 
 def test_toc_frames_stay_cached_while_data_frames_come_and_go(tmp_path):
