@@ -20,11 +20,12 @@ import pytest
 from archives import with_data
 
 import msglc
+from benchmark.targets.realdata import CountingFile
 from msglc import CorruptedError, FileInfo, MsglcError
 from msglc.format.frames import NO_FILTER, RAW
 from msglc.format.layout import HEADER_SIZE, TRAILER_SIZE, Trailer, pack_header, unpack_trailer
 from msglc.format.msgpack import container_header
-from msglc.format.nodes import FuseMapNode, StrideNode, frame_node, unframe_node
+from msglc.format.nodes import FuseMapNode, PagedListNode, StrideNode, frame_node, unframe_node
 from msglc.read.part import archive_of
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -411,6 +412,32 @@ def _with_root(data: bytes, sec: ff.Section, change) -> bytes:
     framed = frame_node(change(unframe_node(toc[pos : pos + size], pos)))
     toc = toc[:pos] + framed + toc[pos + size :]
     return _with_section(data, ff.build_section(ff.with_toc(sec, toc, (pos, len(framed)), [len(toc)])))
+
+
+def test_a_page_of_a_paged_list_referenced_with_a_negative_size_is_corrupted(tmp_path):
+    """A paged list's node (type 11) naming a page of -2**63 bytes sent a read of that many
+    bytes to the file (fuzz 373:2423: the framed source passed a read that ends before the
+    data on to the file unchecked), which the file refused as a truncation. A TOC item of no
+    bytes or fewer lies outside the TOC, and no read outside the file is made."""
+    data, sec = _zstd(list(range(5_000)), small_obj_optimization_threshold=8)
+    with msglc.LazyReader(data) as r:
+        root = archive_of(r).node(archive_of(r).opened.trailer.toc_off + sec.root[0], sec.root[1])
+        assert isinstance(root, PagedListNode) and len(root.pages) > 1
+        in_page_1 = root.firsts[1]
+    for size in (-(2**63), -1, 0):
+        crafted = _with_root(
+            data,
+            sec,
+            lambda node, size=size: msgspec.structs.replace(
+                node, pages=[node.pages[0], (node.pages[1][0], size), *node.pages[2:]]
+            ),
+        )
+        path = tmp_path / "a.mlc"
+        path.write_bytes(crafted)
+        file = CountingFile(path)
+        with pytest.raises(CorruptedError, match="outside the TOC"), msglc.LazyReader(file) as r:  # type: ignore[arg-type]
+            r[in_page_1]
+        assert all(0 <= at and 0 <= n and at + n <= len(crafted) for at, n in file.reads), file.reads
 
 
 def test_fuse_node_with_a_negative_slot_width_is_corrupted():

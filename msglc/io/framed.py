@@ -147,12 +147,12 @@ class FramedSource(Source):
         if near[0] <= offset <= offset + size <= near[1]:
             return near[2][offset - near[0] : offset - near[0] + size]
         end, data_end = offset + size, self.data_off + self.plain
+        if offset < 0 or size < 0 or end > self.size:  # (before any read of the file)
+            raise self._short(offset, size, max(0, min(size, self.size - offset)))
         if end <= self.data_off:
             return self._raw(offset, size)
         if offset >= data_end:
             return self._raw(offset + self.shift, size)
-        if offset < 0 or size < 0 or end > self.size:
-            raise self._short(offset, size, max(0, min(size, self.size - offset)))
         lo = offset - self.data_off
         if lo < 0:
             return self._slice(offset, end, {}, None, in_place)

@@ -526,7 +526,7 @@ class Archive:
     def _toc_item(self, pos: int, size: int, parse: Callable[[bytes | memoryview], _T]) -> _T:
         """``parse`` of the ``size`` TOC bytes at ``pos`` (a node or a page), which must lie in
         the TOC; what it finds wrong is reported as damage (``damaged``)."""
-        if not (self.opened.trailer.toc_off <= pos and pos + size <= self.opened.toc_end):
+        if not (self.opened.trailer.toc_off <= pos and 0 < size and pos + size <= self.opened.toc_end):
             raise self.damaged(f"TOC node {pos}+{size} lies outside the TOC")
         try:
             return parse(self.toc_read(pos, size))

@@ -323,6 +323,21 @@ def test_many_small_frames_kept_take_no_more_memory_than_the_walk_cache(monkeypa
     assert 0.5 * framed_module.WALK_CACHE < held <= framed_module.WALK_CACHE, held
 
 
+def test_a_read_of_a_negative_size_is_refused_before_the_file_is_read(tmp_path):
+    """A read that ends before the data section (the header's bytes) went to the file as it
+    was, a negative size included: refused there, but read all the same."""
+    path = tmp_path / "a.mlc"
+    msglc.dump(path, list(range(1000)), compression="zstd")
+    file = CountingFile(path)
+    with msglc.LazyReader(file) as r:  # type: ignore[arg-type]
+        src = archive_of(r).src
+        file.reads.clear()
+        for offset, size in ((2, -10), (-1, 4), (20, -(2**63))):
+            with pytest.raises(msglc.TruncatedError):
+                src.read(offset, size)
+        assert not file.reads
+
+
 def test_toc_frames_stay_cached_while_data_frames_come_and_go(tmp_path):
     """A reader that is not cached (``cached=False``) still keeps the TOC frames it
     decompressed: reading the values of many containers whose nodes share a TOC frame
