@@ -100,6 +100,11 @@ class CompactMapNode(msgspec.Struct, array_like=True, tag=8, frozen=True, forbid
 
     def expanded(self, where: int) -> MapNode:
         n = len(self.keys)
+        speedups = accel.speedups
+        if speedups is not None and len(self.klens) == n:  # (in C: a node of 1,000 keys 120 -> 8 us)
+            got = speedups.expand_map(self.first, self.klens, self.vlens)
+            if got is not NotImplemented:
+                return MapNode(keys=self.keys, koffs=got[0], voffs=got[1], kids=self.kids)
         if len(self.klens) != n or len(self.vlens) != n or min(self.klens + self.vlens, default=1) < 1:
             raise CorruptedError(f"TOC node at offset {where} is malformed: inconsistent key and value lengths")
         ends = list(accumulate(map(int.__add__, self.klens, self.vlens), initial=self.first))
@@ -431,13 +436,24 @@ def check_node(node: Node, where: int, toc_off: int) -> dict[str | int, int] | N
     return None
 
 
+def _entries_in_order(koffs: list[int], voffs: list[int]) -> bool:
+    """Whether each key lies before its value and each value before the next key (koffs has
+    one more: the end): in C when it can."""
+    speedups = accel.speedups
+    if speedups is not None:
+        got = speedups.entries_in_order(koffs, voffs)
+        if got is not NotImplemented:
+            return bool(got)
+    return _increasing([*chain.from_iterable(zip(koffs, voffs, strict=False)), koffs[-1]])
+
+
 def _check_map(node: MapNode, where: int) -> dict[str | int, int]:
     """``check_node`` for an inline dict: entries in order (each key before its value, each
     value before the next key), kids naming entries, no key twice."""
     keys, koffs, voffs, kids = node.keys, node.koffs, node.voffs, node.kids
     n = len(keys)
     ok = len(koffs) == n + 1 and len(voffs) == n and n > 0 and 1 <= koffs[0] <= 5
-    ok = ok and _increasing([*chain.from_iterable(zip(koffs, voffs, strict=False)), koffs[-1]])  # (koffs: one more)
+    ok = ok and _entries_in_order(koffs, voffs)
     if not ok or (kids and not (0 <= min(kids) and max(kids) < n)):
         raise CorruptedError(f"TOC node at offset {where} is malformed: inconsistent key offsets")
     index = dict(zip(keys, range(n), strict=True))

@@ -121,6 +121,14 @@ class Speedups(Protocol):
         """Whether ``xs`` rises strictly; NotImplemented when it is not a list of 64-bit ints."""
         ...
 
+    def expand_map(self, first: int, klens: list[int], vlens: list[int], /) -> Any:
+        """(koffs, voffs) of a compact dict node; NotImplemented when Python must decide."""
+        ...
+
+    def entries_in_order(self, koffs: list[int], voffs: list[int], /) -> Any:
+        """Whether the offsets interleave rising; NotImplemented when Python must decide."""
+        ...
+
     def BlockProbe(  # noqa: N802 (a class of the C module)
         self,
         pages: bytes,
@@ -299,7 +307,7 @@ class Speedups(Protocol):
         ...
 
 
-API = 20  # the version of ``_speedups`` this code calls (SPEEDUPS_API in _speedups.c)
+API = 21  # the version of ``_speedups`` this code calls (SPEEDUPS_API in _speedups.c)
 
 
 def _load() -> Speedups | None:
