@@ -23,7 +23,7 @@
 #define PY_SSIZE_T_CLEAN
 /* What msglc/util/accel.py expects (API there): raised whenever a function is added or changes,
  * so that a stale build is set aside instead of failing at a call. */
-#define SPEEDUPS_API 21
+#define SPEEDUPS_API 22
 #include <Python.h>
 #include <structmember.h>
 #include <stdint.h>
@@ -2506,8 +2506,10 @@ static PyTypeObject DirectProbeType = {
  * map keys (the last of equal keys, as decoding keeps it), ASCII-digit str or int segments
  * index arrays. 1 with *at, *stop moved there; 0 for anything else (a missing key, another
  * kind of value or segment), which the Python path then resolves. Mirrors the rest of a path
- * taken alone in read/local_many.py (_Batch.finish: short_steps, then resolve). */
-static int descend(PyObject *tail, const unsigned char **at, const unsigned char **stop) {
+ * taken alone in read/local_many.py (_Batch.finish: short_steps, then resolve). whole: the
+ * value must also be exactly [*at, *stop) (its first level is walked to its end anyway for a
+ * map, and on past the item taken for an array), else 0, as a skip of it first would say. */
+static int descend(PyObject *tail, const unsigned char **at, const unsigned char **stop, int whole) {
     const unsigned char *p = *at, *end = *stop;
     Py_ssize_t nseg = PyList_GET_SIZE(tail);
     for (Py_ssize_t s = 0; s < nseg; s++) {
@@ -2538,7 +2540,7 @@ static int descend(PyObject *tail, const unsigned char **at, const unsigned char
                 if (h && v - p - h == n && memcmp(p + h, text, (size_t)n) == 0) found = v, found_end = q;
                 p = q;
             }
-            if (!found) return 0;
+            if (!found || (whole && s == 0 && p != end)) return 0;
             p = found, end = found_end;
         } else {
             uint64_t index = 0;
@@ -2567,6 +2569,11 @@ static int descend(PyObject *tail, const unsigned char **at, const unsigned char
             for (uint64_t e = 0; e < index && p; e++) p = skip(p, end);
             const unsigned char *q = p ? skip(p, end) : NULL;
             if (!q) return 0;
+            if (whole && s == 0) { /* the items after it, to the value's end */
+                const unsigned char *r = q;
+                for (uint64_t e = index + 1; e < count && r; e++) r = skip(r, end);
+                if (r != end) return 0;
+            }
             end = q;
         }
     }
@@ -2640,7 +2647,7 @@ static PyObject *span_items(PyObject *self, PyObject *const *args, Py_ssize_t na
     for (Py_ssize_t e = 0; result && e < n; e++) {
         const unsigned char *v = at[2 * e], *vend = at[2 * e + 1];
         PyObject *tail = tails == Py_None ? Py_None : PyList_GET_ITEM(tails, e);
-        if (vend && tail != Py_None && (!PyList_CheckExact(tail) || !descend(tail, &v, &vend))) {
+        if (vend && tail != Py_None && (!PyList_CheckExact(tail) || !descend(tail, &v, &vend, 0))) {
             PyList_SET_ITEM(result, e, Py_NewRef(args[7]));
             continue;
         }
@@ -2708,7 +2715,7 @@ static PyObject *span_value(PyObject *self, PyObject *const *args, Py_ssize_t na
         result = Py_NewRef(Py_NotImplemented);
     } else {
         const unsigned char *v = bounds[0], *vend = bounds[1]; /* moved by descend only when it takes the tail */
-        int taken = descend(args[6], &v, &vend);
+        int taken = descend(args[6], &v, &vend, 0);
         PyObject *value = decoded(args[5], v, vend - v);
         result =
             !value || value == Py_NotImplemented ? value : Py_BuildValue("(NO)", value, taken ? Py_True : Py_False);
@@ -2733,7 +2740,9 @@ static PyObject *descend_value(PyObject *self, PyObject *args) {
     if (buffer_arg("descend_value", "data", data, &v, 0) < 0) return NULL;
     const unsigned char *at = v.buf, *stop = at + v.len;
     PyObject *result;
-    if (v.len < 1 || skip(at, stop) != stop || !descend(tail, &at, &stop)) result = Py_NewRef(Py_NotImplemented);
+    /* (a tail's first step walks the value to its end: it checks that the value is one item) */
+    int one = PyList_GET_SIZE(tail) ? descend(tail, &at, &stop, 1) : v.len > 0 && skip(at, stop) == stop;
+    if (v.len < 1 || !one) result = Py_NewRef(Py_NotImplemented);
     else result = decoded(decode, at, stop - at);
     PyBuffer_Release(&v);
     return result;

@@ -307,7 +307,7 @@ class Speedups(Protocol):
         ...
 
 
-API = 21  # the version of ``_speedups`` this code calls (SPEEDUPS_API in _speedups.c)
+API = 22  # the version of ``_speedups`` this code calls (SPEEDUPS_API in _speedups.c)
 
 
 def _load() -> Speedups | None:

@@ -125,6 +125,33 @@ def test_a_deep_path_decodes_only_the_value_it_names(archive, path, monkeypatch)
         assert decoded == [msgspec.msgpack.encode("deep")]
 
 
+@needs_c
+@pytest.mark.parametrize("top", ["map", "list"])
+def test_the_c_walk_takes_a_value_only_when_its_bytes_are_exactly_one_value(top):
+    """``descend_value`` answers only for bytes that frame as exactly one msgpack value (else
+    the Python path decodes them whole and raises): bytes after it, or an item after the one
+    taken cut short or of an unknown kind, leave the answer to Python. It checks so while its
+    first step walks the value, not in a walk of its own before."""
+    speedups = accel.speedups
+    assert speedups is not None
+    items = [{"a": i, "b": [i, "x" * i]} for i in range(6)]
+    value = {f"k{i}": item for i, item in enumerate(items)} if top == "map" else items
+    data = msgspec.msgpack.encode(value)
+    first = ["k2", "b", "1"] if top == "map" else ["2", "b", "1"]
+    assert speedups.descend_value(data, first, msgspec.msgpack.decode) == "xx"
+    last = msgspec.msgpack.encode(items[-1])
+    at = data.rindex(last)
+    broken = {
+        "a byte after the value": data + b"\xc0",
+        "the last item cut short": data[:-1],
+        "the last item of an unknown kind": data[:at] + b"\xc1" + data[at + 1 :],
+    }
+    for why, bad in broken.items():
+        assert speedups.descend_value(bad, first, msgspec.msgpack.decode) is NotImplemented, why
+    assert speedups.descend_value(data, [], msgspec.msgpack.decode) == value
+    assert speedups.descend_value(data + b"\xc0", [], msgspec.msgpack.decode) is NotImplemented
+
+
 def test_a_walk_down_nested_nodes_reads_each_level_once(tmp_path):
     """On a local file a node's kids come with the node's read (they precede it in the TOC),
     and each entry's key comes with its container's header: a level costs one read."""
