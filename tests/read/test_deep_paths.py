@@ -11,6 +11,8 @@ from typing import Any
 import msgspec
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from outcomes import answer, both_modes, plain
 
 import msglc
@@ -150,6 +152,80 @@ def test_the_c_walk_takes_a_value_only_when_its_bytes_are_exactly_one_value(top)
         assert speedups.descend_value(bad, first, msgspec.msgpack.decode) is NotImplemented, why
     assert speedups.descend_value(data, [], msgspec.msgpack.decode) == value
     assert speedups.descend_value(data + b"\xc0", [], msgspec.msgpack.decode) is NotImplemented
+
+
+_LEAF = st.one_of(
+    st.none(), st.booleans(), st.integers(-(2**63), 2**64 - 1), st.text(max_size=4), st.binary(max_size=3)
+)
+_KEY = st.one_of(st.sampled_from(["a", "b", "0", "1", ""]), st.integers(0, 2))
+_VALUE = st.recursive(
+    _LEAF, lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(_KEY, inner, max_size=4)), max_leaves=20
+)
+
+
+def _named(value: Any, tail: list[Any]) -> tuple[bool, Any]:
+    """What ``tail`` names in a decoded value, as the C walk reads a path: str keys of maps,
+    ASCII-digit str or int indexes of arrays; (False, None) for anything else."""
+    for seg in tail:
+        if isinstance(value, dict) and type(seg) is str and seg in value:
+            value = value[seg]
+        elif isinstance(value, list) and type(seg) in (str, int):
+            index = int(seg) if type(seg) is str and seg.isascii() and seg.isdigit() and len(seg) < 19 else seg
+            if type(index) is not int or not 0 <= index < len(value):
+                return False, None
+            value = value[index]
+        else:
+            return False, None
+    return True, value
+
+
+@needs_c
+@settings(max_examples=300, deadline=None)
+@given(value=_VALUE, data=st.data())
+def test_the_c_walk_answers_only_what_the_whole_value_decoded_gives(value, data):
+    """On any bytes, sound or damaged (cut, a byte changed, one added or removed), and any
+    path: ``descend_value`` answers only when the bytes frame as exactly one msgpack value,
+    and then with what the value decoded whole gives at that path (where it decodes: an
+    undecodable sibling is left undetected, docs/reliability.md)."""
+    speedups = accel.speedups
+    assert speedups is not None
+    tail: list[Any] = []
+    node = value
+    while isinstance(node, (dict, list)) and node and data.draw(st.integers(0, 5)):
+        if isinstance(node, dict):
+            key = data.draw(st.sampled_from([*node, "zz"]))
+            if key not in node or type(key) is not str:
+                tail.append(key)
+                break
+            tail.append(key)
+            node = node[key]
+        else:
+            i = data.draw(st.integers(0, len(node)))
+            tail.append(data.draw(st.sampled_from([i, str(i), f"0{i}"])))
+            node = node[i] if i < len(node) else None
+    raw = bytearray(msgspec.msgpack.encode(value))
+    for _ in range(data.draw(st.integers(0, 2))):
+        at = data.draw(st.integers(0, len(raw)))
+        how = data.draw(st.sampled_from(["cut", "set", "insert", "delete"]))
+        if how == "cut":
+            del raw[at:]
+        elif how == "insert":
+            raw[at:at] = bytes([data.draw(st.integers(0, 255))])
+        elif at < len(raw):
+            if how == "set":
+                raw[at] = data.draw(st.integers(0, 255))
+            else:
+                del raw[at]
+    got = speedups.descend_value(bytes(raw), tail, msgspec.msgpack.decode)
+    if got is NotImplemented:
+        return
+    msgspec.msgpack.decode(bytes(raw), type=msgspec.Raw)  # exactly one value, or this raises
+    try:
+        whole = msgspec.msgpack.decode(bytes(raw))
+    except (msgspec.DecodeError, UnicodeDecodeError, TypeError):
+        return
+    found, named = _named(whole, tail)
+    assert found and msgspec.msgpack.encode(named) == msgspec.msgpack.encode(got)  # (NaN: as bytes)
 
 
 def test_a_walk_down_nested_nodes_reads_each_level_once(tmp_path):
