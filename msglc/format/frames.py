@@ -295,7 +295,12 @@ class Page(NamedTuple):
     dicts: bytes
 
     def dictionary(self, k: int) -> int:
-        return self.dicts[2 * k] | self.dicts[2 * k + 1] << 8
+        """Frame k's dictionary (0: none; a page without dictionaries lists none)."""
+        return self.dicts[2 * k] | self.dicts[2 * k + 1] << 8 if self.dicts else 0
+
+    def shuffle(self, k: int) -> int:
+        """The element size frame k is byte-shuffled by, or 0."""
+        return self.params[k] if self.codes and self.codes[k] == SHUFFLE else 0
 
 
 def pack_dictionary(frame: bytes) -> bytes:

@@ -10,7 +10,7 @@ from bisect import bisect_right
 from collections.abc import Callable
 
 from msglc.errors import CorruptedError
-from msglc.format.frames import NO_FILTER, SHUFFLE, FrameTable, Index, Page, frame_fault
+from msglc.format.frames import NO_FILTER, FrameTable, Index, Page, frame_fault
 
 
 class FrameMap:
@@ -87,7 +87,7 @@ class FrameMap:
     def shuffle(self, i: int) -> int:
         """The element size frame ``i`` is byte-shuffled by, or 0."""
         page, k = self.at(i)
-        return page.params[k] if page.codes and page.codes[k] == SHUFFLE else 0
+        return page.shuffle(k)
 
     def filter(self, i: int) -> tuple[int, int]:
         """(filter code, parameter) of frame ``i`` as its page table lists them."""
@@ -97,7 +97,7 @@ class FrameMap:
     def dictionary(self, i: int) -> int:
         """The dictionary frame ``i`` was compressed with (0: none; d: the section's d-th)."""
         page, k = self.at(i)
-        return page.dictionary(k) if page.dicts else 0
+        return page.dictionary(k)
 
     def check_frame(self, i: int, max_frame: int) -> str | None:
         """Why frame ``i``'s entry cannot be read (None: it can): the bounds of a frame."""

@@ -328,11 +328,12 @@ class FramedSource(Source):
             return gather(data, element, a, b)
         return memoryview(self._plain(i, entry))[a:b]
 
-    def _check(self, i: int, data: bytes | memoryview) -> int:
-        """Check frame ``i``'s table entry and zstd header (``data``: its stored bytes) before
-        anything is decompressed; returns its plain size. (The usual frame in a few steps:
-        anything else is looked at closely, for its error.)"""
-        page, k = self.table.at(i)
+    def _check(self, i: int, data: bytes | memoryview, entry: tuple[Page, int] | None = None) -> int:
+        """Check frame ``i``'s table entry (``entry``: its page and index there, when known)
+        and zstd header (``data``: its stored bytes) before anything is decompressed; returns
+        its plain size. (The usual frame in a few steps: anything else is looked at closely,
+        for its error.)"""
+        page, k = entry or self.table.at(i)
         expected = page.logical[k + 1] - page.logical[k]
         try:
             params = self._zstd.get_frame_parameters(data)
@@ -453,9 +454,10 @@ class FramedSource(Source):
 
     def _checked(self, i: int, data: bytes | memoryview, keep: bool = True) -> Entry:
         """Frame ``i`` from its stored bytes ``data``: checked, decompressed, cached (``keep``)."""
-        expected = self._check(i, data)
+        page, k = self.table.at(i)
+        expected = self._check(i, data, (page, k))
         zstd = self._zstd
-        d = self.table.dictionary(i) if self._dict_places else 0
+        d = page.dictionary(k) if self._dict_places else 0
         decompressor: Any = self._decompressor(d)
         try:
             frame: bytes = decompressor.decompress(data, max_output_size=expected, allow_extra_data=False)
@@ -466,15 +468,16 @@ class FramedSource(Source):
                 f"compressed frame {i} at offset {self.data_off + self.table.stored(i)} holds {len(frame)} bytes, "
                 f"not {expected}"
             )
-        entry = (frame, self.table.shuffle(i) if self.table.filtered else 0)
+        entry = (frame, page.shuffle(k) if self.table.filtered else 0)
         if keep:
-            self._keep(i, entry)
+            self._keep(i, entry, page.logical[k])
         return entry
 
-    def _keep(self, i: int, entry: Entry) -> None:
-        """Cache frame ``i``: a data frame among the last ``CACHE_FRAMES``; a TOC frame or a
-        data frame of at most ``SMALL_FRAME`` bytes among the last ``WALK_CACHE`` bytes of them."""
-        if self.table.logical(i) < self._toc_at and len(entry[0]) > SMALL_FRAME:
+    def _keep(self, i: int, entry: Entry, logical: int) -> None:
+        """Cache frame ``i`` (starting at ``logical``): a data frame among the last
+        ``CACHE_FRAMES``; a TOC frame or a data frame of at most ``SMALL_FRAME`` bytes among the
+        last ``WALK_CACHE`` bytes of them."""
+        if logical < self._toc_at and len(entry[0]) > SMALL_FRAME:
             frames = self._frames
             with self._lock:
                 frames[i] = entry

@@ -87,7 +87,7 @@ def frame_infos(archive: Archive) -> Iterator[FrameInfo]:
             page.logical[k + 1] - page.logical[k],
             page.codes[k] if page.codes else 0,
             page.params[k] if page.codes else 0,
-            page.dictionary(k) if page.dicts else 0,
+            page.dictionary(k),
         )
 
 
