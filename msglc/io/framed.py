@@ -306,7 +306,7 @@ class FramedSource(Source):
                 return holder[i]
         page, k = self.table.at(i)
         start, stop = page.stored[k], page.stored[k + 1]
-        return self._checked(i, self._raw(self.data_off + start, stop - start))
+        return self._checked(i, self._raw(self.data_off + start, stop - start), where=(page, k))
 
     def _plain(self, i: int, entry: Entry) -> bytes | bytearray:
         """The plain bytes of frame ``i`` from its ``entry``; a shuffled frame is unshuffled
@@ -452,9 +452,12 @@ class FramedSource(Source):
         data: bytes = self._dictionary(d).as_bytes()
         return data
 
-    def _checked(self, i: int, data: bytes | memoryview, keep: bool = True) -> Entry:
-        """Frame ``i`` from its stored bytes ``data``: checked, decompressed, cached (``keep``)."""
-        page, k = self.table.at(i)
+    def _checked(
+        self, i: int, data: bytes | memoryview, keep: bool = True, where: tuple[Page, int] | None = None
+    ) -> Entry:
+        """Frame ``i`` from its stored bytes ``data``: checked, decompressed, cached (``keep``);
+        ``where``: its page and index there, when the caller has them."""
+        page, k = where or self.table.at(i)
         expected = self._check(i, data, (page, k))
         zstd = self._zstd
         d = page.dictionary(k) if self._dict_places else 0
