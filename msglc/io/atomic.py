@@ -16,6 +16,9 @@ from typing import Any, BinaryIO
 from msglc.io.names import RemotePath
 from msglc.io.uploads import remote_target
 
+WRITE_BUFFER = 1 << 18  # bytes gathered before a write to the file: a compressed dump's frames of a
+# few KB go out in large writes (npm-names, 11,600 frames: 3-9% of the dump; 1 MB was no faster)
+
 
 def is_named(target: Any) -> bool:
     """A path or remote name (written atomically) rather than a file object."""
@@ -117,7 +120,7 @@ def atomic_file(
         raise FileNotFoundError(errno.ENOENT, "no such directory", directory)
     tmp = _Temporary(directory, os.path.basename(path))
     try:
-        with os.fdopen(tmp.fd, "wb", closefd=False) as f:
+        with os.fdopen(tmp.fd, "wb", closefd=False, buffering=WRITE_BUFFER) as f:
             _preallocate(tmp.fd, size_hint)
             yield f
         if durable:
