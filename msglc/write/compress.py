@@ -267,7 +267,7 @@ def planned_dictionaries(
 
 
 def table_dictionaries(
-    view: memoryview, frames: Sequence[Frame], starts: Sequence[int], chosen: Chosen | None, level: int, head: int
+    view: memoryview, frames: Sequence[Frame], starts: Sequence[int], chosen: Chosen | None, level: int
 ) -> tuple[Chosen | None, bool]:
     """The dictionaries ``chosen`` for the data, and whether the frames of its lookup tables
     (``TABLE``) are compressed without them: when they make those frames less than a
@@ -275,8 +275,7 @@ def table_dictionaries(
     say. A lookup there decompresses one small frame, against a 1 MB dictionary about 3x
     slower (npm-names' 16 KB frames: 23-30 us against 8); what a dictionary saves on a word
     list is often 2%, on near-duplicate lists much more. Then a dictionary that only table
-    frames would use is dropped (the first kept one begins at 0; the data's first ``head``
-    bytes are a frame without one)."""
+    frames would use is dropped (the first kept one begins at 0; heads, ``HEAD``, use none)."""
     tables = [(a, end) for (end, _, run), a in zip(frames, starts, strict=True) if run == TABLE]
     if not chosen or not tables:
         return chosen, False
@@ -302,7 +301,7 @@ def table_dictionaries(
     used = {  # the regions of the frames that keep a dictionary
         max(0, bisect_right(offsets, a) - 1)
         for (end, _, run), a in zip(frames, starts, strict=True)
-        if run != TABLE and run != HEAD and end > head
+        if run != TABLE and run != HEAD
     }
     kept = [entry for r, entry in enumerate(chosen) if r in used]
     if not kept:
@@ -449,7 +448,10 @@ def toc_layout(toc: bytes | bytearray, root: tuple[int, int], data: bytes | memo
     frame for them; opening reads the root's)."""
     layout = Layout([], [], [], [], [])
     boundaries, runs, forced, tables, heads = layout
-    if not root[1]:
+    if not root[1]:  # a root without a node: its header alone, as a reader opening it reads it
+        if len(data) > HEAD_FRAME:
+            heads.append((0, HEAD_FRAME))
+            forced.append(HEAD_FRAME)
         return layout
     big = HEAD_SPAN * size
     # pos, length, base or end, is base, where its entry starts when its head gets a frame (else -1)
@@ -660,7 +662,8 @@ class FrameWriter:
 
     def __init__(self, out: Any, size: int, level: int, base: int = 0, head: int = 0) -> None:
         """``head``: the data's first bytes (the root container's header) form a frame of their
-        own, without a dictionary: opening an archive reads them, and then never loads one."""
+        own, without a dictionary: opening an archive reads them, and then never loads one.
+        (Data that ``write`` takes; ``write_planned`` finds the root's head in its plan.)"""
         if not MIN_FRAME_SIZE <= size <= MAX_FRAME:
             raise ValueError(f"frame size must be in [{MIN_FRAME_SIZE}, {MAX_FRAME}], not {size}")
         self._zstd = zstandard()
@@ -776,7 +779,7 @@ class FrameWriter:
         plain_tables = False  # lookup tables' frames without a dictionary
         if self.deciding:  # (not chosen already by use_dictionaries)
             chosen = planned_dictionaries(view, frames, starts, self.size, self.level, meanwhile)
-            chosen, plain_tables = table_dictionaries(view, frames, starts, chosen, self.level, self.head)
+            chosen, plain_tables = table_dictionaries(view, frames, starts, chosen, self.level)
             self.use_dictionaries(chosen)
         shuffled: dict[int, int] = {}  # run -> level of its shuffled frames, from its first (0: not shuffled)
         fast = min(self.level, NUMBERS_LEVEL)
@@ -794,12 +797,9 @@ class FrameWriter:
             (start, end, element, shuffled[run]) if element and shuffled[run] else (start, end, 0, 0)
             for (end, element, run), start in zip(frames, starts, strict=True)
         ]
-        if planned and 0 < self.head < planned[0][1] and not planned[0][2] and frames[0][2] != HEAD:  # the root's head
-            self._queue.append(self._pool.submit(self._compress_planned, view, [(0, self.head, 0, 0)], 0))
-            planned[0] = (self.head, planned[0][1], 0, 0)
-        # frames without a dictionary, by their ends (the first frame may have lost the root's
-        # header to a frame of its own): heads (a walk that reads one then loads no dictionary
-        # for it), and lookup tables' when table_dictionaries says so
+        # frames without a dictionary, by their ends: heads (a walk that reads one then loads no
+        # dictionary for it; the root's, which opening reads), and lookup tables' when
+        # table_dictionaries says so
         alone = {end for end, _, run in frames if run == HEAD or (plain_tables and run == TABLE)}
 
         def dictionary(frame: tuple[int, int, int, int]) -> int:
