@@ -83,3 +83,22 @@ def traced_growth(*steps: Callable[[], object]) -> list[int]:
         return grown
     finally:
         tracemalloc.stop()
+
+
+def dict_entries(
+    header: bytes, keys: list[object], large: Callable[[int], bool], value: Callable[[int], object]
+) -> tuple[bytearray, list[int], list[tuple[int, int, bytes]]]:
+    """A dict's entries encoded after ``header`` (for crafted indexes): the bytes, each
+    entry's offset and then the end, and (start, end, encoded key) of the entries whose value
+    is ``large`` (``value(i)``: entry i's value, asked in order)."""
+    import msgspec
+
+    body, koffs, kids = bytearray(header), [], []
+    for i, key in enumerate(keys):
+        koffs.append(len(body))
+        kb = msgspec.msgpack.encode(key)
+        body += kb + msgspec.msgpack.encode(value(i))
+        if large(i):
+            kids.append((koffs[-1], len(body), kb))
+    koffs.append(len(body))
+    return body, koffs, kids

@@ -7,7 +7,7 @@ import zlib
 from typing import Any
 
 import pytest
-from outcomes import BytesReads, traced_growth
+from outcomes import BytesReads, dict_entries, traced_growth
 
 import msglc
 from msglc import CorruptedError, LazyReader
@@ -297,15 +297,16 @@ def _crafted_fuse(rng, n=None, block_bits=None, changes=(1, 3)):
     block_bits = rng.choice([0, 2, 5]) if block_bits is None else block_bits
     keys = list(dict.fromkeys(rng.choice([f"s{rng.getrandbits(20)}", rng.getrandbits(14) - 99]) for _ in range(n)))
     n = len(keys)
-    body, koffs, kids = bytearray(b"\xdd" + n.to_bytes(4, "big")), [], []
-    for i, key in enumerate(keys):
-        koffs.append(len(body))
-        kb = msgspec.msgpack.encode(key)
-        large = i % 97 == 50
-        body += kb + msgspec.msgpack.encode(list(range(60)) if large else rng.choice([i, f"v{i}", None, [i]]))
-        if large:
-            kids.append((koffs[-1], len(body), kb))
-    koffs.append(len(body))
+
+    def large(i: int) -> bool:
+        return i % 97 == 50
+
+    body, koffs, kids = dict_entries(
+        b"\xdd" + n.to_bytes(4, "big"),
+        keys,
+        large,
+        lambda i: list(range(60)) if large(i) else rng.choice([i, f"v{i}", None, [i]]),
+    )
     hashes = b"".join(fuse.base_hash(msgspec.msgpack.encode(k)).to_bytes(8, "little") for k in keys)
     built = fuse.build(hashes, n, block_bits)
     assert built is not None

@@ -9,7 +9,7 @@ import zlib
 import msgspec
 import numpy as np
 import pytest
-from outcomes import BytesReads, traced_growth
+from outcomes import BytesReads, dict_entries, traced_growth
 
 import msglc
 from msglc.format import hash_index
@@ -323,18 +323,14 @@ def _crafted_index(rng):
     block_bits = rng.choice([0, 1, 3, 6, 16])
     keys = list(dict.fromkeys(rng.choice([f"s{rng.getrandbits(16)}", rng.getrandbits(12) - 99]) for _ in range(n)))
     n = len(keys)
-    body, koffs, kids = bytearray(b"\xdc" + n.to_bytes(2, "big")), [], []
-    for i, key in enumerate(keys):
-        koffs.append(len(body))
-        kb = msgspec.msgpack.encode(key)
-        large = i % 9 == 4
-        value = msgspec.msgpack.encode(
-            list(range(i % 40)) if large else rng.choice([i, f"v{i}", None, [i], b"x" * (i % 30)])
-        )
-        body += kb + value
-        if large:
-            kids.append((koffs[-1], len(body), kb))
-    koffs.append(len(body))
+
+    def large(i: int) -> bool:
+        return i % 9 == 4
+
+    def value(i: int) -> object:
+        return list(range(i % 40)) if large(i) else rng.choice([i, f"v{i}", None, [i], b"x" * (i % 30)])
+
+    body, koffs, kids = dict_entries(b"\xdc" + n.to_bytes(2, "big"), keys, large, value)
     region = hash_index.region_of_keys([msgspec.msgpack.encode(k) for k in keys], koffs, block_bits)
     page_bits, width = region.page_bits, region.width
     table, records, _ = hash_index.block_layout(n, page_bits, width, block_bits)
