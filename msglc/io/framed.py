@@ -680,9 +680,10 @@ class FramedSource(Source):
 
     def close(self) -> None:
         super().close()
-        self._frames.clear()
-        self._walk_frames.clear()
-        self._walk_bytes = 0
+        with self._lock:  # a read on another thread may be between finding a frame and using it
+            self._frames.clear()
+            self._walk_frames.clear()
+            self._walk_bytes = 0
         self._near_data = self._near_toc = _FAR
         self.raw.close()
 

@@ -363,3 +363,30 @@ def test_toc_frames_stay_cached_while_data_frames_come_and_go(tmp_path):
     assert len(reads) > 60 * 20
     for a, b in toc_frames:
         assert sum(1 for at, n in reads if at < b and a < at + n) <= 1, (a, b)
+
+
+def test_a_close_on_another_thread_waits_for_a_read_that_holds_a_cached_frame(monkeypatch):
+    """A read that has found its frame in the cache uses it (its place in the cache moved)
+    before a ``close`` on another thread empties the cache: the read gives its bytes, and
+    reads after the close raise ``ValueError``, never a ``KeyError`` from the cache."""
+    plain = bytes(range(256)) * 64
+    _, src = framed(plain)
+    shown = HEAD + plain  # what the source shows before the trailer
+    assert src.read(5000, 10) == shown[5000:5010]  # frame 1 decompressed and kept
+    assert src.read(9000, 10) == shown[9000:9010]  # (then another: the next read is no slice of the last)
+    holder = framed_module.FramedSource._holder  # noqa: SLF001
+    closer: list[threading.Thread] = []
+
+    def close_meanwhile(self: FramedSource, i: int) -> Any:
+        found = holder(self, i)
+        if found is not None and not closer:  # (the lock is held: a close must wait for it)
+            closer.append(threading.Thread(target=src.close))
+            closer[0].start()
+            closer[0].join(0.2)
+        return found
+
+    monkeypatch.setattr(framed_module.FramedSource, "_holder", close_meanwhile)
+    assert src.read(5000, 10) == shown[5000:5010]
+    closer[0].join()
+    with pytest.raises(ValueError):
+        src.read(5000, 10)
