@@ -66,6 +66,9 @@ def test_the_section_measures_every_series_of_every_dataset_offline(standin, tmp
             assert s["bytes"] > 0 and s["open_bytes"] > 0 and s["read_bytes_mean"] > 0
             assert 0 < s["read_median_seconds"] <= s["read_p90_seconds"]
             assert s["dump_seconds"] > 0 and s["to_obj_seconds"] > 0 and s["open_seconds"] > 0
+            # a compressed series reports what one of its data frames takes to decompress
+            assert (s["frame_seconds"] is None) is (not s["compressed"]), s
+            assert s["frame_seconds"] is None or 0 < s["frame_seconds"] < s["read_p90_seconds"]
     figures = [r["figure"] for r in report["rows"]]
     assert "wordfreq (quick), msglc zstd: size / whole file by zstd -3" in figures
     assert f"mdn-bcd (quick), msglc zstd, {option}: one value, cached=False (us, median)" in figures
@@ -74,6 +77,10 @@ def test_the_section_measures_every_series_of_every_dataset_offline(standin, tmp
     assert targets_of["mdn-bcd (quick), msglc zstd: size / whole file by zstd -3"] == "<= 1.15"  # a document
     assert targets_of["wordfreq (quick), msglc: one value, cached=False (us, median)"] == "<= 30 us"
     assert "| mdn-bcd (quick), msglc zstd: open (ms, median of 11) |" in run.stdout
+    details = {r["figure"]: r["detail"] for r in report["rows"]}
+    one_value = "one value, cached=False (us, median)"
+    assert "a data frame decompresses in" in details[f"mdn-bcd (quick), msglc zstd: {one_value}"]
+    assert "a data frame" not in details[f"mdn-bcd (quick), msglc: {one_value}"]
     assert f"| wordfreq (quick) | msglc zstd, {option} |" in run.stdout  # the table of every series
 
 

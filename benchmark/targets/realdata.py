@@ -14,7 +14,10 @@ alternative:
 - one value: a few hundred leaf paths from a seeded random walk of the object, each read once
   from an open reader with ``cached=False``, the series in turns: median and p90, bytes read;
 - ``to_obj()`` against read + (zstd decompress +) ``msgspec`` decode of the whole plain
-  msgpack, in turns.
+  msgpack, in turns;
+- for a compressed archive, what one of its data frames takes to decompress (zstd alone,
+  median over a sample): the least a read of a value in it pays, on this machine. Reported
+  beside the one-value median, it tells a slower machine from a slower read.
 
 Targets of issue 31, where they apply: compressed size <= 1.15x the whole-file zstd on
 documents, <= 1.5x on lookup tables; open <= 64 KB read and <= 1 ms; one value <= 50 us median
@@ -49,11 +52,13 @@ from ..timing import interleaved
 from .common import Row, fresh
 
 BASE_SERIES: tuple[tuple[str, dict[str, Any]], ...] = (("msglc", {}), ("msglc zstd", {"compression": "zstd"}))
+RAW_FILTER = 2  # FrameInfo.filter of a frame stored raw: read in place, never decompressed
 FLOOR_PLAIN = "floor: plain msgpack"
 FLOOR_ZSTD = f"floor: plain msgpack, whole file zstd -{LEVEL}"
 PATHS, PATHS_QUICK = 300, 100  # leaf paths read once each
 OPENS, OPENS_QUICK = 21, 11  # fresh readers per series for the open's median
 SEED = 31
+FRAME_SAMPLE = 200  # data frames decompressed for the frame floor (at most)
 CHECKOUT = Path(__file__).resolve().parents[2]  # the children run ``python -m benchmark.targets`` here
 
 # what issue 31 asks of a compressed archive, by the kind of data
@@ -239,11 +244,13 @@ def rows_of(m: dict[str, Any]) -> list[Row]:
                 + _lazystats(s["open_bytes"], s["open_lazystats_bytes"]))
         )  # fmt: skip
         us, p90 = s["read_median_seconds"] * 1e6, s["read_p90_seconds"] * 1e6
+        frame = s.get("frame_seconds")
+        floor_note = "" if frame is None else f"; a data frame decompresses in {frame * 1e6:.1f} us (median)"
         rows.append(
             Row(f"{what}: one value, cached=False (us, median)", us, f"<= {read_limit:g} us", us <= read_limit,
                 f"p90 {p90:.1f} us; {s['read_bytes_mean']:,.0f} bytes in {s['read_requests_mean']:.2f} requests"
                 f" per value{_lazystats(s['read_bytes_mean'], s['read_lazystats_bytes_mean'])};"
-                f" {m['paths']} leaf paths, mean depth {m['mean_depth']:.1f}")
+                f" {m['paths']} leaf paths, mean depth {m['mean_depth']:.1f}{floor_note}")
         )  # fmt: skip
         floor = floors["decode_zstd"] if zstd else floors["decode_plain"]
         how = "read + zstd -d + msgspec decode" if zstd else "read + msgspec decode"
@@ -357,6 +364,42 @@ def _counted(path: Path, paths: list[tuple[list[Any], Any]], what: str) -> dict[
     finally:
         f.close()
     return out
+
+
+def _frame_floor(path: Path) -> float | None:
+    """Median seconds to decompress one data frame of the compressed archive at ``path``, with
+    zstd alone (its dictionary loaded beforehand), over up to ``FRAME_SAMPLE`` frames drawn at
+    random among those a read decompresses: data frames of more than 1 KB (smaller ones, the
+    heads of big containers, stay cached) that are not stored raw. None for a plain archive."""
+    import zstandard
+
+    with msglc.LazyReader(path) as reader:
+        info = reader.info()
+        data_end = info.data_offset + info.data_size
+        frames = [
+            f
+            for f in reader.frames()
+            if f.plain_offset + f.plain_size <= data_end and f.plain_size > 1024 and f.filter != RAW_FILTER
+        ]
+        if not frames:
+            return None
+        sample = random.Random(SEED).sample(frames, min(FRAME_SAMPLE, len(frames)))
+        dicts = {
+            d: zstandard.ZstdCompressionDict(reader.dictionary(d), dict_type=zstandard.DICT_TYPE_RAWCONTENT)
+            for d in {f.dictionary for f in sample if f.dictionary}
+        }
+    decompressors = {d: zstandard.ZstdDecompressor(dict_data=z) for d, z in dicts.items()}
+    decompressors[0] = zstandard.ZstdDecompressor()
+    times = []
+    with path.open("rb") as file:
+        for f in sample:
+            file.seek(f.offset)
+            stored = file.read(f.size)
+            decompress = decompressors[f.dictionary].decompress
+            t0 = time.perf_counter()
+            decompress(stored)
+            times.append(time.perf_counter() - t0)
+    return _quantile(times, 0.5)
 
 
 def _rounds(plain_bytes: int, quick: bool) -> int:
@@ -486,6 +529,7 @@ def measure(
                 "read_median_seconds": _quantile(reads[s], 0.5),
                 "read_p90_seconds": _quantile(reads[s], 0.9),
                 "to_obj_seconds": decodes[s],
+                "frame_seconds": _frame_floor(files[s]) if options.get("compression") else None,
             }
             for s, options in series
         ],

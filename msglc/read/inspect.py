@@ -57,7 +57,8 @@ class FrameInfo(NamedTuple):
     """One zstd frame of a compressed archive: where it is stored (``offset``, ``size`` bytes
     of the file), the logical bytes it holds (``plain_offset``, ``plain_size``: offsets as in a
     plain archive, the data and then, in 2.1, the TOC), its filter (0: none; 1: byte shuffle of
-    elements of ``parameter`` bytes) and the dictionary it was compressed with (0: none)."""
+    elements of ``parameter`` bytes; 2: stored raw, read in place) and the dictionary it was
+    compressed with (0: none)."""
 
     offset: int
     size: int
