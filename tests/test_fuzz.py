@@ -7,6 +7,7 @@ wrong value without an error from a change outside the data section, and no data
 ``verify()`` or ``to_obj()`` lets through.
 """
 
+import dataclasses
 import os
 import random
 import subprocess
@@ -14,6 +15,7 @@ import sys
 import textwrap
 import zlib
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
@@ -560,3 +562,47 @@ def test_a_dictionary_larger_than_writers_make_is_refused():
             with msglc.LazyReader(archive) as r:
                 assert r.to_obj() == value and len(r.dictionary(1)) == size
     assert DICT_MAX <= MAX_DICT <= MAX_FRAME
+
+
+def test_a_span_start_moved_into_an_item_is_the_documented_span_outcome():
+    """A crafted TOC that moves where a span of one item starts, two bytes into a uint16 item,
+    leaves its last byte: a fixint that frames exactly, read as the item. A read checks a
+    span's items against its own bytes alone (docs/reliability.md, "Crafted files"), so this
+    is the harness's documented ``span-crafted-toc``, not a bug; ``verify()`` refuses it."""
+    from tools.fuzz.corpus import build_corpus
+    from tools.fuzz.layout import relayout
+    from tools.fuzz.mutators import Mutation
+    from tools.fuzz.targets import evaluate
+
+    s = next(x for x in build_corpus() if x.kind == "appended-paged" and x.threshold == 8)
+    items, root = s.toc
+    base = s.trailer.data_off  # (the root list's first byte: span offsets count from it)
+    moved = None
+    for it in items:
+        if it.kind != "page":
+            continue
+        for k in range(len(it.node.starts) - 1):
+            a, b = base + it.node.offs[k], base + it.node.offs[k + 1]
+            one_uint16 = it.node.starts[k + 1] - it.node.starts[k] == 1 and b - a == 3 and s.data[a] == 0xCD
+            if one_uint16 and s.data[b - 1] < 0x80:  # (its last byte alone: a fixint)
+                moved = (it, k)
+                break
+        if moved:
+            break
+    assert moved is not None, "the corpus no longer has a span of one uint16 item in a page"
+    page, k = moved
+
+    def edit(it: Any, node: Any, new_pos: Any, new_len: Any, here: int) -> bytes | None:
+        if it is not page:
+            return None
+        offs = [*node.offs]
+        offs[k] += 2
+        return frame_node(msgspec.structs.replace(node, offs=offs))
+
+    desc = f"toc SpanPage at {page.pos}: offs[{k}]: {page.node.offs[k]} -> {page.node.offs[k] + 2}"
+    i = page.node.starts[k]  # the item read: alone (``walk`` reads the one before it first, and fails)
+    s = dataclasses.replace(s, paths=[i], expected=[s.truth[i]])
+    cls, stages, _ = evaluate(s, Mutation(relayout(s.data, items, root, edit), desc, "toc", crafted="toc"))
+    assert cls == "span-crafted-toc"
+    assert isinstance(stages["verify"].error, CorruptedError)
+    assert any(st.changed for st in stages.values())

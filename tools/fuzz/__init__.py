@@ -87,7 +87,9 @@ with the truth: the original value, or for crafted data the data section decoded
 - other classes: ``ok``, ``error`` (a documented error), ``changed-in-data`` (lazy reads saw
   a changed data byte, which they do not checksum; ``verify()`` and ``to_obj()`` raised),
   ``lookup-crafted-toc`` (a crafted TOC that renames a key, or a crafted hash index, makes a
-  lookup a KeyError: only reading the data could tell).
+  lookup a KeyError: only reading the data could tell), ``span-crafted-toc`` (a crafted TOC
+  that moves where a list's span starts gives other items that frame exactly, and
+  ``verify()`` refuses the archive: only reading the span before could tell).
 
 Cases run in worker processes (fork; ``--workers``, default 2), each under a soft timeout
 (``signal.setitimer``: the traceback shows where it hung) and a hard one (the worker is

@@ -25,7 +25,7 @@ BUG_CLASSES = (
     "read-outside-file",
     "bad-copy",
 )
-INFO_CLASSES = ("ok", "error", "changed-in-data", "lookup-crafted-toc")
+INFO_CLASSES = ("ok", "error", "changed-in-data", "lookup-crafted-toc", "span-crafted-toc")
 KIND_WEIGHTS = {
     "bitflip": 20,
     "overwrite": 12,
