@@ -89,7 +89,7 @@ DICT_GAIN = 0.98  # a dictionary is kept when the trial frames and it take less 
 DICT_FIRST = 16  # trial frames compressed first (every third); the rest only when their share is not
 DICT_CLEAR = (0.90, 1.06)  # outside this: 16 frames differed from 48 by 0.04 at most on 8 datasets
 DICT_LEVEL = 9  # dictionaries are stored compressed at this level at least (once per archive)
-NUMBERS_LEVEL = 3  # a run of shuffled numbers at most at this level when it costs at most ...
+NUMBERS_LEVELS = (1, 3)  # a run of shuffled numbers at the first of these levels that costs at most ...
 NUMBERS_SLACK = 1.005  # ... this much more than the writer's level on its first frame (write_planned)
 TABLE_TRIAL = 64  # frames of lookup tables compressed both ways to decide whether they use the dictionary
 # (one drawn from each of this many equal runs of them: a table whose frames gain much beside one
@@ -768,10 +768,10 @@ class FrameWriter:
         """The whole plain data, in frames as planned (``plan_frames``): the dictionaries are
         ``planned_dictionaries`` (``meanwhile``: a choice made from all the data meanwhile),
         unless ``use_dictionaries`` chose them; each run of numbers is shuffled when its first
-        frame compresses smaller so (and then without a dictionary), and then compressed at
-        ``NUMBERS_LEVEL`` when that makes its first frame at most ``NUMBERS_SLACK`` times
-        larger (random floats: the same size, about 30% faster; a smooth field 2.6% larger at
-        level 3: kept at level 5)."""
+        frame compresses smaller so (and then without a dictionary), and then compressed at the
+        first of ``NUMBERS_LEVELS`` that makes its first frame at most ``NUMBERS_SLACK`` times
+        larger (random floats: level 1, the same size, about half the time of level 5; a smooth
+        field 2.6% larger at level 3: kept at level 5)."""
         if self.plain or self._buf:
             raise ValueError("write_planned() takes the whole data section, first")
         view = memoryview(data).cast("B")
@@ -782,17 +782,13 @@ class FrameWriter:
             chosen, plain_tables = table_dictionaries(view, frames, starts, chosen, self.level)
             self.use_dictionaries(chosen)
         shuffled: dict[int, int] = {}  # run -> level of its shuffled frames, from its first (0: not shuffled)
-        fast = min(self.level, NUMBERS_LEVEL)
         for i, (end, element, run) in enumerate(frames):
             if element and run not in shuffled:
                 piece = view[starts[i] : end]
                 plain_size = len(self._compressor(self._dictionary_at(starts[i])).compress(piece))
                 mixed = shuffle(piece, element)
                 size = len(planes_compressed(self._compressor(0), mixed, element))
-                shuffled[run] = 0 if size >= plain_size else self.level
-                if shuffled[run] and fast < self.level and len(piece) >= PLANE_BLOCK * element:
-                    faster = len(planes_compressed(self._compressor(0, fast), mixed, element))
-                    shuffled[run] = fast if faster <= NUMBERS_SLACK * size else self.level
+                shuffled[run] = 0 if size >= plain_size else self._numbers_level(mixed, element, size)
         planned = [
             (start, end, element, shuffled[run]) if element and shuffled[run] else (start, end, 0, 0)
             for (end, element, run), start in zip(frames, starts, strict=True)
@@ -810,6 +806,19 @@ class FrameWriter:
                 self._queue.append(self._pool.submit(self._compress_planned, view, list(same), d))
             self._drain(AHEAD)
         self.plain = self._buf_at = len(view)
+
+    def _numbers_level(self, mixed: bytes, element: int, size: int) -> int:
+        """The level for a run of shuffled numbers whose first frame is ``mixed`` (``size``
+        bytes at the writer's level): the first of ``NUMBERS_LEVELS`` below the writer's that
+        makes it at most ``NUMBERS_SLACK`` times larger, else the writer's. (Frames of less than
+        ``PLANE_BLOCK`` bytes a plane keep the writer's: too small to tell.)"""
+        if len(mixed) >= PLANE_BLOCK * element:
+            for level in NUMBERS_LEVELS:
+                if level < self.level:
+                    faster = len(planes_compressed(self._compressor(0, level), mixed, element))
+                    if faster <= NUMBERS_SLACK * size:
+                        return level
+        return self.level
 
     def reserve(self, size: int) -> Slot:
         """``size`` plain bytes (zeros for now) that ``fill`` gives later."""
