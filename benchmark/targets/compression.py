@@ -25,7 +25,7 @@ import msgspec
 import msglc
 
 from ..compressed import LEVEL, has_read_threads, read_threads, records, row_chunks, smooth_field, zstd_whole
-from ..timing import best_of, per_call
+from ..timing import best_of, interleaved, per_call
 from .common import Row, fresh
 from .dicts import str_dict
 
@@ -213,14 +213,18 @@ def array_rows(mb: int, tmp: Path) -> list[Row]:
         with h5py.File(h5path, "r") as f:
             f["a"][...]
 
-    # each read opens the file afresh: no frame or chunk cache carries over between reads
-    times: dict[str, float] = {}
+    def threads(n: int) -> Callable[[], None]:
+        def run() -> None:
+            with read_threads(n):
+                ours()
+
+        return run
+
+    # each read opens the file afresh: no frame or chunk cache carries over between reads; the
+    # thread counts take turns (a burst of other load must not fall on one of them alone)
     for p in (path, gz, gz_shuffle):
         _warm(p)
-    for n in (1, 2):
-        with read_threads(n):
-            times[f"msglc {n}"] = best_of(ours)
-    times["msglc default"] = best_of(ours)
+    times = interleaved({"msglc 1": threads(1), "msglc 2": threads(2), "msglc default": ours}, rounds=3)
     for label, h5path in (("gzip", gz), ("gzip shuffle", gz_shuffle)):
         times[label] = best_of(partial(h5, h5path))
     gc.collect()
