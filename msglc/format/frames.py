@@ -359,7 +359,7 @@ def parse_page(buf: bytes | memoryview, frames: int, first_logical: int, first_s
         bytes(view[at + 2 * n : at + 4 * n]),
     )
     _check_filters(codes, params)
-    if any(d > dicts for d in struct.unpack(f"<{n}H", dict_bytes)):
+    if n and max(struct.unpack(f"<{n}H", dict_bytes)) > dicts:  # (max: no Python step a frame)
         raise CorruptedError(f"compressed section: a frame names a dictionary the section does not have ({dicts})")
     stored = list(accumulate(sizes[0::2], initial=first_stored))
     logical = list(accumulate(sizes[1::2], initial=first_logical))

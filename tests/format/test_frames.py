@@ -187,3 +187,14 @@ def test_a_page_table_gives_each_raw_frame_its_exact_stored_size():
     for sizes in ([(116, 101), (116, 99)], [(115, 100), (117, 100)], [(16 + (1 << 17) + 1, (1 << 17) + 1), (116, 100)]):
         with pytest.raises(CorruptedError, match="raw frame at offset 0 of the section stores"):
             parse_page(pack_page(sizes, [(RAW, 0), (NO_FILTER, 0)], [0, 0]), 2, 0, 0, 0)
+
+
+def test_a_page_table_names_only_dictionaries_the_section_has():
+    """Each frame's dictionary number is checked against the section's count of them when the
+    page is read, not when the frame is: a frame naming dictionary 3 of a section of 2 is
+    refused with its page (a page of no frames names none)."""
+    page = pack_page([(50, 100), (60, 100)], [(NO_FILTER, 0), (NO_FILTER, 0)], [0, 3])
+    assert parse_page(page, 2, 0, 0, 3).dictionary(1) == 3
+    with pytest.raises(CorruptedError, match="names a dictionary the section does not have"):
+        parse_page(page, 2, 0, 0, 2)
+    assert parse_page(pack_page([], [], []), 0, 0, 0, 0).stored == [0]
