@@ -606,3 +606,40 @@ def test_a_span_start_moved_into_an_item_is_the_documented_span_outcome():
     assert cls == "span-crafted-toc"
     assert isinstance(stages["verify"].error, CorruptedError)
     assert any(st.changed for st in stages.values())
+
+
+def test_a_span_start_moved_onto_a_list_in_its_item_is_the_span_outcome_for_lookups_too():
+    """The same edit as above, nine bytes into the one record of the last span of a list of
+    records (one of the deltas the ``toc`` mutator draws): the span then holds the record's
+    list, which frames exactly, so a path through the record to a key raises ``TypeError``
+    instead of giving a changed value. That is the same documented ``span-crafted-toc``,
+    not ``wrong-outside-data``; ``verify()`` refuses the archive."""
+    from msglc.format.nodes import ListNode
+    from tools.fuzz.corpus import build_corpus
+    from tools.fuzz.layout import relayout
+    from tools.fuzz.mutators import Mutation
+    from tools.fuzz.targets import evaluate
+
+    s = next(x for x in build_corpus() if x.name == "streamed@64")
+    items, root = s.toc
+    records = next(it for it in items if it.kind == "node" and isinstance(it.node, ListNode) and it.node.n == 400)
+    k = len(records.node.starts) - 1  # the last span: record 399 alone
+    with msglc.LazyReader(s.data) as r:
+        base = r["records"].location().offset
+    last = s.data[base + records.node.offs[k] : base + records.node.offs[k + 1]]
+    assert records.node.starts[k] == 399 and isinstance(msgspec.msgpack.decode(last[9:]), list), last
+
+    def edit(it: Any, node: Any, new_pos: Any, new_len: Any, here: int) -> bytes | None:
+        if it is not records:
+            return None
+        offs = [*node.offs]
+        offs[k] += 9
+        return frame_node(msgspec.structs.replace(node, offs=offs))
+
+    old = records.node.offs[k]
+    desc = f"toc ListNode at {records.pos}: offs[{k}]: {old} -> {old + 9}"
+    s = dataclasses.replace(s, paths=["records/399/id"], expected=[s.truth["records"][399]["id"]])
+    cls, stages, why = evaluate(s, Mutation(relayout(s.data, items, root, edit), desc, "toc", crafted="toc"))
+    assert isinstance(stages["many"].error, TypeError), stages["many"].error
+    assert isinstance(stages["verify"].error, CorruptedError)
+    assert cls == "span-crafted-toc", why

@@ -5,6 +5,7 @@ are inputs, and the small API and CLI holes."""
 import os
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -13,6 +14,7 @@ from cli_runner import run_msglc
 import msglc
 from msglc import FileInfo, MsglcError
 from msglc.format.layout import TRAILER_SIZE
+from msglc.io.local import FileSource
 
 
 def test_a_reader_over_a_file_object_keeps_reading_its_own_file(tmp_path):
@@ -40,6 +42,40 @@ def test_a_reader_closes_the_descriptor_it_owns(tmp_path):
             msglc.LazyReader(f).close()
     if before is not None:
         assert len(os.listdir("/proc/self/fd")) == before
+
+
+@pytest.mark.skipif(not hasattr(os, "preadv"), reason="FileSource.read_into reads by preadv")
+def test_a_bulk_read_racing_a_close_raises_valueerror_with_the_descriptor_reused(tmp_path, monkeypatch):
+    """A whole-array read (``read_into``) on one thread while another closes the reader and
+    its descriptor number goes to a shorter file at once: the read raises ``ValueError``
+    (docs/api.md), not the ``ArchiveChangedError`` of a file that ended early."""
+    np = pytest.importorskip("numpy")
+    path, empty = tmp_path / "a.mlc", tmp_path / "empty"
+    empty.write_bytes(b"")
+    msglc.dump(path, {"a": np.arange(100_000, dtype=np.float64)}, small_obj_optimization_threshold=64)
+    reader = msglc.LazyReader(path)
+    lazy = reader["a"]
+    source = reader._a.file  # noqa: SLF001
+    assert isinstance(source, FileSource)
+    fd = source.fd
+    real = os.preadv
+    other = os.open(empty, os.O_RDONLY)
+
+    def preadv(f, buffers, offset):
+        monkeypatch.setattr(os, "preadv", real)
+        closer = threading.Thread(target=reader.close)
+        closer.start()
+        closer.join()
+        os.dup2(other, fd)  # the next open() takes the number: another, shorter file
+        return real(f, buffers, offset)
+
+    monkeypatch.setattr(os, "preadv", preadv)
+    try:
+        with pytest.raises(ValueError, match="closed"):
+            np.asarray(lazy)
+    finally:
+        os.close(other)
+        os.close(fd)
 
 
 # ---- opening while another process appends -------------------------------------------------------

@@ -121,6 +121,8 @@ class FileSource(Source):
                         raise closed_error() from None
                     raise
                 if not got:
+                    if self.closed:  # the descriptor's number may be another file's now
+                        raise closed_error()
                     raise self._short(offset, len(out), done)
                 done += got
             if self.closed:

@@ -89,7 +89,8 @@ with the truth: the original value, or for crafted data the data section decoded
   ``lookup-crafted-toc`` (a crafted TOC that renames a key, or a crafted hash index, makes a
   lookup a KeyError: only reading the data could tell), ``span-crafted-toc`` (a crafted TOC
   that moves where a list's span starts gives other items that frame exactly, and
-  ``verify()`` refuses the archive: only reading the span before could tell).
+  ``verify()`` refuses the archive: only reading the span before could tell; a path through
+  such an item may raise a lookup error instead of giving another value).
 
 Cases run in worker processes (fork; ``--workers``, default 2), each under a soft timeout
 (``signal.setitimer``: the traceback shows where it hung) and a hard one (the worker is

@@ -418,8 +418,10 @@ def classify(s: Sample, mut: Mutation, stages: dict[str, StageResult], truth: An
         what = f"{changed[0]} changed" if changed else f"{lookups[0][0]}: {type(lookups[0][1]).__name__}"
         return "wrong-verify-passes", f"{what}, verify() passed"
     if not in_data:
-        if changed and not verify_ok and moves_a_span(mut):
-            return "span-crafted-toc", f"{changed[0]} changed"
+        # (a path through an item read from a moved span may raise a lookup error instead)
+        if (changed or lookups) and not verify_ok and moves_a_span(mut):
+            what = f"{changed[0]} changed" if changed else f"{lookups[0][0]}: {type(lookups[0][1]).__name__}"
+            return "span-crafted-toc", what
         if changed:
             return "wrong-outside-data", f"{changed[0]} changed"
         if lookups and not (mut.crafted == "toc" and all(isinstance(e, KeyError) for _, e in lookups)):
@@ -454,7 +456,8 @@ def moves_a_span(mut: Mutation) -> bool:
     """A crafted TOC whose one edit moved where a list's span (or page) starts: what a node
     alone answers (docs/reliability.md, "Crafted files"). A read of the items of one span
     checks them against that span's bytes alone, so a start moved into an item can give other
-    items that frame exactly (the last byte of a uint16, a fixint); ``verify()`` refuses it."""
+    items that frame exactly (the last byte of a uint16, a fixint; a list inside the item, where
+    a path through it then raises a lookup error); ``verify()`` refuses it."""
     return mut.crafted == "toc" and SPAN_EDIT.match(mut.desc) is not None
 
 
