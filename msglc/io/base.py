@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Protocol
 
-from msglc.errors import ArchiveChangedError, MsglcError, TruncatedError
+from msglc.errors import ArchiveChangedError, TruncatedError
 
 
 class Counter(Protocol):
@@ -103,8 +103,21 @@ class Source:
     def close(self) -> None:
         self.closed = True
 
-    def _short(self, offset: int, size: int, got: int) -> MsglcError:
-        changed = self.opened is not None and self.stamp() != self.opened  # (a local file's size: now)
+    def changed_since_open(self) -> bool:
+        """Whether the file is not in the state a reader opened (a local file's size and time
+        now); False before an open and after a close (its descriptor may be gone, or another
+        file's)."""
+        if self.opened is None or self.closed:
+            return False
+        try:
+            return self.stamp() != self.opened
+        except OSError:  # closed by another thread meanwhile
+            return False
+
+    def _short(self, offset: int, size: int, got: int) -> ValueError:
+        if self.closed:  # a read racing a close (its descriptor may be gone, or another file's)
+            return closed_error()
+        changed = self.changed_since_open()
         end = offset + got if got else min(offset, self.size)  # a read past the end gets nothing
         message = f"file ended at {end} while reading {size} bytes at offset {offset}"
         if changed:

@@ -668,7 +668,7 @@ class FramedSource(Source):
     def damaged(self, message: str) -> MsglcError:
         """``ArchiveChangedError`` when the file changed since the reader opened it (frames are
         read after the open), else ``CorruptedError``."""
-        if self.opened is not None and self.stamp() != self.opened:
+        if self.changed_since_open():
             return ArchiveChangedError(f"{message}: the file changed after the reader opened it: open a new reader")
         return CorruptedError(message)
 

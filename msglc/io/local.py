@@ -120,9 +120,7 @@ class FileSource(Source):
                     if self.closed:
                         raise closed_error() from None
                     raise
-                if not got:
-                    if self.closed:  # the descriptor's number may be another file's now
-                        raise closed_error()
+                if not got:  # (or closed by another thread: the number may be another file's now)
                     raise self._short(offset, len(out), done)
                 done += got
             if self.closed:

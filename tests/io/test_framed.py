@@ -390,3 +390,19 @@ def test_a_close_on_another_thread_waits_for_a_read_that_holds_a_cached_frame(mo
     closer[0].join()
     with pytest.raises(ValueError):
         src.read(5000, 10)
+
+
+def test_errors_of_a_source_closed_meanwhile_do_not_look_at_its_descriptor(tmp_path):
+    """A read refused (out of bounds) or a frame found damaged after another thread closed
+    the reader: the error does not ask the closed descriptor whether the file changed (an
+    ``OSError``, or another file's answer once the number is reused): the read raises the
+    ``ValueError`` of a closed reader, and damage is named as such."""
+    path = tmp_path / "a.mlc"
+    msglc.dump(path, list(range(1000)), compression="zstd")
+    r = msglc.LazyReader(path)
+    src = archive_of(r).src
+    assert isinstance(src, FramedSource)
+    r.close()
+    with pytest.raises(ValueError, match="closed"):
+        src.read(-1, 4)
+    assert isinstance(src.damaged("frame 3 does not decompress"), CorruptedError)
