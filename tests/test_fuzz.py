@@ -572,7 +572,7 @@ def test_a_span_start_moved_into_an_item_is_the_documented_span_outcome():
     from tools.fuzz.corpus import build_corpus
     from tools.fuzz.layout import relayout
     from tools.fuzz.mutators import Mutation
-    from tools.fuzz.targets import evaluate
+    from tools.fuzz.targets import classify, evaluate
 
     s = next(x for x in build_corpus() if x.kind == "appended-paged" and x.threshold == 8)
     items, root = s.toc
@@ -602,10 +602,15 @@ def test_a_span_start_moved_into_an_item_is_the_documented_span_outcome():
     desc = f"toc SpanPage at {page.pos}: offs[{k}]: {page.node.offs[k]} -> {page.node.offs[k] + 2}"
     i = page.node.starts[k]  # the item read: alone (``walk`` reads the one before it first, and fails)
     s = dataclasses.replace(s, paths=[i], expected=[s.truth[i]])
-    cls, stages, _ = evaluate(s, Mutation(relayout(s.data, items, root, edit), desc, "toc", crafted="toc"))
+    mut = Mutation(relayout(s.data, items, root, edit), desc, "toc", crafted="toc")
+    cls, stages, _ = evaluate(s, mut)
     assert cls == "span-crafted-toc"
     assert isinstance(stages["verify"].error, CorruptedError)
     assert any(st.changed for st in stages.values())
+    # only reads of that span alone are excused: a walk through the list reads the span
+    # before it too, so a changed value there would still be a bug
+    stages["walk"].error, stages["walk"].changed = None, True
+    assert classify(s, mut, stages, s.truth)[0] == "wrong-outside-data"
 
 
 def test_a_span_start_moved_onto_a_list_in_its_item_is_the_span_outcome_for_lookups_too():
