@@ -564,18 +564,35 @@ def test_a_dictionary_larger_than_writers_make_is_refused():
     assert DICT_MAX <= MAX_DICT <= MAX_FRAME
 
 
+def _span_moved(s: Any, item: Any, k: int, delta: int) -> Any:
+    """The ``toc`` mutation of sample ``s`` that moves the start of span ``k`` of the list
+    node or page ``item`` by ``delta`` bytes (the TOC laid out again, every CRC recomputed)."""
+    from tools.fuzz.layout import relayout
+    from tools.fuzz.mutators import Mutation
+
+    def edit(it: Any, node: Any, new_pos: Any, new_len: Any, here: int) -> bytes | None:
+        if it is not item:
+            return None
+        offs = [*node.offs]
+        offs[k] += delta
+        return frame_node(msgspec.structs.replace(node, offs=offs))
+
+    old = item.node.offs[k]
+    desc = f"toc {type(item.node).__name__} at {item.pos}: offs[{k}]: {old} -> {old + delta}"
+    items, root = s.toc
+    return Mutation(relayout(s.data, items, root, edit), desc, "toc", crafted="toc")
+
+
 def test_a_span_start_moved_into_an_item_is_the_documented_span_outcome():
     """A crafted TOC that moves where a span of one item starts, two bytes into a uint16 item,
     leaves its last byte: a fixint that frames exactly, read as the item. A read checks a
     span's items against its own bytes alone (docs/reliability.md, "Crafted files"), so this
     is the harness's documented ``span-crafted-toc``, not a bug; ``verify()`` refuses it."""
     from tools.fuzz.corpus import build_corpus
-    from tools.fuzz.layout import relayout
-    from tools.fuzz.mutators import Mutation
     from tools.fuzz.targets import classify, evaluate
 
     s = next(x for x in build_corpus() if x.kind == "appended-paged" and x.threshold == 8)
-    items, root = s.toc
+    items = s.toc[0]
     base = s.trailer.data_off  # (the root list's first byte: span offsets count from it)
     moved = None
     for it in items:
@@ -591,18 +608,9 @@ def test_a_span_start_moved_into_an_item_is_the_documented_span_outcome():
             break
     assert moved is not None, "the corpus no longer has a span of one uint16 item in a page"
     page, k = moved
-
-    def edit(it: Any, node: Any, new_pos: Any, new_len: Any, here: int) -> bytes | None:
-        if it is not page:
-            return None
-        offs = [*node.offs]
-        offs[k] += 2
-        return frame_node(msgspec.structs.replace(node, offs=offs))
-
-    desc = f"toc SpanPage at {page.pos}: offs[{k}]: {page.node.offs[k]} -> {page.node.offs[k] + 2}"
+    mut = _span_moved(s, page, k, 2)
     i = page.node.starts[k]  # the item read: alone (``walk`` reads the one before it first, and fails)
     s = dataclasses.replace(s, paths=[i], expected=[s.truth[i]])
-    mut = Mutation(relayout(s.data, items, root, edit), desc, "toc", crafted="toc")
     cls, stages, _ = evaluate(s, mut)
     assert cls == "span-crafted-toc"
     assert isinstance(stages["verify"].error, CorruptedError)
@@ -621,12 +629,10 @@ def test_a_span_start_moved_onto_a_list_in_its_item_is_the_span_outcome_for_look
     not ``wrong-outside-data``; ``verify()`` refuses the archive."""
     from msglc.format.nodes import ListNode
     from tools.fuzz.corpus import build_corpus
-    from tools.fuzz.layout import relayout
-    from tools.fuzz.mutators import Mutation
     from tools.fuzz.targets import evaluate
 
     s = next(x for x in build_corpus() if x.name == "streamed@64")
-    items, root = s.toc
+    items = s.toc[0]
     records = next(it for it in items if it.kind == "node" and isinstance(it.node, ListNode) and it.node.n == 400)
     k = len(records.node.starts) - 1  # the last span: record 399 alone
     with msglc.LazyReader(s.data) as r:
@@ -634,17 +640,9 @@ def test_a_span_start_moved_onto_a_list_in_its_item_is_the_span_outcome_for_look
     last = s.data[base + records.node.offs[k] : base + records.node.offs[k + 1]]
     assert records.node.starts[k] == 399 and isinstance(msgspec.msgpack.decode(last[9:]), list), last
 
-    def edit(it: Any, node: Any, new_pos: Any, new_len: Any, here: int) -> bytes | None:
-        if it is not records:
-            return None
-        offs = [*node.offs]
-        offs[k] += 9
-        return frame_node(msgspec.structs.replace(node, offs=offs))
-
-    old = records.node.offs[k]
-    desc = f"toc ListNode at {records.pos}: offs[{k}]: {old} -> {old + 9}"
+    mut = _span_moved(s, records, k, 9)
     s = dataclasses.replace(s, paths=["records/399/id"], expected=[s.truth["records"][399]["id"]])
-    cls, stages, why = evaluate(s, Mutation(relayout(s.data, items, root, edit), desc, "toc", crafted="toc"))
+    cls, stages, why = evaluate(s, mut)
     assert isinstance(stages["many"].error, TypeError), stages["many"].error
     assert isinstance(stages["verify"].error, CorruptedError)
     assert cls == "span-crafted-toc", why
