@@ -45,6 +45,8 @@ from typing import Any, BinaryIO, cast
 import msgspec
 
 import msglc
+from msglc.format.frames import RAW  # FrameInfo.filter of a frame read in place, never decompressed
+from msglc.io.framed import SMALL_FRAME  # data frames this small stay cached: no read decompresses them twice
 
 from ..compressed import LEVEL, zstd_whole
 from ..datasets import DATASETS, DEFAULT_DATA_DIR, FETCH_TIMEOUT, fetch, parse_names
@@ -52,7 +54,6 @@ from ..timing import interleaved
 from .common import Row, fresh
 
 BASE_SERIES: tuple[tuple[str, dict[str, Any]], ...] = (("msglc", {}), ("msglc zstd", {"compression": "zstd"}))
-RAW_FILTER = 2  # FrameInfo.filter of a frame stored raw: read in place, never decompressed
 FLOOR_PLAIN = "floor: plain msgpack"
 FLOOR_ZSTD = f"floor: plain msgpack, whole file zstd -{LEVEL}"
 PATHS, PATHS_QUICK = 300, 100  # leaf paths read once each
@@ -369,8 +370,8 @@ def _counted(path: Path, paths: list[tuple[list[Any], Any]], what: str) -> dict[
 def _frame_floor(path: Path) -> float | None:
     """Median seconds to decompress one data frame of the compressed archive at ``path``, with
     zstd alone (its dictionary loaded beforehand), over up to ``FRAME_SAMPLE`` frames drawn at
-    random among those a read decompresses: data frames of more than 1 KB (smaller ones, the
-    heads of big containers, stay cached) that are not stored raw. None for a plain archive."""
+    random among those a read decompresses: data frames of more than ``SMALL_FRAME`` bytes
+    (smaller ones, the heads of big containers, stay cached) that are not stored raw. None for a plain archive."""
     import zstandard
 
     with msglc.LazyReader(path) as reader:
@@ -379,7 +380,7 @@ def _frame_floor(path: Path) -> float | None:
         frames = [
             f
             for f in reader.frames()
-            if f.plain_offset + f.plain_size <= data_end and f.plain_size > 1024 and f.filter != RAW_FILTER
+            if f.plain_offset + f.plain_size <= data_end and f.plain_size > SMALL_FRAME and f.filter != RAW
         ]
         if not frames:
             return None
