@@ -249,6 +249,10 @@ class LazyArray(LazyPart):
         self._check_open()
         sel, out_shape, flips, scalar = _selection(key if isinstance(key, tuple) else (key,), self.shape)
         np = self._np
+        if len(out_shape) > _max_dims(np):  # (refused before anything is read, as NumPy refuses it)
+            raise IndexError(
+                f"the selection would give an array of {len(out_shape)} axes; NumPy arrays have at most {_max_dims(np)}"
+            )
         counts = [c for _, c, _ in sel]
         if not all(counts):
             return np.empty(out_shape, self.dtype)
@@ -559,7 +563,7 @@ def _selection(
             start, stop, step = k.indices(n)
             count = len(range(start, stop, step))
             low = start if step > 0 or not count else start + (count - 1) * step
-            sel.append((low, count, abs(step)))
+            sel.append((low, count, abs(step) if count > 1 else 1))  # (a step past the axis selects one)
             out_shape.append(count)
             flips.append(step < 0)
             scalar = False
@@ -573,8 +577,13 @@ def _selection(
     return sel, out_shape, flips if any(flips) else [], scalar
 
 
+def _max_dims(np: Any) -> int:
+    """The most axes a NumPy array may have: 64 from NumPy 2 on, 32 before."""
+    return 64 if int(np.__version__.split(".")[0]) >= 2 else 32
+
+
 def _integer(k: Any) -> int:
-    if isinstance(k, bool) or type(k).__name__ == "bool_":
+    if isinstance(k, bool) or type(k).__module__ == "numpy" and type(k).__name__ in ("bool", "bool_"):
         raise IndexError("boolean indices are not supported by LazyArray; read the array first (np.asarray(a)[mask])")
     try:
         i: int = k.__index__()

@@ -75,6 +75,8 @@ KEYS: list[BasicIndex] = [
     (Ellipsis, slice(1, None, 2)),
     (0, Ellipsis, -1),
     (slice(1, 4), None, Ellipsis),
+    (slice(None, None, 2**62),),  # a step past the axis: one element (its step times a stride passes int64)
+    (slice(-1, None, -(2**61)),),
 ]
 
 
@@ -87,6 +89,7 @@ def _keys_for(a: np.ndarray) -> list[BasicIndex]:
     keys.append(tuple(slice(None, None, -1 - k) for k in range(a.ndim)))
     keys.append(tuple(n - 1 for n in a.shape))  # one element
     keys.append(tuple(slice(n - 1, 0, -3) if k % 2 else k % n for k, n in enumerate(a.shape)))
+    keys.append(tuple(slice(k % n, None, 2**61) for k, n in enumerate(a.shape)))
     return keys
 
 
@@ -366,3 +369,14 @@ def test_a_compressed_slab_decompresses_each_frame_once(tmp_path):
         assert stats.requests <= 8, stats  # the frames under 64 rows of 8000 bytes, not a read per row
         same(a[::7, ::-3], lazy[::7, ::-3])
         same(a[5:9], lazy[5:9])
+
+
+def test_a_result_of_too_many_axes_is_refused_before_any_read(archive):
+    stats = LazyStats()
+    with msglc.LazyReader(archive, counter=stats) as r:
+        lazy = r["d2"]
+        stats.clear()
+        with pytest.raises(IndexError, match="65 axes"):
+            lazy[(None,) * 63]
+        assert stats.calls == 0
+        assert lazy[(None,) * 62].shape == ARRAYS["d2"][(None,) * 62].shape  # 64 axes: NumPy's limit

@@ -60,6 +60,8 @@ def test_negative_indices_steps_and_errors(tmp_path):
             lazy[[1, 2]]
         with pytest.raises(IndexError, match="boolean"):
             lazy[True]
+        with pytest.raises(IndexError, match="boolean"):
+            lazy[np.True_, 0]
         assert [row.tolist() for row in lazy[:2]] == a[:2].tolist()
 
 
