@@ -496,10 +496,17 @@ def _entries(batch: list[Any], convert: Callable[[dict[Any, Any]], dict[Any, Any
             if not validate.key_type_ok(type(key)):
                 raise validate.bad_key(key) from None
         raise
+    if len(entries) < len(batch):
+        # keys equal in Python are not always one key stored (1, True, 1.0): each pair is
+        # converted and checked on its own, and only keys stored alike are repeated ones
+        pairs = [next(iter(convert({key: value}).items())) for key, value in batch]
+        for key, _ in pairs:
+            if not validate.key_type_ok(type(key)):
+                raise validate.bad_key(key)
+        _refuse_repeated([_key_encoder.encode(key) for key, _ in pairs])
+        return dict(pairs)
     entries = convert(entries)
     validate.check_keys(entries)
-    if len(entries) < len(batch):
-        _refuse_repeated([_key_encoder.encode(key) for key, _ in batch])
     return entries
 
 

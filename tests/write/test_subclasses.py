@@ -302,6 +302,22 @@ def test_a_key_yielded_twice_is_refused(n, again, tmp_path):
     assert not (tmp_path / "t.mlc").exists()
 
 
+def test_keys_equal_in_python_but_stored_apart_are_neither_merged_nor_let_through():
+    """1, True and 1.0 are one dict key in Python: a batch of pairs must not keep one of them
+    silently (a bool or float key is refused, as alone), and a key ``enc_hook`` turns into
+    another key is kept beside the int."""
+    from decimal import Decimal
+
+    with pytest.raises(TypeError, match=r"key of type bool \(True\) \(at d\)"):
+        msglc.dumps({"d": msglc.Pairs([(1, "int"), (True, "bool")])})
+    with pytest.raises(TypeError, match=r"key of type float \(1.0\)"):
+        msglc.dumps(msglc.Pairs([(1, "int"), (1.0, "float")]))
+    both = msglc.dumps({"d": msglc.Pairs([(1, "int"), (Decimal(1), "dec")])}, enc_hook=str)
+    assert msglc.LazyReader(both).to_obj() == {"d": {1: "int", "1": "dec"}}
+    with pytest.raises(ValueError, match="key 1 occurs twice"):
+        msglc.dumps(msglc.Pairs([(1, "a"), (Decimal(1), "b")]), enc_hook=int)
+
+
 def test_refused_values_in_what_is_yielded_name_their_path():
     with pytest.raises(TypeError, match=r"type object \(at rows/k7\)"):
         msglc.dumps({"rows": Rows(10, value=lambda i: object() if i == 7 else i)})
