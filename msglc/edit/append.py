@@ -85,6 +85,7 @@ from msglc.io.uploads import fetch_for_update, remote_target
 from msglc.read.archive import Archive
 from msglc.read.views import LazyDict, ViewCache, view
 from msglc.util.checksum import crc32_combine
+from msglc.write.encoder import Encoded
 from msglc.write.indexer import TocBuilder
 
 try:
@@ -239,20 +240,20 @@ def _append(
             f"append() to an archive whose root is a {'dict' if existing.is_map else 'list'} "
             f"takes {'named' if existing.is_map else 'unnamed'} inputs"
         )
-    small = existing.small_root()  # a root without a node, decoded (checksum checked)
+    small = existing.small_root()  # the entries of a root without a node (checksum checked)
+    small_keys = None if small is None else {key for key, _ in small}
     taken = [
-        name for name in names if name is not None and (name in small if small is not None else existing.has_key(name))
+        name
+        for name in names
+        if name is not None and (name in small_keys if small_keys is not None else existing.has_key(name))
     ]
     if taken:
         raise ValueError(f"append() input name {taken[0]!r} is already in {os.fspath(archive)!r}")
     if not infos:
         return
-    if small is not None:  # its entries are re-encoded like obj= inputs
-        kept = (
-            [FileInfo(None, key, obj=value) for key, value in small.items()]
-            if existing.is_map
-            else [FileInfo(None, obj=v) for v in small]
-        )
+    if small is not None:  # its entries copied as they are encoded (not encoded again with these options)
+        plain = {**options, "compression": None}
+        kept = [FileInfo(_as_archive(raw, plain), key) for key, raw in small]
         return combine_into(archive, kept + infos, None, options, progress, as_dict=existing.is_map)
     if existing.compressed:  # the root header is inside a frame: rewritten (its frames copied, not recompressed)
         return combine_into(archive, infos, existing, options, progress)
@@ -262,6 +263,14 @@ def _append(
     with opened(infos, options) as inputs:
         refuse_target_among(archive, inputs)
         _in_place(fd, existing, inputs, root_head, current(**options), progress)
+
+
+def _as_archive(raw: msgspec.Raw, options: dict[str, Any]) -> bytes:
+    """An archive of the encoded value ``raw`` as it is (an entry of a small root, which
+    ``append`` rewrites: a NumPy array stays one whatever ``numpy_encoder`` says now)."""
+    encoded = Encoded.of_data(bytes(raw), options)
+    encoded.index()
+    return b"".join(encoded.sections())
 
 
 def _keep_compression(existing: Existing, options: dict[str, Any]) -> dict[str, Any]:
@@ -507,8 +516,9 @@ class Existing:
             end -= self.node.pages[0][0]  # its pages, right before the node, go with it
         self.toc_len = end if t.root_len else 0
 
-    def small_root(self) -> Any:
-        """The whole root when it has no node (it is small), its data checksum checked."""
+    def small_root(self) -> list[tuple[Any, msgspec.Raw]] | None:
+        """The root's entries when it has no node (it is small): (key, or None in a list, the
+        value's encoded bytes), its data checksum checked."""
         if self.node is not None:
             return None
         t = self.trailer
@@ -517,7 +527,12 @@ class Existing:
             raise CorruptedError(
                 f"data section checksum mismatch ({t.data_len} bytes at offset {t.data_off}); nothing was changed"
             )
-        return self.archive.decode(data, t.data_off)
+        try:
+            if self.is_map:
+                return list(msgspec.msgpack.decode(data, type=dict[Any, msgspec.Raw]).items())
+            return [(None, raw) for raw in msgspec.msgpack.decode(data, type=list[msgspec.Raw])]
+        except msgspec.DecodeError as e:
+            raise CorruptedError(f"the root (at offset {t.data_off}) is not valid msgpack: {e}") from None
 
     def close(self) -> None:
         self.archive.close()

@@ -107,6 +107,23 @@ def test_append_to_small_roots(tmp_path):
     assert p.read_bytes() == damaged
 
 
+def test_a_small_root_keeps_its_entries_as_they_were_stored(tmp_path):
+    """A small root is rewritten whole: its entries are copied as they are encoded, whatever
+    the append's own options (numpy_encoder=False would have made an array a list, and a
+    complex array impossible to append to)."""
+    np = pytest.importorskip("numpy")
+    p = tmp_path / "s.mlc"
+    stored = {"a": np.array([1, 2, 3], np.int16), "c": np.array([1j]), "t": (1, [2.5])}
+    msglc.dump(p, stored)
+    data = bytes(msglc.LazyReader(p).protocol_raw_data())
+    msglc.append(p, [FileInfo(None, "b", obj=np.array([4, 5]))], numpy_encoder=False)
+    with msglc.LazyReader(p) as r:
+        assert r["a"].dtype == np.int16 and r["c"].dtype == np.complex128
+        assert r["b"] == [4, 5]
+        assert bytes(r.protocol_raw_data()).startswith(b"\x84" + data[1:])  # the old entries' bytes, one more
+        r.verify()
+
+
 def test_appending_to_a_matrix_keeps_rows_lazy(tmp_path):
     p = tmp_path / "m.mlc"
     msglc.dump(p, [[float(j) for j in range(2000)] for _ in range(20)], small_obj_optimization_threshold=1024)
