@@ -12,7 +12,9 @@ from msglc.errors import CorruptedError
 from msglc.format.layout import HEADER_SIZE, Trailer, pack_header
 from msglc.format.msgpack import container_header_size
 from msglc.format.nodes import StrideNode, frame_node, whole_max
+from msglc.format.numpy_ext import find_tiled
 from msglc.format.strides import STRIDE_LAZY_MIN, stride_dims
+from msglc.io.framed import FramedSource
 from msglc.read.archive import Archive, Location
 from msglc.util.checksum import data_crc32
 
@@ -27,6 +29,12 @@ def part_archive(archive: Archive, where: Location, count: int) -> Iterator[byte
     checked here (run ``verify()`` on the source first when that matters)."""
     archive.check_open()
     data = archive.read(where.offset, where.size)
+    if isinstance(archive.src, FramedSource) and find_tiled(data) is not None:
+        raise ValueError(
+            "this part holds NumPy arrays stored tile by tile (format 2.1), which the plain archive "
+            "raw_data() makes cannot hold as they are: msglc.dumps(part) writes it anew (compressed or, "
+            "with compression=None, in C order)"
+        )
     head = pack_header()
     if where.node_size:
         lo, end = archive.toc_range(where.node, where.node_size)

@@ -252,6 +252,17 @@ def test_copies_into_a_plain_archive(tmp_path):
     with pytest.raises(ValueError, match="tile by tile"):
         msglc.combine(tmp_path / "out.mlc", [FileInfo(src, "x")], compression=None)
     assert not (tmp_path / "out.mlc").exists()
+    # a part taken out as a (plain) archive of its own: refused as well; one without tiles is not
+    with msglc.LazyReader(src) as r:
+        for part in (r["a"], r.unwrap()):
+            with pytest.raises(ValueError, match="tile by tile"):
+                part.raw_data()
+        anew = msglc.LazyReader(msglc.dumps(r["a"], compression=None))  # (written anew: in C order)
+        assert anew.unwrap().tiles is None
+        same(a, anew.to_obj())
+    untiled = {"d": {f"k{i}": "v" * 100 for i in range(2000)}}
+    with msglc.LazyReader(msglc.dumps(untiled, compression="zstd")) as r:
+        assert msglc.LazyReader(r["d"].raw_data()).to_obj() == untiled["d"]
 
 
 def test_an_array_with_a_long_header_is_never_copied_tiled_into_a_plain_archive(tmp_path):
