@@ -49,8 +49,12 @@ def deep_archive(path, threshold: int, compression=None) -> None:
 def test_dump_nests_as_deep_as_the_recursion_limit_allows(tmp_path):
     """The writers' depth: at the default limit a 3000-deep value is refused, one error;
     with a raised limit it is written."""
-    with pytest.raises(ValueError, match="nested too deeply"):
-        msglc.dumps(nested(DEPTH))
+    cycle: list[object] = []
+    cycle.append(cycle)
+    for options in ({}, {"enc_hook": str}, {"order": "sorted"}):  # (the hook and the sort walk it first)
+        for value in (nested(DEPTH), cycle):
+            with pytest.raises(ValueError, match="nested too deeply"):
+                msglc.dumps(value, **options)
     deep_archive(tmp_path / "deep.mlc", 8192)
     assert sys.getrecursionlimit() < DEPTH
 

@@ -536,9 +536,13 @@ def _decode_json(data: bytes, where: str) -> Any:
         return msgspec.json.decode(data)
     except (msgspec.DecodeError, UnicodeDecodeError) as e:
         error = e
+    except RecursionError:
+        raise CliError(f"{where} is nested too deeply to read") from None
     try:
         return json.loads(data)
-    except (ValueError, RecursionError):
+    except RecursionError:
+        raise CliError(f"{where} is nested too deeply to read") from None
+    except ValueError:
         raise CliError(f"{where} is not valid json: {error}") from None
 
 

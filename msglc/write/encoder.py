@@ -95,7 +95,7 @@ def encode_value(obj: Any, arrays: ArrayEncoder) -> bytes:
         validate.check_value_or_raise(obj)
         raise
     except RecursionError:
-        raise ValueError("object is nested too deeply or contains a reference to itself") from None
+        raise ValueError(validate.TOO_DEEP) from None
 
 
 DIRECT_INDEX = True  # big dicts of plain archives get a direct index (node type 10, 1.4); tests set
@@ -112,11 +112,14 @@ class Encoded:
         self.durable = cfg.durable
         self.disable_gc = cfg.disable_gc
         self.obj = obj
-        if cfg.enc_hook is not None and not (accel.speedups is not None and accel.speedups.plain_values(obj)):
-            obj = self.obj = validate.converted(obj, cfg.enc_hook)
+        try:
+            if cfg.enc_hook is not None and not (accel.speedups is not None and accel.speedups.plain_values(obj)):
+                obj = self.obj = validate.converted(obj, cfg.enc_hook)
+            if cfg.order == "sorted":
+                obj = self.obj = sorted_dicts(obj)
+        except RecursionError:
+            raise ValueError(validate.TOO_DEEP) from None
         self.order = cfg.order
-        if cfg.order == "sorted":
-            obj = self.obj = sorted_dicts(obj)
         arrays = ArrayEncoder(cfg.numpy_encoder, cfg.tiles if cfg.compression else False)
         with gc_paused(self.disable_gc):
             self.data = DataSection(encode_value(obj, arrays), arrays)

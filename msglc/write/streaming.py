@@ -430,7 +430,7 @@ class LazyWriter:
         except validate.Unsupported as e:
             raise e.error() from None
         except RecursionError:
-            raise ValueError("object is nested too deeply or contains a reference to itself") from None
+            raise ValueError(validate.TOO_DEEP) from None
         except StopIteration as e:  # from a value's items() or __iter__: it must not end the caller's loop
             raise stop_iteration_error() from e
         self._failed = False

@@ -32,6 +32,8 @@ Seq = list[Any] | tuple[Any, ...]  # a sequence as msgspec encodes it, from its 
 
 ITERATED = -1  # a container subclass written from its own iteration: kind() raises Streamed
 
+TOO_DEEP = "object is nested too deeply or contains a reference to itself"  # (a RecursionError, said so)
+
 
 _KINDS: dict[type, int] = {
     type(None): SCALAR, bool: SCALAR, int: SCALAR, float: SCALAR, str: SCALAR,

@@ -156,6 +156,7 @@ def test_combine_and_verify(files, tmp_path):
         (("convert", "{text}", "{out}"), "cannot tell the format"),
         (("convert", "{bad_json}", "{out}.msgpack"), "neither"),
         (("convert", "{bad_json}", "{out}.mlc"), "is not valid json"),
+        (("convert", "{deep_json}", "{out}.mlc"), "deep.json is nested too deeply to read"),
         (("combine", "{out}.mlc", "{a}", "--name", "x", "--name", "y"), "give one per input"),
         (("combine", "{out}.mlc", "{a}", "{a}"), "would both have the key 'a'"),
         (("combine", "{out}.mlc", "{text}"), "not an msglc archive"),
@@ -164,7 +165,9 @@ def test_combine_and_verify(files, tmp_path):
 def test_errors_are_one_line(files, tmp_path, args, message):
     (tmp_path / "t.txt").write_text("just text")
     (tmp_path / "bad.json").write_text("{oops")
+    (tmp_path / "deep.json").write_text("[" * 5000 + "]" * 5000)
     names = {"a": files / "a.mlc", "text": tmp_path / "t.txt", "out": tmp_path / "o", "bad_json": tmp_path / "bad.json"}
+    names["deep_json"] = tmp_path / "deep.json"
     code, out, err = run(*(a.format(**names) for a in args), ok=False)
     assert code == 1 and out == ""
     assert len(err.splitlines()) == 1 and message in err and "Traceback" not in err
