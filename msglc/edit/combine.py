@@ -38,14 +38,14 @@ from msglc.errors import CorruptedError
 from msglc.format.hash_index import MAP_INLINE_MAX
 from msglc.format.layout import HEADER_SIZE, Trailer, compressed_header, pack_header
 from msglc.format.msgpack import array_header, map_header
-from msglc.format.nodes import MapNode, whole_max
+from msglc.format.nodes import MapNode, exact_key, whole_max
 from msglc.io.atomic import output
 from msglc.read.archive import Archive
 from msglc.util.checksum import crc32_combine
 from msglc.write.compress import HEAD_FRAME, FrameWriter, frame_size
 from msglc.write.indexer import TocBuilder
 
-key_encoder = msgspec.msgpack.Encoder()
+key_encoder = msgspec.msgpack.Encoder(enc_hook=exact_key)
 
 
 class Base(Protocol):

@@ -7,6 +7,7 @@ import zlib
 from bisect import bisect_right
 from collections.abc import Sequence
 from itertools import accumulate, chain
+from typing import Any
 
 import msgspec
 
@@ -206,7 +207,18 @@ Node = (
 )
 
 
-_node_encoder = msgspec.msgpack.Encoder()
+def exact_key(x: Any) -> str | int:
+    """A dict key of a str or int subclass (``numpy.str_``...) as the exact str or int that
+    msgspec writes for it in a dict, for the encoders that write keys as values (nodes'
+    key lists, keys written one by one): msgspec refuses such values."""
+    if isinstance(x, str):
+        return str.__str__(x)
+    if isinstance(x, int) and not isinstance(x, bool):
+        return int.__index__(x)
+    raise NotImplementedError
+
+
+_node_encoder = msgspec.msgpack.Encoder(enc_hook=exact_key)
 
 
 _node_decoder: msgspec.msgpack.Decoder[Node | CompactMapNode] = msgspec.msgpack.Decoder(Node | CompactMapNode)

@@ -26,6 +26,7 @@ from msglc.format.nodes import (
     PagedListNode,
     SortedMapNode,
     StrideNode,
+    exact_key,
     joined_pages,
     page_of,
     span_end,
@@ -39,7 +40,7 @@ from msglc.read.part import LazyPart
 from msglc.util import accel
 from msglc.util.optional import loaded_numpy
 
-_enc = msgspec.msgpack.Encoder()
+_enc = msgspec.msgpack.Encoder(enc_hook=exact_key)  # (a numpy.str_ key looks up its str)
 
 
 MAX_VIEWS = 1024  # lazy views an archive keeps for reuse (their index tables included), all dropped when full

@@ -34,7 +34,7 @@ from msglc.config import Config, current, refuse_order
 from msglc.format.hash_index import BLOCK_BYTES, MAP_INLINE_MAX, block_bits_for, region_of
 from msglc.format.layout import HEADER_SIZE, Trailer, compressed_header, pack_header
 from msglc.format.msgpack import array_header, container_header_size, map_header
-from msglc.format.nodes import MapNode, whole_max
+from msglc.format.nodes import MapNode, exact_key, whole_max
 from msglc.io.atomic import atomic_file, end_here, is_named
 from msglc.io.names import RemotePath, resolve_name
 from msglc.io.uploads import spooled_target
@@ -55,7 +55,7 @@ BATCH = 4096  # at most this many items per msgspec call when streaming a list
 BATCH_BYTES = 1 << 22  # and about this many encoded bytes (large items make small batches)
 
 
-_key_encoder = msgspec.msgpack.Encoder()
+_key_encoder = msgspec.msgpack.Encoder(enc_hook=exact_key)
 
 
 _V = TypeVar("_V")  # a batch: a list of items or a dict of entries

@@ -3,6 +3,7 @@ the same archive, NumPy scalars stored as plain values, ``numpy_encoder=False``,
 name the value, and bounded memory."""
 
 import gc
+import io
 import os
 import pathlib
 import tracemalloc
@@ -64,6 +65,27 @@ def test_numpy_scalars_are_stored_as_plain_values():
     for x in (np.complex64(1 + 2j), np.datetime64("2026-11-22"), np.longdouble(1) / 3):
         back = msglc.LazyReader(msglc.dumps([x])).to_obj()[0]
         assert isinstance(back, np.ndarray) and back.shape == () and back.dtype == np.asarray(x).dtype and back[()] == x
+
+
+@pytest.mark.parametrize("threshold", [0, 64, 8192])
+def test_numpy_str_keys_are_stored_as_str_in_every_layout(threshold):
+    """A ``numpy.str_`` key is a str: msgspec writes it in a dict, and the nodes' key lists,
+    the streamed dict and combine's names write it too, whatever node the dict gets; and a
+    lookup by one finds its str."""
+    small = {np.str_("k"): 1, "b": "x" * 50}
+    big = {np.str_(f"k{i}"): i for i in range(1500)}  # (a hash index past 1024 entries)
+    for d in (small, big):
+        expected = {str(k): v for k, v in d.items()}
+        for value in (d, msglc.Pairs(list(d.items()))):
+            with msglc.LazyReader(msglc.dumps({"d": value}, small_obj_optimization_threshold=threshold)) as r:
+                assert r.to_obj() == {"d": expected}
+                first = next(iter(expected))
+                assert r["d"][first] == r["d"][np.str_(first)] == expected[first]  # (looked up by one, too)
+                assert np.str_(first) in r["d"] and np.str_("none") not in r["d"]
+                r.verify()
+    out = io.BytesIO()
+    msglc.combine(out, [msglc.FileInfo(None, np.str_("a"), obj=1)], small_obj_optimization_threshold=threshold)
+    assert msglc.LazyReader(out.getvalue()).to_obj() == {"a": 1}
 
 
 def test_numpy_encoder_false_stores_lists():
