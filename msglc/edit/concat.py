@@ -5,7 +5,9 @@ The result's data section is a new array header followed by each input's items, 
 for byte (each input's own header left out); every input's TOC is copied whole, and a new root
 node lists the inputs' spans, moved to where their items now are: a root ``ListNode``'s spans
 and large items keep their nodes, a fixed-stride root's items are cut into spans of about the
-threshold, and a root read whole (a small list) is one span. The inputs are checked while
+threshold (rows larger than it a span each, with a node of their own, as ``dump`` reads them
+lazily), and a root read whole (a small list) is one span. Fixed-stride roots of one layout
+make a fixed-stride root, as ``dump`` of the joined list would. The inputs are checked while
 they are copied (their data checksum); compression is as for ``combine``. To S3, uncompressed
 archives in S3 are joined on the server (``msglc.io.compose``): only the header, the short
 ranges and the new root travel. Their items are then not read, so not checked: a damaged input
@@ -26,7 +28,8 @@ from msglc.edit.sections import Sink, compressed, copy_data
 from msglc.errors import CorruptedError
 from msglc.format.layout import HEADER_SIZE, Trailer, compressed_header, pack_header
 from msglc.format.msgpack import array_header
-from msglc.format.nodes import ListNode, PagedListNode, StrideNode
+from msglc.format.nodes import ListNode, PagedListNode, StrideNode, whole_max
+from msglc.format.strides import STRIDE_LAZY_MIN
 from msglc.io.atomic import output
 from msglc.io.compose import Span, compose
 from msglc.io.names import RemotePath
@@ -52,6 +55,8 @@ class _Items:
         # their CRC-32, from the whole section's (CRC-32 is linear: crc(a + b) = shift(crc(a)) ^ crc(b))
         self.crc = t.data_crc ^ crc32_combine(zlib.crc32(head[: self.head]), 0, self.size)
         self.spans: list[tuple[int, int, tuple[int, int] | None]] = []
+        self.stride: StrideNode | None = None  # a fixed-stride root's node
+        self.rows: list[tuple[int, int, int]] | None = None  # ... and its rows' dims, when they get nodes
         node = a.node(t.toc_off + t.root_pos, t.root_len) if t.root_len else None
         if isinstance(node, PagedListNode):  # its spans from its pages, kids referenced from the root
             node = a.spans(t.toc_off + t.root_pos, node)
@@ -66,6 +71,9 @@ class _Items:
             h, n, s = node.dims[0]
             if h != self.head or n != self.count:
                 raise CorruptedError(f"{part.label}: its root node does not describe its root list")
+            self.stride = node
+            if s > whole_max(threshold):  # a row is a span and gets a node, as in dump's stride list
+                self.rows = node.dims[1:]
             per = max(1, threshold // s)
             self.spans = [(i, i * s, None) for i in range(0, n, per)]
         elif node is not None:
@@ -160,11 +168,13 @@ def _root_node(
     starts: list[int] = []
     offs: list[int] = []
     kids: dict[int, tuple[int, int]] = {}
-    first = 0
+    spanned: list[tuple[int, _Items]] = []  # (span, its input)
+    first, at0 = 0, at
     for items in lists:
         for start, off, kid in items.spans:
             if kid is not None:
                 kids[len(starts)] = kid
+            spanned.append((len(starts), items))
             starts.append(first + start)
             offs.append(at + off)
         first += items.count
@@ -172,5 +182,18 @@ def _root_node(
     if not count:
         return (0, 0), b""
     builder = TocBuilder(b"", threshold, toc_base=toc_base)
+    lazy_min = min(whole_max(threshold) + 1, STRIDE_LAZY_MIN)  # (as dump's stride nodes)
+    layouts = {
+        (items.stride.dims[0][2], tuple(items.stride.dims[1:])) if items.stride else None
+        for items in lists
+        if items.count
+    }
+    layout = layouts.pop() if len(layouts) == 1 else None
+    if layout is not None:  # fixed-stride lists of one layout: so is the result
+        stride, inner = layout
+        return builder.add_node(StrideNode(dims=[(at0, count, stride), *inner], lazy_min=lazy_min)), bytes(builder.toc)
+    for k, items in spanned:  # the large rows of a fixed-stride input: a node each
+        if items.rows is not None:
+            kids[k] = builder.add_node(StrideNode(dims=items.rows, lazy_min=lazy_min))
     root = builder.add_list(count, starts, [*offs, end], kids)
     return root, bytes(builder.toc)

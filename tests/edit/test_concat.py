@@ -52,6 +52,26 @@ def test_the_result_reads_lazily_like_a_dumped_list(tmp_path):
         assert stats.bytes <= 8192 < out.stat().st_size // 5, stats  # a span, not the whole list
 
 
+@pytest.mark.parametrize("compression", [None, "zstd"])
+def test_matrices_keep_their_rows_lazy(tmp_path, compression):
+    """Matrices of one layout join into a fixed-stride list, as ``dump`` of the joined list
+    writes; beside other lists, rows larger than the threshold get a node each: an element
+    reads its own bytes, not its row (``msglc.dask.to_archive`` joins its parts so)."""
+    rows = [[float(i * 10_000 + j) for j in range(2000)] for i in range(12)]  # 18 KB rows
+    for parts, kind in (([rows, rows[:5]], "fixed-stride list"), ([rows, RECORDS[:50]], "list")):
+        names = [_dump(tmp_path / f"{k}.mlc", p, compression=compression) for k, p in enumerate(parts)]
+        out = tmp_path / "all.mlc"
+        msglc.concat(out, names)
+        check(out, [x for p in parts for x in p])
+        stats = msglc.LazyStats()
+        with msglc.LazyReader(out, cached=False, counter=stats) as r:
+            assert next(r.nodes())[2].kind == kind
+            assert isinstance(r[7], msglc.LazyList)
+            stats.clear()
+            assert r[[7, 1234]] == rows[7][1234]
+            assert stats.bytes <= (9 if compression is None else 1 << 17), stats  # (compressed: one frame)
+
+
 def test_inputs_of_every_kind_and_file_objects_as_target(tmp_path):
     a = _dump(tmp_path / "a.mlc", RECORDS[:10])
     b = msglc.dumps(STRIDE[:10])
