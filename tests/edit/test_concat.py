@@ -58,7 +58,11 @@ def test_matrices_keep_their_rows_lazy(tmp_path, compression):
     writes; beside other lists, rows larger than the threshold get a node each: an element
     reads its own bytes, not its row (``msglc.dask.to_archive`` joins its parts so)."""
     rows = [[float(i * 10_000 + j) for j in range(2000)] for i in range(12)]  # 18 KB rows
-    for parts, kind in (([rows, rows[:5]], "fixed-stride list"), ([rows, RECORDS[:50]], "list")):
+    cases: list[tuple[list[Sequence[object]], str]] = [
+        ([rows, rows[:5]], "fixed-stride list"),
+        ([rows, RECORDS[:50]], "list"),
+    ]
+    for parts, kind in cases:
         names = [_dump(tmp_path / f"{k}.mlc", p, compression=compression) for k, p in enumerate(parts)]
         out = tmp_path / "all.mlc"
         msglc.concat(out, names)
