@@ -237,11 +237,12 @@ class FramedSource(Source):
             else:
                 out[a_ - lo : b_ - lo] = memoryview(frame)[a_ - start : b_ - start]
 
-    def decode_frames(self, offset: int, size: int, sink: Callable[[int, memoryview], None]) -> bool:
+    def decode_frames(self, offset: int, size: int, sink: Callable[[int, memoryview, int], None]) -> bool:
         """Hand the frames that make up logical [offset, offset + size) to ``sink(logical
-        offset, plain bytes)``, in order, in this thread: their stored bytes in one read, each
-        decompressed (checked, and unshuffled in C without the GIL) into a buffer of this
-        thread's own that ``sink`` must copy from before it returns; nothing is cached. False,
+        offset, bytes, element)``, in order, in this thread: their stored bytes in one read,
+        each decompressed (and checked) into a buffer of this thread's own that ``sink`` must
+        copy from before it returns, as stored: byte-shuffled by ``element`` bytes, or plain
+        (0; ``sink`` unshuffles them where they go, in one pass); nothing is cached. False,
         and nothing done, when the range does not begin and end where frames do."""
         lo = offset - self.data_off
         hi = lo + size
@@ -256,9 +257,9 @@ class FramedSource(Source):
         for i in range(first, last + 1):
             page, k = table.at(i)
             start, end = page.logical[k], page.logical[k + 1]
-            plain = self._scratch(end - start, "unshuffled")  # (a shuffled frame decompresses into "scratch")
-            self._decompress_into(i, data[page.stored[k] - stored_a : page.stored[k + 1] - stored_a], plain)
-            sink(self.data_off + start, plain)
+            stored = self._scratch(end - start)
+            self._decompress_frame_into(i, data[page.stored[k] - stored_a : page.stored[k + 1] - stored_a], stored)
+            sink(self.data_off + start, stored, self.table.shuffle(i) if self.table.filtered else 0)
         return True
 
     def _scratch(self, size: int, slot: str = "scratch") -> memoryview:

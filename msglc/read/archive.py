@@ -446,9 +446,10 @@ class Archive:
             raise ValueError("I/O operation on a closed LazyReader")
         return self.src.frame_at(offset) if isinstance(self.src, FramedSource) else None
 
-    def decode_frames(self, offset: int, size: int, sink: Callable[[int, memoryview], None]) -> bool:
+    def decode_frames(self, offset: int, size: int, sink: Callable[[int, memoryview, int], None]) -> bool:
         """In a compressed archive, the frames of logical [offset, offset + size) handed to
-        ``sink`` as plain bytes (``FramedSource.decode_frames``); False when they cannot be."""
+        ``sink`` as stored, with their shuffle's element size or 0 (``FramedSource.decode_frames``);
+        False when they cannot be."""
         if self.closed:
             raise ValueError("I/O operation on a closed LazyReader")
         if offset < self.opened.trailer.data_off or offset + size > self.opened.data_end:

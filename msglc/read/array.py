@@ -177,15 +177,17 @@ class LazyArray(LazyPart):
 
     def _tiles_from_frames(self, first: int, end: int, out: Any) -> bool:
         """Elements [first, end) of the tile order (whole rows of tiles) put in place in
-        ``out`` straight from their frames, each tile unshuffled and moved in one copy, when
-        the frames hold whole tiles (as writers lay them out); False when they do not (then
-        the caller reads them; what was put in place is overwritten)."""
-        np = self._np
+        ``out`` straight from their frames, each tile unshuffled into place in one pass (in C
+        without the GIL: the pool's threads run together), when the frames hold whole tiles
+        (as writers lay them out); False when they do not (then the caller reads them; what
+        was put in place is overwritten)."""
         tile = self._tile
         assert tile is not None
         itemsize = self.dtype.itemsize
+        target = memoryview(out.reshape(-1).view("u1"))
+        out_strides = out.strides[:-1]
 
-        def sink(at: int, data: memoryview) -> None:
+        def sink(at: int, data: memoryview, element: int) -> None:
             e, rem = divmod(at - self._data, itemsize)
             n = len(data) // itemsize
             if rem or len(data) % itemsize:
@@ -196,8 +198,14 @@ class LazyArray(LazyPart):
                 size = prod(ext)
                 if start != e + done or done + size > n:
                     raise _NotTiles
-                region = tuple(slice(i * t, i * t + x) for i, t, x in zip(g, tile, ext, strict=True))
-                out[region] = np.frombuffer(data, self.dtype, size, done * itemsize).reshape(ext)
+                inner = [itemsize]  # the tile's own C-order strides, in bytes
+                for x in reversed(ext[1:]):
+                    inner.insert(0, inner[0] * x)
+                corner = sum(i * t * s for i, t, s in zip(g, tile, out.strides, strict=True))
+                run = ext[-1] * itemsize
+                gather_grid(
+                    data, element or 1, done * itemsize, ext[:-1], tuple(inner[:-1]), run, target, corner, out_strides
+                )
                 done += size
 
         try:

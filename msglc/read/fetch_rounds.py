@@ -68,7 +68,7 @@ class BatchArchive(Archive):
         """None: a batch reads frames through ``read``, which collects them."""
         return None
 
-    def decode_frames(self, offset: int, size: int, sink: Callable[[int, memoryview], None]) -> bool:
+    def decode_frames(self, offset: int, size: int, sink: Callable[[int, memoryview, int], None]) -> bool:
         """False: a batch reads frames through ``read``, which collects them."""
         return False
 
