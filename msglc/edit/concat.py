@@ -29,7 +29,7 @@ from msglc.errors import CorruptedError
 from msglc.format.layout import HEADER_SIZE, Trailer, compressed_header, pack_header
 from msglc.format.msgpack import array_header
 from msglc.format.nodes import ListNode, PagedListNode, StrideNode, whole_max
-from msglc.format.strides import STRIDE_LAZY_MIN
+from msglc.format.strides import STRIDE_LAZY_MIN, stride_template
 from msglc.io.atomic import output
 from msglc.io.compose import Span, compose
 from msglc.io.names import RemotePath
@@ -38,6 +38,7 @@ from msglc.write.compress import HEAD_FRAME, FrameWriter, frame_size
 from msglc.write.indexer import TocBuilder
 
 _ARRAY_HEADS = {0xDC: 3, 0xDD: 5}  # array 16 and array 32: header sizes; fixarray: 1
+TEMPLATE_BYTES = 1 << 12  # a fixed-stride root's first bytes, which hold its items' template (their headers)
 
 
 class _Items:
@@ -56,6 +57,7 @@ class _Items:
         self.crc = t.data_crc ^ crc32_combine(zlib.crc32(head[: self.head]), 0, self.size)
         self.spans: list[tuple[int, int, tuple[int, int] | None]] = []
         self.stride: StrideNode | None = None  # a fixed-stride root's node
+        self.layout: tuple[object, ...] | None = None  # ... its items' (stride_template; verify checks it)
         self.rows: list[tuple[int, int, int]] | None = None  # ... and its rows' dims, when they get nodes
         node = a.node(t.toc_off + t.root_pos, t.root_len) if t.root_len else None
         if isinstance(node, PagedListNode):  # its spans from its pages, kids referenced from the root
@@ -72,7 +74,11 @@ class _Items:
             if h != self.head or n != self.count:
                 raise CorruptedError(f"{part.label}: its root node does not describe its root list")
             self.stride = node
-            if s > whole_max(threshold):  # a row is a span and gets a node, as in dump's stride list
+            levels = stride_template(bytes(a.read(t.data_off + self.head, min(s, TEMPLATE_BYTES))), 0, s)
+            self.layout = None if levels is None else (s, *levels)
+            if len(node.dims) > 1 and s > whole_max(
+                threshold
+            ):  # a row (a list) is a span with a node, as dump reads it
                 self.rows = node.dims[1:]
             per = max(1, threshold // s)
             self.spans = [(i, i * s, None) for i in range(0, n, per)]
@@ -183,15 +189,12 @@ def _root_node(
         return (0, 0), b""
     builder = TocBuilder(b"", threshold, toc_base=toc_base)
     lazy_min = min(whole_max(threshold) + 1, STRIDE_LAZY_MIN)  # (as dump's stride nodes)
-    layouts = {
-        (items.stride.dims[0][2], tuple(items.stride.dims[1:])) if items.stride else None
-        for items in lists
-        if items.count
-    }
-    layout = layouts.pop() if len(layouts) == 1 else None
-    if layout is not None:  # fixed-stride lists of one layout: so is the result
-        stride, inner = layout
-        return builder.add_node(StrideNode(dims=[(at0, count, stride), *inner], lazy_min=lazy_min)), bytes(builder.toc)
+    layouts = {items.layout for items in lists if items.count}
+    alike = next((items.stride for items in lists if items.count), None)
+    if len(layouts) == 1 and None not in layouts and alike is not None:
+        # fixed-stride lists whose items are alike to their headers and value-type bytes: so is the result
+        joined = StrideNode(dims=[(at0, count, alike.dims[0][2]), *alike.dims[1:]], lazy_min=lazy_min)
+        return builder.add_node(joined), bytes(builder.toc)
     for k, items in spanned:  # the large rows of a fixed-stride input: a node each
         if items.rows is not None:
             kids[k] = builder.add_node(StrideNode(dims=items.rows, lazy_min=lazy_min))

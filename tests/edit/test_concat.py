@@ -76,6 +76,24 @@ def test_matrices_keep_their_rows_lazy(tmp_path, compression):
             assert stats.bytes <= (9 if compression is None else 1 << 17), stats  # (compressed: one frame)
 
 
+@pytest.mark.parametrize(
+    "parts",
+    [
+        [[1.5] * 5000, [2**40] * 5000],  # items of one size, other value types (float64, uint64)
+        [[200] * 5000, [-100] * 5000],  # (uint8, int8)
+        [["x" * 20_000] * 3, SMALL],  # long flat items: spans without nodes (a str has none)
+        [[[1.5, 2.5]] * 3000, [[2**40, 2**41]] * 3000],  # rows alike in size, not in their items' types
+    ],
+)
+def test_lists_alike_in_size_only_join_into_a_list_that_verifies(tmp_path, parts):
+    names = [_dump(tmp_path / f"{k}.mlc", p) for k, p in enumerate(parts)]
+    out = tmp_path / "all.mlc"
+    msglc.concat(out, names)
+    check(out, [x for p in parts for x in p])
+    with msglc.LazyReader(out) as r:
+        assert next(r.nodes())[2].kind == "list"
+
+
 def test_inputs_of_every_kind_and_file_objects_as_target(tmp_path):
     a = _dump(tmp_path / "a.mlc", RECORDS[:10])
     b = msglc.dumps(STRIDE[:10])
