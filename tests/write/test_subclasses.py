@@ -7,7 +7,6 @@ StopIteration ever escapes ``dump``/``dumps``, where it would silently end the c
 """
 
 import io
-import time
 import tracemalloc
 from collections import Counter, OrderedDict, defaultdict, namedtuple
 
@@ -254,16 +253,13 @@ def test_a_large_dict_subclass_is_streamed_with_bounded_memory(tmp_path):
     each row cost ~10 us)."""
     n = 200_000
     rows = Rows(n, value=lambda i: i % 200, key="k{:07}")
-    started = time.perf_counter()
     streamed = peak_memory(lambda: msglc.dump(tmp_path / "rows.mlc", rows))
-    elapsed = time.perf_counter() - started
     built = peak_memory(lambda: dict(rows.items()))
     assert streamed < built / 3, f"{streamed / 1e6:.1f} MB streamed, {built / 1e6:.1f} MB built"
     with msglc.LazyReader(tmp_path / "rows.mlc") as r:
         assert len(r) == n
         assert r["k0000000"] == 0 and r["k0123456"] == 123456 % 200 and r["k0199999"] == 199999 % 200
         assert "k0200000" not in r
-    assert elapsed < 10, elapsed  # about 2 s here, traced
 
 
 def test_streamed_dicts_are_the_same_without_the_c_accelerator(monkeypatch):
