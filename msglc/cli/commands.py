@@ -32,6 +32,7 @@ from typing import Any, BinaryIO
 import msgspec
 
 from msglc import (
+    Config,
     CorruptedError,
     FileInfo,
     LazyArray,
@@ -156,7 +157,10 @@ def to_json(value: Any, indent: int | None = None) -> str:
     (built whole first: nothing is printed if it fails)."""
     if indent is None:
         return json_text(to_obj(value), json_default) + "\n"
-    return json.dumps(to_obj(value), default=json_default, indent=indent) + "\n"
+    try:
+        return json.dumps(to_obj(value), default=json_default, indent=indent) + "\n"
+    except RecursionError:
+        raise CliError("the value is nested too deeply to indent: without --indent it is one line of JSON") from None
 
 
 def write_json(value: Any, out: Any) -> None:
@@ -404,6 +408,17 @@ def cmd_convert(args: argparse.Namespace) -> int:
     return 0
 
 
+def _threshold(text: str) -> int:
+    """--threshold: a number of bytes (an int >= 0); anything else is a usage error."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"a number of bytes (an int >= 0), not {text!r}")
+    return value
+
+
 def convert_options(args: argparse.Namespace, dst: str) -> dict[str, Any]:
     """The writer's options that --threshold and --compression give."""
     options: dict[str, Any] = {} if args.threshold is None else {"small_obj_optimization_threshold": args.threshold}
@@ -480,6 +495,8 @@ def convert_file(source: str, target: Any, src: str, dst: str, options: dict[str
     shown = progress if bar else _no_progress
     if src == dst:  # an archive repacked: copied as it is when nothing changes, else rewritten
         with open_reader(source) as reader:
+            if not options:  # neither option: its own threshold too, so that it is copied as it is
+                options = {"small_obj_optimization_threshold": reader.info().threshold}
             dump(target, reader, **options)
         return
     if dst == "msglc":
@@ -733,11 +750,15 @@ def parser() -> argparse.ArgumentParser:
         help="the output's format (default: from OUTPUT's extension; into a folder: msglc)",
     )
     p.add_argument(
-        "--threshold", type=int, default=None, help="small_obj_optimization_threshold of the archive written"
+        "--threshold",
+        type=_threshold,
+        default=None,
+        help="small_obj_optimization_threshold of the archive written",
     )
     _compression_option(
         p,
-        "compression of the archive written (zstd level 1-22, default 3); an archive converted to an "
+        f"compression of the archive written (zstd level 1-22, default {Config().compression_level}); an archive "
+        "converted to an "
         "archive keeps its own unless this is given",
     )
     p = add(

@@ -278,6 +278,11 @@ def test_convert_and_combine_with_compression(tmp_path):
     assert "zstd frames" in run("info", tmp_path / "j.mlc")[1]
     run("convert", tmp_path / "j.mlc", tmp_path / "kept.mlc")  # archive -> archive keeps the compression
     assert (tmp_path / "kept.mlc").read_bytes() == (tmp_path / "j.mlc").read_bytes()
+    msglc.dump(tmp_path / "t0.mlc", users, small_obj_optimization_threshold=0)
+    run("convert", tmp_path / "t0.mlc", tmp_path / "t0-copy.mlc")  # ... and its threshold: a copy
+    assert (tmp_path / "t0-copy.mlc").read_bytes() == (tmp_path / "t0.mlc").read_bytes()
+    code, _, err = run("convert", tmp_path / "t0.mlc", tmp_path / "bad.mlc", "--threshold", "-5", ok=False)
+    assert code == 2 and "a number of bytes" in err and not (tmp_path / "bad.mlc").exists()
     run("convert", tmp_path / "j.mlc", tmp_path / "plain.mlc", "--compression", "none")
     assert version(tmp_path / "plain.mlc")[0] == 1
     assert (tmp_path / "plain.mlc").read_bytes() == msglc.dumps(users)
@@ -459,6 +464,21 @@ def test_combine_refuses_two_inputs_of_one_name(runs, tmp_path):
     assert len(msglc.LazyReader(out).read()) == 4
     code, _, err = run("combine", out, runs, "--list", "--name", "x", ok=False)
     assert code == 2 and "not allowed with" in err
+
+
+def test_an_indented_value_too_deep_for_json_is_a_one_line_error(tmp_path):
+    deep: object = 1
+    for _ in range(3000):
+        deep = [deep]
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(12_000)  # (dump nests as deep as the limit lets msgspec encode)
+    try:
+        msglc.dump(tmp_path / "deep.mlc", {"d": deep})
+    finally:
+        sys.setrecursionlimit(limit)
+    assert run("get", tmp_path / "deep.mlc", "d")[1].startswith("[" * 3000)
+    code, out, err = run("get", tmp_path / "deep.mlc", "d", "--indent", "1", ok=False)
+    assert code == 1 and out == "" and "too deeply to indent" in err and "Traceback" not in err
 
 
 def test_convert_many_files_into_a_folder(tmp_path):
