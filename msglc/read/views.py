@@ -6,6 +6,7 @@ indexing reads only the span holding the item. Small containers come back as pla
 
 from __future__ import annotations
 
+import operator
 import zlib
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, ItemsView, Iterator, Mapping, Sequence, ValuesView
@@ -126,9 +127,22 @@ class LazyList(LazyPart, Sequence[Any]):
 
     def _bounds(self, start: int, stop: int) -> tuple[int, int]:
         n = len(self)
-        if not (isinstance(start, int) and isinstance(stop, int) and 0 <= start <= stop <= n):
+        try:  # (a NumPy int too, as indexing takes)
+            start, stop = operator.index(start), operator.index(stop)
+        except TypeError:
+            raise IndexError(f"items {start!r} to {stop!r} of a list of {n}: not ints") from None
+        if not 0 <= start <= stop <= n:
             raise IndexError(f"items {start} to {stop} of a list of {n}")
         return start, stop
+
+
+class UnstorableKeyError(KeyError, TypeError):
+    """A lookup by a key of a type no archive dict stores: a ``TypeError`` that says so, and a
+    ``KeyError`` too, so that ``get``, ``in d.items()`` and ``Mapping`` code answer as a plain
+    dict does (the value read whole at another threshold is one)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
 
 
 def equal(a: Any, b: Any) -> bool:
@@ -525,7 +539,7 @@ class LazyDict(LazyPart, Mapping[Any, Any]):
 
     def __getitem__(self, key: Any) -> Any:
         if type(key) is not str and (not isinstance(key, (str, int)) or isinstance(key, bool)):
-            raise TypeError(f"archive dict keys are str or int, not {type(key).__name__}")
+            raise UnstorableKeyError(f"archive dict keys are str or int, not {type(key).__name__}")
         if self._a.closed:
             self._check_open()
         cache = self._cache

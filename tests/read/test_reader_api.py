@@ -97,6 +97,30 @@ def test_misuse_errors(reader):
         reader.read(3.5)
 
 
+@pytest.mark.parametrize("threshold", [0, 64, 8192])
+def test_lazy_dicts_answer_keys_of_other_types_as_a_dict_does(threshold):
+    """Whatever node a dict gets (at 8192 this one is read whole, a plain dict): ``get`` of a
+    key no archive stores gives the default, ``in`` and ``in items()`` say False; indexing by
+    one is a TypeError that is a KeyError too. ``read_items`` takes NumPy ints, as indexing."""
+    np = pytest.importorskip("numpy")
+    doc = {"t": {f"k{i}": i for i in range(50)}, "l": list(range(5000))}
+    with LazyReader(msglc.dumps(doc, small_obj_optimization_threshold=threshold)) as r:
+        t = r["t"]
+        assert t.get(1.5, "default") == "default" and t.get(None) is None and t.get("k7") == 7
+        assert (1.5, 0) not in t.items() and 1.5 not in t and ("k7", 7) in t.items()
+        if isinstance(t, LazyDict):
+            with pytest.raises(TypeError, match="str or int, not float"):
+                t[1.5]
+            with pytest.raises(KeyError):
+                t[None]
+        lazy = r["l"]
+        assert lazy[np.int64(3)] == 3
+        if isinstance(lazy, LazyList):
+            assert lazy.read_items(np.int64(1), np.int32(4)) == [1, 2, 3]
+            with pytest.raises(IndexError, match="not ints"):
+                lazy.read_items(1.0, 3)
+
+
 def test_use_after_close(tmp_path):
     path = tmp_path / "a.mlc"
     msglc.dump(path, list(range(1000)), **SMALL)
