@@ -118,7 +118,7 @@ def test_lazy_dicts_answer_keys_of_other_types_as_a_dict_does(threshold):
         if isinstance(lazy, LazyList):
             assert lazy.read_items(np.int64(1), np.int32(4)) == [1, 2, 3]
             with pytest.raises(IndexError, match="not ints"):
-                lazy.read_items(1.0, 3)
+                lazy.read_items(1.0, 3)  # type: ignore[arg-type]
 
 
 def test_use_after_close(tmp_path):
