@@ -30,10 +30,23 @@ def dumps(obj: Any, **options: Any) -> bytes:
             encoded = Encoded(obj, options)
             encoded.index()
         except Streamed:  # generators, Pairs or containers with their own iteration inside
+            _refuse_sorted(options)
             return stream_bytes(obj, options)
         return b"".join(encoded.sections())
     except StopIteration as e:  # from a value's items() or __iter__: it must not end the caller's loop
         raise stop_iteration_error() from e
+
+
+def _refuse_sorted(options: dict[str, Any]) -> None:
+    """``order="sorted"`` asked of this call for a value written as it is produced: its
+    streamed parts come in their own order, which the writer keeps (a configured order does
+    not apply to them, as it does not to ``LazyWriter``)."""
+    if options.get("order") == "sorted":
+        raise ValueError(
+            "order='sorted' sorts the dicts of a value held whole; this one holds generators, Pairs or "
+            "containers written from their own iteration, which are written in the order they give: "
+            "sort them first (Pairs(sorted(pairs))), or leave order= out"
+        )
 
 
 def dump(
@@ -58,6 +71,7 @@ def dump(
         except (
             Streamed
         ):  # generators, Pairs or containers with their own iteration inside: written as they are produced
+            _refuse_sorted(options)
             return stream(dest, obj, options)  # takes a RemotePath too
         out = cast(BinaryIO, dest)  # not a name: a writable binary file (check_target)
         for part in list(encoded.sections()) if encoded.compression else encoded.sections():

@@ -163,6 +163,12 @@ def test_writers_that_keep_the_given_order_refuse_it(tmp_path):
         msglc.append(tmp_path / "c.mlc", [FileInfo(part, "y")], order="sorted")
     with pytest.raises(ValueError, match="order must be"):
         msglc.dumps({}, order="descending")
+    # a value written as it is produced (generators, Pairs) keeps the order it gives
+    for streamed in ({"b": (i for i in range(3)), "a": 1}, {"m": msglc.Pairs([("z", 1), ("a", 2)])}):
+        with pytest.raises(ValueError, match="sorts the dicts of a value held whole"):
+            msglc.dumps(streamed, order="sorted")
+        with pytest.raises(ValueError, match="sorts the dicts of a value held whole"):
+            msglc.dump(tmp_path / "w.mlc", streamed, order="sorted")
     assert not (tmp_path / "w.mlc").exists() and not (tmp_path / "c.mlc").exists()
 
 
