@@ -550,17 +550,16 @@ def _decode_json(data: bytes, where: str) -> Any:
     json module reads them) and a UTF-8 byte order mark."""
     data = data.removeprefix(b"\xef\xbb\xbf")
     try:
-        return msgspec.json.decode(data)
-    except (msgspec.DecodeError, UnicodeDecodeError) as e:
-        error = e
+        try:
+            return msgspec.json.decode(data)
+        except (msgspec.DecodeError, UnicodeDecodeError) as e:
+            error = e
+        try:
+            return json.loads(data)
+        except ValueError:
+            raise CliError(f"{where} is not valid json: {error}") from None
     except RecursionError:
         raise CliError(f"{where} is nested too deeply to read") from None
-    try:
-        return json.loads(data)
-    except RecursionError:
-        raise CliError(f"{where} is nested too deeply to read") from None
-    except ValueError:
-        raise CliError(f"{where} is not valid json: {error}") from None
 
 
 def _decode_msgpack(data: bytes, where: str) -> Any:
@@ -757,9 +756,8 @@ def parser() -> argparse.ArgumentParser:
     )
     _compression_option(
         p,
-        f"compression of the archive written (zstd level 1-22, default {Config().compression_level}); an archive "
-        "converted to an "
-        "archive keeps its own unless this is given",
+        f"compression of the archive written (zstd level 1-22, default {Config().compression_level}); "
+        "an archive converted to an archive keeps its own unless this is given",
     )
     p = add(
         "combine",

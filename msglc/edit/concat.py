@@ -76,10 +76,8 @@ class _Items:
             self.stride = node
             levels = stride_template(bytes(a.read(t.data_off + self.head, min(s, TEMPLATE_BYTES))), 0, s)
             self.layout = None if levels is None else (s, *levels)
-            if len(node.dims) > 1 and s > whole_max(
-                threshold
-            ):  # a row (a list) is a span with a node, as dump reads it
-                self.rows = node.dims[1:]
+            if len(node.dims) > 1 and s > whole_max(threshold):
+                self.rows = node.dims[1:]  # a row (a list) is a span with a node, as dump reads it
             per = max(1, threshold // s)
             self.spans = [(i, i * s, None) for i in range(0, n, per)]
         elif node is not None:
@@ -171,20 +169,6 @@ def _root_node(
 ) -> tuple[tuple[int, int], bytes]:
     """The new root's node (position, length) and the TOC bytes holding it: the inputs' spans
     moved to where their items are (``at``: the first item's offset in the root container)."""
-    starts: list[int] = []
-    offs: list[int] = []
-    kids: dict[int, tuple[int, int]] = {}
-    spanned: list[tuple[int, _Items]] = []  # (span, its input)
-    first, at0 = 0, at
-    for items in lists:
-        for start, off, kid in items.spans:
-            if kid is not None:
-                kids[len(starts)] = kid
-            spanned.append((len(starts), items))
-            starts.append(first + start)
-            offs.append(at + off)
-        first += items.count
-        at += items.size
     if not count:
         return (0, 0), b""
     builder = TocBuilder(b"", threshold, toc_base=toc_base)
@@ -193,10 +177,21 @@ def _root_node(
     alike = next((items.stride for items in lists if items.count), None)
     if len(layouts) == 1 and None not in layouts and alike is not None:
         # fixed-stride lists whose items are alike to their headers and value-type bytes: so is the result
-        joined = StrideNode(dims=[(at0, count, alike.dims[0][2]), *alike.dims[1:]], lazy_min=lazy_min)
+        joined = StrideNode(dims=[(at, count, alike.dims[0][2]), *alike.dims[1:]], lazy_min=lazy_min)
         return builder.add_node(joined), bytes(builder.toc)
-    for k, items in spanned:  # the large rows of a fixed-stride input: a node each
-        if items.rows is not None:
-            kids[k] = builder.add_node(StrideNode(dims=items.rows, lazy_min=lazy_min))
+    starts: list[int] = []
+    offs: list[int] = []
+    kids: dict[int, tuple[int, int]] = {}
+    first = 0
+    for items in lists:
+        for start, off, kid in items.spans:
+            if items.rows is not None:  # a large row of a fixed-stride input: a node of its own
+                kid = builder.add_node(StrideNode(dims=items.rows, lazy_min=lazy_min))
+            if kid is not None:
+                kids[len(starts)] = kid
+            starts.append(first + start)
+            offs.append(at + off)
+        first += items.count
+        at += items.size
     root = builder.add_list(count, starts, [*offs, end], kids)
     return root, bytes(builder.toc)

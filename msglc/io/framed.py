@@ -259,16 +259,15 @@ class FramedSource(Source):
             start, end = page.logical[k], page.logical[k + 1]
             stored = self._scratch(end - start)
             self._decompress_frame_into(i, data[page.stored[k] - stored_a : page.stored[k + 1] - stored_a], stored)
-            sink(self.data_off + start, stored, self.table.shuffle(i) if self.table.filtered else 0)
+            sink(self.data_off + start, stored, page.shuffle(k) if table.filtered else 0)
         return True
 
-    def _scratch(self, size: int, slot: str = "scratch") -> memoryview:
-        """A buffer of ``size`` bytes of this thread's own (one per ``slot``), reused from
-        frame to frame."""
-        buf: bytearray | None = getattr(self._local, slot, None)
+    def _scratch(self, size: int) -> memoryview:
+        """A buffer of ``size`` bytes of this thread's own, reused from frame to frame (a
+        frame decompressed as stored: ``decode_frames``, or before it is unshuffled)."""
+        buf: bytearray | None = getattr(self._local, "scratch", None)
         if buf is None or len(buf) < size:
-            buf = bytearray(max(size, 1 << 16))
-            setattr(self._local, slot, buf)
+            buf = self._local.scratch = bytearray(max(size, 1 << 16))
         return memoryview(buf)[:size]
 
     def frame_at(self, offset: int) -> tuple[int, int, bytes | bytearray, int] | None:

@@ -198,14 +198,10 @@ class LazyArray(LazyPart):
                 size = prod(ext)
                 if start != e + done or done + size > n:
                     raise _NotTiles
-                inner = [itemsize]  # the tile's own C-order strides, in bytes
-                for x in reversed(ext[1:]):
-                    inner.insert(0, inner[0] * x)
                 corner = sum(i * t * s for i, t, s in zip(g, tile, out.strides, strict=True))
+                inner = _c_strides(ext, itemsize)[:-1]  # (the tile's own C order)
                 run = ext[-1] * itemsize
-                gather_grid(
-                    data, element or 1, done * itemsize, ext[:-1], tuple(inner[:-1]), run, target, corner, out_strides
-                )
+                gather_grid(data, element or 1, done * itemsize, ext[:-1], inner, run, target, corner, out_strides)
                 done += size
 
         try:
